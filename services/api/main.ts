@@ -1,0 +1,13 @@
+/** Deployable API process: HTTP server plus the outbox relay. */
+import { NodeRuntime } from "@effect/platform-node"
+import { Layer } from "effect"
+import { LoggingLive } from "../../src/platform/Logging.js"
+import { PlatformLive } from "../../src/platform/Platform.js"
+import { HttpServerLive } from "../../src/Server.js"
+
+HttpServerLive.pipe(
+  Layer.provide(PlatformLive),
+  Layer.provide(LoggingLive),
+  Layer.launch,
+  NodeRuntime.runMain({ disablePrettyLogger: true })
+)

@@ -1,0 +1,62 @@
+/**
+ * The whole HTTP contract: every group of `shared/spec/guardrail-api.md`
+ * plus the documented extensions. OpenAPI is generated from it.
+ */
+import { HttpApi, OpenApi } from "@effect/platform"
+import { AnalyticsApi } from "./analytics/Api.js"
+import { EventsApi } from "./authorization/Api.js"
+import { BudgetAlertsApi, LlmPricingApi, LlmUsageApi } from "./billing/Api.js"
+import { AgentsApi, KnowledgeSourcesApi, LabelPoliciesApi, PoliciesApi, ToolMetadataApi } from "./catalog/Api.js"
+import { GatewayProxyApi, GatewayRoutesApi, ProviderConnectionsApi } from "./gateway/Api.js"
+import { ApiKeysApi, AuthApi, EnvironmentsApi, SettingsApi, TeamApi } from "./identity/Api.js"
+import * as Errors from "./platform/Errors.js"
+import { RedteamApi, RedteamReportsApi } from "./redteam/Api.js"
+import { ReviewEventsApi, RunsApi, TracesApi } from "./runs/Api.js"
+import { SystemApi } from "./system/Api.js"
+
+export class GuardrailApi extends HttpApi.make("guardrail")
+  .add(SystemApi)
+  .add(AuthApi)
+  .add(ApiKeysApi)
+  .add(TeamApi)
+  .add(SettingsApi)
+  .add(EnvironmentsApi)
+  .add(AgentsApi)
+  .add(PoliciesApi)
+  .add(LabelPoliciesApi)
+  .add(ToolMetadataApi)
+  .add(KnowledgeSourcesApi)
+  .add(EventsApi)
+  .add(RunsApi)
+  .add(TracesApi)
+  .add(ReviewEventsApi)
+  .add(AnalyticsApi)
+  .add(ProviderConnectionsApi)
+  .add(GatewayRoutesApi)
+  .add(GatewayProxyApi)
+  .add(LlmPricingApi)
+  .add(LlmUsageApi)
+  .add(BudgetAlertsApi)
+  .add(RedteamApi)
+  .add(RedteamReportsApi)
+  .addError(Errors.BadRequestWire)
+  .addError(Errors.UnauthorizedWire)
+  .addError(Errors.PaymentRequiredWire)
+  .addError(Errors.ForbiddenWire)
+  .addError(Errors.NotFoundWire)
+  .addError(Errors.ConflictWire)
+  .addError(Errors.PayloadTooLargeWire)
+  .addError(Errors.UnsupportedMediaTypeWire)
+  .addError(Errors.UnprocessableWire)
+  .addError(Errors.TooManyRequestsWire)
+  .addError(Errors.InternalErrorWire)
+  .addError(Errors.NotImplementedWire)
+  .addError(Errors.BadGatewayWire)
+  .addError(Errors.ServiceUnavailableWire)
+  .addError(Errors.GatewayTimeoutWire)
+  .annotate(OpenApi.Title, "Guardrail Service API")
+  .annotate(OpenApi.Version, "1.0.0")
+  .annotate(
+    OpenApi.Description,
+    "Authorization decisions, policies, runs, analytics, an LLM gateway and red-team testing for AI agents. Errors use the body {error: {code, message, details}}."
+  ) {}

@@ -1,0 +1,44 @@
+/** Every group's handler layer, merged: provide this to `HttpApiBuilder.api(GuardrailApi)`. */
+import { Layer } from "effect"
+import { AnalyticsHttpLive } from "./analytics/Http.js"
+import { EventsHttpLive } from "./authorization/Http.js"
+import { BudgetAlertsHttpLive, LlmPricingHttpLive, LlmUsageHttpLive } from "./billing/Http.js"
+import {
+  AgentsHttpLive,
+  KnowledgeSourcesHttpLive,
+  LabelPoliciesHttpLive,
+  PoliciesHttpLive,
+  ToolMetadataHttpLive
+} from "./catalog/Http.js"
+import { GatewayProxyHttpLive, GatewayRoutesHttpLive, ProviderConnectionsHttpLive } from "./gateway/Http.js"
+import { ApiKeysHttpLive, AuthHttpLive, EnvironmentsHttpLive, SettingsHttpLive, TeamHttpLive } from "./identity/Http.js"
+import { RedteamHttpLive, RedteamReportsHttpLive } from "./redteam/Http.js"
+import { ReviewEventsHttpLive, RunsHttpLive, TracesHttpLive } from "./runs/Http.js"
+import { SystemHttpLive } from "./system/Http.js"
+
+export const ApiGroupsLive = Layer.mergeAll(
+  SystemHttpLive,
+  AuthHttpLive,
+  ApiKeysHttpLive,
+  TeamHttpLive,
+  SettingsHttpLive,
+  EnvironmentsHttpLive,
+  AgentsHttpLive,
+  PoliciesHttpLive,
+  LabelPoliciesHttpLive,
+  ToolMetadataHttpLive,
+  KnowledgeSourcesHttpLive,
+  EventsHttpLive,
+  RunsHttpLive,
+  TracesHttpLive,
+  ReviewEventsHttpLive,
+  AnalyticsHttpLive,
+  ProviderConnectionsHttpLive,
+  GatewayRoutesHttpLive,
+  GatewayProxyHttpLive,
+  LlmPricingHttpLive,
+  LlmUsageHttpLive,
+  BudgetAlertsHttpLive,
+  RedteamHttpLive,
+  RedteamReportsHttpLive
+)

@@ -1,0 +1,40 @@
+/**
+ * The HTTP server: the GuardrailApi with its handlers, the request guard and
+ * request context middleware, `/openapi.json` and the `/docs` UI, on Node's
+ * http server at HOST:PORT.
+ */
+import { HttpApiBuilder, HttpApiSwagger, HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { createServer } from "node:http"
+import { GuardrailApi } from "./Api.js"
+import { ApiGroupsLive } from "./Http.js"
+import { AppConfig } from "./platform/Config.js"
+import { makeRouteTable, requestPipeline } from "./platform/HttpPipeline.js"
+
+const routes = makeRouteTable(GuardrailApi)
+
+const announce = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const server = yield* HttpServer.HttpServer
+    if (server.address._tag !== "TcpAddress") return
+    const host = server.address.hostname === "0.0.0.0" || server.address.hostname === "::" ? "localhost" : server.address.hostname
+    const base = `http://${host}:${server.address.port}`
+    yield* Effect.logInfo(`Guardrail service listening: API ${base}  docs ${base}/docs`).pipe(
+      Effect.annotateLogs({ api_url: base, docs_url: `${base}/docs`, openapi_url: `${base}/openapi.json` })
+    )
+  })
+)
+
+export const HttpServerLive = Layer.unwrapEffect(
+  Effect.map(AppConfig, (config) =>
+    HttpApiBuilder.serve().pipe(
+      Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
+      Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
+      Layer.provide(HttpApiBuilder.middleware(GuardrailApi, requestPipeline(routes, config.maxBodyBytes))),
+      Layer.provide(HttpApiBuilder.api(GuardrailApi).pipe(Layer.provide(ApiGroupsLive))),
+      Layer.merge(announce),
+      Layer.provide(NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
+    )
+  )
+)

@@ -1,0 +1,39 @@
+/** The analytics contract: catalog, metric queries, saved views and human-review analytics. */
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import {
+  AnalyticsQuery,
+  Catalog,
+  CreateView,
+  HumanReviewAnalytics,
+  HumanReviewParams,
+  QueryResult,
+  UpdateView,
+  View,
+  ViewId
+} from "./Domain.js"
+
+const ViewPath = Schema.Struct({ id: ViewId })
+
+export class AnalyticsApi extends HttpApiGroup.make("analytics")
+  .add(HttpApiEndpoint.get("getCatalog", "/analytics/catalog").addSuccess(Catalog))
+  .add(HttpApiEndpoint.post("queryAnalytics", "/analytics/query").setPayload(AnalyticsQuery).addSuccess(QueryResult))
+  .add(HttpApiEndpoint.get("listViews", "/analytics/views").addSuccess(Schema.Struct({ views: Schema.Array(View) })))
+  .add(HttpApiEndpoint.post("createView", "/analytics/views").setPayload(CreateView).addSuccess(View, { status: 201 }))
+  .add(
+    HttpApiEndpoint.patch("updateView", "/analytics/views/:id")
+      .setPath(ViewPath)
+      .setPayload(UpdateView)
+      .addSuccess(View)
+  )
+  .add(HttpApiEndpoint.del("deleteView", "/analytics/views/:id").setPath(ViewPath).addSuccess(HttpApiSchema.NoContent))
+  .add(
+    HttpApiEndpoint.get("getHumanReview", "/analytics/human-review")
+      .setUrlParams(HumanReviewParams)
+      .addSuccess(HumanReviewAnalytics)
+  )
+  .prefix("/v1")
+  .annotate(
+    OpenApi.Description,
+    "Analytics: the catalog of metrics and dimensions, metric queries, saved dashboard views and human-review analytics."
+  ) {}

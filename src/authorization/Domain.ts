@@ -1,0 +1,69 @@
+/** Proposed events and authorization decisions: the schemas of their contract. */
+import { Schema } from "effect"
+import { JsonValue } from "../platform/Schemas.js"
+import { TraceId } from "../runs/Domain.js"
+
+/** Strictest first when several apply: deny > defer > rewrite > permit. */
+export const DecisionEffect = Schema.Literal("permit", "deny", "defer", "rewrite")
+export type DecisionEffect = typeof DecisionEffect.Type
+
+export const Severity = Schema.Literal("low", "medium", "high", "critical")
+export type Severity = typeof Severity.Type
+
+export const Principal = Schema.Struct({
+  agent_id: Schema.String,
+  environment_id: Schema.String,
+  workspace_id: Schema.String
+})
+
+/** Where one param value came from, for label (information-flow) checks. */
+export const ParamSource = Schema.Struct({
+  path: Schema.String,
+  origin: Schema.String,
+  source_id: Schema.String
+})
+
+export const ProposedAction = Schema.Struct({
+  operation: Schema.NonEmptyString.annotations({ description: "`reply` for a text answer, or a tool name" }),
+  content: Schema.optional(Schema.String),
+  params: Schema.optional(Schema.Record({ key: Schema.String, value: JsonValue })),
+  sources: Schema.optional(Schema.Array(ParamSource))
+})
+
+export const ProposedEvent = Schema.Struct({
+  kind: Schema.Literal("output.proposed"),
+  principal: Principal,
+  action: ProposedAction,
+  run_id: Schema.optional(Schema.String),
+  run_event_id: Schema.optional(Schema.String),
+  session_id: Schema.optional(Schema.String),
+  metadata: Schema.optional(JsonValue)
+})
+
+export const Finding = Schema.Struct({
+  id: Schema.String,
+  policy_id: Schema.NullOr(Schema.String),
+  requirement_id: Schema.NullOr(Schema.String),
+  source: Schema.String,
+  reason: Schema.String,
+  remediation: Schema.NullOr(Schema.String),
+  effect: DecisionEffect,
+  severity: Severity,
+  evidence: JsonValue
+}).annotations({ identifier: "Finding" })
+
+export class AuthorizationResponse extends Schema.Class<AuthorizationResponse>("AuthorizationResponse")({
+  effect: DecisionEffect,
+  domain: Schema.String.annotations({ description: "The check domain that decided, e.g. content" }),
+  reason: Schema.String,
+  intent_id: Schema.String,
+  receipt_id: Schema.String,
+  trace_id: TraceId,
+  latency_ms: Schema.Int,
+  findings: Schema.Array(Finding),
+  applied_grant: JsonValue,
+  approval: JsonValue,
+  lease: JsonValue,
+  status: JsonValue,
+  transformed_value: JsonValue.annotations({ description: "The rewritten content when effect is rewrite, else null" })
+}) {}

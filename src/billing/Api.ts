@@ -1,0 +1,89 @@
+/** The billing contract: LLM pricing, LLM usage, and budget alerts with their firings. */
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { CursorParam, LimitParam } from "../platform/Schemas.js"
+import {
+  BudgetAlertConfig,
+  BudgetAlertFiring,
+  BudgetAlertId,
+  CreateBudgetAlert,
+  LlmPrice,
+  LlmUsageParams,
+  LlmUsageResponse,
+  PutLlmPrice,
+  UpdateBudgetAlert
+} from "./Domain.js"
+
+const ModelPath = Schema.Struct({ model: Schema.String })
+
+export class LlmPricingApi extends HttpApiGroup.make("llmPricing")
+  .add(
+    HttpApiEndpoint.get("listLlmPrices", "/llm-pricing").addSuccess(Schema.Struct({ prices: Schema.Array(LlmPrice) }))
+  )
+  .add(
+    HttpApiEndpoint.put("putLlmPrice", "/llm-pricing/:model")
+      .setPath(ModelPath)
+      .setPayload(PutLlmPrice)
+      .addSuccess(LlmPrice)
+  )
+  .add(
+    HttpApiEndpoint.del("deleteLlmPrice", "/llm-pricing/:model").setPath(ModelPath).addSuccess(HttpApiSchema.NoContent)
+  )
+  .prefix("/v1")
+  .annotate(
+    OpenApi.Description,
+    "Per-model LLM prices of the workspace; the model name is normalized to trimmed lowercase."
+  ) {}
+
+export class LlmUsageApi extends HttpApiGroup.make("llmUsage")
+  .add(
+    HttpApiEndpoint.get("listLlmUsage", "/llm-usage")
+      .setUrlParams(
+        Schema.Struct({
+          ...LlmUsageParams.fields,
+          limit: Schema.optional(LimitParam()),
+          cursor: Schema.optional(CursorParam)
+        })
+      )
+      .addSuccess(LlmUsageResponse)
+  )
+  .prefix("/v1")
+  .annotate(
+    OpenApi.Description,
+    "LLM usage records (customer inference and guardrail judges), raw or grouped by day, principal or model."
+  ) {}
+
+const AlertPath = Schema.Struct({ id: BudgetAlertId })
+
+export class BudgetAlertsApi extends HttpApiGroup.make("budgetAlerts")
+  .add(
+    HttpApiEndpoint.get("listBudgetAlerts", "/financial/budget-alerts").addSuccess(
+      Schema.Struct({ configs: Schema.Array(BudgetAlertConfig) })
+    )
+  )
+  .add(
+    HttpApiEndpoint.post("createBudgetAlert", "/financial/budget-alerts")
+      .setPayload(CreateBudgetAlert)
+      .addSuccess(BudgetAlertConfig, { status: 201 })
+  )
+  .add(
+    HttpApiEndpoint.patch("updateBudgetAlert", "/financial/budget-alerts/:id")
+      .setPath(AlertPath)
+      .setPayload(UpdateBudgetAlert)
+      .addSuccess(BudgetAlertConfig)
+  )
+  .add(
+    HttpApiEndpoint.del("deleteBudgetAlert", "/financial/budget-alerts/:id")
+      .setPath(AlertPath)
+      .addSuccess(HttpApiSchema.NoContent)
+  )
+  .add(
+    HttpApiEndpoint.get("listBudgetAlertFirings", "/financial/budget-alerts/:id/firings")
+      .setPath(AlertPath)
+      .addSuccess(Schema.Struct({ firings: Schema.Array(BudgetAlertFiring) }))
+  )
+  .prefix("/v1")
+  .annotate(
+    OpenApi.Description,
+    "Budget alerts on LLM spend or action count; each fires at most once per window, optionally to a signed webhook."
+  ) {}

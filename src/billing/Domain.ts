@@ -1,0 +1,138 @@
+/** LLM prices, LLM usage records, budget alert configs and their firings. */
+import { Schema } from "effect"
+import { JsonValue, Timestamp } from "../platform/Schemas.js"
+
+export const BudgetAlertId = Schema.String.pipe(Schema.brand("BudgetAlertId")).annotations({
+  identifier: "BudgetAlertId"
+})
+export type BudgetAlertId = typeof BudgetAlertId.Type
+
+/** `*_usd_nanos` are decimal strings so that large sums stay exact. */
+const UsdNanos = Schema.String.pipe(Schema.pattern(/^-?\d+$/)).annotations({
+  description: "US dollars in nanos, as a decimal string"
+})
+
+// ---- pricing
+
+export class LlmPrice extends Schema.Class<LlmPrice>("LlmPrice")({
+  model: Schema.String.annotations({ description: "Trimmed lowercase model name" }),
+  currency: Schema.String,
+  input_per_million_minor: Schema.Int,
+  output_per_million_minor: Schema.Int,
+  input_per_million_usd_nanos: UsdNanos,
+  output_per_million_usd_nanos: UsdNanos,
+  source: Schema.String.annotations({ description: "Where the price comes from, e.g. workspace" })
+}) {}
+
+/** Negative prices are refused (400): they would subtract from spend and defeat the budget gate. */
+export const PutLlmPrice = Schema.Struct({
+  input_per_million_minor: Schema.Int.pipe(Schema.nonNegative()),
+  output_per_million_minor: Schema.Int.pipe(Schema.nonNegative())
+})
+
+// ---- usage
+
+export const UsageKind = Schema.Literal("customer_inference", "guardrail")
+export const UsageGroupBy = Schema.Literal("day", "principal", "model")
+
+export class LlmUsageEvent extends Schema.Class<LlmUsageEvent>("LlmUsageEvent")({
+  id: Schema.String,
+  workspace_id: Schema.String,
+  api_key_id: Schema.NullOr(Schema.String),
+  principal_id: Schema.NullOr(Schema.String),
+  request_id: Schema.String,
+  kind: UsageKind,
+  model: Schema.String,
+  prompt_tokens: Schema.Int,
+  completion_tokens: Schema.Int,
+  currency: Schema.String,
+  cost_minor: Schema.Int,
+  cost_usd_nanos: UsdNanos,
+  effective_at: Timestamp,
+  metadata: JsonValue
+}) {}
+
+export const LlmUsageParams = Schema.Struct({
+  principal_id: Schema.optional(Schema.String),
+  model: Schema.optional(Schema.String),
+  kind: Schema.optional(UsageKind),
+  start: Schema.optional(Timestamp.annotations({ description: "Inclusive, RFC 3339" })),
+  end: Schema.optional(Timestamp.annotations({ description: "Exclusive, RFC 3339" })),
+  group_by: Schema.optional(UsageGroupBy)
+})
+
+/** One bucket of `group_by`: `key` is the day (YYYY-MM-DD), the principal id or the model. */
+export const UsageGroup = Schema.Struct({
+  key: Schema.String,
+  event_count: Schema.Int,
+  prompt_tokens: Schema.Int,
+  completion_tokens: Schema.Int,
+  cost_minor: Schema.Int,
+  cost_usd_nanos: UsdNanos
+}).annotations({ identifier: "LlmUsageGroup" })
+
+/** The raw list without `group_by`, the buckets with it. */
+export const LlmUsageResponse = Schema.Union(
+  Schema.Struct({ events: Schema.Array(LlmUsageEvent), next_cursor: Schema.optional(Schema.String) }),
+  Schema.Struct({ group_by: UsageGroupBy, groups: Schema.Array(UsageGroup) })
+)
+
+// ---- budget alerts
+
+export const Meter = Schema.Literal("llm_spend", "actions")
+export const ThresholdType = Schema.Literal("percent", "absolute")
+export const BudgetWindow = Schema.Literal("day", "month")
+
+export class BudgetAlertConfig extends Schema.Class<BudgetAlertConfig>("BudgetAlertConfig")({
+  id: BudgetAlertId,
+  workspace_id: Schema.String,
+  name: Schema.String,
+  meter: Meter,
+  threshold_type: ThresholdType,
+  threshold_value: Schema.Int,
+  window: BudgetWindow,
+  enabled: Schema.Boolean,
+  principal_id: Schema.NullOr(Schema.String),
+  webhook_url: Schema.NullOr(Schema.String),
+  created_at: Timestamp,
+  updated_at: Timestamp
+}) {}
+
+const ThresholdValue = Schema.Int.pipe(Schema.positive())
+
+export const CreateBudgetAlert = Schema.Struct({
+  name: Schema.NonEmptyString,
+  threshold_type: ThresholdType,
+  threshold_value: ThresholdValue,
+  window: BudgetWindow,
+  meter: Schema.optional(Meter),
+  enabled: Schema.optional(Schema.Boolean),
+  principal_id: Schema.optional(Schema.String),
+  webhook_url: Schema.optional(Schema.String)
+})
+
+/** `principal_id` and `webhook_url` can be set but not cleared (no null): recreate to widen scope. */
+export const UpdateBudgetAlert = Schema.Struct({
+  name: Schema.optional(Schema.NonEmptyString),
+  threshold_type: Schema.optional(ThresholdType),
+  threshold_value: Schema.optional(ThresholdValue),
+  window: Schema.optional(BudgetWindow),
+  meter: Schema.optional(Meter),
+  enabled: Schema.optional(Schema.Boolean),
+  principal_id: Schema.optional(Schema.String),
+  webhook_url: Schema.optional(Schema.String)
+})
+
+export class BudgetAlertFiring extends Schema.Class<BudgetAlertFiring>("BudgetAlertFiring")({
+  id: Schema.String,
+  config_id: BudgetAlertId,
+  workspace_id: Schema.String,
+  principal_id: Schema.NullOr(Schema.String),
+  meter: Meter,
+  currency: Schema.String,
+  cap_minor: Schema.Int,
+  spent_minor: Schema.Int,
+  window_start: Timestamp,
+  fired_at: Timestamp,
+  payload: JsonValue
+}) {}

@@ -1,0 +1,158 @@
+/** The catalog contract: agents, policies, label policies, tool metadata and knowledge sources. */
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import {
+  Agent,
+  AgentId,
+  CreateKnowledgeSource,
+  DraftRequest,
+  KnowledgeSource,
+  KnowledgeSourceFile,
+  KnowledgeSourceId,
+  LabelPolicy,
+  Origin,
+  PolicyDetail,
+  PolicyDraft,
+  PolicyId,
+  PolicySummary,
+  SetEnabled,
+  SetManyEnabled,
+  ToolMetadataEntry,
+  UpsertLabelPolicy,
+  UpsertToolMetadata,
+  ValidationResult
+} from "./Domain.js"
+
+/** YAML (or JSON) text arrives as raw bytes; the handler parses and validates it. */
+const YamlBody = HttpApiSchema.Uint8Array({ contentType: "application/yaml" })
+
+const AgentPath = Schema.Struct({ id: AgentId })
+const PolicyPath = Schema.Struct({ id: PolicyId })
+
+export class AgentsApi extends HttpApiGroup.make("agents")
+  .add(HttpApiEndpoint.get("listAgents", "/agents").addSuccess(Schema.Struct({ agents: Schema.Array(Agent) })))
+  .add(HttpApiEndpoint.post("createAgent", "/agents").setPayload(YamlBody).addSuccess(Agent, { status: 201 }))
+  .add(HttpApiEndpoint.get("getAgent", "/agents/:id").setPath(AgentPath).addSuccess(Agent))
+  .add(HttpApiEndpoint.del("deleteAgent", "/agents/:id").setPath(AgentPath).addSuccess(HttpApiSchema.NoContent))
+  .add(
+    HttpApiEndpoint.get("listAgentGuardrails", "/agents/:id/guardrails")
+      .setPath(AgentPath)
+      .addSuccess(Schema.Struct({ policies: Schema.Array(PolicySummary) }))
+  )
+  // Creates policies (disabled), hence 201.
+  .add(
+    HttpApiEndpoint.post("generateAgentGuardrails", "/agents/:id/guardrails/generate")
+      .setPath(AgentPath)
+      .addSuccess(Schema.Struct({ generated: Schema.Array(PolicyDetail) }), { status: 201 })
+  )
+  .prefix("/v1")
+  .annotate(
+    OpenApi.Description,
+    "Agent profiles (YAML or JSON documents) and the guardrail policies owned by or generated for an agent."
+  ) {}
+
+export class PoliciesApi extends HttpApiGroup.make("policies")
+  .add(
+    HttpApiEndpoint.get("listPolicies", "/policies").addSuccess(
+      Schema.Struct({ policies: Schema.Array(PolicySummary) })
+    )
+  )
+  .add(HttpApiEndpoint.post("createPolicy", "/policies").setPayload(YamlBody).addSuccess(PolicyDetail, { status: 201 }))
+  .add(HttpApiEndpoint.post("validatePolicy", "/policies/validate").setPayload(YamlBody).addSuccess(ValidationResult))
+  .add(
+    HttpApiEndpoint.post("draftPolicy", "/policies/draft")
+      .setPayload(DraftRequest)
+      .addSuccess(Schema.Struct({ draft: PolicyDraft }))
+  )
+  .add(
+    HttpApiEndpoint.get("getPolicySchema", "/policies/schema").addSuccess(
+      Schema.Unknown.annotations({ description: "JSON Schema of the policy document" })
+    )
+  )
+  .add(HttpApiEndpoint.get("getPolicy", "/policies/:id").setPath(PolicyPath).addSuccess(PolicyDetail))
+  .add(HttpApiEndpoint.del("deletePolicy", "/policies/:id").setPath(PolicyPath).addSuccess(HttpApiSchema.NoContent))
+  .add(
+    HttpApiEndpoint.patch("setPolicyEnabled", "/policies/:id/enabled")
+      .setPath(PolicyPath)
+      .setPayload(SetEnabled)
+      .addSuccess(PolicyDetail)
+  )
+  .add(
+    HttpApiEndpoint.patch("setPoliciesEnabled", "/policies/batch/enabled")
+      .setPayload(SetManyEnabled)
+      .addSuccess(Schema.Struct({ policies: Schema.Array(PolicySummary) }))
+  )
+  .prefix("/v1")
+  .annotate(
+    OpenApi.Description,
+    "Guardrail policies authored as YAML or JSON: validate, draft from a prompt, enable and disable."
+  ) {}
+
+const OriginPath = Schema.Struct({ origin: Origin })
+
+export class LabelPoliciesApi extends HttpApiGroup.make("labelPolicies")
+  .add(
+    HttpApiEndpoint.get("listLabelPolicies", "/label-policies").addSuccess(
+      Schema.Struct({ policies: Schema.Array(LabelPolicy) })
+    )
+  )
+  // Upsert: 200 whether it created or replaced.
+  .add(
+    HttpApiEndpoint.post("upsertLabelPolicy", "/label-policies").setPayload(UpsertLabelPolicy).addSuccess(LabelPolicy)
+  )
+  .add(HttpApiEndpoint.get("getLabelPolicy", "/label-policies/:origin").setPath(OriginPath).addSuccess(LabelPolicy))
+  .add(
+    HttpApiEndpoint.del("deleteLabelPolicy", "/label-policies/:origin")
+      .setPath(OriginPath)
+      .addSuccess(HttpApiSchema.NoContent)
+  )
+  .prefix("/v1")
+  .annotate(
+    OpenApi.Description,
+    "Per-origin label policies (confidentiality, integrity, trust) used by information-flow checks."
+  ) {}
+
+const ToolPath = Schema.Struct({ tool: Schema.String })
+
+export class ToolMetadataApi extends HttpApiGroup.make("toolMetadata")
+  .add(
+    HttpApiEndpoint.get("listToolMetadata", "/tool-metadata").addSuccess(
+      Schema.Struct({ tools: Schema.Array(ToolMetadataEntry) })
+    )
+  )
+  // Upsert: 200 whether it created or replaced.
+  .add(
+    HttpApiEndpoint.post("upsertToolMetadata", "/tool-metadata")
+      .setPayload(UpsertToolMetadata)
+      .addSuccess(ToolMetadataEntry)
+  )
+  .add(HttpApiEndpoint.get("getToolMetadata", "/tool-metadata/:tool").setPath(ToolPath).addSuccess(ToolMetadataEntry))
+  .add(
+    HttpApiEndpoint.del("deleteToolMetadata", "/tool-metadata/:tool")
+      .setPath(ToolPath)
+      .addSuccess(HttpApiSchema.NoContent)
+  )
+  .prefix("/v1")
+  .annotate(
+    OpenApi.Description,
+    "The tool registry: side effects, reversibility, approval and the allowed sources of each parameter."
+  ) {}
+
+export class KnowledgeSourcesApi extends HttpApiGroup.make("knowledgeSources")
+  .add(
+    HttpApiEndpoint.get("listKnowledgeSources", "/knowledge-sources").addSuccess(
+      Schema.Struct({ knowledge_sources: Schema.Array(KnowledgeSource) })
+    )
+  )
+  .add(
+    HttpApiEndpoint.post("createKnowledgeSource", "/knowledge-sources")
+      .setPayload(CreateKnowledgeSource)
+      .addSuccess(KnowledgeSource, { status: 201 })
+  )
+  .add(
+    HttpApiEndpoint.get("getKnowledgeSourceFile", "/knowledge-sources/:id/file")
+      .setPath(Schema.Struct({ id: KnowledgeSourceId }))
+      .addSuccess(KnowledgeSourceFile)
+  )
+  .prefix("/v1")
+  .annotate(OpenApi.Description, "Knowledge sources an agent may cite; file sources carry their content as base64.") {}

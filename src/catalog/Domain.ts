@@ -1,0 +1,208 @@
+/** Agents, policies, label policies, tool metadata and knowledge sources: the schemas of their contract. */
+import { Schema } from "effect"
+import { DecisionEffect, Severity } from "../authorization/Domain.js"
+import { JsonValue, Timestamp } from "../platform/Schemas.js"
+
+/** The agent's own id (its `agent_id`, e.g. `support-bot`), chosen by the caller; it is the path `{id}`. */
+export const AgentId = Schema.String.pipe(Schema.brand("AgentId")).annotations({ identifier: "AgentId" })
+export type AgentId = typeof AgentId.Type
+export const PolicyId = Schema.String.pipe(Schema.brand("PolicyId")).annotations({ identifier: "PolicyId" })
+export type PolicyId = typeof PolicyId.Type
+export const KnowledgeSourceId = Schema.String.pipe(Schema.brand("KnowledgeSourceId")).annotations({
+  identifier: "KnowledgeSourceId"
+})
+export type KnowledgeSourceId = typeof KnowledgeSourceId.Type
+
+const Strings = Schema.Array(Schema.String)
+
+// ---- agents
+
+export const AgentKnowledgeSource = Schema.Struct({
+  kb_id: Schema.String,
+  description: Schema.String,
+  url: Schema.String,
+  kind: Schema.String.annotations({ description: "e.g. local" })
+})
+
+export const WorkflowRequirement = Schema.Struct({
+  name: Schema.String,
+  required_before: Strings,
+  sensitive_steps: Strings
+})
+
+/** An agent profile as returned: every list present (possibly empty), absent texts as null. */
+export class Agent extends Schema.Class<Agent>("Agent")({
+  agent_id: AgentId,
+  display_name: Schema.String,
+  system_prompt: Schema.NullOr(Schema.String),
+  target_url: Schema.NullOr(Schema.String),
+  authority: Schema.Struct({ can_promise: Strings, cannot_promise: Strings }),
+  scope: Schema.Struct({ in_scope: Strings, out_of_scope: Strings }),
+  tone: Schema.Struct({ target: Schema.String, forbidden: Strings }),
+  escalation_triggers: Strings,
+  knowledge_sources: Schema.Array(AgentKnowledgeSource),
+  workflow_definition: JsonValue,
+  workflow_requirements: Schema.Array(WorkflowRequirement)
+}) {}
+
+/**
+ * The YAML/JSON document of `POST /v1/agents` (the HTTP payload is raw bytes; decode the parsed
+ * text with this). The sample's fields are required, the rest optional.
+ */
+export const AgentProfileDocument = Schema.Struct({
+  agent_id: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/)),
+  display_name: Schema.NonEmptyString,
+  system_prompt: Schema.optional(Schema.String),
+  target_url: Schema.optional(Schema.String),
+  authority: Schema.Struct({ can_promise: Schema.optional(Strings), cannot_promise: Schema.optional(Strings) }),
+  scope: Schema.Struct({ in_scope: Schema.optional(Strings), out_of_scope: Schema.optional(Strings) }),
+  tone: Schema.Struct({ target: Schema.String, forbidden: Schema.optional(Strings) }),
+  escalation_triggers: Schema.optional(Strings),
+  knowledge_sources: Schema.optional(Schema.Array(AgentKnowledgeSource)),
+  workflow_definition: Schema.optional(JsonValue),
+  workflow_requirements: Schema.optional(Schema.Array(WorkflowRequirement))
+}).annotations({ identifier: "AgentProfileDocument" })
+
+// ---- policies
+
+export const PolicyFamily = Schema.Literal("content", "tool", "flow", "approval", "memory")
+export const MatchType = Schema.Literal("literal", "regex", "any_of")
+
+export class PolicySummary extends Schema.Class<PolicySummary>("PolicySummary")({
+  id: PolicyId,
+  description: Schema.String,
+  family: PolicyFamily,
+  severity: Severity,
+  action: DecisionEffect,
+  enabled: Schema.Boolean,
+  owner_agent_id: Schema.NullOr(Schema.String)
+}) {}
+
+/** PolicySummary plus the authored document. */
+export class PolicyDetail extends Schema.Class<PolicyDetail>("PolicyDetail")({
+  ...PolicySummary.fields,
+  source_yaml: Schema.String
+}) {}
+
+/**
+ * The policy document (core of the conventions; extra keys are tolerated). The HTTP payload is raw
+ * bytes; decode the parsed YAML/JSON with this. `GET /v1/policies/schema` serves it as JSON Schema.
+ */
+export const PolicyDocument = Schema.Struct({
+  id: Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9_.-]{0,127}$/)),
+  description: Schema.String,
+  family: PolicyFamily,
+  severity: Severity,
+  action: DecisionEffect,
+  enabled: Schema.optional(Schema.Boolean),
+  owner_agent_id: Schema.optional(Schema.String),
+  match: Schema.Struct({
+    type: MatchType,
+    value: Schema.Union(Schema.String, Schema.Array(Schema.String)),
+    target: Schema.String.annotations({ description: "content | operation | params.<path>" }),
+    case_sensitive: Schema.optional(Schema.Boolean)
+  }),
+  rewrite: Schema.optional(Schema.String)
+}).annotations({ identifier: "PolicyDocument", description: "A guardrail policy, authored as YAML or JSON" })
+
+export const ValidationResult = Schema.Struct({
+  valid: Schema.Boolean,
+  policy_id: Schema.NullOr(Schema.String),
+  errors: Schema.Array(Schema.Struct({ path: Schema.String, message: Schema.String }))
+}).annotations({ identifier: "ValidationResult" })
+
+export const DraftRequest = Schema.Struct({ prompt: Schema.NonEmptyString })
+
+export const PolicyDraft = Schema.Struct({
+  id: Schema.String,
+  description: Schema.String,
+  action: DecisionEffect,
+  severity: Severity,
+  match_type: MatchType,
+  match_value: Schema.String,
+  rewrite: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "PolicyDraft" })
+
+export const SetEnabled = Schema.Struct({ enabled: Schema.Boolean })
+export const SetManyEnabled = Schema.Struct({ enabled: Schema.Boolean, ids: Schema.Array(Schema.String) })
+
+// ---- label policies
+
+/** Source origins are snake_case (e.g. `user`, `web_page`). */
+export const Origin = Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9_]*$/)).annotations({
+  identifier: "Origin",
+  description: "snake_case source origin, e.g. user"
+})
+
+export const LabelPolicy = Schema.Struct({
+  enabled: Schema.Boolean,
+  policy: Schema.Struct({ origin: Origin, confidentiality: JsonValue, integrity: JsonValue, trust: JsonValue })
+}).annotations({ identifier: "LabelPolicy" })
+
+/** Upsert body: the policy fields flat, plus `enabled` (default true). */
+export const UpsertLabelPolicy = Schema.Struct({
+  origin: Origin,
+  confidentiality: Schema.optional(JsonValue),
+  integrity: Schema.optional(JsonValue),
+  trust: Schema.optional(JsonValue),
+  enabled: Schema.optional(Schema.Boolean)
+})
+
+// ---- tool metadata
+
+export const ToolParam = Schema.Struct({
+  path: Schema.String,
+  role: Schema.String.annotations({ description: "e.g. authority_bearing" }),
+  limit: Schema.optional(JsonValue),
+  allowed_sources: Schema.optional(
+    Schema.Array(Schema.Struct({ kind: Schema.String, origin: Origin, source_id: Schema.String }))
+  )
+})
+
+export const ToolMetadata = Schema.Struct({
+  tool: Schema.NonEmptyString,
+  reversible: Schema.Boolean,
+  side_effect: Schema.String.annotations({ description: "e.g. none" }),
+  sandbox_hint: Schema.optional(JsonValue),
+  approval: Schema.optional(JsonValue),
+  params: Schema.optional(Schema.Array(ToolParam))
+}).annotations({ identifier: "ToolMetadata" })
+
+export const ToolMetadataEntry = Schema.Struct({ enabled: Schema.Boolean, metadata: ToolMetadata }).annotations({
+  identifier: "ToolMetadataEntry"
+})
+
+/** Upsert body: the metadata shape flat, plus `enabled` (default true). */
+export const UpsertToolMetadata = Schema.Struct({ ...ToolMetadata.fields, enabled: Schema.optional(Schema.Boolean) })
+
+// ---- knowledge sources
+
+export class KnowledgeSource extends Schema.Class<KnowledgeSource>("KnowledgeSource")({
+  id: KnowledgeSourceId,
+  kind: Schema.String.annotations({ description: "e.g. url or file" }),
+  title: Schema.String,
+  location: Schema.NullOr(Schema.String),
+  status: Schema.String.annotations({ description: "e.g. draft" }),
+  metadata: JsonValue,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  last_indexed_at: Schema.NullOr(Timestamp)
+}) {}
+
+/** A file source carries its content inline as base64 with the file payload's field names. */
+export const CreateKnowledgeSource = Schema.Struct({
+  kind: Schema.NonEmptyString,
+  title: Schema.NonEmptyString,
+  location: Schema.optional(Schema.String),
+  metadata: Schema.optional(JsonValue),
+  file_name: Schema.optional(Schema.String),
+  media_type: Schema.optional(Schema.String),
+  data_base64: Schema.optional(Schema.String)
+})
+
+export const KnowledgeSourceFile = Schema.Struct({
+  file_name: Schema.String,
+  media_type: Schema.String,
+  byte_size: Schema.Int,
+  data_base64: Schema.String
+}).annotations({ identifier: "KnowledgeSourceFile" })

@@ -1,0 +1,124 @@
+/** The identity contract: auth, API keys, team workspaces, workspace settings and environments. */
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import {
+  ApiKey,
+  ChangePassword,
+  CheckerModeOverrides,
+  CreateApiKey,
+  CreatedApiKey,
+  CreateEnvironment,
+  CreateWorkspace,
+  Credentials,
+  Environment,
+  EnvironmentCheckerModes,
+  EnvironmentId,
+  MyWorkspacesHeaders,
+  OAuthSessionRequest,
+  RevokeApiKeys,
+  Session,
+  Settings,
+  UpdateEnvironment,
+  UpdateSettings,
+  WorkspaceMembership
+} from "./Domain.js"
+
+// Auth endpoints answer 200 (not 201) even when signup creates a user: the spec says so.
+export class AuthApi extends HttpApiGroup.make("auth")
+  .add(HttpApiEndpoint.post("login", "/auth/login").setPayload(Credentials).addSuccess(Session))
+  .add(HttpApiEndpoint.post("signup", "/auth/signup").setPayload(Credentials).addSuccess(Session))
+  .add(HttpApiEndpoint.post("changePassword", "/auth/password").setPayload(ChangePassword).addSuccess(Session))
+  .add(
+    HttpApiEndpoint.post("oauthSession", "/identity/oauth-session").setPayload(OAuthSessionRequest).addSuccess(Session)
+  )
+  .prefix("/v1")
+  .annotate(
+    OpenApi.Description,
+    "Sessions: login, signup and password change take the SHA-256 hex digest of the password; oauth-session is internal (internal key only)."
+  ) {}
+
+export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
+  .add(HttpApiEndpoint.get("listApiKeys", "/api-keys").addSuccess(Schema.Struct({ api_keys: Schema.Array(ApiKey) })))
+  .add(
+    HttpApiEndpoint.post("createApiKey", "/api-keys")
+      .setPayload(CreateApiKey)
+      .addSuccess(CreatedApiKey, { status: 201 })
+  )
+  .add(
+    HttpApiEndpoint.patch("revokeApiKeys", "/api-keys/batch/revoke")
+      .setPayload(RevokeApiKeys)
+      .addSuccess(Schema.Struct({ api_keys: Schema.Array(ApiKey) }))
+  )
+  .prefix("/v1")
+  .annotate(
+    OpenApi.Description,
+    "Workspace runtime keys: the plaintext is returned once at creation; listings carry only the prefix."
+  ) {}
+
+export class TeamApi extends HttpApiGroup.make("team")
+  .add(
+    HttpApiEndpoint.get("listMyWorkspaces", "/team/my-workspaces")
+      .setHeaders(MyWorkspacesHeaders)
+      .addSuccess(Schema.Struct({ is_platform_admin: Schema.Boolean, workspaces: Schema.Array(WorkspaceMembership) }))
+  )
+  .add(
+    HttpApiEndpoint.post("createWorkspace", "/team/my-workspaces")
+      .setPayload(CreateWorkspace)
+      .addSuccess(WorkspaceMembership, { status: 201 })
+  )
+  .prefix("/v1")
+  .annotate(
+    OpenApi.Description,
+    "The caller's workspaces; listing first accepts pending invites addressed to X-SERVICE-User-Email."
+  ) {}
+
+export class SettingsApi extends HttpApiGroup.make("settings")
+  .add(HttpApiEndpoint.get("getSettings", "/settings").addSuccess(Settings))
+  .add(HttpApiEndpoint.patch("updateSettings", "/settings").setPayload(UpdateSettings).addSuccess(Settings))
+  .prefix("/v1")
+  .annotate(
+    OpenApi.Description,
+    "Workspace runtime settings; PATCH leaves absent fields unchanged and accepts an empty object."
+  ) {}
+
+const EnvironmentPath = Schema.Struct({ id: EnvironmentId })
+const CheckerModesPath = Schema.Struct({ environment_id: EnvironmentId })
+
+export class EnvironmentsApi extends HttpApiGroup.make("environments")
+  .add(
+    HttpApiEndpoint.get("listEnvironments", "/environments").addSuccess(
+      Schema.Struct({ environments: Schema.Array(Environment) })
+    )
+  )
+  .add(
+    HttpApiEndpoint.post("createEnvironment", "/environments")
+      .setPayload(CreateEnvironment)
+      .addSuccess(Environment, { status: 201 })
+  )
+  .add(
+    HttpApiEndpoint.patch("updateEnvironment", "/environments/:id")
+      .setPath(EnvironmentPath)
+      .setPayload(UpdateEnvironment)
+      .addSuccess(Environment)
+  )
+  .add(
+    HttpApiEndpoint.del("deleteEnvironment", "/environments/:id")
+      .setPath(EnvironmentPath)
+      .addSuccess(HttpApiSchema.NoContent)
+  )
+  .add(
+    HttpApiEndpoint.get("getCheckerModes", "/environments/:environment_id/checker-modes")
+      .setPath(CheckerModesPath)
+      .addSuccess(EnvironmentCheckerModes)
+  )
+  .add(
+    HttpApiEndpoint.put("replaceCheckerModes", "/environments/:environment_id/checker-modes")
+      .setPath(CheckerModesPath)
+      .setPayload(CheckerModeOverrides)
+      .addSuccess(EnvironmentCheckerModes)
+  )
+  .prefix("/v1")
+  .annotate(
+    OpenApi.Description,
+    "Environments of a workspace, each with optional checker-mode overrides (null inherits the workspace mode)."
+  ) {}

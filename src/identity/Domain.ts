@@ -1,0 +1,194 @@
+/** Users, sessions, API keys, workspaces, settings and environments: the schemas of their contract. */
+import { Schema } from "effect"
+import { JsonValue, Timestamp } from "../platform/Schemas.js"
+
+export const UserId = Schema.UUID.pipe(Schema.brand("UserId")).annotations({ identifier: "UserId" })
+export type UserId = typeof UserId.Type
+export const WorkspaceId = Schema.String.pipe(Schema.brand("WorkspaceId")).annotations({ identifier: "WorkspaceId" })
+export type WorkspaceId = typeof WorkspaceId.Type
+export const ApiKeyId = Schema.String.pipe(Schema.brand("ApiKeyId")).annotations({ identifier: "ApiKeyId" })
+export type ApiKeyId = typeof ApiKeyId.Type
+export const EnvironmentId = Schema.String.pipe(Schema.brand("EnvironmentId")).annotations({
+  identifier: "EnvironmentId"
+})
+export type EnvironmentId = typeof EnvironmentId.Type
+
+// ---- auth
+
+/** Clients send the SHA-256 hex digest of the password, never the plaintext; anything else is 400. */
+export const PasswordDigest = Schema.String.pipe(Schema.pattern(/^[0-9a-fA-F]{64}$/)).annotations({
+  identifier: "PasswordDigest",
+  description: "SHA-256 hex digest of the plaintext password (64 hex characters)"
+})
+
+export const Credentials = Schema.Struct({
+  username: Schema.NonEmptyString,
+  password: PasswordDigest
+})
+
+export const ChangePassword = Schema.Struct({
+  username: Schema.NonEmptyString,
+  current_password: PasswordDigest,
+  new_password: PasswordDigest
+})
+
+export const OAuthSessionRequest = Schema.Struct({
+  email: Schema.NonEmptyString,
+  provider: Schema.NonEmptyString,
+  provider_subject: Schema.NonEmptyString
+})
+
+export class Session extends Schema.Class<Session>("Session")({
+  jwt: Schema.String,
+  user_id: UserId,
+  username: Schema.String
+}) {}
+
+// ---- API keys
+
+export const ApiKeyStatus = Schema.Literal("active", "revoked")
+
+export class ApiKey extends Schema.Class<ApiKey>("ApiKey")({
+  id: ApiKeyId,
+  name: Schema.String,
+  prefix: Schema.String.annotations({ description: "The first characters of the key; the plaintext is never listed" }),
+  status: ApiKeyStatus,
+  environment: Schema.String,
+  environment_id: Schema.String,
+  principal_id: Schema.String,
+  created_by: Schema.String,
+  created_at: Timestamp,
+  last_used_at: Schema.NullOr(Timestamp)
+}) {}
+
+export const CreateApiKey = Schema.Struct({
+  name: Schema.NonEmptyString,
+  /** Defaults to the workspace's default environment. */
+  environment_id: Schema.optional(Schema.String)
+})
+
+export const CreatedApiKey = Schema.Struct({
+  api_key: ApiKey,
+  plaintext_key: Schema.String.annotations({ description: "The full secret (gr_live_...), shown only once" })
+})
+
+export const RevokeApiKeys = Schema.Struct({ ids: Schema.Array(Schema.String) })
+
+// ---- team
+
+export const WorkspaceRole = Schema.Literal("owner", "admin", "member")
+
+export class WorkspaceMembership extends Schema.Class<WorkspaceMembership>("WorkspaceMembership")({
+  id: WorkspaceId,
+  name: Schema.String,
+  slug: Schema.String,
+  organization_id: Schema.String,
+  role: WorkspaceRole,
+  is_attacks_enabled: Schema.Boolean,
+  is_knowledge_base_enabled: Schema.Boolean,
+  is_mcp_gateway_enabled: Schema.Boolean
+}) {}
+
+/** Header names are lowercase because Node lowercases incoming headers. */
+export const MyWorkspacesHeaders = Schema.Struct({
+  "x-service-user-id": Schema.UUID,
+  "x-service-user-email": Schema.optional(Schema.String)
+})
+
+export const CreateWorkspace = Schema.Struct({ name: Schema.NonEmptyString })
+
+// ---- settings
+
+export const CheckerMode = Schema.Literal("off", "observe", "enforce")
+export const DataHandlingMode = Schema.Literal("raw_allowed", "redacted")
+/** The effect applied when no policy decides; `rewrite` needs a matching policy so it is not offered. */
+export const DefaultAction = Schema.Literal("permit", "deny", "defer")
+
+export const LlmBudget = Schema.Struct({
+  cap_minor: Schema.Int.pipe(Schema.nonNegative()),
+  currency: Schema.Literal("usd"),
+  window: Schema.Literal("day", "month")
+}).annotations({ identifier: "LlmBudget" })
+
+/** Free-form workspace config; the budget keys are typed, any other key is kept as sent. */
+export const SettingsConfig = Schema.Struct(
+  {
+    llm_budget: Schema.optional(LlmBudget),
+    action_budget: Schema.optional(Schema.Struct({ cap: Schema.Int.pipe(Schema.nonNegative()) }))
+  },
+  Schema.Record({ key: Schema.String, value: JsonValue })
+).annotations({ identifier: "SettingsConfig" })
+
+export class Settings extends Schema.Class<Settings>("Settings")({
+  approval_checker_mode: CheckerMode,
+  flow_checker_mode: CheckerMode,
+  memory_checker_mode: CheckerMode,
+  param_checker_mode: CheckerMode,
+  data_handling_mode: DataHandlingMode,
+  default_action: DefaultAction,
+  escalation_webhook_url: Schema.NullOr(Schema.String),
+  retention_days: Schema.String,
+  telemetry_enabled: Schema.Boolean,
+  config: SettingsConfig,
+  updated_at: Timestamp
+}) {}
+
+export const UpdateSettings = Schema.Struct({
+  approval_checker_mode: Schema.optional(CheckerMode),
+  flow_checker_mode: Schema.optional(CheckerMode),
+  memory_checker_mode: Schema.optional(CheckerMode),
+  param_checker_mode: Schema.optional(CheckerMode),
+  data_handling_mode: Schema.optional(DataHandlingMode),
+  default_action: Schema.optional(DefaultAction),
+  escalation_webhook_url: Schema.optional(Schema.NullOr(Schema.String)),
+  retention_days: Schema.optional(Schema.String),
+  telemetry_enabled: Schema.optional(Schema.Boolean),
+  config: Schema.optional(SettingsConfig)
+})
+
+// ---- environments
+
+export class Environment extends Schema.Class<Environment>("Environment")({
+  id: EnvironmentId,
+  name: Schema.String,
+  slug: Schema.String,
+  description: Schema.NullOr(Schema.String),
+  is_default: Schema.Boolean,
+  created_at: Timestamp,
+  updated_at: Timestamp
+}) {}
+
+export const EnvironmentSlug = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9_-]{0,62}$/)).annotations({
+  description: "Lowercase letters, digits, dashes and underscores; unique within the workspace"
+})
+
+export const CreateEnvironment = Schema.Struct({
+  name: Schema.NonEmptyString,
+  slug: EnvironmentSlug,
+  description: Schema.optional(Schema.NullOr(Schema.String))
+})
+
+export const UpdateEnvironment = Schema.Struct({
+  name: Schema.optional(Schema.NonEmptyString),
+  slug: Schema.optional(EnvironmentSlug),
+  description: Schema.optional(Schema.NullOr(Schema.String))
+})
+
+/** A null or omitted mode inherits the workspace-level mode. */
+const modeOverride = Schema.optional(Schema.NullOr(CheckerMode))
+
+/** The PUT body; `updated_at` is server-stamped, so it is not part of it (an extra key is ignored). */
+export const CheckerModeOverrides = Schema.Struct({
+  approval_checker_mode: modeOverride,
+  flow_checker_mode: modeOverride,
+  memory_checker_mode: modeOverride,
+  param_checker_mode: modeOverride
+})
+
+export class EnvironmentCheckerModes extends Schema.Class<EnvironmentCheckerModes>("EnvironmentCheckerModes")({
+  approval_checker_mode: Schema.NullOr(CheckerMode),
+  flow_checker_mode: Schema.NullOr(CheckerMode),
+  memory_checker_mode: Schema.NullOr(CheckerMode),
+  param_checker_mode: Schema.NullOr(CheckerMode),
+  updated_at: Schema.NullOr(Timestamp)
+}) {}

@@ -1,0 +1,72 @@
+/**
+ * Every setting the service reads, in one place. Values come only through
+ * effect's `Config`, so tests swap them with a ConfigProvider.
+ */
+import { Config, Effect, LogLevel, Option, Redacted } from "effect"
+
+const optionalRedacted = (name: string) => Config.option(Config.redacted(name))
+
+const csv = (name: string) =>
+  Config.string(name).pipe(
+    Config.withDefault(""),
+    Config.map((raw) =>
+      raw
+        .split(",")
+        .map((part) => part.trim())
+        .filter((part) => part.length > 0)
+    )
+  )
+
+const logLevels: Record<string, LogLevel.LogLevel> = {
+  trace: LogLevel.Trace,
+  debug: LogLevel.Debug,
+  info: LogLevel.Info,
+  warn: LogLevel.Warning,
+  warning: LogLevel.Warning,
+  error: LogLevel.Error,
+  fatal: LogLevel.Fatal,
+  none: LogLevel.None
+}
+
+/** LOG_LEVEL: trace | debug | info | warn | error | fatal | none (any case). */
+const logLevelConfig = Config.string("LOG_LEVEL").pipe(
+  Config.withDefault("info"),
+  Config.validate({
+    message: `Expected one of ${Object.keys(logLevels).join(", ")}`,
+    validation: (raw) => raw.toLowerCase() in logLevels
+  }),
+  Config.map((raw) => logLevels[raw.toLowerCase()]!)
+)
+
+export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig", {
+  effect: Effect.gen(function* () {
+    const databaseUrl = yield* optionalRedacted("DATABASE_URL")
+    const kafkaBrokers = yield* csv("KAFKA_BROKERS")
+    return {
+      host: yield* Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
+      port: yield* Config.port("PORT").pipe(Config.withDefault(8080)),
+      /** `None` selects the embedded PGlite database. */
+      databaseUrl,
+      /** Empty selects the database-backed event log. */
+      kafkaBrokers,
+      kafkaTopicPrefix: yield* Config.string("KAFKA_TOPIC_PREFIX").pipe(Config.withDefault("guardrail.")),
+      kafkaPartitions: yield* Config.integer("KAFKA_PARTITIONS").pipe(Config.withDefault(6)),
+      kafkaClientId: yield* Config.string("KAFKA_CLIENT_ID").pipe(Config.withDefault("guardrail-service")),
+      dataDir: yield* Config.string("DATA_DIR").pipe(Config.withDefault("./.data")),
+      embeddedDatabasePort: yield* Config.integer("EMBEDDED_DB_PORT").pipe(Config.withDefault(0)),
+      databasePoolSize: yield* Config.integer("DATABASE_POOL_SIZE").pipe(Config.withDefault(10)),
+      jwtSecret: yield* optionalRedacted("JWT_SECRET"),
+      internalApiKey: yield* optionalRedacted("INTERNAL_API_KEY"),
+      logLevel: yield* logLevelConfig,
+      pollIntervalMillis: yield* Config.integer("POLL_INTERVAL_MS").pipe(Config.withDefault(100)),
+      kafkaReplicationFactor: yield* Config.integer("KAFKA_REPLICATION_FACTOR").pipe(Config.withDefault(1)),
+      maxBodyBytes: yield* Config.integer("MAX_BODY_BYTES").pipe(Config.withDefault(1024 * 1024))
+    }
+  })
+}) {}
+
+export type AppSettings = AppConfig
+
+export const isEmbeddedDatabase = (config: AppConfig) => Option.isNone(config.databaseUrl)
+export const isKafkaEnabled = (config: AppConfig) => config.kafkaBrokers.length > 0
+export const revealOption = (value: Option.Option<Redacted.Redacted<string>>) => Option.map(value, Redacted.value)

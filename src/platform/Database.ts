@@ -1,0 +1,44 @@
+/**
+ * The SQL client layer: PostgreSQL at DATABASE_URL, or, when it is unset, an
+ * embedded PGlite persisted under DATA_DIR and served over the pg wire
+ * protocol on loopback, so both paths use one driver and one dialect.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { mkdirSync } from "node:fs"
+import { join, resolve } from "node:path"
+import { AppConfig } from "./Config.js"
+
+/** Starts PGlite and its socket server for the life of the scope; answers the connection URL. */
+const embeddedPostgres = (dataDir: string, port: number) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const [{ PGlite }, { PGLiteSocketServer }] = await Promise.all([
+        import("@electric-sql/pglite"),
+        import("@electric-sql/pglite-socket")
+      ])
+      const directory = resolve(dataDir, "pglite")
+      mkdirSync(directory, { recursive: true })
+      const db = await PGlite.create(directory)
+      const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port })
+      await server.start()
+      return { db, server, url: `postgres://postgres@${server.getServerConn()}/postgres` }
+    }),
+    ({ db, server }) => Effect.promise(() => server.stop().then(() => db.close()))
+  ).pipe(Effect.map(({ url }) => url))
+
+export const SqlLive = Layer.unwrapScoped(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const pgOptions = { applicationName: "guardrail-service", transformJson: false } as const
+    if (Option.isSome(config.databaseUrl)) {
+      return PgClient.layer({ ...pgOptions, url: config.databaseUrl.value, maxConnections: config.databasePoolSize })
+    }
+    const url = yield* embeddedPostgres(config.dataDir, config.embeddedDatabasePort)
+    yield* Effect.logInfo("embedded database started").pipe(
+      Effect.annotateLogs({ data_dir: join(config.dataDir, "pglite") })
+    )
+    // PGlite is single-connection: one pooled connection keeps transactions whole.
+    return PgClient.layer({ ...pgOptions, url: Redacted.make(url), maxConnections: 1 })
+  })
+)

@@ -1,0 +1,57 @@
+/**
+ * The event backbone as one service: `publish` appends records, `subscribe`
+ * reads them as a Stream for a consumer group with explicit acknowledgement.
+ * Two implementations: Kafka (EventLogKafka) and the embedded database log
+ * (EventLogDatabase). Consumers that need effect-once semantics use
+ * `Consumer.consumeOnce`, which dedupes by event id in the database.
+ */
+import { Context, Data, Effect, Stream } from "effect"
+
+/** An event to append. `value` is the JSON text of a schema-versioned value. */
+export interface OutgoingEvent {
+  readonly eventId: string
+  readonly topic: string
+  readonly key: string
+  readonly value: string
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+/** An event read by a subscription. */
+export interface Delivery extends OutgoingEvent {
+  readonly partition: number
+  /** Position in its topic partition, as a decimal string (Kafka offsets are 64-bit). */
+  readonly offset: string
+  readonly timestamp: Date
+  /**
+   * Acknowledges this delivery and every earlier one of the same partition:
+   * the group will not see them again after a restart. Ack in order.
+   */
+  readonly ack: Effect.Effect<void, EventLogError>
+}
+
+export interface SubscribeOptions {
+  readonly group: string
+  readonly topics: ReadonlyArray<string>
+  /** Where a group with no stored position starts; default the beginning. */
+  readonly fromBeginning?: boolean
+}
+
+export class EventLogError extends Data.TaggedError("EventLogError")<{
+  readonly operation: string
+  readonly cause: unknown
+}> {
+  override get message() {
+    return `event log ${this.operation} failed: ${this.cause instanceof Error ? this.cause.message : String(this.cause)}`
+  }
+}
+
+export class EventLog extends Context.Tag("platform/EventLog")<
+  EventLog,
+  {
+    readonly kind: "kafka" | "database"
+    readonly publish: (events: ReadonlyArray<OutgoingEvent>) => Effect.Effect<void, EventLogError>
+    readonly subscribe: (options: SubscribeOptions) => Stream.Stream<Delivery, EventLogError>
+    /** Succeeds when the log answers; used by readiness. */
+    readonly ping: Effect.Effect<void, EventLogError>
+  }
+>() {}

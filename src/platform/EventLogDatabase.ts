@@ -1,0 +1,113 @@
+/**
+ * The embedded event log: an append-only `event_log` table read by cursor
+ * per consumer group, positions in `consumer_positions`. Appends take one
+ * advisory lock so offsets commit, and become visible, in order. Intended for
+ * a single process (embedded mode); several processes use Kafka.
+ */
+import { SqlClient } from "@effect/sql"
+import { Chunk, Effect, Layer, Stream } from "effect"
+import { AppConfig } from "./Config.js"
+import { type Delivery, EventLog, EventLogError, type OutgoingEvent } from "./EventLog.js"
+import { makeSignal } from "./Signal.js"
+
+const APPEND_LOCK = 7_211_001
+const READ_BATCH = 500
+
+interface LogRow {
+  readonly offset: string
+  readonly topic: string
+  readonly key: string
+  readonly event_id: string
+  readonly value: string
+  readonly headers: string | Record<string, string>
+  readonly created_at: Date
+}
+
+const parseHeaders = (headers: LogRow["headers"]): Record<string, string> =>
+  typeof headers === "string" ? (JSON.parse(headers) as Record<string, string>) : headers
+
+export const EventLogDatabaseLive = Layer.effect(
+  EventLog,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const config = yield* AppConfig
+    const appended = yield* makeSignal
+    const fail = (operation: string) => (cause: unknown) => new EventLogError({ operation, cause })
+
+    const publish = (events: ReadonlyArray<OutgoingEvent>) =>
+      events.length === 0
+        ? Effect.void
+        : sql
+            .withTransaction(
+              Effect.zipRight(
+                sql`select pg_advisory_xact_lock(${APPEND_LOCK})`,
+                sql`insert into event_log ${sql.insert(
+                  events.map((event) => ({
+                    topic: event.topic,
+                    key: event.key,
+                    event_id: event.eventId,
+                    value: event.value,
+                    headers: JSON.stringify(event.headers ?? {})
+                  }))
+                )}`
+              )
+            )
+            .pipe(Effect.zipRight(appended.fire), Effect.mapError(fail("publish")))
+
+    const storePosition = (group: string, topic: string, offset: string) =>
+      sql`insert into consumer_positions (group_id, topic, position) values (${group}, ${topic}, ${offset})
+          on conflict (group_id, topic) do update
+          set position = greatest(consumer_positions.position, excluded.position), updated_at = now()`.pipe(
+        Effect.asVoid,
+        Effect.mapError(fail("ack"))
+      )
+
+    const subscribe = (options: { group: string; topics: ReadonlyArray<string>; fromBeginning?: boolean }) =>
+      Stream.unwrap(
+        Effect.gen(function* () {
+          const stored = yield* sql<{ topic: string; position: string }>`
+            select topic, position::text as position from consumer_positions
+            where group_id = ${options.group} and topic in ${sql.in(options.topics)}`
+          const [{ head }] = yield* sql<{
+            head: string
+          }>`select coalesce(max("offset"), 0)::text as head from event_log`
+          const cursors = new Map<string, bigint>(
+            options.topics.map((topic) => [topic, BigInt(options.fromBeginning === false ? head : "0")])
+          )
+          for (const row of stored) cursors.set(row.topic, BigInt(row.position))
+
+          const toDelivery = (row: LogRow): Delivery => ({
+            eventId: row.event_id,
+            topic: row.topic,
+            key: row.key,
+            value: row.value,
+            headers: parseHeaders(row.headers),
+            partition: 0,
+            offset: row.offset,
+            timestamp: new Date(row.created_at),
+            ack: storePosition(options.group, row.topic, row.offset)
+          })
+
+          const poll = Effect.gen(function* () {
+            const from = [...cursors.values()].reduce((a, b) => (a < b ? a : b))
+            const rows = yield* sql<LogRow>`
+              select "offset"::text as "offset", topic, key, event_id::text as event_id, value, headers, created_at
+              from event_log
+              where topic in ${sql.in(options.topics)} and "offset" > ${from.toString()}
+              order by event_log."offset" limit ${READ_BATCH}`
+            const fresh = rows.filter((row) => BigInt(row.offset) > cursors.get(row.topic)!)
+            for (const row of rows) {
+              if (BigInt(row.offset) > cursors.get(row.topic)!) cursors.set(row.topic, BigInt(row.offset))
+            }
+            if (rows.length === 0) yield* appended.wait(config.pollIntervalMillis)
+            return Chunk.fromIterable(fresh.map(toDelivery))
+          })
+          return Stream.repeatEffectChunk(poll.pipe(Effect.mapError(fail("poll"))))
+        }).pipe(Effect.mapError((cause) => (cause instanceof EventLogError ? cause : fail("subscribe")(cause))))
+      )
+
+    const ping = sql`select 1`.pipe(Effect.asVoid, Effect.mapError(fail("ping")))
+
+    return EventLog.of({ kind: "database", publish, subscribe, ping })
+  })
+)

@@ -1,0 +1,164 @@
+/**
+ * The Kafka event log (kafkajs). The producer is idempotent and waits for all
+ * in-sync replicas; topics are created at start-up with the configured
+ * partition count. Subscriptions are consumer groups with auto-commit off:
+ * `ack` marks an offset, and a committer flushes marked offsets every
+ * COMMIT_INTERVAL and when the subscription closes. A delivery seen again
+ * after a crash is skipped by the consumer's event-id dedupe (Consumer.ts).
+ */
+import { Chunk, Duration, Effect, Layer, Ref, Schedule, Stream } from "effect"
+import { Kafka, type KafkaMessage, logLevel, Partitioners } from "kafkajs"
+import { AppConfig } from "./Config.js"
+import { type Delivery, EventLog, EventLogError, type OutgoingEvent, type SubscribeOptions } from "./EventLog.js"
+import { allTopics } from "./Topics.js"
+
+const COMMIT_INTERVAL = Duration.millis(200)
+const SUBSCRIPTION_BUFFER = 1024
+
+const headerText = (headers: KafkaMessage["headers"]): Record<string, string> => {
+  const out: Record<string, string> = {}
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    if (value !== undefined) out[name] = Array.isArray(value) ? String(value[0]) : String(value)
+  }
+  return out
+}
+
+export const EventLogKafkaLive = Layer.scoped(
+  EventLog,
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const prefix = config.kafkaTopicPrefix
+    const fail = (operation: string) => (cause: unknown) => new EventLogError({ operation, cause })
+    const attempt = <A>(operation: string, run: () => Promise<A>) =>
+      Effect.tryPromise({ try: run, catch: fail(operation) })
+
+    const kafka = new Kafka({
+      clientId: config.kafkaClientId,
+      brokers: [...config.kafkaBrokers],
+      logLevel: logLevel.ERROR,
+      retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 5_000 }
+    })
+
+    const admin = kafka.admin()
+    yield* Effect.acquireRelease(
+      attempt("connect", () => admin.connect()),
+      () => Effect.promise(() => admin.disconnect())
+    )
+    yield* attempt("create topics", () =>
+      admin.createTopics({
+        waitForLeaders: true,
+        topics: allTopics.map((topic) => ({
+          topic: prefix + topic,
+          numPartitions: config.kafkaPartitions,
+          replicationFactor: config.kafkaReplicationFactor
+        }))
+      })
+    )
+
+    const producer = kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      allowAutoTopicCreation: false,
+      createPartitioner: Partitioners.DefaultPartitioner
+    })
+    yield* Effect.acquireRelease(
+      attempt("connect", () => producer.connect()),
+      () => Effect.promise(() => producer.disconnect())
+    )
+
+    const publish = (events: ReadonlyArray<OutgoingEvent>) => {
+      if (events.length === 0) return Effect.void
+      const byTopic = new Map<string, Array<OutgoingEvent>>()
+      for (const event of events) byTopic.set(event.topic, [...(byTopic.get(event.topic) ?? []), event])
+      return attempt("publish", () =>
+        producer.sendBatch({
+          acks: -1,
+          topicMessages: [...byTopic].map(([topic, batch]) => ({
+            topic: prefix + topic,
+            messages: batch.map((event) => ({
+              key: event.key,
+              value: event.value,
+              headers: { ...event.headers, "event-id": event.eventId }
+            }))
+          }))
+        })
+      ).pipe(Effect.asVoid)
+    }
+
+    const subscribe = (options: SubscribeOptions): Stream.Stream<Delivery, EventLogError> =>
+      Stream.asyncScoped<Delivery, EventLogError>(
+        (emit) =>
+          Effect.gen(function* () {
+            const consumer = kafka.consumer({
+              groupId: prefix + options.group,
+              allowAutoTopicCreation: false,
+              sessionTimeout: 10_000,
+              heartbeatInterval: 1_000,
+              maxWaitTimeInMs: 50
+            })
+            // Offsets acked but not yet committed, keyed by topic and partition.
+            const marked = yield* Ref.make(new Map<string, { topic: string; partition: number; offset: string }>())
+            const commitMarked = Ref.getAndSet(marked, new Map()).pipe(
+              Effect.flatMap((pending) =>
+                pending.size === 0
+                  ? Effect.void
+                  : attempt("commit", () => consumer.commitOffsets([...pending.values()]))
+              ),
+              Effect.catchAll((error) =>
+                Effect.logWarning("offset commit failed; events will be redelivered and deduped", error)
+              )
+            )
+            yield* Effect.acquireRelease(
+              attempt("connect", () => consumer.connect()),
+              () => commitMarked.pipe(Effect.zipRight(Effect.promise(() => consumer.disconnect())))
+            )
+            yield* commitMarked.pipe(Effect.repeat(Schedule.spaced(COMMIT_INTERVAL)), Effect.forkScoped)
+
+            const logicalTopic = (physical: string) => physical.slice(prefix.length)
+            consumer.on(consumer.events.CRASH, (event) => {
+              if (!event.payload.restart) void emit.fail(fail("consume")(event.payload.error))
+            })
+            yield* attempt("subscribe", () =>
+              consumer.subscribe({
+                topics: options.topics.map((topic) => prefix + topic),
+                fromBeginning: options.fromBeginning ?? true
+              })
+            )
+            yield* attempt("run", () =>
+              consumer.run({
+                autoCommit: false,
+                eachMessage: async ({ topic, partition, message }) => {
+                  const next = (BigInt(message.offset) + 1n).toString()
+                  const topicName = logicalTopic(topic)
+                  const headers = headerText(message.headers)
+                  const { "event-id": eventId = "", ...rest } = headers
+                  await emit.chunk(
+                    Chunk.of({
+                      eventId,
+                      topic: topicName,
+                      key: message.key?.toString() ?? "",
+                      value: message.value?.toString() ?? "",
+                      headers: rest,
+                      partition,
+                      offset: message.offset,
+                      timestamp: new Date(Number(message.timestamp)),
+                      ack: Ref.update(marked, (pending) =>
+                        new Map(pending).set(`${topic}:${partition}`, { topic, partition, offset: next })
+                      )
+                    })
+                  )
+                }
+              })
+            )
+          }),
+        SUBSCRIPTION_BUFFER
+      )
+
+    const ping = attempt("ping", () => admin.describeCluster()).pipe(
+      Effect.timeoutFail({ duration: Duration.seconds(3), onTimeout: () => fail("ping")("timed out") }),
+      Effect.asVoid
+    )
+
+    return EventLog.of({ kind: "kafka", publish, subscribe, ping })
+  })
+)

@@ -1,0 +1,243 @@
+/**
+ * Request plumbing around the HttpApi:
+ * - `makeRouteTable` derives, from the contract itself, each endpoint's
+ *   method, path template and accepted body media type;
+ * - `requestGuard` (API-level middleware) answers 413/415/400 for bodies that
+ *   are too large, of the wrong type or malformed, and turns decode failures
+ *   and unknown routes into the conventions' error body;
+ * - `requestContext` (server-level middleware) stamps `x-request-id`, writes
+ *   one JSON access-log line per request and maps any defect to a logged 500
+ *   with the request id, never a stack trace.
+ */
+import {
+  FileSystem,
+  Headers,
+  HttpApi,
+  type HttpApiError,
+  HttpApiSchema,
+  HttpApp,
+  HttpIncomingMessage,
+  HttpServerRequest,
+  HttpServerResponse
+} from "@effect/platform"
+import type { RouteNotFound } from "@effect/platform/HttpServerError"
+import { Cause, Effect, Option, Predicate } from "effect"
+import { uuidv7 } from "./Ids.js"
+import { BadRequest, isHttpError, NotFound, PayloadTooLarge, UnsupportedMediaType } from "./Errors.js"
+
+type BodyKind = "none" | "json" | "yaml" | "other"
+
+export interface RouteEntry {
+  readonly method: string
+  readonly template: string
+  readonly pattern: RegExp
+  readonly body: BodyKind
+}
+
+const YAML_TYPES = ["application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml", "application/json"]
+
+const bodyKindOf = (endpoint: {
+  readonly payloadSchema: Option.Option<{ readonly ast: Parameters<typeof HttpApiSchema.getEncoding>[0] }>
+}): BodyKind => {
+  if (Option.isNone(endpoint.payloadSchema)) return "none"
+  const encoding = HttpApiSchema.getEncoding(endpoint.payloadSchema.value.ast)
+  if (encoding.kind === "Json") return "json"
+  return encoding.contentType.includes("yaml") ? "yaml" : "other"
+}
+
+export const makeRouteTable = (api: HttpApi.HttpApi.Any): ReadonlyArray<RouteEntry> => {
+  const routes: Array<RouteEntry> = []
+  HttpApi.reflect(api as HttpApi.HttpApi.AnyWithProps, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint }) => {
+      const body = endpoint.method === "GET" || endpoint.method === "HEAD" ? "none" : bodyKindOf(endpoint)
+      const source = endpoint.path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/:[A-Za-z_][A-Za-z0-9_]*/g, "[^/]+")
+      routes.push({ method: endpoint.method, template: endpoint.path, pattern: new RegExp(`^${source}/?$`), body })
+    }
+  })
+  // Static segments win over parameters, as in the router.
+  return routes.sort((a, b) => (a.template.match(/:/g)?.length ?? 0) - (b.template.match(/:/g)?.length ?? 0))
+}
+
+const pathOf = (url: string) => {
+  const query = url.indexOf("?")
+  return query === -1 ? url : url.slice(0, query)
+}
+
+export const findRoute = (routes: ReadonlyArray<RouteEntry>, method: string, url: string) => {
+  const path = pathOf(url)
+  return routes.find((route) => route.method === method && route.pattern.test(path))
+}
+
+const hasBody = (request: HttpServerRequest.HttpServerRequest) => {
+  const length = request.headers["content-length"]
+  return request.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0")
+}
+
+const mediaType = (request: HttpServerRequest.HttpServerRequest) =>
+  (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
+
+const isJsonType = (type: string) => type === "application/json" || type.endsWith("+json")
+
+const tooLarge = (limit: number) =>
+  new PayloadTooLarge({ code: "payload_too_large", message: `The request body exceeds the ${limit}-byte limit.` })
+
+const isBodyLimitError = (error: unknown) => String(error).includes("maxBytes exceeded")
+
+/** Checks the body against the route; answers the request to hand on (YAML endpoints see JSON text as YAML). */
+const checkBody = (request: HttpServerRequest.HttpServerRequest, route: RouteEntry | undefined, limit: number) =>
+  Effect.gen(function* () {
+    if (!hasBody(request)) return request
+    if (Number(request.headers["content-length"] ?? 0) > limit) return yield* tooLarge(limit)
+    if (route === undefined || route.body === "none" || route.body === "other") return request
+    const type = mediaType(request)
+    if (route.body === "json" && !isJsonType(type)) {
+      return yield* new UnsupportedMediaType({
+        code: "unsupported_media_type",
+        message: `Send this endpoint's body as application/json (got ${type === "" ? "no Content-Type" : type}).`
+      })
+    }
+    if (route.body === "yaml" && !YAML_TYPES.includes(type)) {
+      return yield* new UnsupportedMediaType({
+        code: "unsupported_media_type",
+        message: `Send this endpoint's body as application/yaml or application/json (got ${type === "" ? "no Content-Type" : type}).`
+      })
+    }
+    const text = yield* request.text.pipe(
+      HttpIncomingMessage.withMaxBodySize(Option.some(FileSystem.Size(limit))),
+      Effect.mapError((error) =>
+        isBodyLimitError(error)
+          ? tooLarge(limit)
+          : new BadRequest({ code: "unreadable_body", message: "The request body could not be read." })
+      )
+    )
+    if (route.body === "yaml") {
+      return request.modify({ headers: Headers.set(request.headers, "content-type", "application/yaml") })
+    }
+    if (text.trim() !== "") {
+      yield* Effect.try({
+        try: () => JSON.parse(text) as unknown,
+        catch: (error) =>
+          new BadRequest({
+            code: "malformed_json",
+            message: `The request body is not valid JSON: ${error instanceof Error ? error.message : String(error)}.`
+          })
+      })
+    }
+    return request
+  })
+
+const formatPath = (path: ReadonlyArray<PropertyKey>) => path.map(String).join(".")
+
+export const validationFailed = (error: HttpApiError.HttpApiDecodeError) => {
+  const details = error.issues.map((issue) => ({ path: formatPath(issue.path), message: issue.message }))
+  const first = details[0]
+  return new BadRequest({
+    code: "validation_failed",
+    message: first === undefined ? error.message : `${first.path === "" ? "body" : first.path}: ${first.message}`,
+    details
+  })
+}
+
+/** API-level middleware: body checks before routing, error-shape mapping after. */
+export const requestGuard =
+  (routes: ReadonlyArray<RouteEntry>, maxBodyBytes: number) =>
+  <E, R>(app: HttpApp.Default<E, R>) =>
+    Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const route = findRoute(routes, request.method, request.url)
+      const checked = yield* checkBody(request, route, maxBodyBytes)
+      const inner = checked === request ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, checked)
+      return yield* inner.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(FileSystem.Size(maxBodyBytes))))
+    }).pipe(
+      Effect.catchAllCause(
+        (cause): Effect.Effect<never, BadRequest | NotFound | PayloadTooLarge | UnsupportedMediaType | E> => {
+          const failure = Cause.failureOption(cause)
+          if (Option.isSome(failure)) {
+            const error: unknown = failure.value
+            if (Predicate.isTagged(error, "HttpApiDecodeError")) {
+              return Effect.fail(validationFailed(error as HttpApiError.HttpApiDecodeError))
+            }
+            if (Predicate.isTagged(error, "RouteNotFound")) {
+              return Effect.fail(routeNotFound(error as RouteNotFound))
+            }
+          }
+          return Effect.failCause(cause)
+        }
+      )
+    )
+
+const routeNotFound = (error: RouteNotFound) =>
+  new NotFound({
+    code: "route_not_found",
+    message: `No route for ${error.request.method} ${pathOf(error.request.url)}.`
+  })
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+export const errorResponse = (status: number, code: string, message: string, requestId: string) =>
+  HttpServerResponse.unsafeJson({ error: { code, message, request_id: requestId } }, { status })
+
+/** Maps a cause that escaped the API's error encoding to a response. */
+const defectResponse = (cause: Cause.Cause<unknown>, requestId: string, maxBodyBytes: number) => {
+  const error = Cause.squash(cause)
+  if (isBodyLimitError(error)) {
+    return Effect.succeed(
+      errorResponse(413, "payload_too_large", `The request body exceeds the ${maxBodyBytes}-byte limit.`, requestId)
+    )
+  }
+  if (typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "RequestError") {
+    return Effect.succeed(
+      errorResponse(400, "unreadable_body", "The request body could not be read or parsed.", requestId)
+    )
+  }
+  return Effect.logError("unhandled failure", cause).pipe(
+    Effect.as(
+      errorResponse(
+        500,
+        "internal_error",
+        `An internal error occurred; quote request id ${requestId} when reporting it.`,
+        requestId
+      )
+    )
+  )
+}
+
+/**
+ * The API-level middleware: request id, access log, body checks, error-shape
+ * mapping and the last-resort 500. It runs inside the HttpApi app, before the
+ * response is written, so the pre-response handler sees every final response
+ * (encoded errors included).
+ */
+export const requestPipeline = (routes: ReadonlyArray<RouteEntry>, maxBodyBytes: number) => {
+  const guard = requestGuard(routes, maxBodyBytes)
+  return <E, R>(app: HttpApp.Default<E, R>) =>
+    Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const incoming = request.headers["x-request-id"]
+      const requestId =
+        incoming !== undefined && REQUEST_ID.test(incoming) ? incoming : `req_${uuidv7().replaceAll("-", "")}`
+      const started = performance.now()
+      const route = findRoute(routes, request.method, request.url)?.template ?? pathOf(request.url)
+      yield* HttpApp.appendPreResponseHandler((_, response) =>
+        Effect.logInfo("request").pipe(
+          Effect.annotateLogs({
+            request_id: requestId,
+            method: request.method,
+            route,
+            status: response.status,
+            duration_ms: Math.round((performance.now() - started) * 100) / 100
+          }),
+          Effect.as(HttpServerResponse.setHeader(response, "x-request-id", requestId))
+        )
+      )
+      return yield* guard(app).pipe(
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause) || Option.exists(Cause.failureOption(cause), isHttpError)
+            ? Effect.failCause(cause)
+            : defectResponse(cause, requestId, maxBodyBytes)
+        ),
+        Effect.annotateLogs({ request_id: requestId, route })
+      )
+    })
+}

@@ -1,0 +1,132 @@
+/**
+ * Transactional outbox. `enqueue` writes event rows with the caller's SQL
+ * connection, so they commit or roll back with the state change. The relay
+ * publishes committed rows in id order to the event log and deletes them; a
+ * failed publish leaves them for the next attempt, so an acknowledged event
+ * is never lost (it may be published twice; consumers dedupe by event id).
+ * One relay at a time holds a session advisory lock, so order holds across
+ * processes.
+ */
+import { SqlClient } from "@effect/sql"
+import { Duration, Effect, Layer, Schedule } from "effect"
+import { AppConfig, isEmbeddedDatabase } from "./Config.js"
+import { EventLog } from "./EventLog.js"
+import { uuidv7 } from "./Ids.js"
+import { makeSignal } from "./Signal.js"
+
+const RELAY_LOCK = 7_211_002
+const RELAY_BATCH = 500
+
+export interface OutboxEvent {
+  readonly topic: string
+  readonly key: string
+  /** A JSON-encodable value (already encoded by its Schema). */
+  readonly value: unknown
+  readonly eventId?: string
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+interface OutboxRow {
+  readonly id: string
+  readonly event_id: string
+  readonly topic: string
+  readonly key: string
+  readonly value: string
+  readonly headers: string | Record<string, string>
+}
+
+export class Outbox extends Effect.Service<Outbox>()("platform/Outbox", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const written = yield* makeSignal
+
+    /** Call inside the transaction of the state change. Answers the event ids. */
+    const enqueue = (events: ReadonlyArray<OutboxEvent>) => {
+      const rows = events.map((event) => ({
+        event_id: event.eventId ?? uuidv7(),
+        topic: event.topic,
+        key: event.key,
+        value: JSON.stringify(event.value),
+        headers: JSON.stringify(event.headers ?? {})
+      }))
+      return rows.length === 0
+        ? Effect.succeed([] as ReadonlyArray<string>)
+        : sql`insert into outbox ${sql.insert(rows)}`.pipe(
+            Effect.zipRight(written.fire),
+            Effect.as(rows.map((row) => row.event_id) as ReadonlyArray<string>)
+          )
+    }
+
+    const backlog = sql<{ count: string }>`select count(*)::text as count from outbox`.pipe(
+      Effect.map(([row]) => Number(row?.count ?? 0))
+    )
+
+    return { enqueue, backlog, written }
+  })
+}) {}
+
+/** Publishes one batch; answers how many rows it moved. */
+const relayBatch = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const log = yield* EventLog
+  const rows = yield* sql<OutboxRow>`
+    select id::text as id, event_id::text as event_id, topic, key, value, headers
+    from outbox order by outbox.id limit ${RELAY_BATCH}`
+  if (rows.length === 0) return 0
+  yield* log.publish(
+    rows.map((row) => ({
+      eventId: row.event_id,
+      topic: row.topic,
+      key: row.key,
+      value: row.value,
+      headers: typeof row.headers === "string" ? (JSON.parse(row.headers) as Record<string, string>) : row.headers
+    }))
+  )
+  yield* sql`delete from outbox where id in ${sql.in(rows.map((row) => row.id))}`
+  return rows.length
+})
+
+/** Holds the relay lock for the scope (not needed with the single-process embedded database). */
+const holdRelayLock = Effect.gen(function* () {
+  const config = yield* AppConfig
+  if (isEmbeddedDatabase(config)) return
+  const sql = yield* SqlClient.SqlClient
+  const connection = yield* sql.reserve
+  const tryLock = connection
+    .executeValues(`select pg_try_advisory_lock(${RELAY_LOCK})`, [])
+    .pipe(
+      Effect.flatMap((rows) => (rows[0]?.[0] === true ? Effect.void : Effect.fail("held by another relay" as const)))
+    )
+  yield* Effect.acquireRelease(
+    tryLock.pipe(
+      Effect.retry({
+        while: (reason) => reason === "held by another relay",
+        schedule: Schedule.spaced(Duration.seconds(1))
+      })
+    ),
+    () => connection.executeValues(`select pg_advisory_unlock(${RELAY_LOCK})`, []).pipe(Effect.ignore)
+  )
+})
+
+/** The relay loop, forked for the life of the layer. */
+export const OutboxRelayLive = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const outbox = yield* Outbox
+    const loop = Effect.gen(function* () {
+      yield* holdRelayLock
+      yield* Effect.logDebug("outbox relay holds the lock")
+      while (true) {
+        const moved = yield* relayBatch
+        if (moved < RELAY_BATCH) yield* outbox.written.wait(config.pollIntervalMillis)
+      }
+    }).pipe(
+      Effect.scoped,
+      Effect.tapErrorCause((cause) => Effect.logWarning("outbox relay failed; retrying", cause)),
+      Effect.retry(
+        Schedule.exponential(Duration.millis(100)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(5))))
+      )
+    )
+    yield* Effect.forkScoped(loop)
+  })
+)

@@ -1,0 +1,106 @@
+/** The red-team contract: plans, dispatch, jobs, attack records, reports, hardening and share links. */
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { AgentId, PolicyDetail } from "../catalog/Domain.js"
+import { CursorParam, LimitParam } from "../platform/Schemas.js"
+import {
+  AttackOutcome,
+  AttackRecord,
+  CreatePlan,
+  CreateShareLink,
+  Dispatch,
+  HardeningResult,
+  HardenRequest,
+  Job,
+  JobId,
+  JobWithSessions,
+  Plan,
+  PlanId,
+  Report,
+  ReportParams,
+  ShareLink,
+  ShareToken
+} from "./Domain.js"
+
+const AgentPath = Schema.Struct({ id: AgentId })
+const JobPath = Schema.Struct({ id: JobId })
+const TokenPath = Schema.Struct({ token: ShareToken })
+// Red-team lists take a count of at least 1 (capped at 100 by the handler).
+const Page = { limit: Schema.optional(LimitParam(1)), cursor: Schema.optional(CursorParam) }
+const nextCursor = Schema.optional(Schema.String)
+
+export class RedteamApi extends HttpApiGroup.make("redteam")
+  .add(
+    HttpApiEndpoint.post("createPlan", "/agents/:id/redteam/plan")
+      .setPath(AgentPath)
+      .setPayload(CreatePlan)
+      .addSuccess(Plan, { status: 201 })
+  )
+  .add(
+    HttpApiEndpoint.get("listPlans", "/agents/:id/redteam/plans")
+      .setPath(AgentPath)
+      .addSuccess(Schema.Struct({ plans: Schema.Array(Plan) }))
+  )
+  .add(
+    HttpApiEndpoint.del("deletePlan", "/redteam/plans/:id")
+      .setPath(Schema.Struct({ id: PlanId }))
+      .addSuccess(HttpApiSchema.NoContent)
+  )
+  // Creates (disabled) policies, hence 201.
+  .add(
+    HttpApiEndpoint.post("generateStaticPolicies", "/agents/:id/redteam/static-policies")
+      .setPath(AgentPath)
+      .addSuccess(Schema.Struct({ generated: Schema.Array(PolicyDetail) }), { status: 201 })
+  )
+  .add(
+    HttpApiEndpoint.get("listAttacks", "/redteam/attacks")
+      .setUrlParams(
+        Schema.Struct({ attack: Schema.optional(Schema.String), outcome: Schema.optional(AttackOutcome), ...Page })
+      )
+      .addSuccess(Schema.Struct({ records: Schema.Array(AttackRecord), next_cursor: nextCursor }))
+  )
+  .add(HttpApiEndpoint.post("dispatch", "/redteam/dispatch").setPayload(Dispatch).addSuccess(Job, { status: 201 }))
+  .add(
+    HttpApiEndpoint.get("listJobs", "/redteam/jobs")
+      .setUrlParams(Schema.Struct({ agent_id: Schema.optional(Schema.String), ...Page }))
+      .addSuccess(Schema.Struct({ jobs: Schema.Array(Job), next_cursor: nextCursor }))
+  )
+  .add(HttpApiEndpoint.get("getJob", "/redteam/jobs/:id").setPath(JobPath).addSuccess(JobWithSessions))
+  .add(HttpApiEndpoint.post("cancelJob", "/redteam/jobs/:id/cancel").setPath(JobPath).addSuccess(Job))
+  .add(
+    HttpApiEndpoint.post("hardenJob", "/redteam/jobs/:id/harden")
+      .setPath(JobPath)
+      .setPayload(HardenRequest)
+      .addSuccess(HardeningResult)
+  )
+  .add(
+    HttpApiEndpoint.get("getReport", "/redteam/jobs/:id/report")
+      .setPath(JobPath)
+      .setUrlParams(ReportParams)
+      .addSuccess(Report)
+  )
+  .prefix("/v1")
+  .annotate(
+    OpenApi.Description,
+    "Automated red-team testing: attack plans, jobs against an agent (or the built-in demo://local-agent), reports and hardening candidates."
+  ) {}
+
+// GET /redteam/reports/{token} is unauthenticated (the token is the capability): auth middleware
+// added later must skip that endpoint.
+export class RedteamReportsApi extends HttpApiGroup.make("redteamReports")
+  .add(
+    HttpApiEndpoint.post("createShareLink", "/redteam/reports")
+      .setPayload(CreateShareLink)
+      .addSuccess(ShareLink, { status: 201 })
+  )
+  .add(HttpApiEndpoint.get("getSharedReport", "/redteam/reports/:token").setPath(TokenPath).addSuccess(Report))
+  .add(
+    HttpApiEndpoint.post("revokeShareLink", "/redteam/reports/:token/revoke")
+      .setPath(TokenPath)
+      .addSuccess(HttpApiSchema.NoContent)
+  )
+  .prefix("/v1")
+  .annotate(
+    OpenApi.Description,
+    "Shareable red-team report links; reading one needs only its token, scoped to the workspace that minted it."
+  ) {}

@@ -1,0 +1,175 @@
+/** Runs, run events, traces and review events: the schemas of their contract. */
+import { Schema } from "effect"
+import { JsonValue, Timestamp } from "../platform/Schemas.js"
+
+export const RunId = Schema.String.pipe(Schema.brand("RunId")).annotations({ identifier: "RunId" })
+export type RunId = typeof RunId.Type
+export const RunEventId = Schema.String.pipe(Schema.brand("RunEventId")).annotations({ identifier: "RunEventId" })
+export type RunEventId = typeof RunEventId.Type
+export const TraceId = Schema.String.pipe(Schema.brand("TraceId")).annotations({ identifier: "TraceId" })
+export type TraceId = typeof TraceId.Type
+export const ReviewEventId = Schema.String.pipe(Schema.brand("ReviewEventId")).annotations({
+  identifier: "ReviewEventId"
+})
+export type ReviewEventId = typeof ReviewEventId.Type
+
+export const RunKind = Schema.Literal("chat_session", "live_call", "workflow", "job", "other")
+export const RunStatus = Schema.Literal("warming", "running", "completed", "failed", "canceled")
+export const RunEventKind = Schema.Literal(
+  "user_turn",
+  "agent_turn",
+  "tool_call",
+  "tool_result",
+  "retrieval",
+  "handoff",
+  "error",
+  "custom"
+)
+export const ReviewOutcome = Schema.Literal(
+  "accepted",
+  "corrected",
+  "false_positive",
+  "ignored",
+  "missed_issue",
+  "rejected"
+)
+export type ReviewOutcome = typeof ReviewOutcome.Type
+
+// ---- runs
+
+export class Run extends Schema.Class<Run>("Run")({
+  id: RunId,
+  agent_id: Schema.String,
+  workspace_id: Schema.String,
+  environment: Schema.String,
+  environment_id: Schema.String,
+  external_id: Schema.NullOr(Schema.String),
+  kind: RunKind,
+  status: RunStatus,
+  blocked_count: Schema.Int,
+  escalated_count: Schema.Int,
+  rewritten_count: Schema.Int,
+  trace_count: Schema.Int,
+  p95_latency_ms: Schema.Int,
+  metadata: JsonValue,
+  created_at: Timestamp,
+  started_at: Schema.NullOr(Timestamp),
+  ended_at: Schema.NullOr(Timestamp),
+  updated_at: Timestamp
+}) {}
+
+export const CreateRun = Schema.Struct({
+  agent_id: Schema.String,
+  kind: RunKind,
+  external_id: Schema.optional(Schema.String),
+  status: Schema.optional(RunStatus),
+  environment_id: Schema.optional(Schema.String),
+  metadata: Schema.optional(JsonValue)
+})
+
+/** Kind and agent are fixed at creation; timestamps are stamped by the server on status changes. */
+export const UpdateRun = Schema.Struct({
+  status: Schema.optional(RunStatus),
+  external_id: Schema.optional(Schema.NullOr(Schema.String)),
+  metadata: Schema.optional(JsonValue)
+})
+
+export const ListRunsParams = Schema.Struct({
+  agent_id: Schema.optional(Schema.String),
+  status: Schema.optional(RunStatus),
+  kind: Schema.optional(RunKind),
+  external_id: Schema.optional(Schema.String)
+})
+
+// ---- run events
+
+export class RunEvent extends Schema.Class<RunEvent>("RunEvent")({
+  id: RunEventId,
+  run_id: RunId,
+  workspace_id: Schema.String,
+  kind: RunEventKind,
+  sequence: Schema.Int.annotations({
+    description: "Position of the event in its run; events are listed in this order"
+  }),
+  label: Schema.NullOr(Schema.String),
+  input_summary: Schema.NullOr(Schema.String),
+  output_summary: Schema.NullOr(Schema.String),
+  metadata: JsonValue,
+  created_at: Timestamp,
+  occurred_at: Timestamp
+}) {}
+
+export const CreateRunEvent = Schema.Struct({
+  kind: RunEventKind,
+  label: Schema.optional(Schema.String),
+  input_summary: Schema.optional(Schema.String),
+  output_summary: Schema.optional(Schema.String),
+  metadata: Schema.optional(JsonValue),
+  /** When the event happened at the caller; defaults to receipt time. */
+  occurred_at: Schema.optional(Timestamp)
+})
+
+// ---- traces
+
+export class Trace extends Schema.Class<Trace>("Trace")({
+  trace_id: TraceId,
+  run_id: Schema.NullOr(Schema.String),
+  run_event_id: Schema.NullOr(Schema.String),
+  session_id: Schema.NullOr(Schema.String),
+  decision: Schema.String.annotations({ description: "The decision's effect: permit, deny, defer or rewrite" }),
+  domain: Schema.String,
+  environment: Schema.String,
+  environment_id: Schema.String,
+  elapsed_ms: Schema.Int,
+  latest_review_outcome: Schema.NullOr(ReviewOutcome),
+  latest_reviewed_at: Schema.NullOr(Timestamp),
+  created_at: Timestamp,
+  payload: JsonValue
+}) {}
+
+export const GuardrailUsage = Schema.Struct({
+  phase: Schema.String,
+  judge: Schema.String,
+  provider: Schema.String,
+  model: Schema.String,
+  status: Schema.String,
+  error_code: Schema.NullOr(Schema.String),
+  prompt_tokens: Schema.Int,
+  completion_tokens: Schema.Int,
+  latency_ms: Schema.Int,
+  estimated_cost_usd_nanos: Schema.String,
+  fallback_used: Schema.Boolean
+}).annotations({ identifier: "GuardrailUsage" })
+
+export class RunDetail extends Schema.Class<RunDetail>("RunDetail")({
+  run: Run,
+  events: Schema.Array(RunEvent),
+  traces: Schema.Array(Trace),
+  guardrail_usage: Schema.Array(GuardrailUsage),
+  budget_decision: JsonValue,
+  provider_usage: JsonValue
+}) {}
+
+// ---- review events
+
+export class ReviewEvent extends Schema.Class<ReviewEvent>("ReviewEvent")({
+  id: ReviewEventId,
+  trace_id: TraceId,
+  run_id: Schema.NullOr(Schema.String),
+  run_event_id: Schema.NullOr(Schema.String),
+  workspace_id: Schema.String,
+  reviewer_id: Schema.String,
+  outcome: ReviewOutcome,
+  reason_codes: Schema.Array(Schema.String),
+  note: Schema.NullOr(Schema.String),
+  metadata: JsonValue,
+  created_at: Timestamp
+}) {}
+
+/** The reviewer is the caller; it is not taken from the body. */
+export const CreateReviewEvent = Schema.Struct({
+  outcome: ReviewOutcome,
+  reason_codes: Schema.optional(Schema.Array(Schema.String)),
+  note: Schema.optional(Schema.String),
+  metadata: Schema.optional(JsonValue)
+})

@@ -1,0 +1,33 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import { Duration, Effect } from "effect"
+import { GuardrailApi } from "../Api.js"
+import { ServiceUnavailable } from "../platform/Errors.js"
+import { EventLog } from "../platform/EventLog.js"
+
+const probe = <E, R>(name: string, check: Effect.Effect<unknown, E, R>) =>
+  check.pipe(
+    Effect.timeout(Duration.seconds(3)),
+    Effect.mapError(
+      (cause) =>
+        new ServiceUnavailable({
+          code: "not_ready",
+          message: `The ${name} is not reachable; retry shortly.`,
+          details: [{ path: name, message: String(cause) }]
+        })
+    )
+  )
+
+export const SystemHttpLive = HttpApiBuilder.group(GuardrailApi, "system", (handlers) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const log = yield* EventLog
+    return handlers
+      .handle("healthz", () => Effect.succeed({ status: "ok" as const }))
+      .handle("readyz", () =>
+        Effect.all([probe("database", sql`select 1`), probe("event log", log.ping)], { concurrency: 2 }).pipe(
+          Effect.as({ status: "ok" as const, checks: { database: "ok", event_log: log.kind } })
+        )
+      )
+  })
+)
