@@ -26,15 +26,22 @@ const announce = Layer.effectDiscard(
   })
 )
 
-export const HttpServerLive = Layer.unwrapEffect(
+/** The API on whatever HttpServer is provided (tests provide one on port 0). */
+export const HttpAppLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     HttpApiBuilder.serve().pipe(
       Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
       Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
       Layer.provide(HttpApiBuilder.middleware(GuardrailApi, requestPipeline(routes, config.maxBodyBytes))),
       Layer.provide(HttpApiBuilder.api(GuardrailApi).pipe(Layer.provide(ApiGroupsLive))),
-      Layer.merge(announce),
-      Layer.provide(NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
+      Layer.merge(announce)
     )
   )
 )
+
+/** Node's http server at HOST:PORT. */
+export const NodeServerLive = Layer.unwrapEffect(
+  Effect.map(AppConfig, (config) => NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
+)
+
+export const HttpServerLive = HttpAppLive.pipe(Layer.provide(NodeServerLive))

@@ -1,12 +1,14 @@
 /** Deployable API process: HTTP server plus the outbox relay. */
 import { NodeRuntime } from "@effect/platform-node"
 import { Layer } from "effect"
+import { lifecycleLog } from "../../src/platform/Lifecycle.js"
 import { LoggingLive } from "../../src/platform/Logging.js"
 import { PlatformLive } from "../../src/platform/Platform.js"
 import { HttpServerLive } from "../../src/Server.js"
 
 HttpServerLive.pipe(
   Layer.provide(PlatformLive),
+  Layer.provideMerge(lifecycleLog("api")),
   Layer.provide(LoggingLive),
   Layer.launch,
   NodeRuntime.runMain({ disablePrettyLogger: true })

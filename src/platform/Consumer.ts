@@ -1,35 +1,43 @@
 /**
- * Effect-once consumption: each delivery's handler runs in one database
- * transaction together with a dedupe record of its event id, so a delivery
+ * Effect-once consumption: a handler's work commits in one database
+ * transaction together with dedupe records of the event ids, so a delivery
  * seen again (after a crash before the ack, or a duplicate publish) changes
- * nothing. A handler that keeps failing is dead-lettered, then acked, so one
- * bad event cannot stop a partition.
+ * nothing. Deliveries are applied in small batches (one transaction per
+ * batch, in order); a batch that fails is retried one event at a time, and an
+ * event that keeps failing is dead-lettered, then acknowledged, so one bad
+ * event cannot stop a partition.
  */
 import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Schedule, Stream } from "effect"
+import { Chunk, Duration, Effect, Schedule, Stream } from "effect"
 import { type Delivery, EventLog, type SubscribeOptions } from "./EventLog.js"
 
 export interface ConsumeOptions<E, R> extends SubscribeOptions {
-  readonly handle: (delivery: Delivery) => Effect.Effect<void, E, R>
+  readonly handle: (delivery: Delivery) => Effect.Effect<unknown, E, R>
   readonly maxAttempts?: number
+  /** Most deliveries applied in one transaction (default 500). */
+  readonly batchSize?: number
 }
 
-/** Runs the handler unless this group already applied the event. Answers whether it ran. */
+const BATCH_WINDOW = Duration.millis(5)
+
+/** Runs the handler for each delivery this group has not applied yet, all in one transaction. */
 export const applyOnce = <E, R>(
   group: string,
-  delivery: Delivery,
-  handle: (delivery: Delivery) => Effect.Effect<void, E, R>
+  batch: ReadonlyArray<Delivery>,
+  handle: (delivery: Delivery) => Effect.Effect<unknown, E, R>
 ) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     return yield* sql.withTransaction(
       Effect.gen(function* () {
-        const fresh =
-          yield* sql`insert into processed_events (group_id, event_id) values (${group}, ${delivery.eventId})
-                                 on conflict do nothing returning event_id`
-        if (fresh.length === 0) return false
-        yield* handle(delivery)
-        return true
+        const inserted = yield* sql<{ event_id: string }>`
+          insert into processed_events ${sql.insert(batch.map((delivery) => ({ group_id: group, event_id: delivery.eventId })))}
+          on conflict do nothing returning event_id::text as event_id`
+        const fresh = new Set(inserted.map((row) => row.event_id))
+        for (const delivery of batch) {
+          if (fresh.delete(delivery.eventId)) yield* handle(delivery)
+        }
+        return inserted.length
       })
     )
   })
@@ -45,6 +53,13 @@ const deadLetter = (group: string, delivery: Delivery, error: unknown) =>
     )
   )
 
+/** Acks the last delivery of each partition in the batch (an ack covers the earlier ones). */
+const ackBatch = (batch: ReadonlyArray<Delivery>) => {
+  const last = new Map<string, Delivery>()
+  for (const delivery of batch) last.set(`${delivery.topic}:${delivery.partition}`, delivery)
+  return Effect.forEach(last.values(), (delivery) => delivery.ack, { discard: true })
+}
+
 /** Consumes until interrupted; a failing subscription is reopened with backoff. */
 export const consumeOnce = <E, R>(options: ConsumeOptions<E, R>) =>
   Effect.gen(function* () {
@@ -52,13 +67,20 @@ export const consumeOnce = <E, R>(options: ConsumeOptions<E, R>) =>
     const retry = Schedule.exponential(Duration.millis(50)).pipe(
       Schedule.intersect(Schedule.recurs((options.maxAttempts ?? 5) - 1))
     )
-    const process = (delivery: Delivery) =>
-      applyOnce(options.group, delivery, options.handle).pipe(
+    const applyAlone = (delivery: Delivery) =>
+      applyOnce(options.group, [delivery], options.handle).pipe(
         Effect.retry(retry),
-        Effect.catchAll((error) => deadLetter(options.group, delivery, error)),
-        Effect.zipRight(delivery.ack)
+        Effect.catchAll((error) => deadLetter(options.group, delivery, error))
       )
-    yield* log.subscribe(options).pipe(Stream.runForEach(process))
+    const applyBatch = (batch: ReadonlyArray<Delivery>) =>
+      applyOnce(options.group, batch, options.handle).pipe(
+        Effect.catchAll(() => Effect.forEach(batch, applyAlone, { discard: true })),
+        Effect.zipRight(ackBatch(batch))
+      )
+    yield* log.subscribe(options).pipe(
+      Stream.groupedWithin(options.batchSize ?? 500, BATCH_WINDOW),
+      Stream.runForEach((chunk) => applyBatch(Chunk.toReadonlyArray(chunk)))
+    )
   }).pipe(
     Effect.tapErrorCause((cause) => Effect.logWarning(`consumer ${options.group} failed; reopening`, cause)),
     Effect.retry(Schedule.exponential(Duration.millis(200)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(5)))))

@@ -108,7 +108,7 @@ const contract = (mode: EventLogMode) =>
           Stream.take(61),
           Stream.zipWithIndex,
           Stream.runForEach(([delivery, index]) =>
-            applyOnce(group, delivery, effects.record).pipe(Effect.zipRight(index < 60 ? delivery.ack : Effect.void))
+            applyOnce(group, [delivery], effects.record).pipe(Effect.zipRight(index < 60 ? delivery.ack : Effect.void))
           ),
           Effect.scoped
         )
@@ -126,6 +126,37 @@ const contract = (mode: EventLogMode) =>
         )
         expect(rows.length).toBe(160)
         yield* Fiber.interrupt(consumer)
+      })
+    )
+
+    live(
+      "an event whose handler keeps failing is dead-lettered and does not stop the others",
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const effects = yield* effectsTable
+        const group = uniqueName("g")
+        yield* Layer.build(OutboxRelayLive)
+        yield* publishThroughOutbox(40)
+        yield* Effect.forkScoped(
+          consumeOnce({
+            group,
+            topics: [Topics.runEvents],
+            maxAttempts: 2,
+            handle: (delivery): Effect.Effect<unknown, unknown> =>
+              delivery.key === "key-3" && (JSON.parse(delivery.value) as { n: number }).n === 2
+                ? Effect.fail("poison event")
+                : effects.record(delivery)
+          })
+        )
+        yield* waitForRows(effects.rows, 39)
+        const dead = yield* eventually(
+          Effect.flatMap(
+            sql<{ key: string; error: string }>`select key, error from dead_letters where group_id = ${group}`,
+            (rows) => (rows.length === 1 ? Effect.succeed(rows) : Effect.fail(rows.length))
+          )
+        )
+        expect(dead).toEqual([{ key: "key-3", error: "poison event" }])
+        expect((yield* effects.rows).length).toBe(39)
       })
     )
 
