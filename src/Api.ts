@@ -10,6 +10,7 @@ import { AgentsApi, KnowledgeSourcesApi, LabelPoliciesApi, PoliciesApi, ToolMeta
 import { GatewayProxyApi, GatewayRoutesApi, ProviderConnectionsApi } from "./gateway/Api.js"
 import { ApiKeysApi, AuthApi, EnvironmentsApi, SettingsApi, TeamApi } from "./identity/Api.js"
 import * as Errors from "./platform/Errors.js"
+import { withOnlyErrorBody } from "./platform/OpenApiDocument.js"
 import { RedteamApi, RedteamReportsApi } from "./redteam/Api.js"
 import { ReviewEventsApi, RunsApi, TracesApi } from "./runs/Api.js"
 import { SystemApi } from "./system/Api.js"
@@ -54,6 +55,7 @@ export class GuardrailApi extends HttpApi.make("guardrail")
   .addError(Errors.BadGatewayWire)
   .addError(Errors.ServiceUnavailableWire)
   .addError(Errors.GatewayTimeoutWire)
+  .annotate(OpenApi.Transform, withOnlyErrorBody)
   .annotate(OpenApi.Title, "Guardrail Service API")
   .annotate(OpenApi.Version, "1.0.0")
   .annotate(

@@ -20,8 +20,9 @@ import {
   HttpServerRequest,
   HttpServerResponse
 } from "@effect/platform"
-import type { RouteNotFound } from "@effect/platform/HttpServerError"
-import { Cause, Effect, Option, Predicate } from "effect"
+import { RequestError, type RouteNotFound } from "@effect/platform/HttpServerError"
+import { UrlParams } from "@effect/platform"
+import { Cause, Effect, Option, Predicate, Stream } from "effect"
 import { uuidv7 } from "./Ids.js"
 import { BadRequest, isHttpError, NotFound, PayloadTooLarge, UnsupportedMediaType } from "./Errors.js"
 
@@ -82,12 +83,58 @@ const isJsonType = (type: string) => type === "application/json" || type.endsWit
 const tooLarge = (limit: number) =>
   new PayloadTooLarge({ code: "payload_too_large", message: `The request body exceeds the ${limit}-byte limit.` })
 
-const isBodyLimitError = (error: unknown) => String(error).includes("maxBytes exceeded")
+const isBodyLimitError = (error: unknown): boolean =>
+  String(error).includes("maxBytes exceeded") ||
+  (Predicate.hasProperty(error, "cause") && error.cause !== error && isBodyLimitError(error.cause))
+
+/**
+ * Reads the whole body. Past the limit the rest is drained and dropped (so the
+ * client, still sending, can read the 413); past 8x the limit the connection is
+ * given up.
+ */
+const readBody = (request: HttpServerRequest.HttpServerRequest, limit: number) =>
+  request.stream.pipe(
+    Stream.runFoldEffect({ chunks: [] as Array<Uint8Array>, bytes: 0 }, (acc, chunk) => {
+      const bytes = acc.bytes + chunk.length
+      if (bytes > limit * 8) return Effect.fail(tooLarge(limit))
+      if (bytes > limit) return Effect.succeed({ chunks: [], bytes })
+      acc.chunks.push(chunk)
+      return Effect.succeed({ chunks: acc.chunks, bytes })
+    }),
+    Effect.mapError((error) =>
+      error instanceof PayloadTooLarge
+        ? error
+        : new BadRequest({ code: "unreadable_body", message: "The request body could not be read." })
+    ),
+    Effect.flatMap(({ bytes, chunks }) =>
+      bytes > limit ? Effect.fail(tooLarge(limit)) : Effect.succeed(Buffer.concat(chunks))
+    )
+  )
+
+/** The request with its body already read: every body accessor answers from `bytes`. */
+const withBody = (request: HttpServerRequest.HttpServerRequest, bytes: Uint8Array, headers: Headers.Headers) => {
+  const text = new TextDecoder().decode(bytes)
+  const decodeError = (cause: unknown) => new RequestError({ request, reason: "Decode", cause })
+  return Object.create(request, {
+    headers: { value: headers },
+    text: { value: Effect.succeed(text) },
+    json: {
+      get: () => Effect.try({ try: () => (text === "" ? null : (JSON.parse(text) as unknown)), catch: decodeError })
+    },
+    urlParamsBody: {
+      get: () => Effect.try({ try: () => UrlParams.fromInput(new URLSearchParams(text)), catch: decodeError })
+    },
+    arrayBuffer: { get: () => Effect.succeed(Uint8Array.from(bytes).buffer) },
+    stream: { get: () => Stream.succeed(bytes) }
+  }) as HttpServerRequest.HttpServerRequest
+}
 
 /** Checks the body against the route; answers the request to hand on (YAML endpoints see JSON text as YAML). */
 const checkBody = (request: HttpServerRequest.HttpServerRequest, route: RouteEntry | undefined, limit: number) =>
   Effect.gen(function* () {
-    if (!hasBody(request)) return request
+    // Without a body and without a Content-Type there is nothing to check; a Content-Type is checked
+    // even on an empty body (a body-less multipart request would otherwise die in the multipart parser).
+    if (!hasBody(request) && request.headers["content-type"] === undefined) return request
     if (Number(request.headers["content-length"] ?? 0) > limit) return yield* tooLarge(limit)
     if (route === undefined || route.body === "none" || route.body === "other") return request
     const type = mediaType(request)
@@ -103,17 +150,14 @@ const checkBody = (request: HttpServerRequest.HttpServerRequest, route: RouteEnt
         message: `Send this endpoint's body as application/yaml or application/json (got ${type === "" ? "no Content-Type" : type}).`
       })
     }
-    const text = yield* request.text.pipe(
-      HttpIncomingMessage.withMaxBodySize(Option.some(FileSystem.Size(limit))),
-      Effect.mapError((error) =>
-        isBodyLimitError(error)
-          ? tooLarge(limit)
-          : new BadRequest({ code: "unreadable_body", message: "The request body could not be read." })
-      )
-    )
+    const bytes = yield* readBody(request, limit)
+    const text = new TextDecoder().decode(bytes)
     if (route.body === "yaml") {
-      return request.modify({ headers: Headers.set(request.headers, "content-type", "application/yaml") })
+      return withBody(request, bytes, Headers.set(request.headers, "content-type", "application/yaml"))
     }
+    // Hand on a request whose body answers from what was read, as application/json (HttpApi only
+    // decodes JSON when the content type contains "application/json").
+    const checked = withBody(request, bytes, Headers.set(request.headers, "content-type", "application/json"))
     if (text.trim() !== "") {
       yield* Effect.try({
         try: () => JSON.parse(text) as unknown,
@@ -124,7 +168,7 @@ const checkBody = (request: HttpServerRequest.HttpServerRequest, route: RouteEnt
           })
       })
     }
-    return request
+    return checked
   })
 
 const formatPath = (path: ReadonlyArray<PropertyKey>) => path.map(String).join(".")
