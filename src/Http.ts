@@ -1,4 +1,7 @@
-/** Every group's handler layer, merged: provide this to `HttpApiBuilder.api(GuardrailApi)`. */
+/**
+ * Every group's handler layer, merged, with the identity services and the
+ * credential middlewares they all rely on: provide this to `HttpApiBuilder.api(GuardrailApi)`.
+ */
 import { Layer } from "effect"
 import { AnalyticsHttpLive } from "./analytics/Http.js"
 import { EventsHttpLive } from "./authorization/Http.js"
@@ -11,7 +14,14 @@ import {
   ToolMetadataHttpLive
 } from "./catalog/Http.js"
 import { GatewayProxyHttpLive, GatewayRoutesHttpLive, ProviderConnectionsHttpLive } from "./gateway/Http.js"
-import { ApiKeysHttpLive, AuthHttpLive, EnvironmentsHttpLive, SettingsHttpLive, TeamHttpLive } from "./identity/Http.js"
+import {
+  ApiKeysHttpLive,
+  AuthHttpLive,
+  EnvironmentsHttpLive,
+  IdentityLive,
+  SettingsHttpLive,
+  TeamHttpLive
+} from "./identity/Http.js"
 import { RedteamHttpLive, RedteamReportsHttpLive } from "./redteam/Http.js"
 import { ReviewEventsHttpLive, RunsHttpLive, TracesHttpLive } from "./runs/Http.js"
 import { SystemHttpLive } from "./system/Http.js"
@@ -41,4 +51,4 @@ export const ApiGroupsLive = Layer.mergeAll(
   BudgetAlertsHttpLive,
   RedteamHttpLive,
   RedteamReportsHttpLive
-)
+).pipe(Layer.provideMerge(IdentityLive))

@@ -1,4 +1,5 @@
 /** The analytics contract: catalog, metric queries, saved views and human-review analytics. */
+import { Authentication } from "../identity/Authentication.js"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import {
@@ -33,6 +34,7 @@ export class AnalyticsApi extends HttpApiGroup.make("analytics")
       .addSuccess(HumanReviewAnalytics)
   )
   .prefix("/v1")
+  .middleware(Authentication)
   .annotate(
     OpenApi.Description,
     "Analytics: the catalog of metrics and dimensions, metric queries, saved dashboard views and human-review analytics."

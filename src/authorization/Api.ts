@@ -1,4 +1,5 @@
 /** The authorization contract: a proposed event in, a decision out. */
+import { Authentication } from "../identity/Authentication.js"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { AuthorizationResponse, ProposedEvent } from "./Domain.js"
 
@@ -6,6 +7,7 @@ import { AuthorizationResponse, ProposedEvent } from "./Domain.js"
 export class EventsApi extends HttpApiGroup.make("events")
   .add(HttpApiEndpoint.post("authorizeEvent", "/events").setPayload(ProposedEvent).addSuccess(AuthorizationResponse))
   .prefix("/v1")
+  .middleware(Authentication)
   .annotate(
     OpenApi.Description,
     "Authorization: submit a proposed event, get an effect, findings, a receipt id and a trace id. A failed tool-metadata lookup answers effect defer, not an error."

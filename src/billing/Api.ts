@@ -1,4 +1,5 @@
 /** The billing contract: LLM pricing, LLM usage, and budget alerts with their firings. */
+import { Authentication } from "../identity/Authentication.js"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { CursorParam, LimitParam } from "../platform/Schemas.js"
@@ -30,6 +31,7 @@ export class LlmPricingApi extends HttpApiGroup.make("llmPricing")
     HttpApiEndpoint.del("deleteLlmPrice", "/llm-pricing/:model").setPath(ModelPath).addSuccess(HttpApiSchema.NoContent)
   )
   .prefix("/v1")
+  .middleware(Authentication)
   .annotate(
     OpenApi.Description,
     "Per-model LLM prices of the workspace; the model name is normalized to trimmed lowercase."
@@ -48,6 +50,7 @@ export class LlmUsageApi extends HttpApiGroup.make("llmUsage")
       .addSuccess(LlmUsageResponse)
   )
   .prefix("/v1")
+  .middleware(Authentication)
   .annotate(
     OpenApi.Description,
     "LLM usage records (customer inference and guardrail judges), raw or grouped by day, principal or model."
@@ -83,6 +86,7 @@ export class BudgetAlertsApi extends HttpApiGroup.make("budgetAlerts")
       .addSuccess(Schema.Struct({ firings: Schema.Array(BudgetAlertFiring) }))
   )
   .prefix("/v1")
+  .middleware(Authentication)
   .annotate(
     OpenApi.Description,
     "Budget alerts on LLM spend or action count; each fires at most once per window, optionally to a signed webhook."

@@ -1,4 +1,5 @@
 /** The catalog contract: agents, policies, label policies, tool metadata and knowledge sources. */
+import { Authentication } from "../identity/Authentication.js"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import {
@@ -46,6 +47,7 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       .addSuccess(Schema.Struct({ generated: Schema.Array(PolicyDetail) }), { status: 201 })
   )
   .prefix("/v1")
+  .middleware(Authentication)
   .annotate(
     OpenApi.Description,
     "Agent profiles (YAML or JSON documents) and the guardrail policies owned by or generated for an agent."
@@ -83,6 +85,7 @@ export class PoliciesApi extends HttpApiGroup.make("policies")
       .addSuccess(Schema.Struct({ policies: Schema.Array(PolicySummary) }))
   )
   .prefix("/v1")
+  .middleware(Authentication)
   .annotate(
     OpenApi.Description,
     "Guardrail policies authored as YAML or JSON: validate, draft from a prompt, enable and disable."
@@ -107,6 +110,7 @@ export class LabelPoliciesApi extends HttpApiGroup.make("labelPolicies")
       .addSuccess(HttpApiSchema.NoContent)
   )
   .prefix("/v1")
+  .middleware(Authentication)
   .annotate(
     OpenApi.Description,
     "Per-origin label policies (confidentiality, integrity, trust) used by information-flow checks."
@@ -133,6 +137,7 @@ export class ToolMetadataApi extends HttpApiGroup.make("toolMetadata")
       .addSuccess(HttpApiSchema.NoContent)
   )
   .prefix("/v1")
+  .middleware(Authentication)
   .annotate(
     OpenApi.Description,
     "The tool registry: side effects, reversibility, approval and the allowed sources of each parameter."
@@ -155,4 +160,5 @@ export class KnowledgeSourcesApi extends HttpApiGroup.make("knowledgeSources")
       .addSuccess(KnowledgeSourceFile)
   )
   .prefix("/v1")
+  .middleware(Authentication)
   .annotate(OpenApi.Description, "Knowledge sources an agent may cite; file sources carry their content as base64.") {}

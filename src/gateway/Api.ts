@@ -1,4 +1,5 @@
 /** The gateway contract: provider connections, routes, and the two proxy dialects. */
+import { Authentication } from "../identity/Authentication.js"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import {
@@ -31,6 +32,7 @@ export class ProviderConnectionsApi extends HttpApiGroup.make("providerConnectio
       .addSuccess(ProviderConnection)
   )
   .prefix("/v1")
+  .middleware(Authentication)
   .annotate(OpenApi.Description, "Upstream model providers; the provider key is write-only.") {}
 
 export class GatewayRoutesApi extends HttpApiGroup.make("gatewayRoutes")
@@ -51,6 +53,7 @@ export class GatewayRoutesApi extends HttpApiGroup.make("gatewayRoutes")
       .addSuccess(GatewayRoute)
   )
   .prefix("/v1")
+  .middleware(Authentication)
   .annotate(
     OpenApi.Description,
     "Routes bind an agent to a provider connection; their id is the gateway path segment."
@@ -73,6 +76,7 @@ export class GatewayProxyApi extends HttpApiGroup.make("gatewayProxy")
       .addSuccess(ProviderMessage)
   )
   .prefix("/v1")
+  .middleware(Authentication)
   .annotate(
     OpenApi.Description,
     "Model requests proxied through a gateway route, with LLM budget admission (402 budget_exceeded on refusal)."

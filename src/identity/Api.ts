@@ -1,4 +1,5 @@
 /** The identity contract: auth, API keys, team workspaces, workspace settings and environments. */
+import { Authentication, InternalAuthentication } from "./Authentication.js"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import {
@@ -8,7 +9,10 @@ import {
   CreateApiKey,
   CreatedApiKey,
   CreateEnvironment,
+  CreateInvite,
   CreateWorkspace,
+  Invite,
+  TeamMembers,
   Credentials,
   Environment,
   EnvironmentCheckerModes,
@@ -29,7 +33,10 @@ export class AuthApi extends HttpApiGroup.make("auth")
   .add(HttpApiEndpoint.post("signup", "/auth/signup").setPayload(Credentials).addSuccess(Session))
   .add(HttpApiEndpoint.post("changePassword", "/auth/password").setPayload(ChangePassword).addSuccess(Session))
   .add(
-    HttpApiEndpoint.post("oauthSession", "/identity/oauth-session").setPayload(OAuthSessionRequest).addSuccess(Session)
+    HttpApiEndpoint.post("oauthSession", "/identity/oauth-session")
+      .setPayload(OAuthSessionRequest)
+      .addSuccess(Session)
+      .middleware(InternalAuthentication)
   )
   .prefix("/v1")
   .annotate(
@@ -50,21 +57,35 @@ export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
       .addSuccess(Schema.Struct({ api_keys: Schema.Array(ApiKey) }))
   )
   .prefix("/v1")
+  .middleware(Authentication)
   .annotate(
     OpenApi.Description,
     "Workspace runtime keys: the plaintext is returned once at creation; listings carry only the prefix."
   ) {}
 
+// GET my-workspaces authenticates in its handler: a session whose `sub` is X-SERVICE-User-Id, or the internal key.
 export class TeamApi extends HttpApiGroup.make("team")
-  .add(
-    HttpApiEndpoint.get("listMyWorkspaces", "/team/my-workspaces")
-      .setHeaders(MyWorkspacesHeaders)
-      .addSuccess(Schema.Struct({ is_platform_admin: Schema.Boolean, workspaces: Schema.Array(WorkspaceMembership) }))
-  )
   .add(
     HttpApiEndpoint.post("createWorkspace", "/team/my-workspaces")
       .setPayload(CreateWorkspace)
       .addSuccess(WorkspaceMembership, { status: 201 })
+  )
+  .add(
+    HttpApiEndpoint.post("createInvite", "/team/invites")
+      .setPayload(CreateInvite)
+      .addSuccess(Invite, { status: 201 })
+      .annotate(OpenApi.Description, "Extension: invite an email address to this workspace with a role.")
+  )
+  .add(
+    HttpApiEndpoint.get("listMembers", "/team/members")
+      .addSuccess(TeamMembers)
+      .annotate(OpenApi.Description, "Extension: the workspace's members and its invites.")
+  )
+  .middlewareEndpoints(Authentication)
+  .add(
+    HttpApiEndpoint.get("listMyWorkspaces", "/team/my-workspaces")
+      .setHeaders(MyWorkspacesHeaders)
+      .addSuccess(Schema.Struct({ is_platform_admin: Schema.Boolean, workspaces: Schema.Array(WorkspaceMembership) }))
   )
   .prefix("/v1")
   .annotate(
@@ -76,6 +97,7 @@ export class SettingsApi extends HttpApiGroup.make("settings")
   .add(HttpApiEndpoint.get("getSettings", "/settings").addSuccess(Settings))
   .add(HttpApiEndpoint.patch("updateSettings", "/settings").setPayload(UpdateSettings).addSuccess(Settings))
   .prefix("/v1")
+  .middleware(Authentication)
   .annotate(
     OpenApi.Description,
     "Workspace runtime settings; PATCH leaves absent fields unchanged and accepts an empty object."
@@ -118,6 +140,7 @@ export class EnvironmentsApi extends HttpApiGroup.make("environments")
       .addSuccess(EnvironmentCheckerModes)
   )
   .prefix("/v1")
+  .middleware(Authentication)
   .annotate(
     OpenApi.Description,
     "Environments of a workspace, each with optional checker-mode overrides (null inherits the workspace mode)."

@@ -95,12 +95,33 @@ export const MyWorkspacesHeaders = Schema.Struct({
   "x-service-user-email": Schema.optional(Schema.String)
 })
 
-export const CreateWorkspace = Schema.Struct({ name: Schema.NonEmptyString })
+export const CreateWorkspace = Schema.Struct({ name: Schema.Trim.pipe(Schema.minLength(1), Schema.maxLength(200)) })
+
+export const CreateInvite = Schema.Struct({
+  email: Schema.Trim.pipe(Schema.pattern(/^[^\s@]+@[^\s@]+$/, { message: () => "expected an email address" })),
+  role: Schema.optionalWith(WorkspaceRole, { default: () => "member" as const })
+})
+
+export class Invite extends Schema.Class<Invite>("Invite")({
+  id: Schema.String,
+  workspace_id: Schema.String,
+  email: Schema.String,
+  role: WorkspaceRole,
+  status: Schema.Literal("pending", "accepted"),
+  created_at: Timestamp
+}) {}
+
+export const TeamMembers = Schema.Struct({
+  members: Schema.Array(
+    Schema.Struct({ user_id: Schema.String, username: Schema.String, role: WorkspaceRole, joined_at: Timestamp })
+  ),
+  invites: Schema.Array(Invite)
+})
 
 // ---- settings
 
 export const CheckerMode = Schema.Literal("off", "observe", "enforce")
-export const DataHandlingMode = Schema.Literal("raw_allowed", "redacted")
+export const DataHandlingMode = Schema.Literal("raw_allowed", "redacted", "metadata_only")
 /** The effect applied when no policy decides; `rewrite` needs a matching policy so it is not offered. */
 export const DefaultAction = Schema.Literal("permit", "deny", "defer")
 
@@ -141,9 +162,22 @@ export const UpdateSettings = Schema.Struct({
   data_handling_mode: Schema.optional(DataHandlingMode),
   default_action: Schema.optional(DefaultAction),
   escalation_webhook_url: Schema.optional(Schema.NullOr(Schema.String)),
-  retention_days: Schema.optional(Schema.String),
+  retention_days: Schema.optional(
+    Schema.String.pipe(
+      Schema.pattern(/^[1-9][0-9]{0,4}$/, { message: () => "expected a positive whole number of days, as a string" })
+    )
+  ),
   telemetry_enabled: Schema.optional(Schema.Boolean),
-  config: Schema.optional(SettingsConfig)
+  /** Merged into the stored config key by key; a null value removes that key. */
+  config: Schema.optional(
+    Schema.Struct(
+      {
+        llm_budget: Schema.optional(Schema.NullOr(LlmBudget)),
+        action_budget: Schema.optional(Schema.NullOr(Schema.Struct({ cap: Schema.Int.pipe(Schema.nonNegative()) })))
+      },
+      Schema.Record({ key: Schema.String, value: JsonValue })
+    )
+  )
 })
 
 // ---- environments
@@ -158,9 +192,9 @@ export class Environment extends Schema.Class<Environment>("Environment")({
   updated_at: Timestamp
 }) {}
 
-export const EnvironmentSlug = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9_-]{0,62}$/)).annotations({
-  description: "Lowercase letters, digits, dashes and underscores; unique within the workspace"
-})
+export const EnvironmentSlug = Schema.String.pipe(
+  Schema.pattern(/^[a-z0-9-]{1,63}$/, { message: () => "expected 1 to 63 lowercase letters, digits or dashes" })
+).annotations({ description: "1 to 63 lowercase letters, digits or dashes; unique within the workspace" })
 
 export const CreateEnvironment = Schema.Struct({
   name: Schema.NonEmptyString,
@@ -170,19 +204,21 @@ export const CreateEnvironment = Schema.Struct({
 
 export const UpdateEnvironment = Schema.Struct({
   name: Schema.optional(Schema.NonEmptyString),
-  slug: Schema.optional(EnvironmentSlug),
   description: Schema.optional(Schema.NullOr(Schema.String))
 })
 
 /** A null or omitted mode inherits the workspace-level mode. */
 const modeOverride = Schema.optional(Schema.NullOr(CheckerMode))
 
-/** The PUT body; `updated_at` is server-stamped, so it is not part of it (an extra key is ignored). */
+/** The PUT body; `updated_at` is stamped by the server, so sending it is a 400. */
 export const CheckerModeOverrides = Schema.Struct({
   approval_checker_mode: modeOverride,
   flow_checker_mode: modeOverride,
   memory_checker_mode: modeOverride,
-  param_checker_mode: modeOverride
+  param_checker_mode: modeOverride,
+  updated_at: Schema.optional(
+    Schema.Never.annotations({ message: () => "updated_at is set by the server; leave it out" })
+  )
 })
 
 export class EnvironmentCheckerModes extends Schema.Class<EnvironmentCheckerModes>("EnvironmentCheckerModes")({

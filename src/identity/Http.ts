@@ -1,42 +1,136 @@
-/** Stub handlers of the identity groups; each answers 501 until implemented. */
-import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+/** Handlers of the identity groups: auth, API keys, team, settings and environments. */
+import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { Effect, Layer, Option } from "effect"
 import { GuardrailApi } from "../Api.js"
-import { notImplemented } from "../platform/Errors.js"
+import { Unauthorized } from "../platform/Errors.js"
+import { Accounts } from "./Accounts.js"
+import { ApiKeys } from "./ApiKeys.js"
+import { CurrentCaller } from "./Authentication.js"
+import { AuthenticationLive, InternalAuthenticationLive } from "./AuthenticationLive.js"
+import { Credentials, missingCredential } from "./Credentials.js"
+import { WorkspaceSettings } from "./WorkspaceSettings.js"
+import { Workspaces } from "./Workspaces.js"
 
-const stub = (what: string) => () => Effect.fail(notImplemented(what))
+const clientAddress = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
+  Option.getOrElse(request.remoteAddress, () => "unknown")
+)
+
+const bearerToken = (authorization: string | undefined) =>
+  authorization?.toLowerCase().startsWith("bearer ") ? authorization.slice(7).trim() : ""
 
 export const AuthHttpLive = HttpApiBuilder.group(GuardrailApi, "auth", (handlers) =>
-  handlers
-    .handle("login", stub("POST /v1/auth/login"))
-    .handle("signup", stub("POST /v1/auth/signup"))
-    .handle("changePassword", stub("POST /v1/auth/password"))
-    .handle("oauthSession", stub("POST /v1/identity/oauth-session"))
+  Effect.gen(function* () {
+    const accounts = yield* Accounts
+    return handlers
+      .handle("signup", ({ payload }) => accounts.signup(payload))
+      .handle("login", ({ payload }) => Effect.flatMap(clientAddress, (address) => accounts.login(payload, address)))
+      .handle("changePassword", ({ payload }) =>
+        Effect.flatMap(clientAddress, (address) => accounts.changePassword(payload, address))
+      )
+      .handle("oauthSession", ({ payload }) => accounts.oauthSession(payload))
+  })
 )
 
 export const ApiKeysHttpLive = HttpApiBuilder.group(GuardrailApi, "apiKeys", (handlers) =>
-  handlers
-    .handle("listApiKeys", stub("GET /v1/api-keys"))
-    .handle("createApiKey", stub("POST /v1/api-keys"))
-    .handle("revokeApiKeys", stub("PATCH /v1/api-keys/batch/revoke"))
+  Effect.gen(function* () {
+    const apiKeys = yield* ApiKeys
+    return handlers
+      .handle("listApiKeys", () =>
+        Effect.map(CurrentCaller, (caller) => caller.workspaceId).pipe(
+          Effect.flatMap(apiKeys.list),
+          Effect.map((api_keys) => ({ api_keys }))
+        )
+      )
+      .handle("createApiKey", ({ payload }) =>
+        Effect.flatMap(CurrentCaller, (caller) => apiKeys.create(caller, payload))
+      )
+      .handle("revokeApiKeys", ({ payload }) =>
+        Effect.flatMap(CurrentCaller, (caller) => apiKeys.revoke(caller.workspaceId, payload.ids)).pipe(
+          Effect.map((api_keys) => ({ api_keys }))
+        )
+      )
+  })
 )
 
 export const TeamHttpLive = HttpApiBuilder.group(GuardrailApi, "team", (handlers) =>
-  handlers
-    .handle("listMyWorkspaces", stub("GET /v1/team/my-workspaces"))
-    .handle("createWorkspace", stub("POST /v1/team/my-workspaces"))
+  Effect.gen(function* () {
+    const workspaces = yield* Workspaces
+    const credentials = yield* Credentials
+    return handlers
+      .handle("listMyWorkspaces", ({ headers }) =>
+        Effect.gen(function* () {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const token = bearerToken(request.headers["authorization"])
+          const userId = headers["x-service-user-id"].toLowerCase()
+          if (!credentials.isInternalKey(token)) {
+            if (token === "") return yield* missingCredential
+            const user = yield* credentials.sessionUser(token)
+            if (user.id !== userId) {
+              return yield* new Unauthorized({
+                code: "user_mismatch",
+                message: "X-SERVICE-User-Id must be the user of the session."
+              })
+            }
+          }
+          return yield* workspaces.listMine(userId, headers["x-service-user-email"])
+        })
+      )
+      .handle("createWorkspace", ({ payload }) =>
+        Effect.flatMap(CurrentCaller, (caller) => workspaces.create(caller.userId ?? caller.principalId, payload.name))
+      )
+      .handle("createInvite", ({ payload }) =>
+        Effect.flatMap(CurrentCaller, (caller) => workspaces.invite(caller, payload))
+      )
+      .handle("listMembers", () => Effect.flatMap(CurrentCaller, (caller) => workspaces.members(caller.workspaceId)))
+  })
 )
 
 export const SettingsHttpLive = HttpApiBuilder.group(GuardrailApi, "settings", (handlers) =>
-  handlers.handle("getSettings", stub("GET /v1/settings")).handle("updateSettings", stub("PATCH /v1/settings"))
+  Effect.gen(function* () {
+    const settings = yield* WorkspaceSettings
+    return handlers
+      .handle("getSettings", () => Effect.flatMap(CurrentCaller, (caller) => settings.settingsOf(caller.workspaceId)))
+      .handle("updateSettings", ({ payload }) =>
+        Effect.flatMap(CurrentCaller, (caller) => settings.updateSettings(caller.workspaceId, payload))
+      )
+  })
 )
 
 export const EnvironmentsHttpLive = HttpApiBuilder.group(GuardrailApi, "environments", (handlers) =>
-  handlers
-    .handle("listEnvironments", stub("GET /v1/environments"))
-    .handle("createEnvironment", stub("POST /v1/environments"))
-    .handle("updateEnvironment", stub("PATCH /v1/environments/{id}"))
-    .handle("deleteEnvironment", stub("DELETE /v1/environments/{id}"))
-    .handle("getCheckerModes", stub("GET /v1/environments/{environment_id}/checker-modes"))
-    .handle("replaceCheckerModes", stub("PUT /v1/environments/{environment_id}/checker-modes"))
+  Effect.gen(function* () {
+    const settings = yield* WorkspaceSettings
+    const inWorkspace = <A, E, R>(run: (workspaceId: string) => Effect.Effect<A, E, R>) =>
+      Effect.flatMap(CurrentCaller, (caller) => run(caller.workspaceId))
+    return handlers
+      .handle("listEnvironments", () =>
+        inWorkspace(settings.listEnvironments).pipe(Effect.map((environments) => ({ environments })))
+      )
+      .handle("createEnvironment", ({ payload }) => inWorkspace((ws) => settings.createEnvironment(ws, payload)))
+      .handle("updateEnvironment", ({ path, payload }) =>
+        inWorkspace((ws) => settings.updateEnvironment(ws, path.id, payload))
+      )
+      .handle("deleteEnvironment", ({ path }) => inWorkspace((ws) => settings.deleteEnvironment(ws, path.id)))
+      .handle("getCheckerModes", ({ path }) => inWorkspace((ws) => settings.checkerModes(ws, path.environment_id)))
+      .handle("replaceCheckerModes", ({ path, payload }) =>
+        inWorkspace((ws) =>
+          settings.replaceCheckerModes(ws, path.environment_id, {
+            approval: payload.approval_checker_mode ?? null,
+            flow: payload.flow_checker_mode ?? null,
+            memory: payload.memory_checker_mode ?? null,
+            param: payload.param_checker_mode ?? null
+          })
+        )
+      )
+  })
+)
+
+/** The identity services every handler layer above needs, with the credential middlewares. */
+export const IdentityLive = Layer.mergeAll(
+  AuthenticationLive,
+  InternalAuthenticationLive,
+  Accounts.Default,
+  ApiKeys.Default,
+  Credentials.Default,
+  Workspaces.Default,
+  WorkspaceSettings.Default
 )

@@ -60,7 +60,14 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       logLevel: yield* logLevelConfig,
       pollIntervalMillis: yield* Config.integer("POLL_INTERVAL_MS").pipe(Config.withDefault(100)),
       kafkaReplicationFactor: yield* Config.integer("KAFKA_REPLICATION_FACTOR").pipe(Config.withDefault(1)),
-      maxBodyBytes: yield* Config.integer("MAX_BODY_BYTES").pipe(Config.withDefault(1024 * 1024))
+      maxBodyBytes: yield* Config.integer("MAX_BODY_BYTES").pipe(Config.withDefault(1024 * 1024)),
+      sessionTtlSeconds: yield* Config.integer("SESSION_TTL_SECONDS").pipe(Config.withDefault(12 * 60 * 60)),
+      /** User ids that are platform admins (`is_platform_admin`, feature flags). */
+      platformAdminUserIds: yield* csv("PLATFORM_ADMIN_USER_IDS"),
+      /** Hosts that webhook and provider URLs may reach over plain http (https is always allowed). */
+      httpAllowlist: yield* csv("HTTP_URL_ALLOWLIST"),
+      loginFailureLimit: yield* Config.integer("LOGIN_FAILURE_LIMIT").pipe(Config.withDefault(10)),
+      loginFailureWindowSeconds: yield* Config.integer("LOGIN_FAILURE_WINDOW_SECONDS").pipe(Config.withDefault(60))
     }
   })
 }) {}

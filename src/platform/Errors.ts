@@ -3,8 +3,8 @@
  * the conventions' body `{error: {code, message, details}}`; the status is
  * annotated so HttpApi and the OpenAPI document both know it.
  */
-import { HttpApiSchema } from "@effect/platform"
-import { Predicate, Schema } from "effect"
+import { HttpApiSchema, HttpApp, HttpServerResponse } from "@effect/platform"
+import { Effect, Predicate, Schema } from "effect"
 
 export const ErrorDetail = Schema.Struct({
   path: Schema.String,
@@ -128,3 +128,15 @@ export const isHttpError = (error: unknown): error is HttpError =>
 
 export const notImplemented = (what: string) =>
   new NotImplemented({ code: "not_implemented", message: `${what} is not implemented yet.` })
+
+/** A 429 whose response carries `Retry-After` (seconds). */
+export const tooManyRequests = (retryAfterSeconds: number, message: string) =>
+  HttpApp.appendPreResponseHandler((_, response) =>
+    Effect.succeed(
+      response.status === 429 ? HttpServerResponse.setHeader(response, "retry-after", String(retryAfterSeconds)) : response
+    )
+  ).pipe(
+    Effect.zipRight(
+      Effect.fail(new TooManyRequests({ code: "rate_limited", message, retry_after_seconds: retryAfterSeconds }))
+    )
+  )

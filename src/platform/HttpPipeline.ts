@@ -29,6 +29,8 @@ import { BadRequest, isHttpError, NotFound, PayloadTooLarge, UnsupportedMediaTyp
 type BodyKind = "none" | "json" | "yaml" | "other"
 
 export interface RouteEntry {
+  readonly group: string
+  readonly endpoint: string
   readonly method: string
   readonly template: string
   readonly pattern: RegExp
@@ -50,10 +52,17 @@ export const makeRouteTable = (api: HttpApi.HttpApi.Any): ReadonlyArray<RouteEnt
   const routes: Array<RouteEntry> = []
   HttpApi.reflect(api as HttpApi.HttpApi.AnyWithProps, {
     onGroup: () => {},
-    onEndpoint: ({ endpoint }) => {
+    onEndpoint: ({ endpoint, group }) => {
       const body = endpoint.method === "GET" || endpoint.method === "HEAD" ? "none" : bodyKindOf(endpoint)
       const source = endpoint.path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/:[A-Za-z_][A-Za-z0-9_]*/g, "[^/]+")
-      routes.push({ method: endpoint.method, template: endpoint.path, pattern: new RegExp(`^${source}/?$`), body })
+      routes.push({
+        group: group.identifier,
+        endpoint: endpoint.name,
+        method: endpoint.method,
+        template: endpoint.path,
+        pattern: new RegExp(`^${source}/?$`),
+        body
+      })
     }
   })
   // Static segments win over parameters, as in the router.

@@ -27,3 +27,10 @@ export const pageSize = (requested: number | undefined, cap: number) => Math.min
 export const YamlDocument = Schema.Uint8ArrayFromSelf.annotations({
   description: "A YAML (or JSON) document as text"
 })
+
+/** Formats a database timestamp as RFC 3339 UTC with milliseconds. */
+export const toTimestamp = (value: Date | string): string => new Date(value).toISOString()
+
+/** Like `toTimestamp`, keeping null. */
+export const toTimestampOrNull = (value: Date | string | null): string | null =>
+  value === null ? null : toTimestamp(value)

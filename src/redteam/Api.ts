@@ -1,4 +1,5 @@
 /** The red-team contract: plans, dispatch, jobs, attack records, reports, hardening and share links. */
+import { Authentication } from "../identity/Authentication.js"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { AgentId, PolicyDetail } from "../catalog/Domain.js"
@@ -80,25 +81,27 @@ export class RedteamApi extends HttpApiGroup.make("redteam")
       .addSuccess(Report)
   )
   .prefix("/v1")
+  .middleware(Authentication)
   .annotate(
     OpenApi.Description,
     "Automated red-team testing: attack plans, jobs against an agent (or the built-in demo://local-agent), reports and hardening candidates."
   ) {}
 
-// GET /redteam/reports/{token} is unauthenticated (the token is the capability): auth middleware
-// added later must skip that endpoint.
+// GET /redteam/reports/{token} is unauthenticated (the token is the capability), so the
+// middleware covers only the endpoints added before `middlewareEndpoints`.
 export class RedteamReportsApi extends HttpApiGroup.make("redteamReports")
   .add(
     HttpApiEndpoint.post("createShareLink", "/redteam/reports")
       .setPayload(CreateShareLink)
       .addSuccess(ShareLink, { status: 201 })
   )
-  .add(HttpApiEndpoint.get("getSharedReport", "/redteam/reports/:token").setPath(TokenPath).addSuccess(Report))
   .add(
     HttpApiEndpoint.post("revokeShareLink", "/redteam/reports/:token/revoke")
       .setPath(TokenPath)
       .addSuccess(HttpApiSchema.NoContent)
   )
+  .middlewareEndpoints(Authentication)
+  .add(HttpApiEndpoint.get("getSharedReport", "/redteam/reports/:token").setPath(TokenPath).addSuccess(Report))
   .prefix("/v1")
   .annotate(
     OpenApi.Description,

@@ -1,4 +1,5 @@
 /** The runs contract: `/v1/runs` and its events and traces, workspace traces, and review events on traces. */
+import { Authentication } from "../identity/Authentication.js"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { CursorParam, LimitParam } from "../platform/Schemas.js"
@@ -50,6 +51,7 @@ export class RunsApi extends HttpApiGroup.make("runs")
       .addSuccess(Schema.Struct({ traces: Schema.Array(Trace), next_cursor: nextCursor }))
   )
   .prefix("/v1")
+  .middleware(Authentication)
   .annotate(OpenApi.Description, "Runs group ordered run events and the decision traces made during them.") {}
 
 export class TracesApi extends HttpApiGroup.make("traces")
@@ -59,6 +61,7 @@ export class TracesApi extends HttpApiGroup.make("traces")
       .addSuccess(Schema.Struct({ traces: Schema.Array(Trace), next_cursor: nextCursor }))
   )
   .prefix("/v1")
+  .middleware(Authentication)
   .annotate(OpenApi.Description, "Decision traces of the workspace, newest first; one per authorization call.") {}
 
 export class ReviewEventsApi extends HttpApiGroup.make("reviewEvents")
@@ -75,6 +78,7 @@ export class ReviewEventsApi extends HttpApiGroup.make("reviewEvents")
       .addSuccess(ReviewEvent, { status: 201 })
   )
   .prefix("/v1")
+  .middleware(Authentication)
   .annotate(
     OpenApi.Description,
     "Human review outcomes attached to a trace; the trace then exposes its latest outcome."

@@ -1,0 +1,66 @@
+/**
+ * Which credential and role may call which endpoint group: one table, read
+ * by the Authentication middleware and rendered in docs/authentication.md.
+ * Reads are GET requests; everything else is a write. Roles rank
+ * member < admin < owner. Runtime keys act with the rights of a member, and
+ * only where `runtimeKey` allows.
+ */
+import type { WorkspaceRole } from "./Authentication.js"
+
+export type RuntimeKeyAccess = "none" | "read" | "all"
+
+export interface GroupAccess {
+  readonly runtimeKey: RuntimeKeyAccess
+  /** Least role that may read (GET). */
+  readonly read: WorkspaceRole
+  /** Least role that may write. */
+  readonly write: WorkspaceRole
+  /** Per-endpoint least role, overriding `read`/`write`. */
+  readonly endpoints?: Readonly<Record<string, WorkspaceRole>>
+}
+
+const member = { read: "member", write: "member" } as const
+const adminWrites = { read: "member", write: "admin" } as const
+
+export const accessByGroup: Readonly<Record<string, GroupAccess>> = {
+  apiKeys: { runtimeKey: "none", read: "admin", write: "admin" },
+  team: { runtimeKey: "none", ...member, endpoints: { createInvite: "admin", listMembers: "member" } },
+  settings: { runtimeKey: "none", ...adminWrites },
+  environments: { runtimeKey: "read", ...adminWrites },
+  providerConnections: { runtimeKey: "none", ...adminWrites },
+  gatewayRoutes: { runtimeKey: "read", ...adminWrites },
+  gatewayProxy: { runtimeKey: "all", ...member },
+  llmPricing: { runtimeKey: "read", ...adminWrites },
+  llmUsage: { runtimeKey: "read", ...member },
+  budgetAlerts: { runtimeKey: "read", ...adminWrites },
+  agents: { runtimeKey: "read", ...member },
+  policies: { runtimeKey: "read", ...member },
+  labelPolicies: { runtimeKey: "read", ...member },
+  toolMetadata: { runtimeKey: "read", ...member },
+  knowledgeSources: { runtimeKey: "read", ...member },
+  events: { runtimeKey: "all", ...member },
+  runs: { runtimeKey: "all", ...member },
+  traces: { runtimeKey: "all", ...member },
+  reviewEvents: { runtimeKey: "all", ...member },
+  analytics: { runtimeKey: "none", ...member },
+  redteam: { runtimeKey: "none", ...member },
+  redteamReports: { runtimeKey: "none", ...member }
+}
+
+const rank: Record<WorkspaceRole, number> = { member: 0, admin: 1, owner: 2 }
+
+export type AccessVerdict = "allowed" | "runtime_key_not_allowed" | "role_too_low"
+
+export const checkAccess = (
+  caller: { readonly kind: "user" | "runtime_key"; readonly role: WorkspaceRole },
+  route: { readonly group: string; readonly endpoint: string; readonly method: string }
+): AccessVerdict => {
+  // Groups absent from the table are closed to runtime keys and need an owner: fail closed.
+  const access = accessByGroup[route.group] ?? { runtimeKey: "none", read: "owner", write: "owner" }
+  const isRead = route.method === "GET" || route.method === "HEAD"
+  if (caller.kind === "runtime_key" && (access.runtimeKey === "none" || (access.runtimeKey === "read" && !isRead))) {
+    return "runtime_key_not_allowed"
+  }
+  const needed = access.endpoints?.[route.endpoint] ?? (isRead ? access.read : access.write)
+  return rank[caller.role] >= rank[needed] ? "allowed" : "role_too_low"
+}

@@ -1,0 +1,125 @@
+/**
+ * Users and sessions: signup (user + personal organization, workspace and
+ * default environment in one transaction), login, password change (which
+ * ends older sessions) and the internal OAuth session exchange.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import { randomUUID } from "node:crypto"
+import { Conflict, Unauthorized, tooManyRequests } from "../platform/Errors.js"
+import { transactionOf } from "../platform/Sql.js"
+import { Session, UserId } from "./Domain.js"
+import { decoyHash, hashPassword, verifyPassword } from "./Passwords.js"
+import { IdentityRepo, type UserRow } from "./Repo.js"
+import { LoginThrottle } from "./LoginThrottle.js"
+import { SessionTokens } from "./Tokens.js"
+import { Workspaces } from "./Workspaces.js"
+
+const badCredentials = new Unauthorized({
+  code: "invalid_credentials",
+  message: "The username or password is not correct."
+})
+
+export class Accounts extends Effect.Service<Accounts>()("identity/Accounts", {
+  effect: Effect.gen(function* () {
+    const repo = yield* IdentityRepo
+    const inTransaction = transactionOf(yield* SqlClient.SqlClient)
+    const tokens = yield* SessionTokens
+    const workspaces = yield* Workspaces
+    const throttle = yield* LoginThrottle
+
+    const session = (user: { id: string; username: string }, passwordVersion: number) =>
+      Effect.map(tokens.issue({ userId: user.id, passwordVersion }), (jwt) =>
+        Session.make({ jwt, user_id: UserId.make(user.id), username: user.username })
+      )
+
+    /** Creates a user with a personal workspace; `None` when the username is taken. */
+    const createUser = (username: string, email: string | null, passwordHash: string | null) =>
+      inTransaction(
+        Effect.gen(function* () {
+          const id = randomUUID()
+          if (!(yield* repo.insertUser({ id, username, email, passwordHash }))) return Option.none<UserRow>()
+          const workspaceId = yield* workspaces.provision(id, `${username}'s workspace`)
+          yield* repo.setDefaultWorkspace(id, workspaceId)
+          return yield* repo.findUserById(id)
+        })
+      )
+
+    const signup = (input: { readonly username: string; readonly password: string }) =>
+      Effect.gen(function* () {
+        const username = input.username.trim()
+        const created = yield* createUser(username, null, yield* hashPassword(input.password))
+        if (Option.isNone(created)) {
+          return yield* new Conflict({ code: "username_taken", message: `The username ${username} is already taken.` })
+        }
+        return yield* session(created.value, created.value.password_version)
+      })
+
+    /** Checks a username and password digest, throttling failures per username and client address. */
+    const authenticate = (username: string, password: string, clientAddress: string) =>
+      Effect.gen(function* () {
+        const keys = [`user:${username.trim().toLowerCase()}`, `address:${clientAddress}`]
+        const wait = yield* throttle.retryAfter(keys)
+        if (wait > 0) return yield* tooManyRequests(wait, `Too many failed sign-in attempts; retry in ${wait} seconds.`)
+        const user = yield* repo.findUserByUsername(username.trim())
+        // Unknown users and password-less (OAuth) users are checked against a decoy hash: same cost, no hint.
+        const stored =
+          Option.isSome(user) && user.value.password_hash !== null ? user.value.password_hash : yield* decoyHash
+        const matches =
+          (yield* verifyPassword(password, stored)) && Option.isSome(user) && user.value.password_hash !== null
+        if (Option.isNone(user) || !matches) {
+          yield* throttle.recordFailure(keys)
+          return yield* badCredentials
+        }
+        yield* throttle.clear(keys.slice(0, 1))
+        return user.value
+      })
+
+    const login = (input: { readonly username: string; readonly password: string }, clientAddress: string) =>
+      Effect.flatMap(authenticate(input.username, input.password, clientAddress), (user) =>
+        session(user, user.password_version)
+      )
+
+    const changePassword = (
+      input: { readonly username: string; readonly current_password: string; readonly new_password: string },
+      clientAddress: string
+    ) =>
+      Effect.gen(function* () {
+        const user = yield* authenticate(input.username, input.current_password, clientAddress)
+        const version = yield* repo.setPassword(user.id, yield* hashPassword(input.new_password))
+        return yield* session(user, version)
+      })
+
+    /** Finds the user by provider subject, else links by email, else creates one; answers a session. */
+    const oauthSession = (input: {
+      readonly email: string
+      readonly provider: string
+      readonly provider_subject: string
+    }) =>
+      Effect.gen(function* () {
+        const email = input.email.trim().toLowerCase()
+        const linked = yield* repo.findUserByIdentity(input.provider, input.provider_subject)
+        const user = Option.isSome(linked)
+          ? linked.value
+          : yield* Effect.gen(function* () {
+              const byEmail = yield* repo.findUserByEmail(email)
+              if (Option.isSome(byEmail)) return byEmail.value
+              for (let attempt = 0; ; attempt++) {
+                const username = attempt === 0 ? email : `${email}-${attempt}`
+                const created = yield* createUser(username, email, null)
+                if (Option.isSome(created)) return created.value
+              }
+            })
+        yield* repo.insertIdentity({
+          provider: input.provider,
+          subject: input.provider_subject,
+          userId: user.id,
+          email
+        })
+        return yield* session(user, user.password_version)
+      })
+
+    return { signup, login, changePassword, oauthSession }
+  }),
+  dependencies: [IdentityRepo.Default, SessionTokens.Default, Workspaces.Default, LoginThrottle.Default]
+}) {}

@@ -1,0 +1,42 @@
+/**
+ * The credential middlewares the contract declares (their implementations
+ * are in AuthenticationLive.ts):
+ * - `Authentication`: a user session JWT or a workspace runtime key
+ *   (`gr_live_...`), resolving the caller, the workspace and whether this
+ *   credential and role may call the endpoint (Access.ts);
+ * - `InternalAuthentication`: the configured internal key, and nothing else.
+ */
+import { HttpApiMiddleware, HttpApiSecurity } from "@effect/platform"
+import { Context, Schema } from "effect"
+import { ForbiddenWire, NotFoundWire, UnauthorizedWire } from "../platform/Errors.js"
+
+export type WorkspaceRole = "owner" | "admin" | "member"
+
+export interface Caller {
+  readonly kind: "user" | "runtime_key"
+  /** The user id (user sessions) or the API key id (runtime keys). */
+  readonly principalId: string
+  readonly userId: string | null
+  readonly apiKeyId: string | null
+  readonly workspaceId: string
+  /** The environment a runtime key is bound to; null for user sessions. */
+  readonly environmentId: string | null
+  /** The user's role in the workspace; runtime keys act as members. */
+  readonly role: WorkspaceRole
+}
+
+export class CurrentCaller extends Context.Tag("identity/CurrentCaller")<CurrentCaller, Caller>() {}
+
+export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("identity/Authentication", {
+  provides: CurrentCaller,
+  failure: Schema.Union(UnauthorizedWire, ForbiddenWire, NotFoundWire),
+  security: { bearer: HttpApiSecurity.bearer }
+}) {}
+
+export class InternalAuthentication extends HttpApiMiddleware.Tag<InternalAuthentication>()(
+  "identity/InternalAuthentication",
+  {
+    failure: UnauthorizedWire,
+    security: { internalKey: HttpApiSecurity.bearer }
+  }
+) {}

@@ -1,0 +1,57 @@
+/** Implementations of the credential middlewares declared in Authentication.ts. */
+import { HttpRouter, HttpServerRequest } from "@effect/platform"
+import { Effect, Layer, Redacted } from "effect"
+import { GuardrailApi } from "../Api.js"
+import { Forbidden, Unauthorized } from "../platform/Errors.js"
+import { makeRouteTable } from "../platform/HttpPipeline.js"
+import { checkAccess } from "./Access.js"
+import { Authentication, InternalAuthentication } from "./Authentication.js"
+import { Credentials } from "./Credentials.js"
+
+const routes = new Map(makeRouteTable(GuardrailApi).map((route) => [`${route.method} ${route.template}`, route]))
+
+export const AuthenticationLive = Layer.effect(
+  Authentication,
+  Effect.gen(function* () {
+    const credentials = yield* Credentials
+    return {
+      bearer: (token) =>
+        Effect.gen(function* () {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const { route } = yield* HttpRouter.RouteContext
+          const caller = yield* credentials.resolve(Redacted.value(token), request.headers["x-service-workspace-id"])
+          const entry = routes.get(`${request.method} ${String(route.path)}`)
+          const verdict = checkAccess(caller, {
+            group: entry?.group ?? "",
+            endpoint: entry?.endpoint ?? "",
+            method: request.method
+          })
+          if (verdict === "runtime_key_not_allowed") {
+            return yield* new Forbidden({
+              code: "forbidden_credential",
+              message: "Workspace runtime keys cannot call this endpoint; use a user session."
+            })
+          }
+          if (verdict === "role_too_low") {
+            return yield* new Forbidden({
+              code: "insufficient_role",
+              message: `Your role (${caller.role}) cannot call this endpoint; ask a workspace admin or owner.`
+            })
+          }
+          return caller
+        })
+    }
+  })
+).pipe(Layer.provide(Credentials.Default))
+
+export const InternalAuthenticationLive = Layer.effect(
+  InternalAuthentication,
+  Effect.map(Credentials, (credentials) => ({
+    internalKey: (token: Redacted.Redacted<string>) =>
+      credentials.isInternalKey(Redacted.value(token))
+        ? Effect.void
+        : Effect.fail(
+            new Unauthorized({ code: "unauthenticated", message: "This endpoint accepts only the internal API key." })
+          )
+  }))
+).pipe(Layer.provide(Credentials.Default))

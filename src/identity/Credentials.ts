@@ -1,0 +1,101 @@
+/**
+ * Resolves bearer credentials to callers: user session JWTs (with the
+ * workspace from `X-SERVICE-Workspace-Id` or the user's default), runtime
+ * keys (bound to their workspace and environment) and the internal key.
+ */
+import { Effect, Option, Redacted } from "effect"
+import { createHash, timingSafeEqual } from "node:crypto"
+import { AppConfig } from "../platform/Config.js"
+import { NotFound, Unauthorized } from "../platform/Errors.js"
+import { ApiKeys, LIVE_KEY_PREFIX } from "./ApiKeys.js"
+import type { Caller } from "./Authentication.js"
+import { IdentityRepo } from "./Repo.js"
+import { SessionTokens } from "./Tokens.js"
+import { Workspaces } from "./Workspaces.js"
+
+export const missingCredential = new Unauthorized({
+  code: "unauthenticated",
+  message: "Send a valid credential as Authorization: Bearer <session JWT or gr_live_ key>."
+})
+
+const digest = (value: string) => createHash("sha256").update(value).digest()
+
+export class Credentials extends Effect.Service<Credentials>()("identity/Credentials", {
+  effect: Effect.gen(function* () {
+    const config = yield* AppConfig
+    const tokens = yield* SessionTokens
+    const apiKeys = yield* ApiKeys
+    const repo = yield* IdentityRepo
+    const workspaces = yield* Workspaces
+    const internalKey = Option.map(config.internalApiKey, (key) => digest(Redacted.value(key)))
+
+    const isInternalKey = (credential: string) =>
+      Option.isSome(internalKey) && credential !== "" && timingSafeEqual(digest(credential), internalKey.value)
+
+    /** The user of a valid session JWT issued after the user's last password change. */
+    const sessionUser = (credential: string) =>
+      Effect.gen(function* () {
+        const claims = yield* tokens.verify(credential)
+        if (Option.isNone(claims)) return yield* missingCredential
+        const user = yield* repo.findUserById(claims.value.userId)
+        if (Option.isNone(user)) return yield* missingCredential
+        if (user.value.password_version !== claims.value.passwordVersion) {
+          return yield* new Unauthorized({
+            code: "session_expired",
+            message: "This session ended when the password changed; sign in again."
+          })
+        }
+        return user.value
+      })
+
+    const fromSession = (credential: string, workspaceHeader: string | undefined) =>
+      Effect.gen(function* () {
+        const user = yield* sessionUser(credential)
+        const workspaceId = workspaceHeader?.trim() || user.default_workspace_id
+        if (workspaceId === null || workspaceId === undefined) {
+          return yield* new NotFound({
+            code: "workspace_not_found",
+            message: "You have no workspace; create one first."
+          })
+        }
+        const membership = yield* workspaces.membership(workspaceId, user.id)
+        return {
+          kind: "user",
+          principalId: user.id,
+          userId: user.id,
+          apiKeyId: null,
+          workspaceId: membership.id,
+          environmentId: null,
+          role: membership.role
+        } satisfies Caller
+      })
+
+    const fromRuntimeKey = (credential: string) =>
+      Effect.gen(function* () {
+        const key = yield* apiKeys.authenticate(credential)
+        if (Option.isNone(key)) {
+          return yield* new Unauthorized({ code: "invalid_api_key", message: "This API key is unknown or revoked." })
+        }
+        return {
+          kind: "runtime_key",
+          principalId: key.value.id,
+          userId: null,
+          apiKeyId: key.value.id,
+          workspaceId: key.value.workspaceId,
+          environmentId: key.value.environmentId,
+          role: "member"
+        } satisfies Caller
+      })
+
+    /** A user session or runtime key; the internal key is not accepted here. */
+    const resolve = (credential: string, workspaceHeader: string | undefined) =>
+      credential === ""
+        ? Effect.fail(missingCredential)
+        : credential.startsWith(LIVE_KEY_PREFIX)
+          ? fromRuntimeKey(credential)
+          : fromSession(credential, workspaceHeader)
+
+    return { isInternalKey, sessionUser, resolve }
+  }),
+  dependencies: [SessionTokens.Default, ApiKeys.Default, IdentityRepo.Default, Workspaces.Default]
+}) {}

@@ -1,0 +1,51 @@
+/**
+ * User session JWTs (HS256, `jose`): issuer and audience fixed, `sub` the
+ * user id, `pwv` the user's password version (a password change bumps it, so
+ * sessions issued before the change stop working), 12 hours by default.
+ */
+import { Effect, Option, Redacted } from "effect"
+import { jwtVerify, SignJWT } from "jose"
+import { AppConfig } from "../platform/Config.js"
+import { Secrets } from "../platform/Secrets.js"
+
+const ISSUER = "guardrail-service"
+const AUDIENCE = "guardrail-api"
+
+export interface SessionClaims {
+  readonly userId: string
+  readonly passwordVersion: number
+}
+
+export class SessionTokens extends Effect.Service<SessionTokens>()("identity/SessionTokens", {
+  effect: Effect.gen(function* () {
+    const secrets = yield* Secrets
+    const config = yield* AppConfig
+    const key = new TextEncoder().encode(Redacted.value(secrets.jwtSecret))
+
+    const issue = (claims: SessionClaims) =>
+      Effect.promise(() =>
+        new SignJWT({ pwv: claims.passwordVersion })
+          .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+          .setIssuer(ISSUER)
+          .setAudience(AUDIENCE)
+          .setSubject(claims.userId)
+          .setIssuedAt()
+          .setExpirationTime(`${config.sessionTtlSeconds}s`)
+          .sign(key)
+      )
+
+    /** `None` for anything that is not a valid, unexpired session token of this service. */
+    const verify = (token: string) =>
+      Effect.promise(() =>
+        jwtVerify(token, key, { issuer: ISSUER, audience: AUDIENCE, algorithms: ["HS256"] }).then(
+          ({ payload }) =>
+            typeof payload.sub === "string" && typeof payload["pwv"] === "number"
+              ? Option.some<SessionClaims>({ userId: payload.sub, passwordVersion: payload["pwv"] })
+              : Option.none<SessionClaims>(),
+          () => Option.none<SessionClaims>()
+        )
+      )
+
+    return { issue, verify }
+  })
+}) {}

@@ -1,0 +1,212 @@
+/**
+ * A workspace's runtime settings and its environments (with their
+ * checker-mode overrides). Every function takes the workspace id.
+ */
+import { Effect, Option } from "effect"
+import { AppConfig } from "../platform/Config.js"
+import { BadRequest, Conflict, NotFound } from "../platform/Errors.js"
+import { prefixedId } from "../platform/Ids.js"
+import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
+import { EnvironmentId } from "./Domain.js"
+import { type EnvironmentRow, IdentityRepo, type SettingsRow } from "./Repo.js"
+
+type CheckerMode = "off" | "observe" | "enforce"
+type Modes = { readonly [K in "approval" | "flow" | "memory" | "param"]: CheckerMode | null }
+
+const parseConfig = (config: SettingsRow["config"] | string): Record<string, unknown> =>
+  typeof config === "string" ? (JSON.parse(config) as Record<string, unknown>) : config
+
+export const toSettings = (row: SettingsRow) => ({
+  approval_checker_mode: row.approval_checker_mode as CheckerMode,
+  flow_checker_mode: row.flow_checker_mode as CheckerMode,
+  memory_checker_mode: row.memory_checker_mode as CheckerMode,
+  param_checker_mode: row.param_checker_mode as CheckerMode,
+  data_handling_mode: row.data_handling_mode as "raw_allowed" | "redacted" | "metadata_only",
+  default_action: row.default_action as "permit" | "defer" | "deny",
+  escalation_webhook_url: row.escalation_webhook_url,
+  retention_days: row.retention_days,
+  telemetry_enabled: row.telemetry_enabled,
+  config: parseConfig(row.config),
+  updated_at: toTimestamp(row.updated_at)
+})
+
+export const toEnvironment = (row: EnvironmentRow) => ({
+  id: EnvironmentId.make(row.id),
+  name: row.name,
+  slug: row.slug,
+  description: row.description,
+  is_default: row.is_default,
+  created_at: toTimestamp(row.created_at),
+  updated_at: toTimestamp(row.updated_at)
+})
+
+export const toCheckerModes = (row: EnvironmentRow) => ({
+  approval_checker_mode: row.approval_checker_mode as CheckerMode | null,
+  flow_checker_mode: row.flow_checker_mode as CheckerMode | null,
+  memory_checker_mode: row.memory_checker_mode as CheckerMode | null,
+  param_checker_mode: row.param_checker_mode as CheckerMode | null,
+  updated_at: toTimestampOrNull(row.checker_modes_updated_at)
+})
+
+const environmentNotFound = (id: string) =>
+  new NotFound({ code: "environment_not_found", message: `Environment ${id} does not exist in this workspace.` })
+
+export interface SettingsPatch {
+  readonly approval_checker_mode?: CheckerMode | undefined
+  readonly flow_checker_mode?: CheckerMode | undefined
+  readonly memory_checker_mode?: CheckerMode | undefined
+  readonly param_checker_mode?: CheckerMode | undefined
+  readonly data_handling_mode?: "raw_allowed" | "redacted" | "metadata_only" | undefined
+  readonly default_action?: "permit" | "defer" | "deny" | undefined
+  readonly escalation_webhook_url?: string | null | undefined
+  readonly retention_days?: string | undefined
+  readonly telemetry_enabled?: boolean | undefined
+  readonly config?: { readonly [key: string]: unknown } | undefined
+}
+
+export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("identity/WorkspaceSettings", {
+  effect: Effect.gen(function* () {
+    const repo = yield* IdentityRepo
+    const config = yield* AppConfig
+
+    /** https anywhere; plain http only to hosts on HTTP_URL_ALLOWLIST. */
+    const checkWebhookUrl = (value: string) => {
+      const url = URL.canParse(value) ? new URL(value) : undefined
+      const allowed =
+        url !== undefined &&
+        (url.protocol === "https:" || (url.protocol === "http:" && config.httpAllowlist.includes(url.hostname)))
+      return allowed
+        ? Effect.void
+        : Effect.fail(
+            new BadRequest({
+              code: "validation_failed",
+              message: "escalation_webhook_url: expected an https URL (http only to allowlisted hosts).",
+              details: [{ path: "escalation_webhook_url", message: "expected an https URL" }]
+            })
+          )
+    }
+
+    const settingsOf = (workspaceId: string) =>
+      repo.findSettings(workspaceId).pipe(Effect.flatMap(Effect.orDie), Effect.map(toSettings))
+
+    const updateSettings = (workspaceId: string, patch: SettingsPatch) =>
+      Effect.gen(function* () {
+        if (typeof patch.escalation_webhook_url === "string") yield* checkWebhookUrl(patch.escalation_webhook_url)
+        const { config: configPatch, ...fields } = patch
+        const values: Record<string, unknown> = Object.fromEntries(
+          Object.entries(fields).filter(([, v]) => v !== undefined)
+        )
+        if (configPatch !== undefined) {
+          const merged = { ...(yield* settingsOf(workspaceId)).config }
+          for (const [key, value] of Object.entries(configPatch)) {
+            if (value === null) delete merged[key]
+            else merged[key] = value
+          }
+          values["config"] = JSON.stringify(merged)
+        }
+        if (Object.keys(values).length === 0) return yield* settingsOf(workspaceId)
+        return toSettings(yield* Effect.orDie(yield* repo.updateSettings(workspaceId, values)))
+      })
+
+    const environment = (workspaceId: string, id: string) =>
+      repo
+        .findEnvironment(workspaceId, id)
+        .pipe(
+          Effect.flatMap(Option.match({ onNone: () => Effect.fail(environmentNotFound(id)), onSome: Effect.succeed }))
+        )
+
+    const listEnvironments = (workspaceId: string) =>
+      Effect.map(repo.listEnvironments(workspaceId), (rows) => rows.map(toEnvironment))
+
+    const createEnvironment = (
+      workspaceId: string,
+      input: { readonly name: string; readonly slug: string; readonly description?: string | null | undefined }
+    ) =>
+      repo
+        .insertEnvironment({
+          id: prefixedId("env"),
+          workspaceId,
+          name: input.name,
+          slug: input.slug,
+          description: input.description ?? null,
+          isDefault: false
+        })
+        .pipe(
+          Effect.flatMap(
+            Option.match({
+              onNone: () =>
+                Effect.fail(
+                  new Conflict({
+                    code: "environment_slug_taken",
+                    message: `This workspace already has an environment with slug ${input.slug}.`,
+                    details: [{ path: "slug", message: "already taken" }]
+                  })
+                ),
+              onSome: (row) => Effect.succeed(toEnvironment(row))
+            })
+          )
+        )
+
+    const updateEnvironment = (
+      workspaceId: string,
+      id: string,
+      patch: { readonly name?: string | undefined; readonly description?: string | null | undefined }
+    ) =>
+      repo
+        .updateEnvironment(workspaceId, id, {
+          ...(patch.name === undefined ? {} : { name: patch.name }),
+          ...(patch.description === undefined ? {} : { description: patch.description })
+        })
+        .pipe(
+          Effect.flatMap(
+            Option.match({
+              onNone: () => Effect.fail(environmentNotFound(id)),
+              onSome: (row) => Effect.succeed(toEnvironment(row))
+            })
+          )
+        )
+
+    const deleteEnvironment = (workspaceId: string, id: string) =>
+      Effect.gen(function* () {
+        const found = yield* environment(workspaceId, id)
+        if (found.is_default) {
+          return yield* new Conflict({
+            code: "default_environment",
+            message: "The default environment cannot be deleted."
+          })
+        }
+        const keys = yield* repo.activeKeysInEnvironment(workspaceId, id)
+        if (keys > 0) {
+          return yield* new Conflict({
+            code: "environment_in_use",
+            message: `${keys} active API key(s) are bound to this environment; revoke them first.`
+          })
+        }
+        yield* repo.deleteEnvironment(workspaceId, id)
+      })
+
+    const checkerModes = (workspaceId: string, id: string) => Effect.map(environment(workspaceId, id), toCheckerModes)
+
+    const replaceCheckerModes = (workspaceId: string, id: string, modes: Modes) =>
+      repo.replaceCheckerModes(workspaceId, id, modes).pipe(
+        Effect.flatMap(
+          Option.match({
+            onNone: () => Effect.fail(environmentNotFound(id)),
+            onSome: (row) => Effect.succeed(toCheckerModes(row))
+          })
+        )
+      )
+
+    return {
+      settingsOf,
+      updateSettings,
+      listEnvironments,
+      createEnvironment,
+      updateEnvironment,
+      deleteEnvironment,
+      checkerModes,
+      replaceCheckerModes
+    }
+  }),
+  dependencies: [IdentityRepo.Default]
+}) {}

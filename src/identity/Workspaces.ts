@@ -1,0 +1,127 @@
+/**
+ * Organizations, workspaces, memberships and invites. A new workspace always
+ * comes with its settings row and its default environment (`production`).
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import { AppConfig } from "../platform/Config.js"
+import { NotFound } from "../platform/Errors.js"
+import { prefixedId } from "../platform/Ids.js"
+import { toTimestamp } from "../platform/Schemas.js"
+import { transactionOf } from "../platform/Sql.js"
+import type { Caller, WorkspaceRole } from "./Authentication.js"
+import { WorkspaceId } from "./Domain.js"
+import { type InviteRow, IdentityRepo, type MembershipRow } from "./Repo.js"
+
+const slugify = (name: string) =>
+  name
+    .toLowerCase()
+    .normalize("NFKD")
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 48) || "workspace"
+
+export const toMembership = (row: MembershipRow) => ({ ...row, id: WorkspaceId.make(row.id) })
+
+export const toInvite = (row: InviteRow) => ({
+  id: row.id,
+  workspace_id: row.workspace_id,
+  email: row.email,
+  role: row.role,
+  status: row.status,
+  created_at: toTimestamp(row.created_at)
+})
+
+export class Workspaces extends Effect.Service<Workspaces>()("identity/Workspaces", {
+  effect: Effect.gen(function* () {
+    const repo = yield* IdentityRepo
+    const inTransaction = transactionOf(yield* SqlClient.SqlClient)
+    const config = yield* AppConfig
+
+    /** Creates an organization and a workspace owned by the user. Call inside a transaction. */
+    const provision = (ownerId: string, name: string) =>
+      Effect.gen(function* () {
+        const organizationId = prefixedId("org")
+        const workspaceId = prefixedId("ws")
+        yield* repo.insertOrganization(organizationId, name, ownerId)
+        yield* repo.insertWorkspace({ id: workspaceId, organizationId, name, slug: slugify(name) })
+        yield* repo.insertMembership(workspaceId, ownerId, "owner")
+        yield* repo.insertEnvironment({
+          id: prefixedId("env"),
+          workspaceId,
+          name: "Production",
+          slug: "production",
+          description: "Default environment",
+          isDefault: true
+        })
+        return workspaceId
+      })
+
+    const membership = (workspaceId: string, userId: string) =>
+      repo.findMembership(workspaceId, userId).pipe(
+        Effect.flatMap(
+          Option.match({
+            onNone: () =>
+              Effect.fail(
+                new NotFound({
+                  code: "workspace_not_found",
+                  message: `Workspace ${workspaceId} does not exist or you are not a member.`
+                })
+              ),
+            onSome: Effect.succeed
+          })
+        )
+      )
+
+    /** The caller's workspaces, after accepting pending invites addressed to `email` (one transaction). */
+    const listMine = (userId: string, email: string | undefined) =>
+      inTransaction(
+        Effect.gen(function* () {
+          if (email !== undefined && email.trim() !== "") {
+            const accepted = yield* repo.acceptInvites(email.trim(), userId)
+            for (const invite of accepted) yield* repo.insertMembership(invite.workspace_id, userId, invite.role)
+          }
+          const rows = yield* repo.listMemberships(userId)
+          return {
+            is_platform_admin: config.platformAdminUserIds.includes(userId),
+            workspaces: rows.map(toMembership)
+          }
+        })
+      )
+
+    const create = (userId: string, name: string) =>
+      inTransaction(
+        Effect.gen(function* () {
+          const workspaceId = yield* provision(userId, name)
+          return toMembership(yield* membership(workspaceId, userId))
+        })
+      )
+
+    const invite = (caller: Caller, input: { readonly email: string; readonly role: "owner" | "admin" | "member" }) =>
+      Effect.map(
+        repo.insertInvite({
+          id: prefixedId("inv"),
+          workspaceId: caller.workspaceId,
+          email: input.email.trim().toLowerCase(),
+          role: input.role,
+          invitedBy: caller.userId ?? caller.principalId
+        }),
+        toInvite
+      )
+
+    const members = (workspaceId: string) =>
+      Effect.all({ members: repo.listMembers(workspaceId), invites: repo.listInvites(workspaceId) }).pipe(
+        Effect.map(({ invites, members }) => ({
+          members: members.map((member) => ({
+            ...member,
+            role: member.role as WorkspaceRole,
+            joined_at: toTimestamp(member.joined_at)
+          })),
+          invites: invites.map(toInvite)
+        }))
+      )
+
+    return { provision, membership, listMine, create, invite, members }
+  }),
+  dependencies: [IdentityRepo.Default]
+}) {}
