@@ -20,6 +20,7 @@ import { readFileSync } from "node:fs"
 import { createServer, request as httpRequest } from "node:http"
 import * as Errors from "../../src/platform/Errors.js"
 import { makeRouteTable, requestPipeline } from "../../src/platform/HttpPipeline.js"
+import { signUp } from "../support/Sessions.js"
 import { baseUrl, jsonBody, request, testServer } from "../support/TestServer.js"
 
 const MiB = 1024 * 1024
@@ -264,7 +265,9 @@ layer(testServer("database"), SERVER_OPTIONS)("platform HTTP (database event log
 
     it.effect("an endpoint not built yet answers 501 not_implemented", () =>
       Effect.gen(function* () {
-        const response = yield* answered(`${yield* baseUrl}/v1/runs`)
+        const base = yield* baseUrl
+        const { auth } = yield* signUp(base)
+        const response = yield* answered(`${base}/v1/runs`, { headers: auth })
         expectError(response, 501, "not_implemented")
       })
     )
@@ -284,9 +287,11 @@ layer(testServer("database"), SERVER_OPTIONS)("platform HTTP (database event log
 
     it.effect("an empty JSON body answers 400 validation_failed", () =>
       Effect.gen(function* () {
-        const response = yield* answered(`${yield* baseUrl}/v1/runs`, {
+        const base = yield* baseUrl
+        const { auth } = yield* signUp(base)
+        const response = yield* answered(`${base}/v1/runs`, {
           method: "POST",
-          headers: { "content-type": "application/json" },
+          headers: { "content-type": "application/json", ...auth },
           body: ""
         })
         expectError(response, 400, "validation_failed")
@@ -295,7 +300,10 @@ layer(testServer("database"), SERVER_OPTIONS)("platform HTTP (database event log
 
     it.effect("a schema violation answers 400 validation_failed naming the field", () =>
       Effect.gen(function* () {
-        const response = yield* answered(`${yield* baseUrl}/v1/runs`, jsonBody({ agent_id: "a", kind: "nope" }))
+        const base = yield* baseUrl
+        const { auth } = yield* signUp(base)
+        const body = jsonBody({ agent_id: "a", kind: "nope" })
+        const response = yield* answered(`${base}/v1/runs`, { ...body, headers: { ...body.headers, ...auth } })
         const error = expectError(response, 400, "validation_failed")
         expect(error.details?.map((detail) => detail.path)).toContain("kind")
         expect(error.message).toContain("kind")
@@ -305,8 +313,9 @@ layer(testServer("database"), SERVER_OPTIONS)("platform HTTP (database event log
     it.effect("a bad query parameter answers 400 validation_failed", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
+        const { auth } = yield* signUp(base)
         for (const limit of ["-1", "abc", "1.5"]) {
-          const response = yield* answered(`${base}/v1/runs?limit=${limit}`)
+          const response = yield* answered(`${base}/v1/runs?limit=${limit}`, { headers: auth })
           const error = expectError(response, 400, "validation_failed")
           expect(error.details?.map((detail) => detail.path)).toContain("limit")
         }
@@ -355,9 +364,11 @@ layer(testServer("database"), SERVER_OPTIONS)("platform HTTP (database event log
     // The pipeline accepts any "+json" media type for JSON endpoints (isJsonType).
     it.effect("a JSON endpoint answers a +json content type it accepts (application/vnd.api+json), no hang", () =>
       Effect.gen(function* () {
-        const response = yield* answered(`${yield* baseUrl}/v1/runs`, {
+        const base = yield* baseUrl
+        const { auth } = yield* signUp(base)
+        const response = yield* answered(`${base}/v1/runs`, {
           method: "POST",
-          headers: { "content-type": "application/vnd.api+json" },
+          headers: { "content-type": "application/vnd.api+json", ...auth },
           body: JSON.stringify({ agent_id: "a", kind: "chat_session" })
         })
         // The stub answers 501 once the body is decoded; a 415 would also be a clear answer.

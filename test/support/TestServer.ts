@@ -4,16 +4,40 @@
  */
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { createServer } from "node:http"
+import { PlatformLive } from "../../src/platform/Platform.js"
 import { HttpAppLive } from "../../src/Server.js"
 import { StreamWorkersLive } from "../../src/StreamWorkers.js"
-import { type EventLogMode, testPlatform } from "./TestPlatform.js"
+import { configLayer, type EventLogMode, freshDatabase, settingsFor, testPlatform } from "./TestPlatform.js"
 
 export const testServer = (mode: EventLogMode, extra: Record<string, string> = {}) =>
   Layer.mergeAll(HttpAppLive, StreamWorkersLive).pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
     Layer.provideMerge(testPlatform(mode, extra))
+  )
+
+/**
+ * The real service over an existing database (given by URL) instead of a fresh
+ * one: e.g. a second server, with other settings, over the data of a first.
+ * Each server gets its own DATA_DIR, so without a shared JWT_SECRET in `extra`
+ * their session tokens differ.
+ */
+export const testServerOver = (mode: EventLogMode, databaseUrl: string, extra: Record<string, string> = {}) =>
+  Layer.mergeAll(HttpAppLive, StreamWorkersLive).pipe(
+    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+    Layer.provideMerge(PlatformLive.pipe(Layer.provide(configLayer(settingsFor(mode, databaseUrl, extra)))))
+  )
+
+/** The URL of the database a `testServerWithDatabase` server runs over. */
+export class TestDatabaseUrl extends Context.Tag("test/TestDatabaseUrl")<TestDatabaseUrl, string>() {}
+
+/** Like `testServer`, and also provides `TestDatabaseUrl` (to query the data directly or start a second server over it). */
+export const testServerWithDatabase = (mode: EventLogMode, extra: Record<string, string> = {}) =>
+  Layer.unwrapScoped(
+    Effect.map(freshDatabase, (url) =>
+      Layer.merge(testServerOver(mode, url, extra), Layer.succeed(TestDatabaseUrl, url))
+    )
   )
 
 /** The base URL of the test server, e.g. `http://127.0.0.1:41234`. */
