@@ -8,6 +8,7 @@ import { EventsHttpLive } from "./authorization/Http.js"
 import { BudgetAlertsHttpLive, LlmPricingHttpLive, LlmUsageHttpLive } from "./billing/Http.js"
 import {
   AgentsHttpLive,
+  CatalogLive,
   KnowledgeSourcesHttpLive,
   LabelPoliciesHttpLive,
   PoliciesHttpLive,
@@ -51,4 +52,4 @@ export const ApiGroupsLive = Layer.mergeAll(
   BudgetAlertsHttpLive,
   RedteamHttpLive,
   RedteamReportsHttpLive
-).pipe(Layer.provideMerge(IdentityLive))
+).pipe(Layer.provide(CatalogLive), Layer.provideMerge(IdentityLive))

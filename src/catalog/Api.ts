@@ -2,6 +2,7 @@
 import { Authentication } from "../identity/Authentication.js"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { MaxBodyBytes } from "../platform/HttpPipeline.js"
 import {
   Agent,
   AgentId,
@@ -34,6 +35,16 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   .add(HttpApiEndpoint.get("listAgents", "/agents").addSuccess(Schema.Struct({ agents: Schema.Array(Agent) })))
   .add(HttpApiEndpoint.post("createAgent", "/agents").setPayload(YamlBody).addSuccess(Agent, { status: 201 }))
   .add(HttpApiEndpoint.get("getAgent", "/agents/:id").setPath(AgentPath).addSuccess(Agent))
+  .add(
+    HttpApiEndpoint.put("replaceAgent", "/agents/:id")
+      .setPath(AgentPath)
+      .setPayload(YamlBody)
+      .addSuccess(Agent)
+      .annotate(
+        OpenApi.Description,
+        "Extension: replace an agent's profile (POST answers 409 for an existing agent_id). The document's agent_id must equal the path's."
+      )
+  )
   .add(HttpApiEndpoint.del("deleteAgent", "/agents/:id").setPath(AgentPath).addSuccess(HttpApiSchema.NoContent))
   .add(
     HttpApiEndpoint.get("listAgentGuardrails", "/agents/:id/guardrails")
@@ -153,6 +164,8 @@ export class KnowledgeSourcesApi extends HttpApiGroup.make("knowledgeSources")
     HttpApiEndpoint.post("createKnowledgeSource", "/knowledge-sources")
       .setPayload(CreateKnowledgeSource)
       .addSuccess(KnowledgeSource, { status: 201 })
+      // A file may be 10 MiB decoded, about 13.4 MiB as base64 in JSON.
+      .annotate(MaxBodyBytes, 14 * 1024 * 1024)
   )
   .add(
     HttpApiEndpoint.get("getKnowledgeSourceFile", "/knowledge-sources/:id/file")

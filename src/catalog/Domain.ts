@@ -87,23 +87,43 @@ export class PolicyDetail extends Schema.Class<PolicyDetail>("PolicyDetail")({
 /**
  * The policy document (core of the conventions; extra keys are tolerated). The HTTP payload is raw
  * bytes; decode the parsed YAML/JSON with this. `GET /v1/policies/schema` serves it as JSON Schema.
+ * This is the structural shape only: the cross-field rules (rewrite required for action rewrite,
+ * match.value per match.type, target syntax, regex safety) live in `catalog/PolicyLanguage.ts`.
  */
 export const PolicyDocument = Schema.Struct({
-  id: Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9_.-]{0,127}$/)),
-  description: Schema.String,
-  family: PolicyFamily,
-  severity: Severity,
-  action: DecisionEffect,
-  enabled: Schema.optional(Schema.Boolean),
-  owner_agent_id: Schema.optional(Schema.String),
-  match: Schema.Struct({
-    type: MatchType,
-    value: Schema.Union(Schema.String, Schema.Array(Schema.String)),
-    target: Schema.String.annotations({ description: "content | operation | params.<path>" }),
-    case_sensitive: Schema.optional(Schema.Boolean)
+  id: Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9_.-]{0,127}$/)).annotations({
+    description: "Unique id: 1-128 of a-z, 0-9, _ . -, starting with a letter or digit",
+    message: () => "id must be 1-128 characters of a-z, 0-9, '_', '.' or '-', starting with a letter or digit",
+    examples: ["no-refund-promise"]
   }),
-  rewrite: Schema.optional(Schema.String)
+  description: Schema.String.annotations({ description: "What the policy is for, shown in findings" }),
+  family: PolicyFamily.annotations({ description: "Which kind of check the policy belongs to" }),
+  severity: Severity,
+  action: DecisionEffect.annotations({
+    description: "Effect when the policy matches; the strictest wins: deny > defer > rewrite > permit"
+  }),
+  enabled: Schema.optional(
+    Schema.Boolean.annotations({ description: "Default true on create; generated policies start false" })
+  ),
+  owner_agent_id: Schema.optional(
+    Schema.String.annotations({ description: "When set, the policy applies to this agent only" })
+  ),
+  match: Schema.Struct({
+    type: MatchType.annotations({ description: "literal | regex | any_of (a list of literals)" }),
+    value: Schema.Union(Schema.String, Schema.Array(Schema.String)).annotations({
+      description: "A non-empty string (literal, regex) or a non-empty list of non-empty strings (any_of)"
+    }),
+    target: Schema.String.annotations({
+      description: "content | operation | params.<path> (dot-separated keys and array indexes)",
+      examples: ["content", "operation", "params.recipient.email", "params.items.0"]
+    }),
+    case_sensitive: Schema.optional(Schema.Boolean.annotations({ description: "Default false" }))
+  }),
+  rewrite: Schema.optional(
+    Schema.String.annotations({ description: "Replacement text for each match; required when action is rewrite" })
+  )
 }).annotations({ identifier: "PolicyDocument", description: "A guardrail policy, authored as YAML or JSON" })
+export type PolicyDocument = typeof PolicyDocument.Type
 
 export const ValidationResult = Schema.Struct({
   valid: Schema.Boolean,
@@ -191,7 +211,9 @@ export class KnowledgeSource extends Schema.Class<KnowledgeSource>("KnowledgeSou
 
 /** A file source carries its content inline as base64 with the file payload's field names. */
 export const CreateKnowledgeSource = Schema.Struct({
-  kind: Schema.NonEmptyString,
+  kind: Schema.Literal("url", "file", "text"),
+  /** The content of a `text` source. */
+  text: Schema.optional(Schema.String),
   title: Schema.NonEmptyString,
   location: Schema.optional(Schema.String),
   metadata: Schema.optional(JsonValue),

@@ -1,53 +1,108 @@
-/** Stub handlers of the catalog groups; each answers 501 until implemented. */
+/** Handlers of the catalog groups: agents, policies, label policies, tool metadata, knowledge sources. */
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
-import { notImplemented } from "../platform/Errors.js"
+import { CurrentCaller } from "../identity/Authentication.js"
+import { Agents } from "./Agents.js"
+import { ConfigChangeListenerLive, ConfigChanges } from "./ConfigChanges.js"
+import { Policies } from "./Policies.js"
+import { policyJsonSchema } from "./PolicyLanguage.js"
+import { Registry } from "./Registry.js"
+import { CatalogRepo } from "./Repo.js"
+import { CatalogSnapshot } from "./Snapshot.js"
 
-const stub = (what: string) => () => Effect.fail(notImplemented(what))
+/** Runs `run` with the caller's workspace id. */
+const inWorkspace = <A, E, R>(run: (workspaceId: string) => Effect.Effect<A, E, R>) =>
+  Effect.flatMap(CurrentCaller, (caller) => run(caller.workspaceId))
 
 export const AgentsHttpLive = HttpApiBuilder.group(GuardrailApi, "agents", (handlers) =>
-  handlers
-    .handle("listAgents", stub("GET /v1/agents"))
-    .handle("createAgent", stub("POST /v1/agents"))
-    .handle("getAgent", stub("GET /v1/agents/{id}"))
-    .handle("deleteAgent", stub("DELETE /v1/agents/{id}"))
-    .handle("listAgentGuardrails", stub("GET /v1/agents/{id}/guardrails"))
-    .handle("generateAgentGuardrails", stub("POST /v1/agents/{id}/guardrails/generate"))
+  Effect.gen(function* () {
+    const agents = yield* Agents
+    return handlers
+      .handle("listAgents", () => inWorkspace(agents.list).pipe(Effect.map((list) => ({ agents: list }))))
+      .handle("createAgent", ({ payload }) => inWorkspace((ws) => agents.create(ws, payload)))
+      .handle("getAgent", ({ path }) => inWorkspace((ws) => agents.find(ws, path.id)))
+      .handle("replaceAgent", ({ path, payload }) => inWorkspace((ws) => agents.replace(ws, path.id, payload)))
+      .handle("deleteAgent", ({ path }) => inWorkspace((ws) => agents.remove(ws, path.id)))
+      .handle("listAgentGuardrails", ({ path }) =>
+        inWorkspace((ws) => agents.guardrails(ws, path.id)).pipe(Effect.map((policies) => ({ policies })))
+      )
+      .handle("generateAgentGuardrails", ({ path }) =>
+        inWorkspace((ws) => agents.generate(ws, path.id)).pipe(Effect.map((generated) => ({ generated })))
+      )
+  })
 )
 
 export const PoliciesHttpLive = HttpApiBuilder.group(GuardrailApi, "policies", (handlers) =>
-  handlers
-    .handle("listPolicies", stub("GET /v1/policies"))
-    .handle("createPolicy", stub("POST /v1/policies"))
-    .handle("validatePolicy", stub("POST /v1/policies/validate"))
-    .handle("draftPolicy", stub("POST /v1/policies/draft"))
-    .handle("getPolicySchema", stub("GET /v1/policies/schema"))
-    .handle("getPolicy", stub("GET /v1/policies/{id}"))
-    .handle("deletePolicy", stub("DELETE /v1/policies/{id}"))
-    .handle("setPolicyEnabled", stub("PATCH /v1/policies/{id}/enabled"))
-    .handle("setPoliciesEnabled", stub("PATCH /v1/policies/batch/enabled"))
+  Effect.gen(function* () {
+    const policies = yield* Policies
+    return handlers
+      .handle("listPolicies", () => inWorkspace(policies.list).pipe(Effect.map((list) => ({ policies: list }))))
+      .handle("createPolicy", ({ payload }) => inWorkspace((ws) => policies.create(ws, payload)))
+      .handle("validatePolicy", ({ payload }) => Effect.succeed(policies.validate(payload)))
+      .handle("draftPolicy", ({ payload }) => policies.draft(payload.prompt))
+      .handle("getPolicySchema", () => Effect.succeed(policyJsonSchema))
+      .handle("getPolicy", ({ path }) => inWorkspace((ws) => policies.detail(ws, path.id)))
+      .handle("deletePolicy", ({ path }) => inWorkspace((ws) => policies.remove(ws, path.id)))
+      .handle("setPolicyEnabled", ({ path, payload }) =>
+        inWorkspace((ws) =>
+          Effect.zipRight(policies.setEnabled(ws, [path.id], payload.enabled), policies.detail(ws, path.id))
+        )
+      )
+      .handle("setPoliciesEnabled", ({ payload }) =>
+        inWorkspace((ws) => policies.setEnabled(ws, payload.ids, payload.enabled)).pipe(
+          Effect.map((list) => ({ policies: list }))
+        )
+      )
+  })
 )
 
 export const LabelPoliciesHttpLive = HttpApiBuilder.group(GuardrailApi, "labelPolicies", (handlers) =>
-  handlers
-    .handle("listLabelPolicies", stub("GET /v1/label-policies"))
-    .handle("upsertLabelPolicy", stub("POST /v1/label-policies"))
-    .handle("getLabelPolicy", stub("GET /v1/label-policies/{origin}"))
-    .handle("deleteLabelPolicy", stub("DELETE /v1/label-policies/{origin}"))
+  Effect.gen(function* () {
+    const registry = yield* Registry
+    return handlers
+      .handle("listLabelPolicies", () =>
+        inWorkspace(registry.listLabelPolicies).pipe(Effect.map((policies) => ({ policies })))
+      )
+      .handle("upsertLabelPolicy", ({ payload }) => inWorkspace((ws) => registry.upsertLabelPolicy(ws, payload)))
+      .handle("getLabelPolicy", ({ path }) => inWorkspace((ws) => registry.labelPolicy(ws, path.origin)))
+      .handle("deleteLabelPolicy", ({ path }) => inWorkspace((ws) => registry.deleteLabelPolicy(ws, path.origin)))
+  })
 )
 
 export const ToolMetadataHttpLive = HttpApiBuilder.group(GuardrailApi, "toolMetadata", (handlers) =>
-  handlers
-    .handle("listToolMetadata", stub("GET /v1/tool-metadata"))
-    .handle("upsertToolMetadata", stub("POST /v1/tool-metadata"))
-    .handle("getToolMetadata", stub("GET /v1/tool-metadata/{tool}"))
-    .handle("deleteToolMetadata", stub("DELETE /v1/tool-metadata/{tool}"))
+  Effect.gen(function* () {
+    const registry = yield* Registry
+    return handlers
+      .handle("listToolMetadata", () => inWorkspace(registry.listToolMetadata).pipe(Effect.map((tools) => ({ tools }))))
+      .handle("upsertToolMetadata", ({ payload }) => inWorkspace((ws) => registry.upsertToolMetadata(ws, payload)))
+      .handle("getToolMetadata", ({ path }) => inWorkspace((ws) => registry.toolMetadata(ws, path.tool)))
+      .handle("deleteToolMetadata", ({ path }) => inWorkspace((ws) => registry.deleteToolMetadata(ws, path.tool)))
+  })
 )
 
 export const KnowledgeSourcesHttpLive = HttpApiBuilder.group(GuardrailApi, "knowledgeSources", (handlers) =>
-  handlers
-    .handle("listKnowledgeSources", stub("GET /v1/knowledge-sources"))
-    .handle("createKnowledgeSource", stub("POST /v1/knowledge-sources"))
-    .handle("getKnowledgeSourceFile", stub("GET /v1/knowledge-sources/{id}/file"))
+  Effect.gen(function* () {
+    const registry = yield* Registry
+    return handlers
+      .handle("listKnowledgeSources", () =>
+        inWorkspace(registry.listKnowledgeSources).pipe(Effect.map((knowledge_sources) => ({ knowledge_sources })))
+      )
+      .handle("createKnowledgeSource", ({ payload }) =>
+        inWorkspace((ws) => registry.createKnowledgeSource(ws, payload))
+      )
+      .handle("getKnowledgeSourceFile", ({ path }) => inWorkspace((ws) => registry.knowledgeSourceFile(ws, path.id)))
+  })
+)
+
+/** The catalog services, with the listener that keeps this process's snapshot current. */
+export const CatalogLive = Layer.mergeAll(
+  Agents.Default,
+  Policies.Default,
+  Registry.Default,
+  ConfigChangeListenerLive
+).pipe(
+  Layer.provideMerge(ConfigChanges.Default),
+  Layer.provideMerge(CatalogSnapshot.Default),
+  Layer.provideMerge(CatalogRepo.Default)
 )

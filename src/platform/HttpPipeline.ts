@@ -22,13 +22,18 @@ import {
 } from "@effect/platform"
 import { RequestError, type RouteNotFound } from "@effect/platform/HttpServerError"
 import { UrlParams } from "@effect/platform"
-import { Cause, Effect, Option, Predicate, Stream } from "effect"
+import { Cause, Context, Effect, Option, Predicate, Stream } from "effect"
 import { uuidv7 } from "./Ids.js"
 import { BadRequest, isHttpError, NotFound, PayloadTooLarge, UnsupportedMediaType } from "./Errors.js"
 
 type BodyKind = "none" | "json" | "yaml" | "other"
 
+/** Endpoint annotation: a body limit above the service-wide MAX_BODY_BYTES (e.g. file uploads). */
+export class MaxBodyBytes extends Context.Tag("platform/MaxBodyBytes")<MaxBodyBytes, number>() {}
+
 export interface RouteEntry {
+  /** Body limit of this endpoint, when it has its own. */
+  readonly maxBodyBytes: number | undefined
   readonly group: string
   readonly endpoint: string
   readonly method: string
@@ -56,6 +61,7 @@ export const makeRouteTable = (api: HttpApi.HttpApi.Any): ReadonlyArray<RouteEnt
       const body = endpoint.method === "GET" || endpoint.method === "HEAD" ? "none" : bodyKindOf(endpoint)
       const source = endpoint.path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/:[A-Za-z_][A-Za-z0-9_]*/g, "[^/]+")
       routes.push({
+        maxBodyBytes: Context.getOption(endpoint.annotations, MaxBodyBytes).pipe(Option.getOrUndefined),
         group: group.identifier,
         endpoint: endpoint.name,
         method: endpoint.method,
@@ -199,9 +205,10 @@ export const requestGuard =
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const route = findRoute(routes, request.method, request.url)
-      const checked = yield* checkBody(request, route, maxBodyBytes)
+      const limit = route?.maxBodyBytes ?? maxBodyBytes
+      const checked = yield* checkBody(request, route, limit)
       const inner = checked === request ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, checked)
-      return yield* inner.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(FileSystem.Size(maxBodyBytes))))
+      return yield* inner.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(FileSystem.Size(limit))))
     }).pipe(
       Effect.catchAllCause(
         (cause): Effect.Effect<never, BadRequest | NotFound | PayloadTooLarge | UnsupportedMediaType | E> => {

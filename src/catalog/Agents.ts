@@ -1,0 +1,154 @@
+/**
+ * Agent profiles, authored as YAML or JSON. A profile is validated against
+ * its Schema with every error's path; `agent_id` is unique per workspace.
+ * Deleting an agent disables, never deletes, the policies it owns.
+ */
+import { Effect, Either, Option, ParseResult, Schema } from "effect"
+import { BadRequest, Conflict, NotFound } from "../platform/Errors.js"
+import { AgentId, AgentProfileDocument } from "./Domain.js"
+import { ConfigChanges } from "./ConfigChanges.js"
+import { generateFromProfile } from "./Generation.js"
+import { toPolicyDetail, toPolicySummary } from "./Policies.js"
+import { readDocument } from "./PolicyLanguage.js"
+import { CatalogRepo } from "./Repo.js"
+
+type ProfileDocument = typeof AgentProfileDocument.Type
+
+/** The profile as returned: every list present, absent texts null. */
+export const normalizeProfile = (document: ProfileDocument) => ({
+  agent_id: AgentId.make(document.agent_id),
+  display_name: document.display_name,
+  system_prompt: document.system_prompt ?? null,
+  target_url: document.target_url ?? null,
+  authority: {
+    can_promise: document.authority.can_promise ?? [],
+    cannot_promise: document.authority.cannot_promise ?? []
+  },
+  scope: { in_scope: document.scope.in_scope ?? [], out_of_scope: document.scope.out_of_scope ?? [] },
+  tone: { target: document.tone.target, forbidden: document.tone.forbidden ?? [] },
+  escalation_triggers: document.escalation_triggers ?? [],
+  knowledge_sources: document.knowledge_sources ?? [],
+  workflow_definition: document.workflow_definition ?? null,
+  workflow_requirements: document.workflow_requirements ?? []
+})
+export type AgentProfile = ReturnType<typeof normalizeProfile>
+
+const decodeProfile = Schema.decodeUnknownEither(AgentProfileDocument, { errors: "all", onExcessProperty: "ignore" })
+
+const invalidDocument = (errors: ReadonlyArray<{ readonly path: string; readonly message: string }>) =>
+  new BadRequest({
+    code: "validation_failed",
+    message: errors.map((error) => `${error.path === "" ? "document" : error.path}: ${error.message}`).join("; "),
+    details: errors
+  })
+
+const agentNotFound = (agentId: string) =>
+  new NotFound({ code: "agent_not_found", message: `No agent ${agentId} in this workspace.` })
+
+/** Parses and validates a profile document; 400 with every error's path otherwise. */
+const parseProfile = (body: Uint8Array) =>
+  Effect.gen(function* () {
+    const parsed = readDocument(body)
+    if (Either.isLeft(parsed)) return yield* invalidDocument(parsed.left)
+    const decoded = decodeProfile(parsed.right)
+    if (Either.isLeft(decoded)) {
+      const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
+      return yield* invalidDocument(issues.map((issue) => ({ path: issue.path.join("."), message: issue.message })))
+    }
+    return { profile: normalizeProfile(decoded.right), sourceText: new TextDecoder().decode(body) }
+  })
+
+export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
+  effect: Effect.gen(function* () {
+    const repo = yield* CatalogRepo
+    const changes = yield* ConfigChanges
+
+    const find = (workspaceId: string, agentId: string) =>
+      repo.findAgent(workspaceId, agentId).pipe(
+        Effect.flatMap(
+          Option.match({
+            onNone: () => Effect.fail(agentNotFound(agentId)),
+            onSome: (row) => Effect.succeed(row.profile as AgentProfile)
+          })
+        )
+      )
+
+    const create = (workspaceId: string, body: Uint8Array) =>
+      Effect.gen(function* () {
+        const { profile, sourceText } = yield* parseProfile(body)
+        const row = { agentId: profile.agent_id, displayName: profile.display_name, profile, sourceText }
+        const inserted = yield* changes.change(workspaceId, "agents", repo.insertAgent(workspaceId, row))
+        if (!inserted) {
+          return yield* new Conflict({
+            code: "agent_exists",
+            message: `Agent ${profile.agent_id} already exists; replace it with PUT /v1/agents/${profile.agent_id}.`
+          })
+        }
+        return profile
+      })
+
+    const replace = (workspaceId: string, agentId: string, body: Uint8Array) =>
+      Effect.gen(function* () {
+        const { profile, sourceText } = yield* parseProfile(body)
+        if (profile.agent_id !== agentId) {
+          return yield* invalidDocument([{ path: "agent_id", message: `must equal the path's agent id ${agentId}` }])
+        }
+        const row = { agentId, displayName: profile.display_name, profile, sourceText }
+        const replaced = yield* changes.change(workspaceId, "agents", repo.replaceAgent(workspaceId, row))
+        return replaced ? profile : yield* agentNotFound(agentId)
+      })
+
+    const remove = (workspaceId: string, agentId: string) =>
+      changes
+        .change(
+          workspaceId,
+          "agents",
+          Effect.zipLeft(repo.deleteAgent(workspaceId, agentId), repo.disableOwnedPolicies(workspaceId, agentId))
+        )
+        .pipe(Effect.flatMap((deleted) => (deleted ? Effect.void : Effect.fail(agentNotFound(agentId)))))
+
+    const guardrails = (workspaceId: string, agentId: string) =>
+      Effect.zipRight(
+        find(workspaceId, agentId),
+        Effect.map(repo.listPolicies(workspaceId, { ownerAgentId: agentId }), (rows) => rows.map(toPolicySummary))
+      )
+
+    /** Upserts the policies derived from the profile (disabled, stable ids: regenerating does not duplicate). */
+    const generate = (workspaceId: string, agentId: string) =>
+      Effect.gen(function* () {
+        const profile = yield* find(workspaceId, agentId)
+        const generated = generateFromProfile(profile)
+        const rows = yield* changes.change(
+          workspaceId,
+          "policies",
+          Effect.forEach(generated, (policy) =>
+            repo.upsertGeneratedPolicy(workspaceId, {
+              id: String(policy.document["id"]),
+              description: String(policy.document["description"]),
+              family: String(policy.document["family"]),
+              severity: String(policy.document["severity"]),
+              action: String(policy.document["action"]),
+              enabled: false,
+              ownerAgentId: agentId,
+              sourceYaml: policy.sourceYaml,
+              document: policy.document,
+              origin: "agent_profile"
+            })
+          )
+        )
+        return rows.map(toPolicyDetail)
+      })
+
+    return {
+      list: (workspaceId: string) =>
+        Effect.map(repo.listAgents(workspaceId), (rows) => rows.map((row) => row.profile as AgentProfile)),
+      find,
+      create,
+      replace,
+      remove,
+      guardrails,
+      generate
+    }
+  }),
+  dependencies: [CatalogRepo.Default]
+}) {}

@@ -1,0 +1,86 @@
+/**
+ * Catalog changes reach every process through the `config-changes` topic:
+ * a write commits its rows and a change event in one transaction (outbox),
+ * then drops the local snapshot at once; every process (each with a consumer
+ * group of its own) drops its snapshot of that workspace when the event
+ * arrives.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
+import { randomBytes } from "node:crypto"
+import { hostname } from "node:os"
+import { EventLog } from "../platform/EventLog.js"
+import { Outbox } from "../platform/Outbox.js"
+import { transactionOf } from "../platform/Sql.js"
+import { Topics } from "../platform/Topics.js"
+import { CatalogSnapshot } from "./Snapshot.js"
+
+export const ConfigChangeResource = Schema.Literal(
+  "agents",
+  "policies",
+  "label_policies",
+  "tool_metadata",
+  "knowledge_sources",
+  "settings"
+)
+
+/** Value of the `config-changes` topic (key: workspace id). */
+export const ConfigChange = Schema.Struct({
+  schema_version: Schema.Literal(1),
+  workspace_id: Schema.String,
+  resource: ConfigChangeResource,
+  changed_at: Schema.String
+}).annotations({ identifier: "ConfigChange" })
+export type ConfigChange = typeof ConfigChange.Type
+
+const encodeChange = Schema.encodeSync(ConfigChange)
+const decodeChange = Schema.decodeUnknownOption(Schema.parseJson(ConfigChange))
+
+export class ConfigChanges extends Effect.Service<ConfigChanges>()("catalog/ConfigChanges", {
+  effect: Effect.gen(function* () {
+    const outbox = yield* Outbox
+    const snapshot = yield* CatalogSnapshot
+    const transaction = transactionOf(yield* SqlClient.SqlClient)
+
+    /** Runs `write` and records the change in one transaction, then drops the local snapshot. */
+    const change = <A, E, R>(workspaceId: string, resource: ConfigChange["resource"], write: Effect.Effect<A, E, R>) =>
+      transaction(
+        Effect.tap(write, () =>
+          outbox.enqueue([
+            {
+              topic: Topics.configChanges,
+              key: workspaceId,
+              value: encodeChange({
+                schema_version: 1,
+                workspace_id: workspaceId,
+                resource,
+                changed_at: new Date().toISOString()
+              })
+            }
+          ])
+        )
+      ).pipe(Effect.tap(() => snapshot.invalidate(workspaceId)))
+
+    return { change }
+  })
+}) {}
+
+/** Drops this process's snapshot of a workspace whenever any process changes its catalog. */
+export const ConfigChangeListenerLive = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const log = yield* EventLog
+    const snapshot = yield* CatalogSnapshot
+    const group = `config-cache-${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`
+    yield* log.subscribe({ group, topics: [Topics.configChanges], fromBeginning: false }).pipe(
+      Stream.runForEach((delivery) =>
+        Option.match(decodeChange(delivery.value), {
+          onNone: () => Effect.logWarning("undecodable config-change event skipped", { event_id: delivery.eventId }),
+          onSome: (change) => snapshot.invalidate(change.workspace_id)
+        }).pipe(Effect.zipRight(delivery.ack))
+      ),
+      Effect.tapErrorCause((cause) => Effect.logWarning("config-change listener failed; reopening", cause)),
+      Effect.retry({ schedule: Schedule.spaced("1 second") }),
+      Effect.forkScoped
+    )
+  })
+)

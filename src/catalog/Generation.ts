@@ -1,0 +1,130 @@
+/**
+ * Derives guardrail policies from an agent profile. Each generated policy
+ * has a stable id built from the agent and the phrase it guards, so
+ * regenerating replaces rather than duplicates; it is owned by the agent and
+ * starts disabled.
+ */
+import { createHash } from "node:crypto"
+import { stringify } from "yaml"
+
+export interface ProfileForGeneration {
+  readonly agent_id: string
+  readonly authority: { readonly cannot_promise: ReadonlyArray<string> }
+  readonly scope: { readonly out_of_scope: ReadonlyArray<string> }
+  readonly tone: { readonly forbidden: ReadonlyArray<string> }
+  readonly escalation_triggers: ReadonlyArray<string>
+  readonly workflow_requirements: ReadonlyArray<{
+    readonly name: string
+    readonly required_before: ReadonlyArray<string>
+    readonly sensitive_steps: ReadonlyArray<string>
+  }>
+}
+
+export interface GeneratedPolicy {
+  readonly document: Record<string, unknown>
+  readonly sourceYaml: string
+}
+
+const slug = (text: string) =>
+  text
+    .toLowerCase()
+    .normalize("NFKD")
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "") || "x"
+
+/** `[a-z0-9][a-z0-9_.-]{0,127}`, shortened with a hash suffix when too long. */
+const stableId = (...parts: ReadonlyArray<string>) => {
+  const id = parts.map(slug).join(".")
+  if (id.length <= 128) return id
+  const hash = createHash("sha256").update(id).digest("hex").slice(0, 10)
+  return `${id.slice(0, 117)}.${hash}`
+}
+
+const policy = (document: Record<string, unknown>): GeneratedPolicy => ({
+  document,
+  sourceYaml: stringify(document, { lineWidth: 0 })
+})
+
+const contentPolicy = (
+  agentId: string,
+  kind: string,
+  phrase: string,
+  fields: { description: string; severity: string; action: string; rewrite?: string; escalate?: boolean }
+) =>
+  policy({
+    id: stableId(agentId, kind, phrase),
+    description: fields.description,
+    family: "content",
+    severity: fields.severity,
+    action: fields.action,
+    enabled: false,
+    owner_agent_id: agentId,
+    match: { type: "literal", value: phrase, target: "content", case_sensitive: false },
+    ...(fields.rewrite === undefined ? {} : { rewrite: fields.rewrite }),
+    ...(fields.escalate === true ? { escalate: true } : {})
+  })
+
+const stepPolicy = (
+  agentId: string,
+  family: "approval" | "flow",
+  requirement: string,
+  step: string,
+  description: string
+) =>
+  policy({
+    id: stableId(agentId, family, requirement, step),
+    description,
+    family,
+    severity: "high",
+    action: "defer",
+    enabled: false,
+    owner_agent_id: agentId,
+    match: { type: "literal", value: step, target: "operation", case_sensitive: false },
+    ...(family === "flow" ? { requires: requirement } : {})
+  })
+
+export const generateFromProfile = (profile: ProfileForGeneration): ReadonlyArray<GeneratedPolicy> => {
+  const agent = profile.agent_id
+  const generated = [
+    ...profile.authority.cannot_promise.map((phrase) =>
+      contentPolicy(agent, "cannot-promise", phrase, {
+        description: `${agent} must never promise: ${phrase}`,
+        severity: "high",
+        action: "deny"
+      })
+    ),
+    ...profile.scope.out_of_scope.map((topic) =>
+      contentPolicy(agent, "out-of-scope", topic, {
+        description: `${topic} is out of ${agent}'s scope; hold for review`,
+        severity: "medium",
+        action: "defer"
+      })
+    ),
+    ...profile.tone.forbidden.map((word) =>
+      contentPolicy(agent, "tone", word, {
+        description: `${agent} does not say "${word}"`,
+        severity: "low",
+        action: "rewrite",
+        rewrite: "[removed]"
+      })
+    ),
+    ...profile.escalation_triggers.map((trigger) =>
+      contentPolicy(agent, "escalate", trigger, {
+        description: `Escalate to a human when "${trigger}" comes up`,
+        severity: "high",
+        action: "defer",
+        escalate: true
+      })
+    ),
+    ...profile.workflow_requirements.flatMap((requirement) => [
+      ...requirement.sensitive_steps.map((step) =>
+        stepPolicy(agent, "approval", requirement.name, step, `${step} needs human approval (${requirement.name})`)
+      ),
+      ...requirement.required_before.map((step) =>
+        stepPolicy(agent, "flow", requirement.name, step, `${step} may run only after ${requirement.name}`)
+      )
+    ])
+  ]
+  // One policy per id: a phrase listed twice yields one policy.
+  return [...new Map(generated.map((item) => [String(item.document["id"]), item])).values()]
+}

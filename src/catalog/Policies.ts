@@ -1,0 +1,158 @@
+/**
+ * Guardrail policies of a workspace: created from YAML or JSON documents
+ * (kept verbatim as `source_yaml`), validated with every error's path,
+ * enabled and disabled one at a time or in an all-or-nothing batch, and
+ * drafted from natural language.
+ */
+import { Effect, Either, Option } from "effect"
+import { BadRequest, Conflict, NotFound, Unprocessable } from "../platform/Errors.js"
+import { ConfigChanges } from "./ConfigChanges.js"
+import { DRAFT_EXAMPLES, draftPolicy } from "./Drafting.js"
+import { PolicyId } from "./Domain.js"
+import { readDocument, validatePolicy } from "./PolicyLanguage.js"
+import { CatalogRepo, type PolicyRow } from "./Repo.js"
+
+type Effect4 = "permit" | "deny" | "defer" | "rewrite"
+type Severity = "low" | "medium" | "high" | "critical"
+type Family = "content" | "tool" | "flow" | "approval" | "memory"
+
+export const toPolicySummary = (row: PolicyRow) => ({
+  id: PolicyId.make(row.id),
+  description: row.description,
+  family: row.family as Family,
+  severity: row.severity as Severity,
+  action: row.action as Effect4,
+  enabled: row.enabled,
+  owner_agent_id: row.owner_agent_id
+})
+
+export const toPolicyDetail = (row: PolicyRow) => ({ ...toPolicySummary(row), source_yaml: row.source_yaml })
+
+const policyNotFound = (ids: ReadonlyArray<string>) =>
+  new NotFound({
+    code: "policy_not_found",
+    message: `No policy ${ids.join(", ")} in this workspace${ids.length > 1 ? "; nothing was changed" : ""}.`,
+    details: ids.map((id) => ({ path: "ids", message: `${id} not found` }))
+  })
+
+/** Parses and validates a document: its value, or the ValidationResult errors. */
+const checkDocument = (body: Uint8Array) => {
+  const parsed = readDocument(body)
+  if (Either.isLeft(parsed)) return { valid: false as const, policy_id: null, errors: parsed.left }
+  const result = validatePolicy(parsed.right)
+  return result.valid
+    ? { ...result, valid: true as const, value: parsed.right as Record<string, unknown> }
+    : { ...result, valid: false as const }
+}
+
+export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
+  effect: Effect.gen(function* () {
+    const repo = yield* CatalogRepo
+    const changes = yield* ConfigChanges
+
+    const validate = (body: Uint8Array) => {
+      const checked = checkDocument(body)
+      return { valid: checked.valid, policy_id: checked.policy_id, errors: checked.errors }
+    }
+
+    const create = (workspaceId: string, body: Uint8Array) =>
+      Effect.gen(function* () {
+        const checked = checkDocument(body)
+        if (!checked.valid) {
+          return yield* new BadRequest({
+            code: "validation_failed",
+            message: checked.errors
+              .map((error) => `${error.path === "" ? "document" : error.path}: ${error.message}`)
+              .join("; "),
+            details: checked.errors
+          })
+        }
+        const document = checked.value
+        const id = String(document["id"])
+        const inserted = yield* changes.change(
+          workspaceId,
+          "policies",
+          repo.insertPolicy(workspaceId, {
+            id,
+            description: String(document["description"]),
+            family: String(document["family"]),
+            severity: String(document["severity"]),
+            action: String(document["action"]),
+            enabled: document["enabled"] !== false,
+            ownerAgentId: typeof document["owner_agent_id"] === "string" ? document["owner_agent_id"] : null,
+            sourceYaml: new TextDecoder().decode(body),
+            document,
+            origin: null
+          })
+        )
+        if (!inserted) {
+          return yield* new Conflict({
+            code: "policy_exists",
+            message: `A policy with id ${id} already exists in this workspace.`,
+            details: [{ path: "id", message: "already taken" }]
+          })
+        }
+        return yield* detail(workspaceId, id)
+      })
+
+    const detail = (workspaceId: string, id: string) =>
+      repo
+        .findPolicies(workspaceId, [id])
+        .pipe(
+          Effect.flatMap((rows) =>
+            rows[0] === undefined ? Effect.fail(policyNotFound([id])) : Effect.succeed(toPolicyDetail(rows[0]))
+          )
+        )
+
+    const remove = (workspaceId: string, id: string) =>
+      changes
+        .change(workspaceId, "policies", repo.deletePolicy(workspaceId, id))
+        .pipe(Effect.flatMap((deleted) => (deleted ? Effect.void : Effect.fail(policyNotFound([id])))))
+
+    /** All-or-nothing: an unknown id is a 404 that changes nothing. */
+    const setEnabled = (workspaceId: string, ids: ReadonlyArray<string>, enabled: boolean) =>
+      Effect.gen(function* () {
+        const unique = [...new Set(ids)]
+        if (unique.length === 0) return []
+        const found = yield* repo.findPolicies(workspaceId, unique)
+        const missing = unique.filter((id) => !found.some((row) => row.id === id))
+        if (missing.length > 0) return yield* policyNotFound(missing)
+        yield* changes.change(workspaceId, "policies", repo.setEnabled(workspaceId, unique, enabled))
+        return (yield* repo.findPolicies(workspaceId, unique)).map(toPolicySummary)
+      })
+
+    const draft = (prompt: string) =>
+      Option.match(draftPolicy(prompt), {
+        onNone: () =>
+          Effect.fail(
+            new Unprocessable({
+              code: "draft_not_understood",
+              message: `Could not draft a policy from that prompt. Try phrasings such as: ${DRAFT_EXAMPLES.map((example) => `"${example}"`).join(", ")}.`
+            })
+          ),
+        onSome: (found) =>
+          Effect.succeed({
+            draft: {
+              id: found.id,
+              description: found.description,
+              action: found.action,
+              severity: found.severity,
+              match_type: found.match_type,
+              match_value: found.match_value,
+              rewrite: found.rewrite
+            }
+          })
+      })
+
+    return {
+      list: (workspaceId: string) => Effect.map(repo.listPolicies(workspaceId), (rows) => rows.map(toPolicySummary)),
+      validate,
+      create,
+      detail,
+      remove,
+      setEnabled,
+      draft
+    }
+  }),
+  dependencies: [CatalogRepo.Default]
+}) {}

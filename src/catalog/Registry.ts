@@ -1,0 +1,229 @@
+/**
+ * Label policies (by snake_case origin), tool metadata (by tool name) and
+ * knowledge sources of a workspace. Label policies and tool metadata feed
+ * the hot-path snapshot, so their writes go through ConfigChanges.
+ */
+import { Effect, Option } from "effect"
+import { BadRequest, NotFound } from "../platform/Errors.js"
+import { prefixedId } from "../platform/Ids.js"
+import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
+import { ConfigChanges } from "./ConfigChanges.js"
+import { KnowledgeSourceId } from "./Domain.js"
+import { CatalogRepo, type KnowledgeSourceRow, type LabelPolicyRow, type ToolMetadataRow } from "./Repo.js"
+
+const MAX_FILE_BYTES = 10 * 1024 * 1024
+
+const orNull = (value: unknown) => (value === undefined ? null : value)
+
+export const toLabelPolicy = (row: LabelPolicyRow) => ({
+  enabled: row.enabled,
+  policy: {
+    origin: row.origin,
+    confidentiality: orNull(row.confidentiality),
+    integrity: orNull(row.integrity),
+    trust: orNull(row.trust)
+  }
+})
+
+export const toToolMetadataEntry = (row: ToolMetadataRow) => ({
+  enabled: row.enabled,
+  metadata: row.metadata as ToolMetadataShape
+})
+
+interface ToolMetadataShape {
+  readonly tool: string
+  readonly reversible: boolean
+  readonly side_effect: string
+}
+
+export const toKnowledgeSource = (row: KnowledgeSourceRow) => ({
+  id: KnowledgeSourceId.make(row.id),
+  kind: row.kind,
+  title: row.title,
+  location: row.location,
+  status: row.status,
+  metadata: row.metadata,
+  created_at: toTimestamp(row.created_at),
+  updated_at: toTimestamp(row.updated_at),
+  last_indexed_at: toTimestampOrNull(row.last_indexed_at)
+})
+
+const invalid = (path: string, message: string) =>
+  new BadRequest({ code: "validation_failed", message: `${path}: ${message}`, details: [{ path, message }] })
+
+const notFound = (what: string, key: string) =>
+  new NotFound({ code: `${what.replaceAll(" ", "_")}_not_found`, message: `No ${what} ${key} in this workspace.` })
+
+/** Strict base64 (standard or URL-safe alphabet, optional padding); anything else is refused. */
+const decodeBase64 = (text: string) =>
+  /^[A-Za-z0-9+/_-]*={0,2}$/.test(text.replace(/\s+/g, ""))
+    ? Option.some(Buffer.from(text.replace(/\s+/g, ""), "base64"))
+    : Option.none()
+
+export interface NewKnowledgeSource {
+  readonly kind: "url" | "file" | "text"
+  readonly title: string
+  readonly text?: string | undefined
+  readonly location?: string | undefined
+  readonly metadata?: unknown
+  readonly file_name?: string | undefined
+  readonly media_type?: string | undefined
+  readonly data_base64?: string | undefined
+}
+
+export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
+  effect: Effect.gen(function* () {
+    const repo = yield* CatalogRepo
+    const changes = yield* ConfigChanges
+
+    const upsertLabelPolicy = (
+      workspaceId: string,
+      input: { readonly origin: string; readonly enabled?: boolean | undefined } & Record<string, unknown>
+    ) =>
+      changes
+        .change(
+          workspaceId,
+          "label_policies",
+          repo.upsertLabelPolicy(workspaceId, {
+            origin: input.origin,
+            enabled: input.enabled ?? true,
+            confidentiality: orNull(input["confidentiality"]),
+            integrity: orNull(input["integrity"]),
+            trust: orNull(input["trust"])
+          })
+        )
+        .pipe(Effect.map(toLabelPolicy))
+
+    const labelPolicy = (workspaceId: string, origin: string) =>
+      repo.findLabelPolicy(workspaceId, origin).pipe(
+        Effect.flatMap(
+          Option.match({
+            onNone: () => Effect.fail(notFound("label policy", origin)),
+            onSome: (row) => Effect.succeed(toLabelPolicy(row))
+          })
+        )
+      )
+
+    const deleteLabelPolicy = (workspaceId: string, origin: string) =>
+      changes
+        .change(workspaceId, "label_policies", repo.deleteLabelPolicy(workspaceId, origin))
+        .pipe(Effect.flatMap((deleted) => (deleted ? Effect.void : Effect.fail(notFound("label policy", origin)))))
+
+    const upsertToolMetadata = (
+      workspaceId: string,
+      input: { readonly tool: string; readonly enabled?: boolean | undefined } & Record<string, unknown>
+    ) => {
+      const { enabled, ...metadata } = input
+      return changes
+        .change(
+          workspaceId,
+          "tool_metadata",
+          repo.upsertToolMetadata(workspaceId, { tool: input.tool, enabled: enabled ?? true, metadata })
+        )
+        .pipe(Effect.map(toToolMetadataEntry))
+    }
+
+    const toolMetadata = (workspaceId: string, tool: string) =>
+      repo.findToolMetadata(workspaceId, tool).pipe(
+        Effect.flatMap(
+          Option.match({
+            onNone: () => Effect.fail(notFound("tool", tool)),
+            onSome: (row) => Effect.succeed(toToolMetadataEntry(row))
+          })
+        )
+      )
+
+    const deleteToolMetadata = (workspaceId: string, tool: string) =>
+      changes
+        .change(workspaceId, "tool_metadata", repo.deleteToolMetadata(workspaceId, tool))
+        .pipe(Effect.flatMap((deleted) => (deleted ? Effect.void : Effect.fail(notFound("tool", tool)))))
+
+    /** Checks the fields each kind needs and answers the stored file, if any. */
+    const sourceFile = (input: NewKnowledgeSource) =>
+      Effect.gen(function* () {
+        if (input.kind === "url") {
+          if (input.location === undefined || !URL.canParse(input.location)) {
+            return yield* invalid("location", "a url source needs an absolute URL in location")
+          }
+          return null
+        }
+        if (input.kind === "text") {
+          if (input.text === undefined || input.text === "") return yield* invalid("text", "a text source needs text")
+          return { name: "source.txt", mediaType: "text/plain; charset=utf-8", data: Buffer.from(input.text, "utf8") }
+        }
+        if (input.data_base64 === undefined) return yield* invalid("data_base64", "a file source needs data_base64")
+        if (input.file_name === undefined || input.file_name === "")
+          return yield* invalid("file_name", "a file source needs file_name")
+        if (input.media_type === undefined || input.media_type === "")
+          return yield* invalid("media_type", "a file source needs media_type")
+        const data = decodeBase64(input.data_base64)
+        if (Option.isNone(data)) return yield* invalid("data_base64", "not valid base64")
+        if (data.value.length > MAX_FILE_BYTES) {
+          return yield* invalid(
+            "data_base64",
+            `the decoded file is ${data.value.length} bytes; the limit is ${MAX_FILE_BYTES}`
+          )
+        }
+        return { name: input.file_name, mediaType: input.media_type, data: data.value }
+      })
+
+    const createKnowledgeSource = (workspaceId: string, input: NewKnowledgeSource) =>
+      Effect.gen(function* () {
+        const file = yield* sourceFile(input)
+        const row = yield* changes.change(
+          workspaceId,
+          "knowledge_sources",
+          repo.insertKnowledgeSource(workspaceId, {
+            id: prefixedId("ks"),
+            kind: input.kind,
+            title: input.title,
+            location: input.location ?? null,
+            metadata: input.metadata ?? {},
+            file
+          })
+        )
+        return toKnowledgeSource(row)
+      })
+
+    const knowledgeSourceFile = (workspaceId: string, id: string) =>
+      repo.findKnowledgeSourceFile(workspaceId, id).pipe(
+        Effect.flatMap(
+          Option.match({
+            onNone: () => Effect.fail(notFound("knowledge source", id)),
+            onSome: (row) =>
+              row.data === null
+                ? Effect.fail(
+                    new NotFound({
+                      code: "knowledge_source_has_no_file",
+                      message: `Knowledge source ${id} has no file.`
+                    })
+                  )
+                : Effect.succeed({
+                    file_name: row.file_name ?? "",
+                    media_type: row.media_type ?? "application/octet-stream",
+                    byte_size: row.byte_size ?? row.data.length,
+                    data_base64: Buffer.from(row.data).toString("base64")
+                  })
+          })
+        )
+      )
+
+    return {
+      listLabelPolicies: (workspaceId: string) =>
+        Effect.map(repo.listLabelPolicies(workspaceId), (rows) => rows.map(toLabelPolicy)),
+      upsertLabelPolicy,
+      labelPolicy,
+      deleteLabelPolicy,
+      listToolMetadata: (workspaceId: string) =>
+        Effect.map(repo.listToolMetadata(workspaceId), (rows) => rows.map(toToolMetadataEntry)),
+      upsertToolMetadata,
+      toolMetadata,
+      deleteToolMetadata,
+      listKnowledgeSources: (workspaceId: string) =>
+        Effect.map(repo.listKnowledgeSources(workspaceId), (rows) => rows.map(toKnowledgeSource)),
+      createKnowledgeSource,
+      knowledgeSourceFile
+    }
+  }),
+  dependencies: [CatalogRepo.Default]
+}) {}

@@ -1,0 +1,80 @@
+/**
+ * The hot-path view of a workspace's catalog: enabled policies compiled
+ * once, agent profiles, enabled label policies and enabled tool metadata,
+ * held in memory so authorization reads no database. Loaded on first use,
+ * dropped on every change (ConfigChanges.ts); concurrent loads of one
+ * workspace share a single query.
+ */
+import { Deferred, Effect, Option, Schema } from "effect"
+import { PolicyDocument } from "./Domain.js"
+import { type CompiledPolicy, compilePolicy } from "./PolicyLanguage.js"
+import { CatalogRepo, type LabelPolicyRow, type ToolMetadataRow } from "./Repo.js"
+
+export interface Snapshot {
+  readonly workspaceId: string
+  readonly loadedAt: Date
+  readonly policies: ReadonlyArray<CompiledPolicy>
+  readonly agents: ReadonlyMap<string, unknown>
+  readonly labelPolicies: ReadonlyMap<string, LabelPolicyRow>
+  readonly tools: ReadonlyMap<string, ToolMetadataRow>
+}
+
+const decodeDocument = Schema.decodeUnknownOption(PolicyDocument)
+
+export class CatalogSnapshot extends Effect.Service<CatalogSnapshot>()("catalog/CatalogSnapshot", {
+  effect: Effect.gen(function* () {
+    const repo = yield* CatalogRepo
+    const cache = new Map<string, Deferred.Deferred<Snapshot>>()
+    /** Bumped per workspace on invalidation, so a load that raced a change is not kept. */
+    const generations = new Map<string, number>()
+
+    const load = (workspaceId: string) =>
+      Effect.gen(function* () {
+        const { agents, labels, policies, tools } = yield* Effect.all({
+          policies: repo.listPolicies(workspaceId, { enabledOnly: true }),
+          agents: repo.listAgents(workspaceId),
+          labels: repo.listLabelPolicies(workspaceId),
+          tools: repo.listToolMetadata(workspaceId)
+        })
+        return {
+          workspaceId,
+          loadedAt: new Date(),
+          // A stored document that no longer compiles (e.g. a tightened regex rule) never matches; skip it.
+          policies: policies
+            .flatMap((row) => Option.toArray(Option.map(decodeDocument(row.document), compilePolicy)))
+            .filter((policy) => policy.errors.length === 0),
+          agents: new Map(agents.map((row) => [row.agent_id, row.profile])),
+          labelPolicies: new Map(labels.filter((row) => row.enabled).map((row) => [row.origin, row])),
+          tools: new Map(tools.filter((row) => row.enabled).map((row) => [row.tool, row]))
+        } satisfies Snapshot
+      })
+
+    const get = (workspaceId: string): Effect.Effect<Snapshot> =>
+      Effect.suspend(() => {
+        const cached = cache.get(workspaceId)
+        if (cached !== undefined) return Deferred.await(cached)
+        const generation = generations.get(workspaceId) ?? 0
+        const pending = Deferred.unsafeMake<Snapshot>(undefined as never)
+        cache.set(workspaceId, pending)
+        return load(workspaceId).pipe(
+          Effect.exit,
+          Effect.flatMap((exit) => {
+            // A failed or outdated load is not kept; waiters still get its result.
+            if (exit._tag === "Failure" || generations.get(workspaceId) !== generation) {
+              if (cache.get(workspaceId) === pending) cache.delete(workspaceId)
+            }
+            return Effect.zipRight(Deferred.done(pending, exit), exit)
+          })
+        )
+      })
+
+    const invalidate = (workspaceId: string) =>
+      Effect.sync(() => {
+        generations.set(workspaceId, (generations.get(workspaceId) ?? 0) + 1)
+        cache.delete(workspaceId)
+      })
+
+    return { get, invalidate }
+  }),
+  dependencies: [CatalogRepo.Default]
+}) {}
