@@ -191,6 +191,13 @@ const withValues = (base: Base, values: ReadonlyArray<string>): Draft =>
     ? { ...base, match_type: "literal", match_value: values[0]! }
     : { ...base, match_type: "any_of", match_value: values.join(", "), match_values: values }
 
+type Rule = Pick<Draft, "id" | "description" | "action" | "severity"> &
+  Partial<Pick<Draft, "family" | "target" | "rewrite">>
+
+/** A content rule unless the fields say otherwise. */
+const rule = (values: ReadonlyArray<string>, fields: Rule): Draft =>
+  withValues({ family: "content", target: "content", rewrite: null, ...fields }, values)
+
 const groups = (re: RegExp, text: string): Option.Option<Record<string, string | undefined>> =>
   Option.fromNullable(re.exec(text)?.groups)
 
@@ -200,104 +207,16 @@ const re = (...parts: ReadonlyArray<string>): RegExp => new RegExp(parts.join(""
 
 // ---- operation names ("issuing refunds" -> "issue_refund")
 
+const words = (list: string): ReadonlySet<string> => new Set(list.split(" "))
+
 const IDENTIFIER = /\b[a-z][a-z0-9]*(?:[_.:-][a-z0-9]+)+\b|\b[a-z]+(?:[A-Z][a-z0-9]*)+\b/
-const LEADING_WORDS = new Set([
-  "the",
-  "agent",
-  "assistant",
-  "bot",
-  "ai",
-  "it",
-  "we",
-  "you",
-  "they",
-  "i",
-  "model",
-  "can",
-  "may",
-  "will",
-  "should",
-  "could",
-  "would",
-  "must",
-  "tries",
-  "try",
-  "attempts",
-  "attempt",
-  "wants",
-  "want",
-  "is",
-  "are",
-  "to"
-])
-const STOP_WORDS = new Set([
-  "to",
-  "from",
-  "over",
-  "above",
-  "under",
-  "below",
-  "if",
-  "when",
-  "whenever",
-  "unless",
-  "that",
-  "which",
-  "who",
-  "without",
-  "after",
-  "before",
-  "while",
-  "on",
-  "in",
-  "into",
-  "with",
-  "via",
-  "by",
-  "at",
-  "than",
-  "more",
-  "less",
-  "greater",
-  "exceeding",
-  "worth",
-  "of",
-  "for",
-  "and",
-  "or",
-  "but",
-  "during",
-  "because",
-  "larger",
-  "bigger",
-  "higher",
-  "lower",
-  "within",
-  "through",
-  "using",
-  "unless"
-])
-const ARTICLES = new Set([
-  "a",
-  "an",
-  "the",
-  "any",
-  "all",
-  "some",
-  "every",
-  "each",
-  "this",
-  "these",
-  "those",
-  "their",
-  "his",
-  "her",
-  "its",
-  "our",
-  "your",
-  "my",
-  "one"
-])
+const LEADING_WORDS = words(
+  "the agent assistant bot ai it we you they i model can may will should could would must tries try attempts attempt wants want is are to"
+)
+const STOP_WORDS = words(
+  "to from over above under below if when whenever unless that which who without after before while on in into with via by at than more less greater exceeding worth of for and or but during because larger bigger higher lower within through using"
+)
+const ARTICLES = words("a an the any all some every each this these those their his her its our your my one")
 
 /** Stems that take back a silent "e" ("issu" -> "issue", "delet" -> "delete"). A heuristic: names are reviewed. */
 const SILENT_E = /(?:[cvzu]|[^aeiou][aeiou][ks]|[aeiou]s|(?<!i)ng|[rd]g|at|ut|let|writ|[^aeiou][aiou]r|[^aeioul]l|ul)$/
@@ -447,18 +366,13 @@ const redactionDraft = (text: string): Option.Option<Draft> =>
         if (items.length === 0 || !items.every((item) => item.quoted)) return Option.none()
         const values = Arr.dedupe(items.map(literalOf))
         return Option.some(
-          withValues(
-            {
-              id: makeId("redact", values.join("-")),
-              description: sentence(`redact ${quotedList(values, "and")}`),
-              action: "rewrite",
-              severity: "high",
-              family: "content",
-              target: "content",
-              rewrite: "[REDACTED]"
-            },
-            values
-          )
+          rule(values, {
+            id: makeId("redact", values.join("-")),
+            description: sentence(`redact ${quotedList(values, "and")}`),
+            action: "rewrite",
+            severity: "high",
+            rewrite: "[REDACTED]"
+          })
         )
       })
     ),
@@ -495,18 +409,13 @@ const replaceDraft = (text: string): Option.Option<Draft> =>
       // The exact wording (lower case, no singular): a rewrite replaces precisely what was named.
       const values = Arr.dedupe(items.map((i) => (i.quoted ? i.text : i.text.replace(DETERMINER, "")).toLowerCase()))
       return Option.some(
-        withValues(
-          {
-            id: makeId("rewrite", values.join("-")),
-            description: sentence(`replace ${quotedList(values)} with "${replacement}"`),
-            action: "rewrite",
-            severity: "low", // a wording change, not a safety block
-            family: "content",
-            target: "content",
-            rewrite: replacement
-          },
-          values
-        )
+        rule(values, {
+          id: makeId("rewrite", values.join("-")),
+          description: sentence(`replace ${quotedList(values)} with "${replacement}"`),
+          action: "rewrite",
+          severity: "low", // a wording change, not a safety block
+          rewrite: replacement
+        })
       )
     })
   )
@@ -550,18 +459,14 @@ const approvalDraft = (text: string): Option.Option<Draft> =>
     Option.map(Arr.dedupe),
     Option.filter(Arr.isNonEmptyReadonlyArray),
     Option.map((ops) =>
-      withValues(
-        {
-          id: makeId("approval", ops.join("-")),
-          description: sentence(`require human approval before running ${quotedList(ops)}`),
-          action: "defer",
-          severity: "high",
-          family: "approval",
-          target: "operation",
-          rewrite: null
-        },
-        ops
-      )
+      rule(ops, {
+        id: makeId("approval", ops.join("-")),
+        description: sentence(`require human approval before running ${quotedList(ops)}`),
+        action: "defer",
+        severity: "high",
+        family: "approval",
+        target: "operation"
+      })
     )
   )
 
@@ -603,20 +508,14 @@ const escalationDraft = (text: string): Option.Option<Draft> =>
         Option.map((values) => {
           // Flag/warn/alert/notify ask for a look, not a hand-off: low severity.
           const flag = /^(?:flag|warn|alert|notify)/i.test(verb)
-          return withValues(
-            {
-              id: makeId(flag ? "flag" : "escalate", values.join("-")),
-              description: flag
-                ? sentence(`flag for human review when a message mentions ${quotedList(values)}`)
-                : sentence(`escalate to a human when a message mentions ${quotedList(values)}`),
-              action: "defer",
-              severity: flag ? "low" : "high",
-              family: "content",
-              target: "content",
-              rewrite: null
-            },
-            values
-          )
+          return rule(values, {
+            id: makeId(flag ? "flag" : "escalate", values.join("-")),
+            description: sentence(
+              `${flag ? "flag for human review" : "escalate to a human"} when a message mentions ${quotedList(values)}`
+            ),
+            action: "defer",
+            severity: flag ? "low" : "high"
+          })
         })
       )
     )
@@ -649,56 +548,43 @@ const mentionDraft = (text: string): Option.Option<Draft> =>
   firstGroups(MENTION_PATTERNS, text).pipe(
     Option.flatMap(({ x = "" }) => contentValues(x)),
     Option.map((values) =>
-      withValues(
-        {
-          id: makeId("block-mention", values.join("-")),
-          description: sentence(`block content that mentions ${quotedList(values)}`),
-          action: "deny",
-          severity: "medium",
-          family: "content",
-          target: "content",
-          rewrite: null
-        },
-        values
-      )
+      rule(values, {
+        id: makeId("block-mention", values.join("-")),
+        description: sentence(`block content that mentions ${quotedList(values)}`),
+        action: "deny",
+        severity: "medium"
+      })
     )
   )
 
+/** Stem -> [noun for the id, verb for the description]. */
+const PROMISE_WORDS: Record<string, readonly [string, string]> = {
+  promis: ["promise", "promise"],
+  guarantee: ["guarantee", "guarantee"],
+  offer: ["offer", "offer"],
+  commit: ["commitment", "commit to"],
+  pledge: ["pledge", "pledge"]
+}
 const PROMISE_PATTERNS: ReadonlyArray<RegExp> = [
   re(
-    String.raw`^never\s+(?:make\s+(?:any\s+)?)?(?<verb>promis(?:e|es|ing)|guarantee(?:s|ing)?|offer(?:s|ing)?|commit(?:s|ting)?\s+to|pledge(?:s|ing)?)`,
+    String.raw`^never\s+(?:make\s+(?:any\s+)?)?(?<stem>promis|guarantee|offer|commit|pledge)(?:es|e|ing|ting|s)?(?:\s+to)?`,
     String.raw`\s+(?:(?:about|of|regarding|on|for|that)\s+)?(?<x>.+)$`
   ),
-  re(String.raw`^no\s+(?<x>.+?)\s+(?<verb>promise|guarantee|offer|commitment|pledge)s?$`)
+  re(String.raw`^no\s+(?<x>.+?)\s+(?<stem>promis|guarantee|offer|commit|pledge)(?:e|ment)?s?$`)
 ]
 
 const promiseDraft = (text: string): Option.Option<Draft> =>
   firstGroups(PROMISE_PATTERNS, text).pipe(
-    Option.flatMap(({ verb = "", x = "" }) =>
+    Option.flatMap(({ stem = "", x = "" }) =>
       contentValues(x).pipe(
         Option.map((values) => {
-          const noun = /^promis/i.test(verb)
-            ? "promise"
-            : /^guarantee/i.test(verb)
-              ? "guarantee"
-              : /^offer/i.test(verb)
-                ? "offer"
-                : /^commit/i.test(verb)
-                  ? "commitment"
-                  : "pledge"
-          const phrase = x.replace(CONTENT_TAIL, "").replace(/["']/g, "").toLowerCase()
-          return withValues(
-            {
-              id: makeId("no", values.join("-"), noun),
-              description: sentence(`never ${noun === "commitment" ? "commit to" : noun} ${phrase}`),
-              action: "deny",
-              severity: "high", // an unauthorised promise binds the business
-              family: "content",
-              target: "content",
-              rewrite: null
-            },
-            values
-          )
+          const [noun, verb] = PROMISE_WORDS[stem.toLowerCase()] ?? ["promise", "promise"]
+          return rule(values, {
+            id: makeId("no", values.join("-"), noun),
+            description: sentence(`never ${verb} ${x.replace(CONTENT_TAIL, "").replace(/["']/g, "").toLowerCase()}`),
+            action: "deny",
+            severity: "high" // an unauthorised promise binds the business
+          })
         })
       )
     )
@@ -710,18 +596,12 @@ const revealDraft = (text: string): Option.Option<Draft> =>
   groups(REVEAL, text).pipe(
     Option.flatMap(({ x = "" }) => contentValues(x)),
     Option.map((values) =>
-      withValues(
-        {
-          id: makeId("no-reveal", values.join("-")),
-          description: sentence(`never reveal ${quotedList(values)}`),
-          action: "deny",
-          severity: "high",
-          family: "content",
-          target: "content",
-          rewrite: null
-        },
-        values
-      )
+      rule(values, {
+        id: makeId("no-reveal", values.join("-")),
+        description: sentence(`never reveal ${quotedList(values)}`),
+        action: "deny",
+        severity: "high"
+      })
     )
   )
 
@@ -748,18 +628,14 @@ const toolDraft = (text: string): Option.Option<Draft> =>
       return accepted && tools.length > 0 ? Option.some(tools) : Option.none()
     }),
     Option.map((tools) =>
-      withValues(
-        {
-          id: makeId("block-tool", tools.join("-")),
-          description: sentence(`block the ${quotedList(tools, "and")} tool${tools.length > 1 ? "s" : ""}`),
-          action: "deny",
-          severity: "high",
-          family: "tool",
-          target: "operation",
-          rewrite: null
-        },
-        tools
-      )
+      rule(tools, {
+        id: makeId("block-tool", tools.join("-")),
+        description: sentence(`block the ${quotedList(tools, "and")} tool${tools.length > 1 ? "s" : ""}`),
+        action: "deny",
+        severity: "high",
+        family: "tool",
+        target: "operation"
+      })
     )
   )
 

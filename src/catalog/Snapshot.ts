@@ -5,7 +5,7 @@
  * dropped on every change (ConfigChanges.ts); concurrent loads of one
  * workspace share a single query.
  */
-import { Deferred, Effect, Option, Schema } from "effect"
+import { Deferred, Effect, FiberId, Option, Schema } from "effect"
 import { PolicyDocument } from "./Domain.js"
 import { type CompiledPolicy, compilePolicy } from "./PolicyLanguage.js"
 import { CatalogRepo, type LabelPolicyRow, type ToolMetadataRow } from "./Repo.js"
@@ -54,7 +54,7 @@ export class CatalogSnapshot extends Effect.Service<CatalogSnapshot>()("catalog/
         const cached = cache.get(workspaceId)
         if (cached !== undefined) return Deferred.await(cached)
         const generation = generations.get(workspaceId) ?? 0
-        const pending = Deferred.unsafeMake<Snapshot>(undefined as never)
+        const pending = Deferred.unsafeMake<Snapshot>(FiberId.none)
         cache.set(workspaceId, pending)
         return load(workspaceId).pipe(
           Effect.exit,

@@ -44,15 +44,23 @@ export const EventLogKafkaLive = Layer.scoped(
       attempt("connect", () => admin.connect()),
       () => Effect.promise(() => admin.disconnect())
     )
+    // Another process may be creating the same topics: what matters is that they all exist afterwards.
+    const wanted = allTopics.map((topic) => prefix + topic)
     yield* attempt("create topics", () =>
-      admin.createTopics({
-        waitForLeaders: true,
-        topics: allTopics.map((topic) => ({
-          topic: prefix + topic,
-          numPartitions: config.kafkaPartitions,
-          replicationFactor: config.kafkaReplicationFactor
-        }))
-      })
+      admin
+        .createTopics({
+          waitForLeaders: true,
+          topics: wanted.map((topic) => ({
+            topic,
+            numPartitions: config.kafkaPartitions,
+            replicationFactor: config.kafkaReplicationFactor
+          }))
+        })
+        .catch(async (error: unknown) => {
+          const existing = new Set(await admin.listTopics())
+          if (!wanted.every((topic) => existing.has(topic))) throw error
+          return false
+        })
     )
 
     const producer = kafka.producer({

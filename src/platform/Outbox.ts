@@ -97,14 +97,14 @@ const holdRelayLock = Effect.gen(function* () {
     .pipe(
       Effect.flatMap((rows) => (rows[0]?.[0] === true ? Effect.void : Effect.fail("held by another relay" as const)))
     )
-  yield* Effect.acquireRelease(
-    tryLock.pipe(
-      Effect.retry({
-        while: (reason) => reason === "held by another relay",
-        schedule: Schedule.spaced(Duration.seconds(1))
-      })
-    ),
-    () => connection.executeValues(`select pg_advisory_unlock(${RELAY_LOCK})`, []).pipe(Effect.ignore)
+  // Each attempt is its own short acquire, so the waits between attempts stay interruptible (shutdown).
+  yield* Effect.acquireRelease(tryLock, () =>
+    connection.executeValues(`select pg_advisory_unlock(${RELAY_LOCK})`, []).pipe(Effect.ignore)
+  ).pipe(
+    Effect.retry({
+      while: (reason) => reason === "held by another relay",
+      schedule: Schedule.spaced(Duration.seconds(1))
+    })
   )
 })
 

@@ -132,10 +132,9 @@ export const tenant = (base: string, username = uniqueName("tenant")) =>
     })
     const { workspaces } = expectStatus(mine, 200) as { workspaces: Array<{ id: string; organization_id: string }> }
     expect(workspaces).toHaveLength(1)
-    const environments = expectStatus(
-      yield* call(base, "GET", "/v1/environments", { token: user.jwt }),
-      200
-    ) as { environments: Array<{ id: string; is_default: boolean }> }
+    const environments = expectStatus(yield* call(base, "GET", "/v1/environments", { token: user.jwt }), 200) as {
+      environments: Array<{ id: string; is_default: boolean }>
+    }
     const defaultEnvironment = environments.environments.find((environment) => environment.is_default)
     expect(defaultEnvironment).toBeDefined()
     return {
@@ -160,7 +159,11 @@ export const createKey = (base: string, owner: { jwt: string }, body: Record<str
   })
 
 /** A new environment in the caller's (default or given) workspace. */
-export const createEnvironment = (base: string, owner: { jwt: string }, slug = uniqueName("env").replaceAll("_", "-")) =>
+export const createEnvironment = (
+  base: string,
+  owner: { jwt: string },
+  slug = uniqueName("env").replaceAll("_", "-")
+) =>
   Effect.gen(function* () {
     const response = yield* call(base, "POST", "/v1/environments", { token: owner.jwt, body: { name: slug, slug } })
     return expectStatus(response, 201) as { id: string; slug: string; name: string; is_default: boolean }

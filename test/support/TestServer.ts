@@ -6,7 +6,7 @@ import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Layer } from "effect"
 import { createServer } from "node:http"
-import { PlatformLive } from "../../src/platform/Platform.js"
+import { PlatformCoreLive, PlatformLive } from "../../src/platform/Platform.js"
 import { HttpAppLive } from "../../src/Server.js"
 import { StreamWorkersLive } from "../../src/StreamWorkers.js"
 import { configLayer, type EventLogMode, freshDatabase, settingsFor, testPlatform } from "./TestPlatform.js"
@@ -17,17 +17,31 @@ export const testServer = (mode: EventLogMode, extra: Record<string, string> = {
     Layer.provideMerge(testPlatform(mode, extra))
   )
 
-/**
- * The real service over an existing database (given by URL) instead of a fresh
- * one: e.g. a second server, with other settings, over the data of a first.
- * Each server gets its own DATA_DIR, so without a shared JWT_SECRET in `extra`
- * their session tokens differ.
- */
-export const testServerOver = (mode: EventLogMode, databaseUrl: string, extra: Record<string, string> = {}) =>
+const serverOver = (
+  platform: typeof PlatformLive | typeof PlatformCoreLive,
+  mode: EventLogMode,
+  databaseUrl: string,
+  extra: Record<string, string>
+) =>
   Layer.mergeAll(HttpAppLive, StreamWorkersLive).pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
-    Layer.provideMerge(PlatformLive.pipe(Layer.provide(configLayer(settingsFor(mode, databaseUrl, extra)))))
+    Layer.provideMerge(platform.pipe(Layer.provide(configLayer(settingsFor(mode, databaseUrl, extra)))))
   )
+
+/**
+ * A second instance of the service over an existing database (given by URL),
+ * e.g. with other settings over the data of a first server. It runs without
+ * the outbox relay: the first server's relay holds the relay lock, and a
+ * relay waiting for that lock does not shut down. Each server gets its own
+ * DATA_DIR, so without a shared JWT_SECRET in `extra` their session tokens
+ * differ.
+ */
+export const testServerOver = (mode: EventLogMode, databaseUrl: string, extra: Record<string, string> = {}) =>
+  serverOver(PlatformCoreLive, mode, databaseUrl, extra)
+
+/** The whole service (outbox relay included) over an existing database. */
+export const testServerWithRelayOver = (mode: EventLogMode, databaseUrl: string, extra: Record<string, string> = {}) =>
+  serverOver(PlatformLive, mode, databaseUrl, extra)
 
 /** The URL of the database a `testServerWithDatabase` server runs over. */
 export class TestDatabaseUrl extends Context.Tag("test/TestDatabaseUrl")<TestDatabaseUrl, string>() {}
@@ -36,7 +50,7 @@ export class TestDatabaseUrl extends Context.Tag("test/TestDatabaseUrl")<TestDat
 export const testServerWithDatabase = (mode: EventLogMode, extra: Record<string, string> = {}) =>
   Layer.unwrapScoped(
     Effect.map(freshDatabase, (url) =>
-      Layer.merge(testServerOver(mode, url, extra), Layer.succeed(TestDatabaseUrl, url))
+      Layer.merge(serverOver(PlatformLive, mode, url, extra), Layer.succeed(TestDatabaseUrl, url))
     )
   )
 
