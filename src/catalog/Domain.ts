@@ -144,7 +144,10 @@ export const PolicyDraft = Schema.Struct({
 }).annotations({ identifier: "PolicyDraft" })
 
 export const SetEnabled = Schema.Struct({ enabled: Schema.Boolean })
-export const SetManyEnabled = Schema.Struct({ enabled: Schema.Boolean, ids: Schema.Array(Schema.String) })
+export const SetManyEnabled = Schema.Struct({
+  enabled: Schema.Boolean,
+  ids: Schema.Array(Schema.String).pipe(Schema.maxItems(1000))
+})
 
 // ---- label policies
 

@@ -96,28 +96,33 @@ export class Accounts extends Effect.Service<Accounts>()("identity/Accounts", {
       readonly provider: string
       readonly provider_subject: string
     }) =>
-      Effect.gen(function* () {
-        const email = input.email.trim().toLowerCase()
-        const linked = yield* repo.findUserByIdentity(input.provider, input.provider_subject)
-        const user = Option.isSome(linked)
-          ? linked.value
-          : yield* Effect.gen(function* () {
-              const byEmail = yield* repo.findUserByEmail(email)
-              if (Option.isSome(byEmail)) return byEmail.value
-              for (let attempt = 0; ; attempt++) {
-                const username = attempt === 0 ? email : `${email}-${attempt}`
-                const created = yield* createUser(username, email, null)
-                if (Option.isSome(created)) return created.value
-              }
-            })
-        yield* repo.insertIdentity({
-          provider: input.provider,
-          subject: input.provider_subject,
-          userId: user.id,
-          email
+      inTransaction(
+        Effect.gen(function* () {
+          const email = input.email.trim().toLowerCase()
+          // Concurrent first sign-ins of one identity (or one email) must create one user.
+          yield* repo.lockKey(`oauth:${input.provider}:${input.provider_subject}`)
+          yield* repo.lockKey(`email:${email}`)
+          const linked = yield* repo.findUserByIdentity(input.provider, input.provider_subject)
+          const user = Option.isSome(linked)
+            ? linked.value
+            : yield* Effect.gen(function* () {
+                const byEmail = yield* repo.findUserByEmail(email)
+                if (Option.isSome(byEmail)) return byEmail.value
+                for (let attempt = 0; ; attempt++) {
+                  const username = attempt === 0 ? email : `${email}-${attempt}`
+                  const created = yield* createUser(username, email, null)
+                  if (Option.isSome(created)) return created.value
+                }
+              })
+          yield* repo.insertIdentity({
+            provider: input.provider,
+            subject: input.provider_subject,
+            userId: user.id,
+            email
+          })
+          return yield* session(user, user.password_version)
         })
-        return yield* session(user, user.password_version)
-      })
+      )
 
     return { signup, login, changePassword, oauthSession }
   }),

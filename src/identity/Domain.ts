@@ -21,21 +21,31 @@ export const PasswordDigest = Schema.String.pipe(Schema.pattern(/^[0-9a-fA-F]{64
   description: "SHA-256 hex digest of the plaintext password (64 hex characters)"
 })
 
+const Username = Schema.Trim.pipe(
+  Schema.minLength(1, { message: () => "expected a username" }),
+  Schema.maxLength(128, { message: () => "expected at most 128 characters" })
+)
+
 export const Credentials = Schema.Struct({
-  username: Schema.NonEmptyString,
+  username: Username,
   password: PasswordDigest
 })
 
 export const ChangePassword = Schema.Struct({
-  username: Schema.NonEmptyString,
+  username: Username,
   current_password: PasswordDigest,
   new_password: PasswordDigest
 })
 
+const NonBlank = Schema.Trim.pipe(
+  Schema.minLength(1, { message: () => "expected a non-blank value" }),
+  Schema.maxLength(256)
+)
+
 export const OAuthSessionRequest = Schema.Struct({
-  email: Schema.NonEmptyString,
-  provider: Schema.NonEmptyString,
-  provider_subject: Schema.NonEmptyString
+  email: Schema.Trim.pipe(Schema.pattern(/^[^\s@]+@[^\s@]+$/, { message: () => "expected an email address" })),
+  provider: NonBlank,
+  provider_subject: NonBlank
 })
 
 export class Session extends Schema.Class<Session>("Session")({
@@ -72,7 +82,7 @@ export const CreatedApiKey = Schema.Struct({
   plaintext_key: Schema.String.annotations({ description: "The full secret (gr_live_...), shown only once" })
 })
 
-export const RevokeApiKeys = Schema.Struct({ ids: Schema.Array(Schema.String) })
+export const RevokeApiKeys = Schema.Struct({ ids: Schema.Array(Schema.String).pipe(Schema.maxItems(1000)) })
 
 // ---- team
 

@@ -2,7 +2,7 @@
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
 import { GuardrailApi } from "../Api.js"
-import { Unauthorized } from "../platform/Errors.js"
+import { Forbidden, Unauthorized } from "../platform/Errors.js"
 import { Accounts } from "./Accounts.js"
 import { ApiKeys } from "./ApiKeys.js"
 import { CurrentCaller } from "./Authentication.js"
@@ -62,6 +62,7 @@ export const TeamHttpLive = HttpApiBuilder.group(GuardrailApi, "team", (handlers
           const request = yield* HttpServerRequest.HttpServerRequest
           const token = bearerToken(request.headers["authorization"])
           const userId = headers["x-service-user-id"].toLowerCase()
+          const email = headers["x-service-user-email"]
           if (!credentials.isInternalKey(token)) {
             if (token === "") return yield* missingCredential
             const user = yield* credentials.sessionUser(token)
@@ -71,8 +72,19 @@ export const TeamHttpLive = HttpApiBuilder.group(GuardrailApi, "team", (handlers
                 message: "X-SERVICE-User-Id must be the user of the session."
               })
             }
+            // A session accepts only invites addressed to its own email; the trusted web client (internal key) vouches for others.
+            if (
+              email !== undefined &&
+              email.trim() !== "" &&
+              user.email?.toLowerCase() !== email.trim().toLowerCase()
+            ) {
+              return yield* new Forbidden({
+                code: "email_mismatch",
+                message: "X-SERVICE-User-Email must be the email of the signed-in user."
+              })
+            }
           }
-          return yield* workspaces.listMine(userId, headers["x-service-user-email"])
+          return yield* workspaces.listMine(userId, email)
         })
       )
       .handle("createWorkspace", ({ payload }) =>

@@ -91,6 +91,9 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
       k.status, k.created_by::text as created_by, k.created_at, k.last_used_at`
 
     return dieOnErrors({
+      /** Serializes transactions that take the same key (held until commit). */
+      lockKey: (key: string) => sql`select pg_advisory_xact_lock(hashtextextended(${key}, 0))`,
+
       // ---- users
       findUserById: (id: string) =>
         sql<UserRow>`select id::text as id, username, email, password_hash, password_version, default_workspace_id

@@ -9,6 +9,7 @@ import { AppConfig } from "../platform/Config.js"
 import { Secrets } from "../platform/Secrets.js"
 
 const ISSUER = "guardrail-service"
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const AUDIENCE = "guardrail-api"
 
 export interface SessionClaims {
@@ -39,7 +40,7 @@ export class SessionTokens extends Effect.Service<SessionTokens>()("identity/Ses
       Effect.promise(() =>
         jwtVerify(token, key, { issuer: ISSUER, audience: AUDIENCE, algorithms: ["HS256"] }).then(
           ({ payload }) =>
-            typeof payload.sub === "string" && typeof payload["pwv"] === "number"
+            typeof payload.sub === "string" && UUID.test(payload.sub) && typeof payload["pwv"] === "number"
               ? Option.some<SessionClaims>({ userId: payload.sub, passwordVersion: payload["pwv"] })
               : Option.none<SessionClaims>(),
           () => Option.none<SessionClaims>()

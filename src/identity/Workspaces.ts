@@ -5,7 +5,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { AppConfig } from "../platform/Config.js"
-import { NotFound } from "../platform/Errors.js"
+import { Forbidden, NotFound } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { transactionOf } from "../platform/Sql.js"
@@ -77,6 +77,9 @@ export class Workspaces extends Effect.Service<Workspaces>()("identity/Workspace
     const listMine = (userId: string, email: string | undefined) =>
       inTransaction(
         Effect.gen(function* () {
+          if (Option.isNone(yield* repo.findUserById(userId))) {
+            return yield* new NotFound({ code: "user_not_found", message: `No user ${userId}.` })
+          }
           if (email !== undefined && email.trim() !== "") {
             const accepted = yield* repo.acceptInvites(email.trim(), userId)
             for (const invite of accepted) yield* repo.insertMembership(invite.workspace_id, userId, invite.role)
@@ -98,16 +101,18 @@ export class Workspaces extends Effect.Service<Workspaces>()("identity/Workspace
       )
 
     const invite = (caller: Caller, input: { readonly email: string; readonly role: "owner" | "admin" | "member" }) =>
-      Effect.map(
-        repo.insertInvite({
-          id: prefixedId("inv"),
-          workspaceId: caller.workspaceId,
-          email: input.email.trim().toLowerCase(),
-          role: input.role,
-          invitedBy: caller.userId ?? caller.principalId
-        }),
-        toInvite
-      )
+      input.role === "owner" && caller.role !== "owner"
+        ? Effect.fail(new Forbidden({ code: "insufficient_role", message: "Only an owner can invite another owner." }))
+        : Effect.map(
+            repo.insertInvite({
+              id: prefixedId("inv"),
+              workspaceId: caller.workspaceId,
+              email: input.email.trim().toLowerCase(),
+              role: input.role,
+              invitedBy: caller.userId ?? caller.principalId
+            }),
+            toInvite
+          )
 
     const members = (workspaceId: string) =>
       Effect.all({ members: repo.listMembers(workspaceId), invites: repo.listInvites(workspaceId) }).pipe(

@@ -174,7 +174,7 @@ const checkBody = (request: HttpServerRequest.HttpServerRequest, route: RouteEnt
     // decodes JSON when the content type contains "application/json").
     const checked = withBody(request, bytes, Headers.set(request.headers, "content-type", "application/json"))
     if (text.trim() !== "") {
-      yield* Effect.try({
+      const value = yield* Effect.try({
         try: () => JSON.parse(text) as unknown,
         catch: (error) =>
           new BadRequest({
@@ -182,11 +182,45 @@ const checkBody = (request: HttpServerRequest.HttpServerRequest, route: RouteEnt
             message: `The request body is not valid JSON: ${error instanceof Error ? error.message : String(error)}.`
           })
       })
+      const problem = unstorableJson(value)
+      if (problem !== undefined) {
+        return yield* new BadRequest({
+          code: "validation_failed",
+          message: `${problem.path === "" ? "body" : problem.path}: ${problem.message}`,
+          details: [problem]
+        })
+      }
     }
     return checked
   })
 
 const formatPath = (path: ReadonlyArray<PropertyKey>) => path.map(String).join(".")
+
+const MAX_JSON_DEPTH = 64
+
+/**
+ * JSON that PostgreSQL cannot store (text with NUL characters or lone
+ * surrogates) or that nests absurdly deep is refused up front, with the path
+ * of the first offending value, rather than failing later in the database.
+ */
+const unstorableJson = (value: unknown, path = "", depth = 0): { path: string; message: string } | undefined => {
+  if (typeof value === "string") return unstorableText(value, path)
+  if (typeof value !== "object" || value === null) return undefined
+  if (depth >= MAX_JSON_DEPTH) return { path, message: `nested deeper than ${MAX_JSON_DEPTH} levels` }
+  for (const [key, child] of Object.entries(value)) {
+    const childPath = path === "" ? key : `${path}.${key}`
+    const problem = unstorableText(key, childPath) ?? unstorableJson(child, childPath, depth + 1)
+    if (problem !== undefined) return problem
+  }
+  return undefined
+}
+
+const unstorableText = (text: string, path: string) =>
+  text.includes("\u0000")
+    ? { path, message: "contains a NUL character" }
+    : text.isWellFormed()
+      ? undefined
+      : { path, message: "contains an unpaired surrogate (not valid Unicode)" }
 
 export const validationFailed = (error: HttpApiError.HttpApiDecodeError) => {
   const details = error.issues.map((issue) => ({ path: formatPath(issue.path), message: issue.message }))
@@ -204,6 +238,9 @@ export const requestGuard =
   <E, R>(app: HttpApp.Default<E, R>) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
+      if (/%00/i.test(request.url)) {
+        return yield* new BadRequest({ code: "validation_failed", message: "The URL contains a NUL character (%00)." })
+      }
       const route = findRoute(routes, request.method, request.url)
       const limit = route?.maxBodyBytes ?? maxBodyBytes
       const checked = yield* checkBody(request, route, limit)
