@@ -3,7 +3,7 @@
  * suite (created and dropped), unique Kafka topic prefixes, and the
  * service's own layers configured through a ConfigProvider.
  */
-import { ConfigProvider, Effect, Layer } from "effect"
+import { ConfigProvider, Effect, Layer, Logger, LogLevel } from "effect"
 import { randomBytes } from "node:crypto"
 import pg from "pg"
 import { inject } from "vitest"
@@ -56,10 +56,15 @@ export const settingsFor = (mode: EventLogMode, databaseUrl: string, extra: Reco
   ...extra
 })
 
+/** Warnings and errors only: access logs of every request would drown the test output. */
+export const quietLogs = Logger.minimumLogLevel(LogLevel.Warning)
+
 /** The platform layer over a fresh database, with the given event log. */
 export const testPlatform = (mode: EventLogMode, extra: Record<string, string> = {}) =>
   Layer.unwrapScoped(
-    Effect.map(freshDatabase, (url) => PlatformLive.pipe(Layer.provide(configLayer(settingsFor(mode, url, extra)))))
+    Effect.map(freshDatabase, (url) =>
+      PlatformLive.pipe(Layer.provide(configLayer(settingsFor(mode, url, extra))), Layer.merge(quietLogs))
+    )
   )
 
 /** The platform without the outbox relay, for tests that control when it runs. */
