@@ -4,7 +4,7 @@
  */
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AnalyticsApi } from "./analytics/Api.js"
-import { EventsApi } from "./authorization/Api.js"
+import { EventsApi, ReceiptsApi } from "./authorization/Api.js"
 import { BudgetAlertsApi, LlmPricingApi, LlmUsageApi } from "./billing/Api.js"
 import { AgentsApi, KnowledgeSourcesApi, LabelPoliciesApi, PoliciesApi, ToolMetadataApi } from "./catalog/Api.js"
 import { GatewayProxyApi, GatewayRoutesApi, ProviderConnectionsApi } from "./gateway/Api.js"
@@ -28,6 +28,7 @@ export class GuardrailApi extends HttpApi.make("guardrail")
   .add(ToolMetadataApi)
   .add(KnowledgeSourcesApi)
   .add(EventsApi)
+  .add(ReceiptsApi)
   .add(RunsApi)
   .add(TracesApi)
   .add(ReviewEventsApi)

@@ -4,7 +4,7 @@
  */
 import { Layer } from "effect"
 import { AnalyticsHttpLive } from "./analytics/Http.js"
-import { EventsHttpLive } from "./authorization/Http.js"
+import { AuthorizationLive, EventsHttpLive, ReceiptsHttpLive } from "./authorization/Http.js"
 import { BudgetAlertsHttpLive, LlmPricingHttpLive, LlmUsageHttpLive } from "./billing/Http.js"
 import {
   AgentsHttpLive,
@@ -40,6 +40,7 @@ export const ApiGroupsLive = Layer.mergeAll(
   ToolMetadataHttpLive,
   KnowledgeSourcesHttpLive,
   EventsHttpLive,
+  ReceiptsHttpLive,
   RunsHttpLive,
   TracesHttpLive,
   ReviewEventsHttpLive,
@@ -52,4 +53,4 @@ export const ApiGroupsLive = Layer.mergeAll(
   BudgetAlertsHttpLive,
   RedteamHttpLive,
   RedteamReportsHttpLive
-).pipe(Layer.provide(CatalogLive), Layer.provideMerge(IdentityLive))
+).pipe(Layer.provide(AuthorizationLive), Layer.provideMerge(CatalogLive), Layer.provideMerge(IdentityLive))

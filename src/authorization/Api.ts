@@ -1,6 +1,7 @@
-/** The authorization contract: a proposed event in, a decision out. */
-import { Authentication } from "../identity/Authentication.js"
+/** The authorization contract: a proposed event in, a decision out; plus receipts, their keys and approval grants. */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Authentication } from "../identity/Authentication.js"
 import { AuthorizationResponse, ProposedEvent } from "./Domain.js"
 
 // 200, not 201: the answer is a decision; the trace it writes is a side record.
@@ -11,4 +12,46 @@ export class EventsApi extends HttpApiGroup.make("events")
   .annotate(
     OpenApi.Description,
     "Authorization: submit a proposed event, get an effect, findings, a receipt id and a trace id. A failed tool-metadata lookup answers effect defer, not an error."
+  ) {}
+
+export const Receipt = Schema.Struct({
+  receipt_id: Schema.String,
+  trace_id: Schema.String,
+  jws: Schema.String.annotations({ description: "Compact JWS (EdDSA) over the decision's canonical JSON" }),
+  created_at: Schema.String
+}).annotations({ identifier: "Receipt" })
+
+export const Jwks = Schema.Struct({
+  keys: Schema.Array(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+}).annotations({ identifier: "Jwks" })
+
+export const ApprovalGrant = Schema.Struct({
+  intent_id: Schema.String,
+  granted_by: Schema.String,
+  expires_at: Schema.String,
+  created_at: Schema.String
+}).annotations({ identifier: "ApprovalGrant" })
+
+export class ReceiptsApi extends HttpApiGroup.make("receipts")
+  .add(
+    HttpApiEndpoint.get("getReceipt", "/v1/receipts/:id")
+      .setPath(Schema.Struct({ id: Schema.String }))
+      .addSuccess(Receipt)
+  )
+  .add(
+    HttpApiEndpoint.post("grantApproval", "/v1/approvals/:intent_id/grant")
+      .setPath(Schema.Struct({ intent_id: Schema.String }))
+      .setPayload(
+        Schema.Struct({
+          note: Schema.optional(Schema.String),
+          ttl_seconds: Schema.optional(Schema.Int.pipe(Schema.between(1, 7 * 24 * 3600)))
+        })
+      )
+      .addSuccess(ApprovalGrant, { status: 201 })
+  )
+  .middlewareEndpoints(Authentication)
+  .add(HttpApiEndpoint.get("jwks", "/.well-known/jwks.json").addSuccess(Jwks))
+  .annotate(
+    OpenApi.Description,
+    "Extensions: a decision's signed receipt, the public keys that verify receipts offline (no credential), and human approval grants for deferred intents."
   ) {}

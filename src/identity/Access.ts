@@ -39,6 +39,7 @@ export const accessByGroup: Readonly<Record<string, GroupAccess>> = {
   toolMetadata: { runtimeKey: "read", ...member },
   knowledgeSources: { runtimeKey: "read", ...member },
   events: { runtimeKey: "all", ...member },
+  receipts: { runtimeKey: "read", ...member },
   runs: { runtimeKey: "all", ...member },
   traces: { runtimeKey: "all", ...member },
   reviewEvents: { runtimeKey: "all", ...member },

@@ -197,7 +197,17 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
         )
       )
 
+    /** What the authorization pipeline needs of a workspace: its settings and its environments with overrides. */
+    const runtimeConfig = (workspaceId: string) =>
+      Effect.all({ settings: settingsOf(workspaceId), environments: repo.listEnvironments(workspaceId) }).pipe(
+        Effect.map(({ environments, settings }) => ({
+          settings,
+          environments: new Map(environments.map((row) => [row.id, { slug: row.slug, modes: toCheckerModes(row) }]))
+        }))
+      )
+
     return {
+      runtimeConfig,
       settingsOf,
       updateSettings,
       listEnvironments,

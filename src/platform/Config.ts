@@ -57,6 +57,8 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       databasePoolSize: yield* Config.integer("DATABASE_POOL_SIZE").pipe(Config.withDefault(10)),
       jwtSecret: yield* optionalRedacted("JWT_SECRET"),
       internalApiKey: yield* optionalRedacted("INTERNAL_API_KEY"),
+      /** Ed25519 private JWK that signs decision receipts; generated under DATA_DIR when unset. */
+      receiptSigningKey: yield* optionalRedacted("RECEIPT_SIGNING_KEY"),
       logLevel: yield* logLevelConfig,
       pollIntervalMillis: yield* Config.integer("POLL_INTERVAL_MS").pipe(Config.withDefault(100)),
       kafkaReplicationFactor: yield* Config.integer("KAFKA_REPLICATION_FACTOR").pipe(Config.withDefault(1)),

@@ -57,7 +57,15 @@ export class RunsApi extends HttpApiGroup.make("runs")
 export class TracesApi extends HttpApiGroup.make("traces")
   .add(
     HttpApiEndpoint.get("listTraces", "/traces")
-      .setUrlParams(Schema.Struct({ session_id: Schema.optional(Schema.String), ...Page }))
+      .setUrlParams(
+        Schema.Struct({
+          session_id: Schema.optional(Schema.String),
+          agent_id: Schema.optional(Schema.String),
+          run_id: Schema.optional(Schema.String),
+          effect: Schema.optional(Schema.Literal("permit", "deny", "defer", "rewrite")),
+          ...Page
+        })
+      )
       .addSuccess(Schema.Struct({ traces: Schema.Array(Trace), next_cursor: nextCursor }))
   )
   .prefix("/v1")

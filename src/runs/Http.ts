@@ -2,6 +2,9 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { GuardrailApi } from "../Api.js"
+import { CurrentCaller } from "../identity/Authentication.js"
+import { pageSize } from "../platform/Schemas.js"
+import { Traces } from "./Traces.js"
 import { notImplemented } from "../platform/Errors.js"
 
 const stub = (what: string) => () => Effect.fail(notImplemented(what))
@@ -18,7 +21,24 @@ export const RunsHttpLive = HttpApiBuilder.group(GuardrailApi, "runs", (handlers
 )
 
 export const TracesHttpLive = HttpApiBuilder.group(GuardrailApi, "traces", (handlers) =>
-  handlers.handle("listTraces", stub("GET /v1/traces"))
+  Effect.gen(function* () {
+    const traces = yield* Traces
+    return handlers.handle("listTraces", ({ urlParams }) =>
+      Effect.flatMap(CurrentCaller, (caller) =>
+        traces.list(
+          caller.workspaceId,
+          {
+            sessionId: urlParams.session_id,
+            agentId: urlParams.agent_id,
+            runId: urlParams.run_id,
+            effect: urlParams.effect
+          },
+          pageSize(urlParams.limit, 100),
+          urlParams.cursor
+        )
+      )
+    )
+  })
 )
 
 export const ReviewEventsHttpLive = HttpApiBuilder.group(GuardrailApi, "reviewEvents", (handlers) =>

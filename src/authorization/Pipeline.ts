@@ -1,0 +1,123 @@
+/**
+ * The authorization pipeline: small checkers, each a pure function of the
+ * proposed action and the workspace's in-memory catalog snapshot, combined
+ * into one decision. The strictest effect among enforced findings wins
+ * (deny > defer > rewrite > permit); a checker in `observe` mode has its
+ * findings recorded but cannot change the effect; `off` skips it.
+ */
+import type { AgentProfile } from "../catalog/Agents.js"
+import type { CompiledPolicy } from "../catalog/PolicyLanguage.js"
+import type { LabelPolicyRow, ToolMetadataRow } from "../catalog/Repo.js"
+
+export type DecisionEffect = "permit" | "deny" | "defer" | "rewrite"
+export type Severity = "low" | "medium" | "high" | "critical"
+export type CheckerMode = "off" | "observe" | "enforce"
+export type CheckerName = "content" | "profile" | "param" | "flow" | "approval" | "memory"
+
+export interface ParamSource {
+  readonly path: string
+  readonly origin: string
+  readonly source_id: string
+}
+
+export interface ProposedAction {
+  readonly operation: string
+  readonly content?: string | undefined
+  readonly params?: Readonly<Record<string, unknown>> | undefined
+  readonly sources?: ReadonlyArray<ParamSource> | undefined
+}
+
+export interface CheckContext {
+  readonly agentId: string
+  readonly action: ProposedAction
+  /** The agent's profile, when the workspace has one for `agentId`. */
+  readonly agent: AgentProfile | undefined
+  /** Enabled policies that apply to this agent (unowned, or owned by it). */
+  readonly policies: ReadonlyArray<CompiledPolicy>
+  readonly labelPolicies: ReadonlyMap<string, LabelPolicyRow>
+  readonly tools: ReadonlyMap<string, ToolMetadataRow>
+  /** Approval grants that cover this intent. */
+  readonly granted: boolean
+}
+
+/** What a checker reports; the pipeline adds ids, the checker name and the mode. */
+export interface FindingDraft {
+  readonly policy_id: string | null
+  readonly requirement_id: string | null
+  readonly reason: string
+  readonly remediation: string | null
+  readonly effect: DecisionEffect
+  readonly severity: Severity
+  readonly evidence: unknown
+  /** Ask for a human: the decision's status becomes `escalated`. */
+  readonly escalate?: boolean
+  /** An approval this finding asks for (approval checker). */
+  readonly approval?: unknown
+  /** How a `rewrite` finding transforms the content. */
+  readonly rewrite?: (content: string) => string
+}
+
+export interface Checker {
+  readonly name: CheckerName
+  readonly check: (context: CheckContext) => ReadonlyArray<FindingDraft>
+}
+
+export interface Finding extends Omit<FindingDraft, "escalate" | "approval" | "rewrite"> {
+  readonly id: string
+  readonly source: CheckerName
+}
+
+export interface Decision {
+  readonly effect: DecisionEffect
+  readonly domain: string
+  readonly reason: string
+  readonly findings: ReadonlyArray<Finding>
+  readonly transformed_value: string | null
+  readonly status: "decided" | "escalated" | "awaiting_approval"
+  readonly approval: unknown
+}
+
+const rank: Record<DecisionEffect, number> = { permit: 0, rewrite: 1, defer: 2, deny: 3 }
+
+export const strictest = (effects: ReadonlyArray<DecisionEffect>): DecisionEffect =>
+  effects.reduce<DecisionEffect>((best, effect) => (rank[effect] > rank[best] ? effect : best), "permit")
+
+export const decide = (
+  context: CheckContext,
+  checkers: ReadonlyArray<Checker>,
+  modes: Readonly<Record<CheckerName, CheckerMode>>
+): Decision => {
+  const findings: Array<Finding> = []
+  const enforced: Array<FindingDraft & { readonly source: CheckerName }> = []
+  for (const checker of checkers) {
+    const mode = modes[checker.name]
+    if (mode === "off") continue
+    for (const draft of checker.check(context)) {
+      const { approval: _approval, escalate: _escalate, rewrite: _rewrite, ...rest } = draft
+      findings.push({
+        ...rest,
+        id: `f${findings.length + 1}`,
+        source: checker.name,
+        evidence: mode === "observe" ? { observed_only: true, detail: draft.evidence } : draft.evidence
+      })
+      if (mode === "enforce") enforced.push({ ...draft, source: checker.name })
+    }
+  }
+  const effect = strictest(enforced.map((finding) => finding.effect))
+  const deciding = enforced.find((finding) => finding.effect === effect)
+  const approval = enforced.find((finding) => finding.approval !== undefined)?.approval ?? null
+  const escalated =
+    effect === "defer" && enforced.some((finding) => finding.escalate === true && finding.effect === "defer")
+  return {
+    effect,
+    domain: deciding?.source ?? "content",
+    reason: deciding?.reason ?? "No guardrail objected.",
+    findings,
+    transformed_value:
+      effect === "rewrite" && context.action.content !== undefined
+        ? enforced.reduce((content, finding) => finding.rewrite?.(content) ?? content, context.action.content)
+        : null,
+    status: escalated ? "escalated" : approval !== null && effect === "defer" ? "awaiting_approval" : "decided",
+    approval: effect === "defer" ? approval : null
+  }
+}

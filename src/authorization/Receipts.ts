@@ -1,0 +1,54 @@
+/**
+ * Signed decision receipts: a compact JWS (EdDSA, Ed25519) over the
+ * decision's canonical content, verifiable offline with the public key from
+ * `GET /.well-known/jwks.json`. The private key comes from
+ * RECEIPT_SIGNING_KEY (a JWK) or is generated once under
+ * DATA_DIR/secrets/receipt-signing-key.jwk.
+ */
+import { Effect, Option, Redacted } from "effect"
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { join, resolve } from "node:path"
+import { CompactSign, exportJWK, generateKeyPair, importJWK, type JWK } from "jose"
+import { AppConfig } from "../platform/Config.js"
+
+/** JSON with object keys sorted at every level, so equal content signs equally. */
+export const canonicalJson = (value: unknown): string =>
+  JSON.stringify(value, (_, item: unknown) =>
+    item !== null && typeof item === "object" && !Array.isArray(item)
+      ? Object.fromEntries(Object.entries(item).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : item
+  )
+
+const loadOrCreateKey = (dataDir: string) =>
+  Effect.promise(async (): Promise<JWK> => {
+    const directory = resolve(dataDir, "secrets")
+    const file = join(directory, "receipt-signing-key.jwk")
+    if (existsSync(file)) return JSON.parse(readFileSync(file, "utf8")) as JWK
+    const { privateKey } = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true })
+    const jwk = await exportJWK(privateKey)
+    mkdirSync(directory, { recursive: true, mode: 0o700 })
+    writeFileSync(file, JSON.stringify(jwk), { mode: 0o600 })
+    return jwk
+  })
+
+export class ReceiptSigner extends Effect.Service<ReceiptSigner>()("authorization/ReceiptSigner", {
+  effect: Effect.gen(function* () {
+    const config = yield* AppConfig
+    const privateJwk = Option.isSome(config.receiptSigningKey)
+      ? (JSON.parse(Redacted.value(config.receiptSigningKey.value)) as JWK)
+      : yield* loadOrCreateKey(config.dataDir)
+    const kid = `rcpt-${(privateJwk.x ?? "").slice(0, 16)}`
+    const key = yield* Effect.promise(() => importJWK({ ...privateJwk, alg: "EdDSA" }, "EdDSA"))
+    const { d: _private, ...publicJwk } = privateJwk
+    const jwks = { keys: [{ ...publicJwk, kid, alg: "EdDSA", use: "sig" }] }
+
+    const sign = (content: unknown) =>
+      Effect.promise(() =>
+        new CompactSign(new TextEncoder().encode(canonicalJson(content)))
+          .setProtectedHeader({ alg: "EdDSA", kid, typ: "guardrail-receipt+jws" })
+          .sign(key)
+      )
+
+    return { sign, jwks }
+  })
+}) {}

@@ -1,0 +1,25 @@
+/** Content policies: every enabled policy that applies to the agent, matched against its target. */
+import { applyRewrite } from "../../catalog/PolicyLanguage.js"
+import type { Checker, FindingDraft } from "../Pipeline.js"
+
+export const contentChecker: Checker = {
+  name: "content",
+  check: (context) => {
+    const findings: Array<FindingDraft> = []
+    for (const policy of context.policies) {
+      const matches = policy.match(context.action)
+      if (matches.length === 0) continue
+      findings.push({
+        policy_id: policy.id,
+        requirement_id: null,
+        reason: policy.description,
+        remediation: policy.action === "deny" ? "Rephrase without the matched text, or escalate to a human." : null,
+        effect: policy.action,
+        severity: policy.severity,
+        evidence: { family: policy.family, matches: matches.map(({ target, text }) => ({ target, text })) },
+        ...(policy.action === "rewrite" ? { rewrite: (content: string) => applyRewrite(policy, content) } : {})
+      })
+    }
+    return findings
+  }
+}

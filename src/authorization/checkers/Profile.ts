@@ -1,0 +1,101 @@
+/**
+ * Agent-profile checks on proposed text: promises the agent may not make,
+ * out-of-scope topics, forbidden tone words (rewritten away) and escalation
+ * triggers (deferred to a human, status `escalated`).
+ */
+import type { Checker, FindingDraft } from "../Pipeline.js"
+
+const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+
+/** Scripts written without spaces between words: a word boundary there would miss "保证给您退款". */
+const UNSPACED =
+  "\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Thai}\\p{Script=Lao}\\p{Script=Khmer}\\p{Script=Myanmar}"
+const startsUnspaced = new RegExp(`^[${UNSPACED}]`, "u")
+const endsUnspaced = new RegExp(`[${UNSPACED}]$`, "u")
+
+/** Whole-word, case-insensitive occurrences of a phrase (no boundary at an edge in an unspaced script). */
+const phrasePattern = (phrase: string) => {
+  const text = phrase.trim()
+  const before = startsUnspaced.test(text) ? "" : "(?<![\\p{L}\\p{N}])"
+  const after = endsUnspaced.test(text) ? "" : "(?![\\p{L}\\p{N}])"
+  return new RegExp(`${before}${escapeRegex(text)}${after}`, "giu")
+}
+
+const patterns = new Map<string, RegExp>()
+const patternFor = (phrase: string) => {
+  let pattern = patterns.get(phrase)
+  if (pattern === undefined) {
+    pattern = phrasePattern(phrase)
+    if (patterns.size > 10_000) patterns.clear()
+    patterns.set(phrase, pattern)
+  }
+  pattern.lastIndex = 0
+  return pattern
+}
+
+const mentions = (content: string, phrase: string) => phrase.trim() !== "" && patternFor(phrase).test(content)
+
+export const profileChecker: Checker = {
+  name: "profile",
+  check: ({ action, agent }) => {
+    const content = action.content
+    if (agent === undefined || content === undefined || content === "") return []
+    const findings: Array<FindingDraft> = []
+    const found = (draft: FindingDraft) => findings.push(draft)
+    for (const phrase of agent.authority.cannot_promise) {
+      if (mentions(content, phrase)) {
+        found({
+          policy_id: null,
+          requirement_id: `authority.cannot_promise:${phrase}`,
+          reason: `${agent.agent_id} may not promise "${phrase}".`,
+          remediation: "Do not commit to this; offer what the agent can promise or escalate.",
+          effect: "deny",
+          severity: "high",
+          evidence: { phrase }
+        })
+      }
+    }
+    for (const topic of agent.scope.out_of_scope) {
+      if (mentions(content, topic)) {
+        found({
+          policy_id: null,
+          requirement_id: `scope.out_of_scope:${topic}`,
+          reason: `"${topic}" is outside ${agent.agent_id}'s scope.`,
+          remediation: "Hand the conversation to someone in scope.",
+          effect: "defer",
+          severity: "medium",
+          evidence: { topic }
+        })
+      }
+    }
+    for (const word of agent.tone.forbidden) {
+      if (mentions(content, word)) {
+        found({
+          policy_id: null,
+          requirement_id: `tone.forbidden:${word}`,
+          reason: `"${word}" does not fit the ${agent.tone.target} tone.`,
+          remediation: null,
+          effect: "rewrite",
+          severity: "low",
+          evidence: { word },
+          rewrite: (text) => text.replace(patternFor(word), "[removed]")
+        })
+      }
+    }
+    for (const trigger of agent.escalation_triggers) {
+      if (mentions(content, trigger)) {
+        found({
+          policy_id: null,
+          requirement_id: `escalation_triggers:${trigger}`,
+          reason: `"${trigger}" needs a human.`,
+          remediation: "A human reviewer takes over this conversation.",
+          effect: "defer",
+          severity: "high",
+          evidence: { trigger },
+          escalate: true
+        })
+      }
+    }
+    return findings
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * Decision traces: one per authorization call, written by the authorization
+ * service inside its transaction (durable before the answer is sent), read
+ * newest first with cursor paging.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
+import { dieOnErrors } from "../platform/Sql.js"
+import { TraceId } from "./Domain.js"
+
+export interface NewTrace {
+  readonly id: string
+  readonly workspaceId: string
+  readonly agentId: string
+  readonly environmentId: string
+  readonly environment: string
+  readonly runId: string | null
+  readonly runEventId: string | null
+  readonly sessionId: string | null
+  readonly intentId: string
+  readonly receiptId: string
+  readonly decision: string
+  readonly domain: string
+  readonly elapsedMs: number
+  readonly payload: unknown
+}
+
+interface TraceRow {
+  readonly id: string
+  readonly run_id: string | null
+  readonly run_event_id: string | null
+  readonly session_id: string | null
+  readonly decision: string
+  readonly domain: string
+  readonly environment: string
+  readonly environment_id: string
+  readonly elapsed_ms: number
+  readonly latest_review_outcome: string | null
+  readonly latest_reviewed_at: Date | null
+  readonly created_at: Date
+  readonly payload: unknown
+}
+
+type ReviewOutcome = "accepted" | "corrected" | "false_positive" | "ignored" | "missed_issue" | "rejected"
+
+const toTrace = (row: TraceRow) => ({
+  trace_id: TraceId.make(row.id),
+  run_id: row.run_id,
+  run_event_id: row.run_event_id,
+  session_id: row.session_id,
+  decision: row.decision,
+  domain: row.domain,
+  environment: row.environment,
+  environment_id: row.environment_id,
+  elapsed_ms: row.elapsed_ms,
+  latest_review_outcome: row.latest_review_outcome as ReviewOutcome | null,
+  latest_reviewed_at: toTimestampOrNull(row.latest_reviewed_at),
+  created_at: toTimestamp(row.created_at),
+  payload: row.payload
+})
+
+/** Opaque page cursor: the last row's creation time and id. */
+const encodeCursor = (row: TraceRow) => Buffer.from(`${row.created_at.toISOString()}|${row.id}`).toString("base64url")
+const decodeCursor = (cursor: string) => {
+  const [at, id] = Buffer.from(cursor, "base64url").toString("utf8").split("|")
+  return at !== undefined && id !== undefined && !Number.isNaN(Date.parse(at)) ? Option.some({ at, id }) : Option.none()
+}
+
+export interface TraceFilters {
+  readonly sessionId?: string | undefined
+  readonly runId?: string | undefined
+  readonly agentId?: string | undefined
+  readonly effect?: string | undefined
+}
+
+export class Traces extends Effect.Service<Traces>()("runs/Traces", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const repo = dieOnErrors({
+      insert: (trace: NewTrace) =>
+        sql`insert into traces (id, workspace_id, agent_id, environment_id, environment, run_id, run_event_id, session_id,
+                                intent_id, receipt_id, decision, domain, elapsed_ms, payload)
+            values (${trace.id}, ${trace.workspaceId}, ${trace.agentId}, ${trace.environmentId}, ${trace.environment},
+                    ${trace.runId}, ${trace.runEventId}, ${trace.sessionId}, ${trace.intentId}, ${trace.receiptId},
+                    ${trace.decision}, ${trace.domain}, ${trace.elapsedMs}, ${JSON.stringify(trace.payload)})`,
+      list: (
+        workspaceId: string,
+        filters: TraceFilters,
+        limit: number,
+        after: Option.Option<{ at: string; id: string }>
+      ) =>
+        sql<TraceRow>`select id, run_id, run_event_id, session_id, decision, domain, environment, environment_id, elapsed_ms,
+                             latest_review_outcome, latest_reviewed_at, created_at, payload
+                      from traces where workspace_id = ${workspaceId}
+                      ${filters.sessionId === undefined ? sql`` : sql`and session_id = ${filters.sessionId}`}
+                      ${filters.runId === undefined ? sql`` : sql`and run_id = ${filters.runId}`}
+                      ${filters.agentId === undefined ? sql`` : sql`and agent_id = ${filters.agentId}`}
+                      ${filters.effect === undefined ? sql`` : sql`and decision = ${filters.effect}`}
+                      ${Option.isNone(after) ? sql`` : sql`and (created_at, id) < (${after.value.at}::timestamptz, ${after.value.id})`}
+                      order by created_at desc, id desc limit ${limit + 1}`
+    })
+
+    /** Writes a trace with the caller's connection (call inside its transaction). */
+    const record = (trace: NewTrace) => repo.insert(trace)
+
+    const list = (workspaceId: string, filters: TraceFilters, limit: number, cursor: string | undefined) =>
+      Effect.gen(function* () {
+        const after = cursor === undefined ? Option.none() : decodeCursor(cursor)
+        const rows = yield* repo.list(workspaceId, filters, limit, after)
+        const page = rows.slice(0, limit)
+        const last = page[page.length - 1]
+        return {
+          traces: page.map(toTrace),
+          ...(rows.length > limit && last !== undefined ? { next_cursor: encodeCursor(last) } : {})
+        }
+      })
+
+    return { record, list }
+  })
+}) {}
