@@ -24,7 +24,7 @@ import {
   TeamHttpLive
 } from "./identity/Http.js"
 import { RedteamHttpLive, RedteamReportsHttpLive } from "./redteam/Http.js"
-import { ReviewEventsHttpLive, RunsHttpLive, TracesHttpLive } from "./runs/Http.js"
+import { ReviewEventsHttpLive, RunsHttpLive, RunsLive, TracesHttpLive } from "./runs/Http.js"
 import { SystemHttpLive } from "./system/Http.js"
 
 export const ApiGroupsLive = Layer.mergeAll(
@@ -53,4 +53,8 @@ export const ApiGroupsLive = Layer.mergeAll(
   BudgetAlertsHttpLive,
   RedteamHttpLive,
   RedteamReportsHttpLive
-).pipe(Layer.provide(AuthorizationLive), Layer.provideMerge(CatalogLive), Layer.provideMerge(IdentityLive))
+).pipe(
+  Layer.provide(Layer.mergeAll(AuthorizationLive, RunsLive)),
+  Layer.provideMerge(CatalogLive),
+  Layer.provideMerge(IdentityLive)
+)

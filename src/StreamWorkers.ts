@@ -2,9 +2,15 @@
  * The stream worker's consumers, each a layer beside its domain that forks
  * its consumer for the life of the layer. Domains add theirs here.
  */
+import type { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
+import type { EventLog } from "./platform/EventLog.js"
+import { RunCountersLive } from "./runs/RunCounters.js"
 
-const consumers: ReadonlyArray<{ readonly name: string; readonly layer: Layer.Layer<never> }> = []
+const consumers: ReadonlyArray<{
+  readonly name: string
+  readonly layer: Layer.Layer<never, never, SqlClient.SqlClient | EventLog>
+}> = [{ name: "run-counters", layer: RunCountersLive }]
 
 export const StreamWorkersLive = Layer.mergeAll(
   Layer.effectDiscard(

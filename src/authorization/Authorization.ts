@@ -275,6 +275,7 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
                   run_id: event.run_id ?? null,
                   session_id: event.session_id ?? null,
                   effect: decision.effect,
+                  status: decision.status,
                   domain: decision.domain,
                   policy_ids: decision.findings.flatMap((finding) =>
                     finding.policy_id === null ? [] : [finding.policy_id]

@@ -202,7 +202,12 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
       Effect.all({ settings: settingsOf(workspaceId), environments: repo.listEnvironments(workspaceId) }).pipe(
         Effect.map(({ environments, settings }) => ({
           settings,
-          environments: new Map(environments.map((row) => [row.id, { slug: row.slug, modes: toCheckerModes(row) }]))
+          environments: new Map(
+            environments.map((row) => [
+              row.id,
+              { slug: row.slug, isDefault: row.is_default, modes: toCheckerModes(row) }
+            ])
+          )
         }))
       )
 

@@ -1,32 +1,43 @@
-/** Stub handlers of the runs, traces and review-events groups; each answers 501 until implemented. */
+/** Handlers of the runs, traces and review-events groups. */
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { CurrentCaller } from "../identity/Authentication.js"
 import { pageSize } from "../platform/Schemas.js"
+import { Reviews } from "./Reviews.js"
+import { Runs } from "./Runs.js"
 import { Traces } from "./Traces.js"
-import { notImplemented } from "../platform/Errors.js"
 
-const stub = (what: string) => () => Effect.fail(notImplemented(what))
+const inWorkspace = <A, E, R>(run: (workspaceId: string) => Effect.Effect<A, E, R>) =>
+  Effect.flatMap(CurrentCaller, (caller) => run(caller.workspaceId))
 
 export const RunsHttpLive = HttpApiBuilder.group(GuardrailApi, "runs", (handlers) =>
-  handlers
-    .handle("listRuns", stub("GET /v1/runs"))
-    .handle("createRun", stub("POST /v1/runs"))
-    .handle("getRun", stub("GET /v1/runs/{id}"))
-    .handle("updateRun", stub("PATCH /v1/runs/{id}"))
-    .handle("listRunEvents", stub("GET /v1/runs/{id}/events"))
-    .handle("appendRunEvent", stub("POST /v1/runs/{id}/events"))
-    .handle("listRunTraces", stub("GET /v1/runs/{id}/traces"))
+  Effect.gen(function* () {
+    const runs = yield* Runs
+    return handlers
+      .handle("listRuns", ({ urlParams }) =>
+        inWorkspace((ws) => runs.list(ws, urlParams, pageSize(urlParams.limit, 100), urlParams.cursor))
+      )
+      .handle("createRun", ({ payload }) => Effect.flatMap(CurrentCaller, (caller) => runs.create(caller, payload)))
+      .handle("getRun", ({ path }) => inWorkspace((ws) => runs.detail(ws, path.id)))
+      .handle("updateRun", ({ path, payload }) => inWorkspace((ws) => runs.update(ws, path.id, payload)))
+      .handle("listRunEvents", ({ path, urlParams }) =>
+        inWorkspace((ws) => runs.events(ws, path.id, pageSize(urlParams.limit, 200), urlParams.cursor))
+      )
+      .handle("appendRunEvent", ({ path, payload }) => inWorkspace((ws) => runs.append(ws, path.id, payload)))
+      .handle("listRunTraces", ({ path, urlParams }) =>
+        inWorkspace((ws) => runs.runTraces(ws, path.id, pageSize(urlParams.limit, 100), urlParams.cursor))
+      )
+  })
 )
 
 export const TracesHttpLive = HttpApiBuilder.group(GuardrailApi, "traces", (handlers) =>
   Effect.gen(function* () {
     const traces = yield* Traces
     return handlers.handle("listTraces", ({ urlParams }) =>
-      Effect.flatMap(CurrentCaller, (caller) =>
+      inWorkspace((ws) =>
         traces.list(
-          caller.workspaceId,
+          ws,
           {
             sessionId: urlParams.session_id,
             agentId: urlParams.agent_id,
@@ -42,7 +53,16 @@ export const TracesHttpLive = HttpApiBuilder.group(GuardrailApi, "traces", (hand
 )
 
 export const ReviewEventsHttpLive = HttpApiBuilder.group(GuardrailApi, "reviewEvents", (handlers) =>
-  handlers
-    .handle("listReviewEvents", stub("GET /v1/traces/{trace_id}/review-events"))
-    .handle("createReviewEvent", stub("POST /v1/traces/{trace_id}/review-events"))
+  Effect.gen(function* () {
+    const reviews = yield* Reviews
+    return handlers
+      .handle("listReviewEvents", ({ path, urlParams }) =>
+        inWorkspace((ws) => reviews.list(ws, path.trace_id, pageSize(urlParams.limit, 100), urlParams.cursor))
+      )
+      .handle("createReviewEvent", ({ path, payload }) =>
+        Effect.flatMap(CurrentCaller, (caller) => reviews.create(caller, path.trace_id, payload))
+      )
+  })
 )
+
+export const RunsLive = Layer.mergeAll(Runs.Default, Reviews.Default).pipe(Layer.provideMerge(Traces.Default))

@@ -98,7 +98,15 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
                       ${filters.agentId === undefined ? sql`` : sql`and agent_id = ${filters.agentId}`}
                       ${filters.effect === undefined ? sql`` : sql`and decision = ${filters.effect}`}
                       ${Option.isNone(after) ? sql`` : sql`and (created_at, id) < (${after.value.at}::timestamptz, ${after.value.id})`}
-                      order by created_at desc, id desc limit ${limit + 1}`
+                      order by created_at desc, id desc limit ${limit + 1}`,
+      find: (workspaceId: string, id: string) =>
+        sql<{ id: string; run_id: string | null; run_event_id: string | null }>`
+          select id, run_id, run_event_id from traces where workspace_id = ${workspaceId} and id = ${id}`.pipe(
+          Effect.map((rows) => Option.fromNullable(rows[0]))
+        ),
+      setLatestReview: (workspaceId: string, id: string, outcome: string, at: Date) =>
+        sql`update traces set latest_review_outcome = ${outcome}, latest_reviewed_at = ${at}
+            where workspace_id = ${workspaceId} and id = ${id}`
     })
 
     /** Writes a trace with the caller's connection (call inside its transaction). */
@@ -116,6 +124,6 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
         }
       })
 
-    return { record, list }
+    return { record, list, find: repo.find, setLatestReview: repo.setLatestReview }
   })
 }) {}

@@ -1,0 +1,144 @@
+/**
+ * Human review events on traces. The reviewer is the caller; the trace then
+ * shows the latest outcome and when it was given. Each review is also
+ * published on the `review-events` topic for human-review analytics.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import type { Caller } from "../identity/Authentication.js"
+import { decodeCursor, encodeCursor } from "../platform/Cursor.js"
+import { BadRequest, NotFound } from "../platform/Errors.js"
+import { prefixedId } from "../platform/Ids.js"
+import { Outbox } from "../platform/Outbox.js"
+import { toTimestamp } from "../platform/Schemas.js"
+import { dieOnErrors, transactionOf } from "../platform/Sql.js"
+import { Topics } from "../platform/Topics.js"
+import { type ReviewOutcome, ReviewEventId, TraceId } from "./Domain.js"
+import { Traces } from "./Traces.js"
+
+interface ReviewRow {
+  readonly id: string
+  readonly trace_id: string
+  readonly workspace_id: string
+  readonly run_id: string | null
+  readonly run_event_id: string | null
+  readonly reviewer_id: string
+  readonly outcome: string
+  readonly reason_codes: ReadonlyArray<string>
+  readonly note: string | null
+  readonly metadata: unknown
+  readonly created_at: Date
+}
+
+const toReview = (row: ReviewRow) => ({
+  id: ReviewEventId.make(row.id),
+  trace_id: TraceId.make(row.trace_id),
+  run_id: row.run_id,
+  run_event_id: row.run_event_id,
+  workspace_id: row.workspace_id,
+  reviewer_id: row.reviewer_id,
+  outcome: row.outcome as ReviewOutcome,
+  reason_codes: row.reason_codes,
+  note: row.note,
+  metadata: row.metadata,
+  created_at: toTimestamp(row.created_at)
+})
+
+const traceNotFound = (id: string) =>
+  new NotFound({ code: "trace_not_found", message: `No trace ${id} in this workspace.` })
+
+export class Reviews extends Effect.Service<Reviews>()("runs/Reviews", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const transaction = transactionOf(sql)
+    const traces = yield* Traces
+    const outbox = yield* Outbox
+    const repo = dieOnErrors({
+      insert: (row: Omit<ReviewRow, "created_at">) =>
+        sql<ReviewRow>`insert into review_events (id, trace_id, workspace_id, run_id, run_event_id, reviewer_id, outcome,
+                                                  reason_codes, note, metadata)
+          values (${row.id}, ${row.trace_id}, ${row.workspace_id}, ${row.run_id}, ${row.run_event_id}, ${row.reviewer_id},
+                  ${row.outcome}, ${JSON.stringify(row.reason_codes)}, ${row.note}, ${JSON.stringify(row.metadata ?? null)})
+          returning *`.pipe(Effect.map((rows) => rows[0]!)),
+      list: (workspaceId: string, traceId: string, limit: number, after: Option.Option<ReadonlyArray<string>>) =>
+        sql<ReviewRow>`select * from review_events where workspace_id = ${workspaceId} and trace_id = ${traceId}
+          ${Option.isNone(after) ? sql`` : sql`and (created_at, id) < (${after.value[0]!}::timestamptz, ${after.value[1]!})`}
+          order by created_at desc, id desc limit ${limit + 1}`
+    })
+
+    const trace = (workspaceId: string, traceId: string) =>
+      traces
+        .find(workspaceId, traceId)
+        .pipe(
+          Effect.flatMap(Option.match({ onNone: () => Effect.fail(traceNotFound(traceId)), onSome: Effect.succeed }))
+        )
+
+    const create = (
+      caller: Caller,
+      traceId: string,
+      input: {
+        readonly outcome: ReviewOutcome
+        readonly reason_codes?: ReadonlyArray<string> | undefined
+        readonly note?: string | undefined
+        readonly metadata?: unknown
+      }
+    ) =>
+      Effect.gen(function* () {
+        const found = yield* trace(caller.workspaceId, traceId)
+        return yield* transaction(
+          Effect.gen(function* () {
+            const row = yield* repo.insert({
+              id: prefixedId("rvw"),
+              trace_id: traceId,
+              workspace_id: caller.workspaceId,
+              run_id: found.run_id,
+              run_event_id: found.run_event_id,
+              reviewer_id: caller.principalId,
+              outcome: input.outcome,
+              reason_codes: input.reason_codes ?? [],
+              note: input.note ?? null,
+              metadata: input.metadata ?? null
+            })
+            yield* traces.setLatestReview(caller.workspaceId, traceId, row.outcome, row.created_at)
+            yield* outbox.enqueue([
+              {
+                topic: Topics.reviewEvents,
+                key: caller.workspaceId,
+                value: {
+                  schema_version: 1,
+                  review_event_id: row.id,
+                  trace_id: traceId,
+                  workspace_id: caller.workspaceId,
+                  run_id: row.run_id,
+                  outcome: row.outcome,
+                  reason_codes: row.reason_codes,
+                  reviewed_at: row.created_at.toISOString()
+                }
+              }
+            ])
+            return toReview(row)
+          })
+        )
+      })
+
+    const list = (workspaceId: string, traceId: string, limit: number, cursor: string | undefined) =>
+      Effect.gen(function* () {
+        yield* trace(workspaceId, traceId)
+        const after = cursor === undefined ? Option.none() : decodeCursor(cursor, 2)
+        if (cursor !== undefined && Option.isNone(after)) {
+          return yield* new BadRequest({ code: "validation_failed", message: "cursor: not a cursor from this list" })
+        }
+        const rows = yield* repo.list(workspaceId, traceId, limit, after)
+        const page = rows.slice(0, limit)
+        const last = page[page.length - 1]
+        return {
+          review_events: page.map(toReview),
+          ...(rows.length > limit && last !== undefined
+            ? { next_cursor: encodeCursor([last.created_at.toISOString(), last.id]) }
+            : {})
+        }
+      })
+
+    return { create, list }
+  })
+}) {}
