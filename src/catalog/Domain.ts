@@ -121,6 +121,12 @@ export const PolicyDocument = Schema.Struct({
   }),
   rewrite: Schema.optional(
     Schema.String.annotations({ description: "Replacement text for each match; required when action is rewrite" })
+  ),
+  escalate: Schema.optional(
+    Schema.Boolean.annotations({ description: "A matching defer asks for a human: the decision's status is escalated" })
+  ),
+  requires: Schema.optional(
+    Schema.String.annotations({ description: "Flow policies: the workflow step that must come first" })
   )
 }).annotations({ identifier: "PolicyDocument", description: "A guardrail policy, authored as YAML or JSON" })
 export type PolicyDocument = typeof PolicyDocument.Type

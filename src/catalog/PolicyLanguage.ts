@@ -224,6 +224,8 @@ export interface CompiledPolicy {
   readonly action: PolicyDocument["action"]
   readonly ownerAgentId: string | null
   readonly rewrite: string | null
+  /** A matching defer escalates to a human. */
+  readonly escalate: boolean
   readonly target: string
   /** Empty for a valid document. Otherwise why it is invalid; such a policy never matches. */
   readonly errors: PolicyErrors
@@ -368,6 +370,7 @@ export const compilePolicy = (doc: PolicyDocument): CompiledPolicy => {
     action: doc.action,
     ownerAgentId: doc.owner_agent_id ?? null,
     rewrite: doc.rewrite ?? null,
+    escalate: doc.escalate === true,
     target: doc.match.target,
     errors: Either.isLeft(finder) ? finder.left : [],
     match: (action) => collect((out) => search(action, out)),

@@ -17,6 +17,10 @@ export const contentChecker: Checker = {
         effect: policy.action,
         severity: policy.severity,
         evidence: { family: policy.family, matches: matches.map(({ target, text }) => ({ target, text })) },
+        ...(policy.escalate ? { escalate: true } : {}),
+        ...(policy.family === "approval" && policy.action === "defer"
+          ? { approval: { required: true, policy_id: policy.id, reason: policy.description } }
+          : {}),
         ...(policy.action === "rewrite" ? { rewrite: (content: string) => applyRewrite(policy, content) } : {})
       })
     }
