@@ -14,12 +14,10 @@ import type { Caller } from "../identity/Authentication.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { Forbidden, NotFound } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
-import { Outbox } from "../platform/Outbox.js"
-import { transactionOf } from "../platform/Sql.js"
 import { Topics } from "../platform/Topics.js"
 import { TraceId } from "../runs/Domain.js"
-import { Traces } from "../runs/Traces.js"
 import { allCheckers } from "./checkers/index.js"
+import { DecisionWriter } from "./DecisionWriter.js"
 import { type CheckerMode, type CheckerName, type Decision, decide, type ProposedAction } from "./Pipeline.js"
 import { canonicalJson, ReceiptSigner } from "./Receipts.js"
 
@@ -70,10 +68,8 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
     const snapshots = yield* CatalogSnapshot
     const settings = yield* WorkspaceSettings
     const signer = yield* ReceiptSigner
-    const traces = yield* Traces
-    const outbox = yield* Outbox
+    const writer = yield* DecisionWriter
     const sql = yield* SqlClient.SqlClient
-    const transaction = transactionOf(sql)
     const runtimeConfigs = new Map<
       string,
       { readonly until: number; readonly value: Effect.Effect.Success<ReturnType<typeof settings.runtimeConfig>> }
@@ -242,56 +238,46 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
           status: decision.status,
           transformed_value: decision.transformed_value
         }
-        const recorded = yield* transaction(
-          Effect.gen(function* () {
-            yield* traces.record({
-              id: traceId,
-              workspaceId: caller.workspaceId,
-              agentId: principal.agent_id,
-              environmentId: principal.environment_id,
-              environment: environment.slug,
-              runId: event.run_id ?? null,
-              runEventId: event.run_event_id ?? null,
-              sessionId: event.session_id ?? null,
-              intentId,
-              receiptId,
-              decision: decision.effect,
+        const recorded = yield* writer.write({
+          trace: {
+            id: traceId,
+            workspaceId: caller.workspaceId,
+            agentId: principal.agent_id,
+            environmentId: principal.environment_id,
+            environment: environment.slug,
+            runId: event.run_id ?? null,
+            runEventId: event.run_event_id ?? null,
+            sessionId: event.session_id ?? null,
+            intentId,
+            receiptId,
+            decision: decision.effect,
+            domain: decision.domain,
+            elapsedMs: latencyMs,
+            payload: { request: { action: event.action, metadata: event.metadata ?? null }, response }
+          },
+          receipt: { id: receiptId, workspaceId: caller.workspaceId, traceId, jws },
+          event: {
+            topic: Topics.decisions,
+            key: caller.workspaceId,
+            value: {
+              schema_version: 1,
+              trace_id: traceId,
+              workspace_id: caller.workspaceId,
+              agent_id: principal.agent_id,
+              environment_id: principal.environment_id,
+              run_id: event.run_id ?? null,
+              session_id: event.session_id ?? null,
+              effect: decision.effect,
+              status: decision.status,
               domain: decision.domain,
-              elapsedMs: latencyMs,
-              payload: { request: { action: event.action, metadata: event.metadata ?? null }, response }
-            })
-            yield* sql`insert into receipts (id, workspace_id, trace_id, jws)
-                       values (${receiptId}, ${caller.workspaceId}, ${traceId}, ${jws})`
-            yield* outbox.enqueue([
-              {
-                topic: Topics.decisions,
-                key: caller.workspaceId,
-                value: {
-                  schema_version: 1,
-                  trace_id: traceId,
-                  workspace_id: caller.workspaceId,
-                  agent_id: principal.agent_id,
-                  environment_id: principal.environment_id,
-                  run_id: event.run_id ?? null,
-                  session_id: event.session_id ?? null,
-                  effect: decision.effect,
-                  status: decision.status,
-                  domain: decision.domain,
-                  policy_ids: decision.findings.flatMap((finding) =>
-                    finding.policy_id === null ? [] : [finding.policy_id]
-                  ),
-                  latency_ms: latencyMs,
-                  decided_at: issuedAt
-                }
-              }
-            ])
-          })
-        ).pipe(
-          Effect.as(true),
-          Effect.catchAllCause((cause) =>
-            Effect.logError("decision could not be recorded; answering defer", cause).pipe(Effect.as(false))
-          )
-        )
+              policy_ids: decision.findings.flatMap((finding) =>
+                finding.policy_id === null ? [] : [finding.policy_id]
+              ),
+              latency_ms: latencyMs,
+              decided_at: issuedAt
+            }
+          }
+        })
         if (!recorded) {
           // Without a durable trace the decision cannot stand: fail closed.
           const closed = failClosed("The decision could not be recorded; the action is deferred.", {
@@ -332,5 +318,5 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
 
     return { authorize, receipt, grant, jwks: signer.jwks }
   }),
-  dependencies: [ReceiptSigner.Default, Traces.Default]
+  dependencies: [ReceiptSigner.Default, DecisionWriter.Default]
 }) {}

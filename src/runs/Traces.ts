@@ -78,12 +78,25 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const repo = dieOnErrors({
-      insert: (trace: NewTrace) =>
-        sql`insert into traces (id, workspace_id, agent_id, environment_id, environment, run_id, run_event_id, session_id,
-                                intent_id, receipt_id, decision, domain, elapsed_ms, payload)
-            values (${trace.id}, ${trace.workspaceId}, ${trace.agentId}, ${trace.environmentId}, ${trace.environment},
-                    ${trace.runId}, ${trace.runEventId}, ${trace.sessionId}, ${trace.intentId}, ${trace.receiptId},
-                    ${trace.decision}, ${trace.domain}, ${trace.elapsedMs}, ${JSON.stringify(trace.payload)})`,
+      insert: (batch: ReadonlyArray<NewTrace>) =>
+        sql`insert into traces ${sql.insert(
+          batch.map((trace) => ({
+            id: trace.id,
+            workspace_id: trace.workspaceId,
+            agent_id: trace.agentId,
+            environment_id: trace.environmentId,
+            environment: trace.environment,
+            run_id: trace.runId,
+            run_event_id: trace.runEventId,
+            session_id: trace.sessionId,
+            intent_id: trace.intentId,
+            receipt_id: trace.receiptId,
+            decision: trace.decision,
+            domain: trace.domain,
+            elapsed_ms: trace.elapsedMs,
+            payload: JSON.stringify(trace.payload)
+          }))
+        )}`,
       list: (
         workspaceId: string,
         filters: TraceFilters,
@@ -109,8 +122,8 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
             where workspace_id = ${workspaceId} and id = ${id}`
     })
 
-    /** Writes a trace with the caller's connection (call inside its transaction). */
-    const record = (trace: NewTrace) => repo.insert(trace)
+    /** Writes traces with the caller's connection (call inside its transaction). */
+    const record = (batch: ReadonlyArray<NewTrace>) => (batch.length === 0 ? Effect.void : repo.insert(batch))
 
     const list = (workspaceId: string, filters: TraceFilters, limit: number, cursor: string | undefined) =>
       Effect.gen(function* () {
