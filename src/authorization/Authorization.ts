@@ -18,6 +18,7 @@ import { Topics } from "../platform/Topics.js"
 import { TraceId } from "../runs/Domain.js"
 import { allCheckers } from "./checkers/index.js"
 import { DecisionWriter } from "./DecisionWriter.js"
+import { notifyEscalation } from "./Escalations.js"
 import { type CheckerMode, type CheckerName, type Decision, decide, type ProposedAction } from "./Pipeline.js"
 import { canonicalJson, ReceiptSigner } from "./Receipts.js"
 
@@ -293,6 +294,20 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
             approval: null,
             status: closed.status
           }
+        }
+        const webhook = config.settings.escalation_webhook_url
+        if (decision.status === "escalated" && webhook !== null) {
+          yield* notifyEscalation(webhook, {
+            type: "decision.escalated",
+            trace_id: traceId,
+            receipt_id: receiptId,
+            workspace_id: caller.workspaceId,
+            agent_id: principal.agent_id,
+            environment_id: principal.environment_id,
+            reason: decision.reason,
+            findings: decision.findings.map(({ policy_id, requirement_id }) => ({ policy_id, requirement_id })),
+            decided_at: issuedAt
+          })
         }
         return response
       })
