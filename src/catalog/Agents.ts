@@ -103,7 +103,9 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
         .change(
           workspaceId,
           "agents",
-          Effect.zipLeft(repo.deleteAgent(workspaceId, agentId), repo.disableOwnedPolicies(workspaceId, agentId))
+          Effect.tap(repo.deleteAgent(workspaceId, agentId), (deleted) =>
+            deleted ? repo.disableOwnedPolicies(workspaceId, agentId) : Effect.void
+          )
         )
         .pipe(Effect.flatMap((deleted) => (deleted ? Effect.void : Effect.fail(agentNotFound(agentId)))))
 
@@ -133,6 +135,19 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
               sourceYaml: policy.sourceYaml,
               document: policy.document,
               origin: "agent_profile"
+            })
+          ).pipe(
+            // Inside the transaction: an id held by an authored policy rolls the whole generation back.
+            Effect.flatMap((upserted) => {
+              const taken = generated.filter((_, index) => Option.isNone(upserted[index]!))
+              return taken.length === 0
+                ? Effect.succeed(upserted.flatMap((row) => Option.toArray(row)))
+                : Effect.fail(
+                    new Conflict({
+                      code: "policy_id_taken",
+                      message: `Authored policies already use the generated id(s) ${taken.map((policy) => String(policy.document["id"])).join(", ")}; rename them and generate again.`
+                    })
+                  )
             })
           )
         )

@@ -32,9 +32,24 @@ const slug = (text: string) =>
     .replace(/[^a-z0-9]+/g, "-")
     .replace(/^-+|-+$/g, "") || "x"
 
+const shortHash = (text: string) => createHash("sha256").update(text).digest("hex").slice(0, 8)
+
+/** A phrase's id part: its slug when the phrase can be read back from it, else slug + hash of the lowercased phrase. */
+const phrasePart = (text: string) => {
+  const lower = text.toLowerCase()
+  const base = slug(text)
+  return !lower.includes("-") && base.replaceAll("-", " ") === lower ? base : `${base}-${shortHash(lower)}`
+}
+
+/** The agent's id part: its own id lowercased (agent ids are [A-Za-z0-9_.-]), with a hash when it had capitals. */
+const agentPart = (agentId: string) => {
+  const lower = agentId.toLowerCase()
+  return lower === agentId ? agentId : `${lower}-${shortHash(agentId)}`
+}
+
 /** `[a-z0-9][a-z0-9_.-]{0,127}`, shortened with a hash suffix when too long. */
-const stableId = (...parts: ReadonlyArray<string>) => {
-  const id = parts.map(slug).join(".")
+const stableId = (agentId: string, kind: string, ...phrases: ReadonlyArray<string>) => {
+  const id = [agentPart(agentId), kind, ...phrases.map(phrasePart)].join(".")
   if (id.length <= 128) return id
   const hash = createHash("sha256").update(id).digest("hex").slice(0, 10)
   return `${id.slice(0, 117)}.${hash}`
@@ -83,24 +98,26 @@ const stepPolicy = (
     ...(family === "flow" ? { requires: requirement } : {})
   })
 
+const nonBlank = (phrases: ReadonlyArray<string>) => phrases.filter((phrase) => phrase.trim() !== "")
+
 export const generateFromProfile = (profile: ProfileForGeneration): ReadonlyArray<GeneratedPolicy> => {
   const agent = profile.agent_id
   const generated = [
-    ...profile.authority.cannot_promise.map((phrase) =>
+    ...nonBlank(profile.authority.cannot_promise).map((phrase) =>
       contentPolicy(agent, "cannot-promise", phrase, {
         description: `${agent} must never promise: ${phrase}`,
         severity: "high",
         action: "deny"
       })
     ),
-    ...profile.scope.out_of_scope.map((topic) =>
+    ...nonBlank(profile.scope.out_of_scope).map((topic) =>
       contentPolicy(agent, "out-of-scope", topic, {
         description: `${topic} is out of ${agent}'s scope; hold for review`,
         severity: "medium",
         action: "defer"
       })
     ),
-    ...profile.tone.forbidden.map((word) =>
+    ...nonBlank(profile.tone.forbidden).map((word) =>
       contentPolicy(agent, "tone", word, {
         description: `${agent} does not say "${word}"`,
         severity: "low",
@@ -108,7 +125,7 @@ export const generateFromProfile = (profile: ProfileForGeneration): ReadonlyArra
         rewrite: "[removed]"
       })
     ),
-    ...profile.escalation_triggers.map((trigger) =>
+    ...nonBlank(profile.escalation_triggers).map((trigger) =>
       contentPolicy(agent, "escalate", trigger, {
         description: `Escalate to a human when "${trigger}" comes up`,
         severity: "high",
@@ -117,10 +134,10 @@ export const generateFromProfile = (profile: ProfileForGeneration): ReadonlyArra
       })
     ),
     ...profile.workflow_requirements.flatMap((requirement) => [
-      ...requirement.sensitive_steps.map((step) =>
+      ...nonBlank(requirement.sensitive_steps).map((step) =>
         stepPolicy(agent, "approval", requirement.name, step, `${step} needs human approval (${requirement.name})`)
       ),
-      ...requirement.required_before.map((step) =>
+      ...nonBlank(requirement.required_before).map((step) =>
         stepPolicy(agent, "flow", requirement.name, step, `${step} may run only after ${requirement.name}`)
       )
     ])

@@ -8,6 +8,7 @@
 import { Either, JSONSchema, ParseResult, Schema } from "effect"
 import { LineCounter, parseDocument } from "yaml"
 import { PolicyDocument, ValidationResult } from "./Domain.js"
+import { unstorableJson } from "../platform/Json.js"
 import { checkRegexSafety, regexMatchesEmpty } from "./RegexSafety.js"
 
 export interface PolicyError {
@@ -32,6 +33,7 @@ const kindOf = (u: unknown): string =>
 export const parseDocumentText = (text: string): Either.Either<Fields, PolicyErrors> => {
   const empty = [{ path: "", message: "The document is empty; expected YAML or JSON" }]
   if (text.trim() === "") return Either.left(empty)
+  if (text.includes("\u0000")) return Either.left([{ path: "", message: "The document contains a NUL character" }])
   const lineCounter = new LineCounter()
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true })
   if (doc.errors.length > 0) {
@@ -53,7 +55,10 @@ export const parseDocumentText = (text: string): Either.Either<Fields, PolicyErr
     value === null || value === undefined
       ? Either.left(empty)
       : isFields(value)
-        ? Either.right(value)
+        ? Either.fromNullable(unstorableJson(value), () => value).pipe(
+            Either.flip,
+            Either.mapLeft((problem) => [problem])
+          )
         : Either.left([{ path: "", message: `The document must be a mapping of fields, got ${kindOf(value)}` }])
   )
 }
@@ -177,7 +182,11 @@ const semanticErrors = (doc: unknown): Array<PolicyError> => {
 /** Validates a parsed document, reporting every schema and semantic error at once. */
 export const validatePolicy = (value: unknown): PolicyValidation => {
   const decoded = decodeDocument(value)
-  const all = [...(Either.isLeft(decoded) ? schemaErrors(decoded.left) : []), ...semanticErrors(value)]
+  const reserved =
+    isFields(value) && (value["id"] === "schema" || value["id"] === "batch")
+      ? [{ path: "id", message: `id ${String(value["id"])} is reserved by the /v1/policies routes; choose another id` }]
+      : []
+  const all = [...(Either.isLeft(decoded) ? schemaErrors(decoded.left) : []), ...semanticErrors(value), ...reserved]
   const errors = [...new Map(all.map((e) => [`${e.path}\u0000${e.message}`, e])).values()] // de-duplicated
   const id = isFields(value) ? value["id"] : undefined
   return { valid: errors.length === 0, policy_id: typeof id === "string" ? id : null, errors }

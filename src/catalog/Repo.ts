@@ -113,7 +113,7 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
                     ${policy.action}, ${policy.enabled}, ${policy.ownerAgentId}, ${policy.sourceYaml},
                     ${json(policy.document)}, ${policy.origin})
             on conflict do nothing returning id`.pipe(Effect.map((rows) => rows.length === 1)),
-      /** Replaces a generated policy's document, keeping whether it is enabled. */
+      /** Replaces a generated policy's document, keeping whether it is enabled; `None` when an authored policy holds the id. */
       upsertGeneratedPolicy: (workspaceId: string, policy: NewPolicy) =>
         sql<PolicyRow>`insert into policies (workspace_id, id, description, family, severity, action, enabled,
                                   owner_agent_id, source_yaml, document, origin)
@@ -123,7 +123,8 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
             on conflict (workspace_id, id) do update set description = excluded.description, family = excluded.family,
               severity = excluded.severity, action = excluded.action, owner_agent_id = excluded.owner_agent_id,
               source_yaml = excluded.source_yaml, document = excluded.document, updated_at = now()
-            returning ${policyColumns}`.pipe(Effect.map((rows) => rows[0]!)),
+            where policies.origin = 'agent_profile'
+            returning ${policyColumns}`.pipe(Effect.map(first)),
       listPolicies: (workspaceId: string, filter: { ownerAgentId?: string; enabledOnly?: boolean } = {}) =>
         sql<PolicyRow>`select ${policyColumns} from policies where workspace_id = ${workspaceId}
                        ${filter.ownerAgentId === undefined ? sql`` : sql`and owner_agent_id = ${filter.ownerAgentId}`}

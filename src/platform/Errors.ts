@@ -133,7 +133,9 @@ export const notImplemented = (what: string) =>
 export const tooManyRequests = (retryAfterSeconds: number, message: string) =>
   HttpApp.appendPreResponseHandler((_, response) =>
     Effect.succeed(
-      response.status === 429 ? HttpServerResponse.setHeader(response, "retry-after", String(retryAfterSeconds)) : response
+      response.status === 429
+        ? HttpServerResponse.setHeader(response, "retry-after", String(retryAfterSeconds))
+        : response
     )
   ).pipe(
     Effect.zipRight(

@@ -2,6 +2,4 @@
 import { Effect, Layer } from "effect"
 
 export const lifecycleLog = (name: string) =>
-  Layer.scopedDiscard(
-    Effect.acquireRelease(Effect.logInfo(`${name} started`), () => Effect.logInfo(`${name} stopped`))
-  )
+  Layer.scopedDiscard(Effect.acquireRelease(Effect.logInfo(`${name} started`), () => Effect.logInfo(`${name} stopped`)))
