@@ -156,7 +156,12 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
             message: "This runtime key is bound to another environment than principal.environment_id."
           })
         }
-        const config = yield* runtimeConfig(caller.workspaceId)
+        let config = yield* runtimeConfig(caller.workspaceId)
+        if (!config.environments.has(principal.environment_id)) {
+          // Maybe created since the cached copy was read: look once more before answering 404.
+          runtimeConfigs.delete(caller.workspaceId)
+          config = yield* runtimeConfig(caller.workspaceId)
+        }
         const environment = config.environments.get(principal.environment_id)
         if (environment === undefined) {
           return yield* new NotFound({

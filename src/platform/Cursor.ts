@@ -12,3 +12,14 @@ export const decodeCursor = (cursor: string, size: number): Option.Option<Readon
       Array.isArray(value) && value.length === size && value.every((part) => typeof part === "string")
   )
 }
+
+const RFC3339_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+
+/** A `[created_at, id]` cursor: an RFC 3339 millisecond timestamp and a non-empty id. */
+export const decodeTimeCursor = (cursor: string): Option.Option<{ readonly at: string; readonly id: string }> =>
+  decodeCursor(cursor, 2).pipe(
+    Option.filter(([at, id]) => RFC3339_MS.test(at!) && !Number.isNaN(Date.parse(at!)) && id!.length > 0),
+    Option.map(([at, id]) => ({ at: at!, id: id! }))
+  )
+
+export const encodeTimeCursor = (at: Date, id: string) => encodeCursor([at.toISOString(), id])

@@ -6,7 +6,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import type { Caller } from "../identity/Authentication.js"
-import { decodeCursor, encodeCursor } from "../platform/Cursor.js"
+import { decodeTimeCursor, encodeTimeCursor } from "../platform/Cursor.js"
 import { BadRequest, NotFound } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { Outbox } from "../platform/Outbox.js"
@@ -60,9 +60,14 @@ export class Reviews extends Effect.Service<Reviews>()("runs/Reviews", {
           values (${row.id}, ${row.trace_id}, ${row.workspace_id}, ${row.run_id}, ${row.run_event_id}, ${row.reviewer_id},
                   ${row.outcome}, ${JSON.stringify(row.reason_codes)}, ${row.note}, ${JSON.stringify(row.metadata ?? null)})
           returning *`.pipe(Effect.map((rows) => rows[0]!)),
-      list: (workspaceId: string, traceId: string, limit: number, after: Option.Option<ReadonlyArray<string>>) =>
+      list: (
+        workspaceId: string,
+        traceId: string,
+        limit: number,
+        after: Option.Option<{ readonly at: string; readonly id: string }>
+      ) =>
         sql<ReviewRow>`select * from review_events where workspace_id = ${workspaceId} and trace_id = ${traceId}
-          ${Option.isNone(after) ? sql`` : sql`and (created_at, id) < (${after.value[0]!}::timestamptz, ${after.value[1]!})`}
+          ${Option.isNone(after) ? sql`` : sql`and (created_at, id) < (${after.value.at}::timestamptz, ${after.value.id})`}
           order by created_at desc, id desc limit ${limit + 1}`
     })
 
@@ -124,9 +129,13 @@ export class Reviews extends Effect.Service<Reviews>()("runs/Reviews", {
     const list = (workspaceId: string, traceId: string, limit: number, cursor: string | undefined) =>
       Effect.gen(function* () {
         yield* trace(workspaceId, traceId)
-        const after = cursor === undefined ? Option.none() : decodeCursor(cursor, 2)
+        const after = cursor === undefined ? Option.none() : decodeTimeCursor(cursor)
         if (cursor !== undefined && Option.isNone(after)) {
-          return yield* new BadRequest({ code: "validation_failed", message: "cursor: not a cursor from this list" })
+          return yield* new BadRequest({
+            code: "validation_failed",
+            message: "cursor: not a cursor from this list",
+            details: [{ path: "cursor", message: "not a cursor from this list" }]
+          })
         }
         const rows = yield* repo.list(workspaceId, traceId, limit, after)
         const page = rows.slice(0, limit)
@@ -134,7 +143,7 @@ export class Reviews extends Effect.Service<Reviews>()("runs/Reviews", {
         return {
           review_events: page.map(toReview),
           ...(rows.length > limit && last !== undefined
-            ? { next_cursor: encodeCursor([last.created_at.toISOString(), last.id]) }
+            ? { next_cursor: encodeTimeCursor(last.created_at, last.id) }
             : {})
         }
       })

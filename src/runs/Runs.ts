@@ -9,7 +9,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import type { Caller } from "../identity/Authentication.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
-import { decodeCursor, encodeCursor } from "../platform/Cursor.js"
+import { decodeCursor, decodeTimeCursor, encodeCursor, encodeTimeCursor } from "../platform/Cursor.js"
 import { BadRequest, Conflict, NotFound } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { Outbox } from "../platform/Outbox.js"
@@ -141,13 +141,18 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
       find: (workspaceId: string, id: string, lock = false) =>
         sql<RunRow>`select * from runs where workspace_id = ${workspaceId} and id = ${id}
                     ${lock ? sql`for update` : sql``}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
-      list: (workspaceId: string, filters: RunFilters, limit: number, after: Option.Option<ReadonlyArray<string>>) =>
+      list: (
+        workspaceId: string,
+        filters: RunFilters,
+        limit: number,
+        after: Option.Option<{ readonly at: string; readonly id: string }>
+      ) =>
         sql<RunRow>`select * from runs where workspace_id = ${workspaceId}
           ${filters.agent_id === undefined ? sql`` : sql`and agent_id = ${filters.agent_id}`}
           ${filters.status === undefined ? sql`` : sql`and status = ${filters.status}`}
           ${filters.kind === undefined ? sql`` : sql`and kind = ${filters.kind}`}
           ${filters.external_id === undefined ? sql`` : sql`and external_id = ${filters.external_id}`}
-          ${Option.isNone(after) ? sql`` : sql`and (created_at, id) < (${after.value[0]!}::timestamptz, ${after.value[1]!})`}
+          ${Option.isNone(after) ? sql`` : sql`and (created_at, id) < (${after.value.at}::timestamptz, ${after.value.id})`}
           order by created_at desc, id desc limit ${limit + 1}`,
       update: (workspaceId: string, id: string, values: Record<string, unknown>) =>
         sql<RunRow>`update runs set ${sql.update(values)}, updated_at = now()
@@ -224,7 +229,7 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
 
     const list = (workspaceId: string, filters: RunFilters, limit: number, cursor: string | undefined) =>
       Effect.gen(function* () {
-        const after = cursor === undefined ? Option.none() : decodeCursor(cursor, 2)
+        const after = cursor === undefined ? Option.none() : decodeTimeCursor(cursor)
         if (cursor !== undefined && Option.isNone(after)) return yield* badCursor
         const rows = yield* repo.list(workspaceId, filters, limit, after)
         const page = rows.slice(0, limit)
@@ -232,7 +237,7 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
         return {
           runs: page.map(toRun),
           ...(rows.length > limit && last !== undefined
-            ? { next_cursor: encodeCursor([last.created_at.toISOString(), last.id]) }
+            ? { next_cursor: encodeTimeCursor(last.created_at, last.id) }
             : {})
         }
       })
@@ -337,7 +342,7 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
       Effect.gen(function* () {
         yield* find(workspaceId, runId)
         const after = cursor === undefined ? Option.some(["0"]) : decodeCursor(cursor, 1)
-        if (Option.isNone(after) || !/^\d+$/.test(after.value[0]!)) return yield* badCursor
+        if (Option.isNone(after) || !/^\d{1,9}$/.test(after.value[0]!)) return yield* badCursor
         const rows = yield* repo.listEvents(workspaceId, runId, limit, Number(after.value[0]))
         const page = rows.slice(0, limit)
         const last = page[page.length - 1]

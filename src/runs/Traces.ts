@@ -8,6 +8,8 @@ import { Effect, Option } from "effect"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { dieOnErrors } from "../platform/Sql.js"
 import { TraceId } from "./Domain.js"
+import { decodeTimeCursor, encodeTimeCursor } from "../platform/Cursor.js"
+import { BadRequest } from "../platform/Errors.js"
 
 export interface NewTrace {
   readonly id: string
@@ -59,13 +61,6 @@ const toTrace = (row: TraceRow) => ({
   created_at: toTimestamp(row.created_at),
   payload: row.payload
 })
-
-/** Opaque page cursor: the last row's creation time and id. */
-const encodeCursor = (row: TraceRow) => Buffer.from(`${row.created_at.toISOString()}|${row.id}`).toString("base64url")
-const decodeCursor = (cursor: string) => {
-  const [at, id] = Buffer.from(cursor, "base64url").toString("utf8").split("|")
-  return at !== undefined && id !== undefined && !Number.isNaN(Date.parse(at)) ? Option.some({ at, id }) : Option.none()
-}
 
 export interface TraceFilters {
   readonly sessionId?: string | undefined
@@ -127,13 +122,22 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
 
     const list = (workspaceId: string, filters: TraceFilters, limit: number, cursor: string | undefined) =>
       Effect.gen(function* () {
-        const after = cursor === undefined ? Option.none() : decodeCursor(cursor)
+        const after = cursor === undefined ? Option.none() : decodeTimeCursor(cursor)
+        if (cursor !== undefined && Option.isNone(after)) {
+          return yield* new BadRequest({
+            code: "validation_failed",
+            message: "cursor: not a cursor from this list",
+            details: [{ path: "cursor", message: "not a cursor from this list" }]
+          })
+        }
         const rows = yield* repo.list(workspaceId, filters, limit, after)
         const page = rows.slice(0, limit)
         const last = page[page.length - 1]
         return {
           traces: page.map(toTrace),
-          ...(rows.length > limit && last !== undefined ? { next_cursor: encodeCursor(last) } : {})
+          ...(rows.length > limit && last !== undefined
+            ? { next_cursor: encodeTimeCursor(last.created_at, last.id) }
+            : {})
         }
       })
 

@@ -1,0 +1,489 @@
+/**
+ * `POST /v1/events` over HTTP against the real service and PostgreSQL
+ * (database event log): an agent profile and policies set up through the
+ * API, then proposals that permit, deny, defer (escalated), rewrite; the
+ * strictest effect wins; owner scoping; enabling a policy takes effect at
+ * once (snapshot invalidation); params and operation targets; and the
+ * 400/403/404 answers for bad principals and bodies. Every decision carries
+ * intent_id (stable per intent), receipt_id, trace_id and an integer
+ * latency_ms.
+ */
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import {
+  call,
+  createEnvironment,
+  createKey,
+  expectError,
+  expectStatus,
+  expectValidation,
+  SERVER_OPTIONS,
+  tenant
+} from "../identity/http-helpers.js"
+import { baseUrl, testServer } from "../support/TestServer.js"
+import {
+  createAgent,
+  createPolicy,
+  eventBody,
+  propose,
+  proposeRaw,
+  reasonsOf,
+  reply,
+  setPolicyEnabled,
+  until
+} from "./event-helpers.js"
+
+const AGENT = "support-bot"
+const OTHER_AGENT = "other-bot"
+
+/** A tenant with the support agent's profile and a second, bare agent. */
+const setUp = (base: string) =>
+  Effect.gen(function* () {
+    const owner = yield* tenant(base)
+    yield* createAgent(base, owner, AGENT)
+    yield* createAgent(
+      base,
+      owner,
+      OTHER_AGENT,
+      `agent_id: ${OTHER_AGENT}\ndisplay_name: Other\nauthority: {}\nscope: {}\ntone:\n  target: neutral\n`
+    )
+    return owner
+  })
+
+layer(testServer("database"), SERVER_OPTIONS)("POST /v1/events (database event log)", (it) => {
+  describe("profile checks", () => {
+    it.effect("innocuous content is permitted with no findings", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* setUp(base)
+        const decision = yield* propose(base, owner, AGENT, reply("Your order ships tomorrow."))
+        expect(decision.effect).toBe("permit")
+        expect(decision.findings).toEqual([])
+        expect(decision.status).toBe("decided")
+        expect(decision.transformed_value).toBeNull()
+        expect(decision.approval).toBeNull()
+        expect(decision.applied_grant).toBeNull()
+        expect(decision.lease).toBeNull()
+        expect(decision.reason.length).toBeGreaterThan(0)
+      })
+    )
+
+    it.effect("a cannot_promise phrase is denied with a profile finding naming the phrase", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* setUp(base)
+        const decision = yield* propose(base, owner, AGENT, reply("Sure, I can give you A Full Refund today."))
+        expect(decision.effect).toBe("deny")
+        expect(decision.status).toBe("decided")
+        expect(decision.domain).toBe("profile")
+        expect(decision.findings).toHaveLength(1)
+        expect(decision.findings[0]).toMatchObject({
+          source: "profile",
+          requirement_id: "authority.cannot_promise:a full refund",
+          effect: "deny",
+          policy_id: null
+        })
+        // Whole words only: "a full refundable deposit" is not the phrase.
+        const partial = yield* propose(base, owner, AGENT, reply("We keep a full refundable deposit."))
+        expect(partial.effect).toBe("permit")
+      })
+    )
+
+    it.effect("an escalation trigger defers with status escalated; an out-of-scope topic defers without it", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* setUp(base)
+        const escalated = yield* propose(base, owner, AGENT, reply("I will forward this to our lawyer."))
+        expect(escalated.effect).toBe("defer")
+        expect(escalated.status).toBe("escalated")
+        expect(reasonsOf(escalated)).toEqual(["escalation_triggers:lawyer"])
+
+        const outOfScope = yield* propose(base, owner, AGENT, reply("Here is some legal advice for you."))
+        expect(outOfScope.effect).toBe("defer")
+        expect(outOfScope.status).toBe("decided")
+        expect(reasonsOf(outOfScope)).toEqual(["scope.out_of_scope:legal advice"])
+      })
+    )
+
+    it.effect("a profile applies only to its own agent", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* setUp(base)
+        const decision = yield* propose(base, owner, OTHER_AGENT, reply("I can give you a full refund."))
+        expect(decision.effect).toBe("permit")
+        expect(decision.findings).toEqual([])
+        // An agent without a profile is checked by the workspace's policies only.
+        const unknown = yield* propose(base, owner, "no-such-agent", reply("I can give you a full refund."))
+        expect(unknown.effect).toBe("permit")
+      })
+    )
+  })
+
+  describe("policies", () => {
+    it.effect("a rewrite policy and a tone word both rewrite; transformed_value carries both replacements", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* setUp(base)
+        yield* createPolicy(base, owner, "mask-darn", { action: "rewrite", value: "darn", rewrite: "[bleep]" })
+
+        const both = yield* propose(base, owner, AGENT, reply("Darn, that question is stupid."))
+        expect(both.effect).toBe("rewrite")
+        expect(both.status).toBe("decided")
+        expect(both.transformed_value).toBe("[bleep], that question is [removed].")
+        expect(reasonsOf(both).sort()).toEqual(["mask-darn", "tone.forbidden:stupid"])
+
+        const tone = yield* propose(base, owner, AGENT, reply("That was stupid of me, stupid."))
+        expect(tone.effect).toBe("rewrite")
+        expect(tone.transformed_value).toBe("That was [removed] of me, [removed].")
+
+        const policyOnly = yield* propose(base, owner, OTHER_AGENT, reply("darn darn"))
+        expect(policyOnly.effect).toBe("rewrite")
+        expect(policyOnly.transformed_value).toBe("[bleep] [bleep]")
+        expect(policyOnly.findings[0]).toMatchObject({ source: "content", policy_id: "mask-darn", effect: "rewrite" })
+      })
+    )
+
+    it.effect("the strictest effect wins when several match: deny > defer > rewrite > permit", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* setUp(base)
+        yield* createPolicy(base, owner, "allow-thanks", { action: "permit", value: "thanks" })
+        yield* createPolicy(base, owner, "mask-darn", { action: "rewrite", value: "darn" })
+        yield* createPolicy(base, owner, "hold-discount", { action: "defer", value: "discount" })
+        yield* createPolicy(base, owner, "block-password", { action: "deny", value: "password" })
+
+        const permit = yield* propose(base, owner, OTHER_AGENT, reply("thanks!"))
+        expect(permit.effect).toBe("permit")
+        expect(reasonsOf(permit)).toEqual(["allow-thanks"])
+
+        const rewrite = yield* propose(base, owner, OTHER_AGENT, reply("thanks, darn"))
+        expect(rewrite.effect).toBe("rewrite")
+
+        const defer = yield* propose(base, owner, OTHER_AGENT, reply("thanks, darn, a discount"))
+        expect(defer.effect).toBe("defer")
+        expect(defer.transformed_value).toBeNull()
+        expect(defer.domain).toBe("content")
+        expect(reasonsOf(defer).sort()).toEqual(["allow-thanks", "hold-discount", "mask-darn"])
+
+        const deny = yield* propose(base, owner, OTHER_AGENT, reply("thanks, darn, a discount, your password"))
+        expect(deny.effect).toBe("deny")
+        expect(deny.transformed_value).toBeNull()
+        expect(deny.reason).toBe("policy block-password")
+        expect(deny.findings).toHaveLength(4)
+
+        // Profile and policy findings combine the same way: an escalation (defer) beats a rewrite.
+        const mixed = yield* propose(base, owner, AGENT, reply("darn, ask your lawyer"))
+        expect(mixed.effect).toBe("defer")
+        expect(mixed.status).toBe("escalated")
+        expect(mixed.transformed_value).toBeNull()
+      })
+    )
+
+    it.effect("a policy owned by another agent does not apply; an unowned one applies to every agent", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* setUp(base)
+        yield* createPolicy(base, owner, "other-no-gift-cards", { value: "gift card", owner: OTHER_AGENT })
+        yield* createPolicy(base, owner, "no-crypto", { value: "bitcoin" })
+
+        const mine = yield* propose(base, owner, AGENT, reply("Here is a gift card."))
+        expect(mine.effect).toBe("permit")
+        expect(mine.findings).toEqual([])
+
+        const theirs = yield* propose(base, owner, OTHER_AGENT, reply("Here is a gift card."))
+        expect(theirs.effect).toBe("deny")
+        expect(reasonsOf(theirs)).toEqual(["other-no-gift-cards"])
+
+        for (const agent of [AGENT, OTHER_AGENT]) {
+          const everyone = yield* propose(base, owner, agent, reply("pay in Bitcoin"))
+          expect(everyone.effect).toBe("deny")
+          expect(reasonsOf(everyone)).toEqual(["no-crypto"])
+        }
+      })
+    )
+
+    it.effect("a disabled policy does not apply; enabling it applies within a second, disabling stops it", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* setUp(base)
+        const created = yield* createPolicy(base, owner, "no-coupons", { value: "coupon code", enabled: false })
+        expect(created.enabled).toBe(false)
+        // Load the workspace's snapshot first, so enabling must invalidate it.
+        const before = yield* propose(base, owner, AGENT, reply("Use coupon code SAVE10."))
+        expect(before.effect).toBe("permit")
+
+        expect((yield* setPolicyEnabled(base, owner, "no-coupons", true)).enabled).toBe(true)
+        const started = Date.now()
+        yield* until(
+          Effect.map(propose(base, owner, AGENT, reply("Use coupon code SAVE10.")), (decision) => {
+            expect(decision.effect).toBe("deny")
+            expect(reasonsOf(decision)).toEqual(["no-coupons"])
+          }),
+          "1 second"
+        )
+        expect(Date.now() - started).toBeLessThan(1_500)
+
+        yield* setPolicyEnabled(base, owner, "no-coupons", false)
+        yield* until(
+          Effect.map(propose(base, owner, AGENT, reply("Use coupon code SAVE10.")), (decision) =>
+            expect(decision.effect).toBe("permit")
+          ),
+          "1 second"
+        )
+      })
+    )
+
+    it.effect("a deleted policy stops applying at once", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* setUp(base)
+        yield* createPolicy(base, owner, "no-coupons", { value: "coupon" })
+        expect((yield* propose(base, owner, AGENT, reply("a coupon"))).effect).toBe("deny")
+        expectStatus(yield* call(base, "DELETE", "/v1/policies/no-coupons", { token: owner.jwt }), 204)
+        expect((yield* propose(base, owner, AGENT, reply("a coupon"))).effect).toBe("permit")
+      })
+    )
+
+    it.effect("params.<path> policies match tool arguments (nested keys, list items, numbers)", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* setUp(base)
+        yield* createPolicy(base, owner, "no-evil-mail", {
+          type: "regex",
+          value: "@evil\\.example$",
+          target: "params.to"
+        })
+        yield* createPolicy(base, owner, "hold-foreign-iban", {
+          action: "defer",
+          type: "regex",
+          value: "^(FR|IT)[0-9]{2}",
+          target: "params.recipient.iban"
+        })
+        yield* createPolicy(base, owner, "no-weapons-sku", { value: "WPN", target: "params.items" })
+
+        const evil = yield* propose(base, owner, AGENT, {
+          operation: "send_email",
+          params: { to: "boss@EVIL.example", subject: "hi" }
+        })
+        expect(evil.effect).toBe("deny")
+        expect(evil.findings[0]).toMatchObject({ policy_id: "no-evil-mail", source: "content" })
+        expect(evil.findings[0]!.evidence.matches).toEqual([{ target: "params.to", text: "@EVIL.example" }])
+
+        const good = yield* propose(base, owner, AGENT, {
+          operation: "send_email",
+          params: { to: "boss@good.example", subject: "mail from @evil.example" }
+        })
+        expect(good.effect).toBe("permit")
+
+        const foreign = yield* propose(base, owner, AGENT, {
+          operation: "send_payment",
+          params: { recipient: { iban: "FR7630006000011234567890189" }, amount: 10 }
+        })
+        expect(foreign.effect).toBe("defer")
+        expect(reasonsOf(foreign)).toEqual(["hold-foreign-iban"])
+        const domestic = yield* propose(base, owner, AGENT, {
+          operation: "send_payment",
+          params: { recipient: { iban: "DE89370400440532013000" }, amount: 10 }
+        })
+        expect(domestic.effect).toBe("permit")
+
+        const items = yield* propose(base, owner, AGENT, {
+          operation: "place_order",
+          params: { items: ["SKU-1", "wpn-77", "SKU-3"] }
+        })
+        expect(items.effect).toBe("deny")
+        expect(items.findings[0]!.evidence.matches).toEqual([{ target: "params.items.1", text: "wpn" }])
+
+        // Content is not a params target: the same text in content does not match.
+        const inContent = yield* propose(base, owner, AGENT, reply("write to boss@evil.example"))
+        expect(inContent.effect).toBe("permit")
+      })
+    )
+
+    it.effect("operation-target policies match tool calls by name", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* setUp(base)
+        yield* createPolicy(base, owner, "hold-account-deletion", {
+          action: "defer",
+          value: "delete_account",
+          target: "operation"
+        })
+        const held = yield* propose(base, owner, AGENT, { operation: "delete_account", params: { user: "u1" } })
+        expect(held.effect).toBe("defer")
+        expect(held.status).toBe("decided")
+        expect(reasonsOf(held)).toEqual(["hold-account-deletion"])
+        expect(held.findings[0]!.evidence.matches).toEqual([{ target: "operation", text: "delete_account" }])
+
+        const other = yield* propose(base, owner, AGENT, { operation: "lookup_order", params: { id: "o1" } })
+        expect(other.effect).toBe("permit")
+        // The tool name in a reply's text is not the operation.
+        const text = yield* propose(base, owner, AGENT, reply("I cannot call delete_account for you."))
+        expect(text.effect).toBe("permit")
+      })
+    )
+  })
+
+  describe("identity of a decision", () => {
+    it.effect("intent_id is stable for the same intent; receipt_id and trace_id are new on every call", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* setUp(base)
+        const action = { operation: "lookup_order", params: { id: "o-1", expand: ["items"] } }
+        const first = yield* propose(base, owner, AGENT, action, { session_id: "s-1" })
+        const second = yield* propose(base, owner, AGENT, action, { session_id: "s-2", metadata: { turn: 2 } })
+        expect(second.intent_id).toBe(first.intent_id)
+        expect(second.receipt_id).not.toBe(first.receipt_id)
+        expect(second.trace_id).not.toBe(first.trace_id)
+        // Key order in the body does not change the intent.
+        const reordered = yield* propose(base, owner, AGENT, {
+          params: { expand: ["items"], id: "o-1" },
+          operation: "lookup_order"
+        })
+        expect(reordered.intent_id).toBe(first.intent_id)
+
+        const otherParams = yield* propose(base, owner, AGENT, { ...action, params: { id: "o-2", expand: ["items"] } })
+        const otherAgent = yield* propose(base, owner, OTHER_AGENT, action)
+        const ids = new Set([first.intent_id, otherParams.intent_id, otherAgent.intent_id])
+        expect(ids.size).toBe(3)
+
+        // The same proposal in another workspace is another intent.
+        const stranger = yield* setUp(base)
+        const theirs = yield* propose(base, stranger, AGENT, action)
+        expect(theirs.intent_id).not.toBe(first.intent_id)
+
+        for (const decision of [first, second, reordered, otherParams, otherAgent, theirs]) {
+          expect(Number.isInteger(decision.latency_ms)).toBe(true)
+          expect(decision.latency_ms).toBeGreaterThanOrEqual(0)
+        }
+      })
+    )
+  })
+
+  describe("principal and body", () => {
+    it.effect("principal.workspace_id of another workspace (or an unknown one) is 404", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* setUp(base)
+        const stranger = yield* tenant(base)
+        for (const workspace_id of [stranger.workspaceId, "ws_does_not_exist"]) {
+          const response = yield* proposeRaw(base, owner, AGENT, reply("hello"), {
+            workspace_id,
+            environment_id: stranger.defaultEnvironmentId
+          })
+          expectError(response, 404)
+        }
+        // Nothing was decided in the other workspace.
+        const traces = expectStatus(yield* call(base, "GET", "/v1/traces", { token: stranger.jwt }), 200) as {
+          traces: Array<unknown>
+        }
+        expect(traces.traces).toEqual([])
+      })
+    )
+
+    it.effect("an unknown environment_id, or another workspace's, is 404 environment_not_found", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* setUp(base)
+        const stranger = yield* tenant(base)
+        for (const environment_id of ["env_nope", stranger.defaultEnvironmentId]) {
+          const response = yield* proposeRaw(base, owner, AGENT, reply("hello"), { environment_id })
+          expectError(response, 404, "environment_not_found")
+        }
+      })
+    )
+
+    it.effect("an environment created a moment ago is accepted at once", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* setUp(base)
+        // A first decision loads the workspace's runtime configuration.
+        yield* propose(base, owner, AGENT, reply("hello"))
+        const staging = yield* createEnvironment(base, owner)
+        const response = yield* proposeRaw(base, owner, AGENT, reply("hello"), { environment_id: staging.id })
+        expect(response.status, response.text).toBe(200)
+      })
+    )
+
+    it.effect("a runtime key answers for its own environment and is 403 for another one", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* setUp(base)
+        const staging = yield* createEnvironment(base, owner)
+        const stagingKey = yield* createKey(base, owner, { environment_id: staging.id })
+        const defaultKey = yield* createKey(base, owner)
+
+        const mismatch = yield* proposeRaw(base, owner, AGENT, reply("hello"), { token: stagingKey.plaintext_key })
+        expectError(mismatch, 403, "environment_mismatch")
+
+        const own = yield* propose(base, owner, AGENT, reply("I can give you a full refund"), {
+          token: stagingKey.plaintext_key,
+          environment_id: staging.id
+        })
+        expect(own.effect).toBe("deny")
+        const byDefaultKey = yield* propose(base, owner, AGENT, reply("hello"), { token: defaultKey.plaintext_key })
+        expect(byDefaultKey.effect).toBe("permit")
+        expectError(
+          yield* proposeRaw(base, owner, AGENT, reply("hello"), {
+            token: defaultKey.plaintext_key,
+            environment_id: staging.id
+          }),
+          403,
+          "environment_mismatch"
+        )
+        // No credential at all is 401.
+        const anonymous = yield* call(base, "POST", "/v1/events", { body: eventBody(owner, AGENT, reply("hello")) })
+        expectError(anonymous, 401)
+      })
+    )
+
+    it.effect("a missing principal field is 400 naming its path", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* setUp(base)
+        const full = eventBody(owner, AGENT, reply("hello"))
+        for (const field of ["agent_id", "environment_id", "workspace_id"] as const) {
+          const { [field]: _dropped, ...principal } = full.principal
+          const response = yield* call(base, "POST", "/v1/events", {
+            token: owner.jwt,
+            body: { ...full, principal }
+          })
+          expectValidation(response, `principal.${field}`)
+        }
+        const { principal: _principal, ...noPrincipal } = full
+        expectValidation(yield* call(base, "POST", "/v1/events", { token: owner.jwt, body: noPrincipal }), "principal")
+        const { action: _action, ...noAction } = full
+        expectValidation(yield* call(base, "POST", "/v1/events", { token: owner.jwt, body: noAction }), "action")
+        expectValidation(
+          yield* call(base, "POST", "/v1/events", { token: owner.jwt, body: { ...full, action: { content: "hi" } } }),
+          "action.operation"
+        )
+        expectValidation(
+          yield* call(base, "POST", "/v1/events", {
+            token: owner.jwt,
+            body: { ...full, principal: { ...full.principal, agent_id: 42 } }
+          }),
+          "principal.agent_id"
+        )
+      })
+    )
+
+    it.effect("a kind other than output.proposed is 400 naming kind", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* setUp(base)
+        const full = eventBody(owner, AGENT, reply("hello"))
+        for (const kind of ["input.received", "OUTPUT.PROPOSED", "", 7]) {
+          expectValidation(
+            yield* call(base, "POST", "/v1/events", { token: owner.jwt, body: { ...full, kind } }),
+            "kind"
+          )
+        }
+        const { kind: _kind, ...noKind } = full
+        expectValidation(yield* call(base, "POST", "/v1/events", { token: owner.jwt, body: noKind }), "kind")
+        // Malformed JSON is 400 too, never a 500.
+        expectError(yield* call(base, "POST", "/v1/events", { token: owner.jwt, raw: '{"kind": ' }), 400)
+      })
+    )
+  })
+})

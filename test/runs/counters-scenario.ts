@@ -1,0 +1,104 @@
+/**
+ * The run-counters scenario shared by the database-log and Kafka suites:
+ * decisions tied to a run (deny, rewrite, escalation, ...) reach the run's
+ * counters through the `decisions` topic and the run-counters consumer.
+ */
+import { expect } from "@effect/vitest"
+import { Effect } from "effect"
+import { tenant } from "../identity/http-helpers.js"
+import {
+  createAgent,
+  createPolicy,
+  createRun,
+  getRun,
+  list,
+  propose,
+  reply,
+  type RunBody,
+  type TraceBody,
+  until
+} from "../authorization-http/event-helpers.js"
+
+const AGENT = "support-bot"
+
+/** PostgreSQL's percentile_disc(0.95): the first value whose cumulative share reaches 95 %. */
+export const p95 = (values: ReadonlyArray<number>) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted.length === 0 ? 0 : sorted[Math.max(0, Math.ceil(0.95 * sorted.length) - 1)]!
+}
+
+export const runCountersScenario = (base: string) =>
+  Effect.gen(function* () {
+    const owner = yield* tenant(base)
+    yield* createAgent(base, owner, AGENT)
+    yield* createPolicy(base, owner, "no-passwords", { value: "password" })
+    const run = yield* createRun(base, owner, { agent_id: AGENT, kind: "chat_session" })
+    const other = yield* createRun(base, owner, { agent_id: AGENT, kind: "chat_session" })
+
+    const effects: Array<[string, string]> = []
+    const tied = (content: string) =>
+      Effect.map(propose(base, owner, AGENT, reply(content), { run_id: run.id }), (decision) => {
+        effects.push([decision.effect, String(decision.status)])
+        return decision
+      })
+    yield* tied("I promise a full refund.") // deny (profile)
+    yield* tied("Tell me your password.") // deny (policy)
+    yield* tied("That is a stupid idea.") // rewrite (tone)
+    yield* tied("Let me get our lawyer.") // defer, escalated
+    yield* tied("Here is some legal advice.") // defer, not escalated
+    yield* tied("Your order ships tomorrow.") // permit
+    expect(effects).toEqual([
+      ["deny", "decided"],
+      ["deny", "decided"],
+      ["rewrite", "decided"],
+      ["defer", "escalated"],
+      ["defer", "decided"],
+      ["permit", "decided"]
+    ])
+    // Decisions of another run, of no run, and another workspace naming this run's id count nowhere here.
+    yield* propose(base, owner, AGENT, reply("I promise a full refund."), { run_id: other.id })
+    yield* propose(base, owner, AGENT, reply("I promise a full refund."))
+    const stranger = yield* tenant(base)
+    yield* propose(base, stranger, AGENT, reply("I promise a full refund."), { run_id: run.id })
+
+    const traces = (yield* list<TraceBody>(base, owner, `/v1/runs/${run.id}/traces`, "traces")).items
+    expect(traces).toHaveLength(6)
+    const expectedP95 = p95(traces.map((trace) => trace.elapsed_ms))
+
+    const settled = yield* until(
+      Effect.map(getRun(base, owner, run.id), (detail) => {
+        expect(detail.run).toMatchObject({
+          trace_count: 6,
+          blocked_count: 2,
+          rewritten_count: 1,
+          escalated_count: 1
+        })
+        expect(detail.run.p95_latency_ms).toBeGreaterThan(0)
+        expect(detail.run.p95_latency_ms).toBe(expectedP95)
+        return detail.run
+      }),
+      "10 seconds"
+    )
+    const otherRun = yield* until(
+      Effect.map(getRun(base, owner, other.id), (detail) => {
+        expect(detail.run).toMatchObject({ trace_count: 1, blocked_count: 1, rewritten_count: 0, escalated_count: 0 })
+        return detail.run
+      }),
+      "10 seconds"
+    )
+
+    // Applied once: a while later nothing has been counted twice, and the list shows the same counters.
+    yield* Effect.sleep("500 millis")
+    const later = (yield* getRun(base, owner, run.id)).run
+    expect(later).toMatchObject({
+      trace_count: 6,
+      blocked_count: 2,
+      rewritten_count: 1,
+      escalated_count: 1,
+      p95_latency_ms: settled.p95_latency_ms
+    })
+    const listed = (yield* list<RunBody>(base, owner, "/v1/runs", "runs")).items
+    expect(listed.find((item) => item.id === run.id)).toMatchObject({ trace_count: 6, blocked_count: 2 })
+    expect(listed.find((item) => item.id === other.id)).toMatchObject({ trace_count: otherRun.trace_count })
+    return { owner, run: later }
+  })

@@ -1,0 +1,116 @@
+/**
+ * Keyset paging when several rows share one millisecond. PostgreSQL keeps
+ * timestamps to the microsecond; rows created by concurrent requests often
+ * fall within the same millisecond. Here that is made certain: after
+ * creating rows over the API, their created_at is set (in the service's own
+ * database) to distinct microseconds of one millisecond, keeping their
+ * order. Paging through runs, traces and review events must still return
+ * every row exactly once.
+ */
+import { expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { call, expectStatus, queryDatabase, SERVER_OPTIONS, tenant, type Tenant } from "../identity/http-helpers.js"
+import { baseUrl, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+import {
+  allPages,
+  createRun,
+  propose,
+  reply,
+  type ReviewBody,
+  type RunBody,
+  type TraceBody
+} from "../authorization-http/event-helpers.js"
+
+const COUNT = 7
+
+/** Moves the workspace's rows of `table` into one millisecond, one microsecond apart, in their current order. */
+const squeezeIntoOneMillisecond = (databaseUrl: string, table: "runs" | "traces" | "review_events", owner: Tenant) =>
+  queryDatabase(
+    databaseUrl,
+    `with ordered as (
+       select id, row_number() over (order by created_at, id) as n from ${table} where workspace_id = $1
+     )
+     update ${table} t set created_at = timestamptz '2026-03-04 05:06:07.123+00' + (ordered.n * interval '1 microsecond')
+     from ordered where t.id = ordered.id`,
+    [owner.workspaceId]
+  )
+
+const expectAllOnce = (pages: ReadonlyArray<ReadonlyArray<string>>, expected: ReadonlyArray<string>) => {
+  const seen = pages.flat()
+  expect(new Set(seen).size, JSON.stringify(pages)).toBe(seen.length)
+  expect([...seen].sort(), JSON.stringify(pages)).toEqual([...expected].sort())
+}
+
+layer(testServerWithDatabase("database"), SERVER_OPTIONS)("paging within one millisecond", (it) => {
+  it.effect("GET /v1/runs pages every run exactly once", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const databaseUrl = yield* TestDatabaseUrl
+      const owner = yield* tenant(base)
+      const runs: Array<RunBody> = []
+      for (let i = 0; i < COUNT; i++) runs.push(yield* createRun(base, owner, { agent_id: "a", kind: "job" }))
+      yield* squeezeIntoOneMillisecond(databaseUrl, "runs", owner)
+
+      const pages = yield* allPages<RunBody>(base, owner, "/v1/runs", "runs", { limit: 2 })
+      expectAllOnce(
+        pages.map((page) => page.map((run) => run.id)),
+        runs.map((run) => run.id)
+      )
+    })
+  )
+
+  it.effect("GET /v1/traces and GET /v1/runs/{id}/traces page every trace exactly once", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const databaseUrl = yield* TestDatabaseUrl
+      const owner = yield* tenant(base)
+      const run = yield* createRun(base, owner, { agent_id: "a", kind: "job" })
+      const traceIds: Array<string> = []
+      for (let i = 0; i < COUNT; i++) {
+        traceIds.push((yield* propose(base, owner, "a", reply(`m ${i}`), { run_id: run.id })).trace_id)
+      }
+      yield* squeezeIntoOneMillisecond(databaseUrl, "traces", owner)
+
+      const pages = yield* allPages<TraceBody>(base, owner, "/v1/traces", "traces", { limit: 2 })
+      expectAllOnce(
+        pages.map((page) => page.map((trace) => trace.trace_id)),
+        traceIds
+      )
+      const runPages = yield* allPages<TraceBody>(base, owner, `/v1/runs/${run.id}/traces`, "traces", { limit: 3 })
+      expectAllOnce(
+        runPages.map((page) => page.map((trace) => trace.trace_id)),
+        traceIds
+      )
+    })
+  )
+
+  it.effect("GET /v1/traces/{id}/review-events pages every review exactly once", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const databaseUrl = yield* TestDatabaseUrl
+      const owner = yield* tenant(base)
+      const decision = yield* propose(base, owner, "a", reply("hello"))
+      const reviewIds: Array<string> = []
+      for (let i = 0; i < COUNT; i++) {
+        const response = yield* call(base, "POST", `/v1/traces/${decision.trace_id}/review-events`, {
+          token: owner.jwt,
+          body: { outcome: "accepted" }
+        })
+        reviewIds.push((expectStatus(response, 201) as ReviewBody).id)
+      }
+      yield* squeezeIntoOneMillisecond(databaseUrl, "review_events", owner)
+
+      const pages = yield* allPages<ReviewBody>(
+        base,
+        owner,
+        `/v1/traces/${decision.trace_id}/review-events`,
+        "review_events",
+        { limit: 2 }
+      )
+      expectAllOnce(
+        pages.map((page) => page.map((item) => item.id)),
+        reviewIds
+      )
+    })
+  )
+})

@@ -1,0 +1,237 @@
+/**
+ * Run events over HTTP against the real service and PostgreSQL: appends
+ * answer 201 with sequences 1, 2, 3...; the list is ordered by sequence with
+ * a limit capped at 200 and cursor paging; a terminal run takes no more
+ * events (409 run_ended); 50 concurrent appends get exactly 1..50.
+ */
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import {
+  call,
+  expectError,
+  expectStatus,
+  expectValidation,
+  SERVER_OPTIONS,
+  tenant,
+  type Tenant,
+  TIMESTAMP
+} from "../identity/http-helpers.js"
+import { baseUrl, testServer } from "../support/TestServer.js"
+import {
+  allPages,
+  appendEvent,
+  createRun,
+  expectNot5xx,
+  forgedCursor,
+  getRun,
+  list,
+  type RunEventBody
+} from "../authorization-http/event-helpers.js"
+
+const EVENT_KEYS = [
+  "created_at",
+  "id",
+  "input_summary",
+  "kind",
+  "label",
+  "metadata",
+  "occurred_at",
+  "output_summary",
+  "run_id",
+  "sequence",
+  "workspace_id"
+]
+
+const KINDS = ["user_turn", "agent_turn", "tool_call", "tool_result", "retrieval", "handoff", "error", "custom"]
+
+const listEvents = (
+  base: string,
+  owner: Tenant,
+  runId: string,
+  query: Record<string, string | number | undefined> = {}
+) => list<RunEventBody>(base, owner, `/v1/runs/${runId}/events`, "events", query)
+
+/** Appends `count` events, `concurrency` at a time. */
+const appendMany = (base: string, owner: Tenant, runId: string, count: number, concurrency = 10) =>
+  Effect.forEach(
+    Array.from({ length: count }, (_, i) => i),
+    (i) => appendEvent(base, owner, runId, { kind: "custom", label: `e-${i}` }),
+    { concurrency }
+  )
+
+const sequences = (events: ReadonlyArray<{ sequence: number }>) => events.map((event) => event.sequence)
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i)
+
+layer(testServer("database"), SERVER_OPTIONS)("run events (database event log)", (it) => {
+  describe("POST /v1/runs/{id}/events", () => {
+    it.effect("appends answer 201 with sequence 1, 2, 3... and echo the fields sent", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const run = yield* createRun(base, owner, { agent_id: "a", kind: "chat_session" })
+
+        const response = yield* call(base, "POST", `/v1/runs/${run.id}/events`, {
+          token: owner.jwt,
+          body: {
+            kind: "user_turn",
+            label: "greeting",
+            input_summary: "Hi, where is my order?",
+            metadata: { channel: "web" },
+            occurred_at: "2026-01-02T03:04:05.678Z"
+          }
+        })
+        const first = expectStatus(response, 201) as RunEventBody
+        expect(Object.keys(first).sort()).toEqual(EVENT_KEYS)
+        expect(first).toMatchObject({
+          run_id: run.id,
+          workspace_id: owner.workspaceId,
+          kind: "user_turn",
+          sequence: 1,
+          label: "greeting",
+          input_summary: "Hi, where is my order?",
+          output_summary: null,
+          metadata: { channel: "web" },
+          occurred_at: "2026-01-02T03:04:05.678Z"
+        })
+        expect(first.created_at).toMatch(TIMESTAMP)
+
+        const rest: Array<RunEventBody> = []
+        for (const kind of KINDS.slice(1)) rest.push(yield* appendEvent(base, owner, run.id, { kind }))
+        expect(sequences(rest)).toEqual(range(2, KINDS.length))
+        // Without occurred_at the receipt time is used.
+        expect(rest[0]!.occurred_at).toMatch(TIMESTAMP)
+        expect(rest[0]!.label).toBeNull()
+        expect(rest[0]!.metadata).toBeNull()
+        expect(new Set([first.id, ...rest.map((event) => event.id)]).size).toBe(KINDS.length)
+
+        // Sequences are per run.
+        const other = yield* createRun(base, owner, { agent_id: "a", kind: "job" })
+        expect((yield* appendEvent(base, owner, other.id, { kind: "custom" })).sequence).toBe(1)
+      })
+    )
+
+    it.effect("an unknown or missing kind, or a bad occurred_at, is 400 and takes no sequence", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const run = yield* createRun(base, owner, { agent_id: "a", kind: "job" })
+        const post = (body: unknown) => call(base, "POST", `/v1/runs/${run.id}/events`, { token: owner.jwt, body })
+        for (const kind of ["thought", "USER_TURN", "", 1]) expectValidation(yield* post({ kind }), "kind")
+        expectValidation(yield* post({}), "kind")
+        expectValidation(yield* post({ kind: "user_turn", occurred_at: "yesterday" }), "occurred_at")
+        expectValidation(yield* post({ kind: "user_turn", label: 5 }), "label")
+        expect((yield* appendEvent(base, owner, run.id, { kind: "user_turn" })).sequence).toBe(1)
+      })
+    )
+
+    it.effect("a terminal run takes no more events: 409 run_ended; a warming run takes them", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const warming = yield* createRun(base, owner, { agent_id: "a", kind: "live_call", status: "warming" })
+        expect((yield* appendEvent(base, owner, warming.id, { kind: "custom" })).sequence).toBe(1)
+
+        for (const terminal of ["completed", "failed", "canceled"]) {
+          const run = yield* createRun(base, owner, { agent_id: "a", kind: "job" })
+          yield* appendEvent(base, owner, run.id, { kind: "user_turn" })
+          expectStatus(
+            yield* call(base, "PATCH", `/v1/runs/${run.id}`, { token: owner.jwt, body: { status: terminal } }),
+            200
+          )
+          const refused = yield* call(base, "POST", `/v1/runs/${run.id}/events`, {
+            token: owner.jwt,
+            body: { kind: "agent_turn" }
+          })
+          expectError(refused, 409, "run_ended")
+          expect(sequences((yield* listEvents(base, owner, run.id)).items)).toEqual([1])
+        }
+      })
+    )
+
+    it.effect("50 concurrent appends get sequences exactly 1..50, no gaps, no duplicates", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const run = yield* createRun(base, owner, { agent_id: "a", kind: "chat_session" })
+        const responses = yield* Effect.promise(() =>
+          Promise.all(
+            Array.from({ length: 50 }, (_, i) =>
+              fetch(`${base}/v1/runs/${run.id}/events`, {
+                method: "POST",
+                headers: { authorization: `Bearer ${owner.jwt}`, "content-type": "application/json" },
+                body: JSON.stringify({ kind: "custom", label: `concurrent-${i}` }),
+                signal: AbortSignal.timeout(30_000)
+              }).then(async (response) => ({ status: response.status, body: (await response.json()) as RunEventBody }))
+            )
+          )
+        )
+        expect(responses.map((response) => response.status)).toEqual(Array(50).fill(201))
+        expect(sequences(responses.map((response) => response.body)).sort((a, b) => a - b)).toEqual(range(1, 50))
+
+        const listed = (yield* listEvents(base, owner, run.id, { limit: 200 })).items
+        expect(sequences(listed)).toEqual(range(1, 50))
+        // Each label went to exactly one event.
+        expect(new Set(listed.map((event) => event.label)).size).toBe(50)
+        // The next append continues the sequence.
+        expect((yield* appendEvent(base, owner, run.id, { kind: "custom" })).sequence).toBe(51)
+      })
+    )
+  })
+
+  describe("GET /v1/runs/{id}/events", () => {
+    it.effect("lists by sequence; limit default 50, clamped at 200, below minimum 400; cursor pages cover all", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const run = yield* createRun(base, owner, { agent_id: "a", kind: "job" })
+        yield* appendMany(base, owner, run.id, 205)
+
+        const byDefault = yield* listEvents(base, owner, run.id)
+        expect(sequences(byDefault.items)).toEqual(range(1, 50))
+        expect(typeof byDefault.next_cursor).toBe("string")
+
+        const clamped = yield* listEvents(base, owner, run.id, { limit: 1000 })
+        expect(sequences(clamped.items)).toEqual(range(1, 200))
+        const tail = yield* listEvents(base, owner, run.id, { limit: 1000, cursor: clamped.next_cursor })
+        expect(sequences(tail.items)).toEqual(range(201, 205))
+        expect(tail.next_cursor).toBeUndefined()
+
+        for (const limit of ["-1", "x"]) {
+          expectValidation(
+            yield* call(base, "GET", `/v1/runs/${run.id}/events?limit=${limit}`, { token: owner.jwt }),
+            "limit"
+          )
+        }
+
+        const pages = yield* allPages<RunEventBody>(base, owner, `/v1/runs/${run.id}/events`, "events", { limit: 30 })
+        expect(pages).toHaveLength(7)
+        expect(sequences(pages.flat())).toEqual(range(1, 205))
+
+        // The run detail shows the events in order too.
+        expect(sequences((yield* getRun(base, owner, run.id)).events)).toEqual(range(1, 200))
+      })
+    )
+
+    it.effect("a cursor that is not from this list is 400, never a 500", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const run = yield* createRun(base, owner, { agent_id: "a", kind: "job" })
+        yield* appendMany(base, owner, run.id, 3)
+        for (const cursor of [
+          "garbage",
+          forgedCursor('["x"]'),
+          forgedCursor('["-1"]'),
+          forgedCursor('["99999999999999999999"]'),
+          forgedCursor('["1", "2"]')
+        ]) {
+          const response = yield* call(base, "GET", `/v1/runs/${run.id}/events?cursor=${encodeURIComponent(cursor)}`, {
+            token: owner.jwt
+          })
+          expectNot5xx(response)
+          expectError(response, 400)
+        }
+      })
+    )
+  })
+})
