@@ -1,10 +1,12 @@
 /** Deployable API process: HTTP server plus the outbox relay. */
 import { NodeRuntime } from "@effect/platform-node"
 import { Layer } from "effect"
-import { lifecycleLog } from "../../src/platform/Lifecycle.js"
+import { guardRepeatedSignals, lifecycleLog } from "../../src/platform/Lifecycle.js"
 import { LoggingLive } from "../../src/platform/Logging.js"
 import { PlatformLive } from "../../src/platform/Platform.js"
 import { HttpServerLive } from "../../src/Server.js"
+
+guardRepeatedSignals()
 
 HttpServerLive.pipe(
   Layer.provide(PlatformLive),

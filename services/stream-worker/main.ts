@@ -1,9 +1,11 @@
 /** Deployable stream worker: the event consumers plus the outbox relay. */
 import { NodeRuntime } from "@effect/platform-node"
 import { Layer } from "effect"
-import { lifecycleLog } from "../../src/platform/Lifecycle.js"
+import { guardRepeatedSignals, lifecycleLog } from "../../src/platform/Lifecycle.js"
 import { LoggingLive } from "../../src/platform/Logging.js"
 import { PlatformLive } from "../../src/platform/Platform.js"
 import { StreamWorkersLive } from "../../src/StreamWorkers.js"
+
+guardRepeatedSignals()
 
 StreamWorkersLive.pipe(Layer.provide(PlatformLive), Layer.provideMerge(lifecycleLog("stream-worker")), Layer.provide(LoggingLive), Layer.launch, NodeRuntime.runMain({ disablePrettyLogger: true }))
