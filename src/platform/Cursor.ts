@@ -1,5 +1,6 @@
 /** Keyset page cursors: the last row's sort key, opaque to clients. */
-import { Option } from "effect"
+import { Effect, Option } from "effect"
+import { BadRequest } from "./Errors.js"
 
 export const encodeCursor = (parts: ReadonlyArray<string>) => Buffer.from(JSON.stringify(parts)).toString("base64url")
 
@@ -23,3 +24,31 @@ export const decodeTimeCursor = (cursor: string): Option.Option<{ readonly at: s
   )
 
 export const encodeTimeCursor = (at: Date, id: string) => encodeCursor([at.toISOString(), id])
+
+export const invalidCursor = new BadRequest({
+  code: "validation_failed",
+  message: "cursor: not a cursor from this list",
+  details: [{ path: "cursor", message: "not a cursor from this list" }]
+})
+
+/**
+ * One page of a newest-first list keyed by (created_at, id): decodes the
+ * cursor (400 when it is not one of ours), fetches `limit + 1` rows after it,
+ * and answers the page with `next_cursor` when more rows follow.
+ */
+export const pageByTime = <Row extends { readonly created_at: Date; readonly id: string }, E, R>(
+  cursor: string | undefined,
+  limit: number,
+  fetch: (after: Option.Option<{ readonly at: string; readonly id: string }>) => Effect.Effect<ReadonlyArray<Row>, E, R>
+) =>
+  Effect.gen(function* () {
+    const after = cursor === undefined ? Option.none() : decodeTimeCursor(cursor)
+    if (cursor !== undefined && Option.isNone(after)) return yield* invalidCursor
+    const rows = yield* fetch(after)
+    const page = rows.slice(0, limit)
+    const last = page[page.length - 1]
+    return {
+      page,
+      next: rows.length > limit && last !== undefined ? { next_cursor: encodeTimeCursor(last.created_at, last.id) } : {}
+    }
+  })

@@ -6,8 +6,8 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import type { Caller } from "../identity/Authentication.js"
-import { decodeTimeCursor, encodeTimeCursor } from "../platform/Cursor.js"
-import { BadRequest, NotFound } from "../platform/Errors.js"
+import { pageByTime } from "../platform/Cursor.js"
+import { NotFound } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { Outbox } from "../platform/Outbox.js"
 import { toTimestamp } from "../platform/Schemas.js"
@@ -129,23 +129,10 @@ export class Reviews extends Effect.Service<Reviews>()("runs/Reviews", {
     const list = (workspaceId: string, traceId: string, limit: number, cursor: string | undefined) =>
       Effect.gen(function* () {
         yield* trace(workspaceId, traceId)
-        const after = cursor === undefined ? Option.none() : decodeTimeCursor(cursor)
-        if (cursor !== undefined && Option.isNone(after)) {
-          return yield* new BadRequest({
-            code: "validation_failed",
-            message: "cursor: not a cursor from this list",
-            details: [{ path: "cursor", message: "not a cursor from this list" }]
-          })
-        }
-        const rows = yield* repo.list(workspaceId, traceId, limit, after)
-        const page = rows.slice(0, limit)
-        const last = page[page.length - 1]
-        return {
-          review_events: page.map(toReview),
-          ...(rows.length > limit && last !== undefined
-            ? { next_cursor: encodeTimeCursor(last.created_at, last.id) }
-            : {})
-        }
+        const { next, page } = yield* pageByTime(cursor, limit, (after) =>
+          repo.list(workspaceId, traceId, limit, after)
+        )
+        return { review_events: page.map(toReview), ...next }
       })
 
     return { create, list }

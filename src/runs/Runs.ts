@@ -9,7 +9,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import type { Caller } from "../identity/Authentication.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
-import { decodeCursor, decodeTimeCursor, encodeCursor, encodeTimeCursor } from "../platform/Cursor.js"
+import { decodeCursor, encodeCursor, invalidCursor, pageByTime } from "../platform/Cursor.js"
 import { BadRequest, Conflict, NotFound } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { Outbox } from "../platform/Outbox.js"
@@ -97,11 +97,6 @@ const toRunEvent = (row: RunEventRow) => ({
 })
 
 const runNotFound = (id: string) => new NotFound({ code: "run_not_found", message: `No run ${id} in this workspace.` })
-const badCursor = new BadRequest({
-  code: "validation_failed",
-  message: "cursor: not a cursor from this list",
-  details: [{ path: "cursor", message: "not a cursor from this list" }]
-})
 
 export interface RunFilters {
   readonly agent_id?: string | undefined
@@ -229,17 +224,10 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
 
     const list = (workspaceId: string, filters: RunFilters, limit: number, cursor: string | undefined) =>
       Effect.gen(function* () {
-        const after = cursor === undefined ? Option.none() : decodeTimeCursor(cursor)
-        if (cursor !== undefined && Option.isNone(after)) return yield* badCursor
-        const rows = yield* repo.list(workspaceId, filters, limit, after)
-        const page = rows.slice(0, limit)
-        const last = page[page.length - 1]
-        return {
-          runs: page.map(toRun),
-          ...(rows.length > limit && last !== undefined
-            ? { next_cursor: encodeTimeCursor(last.created_at, last.id) }
-            : {})
-        }
+        const { next, page } = yield* pageByTime(cursor, limit, (after) =>
+          repo.list(workspaceId, filters, limit, after)
+        )
+        return { runs: page.map(toRun), ...next }
       })
 
     const update = (
@@ -342,7 +330,7 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
       Effect.gen(function* () {
         yield* find(workspaceId, runId)
         const after = cursor === undefined ? Option.some(["0"]) : decodeCursor(cursor, 1)
-        if (Option.isNone(after) || !/^\d{1,9}$/.test(after.value[0]!)) return yield* badCursor
+        if (Option.isNone(after) || !/^\d{1,9}$/.test(after.value[0]!)) return yield* invalidCursor
         const rows = yield* repo.listEvents(workspaceId, runId, limit, Number(after.value[0]))
         const page = rows.slice(0, limit)
         const last = page[page.length - 1]

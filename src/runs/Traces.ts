@@ -8,8 +8,7 @@ import { Effect, Option } from "effect"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { dieOnErrors } from "../platform/Sql.js"
 import { TraceId } from "./Domain.js"
-import { decodeTimeCursor, encodeTimeCursor } from "../platform/Cursor.js"
-import { BadRequest } from "../platform/Errors.js"
+import { pageByTime } from "../platform/Cursor.js"
 
 export interface NewTrace {
   readonly id: string
@@ -122,23 +121,10 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
 
     const list = (workspaceId: string, filters: TraceFilters, limit: number, cursor: string | undefined) =>
       Effect.gen(function* () {
-        const after = cursor === undefined ? Option.none() : decodeTimeCursor(cursor)
-        if (cursor !== undefined && Option.isNone(after)) {
-          return yield* new BadRequest({
-            code: "validation_failed",
-            message: "cursor: not a cursor from this list",
-            details: [{ path: "cursor", message: "not a cursor from this list" }]
-          })
-        }
-        const rows = yield* repo.list(workspaceId, filters, limit, after)
-        const page = rows.slice(0, limit)
-        const last = page[page.length - 1]
-        return {
-          traces: page.map(toTrace),
-          ...(rows.length > limit && last !== undefined
-            ? { next_cursor: encodeTimeCursor(last.created_at, last.id) }
-            : {})
-        }
+        const { next, page } = yield* pageByTime(cursor, limit, (after) =>
+          repo.list(workspaceId, filters, limit, after)
+        )
+        return { traces: page.map(toTrace), ...next }
       })
 
     return { record, list, find: repo.find, setLatestReview: repo.setLatestReview }
