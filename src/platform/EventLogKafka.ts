@@ -6,13 +6,23 @@
  * COMMIT_INTERVAL and when the subscription closes. A delivery seen again
  * after a crash is skipped by the consumer's event-id dedupe (Consumer.ts).
  */
-import { Chunk, Duration, Effect, Layer, Ref, Schedule, Stream } from "effect"
+import { Chunk, Duration, Effect, Layer, LogLevel, Ref, Schedule, Stream } from "effect"
 import { Kafka, type KafkaMessage, logLevel, Partitioners } from "kafkajs"
 import { AppConfig } from "./Config.js"
 import { type Delivery, EventLog, EventLogError, type OutgoingEvent, type SubscribeOptions } from "./EventLog.js"
 import { allTopics } from "./Topics.js"
 
 const COMMIT_INTERVAL = Duration.millis(200)
+
+const kafkaLevelName: Record<number, string> = {
+  [logLevel.ERROR]: "error",
+  [logLevel.WARN]: "warning",
+  [logLevel.INFO]: "info",
+  [logLevel.DEBUG]: "debug"
+}
+
+const kafkaLevelOf = (level: LogLevel.LogLevel) =>
+  level.ordinal >= LogLevel.Error.ordinal ? logLevel.ERROR : logLevel.WARN
 const SUBSCRIPTION_BUFFER = 1024
 
 const headerText = (headers: KafkaMessage["headers"]): Record<string, string> => {
@@ -35,7 +45,14 @@ export const EventLogKafkaLive = Layer.scoped(
     const kafka = new Kafka({
       clientId: config.kafkaClientId,
       brokers: [...config.kafkaBrokers],
-      logLevel: logLevel.ERROR,
+      // kafkajs logs in the service's JSON-lines format; it is chatty below warnings.
+      logLevel: config.logLevel.ordinal >= LogLevel.Warning.ordinal ? kafkaLevelOf(config.logLevel) : logLevel.WARN,
+      logCreator: () => (entry) => {
+        const { message, timestamp: _timestamp, ...fields } = entry.log
+        process.stdout.write(
+          `${JSON.stringify({ time: new Date().toISOString(), level: kafkaLevelName[entry.level] ?? "info", message, logger: `kafkajs.${entry.namespace}`, ...fields })}\n`
+        )
+      },
       retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 5_000 }
     })
 
