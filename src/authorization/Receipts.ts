@@ -8,8 +8,11 @@
 import { Effect, Option, Redacted } from "effect"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
-import { CompactSign, exportJWK, generateKeyPair, importJWK, type JWK } from "jose"
+import { exportJWK, generateKeyPair, type JWK } from "jose"
+import { createPrivateKey, type JsonWebKeyInput, sign as signBytes } from "node:crypto"
 import { AppConfig } from "../platform/Config.js"
+
+const base64url = (text: string) => Buffer.from(text, "utf8").toString("base64url")
 
 /** JSON with object keys sorted at every level, so equal content signs equally. */
 export const canonicalJson = (value: unknown): string =>
@@ -38,16 +41,21 @@ export class ReceiptSigner extends Effect.Service<ReceiptSigner>()("authorizatio
       ? (JSON.parse(Redacted.value(config.receiptSigningKey.value)) as JWK)
       : yield* loadOrCreateKey(config.dataDir)
     const kid = `rcpt-${(privateJwk.x ?? "").slice(0, 16)}`
-    const key = yield* Effect.promise(() => importJWK({ ...privateJwk, alg: "EdDSA" }, "EdDSA"))
+    // node:crypto signs Ed25519 synchronously (tens of microseconds), where WebCrypto would hop to the thread pool.
+    const key = createPrivateKey({
+      key: { ...privateJwk, kty: "OKP", crv: "Ed25519" } as JsonWebKeyInput["key"],
+      format: "jwk"
+    })
+    const header = base64url(JSON.stringify({ alg: "EdDSA", kid, typ: "guardrail-receipt+jws" }))
     const { d: _private, ...publicJwk } = privateJwk
     const jwks = { keys: [{ ...publicJwk, kid, alg: "EdDSA", use: "sig" }] }
 
+    /** A compact JWS: header.payload.signature, each base64url, signed over `header.payload` (RFC 7515). */
     const sign = (content: unknown) =>
-      Effect.promise(() =>
-        new CompactSign(new TextEncoder().encode(canonicalJson(content)))
-          .setProtectedHeader({ alg: "EdDSA", kid, typ: "guardrail-receipt+jws" })
-          .sign(key)
-      )
+      Effect.sync(() => {
+        const signingInput = `${header}.${base64url(canonicalJson(content))}`
+        return `${signingInput}.${signBytes(null, Buffer.from(signingInput), key).toString("base64url")}`
+      })
 
     return { sign, jwks }
   })
