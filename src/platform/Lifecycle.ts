@@ -7,16 +7,12 @@ export const lifecycleLog = (name: string) =>
 /**
  * `NodeRuntime.runMain` handles the first SIGINT/SIGTERM by interrupting the
  * program (finalizers run) and then removes its listeners, so a second
- * signal would kill the process mid-shutdown. A process group stop delivers
- * the signal twice (once directly, once relayed by `tsx`/`npm`), so repeats
- * are ignored while shutdown runs; a third signal forces the exit.
+ * signal would kill the process mid-shutdown. A process-group stop delivers
+ * the signal several times (directly, and relayed by `npm`, `sh` and `tsx`),
+ * so repeats are ignored while shutdown runs; SIGKILL still stops a stuck one.
  */
 export const guardRepeatedSignals = () => {
-  let received = 0
-  const onSignal = () => {
-    received += 1
-    if (received >= 3) process.exit(130)
-  }
-  process.on("SIGINT", onSignal)
-  process.on("SIGTERM", onSignal)
+  const ignore = () => {}
+  process.on("SIGINT", ignore)
+  process.on("SIGTERM", ignore)
 }
