@@ -158,7 +158,7 @@ const admin = async (text: string) => {
 
 const startService = (databaseUrl: string, port: number) =>
   new Promise<() => void>((resolve, reject) => {
-    const child = spawn("npx", ["tsx", "services/all-in-one/main.ts"], {
+    const child = spawn("node", ["--import", "tsx", "services/all-in-one/main.ts"], {
       env: {
         ...process.env,
         DATABASE_URL: databaseUrl,
