@@ -120,7 +120,8 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
       snapshot: Snapshot,
       event: ProposedEventInput,
       modes: Readonly<Record<CheckerName, CheckerMode>>,
-      granted: boolean
+      granted: boolean,
+      defaultEffect: "permit" | "deny" | "defer"
     ) => {
       const agentId = event.principal.agent_id
       return decide(
@@ -136,7 +137,8 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
           granted
         },
         allCheckers,
-        modes
+        modes,
+        defaultEffect
       )
     }
 
@@ -186,7 +188,10 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
             modes.approval !== "off" &&
             Boolean((tool.metadata as { approval?: unknown }).approval)
           const grantRow = needsGrant ? yield* activeGrant(caller.workspaceId, intentId) : Option.none()
-          return { decision: evaluate(snapshot, event, modes, Option.isSome(grantRow)), grantRow }
+          return {
+            decision: evaluate(snapshot, event, modes, Option.isSome(grantRow), config.settings.default_action),
+            grantRow
+          }
         }).pipe(
           Effect.catchAllCause((cause) =>
             Effect.logError("authorization failed closed", cause).pipe(

@@ -85,7 +85,9 @@ export const strictest = (effects: ReadonlyArray<DecisionEffect>): DecisionEffec
 export const decide = (
   context: CheckContext,
   checkers: ReadonlyArray<Checker>,
-  modes: Readonly<Record<CheckerName, CheckerMode>>
+  modes: Readonly<Record<CheckerName, CheckerMode>>,
+  /** The workspace's `default_action`: the effect when no enforced finding decides. */
+  defaultEffect: "permit" | "deny" | "defer" = "permit"
 ): Decision => {
   const findings: Array<Finding> = []
   const enforced: Array<FindingDraft & { readonly source: CheckerName }> = []
@@ -101,6 +103,17 @@ export const decide = (
         evidence: mode === "observe" ? { observed_only: true, detail: draft.evidence } : draft.evidence
       })
       if (mode === "enforce") enforced.push({ ...draft, source: checker.name })
+    }
+  }
+  if (enforced.length === 0 && defaultEffect !== "permit") {
+    return {
+      effect: defaultEffect,
+      domain: "default",
+      reason: `No guardrail decided; the workspace's default action (${defaultEffect}) applies.`,
+      findings,
+      transformed_value: null,
+      status: "decided",
+      approval: null
     }
   }
   const effect = strictest(enforced.map((finding) => finding.effect))

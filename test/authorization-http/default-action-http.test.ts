@@ -1,0 +1,39 @@
+/**
+ * The workspace's `default_action` decides when no guardrail produces a
+ * finding: with `deny` or `defer`, an action nothing matched is refused or
+ * held; a matching `permit` policy still lets it through (an allow-list).
+ */
+import { expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { call, expectStatus, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
+import { baseUrl, testServer } from "../support/TestServer.js"
+import { createPolicy, propose, reply } from "./event-helpers.js"
+
+layer(testServer("database"), SERVER_OPTIONS)("default_action", (it) => {
+  it.effect("permit by default; deny or defer when set; a matching permit policy still permits", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const owner = yield* tenant(base)
+      const innocuous = reply("Your order ships tomorrow.")
+      expect((yield* propose(base, owner, "bot", innocuous)).effect).toBe("permit")
+
+      for (const defaultAction of ["deny", "defer"] as const) {
+        expectStatus(
+          yield* call(base, "PATCH", "/v1/settings", { token: owner.jwt, body: { default_action: defaultAction } }),
+          200
+        )
+        // Settings reach decisions within a second (cached runtime config).
+        yield* Effect.sleep("1100 millis")
+        const decision = yield* propose(base, owner, "bot", innocuous)
+        expect(decision.effect).toBe(defaultAction)
+        expect(decision.domain).toBe("default")
+        expect(decision.findings).toEqual([])
+      }
+
+      yield* createPolicy(base, owner, "allow-shipping", { action: "permit", value: "ships tomorrow" })
+      const allowed = yield* propose(base, owner, "bot", innocuous)
+      expect(allowed.effect).toBe("permit")
+      expect(allowed.findings.map((finding) => finding.policy_id)).toEqual(["allow-shipping"])
+    })
+  )
+})
