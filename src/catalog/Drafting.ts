@@ -151,7 +151,7 @@ const literalOf = (item: Item): string => {
 
 /** Qualifiers that say where, not what: "X in replies", "X to customers", "X at all". */
 const CONTENT_TAIL =
-  /\s+(?:(?:in|from|to|with|for)\s+(?:(?:any|all|the|our)\s+)?(?:customers?|users?|messages?|replies|responses?|answers?|outputs?|chats?|conversations?|anyone|people)|at\s+all|ever|anymore|whatsoever)$/i
+  /\s+(?:(?:in|from|to|with|for)\s+(?:(?:all|any|the|our)\s+)?(?:customers?|users?|messages?|replies|responses?|answers?|outputs?|chats?|conversations?|anyone|people)|at\s+all|ever|anymore|whatsoever)$/i
 
 const contentValues = (phrase: string): Option.Option<ReadonlyArray<string>> => {
   const values = Arr.dedupe(splitItems(phrase.replace(CONTENT_TAIL, "")).map(literalOf)).filter((v) => v !== "")
@@ -487,7 +487,7 @@ const ESCALATION_PATTERNS: ReadonlyArray<RegExp> = [
   re(
     "^",
     HAND_OFF,
-    String.raw`\s+(?:(?:any|all)\s+)?(?:(?:messages?|conversations?|chats?|tickets?|requests?|replies|responses?|cases?|threads?)\s+)?`,
+    String.raw`\s+(?:(?:all|any)\s+)?(?:(?:messages?|conversations?|chats?|tickets?|requests?|replies|responses?|cases?|threads?)\s+)?`,
     String.raw`(?:(?:that|which)\s+)?(?:on\s+mentions?\s+of|mention(?:s|ing)?|contain(?:s|ing)?|about|involving|regarding|with|referencing)\s+(?<x>.+)$`
   ),
   re(
@@ -529,7 +529,7 @@ const MENTION_PATTERNS: ReadonlyArray<RegExp> = [
   re(
     "^",
     BLOCK,
-    String.raw`\s+(?:the\s+(?:agent|assistant|bot)\s+from\s+)?(?:(?:any|all|every)\s+)?(?:`,
+    String.raw`\s+(?:the\s+(?:agent|assistant|bot)\s+from\s+)?(?:(?:all|any|every)\s+)?(?:`,
     CARRIER,
     String.raw`\s+)?(?:(?:that|which)\s+)?(?:mentions?\s+of|references?\s+to|talk(?:ing)?\s+(?:of|about)|discussions?\s+(?:of|about)|`,
     SAYS,
@@ -567,7 +567,7 @@ const PROMISE_WORDS: Record<string, readonly [string, string]> = {
 }
 const PROMISE_PATTERNS: ReadonlyArray<RegExp> = [
   re(
-    String.raw`^never\s+(?:make\s+(?:any\s+)?)?(?<stem>promis|guarantee|offer|commit|pledge)(?:es|e|ing|ting|s)?(?:\s+to)?`,
+    String.raw`^never\s+(?:make\s+(?:\s*any\s+)?)?(?<stem>promis|guarantee|offer|commit|pledge)(?:es|e|ing|ting|s)?(?:\s+to)?`,
     String.raw`\s+(?:(?:about|of|regarding|on|for|that)\s+)?(?<x>.+)$`
   ),
   re(String.raw`^no\s+(?<x>.+?)\s+(?<stem>promis|guarantee|offer|commit|pledge)(?:e|ment)?s?$`)
@@ -608,7 +608,7 @@ const revealDraft = (text: string): Option.Option<Draft> =>
 // ---- tools: "never call the X tool"
 
 const TOOL = re(
-  String.raw`^(?:never|block|deny|forbid|disallow|disable|prohibit|prevent|ban)\s+(?:the\s+(?:agent|assistant|bot)\s+from\s+)?(?:(?:any|all)\s+)?`,
+  String.raw`^(?:never|block|deny|forbid|disallow|disable|prohibit|prevent|ban)\s+(?:the\s+(?:agent|assistant|bot)\s+from\s+)?(?:(?:all|any)\s+)?`,
   String.raw`(?:(?:calls?|access|use|usage|invocations?)\s+(?:to|of)\s+)?`,
   String.raw`(?:(?:call|invoke|run|execute|trigger|use)(?:s|ing)?\s+|calling\s+|using\s+|invoking\s+|running\s+|executing\s+)?`,
   String.raw`(?:the\s+)?(?<kw1>(?:tool|function)s?\s+)?(?<names>.+?)(?<kw2>\s+(?:tool|function)s?)?(?:\s+calls?)?$`
