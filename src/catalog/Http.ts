@@ -2,7 +2,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
-import { CurrentCaller } from "../identity/Authentication.js"
+import { inWorkspace } from "../identity/Authentication.js"
 import { Agents } from "./Agents.js"
 import { ConfigChangeListenerLive, ConfigChanges } from "./ConfigChanges.js"
 import { Policies } from "./Policies.js"
@@ -10,10 +10,6 @@ import { policyJsonSchema } from "./PolicyLanguage.js"
 import { Registry } from "./Registry.js"
 import { CatalogRepo } from "./Repo.js"
 import { CatalogSnapshot } from "./Snapshot.js"
-
-/** Runs `run` with the caller's workspace id. */
-const inWorkspace = <A, E, R>(run: (workspaceId: string) => Effect.Effect<A, E, R>) =>
-  Effect.flatMap(CurrentCaller, (caller) => run(caller.workspaceId))
 
 export const AgentsHttpLive = HttpApiBuilder.group(GuardrailApi, "agents", (handlers) =>
   Effect.gen(function* () {

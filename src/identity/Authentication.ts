@@ -7,7 +7,7 @@
  * - `InternalAuthentication`: the configured internal key, and nothing else.
  */
 import { HttpApiMiddleware, HttpApiSecurity } from "@effect/platform"
-import { Context, Schema } from "effect"
+import { Context, Effect, Schema } from "effect"
 import { ForbiddenWire, NotFoundWire, UnauthorizedWire } from "../platform/Errors.js"
 
 export type WorkspaceRole = "owner" | "admin" | "member"
@@ -40,3 +40,7 @@ export class InternalAuthentication extends HttpApiMiddleware.Tag<InternalAuthen
     security: { internalKey: HttpApiSecurity.bearer }
   }
 ) {}
+
+/** Runs `run` with the caller's workspace id: how handlers scope every call. */
+export const inWorkspace = <A, E, R>(run: (workspaceId: string) => Effect.Effect<A, E, R>) =>
+  Effect.flatMap(CurrentCaller, (caller) => run(caller.workspaceId))

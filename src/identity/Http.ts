@@ -5,7 +5,7 @@ import { GuardrailApi } from "../Api.js"
 import { Forbidden, Unauthorized } from "../platform/Errors.js"
 import { Accounts } from "./Accounts.js"
 import { ApiKeys } from "./ApiKeys.js"
-import { CurrentCaller } from "./Authentication.js"
+import { CurrentCaller, inWorkspace } from "./Authentication.js"
 import { AuthenticationLive, InternalAuthenticationLive } from "./AuthenticationLive.js"
 import { Credentials, missingCredential } from "./Credentials.js"
 import { WorkspaceSettings } from "./WorkspaceSettings.js"
@@ -111,8 +111,6 @@ export const SettingsHttpLive = HttpApiBuilder.group(GuardrailApi, "settings", (
 export const EnvironmentsHttpLive = HttpApiBuilder.group(GuardrailApi, "environments", (handlers) =>
   Effect.gen(function* () {
     const settings = yield* WorkspaceSettings
-    const inWorkspace = <A, E, R>(run: (workspaceId: string) => Effect.Effect<A, E, R>) =>
-      Effect.flatMap(CurrentCaller, (caller) => run(caller.workspaceId))
     return handlers
       .handle("listEnvironments", () =>
         inWorkspace(settings.listEnvironments).pipe(Effect.map((environments) => ({ environments })))

@@ -4,6 +4,7 @@
  */
 import { Effect, Option } from "effect"
 import { AppConfig } from "../platform/Config.js"
+import { orFailWith } from "../platform/Sql.js"
 import { BadRequest, Conflict, NotFound } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
@@ -109,11 +110,7 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
       })
 
     const environment = (workspaceId: string, id: string) =>
-      repo
-        .findEnvironment(workspaceId, id)
-        .pipe(
-          Effect.flatMap(Option.match({ onNone: () => Effect.fail(environmentNotFound(id)), onSome: Effect.succeed }))
-        )
+      repo.findEnvironment(workspaceId, id).pipe(orFailWith(() => environmentNotFound(id)))
 
     const listEnvironments = (workspaceId: string) =>
       Effect.map(repo.listEnvironments(workspaceId), (rows) => rows.map(toEnvironment))

@@ -2,7 +2,7 @@
  * Request plumbing around the HttpApi:
  * - `makeRouteTable` derives, from the contract itself, each endpoint's
  *   method, path template and accepted body media type;
- * - `requestGuard` (API-level middleware) answers 413/415/400 for bodies that
+ * - `requestGuard` (inside the pipeline) answers 413/415/400 for bodies that
  *   are too large, of the wrong type or malformed, and turns decode failures
  *   and unknown routes into the conventions' error body;
  * - `requestContext` (server-level middleware) stamps `x-request-id`, writes
@@ -207,16 +207,15 @@ export const validationFailed = (error: HttpApiError.HttpApiDecodeError) => {
   })
 }
 
-/** API-level middleware: body checks before routing, error-shape mapping after. */
-export const requestGuard =
-  (routes: ReadonlyArray<RouteEntry>, maxBodyBytes: number) =>
+/** Body checks before routing, error-shape mapping after, for the request's route (found once per request). */
+const requestGuard =
+  (route: RouteEntry | undefined, maxBodyBytes: number) =>
   <E, R>(app: HttpApp.Default<E, R>) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       if (/%00/i.test(request.url)) {
         return yield* new BadRequest({ code: "validation_failed", message: "The URL contains a NUL character (%00)." })
       }
-      const route = findRoute(routes, request.method, request.url)
       const limit = route?.maxBodyBytes ?? maxBodyBytes
       const checked = yield* checkBody(request, route, limit)
       const inner = checked === request ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, checked)
@@ -282,7 +281,6 @@ const defectResponse = (cause: Cause.Cause<unknown>, requestId: string, maxBodyB
  * (encoded errors included).
  */
 export const requestPipeline = (routes: ReadonlyArray<RouteEntry>, maxBodyBytes: number) => {
-  const guard = requestGuard(routes, maxBodyBytes)
   return <E, R>(app: HttpApp.Default<E, R>) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
@@ -290,7 +288,8 @@ export const requestPipeline = (routes: ReadonlyArray<RouteEntry>, maxBodyBytes:
       const requestId =
         incoming !== undefined && REQUEST_ID.test(incoming) ? incoming : `req_${uuidv7().replaceAll("-", "")}`
       const started = performance.now()
-      const route = findRoute(routes, request.method, request.url)?.template ?? pathOf(request.url)
+      const entry = findRoute(routes, request.method, request.url)
+      const route = entry?.template ?? pathOf(request.url)
       yield* HttpApp.appendPreResponseHandler((_, response) =>
         Effect.logInfo("request").pipe(
           Effect.annotateLogs({
@@ -303,7 +302,10 @@ export const requestPipeline = (routes: ReadonlyArray<RouteEntry>, maxBodyBytes:
           Effect.as(HttpServerResponse.setHeader(response, "x-request-id", requestId))
         )
       )
-      return yield* guard(app).pipe(
+      return yield* requestGuard(
+        entry,
+        maxBodyBytes
+      )(app).pipe(
         Effect.catchAllCause((cause) =>
           Cause.isInterruptedOnly(cause) || Option.exists(Cause.failureOption(cause), isHttpError)
             ? Effect.failCause(cause)

@@ -1,7 +1,7 @@
 /** Helpers for repositories. */
 import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 
 type OrDie<T> = {
   readonly [K in keyof T]: T[K] extends (...args: infer Args) => Effect.Effect<infer A, infer _E, infer R>
@@ -33,3 +33,9 @@ export const transactionOf =
     sql.withTransaction(effect).pipe(Effect.catchIf(isSqlError, (error) => Effect.die(error)))
 
 const isSqlError = (error: unknown): error is SqlError => error instanceof SqlError
+
+/** The row a lookup found, or `error()` when it found none. */
+export const orFailWith =
+  <E2>(error: () => E2) =>
+  <A, E, R>(lookup: Effect.Effect<Option.Option<A>, E, R>) =>
+    Effect.flatMap(lookup, Option.match({ onNone: () => Effect.fail(error()), onSome: Effect.succeed }))

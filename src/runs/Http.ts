@@ -2,14 +2,11 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
-import { CurrentCaller } from "../identity/Authentication.js"
+import { CurrentCaller, inWorkspace } from "../identity/Authentication.js"
 import { pageSize } from "../platform/Schemas.js"
 import { Reviews } from "./Reviews.js"
 import { Runs } from "./Runs.js"
 import { Traces } from "./Traces.js"
-
-const inWorkspace = <A, E, R>(run: (workspaceId: string) => Effect.Effect<A, E, R>) =>
-  Effect.flatMap(CurrentCaller, (caller) => run(caller.workspaceId))
 
 export const RunsHttpLive = HttpApiBuilder.group(GuardrailApi, "runs", (handlers) =>
   Effect.gen(function* () {

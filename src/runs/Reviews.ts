@@ -11,7 +11,7 @@ import { NotFound } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { Outbox } from "../platform/Outbox.js"
 import { toTimestamp } from "../platform/Schemas.js"
-import { dieOnErrors, transactionOf } from "../platform/Sql.js"
+import { dieOnErrors, orFailWith, transactionOf } from "../platform/Sql.js"
 import { Topics } from "../platform/Topics.js"
 import { type ReviewOutcome, ReviewEventId, TraceId } from "./Domain.js"
 import { Traces } from "./Traces.js"
@@ -72,11 +72,7 @@ export class Reviews extends Effect.Service<Reviews>()("runs/Reviews", {
     })
 
     const trace = (workspaceId: string, traceId: string) =>
-      traces
-        .find(workspaceId, traceId)
-        .pipe(
-          Effect.flatMap(Option.match({ onNone: () => Effect.fail(traceNotFound(traceId)), onSome: Effect.succeed }))
-        )
+      traces.find(workspaceId, traceId).pipe(orFailWith(() => traceNotFound(traceId)))
 
     const create = (
       caller: Caller,

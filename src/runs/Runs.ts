@@ -14,7 +14,7 @@ import { BadRequest, Conflict, NotFound } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { Outbox } from "../platform/Outbox.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
-import { dieOnErrors, transactionOf } from "../platform/Sql.js"
+import { dieOnErrors, orFailWith, transactionOf } from "../platform/Sql.js"
 import { Topics } from "../platform/Topics.js"
 import { RunEventId, RunId } from "./Domain.js"
 import { Traces } from "./Traces.js"
@@ -170,10 +170,7 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
                          and sequence > ${afterSequence} order by sequence limit ${limit + 1}`
     })
 
-    const find = (workspaceId: string, id: string) =>
-      repo
-        .find(workspaceId, id)
-        .pipe(Effect.flatMap(Option.match({ onNone: () => Effect.fail(runNotFound(id)), onSome: Effect.succeed })))
+    const find = (workspaceId: string, id: string) => repo.find(workspaceId, id).pipe(orFailWith(() => runNotFound(id)))
 
     const create = (
       caller: Caller,
