@@ -136,3 +136,27 @@ export class BudgetAlertFiring extends Schema.Class<BudgetAlertFiring>("BudgetAl
   fired_at: Timestamp,
   payload: JsonValue
 }) {}
+
+// ---- topic values
+
+/**
+ * The value of each `llm-usage` message (key: workspace id), produced by the
+ * gateway through the outbox and consumed by the usage store, the budget
+ * alert worker and analytics. One message per upstream call.
+ */
+export const LlmUsageMessage = Schema.Struct({
+  schema_version: Schema.Literal(1),
+  ...LlmUsageEvent.fields,
+  /** True when the model had no price: cost is recorded as 0. */
+  unpriced: Schema.Boolean,
+  /** The agent whose route carried the call, when known. */
+  agent_id: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "LlmUsageMessage" })
+export type LlmUsageMessage = typeof LlmUsageMessage.Type
+
+/** The value of each `budget-firings` message (key: workspace id). */
+export const BudgetFiringMessage = Schema.Struct({
+  schema_version: Schema.Literal(1),
+  ...BudgetAlertFiring.fields
+}).annotations({ identifier: "BudgetFiringMessage" })
+export type BudgetFiringMessage = typeof BudgetFiringMessage.Type
