@@ -1,0 +1,85 @@
+/**
+ * Workspace feature flags (`workspaces.is_*_enabled`, all true by default)
+ * and the endpoint groups each one closes: the Authentication middleware
+ * answers 403 `feature_disabled` for a gated group of a workspace whose flag
+ * is off. Platform admins (PLATFORM_ADMIN_USER_IDS) set them.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import { Forbidden, NotFound } from "../platform/Errors.js"
+import { dieOnErrors } from "../platform/Sql.js"
+
+export type FeatureFlag = "is_attacks_enabled" | "is_knowledge_base_enabled" | "is_mcp_gateway_enabled"
+
+/** HttpApi group -> the flag that must be on for the workspace to call it. */
+export const featureOfGroup: Readonly<Record<string, FeatureFlag>> = {
+  redteam: "is_attacks_enabled",
+  redteamReports: "is_attacks_enabled",
+  knowledgeSources: "is_knowledge_base_enabled",
+  providerConnections: "is_mcp_gateway_enabled",
+  gatewayRoutes: "is_mcp_gateway_enabled",
+  gatewayProxy: "is_mcp_gateway_enabled"
+}
+
+export type FeatureFlags = Readonly<Record<FeatureFlag, boolean>>
+
+const featureNames: Record<FeatureFlag, string> = {
+  is_attacks_enabled: "Red-team attacks",
+  is_knowledge_base_enabled: "Knowledge sources",
+  is_mcp_gateway_enabled: "The LLM/MCP gateway"
+}
+
+export class WorkspaceFeatures extends Effect.Service<WorkspaceFeatures>()("identity/WorkspaceFeatures", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const repo = dieOnErrors({
+      find: (workspaceId: string) =>
+        sql<FeatureFlags>`select is_attacks_enabled, is_knowledge_base_enabled, is_mcp_gateway_enabled
+                          from workspaces where id = ${workspaceId}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
+      update: (workspaceId: string, values: Partial<FeatureFlags>) =>
+        sql<FeatureFlags>`update workspaces set ${sql.update(values)} where id = ${workspaceId}
+                          returning is_attacks_enabled, is_knowledge_base_enabled, is_mcp_gateway_enabled`.pipe(
+          Effect.map((rows) => Option.fromNullable(rows[0]))
+        )
+    })
+
+    const notFound = (id: string) =>
+      new NotFound({ code: "workspace_not_found", message: `Workspace ${id} does not exist.` })
+
+    const flagsOf = (workspaceId: string) =>
+      Effect.flatMap(repo.find(workspaceId), (found) =>
+        Option.match(found, {
+          onNone: () => Effect.fail(notFound(workspaceId)),
+          onSome: (flags) => Effect.succeed({ workspace_id: workspaceId, ...flags })
+        })
+      )
+
+    const setFlags = (workspaceId: string, patch: { readonly [K in FeatureFlag]?: boolean | undefined }) =>
+      Effect.gen(function* () {
+        const values = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined))
+        if (Object.keys(values).length === 0) return yield* flagsOf(workspaceId)
+        const updated = yield* repo.update(workspaceId, values)
+        if (Option.isNone(updated)) return yield* notFound(workspaceId)
+        return { workspace_id: workspaceId, ...updated.value }
+      })
+
+    /** Fails with 403 `feature_disabled` when `group` is gated by a flag that is off for the workspace. */
+    const checkGroup = (workspaceId: string, group: string) => {
+      const flag = featureOfGroup[group]
+      if (flag === undefined) return Effect.void
+      return Effect.flatMap(repo.find(workspaceId), (found) =>
+        Option.isSome(found) && !found.value[flag]
+          ? Effect.fail(
+              new Forbidden({
+                code: "feature_disabled",
+                message: `${featureNames[flag]} are not enabled for this workspace (${flag} is false).`,
+                details: [{ path: flag, message: "disabled by a platform admin" }]
+              })
+            )
+          : Effect.void
+      )
+    }
+
+    return { flagsOf, setFlags, checkGroup }
+  })
+}) {}

@@ -1,0 +1,61 @@
+/**
+ * Operations extensions: `GET /metrics` (Prometheus text, bearer METRICS_TOKEN)
+ * and the platform admin's workspace feature flags.
+ */
+import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Authentication } from "../identity/Authentication.js"
+import { NotFoundWire, UnauthorizedWire } from "../platform/Errors.js"
+
+/** Bearer METRICS_TOKEN; without a configured token the endpoint is off (404 `metrics_disabled`). */
+export class MetricsAuthentication extends HttpApiMiddleware.Tag<MetricsAuthentication>()(
+  "operations/MetricsAuthentication",
+  {
+    failure: Schema.Union(UnauthorizedWire, NotFoundWire),
+    security: { metricsToken: HttpApiSecurity.bearer }
+  }
+) {}
+
+export const PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+
+export class MetricsApi extends HttpApiGroup.make("metrics")
+  .add(
+    HttpApiEndpoint.get("metrics", "/metrics").addSuccess(HttpApiSchema.Text({ contentType: PROMETHEUS_TEXT }))
+  )
+  .middleware(MetricsAuthentication)
+  .annotate(
+    OpenApi.Description,
+    "Extension: process metrics in the Prometheus text format (requests, latency, decisions, consumer lag, outbox backlog, budget reservations). Bearer METRICS_TOKEN."
+  ) {}
+
+export const WorkspaceFeatureFlags = Schema.Struct({
+  workspace_id: Schema.String,
+  is_attacks_enabled: Schema.Boolean,
+  is_knowledge_base_enabled: Schema.Boolean,
+  is_mcp_gateway_enabled: Schema.Boolean
+}).annotations({ identifier: "WorkspaceFeatureFlags" })
+
+export const UpdateWorkspaceFeatureFlags = Schema.Struct({
+  is_attacks_enabled: Schema.optional(Schema.Boolean),
+  is_knowledge_base_enabled: Schema.optional(Schema.Boolean),
+  is_mcp_gateway_enabled: Schema.optional(Schema.Boolean)
+}).annotations({ identifier: "UpdateWorkspaceFeatureFlags" })
+
+export class AdminApi extends HttpApiGroup.make("admin")
+  .add(
+    HttpApiEndpoint.get("getWorkspaceFeatures", "/admin/workspaces/:id/features")
+      .setPath(Schema.Struct({ id: Schema.String }))
+      .addSuccess(WorkspaceFeatureFlags)
+  )
+  .add(
+    HttpApiEndpoint.patch("updateWorkspaceFeatures", "/admin/workspaces/:id/features")
+      .setPath(Schema.Struct({ id: Schema.String }))
+      .setPayload(UpdateWorkspaceFeatureFlags)
+      .addSuccess(WorkspaceFeatureFlags)
+  )
+  .prefix("/v1")
+  .middleware(Authentication)
+  .annotate(
+    OpenApi.Description,
+    "Extension: a platform admin (PLATFORM_ADMIN_USER_IDS) reads and sets a workspace's feature flags; other callers get 403 platform_admin_required."
+  ) {}

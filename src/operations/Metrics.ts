@@ -1,0 +1,153 @@
+/**
+ * Process metrics in the Prometheus text format (`GET /metrics`). Request
+ * and decision metrics are effect `Metric`s updated where they happen (the
+ * request pipeline, the authorization service); point-in-time gauges
+ * (consumer lag, outbox backlog, budget reservations) are read from their
+ * sources at scrape time. Other domains add a gauge with `registerGauge`.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Metric, MetricBoundaries, MetricState } from "effect"
+import type { AppConfig } from "../platform/Config.js"
+
+const requestsTotal = Metric.counter("guardrail_http_requests_total", {
+  description: "HTTP requests answered, by method, route template and status."
+})
+const requestSeconds = Metric.histogram(
+  "guardrail_http_request_duration_seconds",
+  MetricBoundaries.fromIterable([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]),
+  "HTTP request latency in seconds, by method and route template."
+)
+const decisionsTotal = Metric.counter("guardrail_decisions_total", {
+  description: "Authorization decisions answered, by effect."
+})
+
+/** Called once per final response by the request pipeline. `route` is the template, never the raw path. */
+export const recordRequest = (method: string, route: string, status: number, seconds: number) =>
+  Effect.zipRight(
+    Metric.update(
+      requestsTotal.pipe(
+        Metric.tagged("method", method),
+        Metric.tagged("route", route),
+        Metric.tagged("status", String(status))
+      ),
+      1
+    ),
+    Metric.update(requestSeconds.pipe(Metric.tagged("method", method), Metric.tagged("route", route)), seconds)
+  )
+
+export const recordDecision = (effect: string) => Metric.update(decisionsTotal.pipe(Metric.tagged("effect", effect)), 1)
+
+// ---- gauges read at scrape time
+
+export interface GaugeSample {
+  readonly labels: Readonly<Record<string, string>>
+  readonly value: number
+}
+
+export interface Gauge {
+  readonly name: string
+  readonly help: string
+  /** Reads the current values; a failing read is reported as no samples (and logged), never a failed scrape. */
+  readonly read: Effect.Effect<ReadonlyArray<GaugeSample>, unknown, SqlClient.SqlClient | AppConfig>
+}
+
+const registered: Array<Gauge> = []
+
+/** Adds a gauge to every scrape of this process (e.g. from a domain's layer). */
+export const registerGauge = (gauge: Gauge) => {
+  if (!registered.some((existing) => existing.name === gauge.name)) registered.push(gauge)
+}
+
+const outboxBacklog: Gauge = {
+  name: "guardrail_outbox_backlog",
+  help: "Events committed to the outbox and not yet published to the event log.",
+  read: Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ count: string }>`select count(*)::text as count from outbox`.pipe(
+      Effect.map((rows) => [{ labels: {}, value: Number(rows[0]?.count ?? 0) }])
+    )
+  )
+}
+
+/** Strict budget admissions still in flight (`llm_budget_reservations`, 0009); 0 where that table does not exist. */
+const budgetReservations: Gauge = {
+  name: "guardrail_budget_reservations_in_flight",
+  help: "LLM budget reservations taken and not yet settled or expired.",
+  read: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const [exists] = yield* sql<{ exists: boolean }>`
+      select to_regclass('llm_budget_reservations') is not null as exists`
+    if (exists?.exists !== true) return [{ labels: {}, value: 0 }]
+    const rows = yield* sql<{ count: string }>`
+      select count(*)::text as count from llm_budget_reservations where expires_at > now()`
+    return [{ labels: {}, value: Number(rows[0]?.count ?? 0) }]
+  })
+}
+
+// ---- rendering
+
+const escapeLabel = (value: string) => value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"')
+
+const labelText = (labels: ReadonlyArray<readonly [string, string]>) =>
+  labels.length === 0 ? "" : `{${labels.map(([key, value]) => `${key}="${escapeLabel(value)}"`).join(",")}}`
+
+const numberText = (value: number) =>
+  value === Infinity ? "+Inf" : value === -Infinity ? "-Inf" : Number.isNaN(value) ? "NaN" : String(value)
+
+/** The effect metrics of this process (counters and histograms), as Prometheus text. */
+const renderEffectMetrics = Effect.map(Metric.snapshot, (pairs) => {
+  const families = new Map<string, { type: string; help: string; lines: Array<string> }>()
+  for (const pair of pairs) {
+    const name = pair.metricKey.name
+    if (!name.startsWith("guardrail_")) continue
+    const labels = pair.metricKey.tags.map((tag) => [tag.key, tag.value] as const)
+    const state = pair.metricState
+    const help = pair.metricKey.description._tag === "Some" ? pair.metricKey.description.value : name
+    if (MetricState.isCounterState(state)) {
+      const family = families.get(name) ?? { type: "counter", help, lines: [] }
+      family.lines.push(`${name}${labelText(labels)} ${numberText(Number(state.count))}`)
+      families.set(name, family)
+    } else if (MetricState.isHistogramState(state)) {
+      const family = families.get(name) ?? { type: "histogram", help, lines: [] }
+      for (const [boundary, count] of state.buckets) {
+        family.lines.push(`${name}_bucket${labelText([...labels, ["le", numberText(boundary)]])} ${count}`)
+      }
+      if (!state.buckets.some(([boundary]) => boundary === Infinity)) {
+        family.lines.push(`${name}_bucket${labelText([...labels, ["le", "+Inf"]])} ${state.count}`)
+      }
+      family.lines.push(`${name}_sum${labelText(labels)} ${numberText(state.sum)}`)
+      family.lines.push(`${name}_count${labelText(labels)} ${state.count}`)
+      families.set(name, family)
+    }
+  }
+  return [...families.entries()].map(
+    ([name, family]) => `# HELP ${name} ${family.help}\n# TYPE ${name} ${family.type}\n${family.lines.join("\n")}`
+  )
+})
+
+const renderGauge = (gauge: Gauge) =>
+  gauge.read.pipe(
+    Effect.catchAllCause((cause) =>
+      Effect.logWarning(`metrics: gauge ${gauge.name} could not be read`, cause).pipe(
+        Effect.as([] as ReadonlyArray<GaugeSample>)
+      )
+    ),
+    Effect.map((samples) =>
+      [
+        `# HELP ${gauge.name} ${gauge.help}`,
+        `# TYPE ${gauge.name} gauge`,
+        ...samples.map(
+          (sample) => `${gauge.name}${labelText(Object.entries(sample.labels))} ${numberText(sample.value)}`
+        )
+      ].join("\n")
+    )
+  )
+
+/** The whole exposition: effect metrics, then the built-in and registered gauges (`extra` first). */
+export const renderMetrics = (extra: ReadonlyArray<Gauge>) =>
+  Effect.gen(function* () {
+    const counters = yield* renderEffectMetrics
+    const gauges = yield* Effect.forEach([...extra, outboxBacklog, budgetReservations, ...registered], renderGauge, {
+      concurrency: 4
+    })
+    return `${[...counters, ...gauges].join("\n")}\n`
+  })

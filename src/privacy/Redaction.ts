@@ -1,0 +1,139 @@
+/**
+ * What the service keeps of customer content under a workspace's
+ * `data_handling_mode`. Pure functions, no I/O:
+ * - `raw_allowed`: content as sent;
+ * - `redacted`: PII and secrets replaced by typed placeholders (`[EMAIL]`,
+ *   `[PHONE]`, `[CARD]`, `[IBAN]`, `[API_KEY]`, `[JWT]`);
+ * - `metadata_only`: only the SHA-256 digest and the length of the content.
+ * Decisions are made on the raw content; these apply only to what is stored
+ * or published.
+ */
+import { createHash } from "node:crypto"
+
+export type DataHandlingMode = "raw_allowed" | "redacted" | "metadata_only"
+
+export interface ContentDigest {
+  readonly sha256: string
+  /** Length in UTF-16 code units (JavaScript string length). */
+  readonly length: number
+}
+
+export const digestOf = (text: string): ContentDigest => ({
+  sha256: createHash("sha256").update(text, "utf8").digest("hex"),
+  length: text.length
+})
+
+// ---- detectors
+
+const luhnValid = (digits: string) => {
+  let sum = 0
+  for (let i = 0; i < digits.length; i++) {
+    let digit = digits.charCodeAt(digits.length - 1 - i) - 48
+    if (i % 2 === 1) {
+      digit *= 2
+      if (digit > 9) digit -= 9
+    }
+    sum += digit
+  }
+  return sum % 10 === 0
+}
+
+/** ISO 13616: move the first four characters to the end, letters to numbers, the whole mod 97 is 1. */
+const ibanValid = (compact: string) => {
+  const rearranged = compact.slice(4) + compact.slice(0, 4)
+  let remainder = 0
+  for (const char of rearranged) {
+    const value = /[0-9]/.test(char) ? char : String(char.charCodeAt(0) - 55)
+    for (const digit of value) remainder = (remainder * 10 + Number(digit)) % 97
+  }
+  return remainder === 1
+}
+
+/** Shannon entropy in bits per character. */
+const entropy = (value: string) => {
+  const counts = new Map<string, number>()
+  for (const char of value) counts.set(char, (counts.get(char) ?? 0) + 1)
+  let bits = 0
+  for (const count of counts.values()) {
+    const p = count / value.length
+    bits -= p * Math.log2(p)
+  }
+  return bits
+}
+
+const looksLikeSecret = (value: string) =>
+  value.length >= 16 && entropy(value) >= 3.2 && /[0-9]/.test(value) && /[A-Za-z]/.test(value)
+
+const JWT = /\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{8,}/g
+const KNOWN_KEYS =
+  /(?<![A-Za-z0-9_-])(?:sk-(?:proj-|ant-(?:api\d+-)?)?[A-Za-z0-9_-]{16,}|gr_(?:live|test)_[A-Za-z0-9_-]{16,}|(?:AKIA|ASIA)[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})(?![A-Za-z0-9_-])/g
+/** `key=...`, `api_key: "..."`, `token=...`: the value is a secret when it looks random. */
+const ASSIGNED_SECRET =
+  /\b((?:[A-Za-z0-9]+[_-])*(?:api[_-]?key|apikey|key|token|secret|password|passwd|pwd|credential|auth)\s*["']?\s*[=:]\s*["']?)([A-Za-z0-9_\-./+=]{16,})/gi
+const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g
+const IBAN = /\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}\b/g
+const CARD = /(?<![\w.])\d(?:[ -]?\d){12,18}(?![\w])/g
+const PHONE = /(?<![\w+])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,4}\)[\s.-]?)?\d{1,4}(?:[\s.-]?\d{2,4}){1,5}(?!\w)/g
+const DATE_LIKE = /^\d{4}[-./]\d{1,2}[-./]\d{1,2}$|^\d{1,2}[-./]\d{1,2}[-./]\d{4}$/
+
+const digitsOf = (value: string) => value.replace(/\D/g, "")
+
+/** Replaces PII and secrets in `text` by typed placeholders. */
+export const redactText = (text: string): string =>
+  text
+    .replace(JWT, "[JWT]")
+    .replace(KNOWN_KEYS, "[API_KEY]")
+    .replace(ASSIGNED_SECRET, (match, prefix: string, value: string) =>
+      looksLikeSecret(value) ? `${prefix}[API_KEY]` : match
+    )
+    .replace(EMAIL, "[EMAIL]")
+    .replace(IBAN, (match) => (ibanValid(match.replace(/ /g, "")) ? "[IBAN]" : match))
+    .replace(CARD, (match) => {
+      const digits = digitsOf(match)
+      return digits.length >= 13 && digits.length <= 19 && luhnValid(digits) ? "[CARD]" : match
+    })
+    .replace(PHONE, (match) => {
+      const digits = digitsOf(match)
+      if (digits.length < 7 || digits.length > 15 || DATE_LIKE.test(match)) return match
+      // A bare run of digits is a phone number only when it is long enough to be one.
+      const formatted = /^\+|[\s.()-]/.test(match)
+      return formatted || digits.length >= 10 ? "[PHONE]" : match
+    })
+
+// ---- what is kept
+
+/** A string kept in a text column: raw, redacted, or a digest line (metadata_only). */
+export const keepString = (mode: DataHandlingMode, text: string): string => {
+  if (mode === "raw_allowed") return text
+  if (mode === "redacted") return redactText(text)
+  const { length, sha256 } = digestOf(text)
+  return `[sha256:${sha256} length:${length}]`
+}
+
+export const keepOptionalString = (mode: DataHandlingMode, text: string | null | undefined) =>
+  text === null || text === undefined ? (text ?? null) : keepString(mode, text)
+
+/**
+ * A JSON value kept in a JSON column: raw; every string redacted (object keys
+ * stay); or, under metadata_only, the digest of the whole value's JSON.
+ */
+export const keepJson = (mode: DataHandlingMode, value: unknown): unknown => {
+  if (mode === "raw_allowed" || value === null || value === undefined) return value ?? null
+  if (mode === "metadata_only") return digestOf(typeof value === "string" ? value : JSON.stringify(value))
+  return redactDeep(value)
+}
+
+const redactDeep = (value: unknown): unknown => {
+  if (typeof value === "string") return redactText(value)
+  if (Array.isArray(value)) return value.map(redactDeep)
+  if (typeof value === "object" && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, redactDeep(inner)]))
+  }
+  return value
+}
+
+/**
+ * For the red-team domain: an attack prompt or the target's reply as it may
+ * be stored or published under the workspace's mode (a string in every mode).
+ */
+export const keepAttackText = (mode: DataHandlingMode, text: string): string => keepString(mode, text)
