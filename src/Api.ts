@@ -11,6 +11,7 @@ import { GatewayProxyApi, GatewayRoutesApi, ProviderConnectionsApi } from "./gat
 import { ApiKeysApi, AuthApi, EnvironmentsApi, SettingsApi, TeamApi } from "./identity/Api.js"
 import * as Errors from "./platform/Errors.js"
 import { withOnlyErrorBody } from "./platform/OpenApiDocument.js"
+import { AdminApi, MetricsApi } from "./operations/Api.js"
 import { RedteamApi, RedteamReportsApi } from "./redteam/Api.js"
 import { ReviewEventsApi, RunsApi, TracesApi } from "./runs/Api.js"
 import { SystemApi } from "./system/Api.js"
@@ -41,6 +42,8 @@ export class GuardrailApi extends HttpApi.make("guardrail")
   .add(BudgetAlertsApi)
   .add(RedteamApi)
   .add(RedteamReportsApi)
+  .add(MetricsApi)
+  .add(AdminApi)
   .addError(Errors.BadRequestWire)
   .addError(Errors.UnauthorizedWire)
   .addError(Errors.PaymentRequiredWire)

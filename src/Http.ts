@@ -23,6 +23,7 @@ import {
   SettingsHttpLive,
   TeamHttpLive
 } from "./identity/Http.js"
+import { AdminHttpLive, MetricsHttpLive } from "./operations/Http.js"
 import { RedteamHttpLive, RedteamReportsHttpLive } from "./redteam/Http.js"
 import { ReviewEventsHttpLive, RunsHttpLive, RunsLive, TracesHttpLive } from "./runs/Http.js"
 import { SystemHttpLive } from "./system/Http.js"
@@ -52,7 +53,9 @@ export const ApiGroupsLive = Layer.mergeAll(
   LlmUsageHttpLive,
   BudgetAlertsHttpLive,
   RedteamHttpLive,
-  RedteamReportsHttpLive
+  RedteamReportsHttpLive,
+  MetricsHttpLive,
+  AdminHttpLive
 ).pipe(
   Layer.provide(Layer.mergeAll(AuthorizationLive, RunsLive)),
   Layer.provideMerge(CatalogLive),

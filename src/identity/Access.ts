@@ -32,7 +32,7 @@ export const accessByGroup: Readonly<Record<string, GroupAccess>> = {
   gatewayProxy: { runtimeKey: "all", ...member },
   llmPricing: { runtimeKey: "read", ...adminWrites },
   llmUsage: { runtimeKey: "read", ...member },
-  budgetAlerts: { runtimeKey: "read", ...adminWrites },
+  budgetAlerts: { runtimeKey: "read", ...adminWrites, endpoints: { listBudgetAlertDeliveries: "admin" } },
   agents: { runtimeKey: "read", ...member },
   policies: { runtimeKey: "read", ...member },
   labelPolicies: { runtimeKey: "read", ...member },
@@ -45,7 +45,8 @@ export const accessByGroup: Readonly<Record<string, GroupAccess>> = {
   reviewEvents: { runtimeKey: "all", ...member },
   analytics: { runtimeKey: "none", ...member },
   redteam: { runtimeKey: "none", ...member },
-  redteamReports: { runtimeKey: "none", ...member }
+  redteamReports: { runtimeKey: "none", ...member },
+  admin: { runtimeKey: "none", ...member }
 }
 
 const rank: Record<WorkspaceRole, number> = { member: 0, admin: 1, owner: 2 }

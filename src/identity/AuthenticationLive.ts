@@ -7,6 +7,7 @@ import { makeRouteTable } from "../platform/HttpPipeline.js"
 import { checkAccess } from "./Access.js"
 import { Authentication, InternalAuthentication } from "./Authentication.js"
 import { Credentials } from "./Credentials.js"
+import { WorkspaceFeatures } from "./FeatureFlags.js"
 
 const routes = new Map(makeRouteTable(GuardrailApi).map((route) => [`${route.method} ${route.template}`, route]))
 
@@ -14,6 +15,7 @@ export const AuthenticationLive = Layer.effect(
   Authentication,
   Effect.gen(function* () {
     const credentials = yield* Credentials
+    const features = yield* WorkspaceFeatures
     return {
       bearer: (token) =>
         Effect.gen(function* () {
@@ -38,11 +40,13 @@ export const AuthenticationLive = Layer.effect(
               message: `Your role (${caller.role}) cannot call this endpoint; ask a workspace admin or owner.`
             })
           }
+          // Feature flags close whole groups (red-team, knowledge sources, gateway) per workspace.
+          yield* features.checkGroup(caller.workspaceId, entry?.group ?? "")
           return caller
         })
     }
   })
-).pipe(Layer.provide(Credentials.Default))
+).pipe(Layer.provide(Credentials.Default), Layer.provide(WorkspaceFeatures.Default))
 
 export const InternalAuthenticationLive = Layer.effect(
   InternalAuthentication,

@@ -8,6 +8,7 @@ import { ApiKeys } from "./ApiKeys.js"
 import { CurrentCaller, inWorkspace } from "./Authentication.js"
 import { AuthenticationLive, InternalAuthenticationLive } from "./AuthenticationLive.js"
 import { Credentials, missingCredential } from "./Credentials.js"
+import { WorkspaceFeatures } from "./FeatureFlags.js"
 import { WorkspaceSettings } from "./WorkspaceSettings.js"
 import { Workspaces } from "./Workspaces.js"
 
@@ -142,5 +143,6 @@ export const IdentityLive = Layer.mergeAll(
   ApiKeys.Default,
   Credentials.Default,
   Workspaces.Default,
-  WorkspaceSettings.Default
+  WorkspaceSettings.Default,
+  WorkspaceFeatures.Default
 )

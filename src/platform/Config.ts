@@ -68,6 +68,14 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       platformAdminUserIds: yield* csv("PLATFORM_ADMIN_USER_IDS"),
       /** Hosts that webhook and provider URLs may reach over plain http (https is always allowed). */
       httpAllowlist: yield* csv("HTTP_URL_ALLOWLIST"),
+      /** Bearer token of `GET /metrics`; unset turns the endpoint off (404). */
+      metricsToken: yield* optionalRedacted("METRICS_TOKEN"),
+      /** How often the stream worker's retention task sweeps expired records. */
+      retentionIntervalSeconds: yield* Config.integer("RETENTION_INTERVAL_SECONDS").pipe(Config.withDefault(3600)),
+      /** Rows deleted per statement by the retention task (short transactions, no long locks). */
+      retentionBatchSize: yield* Config.integer("RETENTION_BATCH_SIZE").pipe(Config.withDefault(1000)),
+      /** On shutdown, how long in-flight requests may take to finish before the server stops anyway. */
+      shutdownDrainSeconds: yield* Config.integer("SHUTDOWN_DRAIN_SECONDS").pipe(Config.withDefault(20)),
       loginFailureLimit: yield* Config.integer("LOGIN_FAILURE_LIMIT").pipe(Config.withDefault(10)),
       loginFailureWindowSeconds: yield* Config.integer("LOGIN_FAILURE_WINDOW_SECONDS").pipe(Config.withDefault(60))
     }

@@ -23,6 +23,8 @@ import {
 import { RequestError, type RouteNotFound } from "@effect/platform/HttpServerError"
 import { UrlParams } from "@effect/platform"
 import { Cause, Context, Effect, Option, Predicate, Stream } from "effect"
+import { countedRequest, type Traffic } from "../operations/Drain.js"
+import { recordRequest } from "../operations/Metrics.js"
 import { uuidv7 } from "./Ids.js"
 import { unstorableJson } from "./Json.js"
 import { BadRequest, isHttpError, NotFound, PayloadTooLarge, UnsupportedMediaType } from "./Errors.js"
@@ -280,7 +282,7 @@ const defectResponse = (cause: Cause.Cause<unknown>, requestId: string, maxBodyB
  * response is written, so the pre-response handler sees every final response
  * (encoded errors included).
  */
-export const requestPipeline = (routes: ReadonlyArray<RouteEntry>, maxBodyBytes: number) => {
+export const requestPipeline = (routes: ReadonlyArray<RouteEntry>, maxBodyBytes: number, traffic?: Traffic) => {
   return <E, R>(app: HttpApp.Default<E, R>) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
@@ -290,19 +292,28 @@ export const requestPipeline = (routes: ReadonlyArray<RouteEntry>, maxBodyBytes:
       const started = performance.now()
       const entry = findRoute(routes, request.method, request.url)
       const route = entry?.template ?? pathOf(request.url)
-      yield* HttpApp.appendPreResponseHandler((_, response) =>
-        Effect.logInfo("request").pipe(
+      yield* HttpApp.appendPreResponseHandler((_, response) => {
+        const elapsed = performance.now() - started
+        return Effect.logInfo("request").pipe(
           Effect.annotateLogs({
             request_id: requestId,
             method: request.method,
             route,
             status: response.status,
-            duration_ms: Math.round((performance.now() - started) * 100) / 100
+            duration_ms: Math.round(elapsed * 100) / 100
           }),
+          // Metrics label by route template only (unknown paths share one label: bounded cardinality).
+          Effect.zipRight(recordRequest(request.method, entry?.template ?? "unmatched", response.status, elapsed / 1000)),
           Effect.as(HttpServerResponse.setHeader(response, "x-request-id", requestId))
         )
-      )
-      return yield* requestGuard(
+      })
+      if (traffic?.draining === true) {
+        return HttpServerResponse.unsafeJson(
+          { error: { code: "shutting_down", message: "The service is shutting down; retry on another instance.", request_id: requestId } },
+          { status: 503, headers: { connection: "close", "retry-after": "1" } }
+        )
+      }
+      const guarded = requestGuard(
         entry,
         maxBodyBytes
       )(app).pipe(
@@ -313,5 +324,6 @@ export const requestPipeline = (routes: ReadonlyArray<RouteEntry>, maxBodyBytes:
         ),
         Effect.annotateLogs({ request_id: requestId, route })
       )
+      return yield* traffic === undefined ? guarded : countedRequest(traffic, guarded)
     })
 }
