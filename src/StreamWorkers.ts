@@ -5,12 +5,21 @@
 import type { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import type { EventLog } from "./platform/EventLog.js"
+import type { AppConfig } from "./platform/Config.js"
+import type { Outbox } from "./platform/Outbox.js"
+import type { Secrets } from "./platform/Secrets.js"
+import { ActionMeterWorkerLive, BudgetWebhooksWorkerLive, LlmUsageWorkerLive } from "./billing/Workers.js"
 import { RunCountersLive } from "./runs/RunCounters.js"
 
 const consumers: ReadonlyArray<{
   readonly name: string
-  readonly layer: Layer.Layer<never, never, SqlClient.SqlClient | EventLog>
-}> = [{ name: "run-counters", layer: RunCountersLive }]
+  readonly layer: Layer.Layer<never, never, SqlClient.SqlClient | EventLog | AppConfig | Outbox | Secrets>
+}> = [
+  { name: "run-counters", layer: RunCountersLive },
+  { name: "llm-usage-store", layer: LlmUsageWorkerLive },
+  { name: "budget-actions", layer: ActionMeterWorkerLive },
+  { name: "budget-webhooks", layer: BudgetWebhooksWorkerLive }
+]
 
 export const StreamWorkersLive = Layer.mergeAll(
   Layer.effectDiscard(

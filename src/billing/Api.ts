@@ -8,11 +8,13 @@ import {
   BudgetAlertFiring,
   BudgetAlertId,
   CreateBudgetAlert,
+  CreatedBudgetAlert,
   LlmPrice,
   LlmUsageParams,
   LlmUsageResponse,
   PutLlmPrice,
-  UpdateBudgetAlert
+  UpdateBudgetAlert,
+  WebhookDelivery
 } from "./Domain.js"
 
 const ModelPath = Schema.Struct({ model: Schema.String })
@@ -67,7 +69,7 @@ export class BudgetAlertsApi extends HttpApiGroup.make("budgetAlerts")
   .add(
     HttpApiEndpoint.post("createBudgetAlert", "/financial/budget-alerts")
       .setPayload(CreateBudgetAlert)
-      .addSuccess(BudgetAlertConfig, { status: 201 })
+      .addSuccess(CreatedBudgetAlert, { status: 201 })
   )
   .add(
     HttpApiEndpoint.patch("updateBudgetAlert", "/financial/budget-alerts/:id")
@@ -84,6 +86,15 @@ export class BudgetAlertsApi extends HttpApiGroup.make("budgetAlerts")
     HttpApiEndpoint.get("listBudgetAlertFirings", "/financial/budget-alerts/:id/firings")
       .setPath(AlertPath)
       .addSuccess(Schema.Struct({ firings: Schema.Array(BudgetAlertFiring) }))
+  )
+  .add(
+    HttpApiEndpoint.get("listBudgetAlertDeliveries", "/financial/budget-alerts/:id/deliveries")
+      .setPath(AlertPath)
+      .addSuccess(Schema.Struct({ deliveries: Schema.Array(WebhookDelivery) }))
+      .annotate(
+        OpenApi.Description,
+        "Extension: the config's signed webhook deliveries (newest 100), each with every attempt."
+      )
   )
   .prefix("/v1")
   .middleware(Authentication)

@@ -52,18 +52,62 @@ export class LlmUsageEvent extends Schema.Class<LlmUsageEvent>("LlmUsageEvent")(
   metadata: JsonValue
 }) {}
 
+/** A usage record as the API returns it: the event plus what the gateway knew of the call. */
+export class LlmUsageRecord extends Schema.Class<LlmUsageRecord>("LlmUsageRecord")({
+  ...LlmUsageEvent.fields,
+  /** True when the model had no price: cost is recorded as 0. */
+  unpriced: Schema.Boolean,
+  /** The agent whose route carried the call, when known. */
+  agent_id: Schema.NullOr(Schema.String)
+}) {}
+
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-](\d{2}):(\d{2}))$/
+
+/** True for a real RFC 3339 date-time with a zone (`Z` or `+hh:mm`), e.g. `2026-11-22T10:00:00Z`. */
+export const isRfc3339 = (text: string): boolean => {
+  const match = RFC3339.exec(text)
+  if (match === null) return false
+  const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number
+  ]
+  const date = new Date(Date.UTC(year, month - 1, day))
+  const offsetOk = match[9] === undefined || (Number(match[9]) < 24 && Number(match[10]) < 60)
+  return (
+    date.getUTCFullYear() === year &&
+    date.getUTCMonth() === month - 1 &&
+    date.getUTCDate() === day &&
+    hour < 24 &&
+    minute < 60 &&
+    second < 60 &&
+    offsetOk &&
+    !Number.isNaN(Date.parse(text))
+  )
+}
+
+const Rfc3339 = Schema.String.pipe(
+  Schema.filter((text) => isRfc3339(text) || "expected an RFC 3339 date-time, e.g. 2026-11-22T10:00:00Z")
+)
+
 export const LlmUsageParams = Schema.Struct({
   principal_id: Schema.optional(Schema.String),
-  model: Schema.optional(Schema.String),
+  model: Schema.optional(Schema.String.annotations({ description: "The raw model string, matched exactly" })),
   kind: Schema.optional(UsageKind),
-  start: Schema.optional(Timestamp.annotations({ description: "Inclusive, RFC 3339" })),
-  end: Schema.optional(Timestamp.annotations({ description: "Exclusive, RFC 3339" })),
+  start: Schema.optional(Rfc3339.annotations({ description: "Inclusive, RFC 3339" })),
+  end: Schema.optional(Rfc3339.annotations({ description: "Exclusive, RFC 3339" })),
   group_by: Schema.optional(UsageGroupBy)
 })
 
-/** One bucket of `group_by`: `key` is the day (YYYY-MM-DD), the principal id or the model. */
+/**
+ * One bucket of `group_by`: `key` is the UTC day (YYYY-MM-DD), the principal
+ * id (null for events without a principal) or the model.
+ */
 export const UsageGroup = Schema.Struct({
-  key: Schema.String,
+  key: Schema.NullOr(Schema.String),
   event_count: Schema.Int,
   prompt_tokens: Schema.Int,
   completion_tokens: Schema.Int,
@@ -73,7 +117,7 @@ export const UsageGroup = Schema.Struct({
 
 /** The raw list without `group_by`, the buckets with it. */
 export const LlmUsageResponse = Schema.Union(
-  Schema.Struct({ events: Schema.Array(LlmUsageEvent), next_cursor: Schema.optional(Schema.String) }),
+  Schema.Struct({ events: Schema.Array(LlmUsageRecord), next_cursor: Schema.optional(Schema.String) }),
   Schema.Struct({ group_by: UsageGroupBy, groups: Schema.Array(UsageGroup) })
 )
 
@@ -111,7 +155,11 @@ export const CreateBudgetAlert = Schema.Struct({
   webhook_url: Schema.optional(Schema.String)
 })
 
-/** `principal_id` and `webhook_url` can be set but not cleared (no null): recreate to widen scope. */
+/**
+ * `principal_id` and `webhook_url` can be set but not cleared: null is
+ * accepted by the schema only so the service can answer a 400 that says to
+ * recreate the config.
+ */
 export const UpdateBudgetAlert = Schema.Struct({
   name: Schema.optional(Schema.NonEmptyString),
   threshold_type: Schema.optional(ThresholdType),
@@ -119,9 +167,39 @@ export const UpdateBudgetAlert = Schema.Struct({
   window: Schema.optional(BudgetWindow),
   meter: Schema.optional(Meter),
   enabled: Schema.optional(Schema.Boolean),
-  principal_id: Schema.optional(Schema.String),
-  webhook_url: Schema.optional(Schema.String)
+  principal_id: Schema.optional(Schema.NullOr(Schema.String)),
+  webhook_url: Schema.optional(Schema.NullOr(Schema.String))
 })
+
+/** The create response: the config and, this once, the secret its webhooks are signed with. */
+export class CreatedBudgetAlert extends Schema.Class<CreatedBudgetAlert>("CreatedBudgetAlert")({
+  ...BudgetAlertConfig.fields,
+  webhook_secret: Schema.String.annotations({
+    description: "Standard Webhooks signing secret (whsec_...), shown only in this response"
+  })
+}) {}
+
+export class WebhookAttempt extends Schema.Class<WebhookAttempt>("WebhookAttempt")({
+  attempt: Schema.Int,
+  attempted_at: Timestamp,
+  duration_ms: Schema.Int,
+  response_status: Schema.NullOr(Schema.Int),
+  error: Schema.NullOr(Schema.String),
+  succeeded: Schema.Boolean
+}) {}
+
+/** One firing's webhook delivery: `id` is the `webhook-id` header, the same on every attempt. */
+export class WebhookDelivery extends Schema.Class<WebhookDelivery>("WebhookDelivery")({
+  id: Schema.String,
+  firing_id: Schema.String,
+  url: Schema.String,
+  status: Schema.Literal("pending", "succeeded", "failed"),
+  attempt_count: Schema.Int,
+  next_attempt_at: Schema.NullOr(Timestamp),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  attempts: Schema.Array(WebhookAttempt)
+}) {}
 
 export class BudgetAlertFiring extends Schema.Class<BudgetAlertFiring>("BudgetAlertFiring")({
   id: Schema.String,

@@ -1,8 +1,12 @@
-/** Stub handlers of the billing groups; each answers 501 until implemented. */
+/** Handlers of the billing groups (pricing: stubs answering 501 until implemented). */
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
+import { inWorkspace } from "../identity/Authentication.js"
 import { notImplemented } from "../platform/Errors.js"
+import { pageSize } from "../platform/Schemas.js"
+import { BudgetAlerts } from "./BudgetAlerts.js"
+import { LlmUsage } from "./UsageStore.js"
 
 const stub = (what: string) => () => Effect.fail(notImplemented(what))
 
@@ -14,14 +18,23 @@ export const LlmPricingHttpLive = HttpApiBuilder.group(GuardrailApi, "llmPricing
 )
 
 export const LlmUsageHttpLive = HttpApiBuilder.group(GuardrailApi, "llmUsage", (handlers) =>
-  handlers.handle("listLlmUsage", stub("GET /v1/llm-usage"))
-)
+  Effect.gen(function* () {
+    const usage = yield* LlmUsage
+    return handlers.handle("listLlmUsage", ({ urlParams: { cursor, limit, ...query } }) =>
+      inWorkspace((ws) => usage.list(ws, query, pageSize(limit, 200), cursor))
+    )
+  })
+).pipe(Layer.provide(LlmUsage.Default))
 
 export const BudgetAlertsHttpLive = HttpApiBuilder.group(GuardrailApi, "budgetAlerts", (handlers) =>
-  handlers
-    .handle("listBudgetAlerts", stub("GET /v1/financial/budget-alerts"))
-    .handle("createBudgetAlert", stub("POST /v1/financial/budget-alerts"))
-    .handle("updateBudgetAlert", stub("PATCH /v1/financial/budget-alerts/{id}"))
-    .handle("deleteBudgetAlert", stub("DELETE /v1/financial/budget-alerts/{id}"))
-    .handle("listBudgetAlertFirings", stub("GET /v1/financial/budget-alerts/{id}/firings"))
-)
+  Effect.gen(function* () {
+    const alerts = yield* BudgetAlerts
+    return handlers
+      .handle("listBudgetAlerts", () => inWorkspace((ws) => Effect.map(alerts.list(ws), (configs) => ({ configs }))))
+      .handle("createBudgetAlert", ({ payload }) => inWorkspace((ws) => alerts.create(ws, payload)))
+      .handle("updateBudgetAlert", ({ path, payload }) => inWorkspace((ws) => alerts.update(ws, path.id, payload)))
+      .handle("deleteBudgetAlert", ({ path }) => inWorkspace((ws) => alerts.remove(ws, path.id)))
+      .handle("listBudgetAlertFirings", ({ path }) => inWorkspace((ws) => alerts.firings(ws, path.id)))
+      .handle("listBudgetAlertDeliveries", ({ path }) => inWorkspace((ws) => alerts.deliveries(ws, path.id)))
+  })
+).pipe(Layer.provide(BudgetAlerts.Default))

@@ -68,6 +68,10 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       platformAdminUserIds: yield* csv("PLATFORM_ADMIN_USER_IDS"),
       /** Hosts that webhook and provider URLs may reach over plain http (https is always allowed). */
       httpAllowlist: yield* csv("HTTP_URL_ALLOWLIST"),
+      /** First retry delay of a budget alert webhook (doubles per attempt, with jitter). */
+      webhookRetryBaseMillis: yield* Config.integer("WEBHOOK_RETRY_BASE_MS").pipe(Config.withDefault(5_000)),
+      /** Attempts of a budget alert webhook delivery before it is marked failed. */
+      webhookMaxAttempts: yield* Config.integer("WEBHOOK_MAX_ATTEMPTS").pipe(Config.withDefault(8)),
       /** Bearer token of `GET /metrics`; unset turns the endpoint off (404). */
       metricsToken: yield* optionalRedacted("METRICS_TOKEN"),
       /** How often the stream worker's retention task sweeps expired records. */

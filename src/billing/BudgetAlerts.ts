@@ -1,0 +1,177 @@
+/**
+ * Budget alert configs (CRUD) and their firings and webhook deliveries.
+ * `principal_id` and `webhook_url` narrow a config and cannot be cleared by
+ * PATCH (recreate the config to widen it). The webhook signing secret is
+ * derived (see Webhooks.ts) and shown only in the create response.
+ */
+import { Effect, Redacted } from "effect"
+import { AppConfig } from "../platform/Config.js"
+import { BadRequest, NotFound } from "../platform/Errors.js"
+import { prefixedId, randomToken } from "../platform/Ids.js"
+import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
+import { Secrets } from "../platform/Secrets.js"
+import { orFailWith } from "../platform/Sql.js"
+import { AlertsRepo, type ConfigChanges, type ConfigRow, type FiringRow } from "./AlertsRepo.js"
+import { BudgetAlertId, type CreateBudgetAlert, type UpdateBudgetAlert } from "./Domain.js"
+import { DeliveryRepo } from "./DeliveryRepo.js"
+import { deriveWebhookSecret, isAllowedOutboundUrl } from "./Webhooks.js"
+
+type Meter = "llm_spend" | "actions"
+
+export const toConfig = (row: ConfigRow) => ({
+  id: BudgetAlertId.make(row.id),
+  workspace_id: row.workspace_id,
+  name: row.name,
+  meter: row.meter as Meter,
+  threshold_type: row.threshold_type as "percent" | "absolute",
+  threshold_value: Number(row.threshold_value),
+  window: row.time_window as "day" | "month",
+  enabled: row.enabled,
+  principal_id: row.principal_id,
+  webhook_url: row.webhook_url,
+  created_at: toTimestamp(row.created_at),
+  updated_at: toTimestamp(row.updated_at)
+})
+
+const toFiring = (row: FiringRow) => ({
+  id: row.id,
+  config_id: BudgetAlertId.make(row.config_id),
+  workspace_id: row.workspace_id,
+  principal_id: row.principal_id,
+  meter: row.meter as Meter,
+  currency: row.currency,
+  cap_minor: Number(row.cap_minor),
+  spent_minor: Number(row.spent_minor),
+  window_start: toTimestamp(row.window_start),
+  fired_at: toTimestamp(row.fired_at),
+  payload: row.payload
+})
+
+const alertNotFound = (id: string) =>
+  new NotFound({ code: "budget_alert_not_found", message: `No budget alert ${id} in this workspace.` })
+
+const cannotClear = (field: "principal_id" | "webhook_url") =>
+  new BadRequest({
+    code: "validation_failed",
+    message: `${field} cannot be cleared; delete this budget alert and create a new one without it to widen its scope.`,
+    details: [{ path: field, message: "cannot be cleared; recreate the budget alert" }]
+  })
+
+export class BudgetAlerts extends Effect.Service<BudgetAlerts>()("billing/BudgetAlerts", {
+  effect: Effect.gen(function* () {
+    const repo = yield* AlertsRepo
+    const deliveries = yield* DeliveryRepo
+    const config = yield* AppConfig
+    const serviceSecret = Redacted.value((yield* Secrets).jwtSecret)
+
+    const checkWebhookUrl = (url: string | undefined) =>
+      url === undefined || isAllowedOutboundUrl(url, config.httpAllowlist)
+        ? Effect.void
+        : Effect.fail(
+            new BadRequest({
+              code: "validation_failed",
+              message: "webhook_url: expected an https URL (plain http only to hosts on HTTP_URL_ALLOWLIST).",
+              details: [{ path: "webhook_url", message: "expected an https URL" }]
+            })
+          )
+
+    const checkPrincipal = (principal: string | undefined) =>
+      principal === undefined || principal.trim().length > 0
+        ? Effect.void
+        : Effect.fail(
+            new BadRequest({
+              code: "validation_failed",
+              message: "principal_id: must not be blank.",
+              details: [{ path: "principal_id", message: "must not be blank" }]
+            })
+          )
+
+    const find = (workspaceId: string, id: string) =>
+      repo.findConfig(workspaceId, id).pipe(orFailWith(() => alertNotFound(id)))
+
+    const list = (workspaceId: string) => Effect.map(repo.listConfigs(workspaceId), (rows) => rows.map(toConfig))
+
+    const create = (workspaceId: string, input: typeof CreateBudgetAlert.Type) =>
+      Effect.gen(function* () {
+        yield* checkWebhookUrl(input.webhook_url)
+        yield* checkPrincipal(input.principal_id)
+        const row = yield* repo.insertConfig({
+          id: prefixedId("bal"),
+          workspace_id: workspaceId,
+          name: input.name,
+          meter: input.meter ?? "llm_spend",
+          threshold_type: input.threshold_type,
+          threshold_value: input.threshold_value,
+          time_window: input.window,
+          enabled: input.enabled ?? true,
+          principal_id: input.principal_id ?? null,
+          webhook_url: input.webhook_url ?? null,
+          secret_salt: randomToken(16)
+        })
+        return { ...toConfig(row), webhook_secret: deriveWebhookSecret(serviceSecret, row.id, row.secret_salt) }
+      })
+
+    const update = (workspaceId: string, id: string, patch: typeof UpdateBudgetAlert.Type) =>
+      Effect.gen(function* () {
+        if (patch.principal_id === null) return yield* cannotClear("principal_id")
+        if (patch.webhook_url === null) return yield* cannotClear("webhook_url")
+        yield* checkWebhookUrl(patch.webhook_url)
+        yield* checkPrincipal(patch.principal_id)
+        const changes: ConfigChanges = {
+          ...(patch.name === undefined ? {} : { name: patch.name }),
+          ...(patch.meter === undefined ? {} : { meter: patch.meter }),
+          ...(patch.threshold_type === undefined ? {} : { threshold_type: patch.threshold_type }),
+          ...(patch.threshold_value === undefined ? {} : { threshold_value: patch.threshold_value }),
+          ...(patch.window === undefined ? {} : { time_window: patch.window }),
+          ...(patch.enabled === undefined ? {} : { enabled: patch.enabled }),
+          ...(patch.principal_id === undefined ? {} : { principal_id: patch.principal_id }),
+          ...(patch.webhook_url === undefined ? {} : { webhook_url: patch.webhook_url })
+        }
+        if (Object.keys(changes).length === 0) return toConfig(yield* find(workspaceId, id))
+        return toConfig(yield* repo.updateConfig(workspaceId, id, changes).pipe(orFailWith(() => alertNotFound(id))))
+      })
+
+    const remove = (workspaceId: string, id: string) =>
+      Effect.flatMap(repo.deleteConfig(workspaceId, id), (deleted) =>
+        deleted ? Effect.void : Effect.fail(alertNotFound(id))
+      )
+
+    const firings = (workspaceId: string, id: string) =>
+      Effect.gen(function* () {
+        yield* find(workspaceId, id)
+        return { firings: (yield* repo.listFirings(workspaceId, id)).map(toFiring) }
+      })
+
+    const deliveriesOf = (workspaceId: string, id: string) =>
+      Effect.gen(function* () {
+        yield* find(workspaceId, id)
+        const rows = yield* deliveries.listForConfig(workspaceId, id)
+        const attempts = yield* deliveries.attemptsOf(rows.map((row) => row.id))
+        return {
+          deliveries: rows.map((row) => ({
+            id: row.id,
+            firing_id: row.firing_id,
+            url: row.url,
+            status: row.status as "pending" | "succeeded" | "failed",
+            attempt_count: row.attempt_count,
+            next_attempt_at: row.status === "pending" ? toTimestampOrNull(row.next_attempt_at) : null,
+            created_at: toTimestamp(row.created_at),
+            updated_at: toTimestamp(row.updated_at),
+            attempts: attempts
+              .filter((attempt) => attempt.delivery_id === row.id)
+              .map((attempt) => ({
+                attempt: attempt.attempt,
+                attempted_at: toTimestamp(attempt.attempted_at),
+                duration_ms: attempt.duration_ms,
+                response_status: attempt.response_status,
+                error: attempt.error,
+                succeeded: attempt.succeeded
+              }))
+          }))
+        }
+      })
+
+    return { list, create, update, remove, firings, deliveries: deliveriesOf }
+  }),
+  dependencies: [AlertsRepo.Default, DeliveryRepo.Default]
+}) {}

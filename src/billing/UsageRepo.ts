@@ -1,0 +1,125 @@
+/** SQL of LLM usage records. Every read takes the workspace id. */
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import { dieOnErrors } from "../platform/Sql.js"
+import type { LlmUsageMessage } from "./Domain.js"
+
+export interface UsageRow {
+  readonly id: string
+  readonly workspace_id: string
+  readonly api_key_id: string | null
+  readonly principal_id: string | null
+  readonly agent_id: string | null
+  readonly request_id: string
+  readonly kind: string
+  readonly model: string
+  readonly prompt_tokens: string
+  readonly completion_tokens: string
+  readonly currency: string
+  readonly cost_minor: string
+  readonly cost_usd_nanos: string
+  readonly unpriced: boolean
+  readonly effective_at: Date
+  readonly metadata: unknown
+}
+
+export interface GroupRow {
+  readonly key: string | null
+  readonly event_count: string
+  readonly prompt_tokens: string
+  readonly completion_tokens: string
+  readonly cost_minor: string
+  readonly cost_usd_nanos: string
+}
+
+export interface UsageFilters {
+  readonly principal_id?: string | undefined
+  readonly model?: string | undefined
+  readonly kind?: string | undefined
+  readonly start?: string | undefined
+  readonly end?: string | undefined
+}
+
+export type GroupBy = "day" | "principal" | "model"
+
+export class UsageRepo extends Effect.Service<UsageRepo>()("billing/UsageRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const where = (workspaceId: string, filters: UsageFilters) =>
+      sql.and([
+        sql`workspace_id = ${workspaceId}`,
+        ...(filters.principal_id === undefined ? [] : [sql`principal_id = ${filters.principal_id}`]),
+        ...(filters.model === undefined ? [] : [sql`model = ${filters.model}`]),
+        ...(filters.kind === undefined ? [] : [sql`kind = ${filters.kind}`]),
+        ...(filters.start === undefined ? [] : [sql`effective_at >= ${filters.start}::timestamptz`]),
+        ...(filters.end === undefined ? [] : [sql`effective_at < ${filters.end}::timestamptz`])
+      ])
+
+    const groupKey = (groupBy: GroupBy) =>
+      groupBy === "day"
+        ? sql`to_char(effective_at at time zone 'UTC', 'YYYY-MM-DD')`
+        : groupBy === "principal"
+          ? sql`principal_id`
+          : sql`model`
+
+    return dieOnErrors({
+      /** Stores the record unless one with its id exists; answers whether it was new. */
+      insert: (usage: LlmUsageMessage) =>
+        sql<{ id: string }>`
+          insert into llm_usage_events ${sql.insert({
+            id: usage.id,
+            workspace_id: usage.workspace_id,
+            api_key_id: usage.api_key_id,
+            principal_id: usage.principal_id,
+            agent_id: usage.agent_id,
+            request_id: usage.request_id,
+            kind: usage.kind,
+            model: usage.model,
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+            currency: usage.currency,
+            cost_minor: usage.cost_minor,
+            cost_usd_nanos: usage.cost_usd_nanos,
+            unpriced: usage.unpriced,
+            effective_at: usage.effective_at,
+            metadata: JSON.stringify(usage.metadata ?? null)
+          })}
+          on conflict (id) do nothing returning id`.pipe(Effect.map((rows) => rows.length > 0)),
+
+      /** Newest first, `limit + 1` rows after the (effective_at, id) cursor. */
+      list: (
+        workspaceId: string,
+        filters: UsageFilters,
+        limit: number,
+        after: Option.Option<{ readonly at: string; readonly id: string }>
+      ) =>
+        sql<UsageRow>`
+          select id, workspace_id, api_key_id, principal_id, agent_id, request_id, kind, model,
+                 prompt_tokens::text, completion_tokens::text, currency, cost_minor::text,
+                 cost_usd_nanos::text, unpriced, effective_at, metadata
+          from llm_usage_events
+          where ${where(workspaceId, filters)}
+          ${Option.match(after, {
+            onNone: () => sql``,
+            onSome: ({ at, id }) => sql`and (effective_at, id) < (${at}::timestamptz, ${id})`
+          })}
+          order by effective_at desc, id desc
+          limit ${limit + 1}`,
+
+      /** Sums per bucket, in key order (days chronologically). */
+      groups: (workspaceId: string, filters: UsageFilters, groupBy: GroupBy) =>
+        sql<GroupRow>`
+          select ${groupKey(groupBy)} as key,
+                 count(*)::text as event_count,
+                 coalesce(sum(prompt_tokens), 0)::text as prompt_tokens,
+                 coalesce(sum(completion_tokens), 0)::text as completion_tokens,
+                 coalesce(sum(cost_minor), 0)::text as cost_minor,
+                 coalesce(sum(cost_usd_nanos), 0)::text as cost_usd_nanos
+          from llm_usage_events
+          where ${where(workspaceId, filters)}
+          group by 1
+          order by 1 asc nulls last`
+    })
+  })
+}) {}

@@ -1,0 +1,129 @@
+/**
+ * LLM usage: the `llm-usage` consumer that stores each record once (the
+ * record id is the primary key, and the effect-once consumer dedupes
+ * redelivered messages) and feeds the `llm_spend` budget meter with records
+ * seen for the first time; and the queries behind `GET /v1/llm-usage`.
+ */
+import { Effect, Layer, Option, Schema } from "effect"
+import { pageByTime } from "../platform/Cursor.js"
+import { BadRequest } from "../platform/Errors.js"
+import { toTimestamp } from "../platform/Schemas.js"
+import { Topics } from "../platform/Topics.js"
+import { consumeOnce } from "../platform/Consumer.js"
+import { BudgetMeters } from "./BudgetMeters.js"
+import { LlmUsageMessage } from "./Domain.js"
+import { type GroupBy, type UsageFilters, UsageRepo, type UsageRow } from "./UsageRepo.js"
+
+const decodeUsage = Schema.decodeUnknownOption(Schema.parseJson(LlmUsageMessage))
+
+const toRecord = (row: UsageRow) => ({
+  id: row.id,
+  workspace_id: row.workspace_id,
+  api_key_id: row.api_key_id,
+  principal_id: row.principal_id,
+  agent_id: row.agent_id,
+  request_id: row.request_id,
+  kind: row.kind as "customer_inference" | "guardrail",
+  model: row.model,
+  prompt_tokens: Number(row.prompt_tokens),
+  completion_tokens: Number(row.completion_tokens),
+  currency: row.currency,
+  cost_minor: Number(row.cost_minor),
+  cost_usd_nanos: row.cost_usd_nanos,
+  unpriced: row.unpriced,
+  effective_at: toTimestamp(row.effective_at),
+  metadata: row.metadata
+})
+
+export interface UsageQuery extends UsageFilters {
+  readonly group_by?: GroupBy | undefined
+}
+
+export class LlmUsage extends Effect.Service<LlmUsage>()("billing/LlmUsage", {
+  effect: Effect.gen(function* () {
+    const repo = yield* UsageRepo
+
+    const list = (workspaceId: string, query: UsageQuery, limit: number, cursor: string | undefined) =>
+      Effect.gen(function* () {
+        // RFC 3339 allows lowercase t/z; PostgreSQL wants them upper case.
+        const filters = {
+          ...query,
+          start: query.start?.toUpperCase(),
+          end: query.end?.toUpperCase()
+        }
+        if (
+          filters.start !== undefined &&
+          filters.end !== undefined &&
+          Date.parse(filters.start) > Date.parse(filters.end)
+        ) {
+          return yield* new BadRequest({
+            code: "validation_failed",
+            message: "end: must not be before start.",
+            details: [{ path: "end", message: "must not be before start" }]
+          })
+        }
+        if (query.group_by !== undefined) {
+          const groups = yield* repo.groups(workspaceId, filters, query.group_by)
+          return {
+            group_by: query.group_by,
+            groups: groups.map((row) => ({
+              key: row.key,
+              event_count: Number(row.event_count),
+              prompt_tokens: Number(row.prompt_tokens),
+              completion_tokens: Number(row.completion_tokens),
+              cost_minor: Number(row.cost_minor),
+              cost_usd_nanos: row.cost_usd_nanos
+            }))
+          }
+        }
+        const { next, page } = yield* pageByTime(cursor, limit, (after) =>
+          Effect.map(repo.list(workspaceId, filters, limit, after), (rows) =>
+            rows.map((row) => ({ ...row, created_at: row.effective_at }))
+          )
+        )
+        return { events: page.map(toRecord), ...next }
+      })
+
+    return { list }
+  }),
+  dependencies: [UsageRepo.Default]
+}) {}
+
+/** Stores every llm-usage message once; a record new to the store is metered for budget alerts. */
+export const UsageStoreLive = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const repo = yield* UsageRepo
+    const meters = yield* BudgetMeters
+    yield* consumeOnce({
+      group: "llm-usage-store",
+      topics: [Topics.llmUsage],
+      handle: (delivery) =>
+        Option.match(decodeUsage(delivery.value), {
+          onNone: () =>
+            Effect.logWarning("llm-usage message not understood; skipped").pipe(
+              Effect.annotateLogs({ event_id: delivery.eventId })
+            ),
+          onSome: (usage) =>
+            Effect.gen(function* () {
+              const at = new Date(usage.effective_at)
+              if (Number.isNaN(at.getTime())) {
+                return yield* Effect.logWarning("llm-usage message without a valid effective_at; skipped").pipe(
+                  Effect.annotateLogs({
+                    event_id: delivery.eventId
+                  })
+                )
+              }
+              if (!(yield* repo.insert(usage))) return
+              yield* meters.add({
+                workspaceId: usage.workspace_id,
+                meter: "llm_spend",
+                principalId: usage.principal_id,
+                at,
+                amount: usage.cost_minor,
+                currency: usage.currency
+              })
+            })
+        })
+    }).pipe(Effect.forkScoped)
+  })
+)

@@ -1,0 +1,164 @@
+/**
+ * Webhook delivery of budget alert firings, in the stream worker:
+ * - the `budget-webhooks` consumer of `budget-firings` turns each firing of a
+ *   config with a `webhook_url` into a durable delivery row (once per firing);
+ * - a delivery loop, a fiber of its own so consumption never waits on a
+ *   receiver, claims due deliveries (with a lease, so several workers never
+ *   attempt the same one), POSTs them signed per Standard Webhooks, records
+ *   every attempt and schedules the next with exponential backoff and jitter
+ *   until a 2xx answer or WEBHOOK_MAX_ATTEMPTS.
+ */
+import { Duration, Effect, Layer, Option, Redacted, Schedule, Schema } from "effect"
+import { AppConfig } from "../platform/Config.js"
+import { consumeOnce } from "../platform/Consumer.js"
+import { prefixedId } from "../platform/Ids.js"
+import { Secrets } from "../platform/Secrets.js"
+import { makeSignal } from "../platform/Signal.js"
+import { Topics } from "../platform/Topics.js"
+import { AlertsRepo } from "./AlertsRepo.js"
+import { type ClaimedDelivery, DeliveryRepo } from "./DeliveryRepo.js"
+import { BudgetFiringMessage } from "./Domain.js"
+import { deriveWebhookSecret, isAllowedOutboundUrl, retryDelayMillis, signWebhook } from "./Webhooks.js"
+
+const decodeFiring = Schema.decodeUnknownOption(Schema.parseJson(BudgetFiringMessage))
+
+const ATTEMPT_TIMEOUT_MILLIS = 10_000
+const CLAIM_BATCH = 16
+/** Longer than an attempt can take, so a claimed delivery is not claimed again while in flight. */
+const LEASE_SECONDS = 60
+
+interface Outcome {
+  readonly responseStatus: number | null
+  readonly error: string | null
+}
+
+/** One signed POST; never fails: a network error or timeout is an outcome. */
+const post = (delivery: ClaimedDelivery, secret: string) =>
+  Effect.tryPromise({
+    try: async (signal) => {
+      const timestamp = Math.floor(Date.now() / 1000)
+      const response = await fetch(delivery.url, {
+        method: "POST",
+        redirect: "manual",
+        headers: {
+          "content-type": "application/json",
+          "user-agent": "guardrail-service",
+          "webhook-id": delivery.id,
+          "webhook-timestamp": String(timestamp),
+          "webhook-signature": signWebhook(secret, delivery.id, timestamp, delivery.body)
+        },
+        body: delivery.body,
+        signal: AbortSignal.any([signal, AbortSignal.timeout(ATTEMPT_TIMEOUT_MILLIS)])
+      })
+      await response.body?.cancel()
+      return response.status
+    },
+    catch: (error) => error
+  }).pipe(
+    Effect.map((status): Outcome => ({
+      responseStatus: status,
+      error: status >= 200 && status < 300 ? null : `receiver answered ${status}`
+    })),
+    Effect.catchAll((error) =>
+      Effect.succeed<Outcome>({
+        responseStatus: null,
+        error: error instanceof Error ? `${error.name}: ${error.message}`.slice(0, 500) : String(error).slice(0, 500)
+      })
+    )
+  )
+
+export const WebhookDeliveryLive = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const alerts = yield* AlertsRepo
+    const deliveries = yield* DeliveryRepo
+    const serviceSecret = Redacted.value((yield* Secrets).jwtSecret)
+    const created = yield* makeSignal
+
+    yield* consumeOnce({
+      group: "budget-webhooks",
+      topics: [Topics.budgetFirings],
+      handle: (delivery) =>
+        Option.match(decodeFiring(delivery.value), {
+          onNone: () =>
+            Effect.logWarning("budget-firings message not understood; skipped").pipe(
+              Effect.annotateLogs({ event_id: delivery.eventId })
+            ),
+          onSome: (firing) =>
+            Effect.gen(function* () {
+              const found = yield* alerts.findConfig(firing.workspace_id, firing.config_id)
+              if (Option.isNone(found) || found.value.webhook_url === null) return
+              const { schema_version: _, ...data } = firing
+              yield* deliveries.insert({
+                id: prefixedId("msg"),
+                firing_id: firing.id,
+                config_id: firing.config_id,
+                workspace_id: firing.workspace_id,
+                url: found.value.webhook_url,
+                body: JSON.stringify({
+                  type: "budget_alert.fired",
+                  timestamp: firing.fired_at,
+                  data: { ...data, config_name: found.value.name }
+                })
+              })
+              yield* created.fire
+            })
+        })
+    }).pipe(Effect.forkScoped)
+
+    const attempt = (delivery: ClaimedDelivery) =>
+      Effect.gen(function* () {
+        const number = delivery.attempt_count + 1
+        const started = Date.now()
+        const allowed = isAllowedOutboundUrl(delivery.url, config.httpAllowlist)
+        const outcome: Outcome = allowed
+          ? yield* post(delivery, deriveWebhookSecret(serviceSecret, delivery.config_id, delivery.secret_salt))
+          : {
+              responseStatus: null,
+              error: "webhook_url is not an allowed outbound URL (https, or http to HTTP_URL_ALLOWLIST)"
+            }
+        const succeeded = outcome.error === null
+        const status = succeeded ? "succeeded" : !allowed || number >= config.webhookMaxAttempts ? "failed" : "pending"
+        yield* deliveries.recordAttempt(
+          {
+            delivery_id: delivery.id,
+            attempt: number,
+            attempted_at: new Date(started),
+            duration_ms: Date.now() - started,
+            response_status: outcome.responseStatus,
+            error: outcome.error,
+            succeeded
+          },
+          {
+            status,
+            next_attempt_at:
+              status === "pending"
+                ? new Date(Date.now() + retryDelayMillis(number, config.webhookRetryBaseMillis))
+                : null
+          }
+        )
+        if (status === "failed") {
+          yield* Effect.logWarning("budget alert webhook delivery gave up").pipe(
+            Effect.annotateLogs({ delivery_id: delivery.id, attempts: number })
+          )
+        }
+      })
+
+    const idleMillis = Math.max(config.pollIntervalMillis * 2, 100)
+    const loop = Effect.gen(function* () {
+      while (true) {
+        const due = yield* deliveries.claimDue(CLAIM_BATCH, LEASE_SECONDS)
+        if (due.length === 0) yield* created.wait(Duration.millis(idleMillis))
+        else yield* Effect.forEach(due, attempt, { concurrency: CLAIM_BATCH, discard: true })
+      }
+    }).pipe(
+      // Repository failures are defects (dieOnErrors): sandbox them so the loop restarts; leases make that safe.
+      Effect.sandbox,
+      Effect.tapError((cause) => Effect.logWarning("webhook delivery loop failed; restarting", cause)),
+      Effect.retry(
+        Schedule.exponential(Duration.millis(200)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(5))))
+      )
+    )
+    yield* Effect.forkScoped(loop)
+  })
+)
