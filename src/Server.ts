@@ -8,6 +8,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { GuardrailApi } from "./Api.js"
+import { DashboardLive } from "./dashboard/Http.js"
 import { ApiGroupsLive } from "./Http.js"
 import { AppConfig } from "./platform/Config.js"
 import { makeRouteTable, requestPipeline } from "./platform/HttpPipeline.js"
@@ -21,7 +22,12 @@ const announce = Layer.effectDiscard(
     const host = server.address.hostname === "0.0.0.0" || server.address.hostname === "::" ? "localhost" : server.address.hostname
     const base = `http://${host}:${server.address.port}`
     yield* Effect.logInfo(`Guardrail service listening: API ${base}  docs ${base}/docs`).pipe(
-      Effect.annotateLogs({ api_url: base, docs_url: `${base}/docs`, openapi_url: `${base}/openapi.json` })
+      Effect.annotateLogs({
+        api_url: base,
+        docs_url: `${base}/docs`,
+        openapi_url: `${base}/openapi.json`,
+        dashboard_url: `${base}/dashboard`
+      })
     )
   })
 )
@@ -31,6 +37,7 @@ export const HttpAppLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     HttpApiBuilder.serve().pipe(
       Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
+      Layer.provide(DashboardLive),
       Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
       Layer.provide(HttpApiBuilder.middleware(GuardrailApi, requestPipeline(routes, config.maxBodyBytes))),
       Layer.provide(HttpApiBuilder.api(GuardrailApi).pipe(Layer.provide(ApiGroupsLive))),
