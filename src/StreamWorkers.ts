@@ -9,13 +9,19 @@ import type { AppConfig } from "./platform/Config.js"
 import type { Outbox } from "./platform/Outbox.js"
 import type { Secrets } from "./platform/Secrets.js"
 import { ActionMeterWorkerLive, BudgetWebhooksWorkerLive, LlmUsageWorkerLive } from "./billing/Workers.js"
+import { RetentionLive } from "./operations/Retention.js"
 import { RunCountersLive } from "./runs/RunCounters.js"
+import { JobRunnerLive } from "./redteam/JobRunner.js"
+import { AnalyticsConsumerLive } from "./analytics/Ingest.js"
 
 const consumers: ReadonlyArray<{
   readonly name: string
   readonly layer: Layer.Layer<never, never, SqlClient.SqlClient | EventLog | AppConfig | Outbox | Secrets>
 }> = [
   { name: "run-counters", layer: RunCountersLive },
+  { name: "retention", layer: RetentionLive },
+  { name: "redteam-jobs", layer: JobRunnerLive },
+  { name: "analytics", layer: AnalyticsConsumerLive },
   { name: "llm-usage-store", layer: LlmUsageWorkerLive },
   { name: "budget-actions", layer: ActionMeterWorkerLive },
   { name: "budget-webhooks", layer: BudgetWebhooksWorkerLive }

@@ -56,7 +56,12 @@ export class RedteamApi extends HttpApiGroup.make("redteam")
   .add(
     HttpApiEndpoint.get("listAttacks", "/redteam/attacks")
       .setUrlParams(
-        Schema.Struct({ attack: Schema.optional(Schema.String), outcome: Schema.optional(AttackOutcome), ...Page })
+        Schema.Struct({
+          attack: Schema.optional(Schema.String),
+          outcome: Schema.optional(AttackOutcome),
+          job_id: Schema.optional(Schema.String),
+          ...Page
+        })
       )
       .addSuccess(Schema.Struct({ records: Schema.Array(AttackRecord), next_cursor: nextCursor }))
   )
@@ -103,6 +108,13 @@ export class RedteamReportsApi extends HttpApiGroup.make("redteamReports")
   .middlewareEndpoints(Authentication)
   .add(HttpApiEndpoint.get("getSharedReport", "/redteam/reports/:token").setPath(TokenPath).addSuccess(Report))
   .prefix("/v1")
+  // Added after the prefix: the human-readable page lives at /r/{token}, beside the API.
+  .add(
+    HttpApiEndpoint.get("getSharedReportHtml", "/r/:token")
+      .setPath(TokenPath)
+      .addSuccess(HttpApiSchema.Text({ contentType: "text/html" }))
+      .annotate(OpenApi.Description, "The shared report as an HTML page; the token is the capability.")
+  )
   .annotate(
     OpenApi.Description,
     "Shareable red-team report links; reading one needs only its token, scoped to the workspace that minted it."

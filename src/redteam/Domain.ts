@@ -64,13 +64,19 @@ export class AttackRecord extends Schema.Class<AttackRecord>("AttackRecord")({
   reply: Schema.NullOr(Schema.String),
   outcome: AttackOutcome,
   landed: Schema.Boolean,
+  category: Schema.String,
+  severity: Severity,
+  evidence: Schema.String,
+  error: Schema.NullOr(Schema.String),
   trace_id: Schema.NullOr(Schema.String),
   created_at: Timestamp
 }) {}
 
 export class Job extends Schema.Class<Job>("RedteamJob")({
   id: JobId,
-  agent_id: Schema.NullOr(Schema.String),
+  agent_id: Schema.NullOr(Schema.String).annotations({
+    description: "The agent attacked; null for demo://local-agent dispatched without an agent"
+  }),
   workspace_id: Schema.String,
   environment_id: Schema.String,
   profile: Profile,
@@ -136,7 +142,9 @@ export class Report extends Schema.Class<Report>("RedteamReport")({
     blocked: Schema.Int,
     clean: Schema.Int,
     errored: Schema.Int,
-    success_rate: Schema.Number,
+    success_rate: Schema.Number.annotations({ description: "landed / (landed + blocked + clean); 0 when none" }),
+    success_rate_all: Schema.Number.annotations({ description: "landed / total, errors included" }),
+    risk_score: Schema.Int.annotations({ description: "Sum of severity weights of landed findings" }),
     risk_level: RiskLevel
   }),
   findings: Schema.Array(
@@ -158,25 +166,39 @@ export class Report extends Schema.Class<Report>("RedteamReport")({
 
 export const ReportParams = Schema.Struct({ compare_job_id: Schema.optional(JobId) })
 
+export const Comparison = Schema.Struct({
+  compare_job_id: JobId,
+  landed_before: Schema.Int,
+  landed_now: Schema.Int,
+  new: Schema.Array(Schema.Struct({ attack: Schema.String, category: Schema.String, severity: Severity })),
+  fixed: Schema.Array(Schema.Struct({ attack: Schema.String, category: Schema.String, severity: Severity })),
+  persisting: Schema.Array(Schema.Struct({ attack: Schema.String, category: Schema.String, severity: Severity }))
+}).annotations({ identifier: "RedteamComparison" })
+
 export class ShareLink extends Schema.Class<ShareLink>("RedteamShareLink")({
   token: ShareToken,
   path: Schema.String.annotations({ description: "Path of the public report, /v1/redteam/reports/{token}" }),
+  html_path: Schema.String.annotations({ description: "Path of the human-readable report, /r/{token}" }),
   job_id: JobId,
   compare_job_id: Schema.NullOr(JobId),
   created_at: Timestamp,
-  expires_at: Schema.NullOr(Timestamp)
+  expires_at: Timestamp
 }) {}
 
 export const CreateShareLink = Schema.Struct({
   job_id: JobId,
   compare_job_id: Schema.optional(JobId),
-  expires_at: Schema.optional(Timestamp)
+  expires_in_days: Schema.optional(
+    Schema.Int.pipe(Schema.between(1, 90)).annotations({ description: "Lifetime in days (default 7, at most 90)" })
+  )
 })
 
 // ---- hardening
 
 export const HardeningCandidate = Schema.Struct({
-  operation: Schema.Literal("create", "update"),
+  operation: Schema.Literal("create", "reuse").annotations({
+    description: "create: the policy was created (disabled); reuse: an identical candidate policy already exists"
+  }),
   existing_policy_id: Schema.NullOr(Schema.String),
   source: Schema.String,
   substrate: Schema.String,
@@ -208,5 +230,5 @@ export const HardeningResult = Schema.Struct({
   unreachable: Schema.Array(Schema.String)
 }).annotations({ identifier: "HardeningResult" })
 
-/** May be `{}`; no field is defined yet. */
+/** May be `{}`. */
 export const HardenRequest = Schema.Struct({})

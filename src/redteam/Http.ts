@@ -1,29 +1,49 @@
-/** Stub handlers of the red-team groups; each answers 501 until implemented. */
+/** Handlers of the red-team groups, with the red-team services they use. */
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
-import { notImplemented } from "../platform/Errors.js"
+import { CurrentCaller, inWorkspace } from "../identity/Authentication.js"
+import { Redteam } from "./Redteam.js"
+import { RedteamPolicies } from "./RedteamPolicies.js"
+import { RedteamRepo } from "./Repo.js"
+import { SharedReports } from "./SharedReports.js"
 
-const stub = (what: string) => () => Effect.fail(notImplemented(what))
+const RedteamServicesLive = Layer.mergeAll(RedteamPolicies.Default, SharedReports.Default).pipe(
+  Layer.provideMerge(Redteam.Default),
+  Layer.provideMerge(RedteamRepo.Default)
+)
 
 export const RedteamHttpLive = HttpApiBuilder.group(GuardrailApi, "redteam", (handlers) =>
-  handlers
-    .handle("createPlan", stub("POST /v1/agents/{id}/redteam/plan"))
-    .handle("listPlans", stub("GET /v1/agents/{id}/redteam/plans"))
-    .handle("deletePlan", stub("DELETE /v1/redteam/plans/{id}"))
-    .handle("generateStaticPolicies", stub("POST /v1/agents/{id}/redteam/static-policies"))
-    .handle("listAttacks", stub("GET /v1/redteam/attacks"))
-    .handle("dispatch", stub("POST /v1/redteam/dispatch"))
-    .handle("listJobs", stub("GET /v1/redteam/jobs"))
-    .handle("getJob", stub("GET /v1/redteam/jobs/{id}"))
-    .handle("cancelJob", stub("POST /v1/redteam/jobs/{id}/cancel"))
-    .handle("hardenJob", stub("POST /v1/redteam/jobs/{id}/harden"))
-    .handle("getReport", stub("GET /v1/redteam/jobs/{id}/report"))
-)
+  Effect.gen(function* () {
+    const redteam = yield* Redteam
+    const policies = yield* RedteamPolicies
+    const reports = yield* SharedReports
+    return handlers
+      .handle("createPlan", ({ path, payload }) => inWorkspace((ws) => redteam.createPlan(ws, path.id, payload.name)))
+      .handle("listPlans", ({ path }) => inWorkspace((ws) => redteam.listPlans(ws, path.id)))
+      .handle("deletePlan", ({ path }) => inWorkspace((ws) => redteam.deletePlan(ws, path.id)))
+      .handle("generateStaticPolicies", ({ path }) => inWorkspace((ws) => policies.generateStatic(ws, path.id)))
+      .handle("listAttacks", ({ urlParams }) => inWorkspace((ws) => redteam.listAttacks(ws, urlParams)))
+      .handle("dispatch", ({ payload }) => Effect.flatMap(CurrentCaller, (caller) => redteam.dispatch(caller, payload)))
+      .handle("listJobs", ({ urlParams }) => inWorkspace((ws) => redteam.listJobs(ws, urlParams)))
+      .handle("getJob", ({ path }) => inWorkspace((ws) => redteam.getJob(ws, path.id)))
+      .handle("cancelJob", ({ path }) => inWorkspace((ws) => redteam.cancelJob(ws, path.id)))
+      .handle("hardenJob", ({ path }) => inWorkspace((ws) => policies.harden(ws, path.id)))
+      .handle("getReport", ({ path, urlParams }) =>
+        inWorkspace((ws) => reports.report(ws, path.id, urlParams.compare_job_id ?? null))
+      )
+  })
+).pipe(Layer.provide(RedteamServicesLive))
 
 export const RedteamReportsHttpLive = HttpApiBuilder.group(GuardrailApi, "redteamReports", (handlers) =>
-  handlers
-    .handle("createShareLink", stub("POST /v1/redteam/reports"))
-    .handle("getSharedReport", stub("GET /v1/redteam/reports/{token}"))
-    .handle("revokeShareLink", stub("POST /v1/redteam/reports/{token}/revoke"))
-)
+  Effect.gen(function* () {
+    const reports = yield* SharedReports
+    return handlers
+      .handle("createShareLink", ({ payload }) =>
+        Effect.flatMap(CurrentCaller, (caller) => reports.createShareLink(caller, payload))
+      )
+      .handle("getSharedReport", ({ path }) => reports.sharedReport(path.token))
+      .handle("revokeShareLink", ({ path }) => inWorkspace((ws) => reports.revoke(ws, path.token)))
+      .handle("getSharedReportHtml", ({ path }) => reports.sharedReportHtml(path.token))
+  })
+).pipe(Layer.provide(RedteamServicesLive))

@@ -1,0 +1,141 @@
+/**
+ * The red-team job runner, a stream-worker layer. It claims queued jobs from
+ * PostgreSQL (`for update skip locked`, so several workers share the queue),
+ * runs at most MAX_CONCURRENT_JOBS at a time with ATTACKS_IN_FLIGHT attacks
+ * each (remote targets are also rate limited per target, see Targets.ts), and
+ * records every attack as it finishes, so progress is visible and a resumed
+ * job skips what is done.
+ * - Cancel: the API marks the job `canceled`; the runner polls the status of
+ *   its jobs every CANCEL_POLL and interrupts the job's attacks (well within a second).
+ * - Restart: a worker heartbeats its running jobs; a job whose heartbeat is
+ *   older than STALE_AFTER is put back in the queue (resumed where it stopped),
+ *   or marked `failed` after MAX_RESUMES resumptions. A worker that shuts down
+ *   hands its jobs back at once. No job stays `running` without a live worker.
+ */
+import { Cause, Duration, Effect, FiberSet, Layer, Schedule } from "effect"
+import { randomBytes } from "node:crypto"
+import { hostname } from "node:os"
+import { Authorization } from "../authorization/Authorization.js"
+import { AuthorizationLive } from "../authorization/Http.js"
+import { CatalogLive } from "../catalog/Http.js"
+import { CatalogSnapshot } from "../catalog/Snapshot.js"
+import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
+import { AppConfig } from "../platform/Config.js"
+import { DEMO_AGENT_ID } from "./DemoAgent.js"
+import { runAttack } from "./Execution.js"
+import { liveDecider } from "./Guarding.js"
+import { channelsOf, planFor } from "./Planner.js"
+import { type JobRow, RedteamRepo } from "./Repo.js"
+import { type AgentProfileView, attackCases, type JobProfile } from "./Techniques.js"
+
+export const MAX_CONCURRENT_JOBS = 2
+export const ATTACKS_IN_FLIGHT = 4
+const CLAIM_POLL = Duration.millis(200)
+const CANCEL_POLL = Duration.millis(200)
+const HEARTBEAT_EVERY = Duration.seconds(2)
+export const STALE_AFTER_SECONDS = 10
+export const MAX_RESUMES = 3
+
+/**
+ * Where landed outcomes are counted: called once per landed attack as it is
+ * recorded. The `redteam_landed` analytics metric hooks in here.
+ */
+export const recordLandedOutcome = (_attack: {
+  readonly workspace_id: string
+  readonly job_id: string
+  readonly seq: number
+  readonly attack: string
+  readonly category: string
+  readonly severity: string
+}) => Effect.void
+
+const makeRunner = Effect.gen(function* () {
+  const repo = yield* RedteamRepo
+  const authorization = yield* Authorization
+  const snapshots = yield* CatalogSnapshot
+  const config = yield* AppConfig
+  const workerId = `${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`
+  const running = new Set<string>()
+  const jobs = yield* FiberSet.make()
+
+  const waitForCancel = (jobId: string) =>
+    repo.jobStatus(jobId).pipe(
+      Effect.repeat({ schedule: Schedule.spaced(CANCEL_POLL), while: (status) => status === "running" }),
+      Effect.as("stopped" as const)
+    )
+
+  const runJob = (job: JobRow) =>
+    Effect.gen(function* () {
+      // Policies enabled since this process last looked must apply to this job.
+      yield* snapshots.invalidate(job.workspace_id)
+      const agent = job.agent_profile as AgentProfileView
+      const cases = attackCases(job.profile as JobProfile, agent, channelsOf(planFor(agent).paths))
+      const done = yield* repo.doneSeqs(job.id)
+      const agentId = job.agent_id ?? DEMO_AGENT_ID
+      const context = {
+        jobId: job.id,
+        workspaceId: job.workspace_id,
+        target: job.target,
+        agent,
+        allowlist: config.httpAllowlist,
+        deciderFor: (sessionId: string) => liveDecider(authorization, job, agentId, sessionId)
+      }
+      const attacks = Effect.forEach(
+        cases.filter((attack) => !done.has(attack.seq)),
+        (attack) =>
+          runAttack(context, attack).pipe(
+            Effect.tap((row) => repo.insertAttack(row)),
+            Effect.tap((row) => (row.landed ? recordLandedOutcome(row) : Effect.void))
+          ),
+        { concurrency: ATTACKS_IN_FLIGHT, discard: true }
+      ).pipe(Effect.as("done" as const))
+      const result = yield* Effect.raceFirst(attacks, waitForCancel(job.id))
+      if (result === "done") yield* repo.finishJob(workerId, job.id, "completed", null)
+    }).pipe(
+      Effect.catchAllCause((cause) =>
+        Cause.isInterruptedOnly(cause)
+          ? Effect.failCause(cause)
+          : Effect.logError("red-team job failed", cause).pipe(
+              Effect.zipRight(repo.finishJob(workerId, job.id, "failed", "The job stopped on an internal error; see the service log."))
+            )
+      ),
+      // Interrupted by shutdown: hand the job back so a worker resumes it.
+      Effect.onInterrupt(() => repo.release(workerId, job.id)),
+      Effect.ensuring(Effect.sync(() => running.delete(job.id)))
+    )
+
+  const claim = Effect.gen(function* () {
+    const free = MAX_CONCURRENT_JOBS - running.size
+    if (free <= 0) return
+    const claimed = yield* repo.claimJobs(workerId, free)
+    for (const job of claimed) {
+      running.add(job.id)
+      yield* FiberSet.run(jobs, runJob(job))
+    }
+  })
+
+  const recover = repo.recoverStale(STALE_AFTER_SECONDS, MAX_RESUMES).pipe(
+    Effect.tap((rows) =>
+      rows.length === 0 ? Effect.void : Effect.logWarning("red-team jobs recovered from a stopped worker", { jobs: rows })
+    )
+  )
+
+  const forever = <A, E, R>(name: string, effect: Effect.Effect<A, E, R>, every: Duration.Duration) =>
+    effect.pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning(`red-team ${name} failed; retrying`, cause)),
+      Effect.repeat(Schedule.spaced(every)),
+      Effect.forkScoped
+    )
+
+  yield* forever("recovery", recover, Duration.seconds(STALE_AFTER_SECONDS / 2))
+  yield* forever("heartbeat", Effect.suspend(() => repo.heartbeat(workerId, [...running])), HEARTBEAT_EVERY)
+  yield* forever("claim", claim, CLAIM_POLL)
+})
+
+/** The runner with the services it needs beyond the platform (its own pipeline and catalog view). */
+export const JobRunnerLive = Layer.scopedDiscard(makeRunner).pipe(
+  Layer.provide(RedteamRepo.Default),
+  Layer.provide(AuthorizationLive),
+  Layer.provide(CatalogLive),
+  Layer.provide(WorkspaceSettings.Default)
+)

@@ -1,0 +1,186 @@
+/**
+ * Guardrail policies from the red team, created through the catalog's
+ * Policies service and never enabled here:
+ * - static policies derived from an agent's profile and plan (disabled on creation);
+ * - hardening: candidates from a job's landed attacks, verified by replay in
+ *   memory (no write while verifying); only passed candidates are then
+ *   created, disabled, for a person to enable.
+ */
+import { Effect, Either } from "effect"
+import { stringify } from "yaml"
+import { Agents } from "../catalog/Agents.js"
+import { Policies } from "../catalog/Policies.js"
+import { CatalogSnapshot } from "../catalog/Snapshot.js"
+import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
+import { AppConfig } from "../platform/Config.js"
+import { Conflict } from "../platform/Errors.js"
+import type { CheckerMode, CheckerName } from "../authorization/Pipeline.js"
+import { DEMO_AGENT_ID } from "./DemoAgent.js"
+import { inMemoryDecider } from "./Guarding.js"
+import { collectReplays, compileCandidate, synthesize, verify } from "./Hardening.js"
+import { CANARY, CARD_SOURCE, SSN_SOURCE } from "./Judge.js"
+import { channelsOf, planFor } from "./Planner.js"
+import { RedteamRepo } from "./Repo.js"
+import { profileView, Redteam } from "./Redteam.js"
+import { type AgentProfileView, attackCases, forbiddenPromises, type JobProfile, outOfScopeTopics } from "./Techniques.js"
+
+const encoder = new TextEncoder()
+
+const staticDocuments = (agentId: string, agent: AgentProfileView) => {
+  const base = `redteam-static.${agentId.toLowerCase().replace(/[^a-z0-9_.-]/g, "-")}`.slice(0, 100)
+  const doc = (suffix: string, fields: Record<string, unknown>) => ({
+    id: `${base}.${suffix}`,
+    family: "content",
+    action: "deny",
+    enabled: false,
+    owner_agent_id: agentId,
+    ...fields
+  })
+  const sinks = [...new Set(planFor(agent).paths.filter((p) => p.sink_category !== "outbound_message").map((p) => p.sink_node))]
+  return [
+    doc("canary", {
+      description: "Red team: never reveal canary tokens from the system prompt",
+      severity: "high",
+      match: { type: "regex", value: CANARY.source, target: "content" }
+    }),
+    doc("system-prompt-disclosure", {
+      description: "Red team: never disclose the system prompt or instructions",
+      severity: "high",
+      match: { type: "regex", value: "(?:my|the) (?:system prompt|instructions) (?:are|is|say)", target: "content" }
+    }),
+    doc("forbidden-promises", {
+      description: "Red team: never make promises the agent may not make",
+      severity: "high",
+      match: { type: "any_of", value: [...forbiddenPromises(agent)], target: "content" }
+    }),
+    doc("out-of-scope", {
+      description: "Red team: hand out-of-scope topics to a human",
+      severity: "medium",
+      action: "defer",
+      match: { type: "any_of", value: [...outOfScopeTopics(agent)], target: "content" }
+    }),
+    doc("pii-ssn", {
+      description: "Red team: never disclose social security numbers",
+      severity: "critical",
+      match: { type: "regex", value: SSN_SOURCE, target: "content" }
+    }),
+    doc("pii-card", {
+      description: "Red team: never disclose card numbers",
+      severity: "critical",
+      match: { type: "regex", value: CARD_SOURCE, target: "content" }
+    }),
+    ...sinks.map((sink) =>
+      doc(`review-${sink.toLowerCase().replace(/[^a-z0-9_.-]/g, "-")}`.slice(0, 27), {
+        description: `Red team: a human reviews ${sink}, a side-effecting step the plan reaches from untrusted input`,
+        family: "tool",
+        severity: "high",
+        action: "defer",
+        match: { type: "literal", value: sink, target: "operation" }
+      })
+    )
+  ]
+}
+
+export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/RedteamPolicies", {
+  effect: Effect.gen(function* () {
+    const repo = yield* RedteamRepo
+    const redteam = yield* Redteam
+    const agents = yield* Agents
+    const policies = yield* Policies
+    const snapshots = yield* CatalogSnapshot
+    const settings = yield* WorkspaceSettings
+    const config = yield* AppConfig
+
+    /** Creates a disabled policy, or answers the existing one with that id (so regenerating never duplicates). */
+    const createOrReuse = (workspaceId: string, document: Record<string, unknown>) =>
+      policies.create(workspaceId, encoder.encode(stringify(document, { lineWidth: 0 }))).pipe(
+        Effect.map((detail) => ({ detail, reused: false })),
+        Effect.catchIf(
+          (error): error is Conflict => error instanceof Conflict && error.code === "policy_exists",
+          () => Effect.map(policies.detail(workspaceId, String(document["id"])), (detail) => ({ detail, reused: true }))
+        )
+      )
+
+    const generateStatic = (workspaceId: string, agentId: string) =>
+      Effect.gen(function* () {
+        const agent = profileView(yield* agents.find(workspaceId, agentId))
+        const created = yield* Effect.forEach(staticDocuments(agentId, agent), (document) => createOrReuse(workspaceId, document))
+        return { generated: created.map((entry) => entry.detail) }
+      })
+
+    const runtimeModes = (workspaceId: string, environmentId: string) =>
+      Effect.map(settings.runtimeConfig(workspaceId), (runtime) => {
+        const environment = runtime.environments.get(environmentId)
+        const modes: Record<CheckerName, CheckerMode> = {
+          content: "enforce",
+          profile: "enforce",
+          approval: environment?.modes.approval_checker_mode ?? runtime.settings.approval_checker_mode,
+          flow: environment?.modes.flow_checker_mode ?? runtime.settings.flow_checker_mode,
+          memory: environment?.modes.memory_checker_mode ?? runtime.settings.memory_checker_mode,
+          param: environment?.modes.param_checker_mode ?? runtime.settings.param_checker_mode
+        }
+        return { modes, defaultEffect: runtime.settings.default_action }
+      })
+
+    const harden = (workspaceId: string, jobId: string) =>
+      Effect.gen(function* () {
+        const job = yield* redteam.findJob(workspaceId, jobId)
+        if (job.status === "queued" || job.status === "running") {
+          return yield* new Conflict({
+            code: "job_not_finished",
+            message: `Job ${jobId} is ${job.status}; harden it once it has finished.`
+          })
+        }
+        const agent = job.agent_profile as AgentProfileView
+        const agentId = job.agent_id ?? DEMO_AGENT_ID
+        const attacks = yield* repo.attacksOf(workspaceId, jobId)
+        const landed = attacks.filter((row) => row.landed)
+        const { candidates: groups, unreachable } = synthesize(agentId, landed)
+        const cases = new Map(
+          attackCases(job.profile as JobProfile, agent, channelsOf(planFor(agent).paths)).map((c) => [c.seq, c])
+        )
+        const evidence = [...new Map(groups.flatMap((group) => group.evidence).map((row) => [row.seq, row])).values()]
+        const replays = yield* collectReplays(job.target, agent, evidence, cases, config.httpAllowlist)
+        yield* snapshots.invalidate(workspaceId)
+        const snapshot = yield* snapshots.get(workspaceId)
+        const runtime = yield* runtimeModes(workspaceId, job.environment_id)
+        const without = inMemoryDecider(snapshot, agentId, runtime, [])
+
+        const candidates = []
+        const rejections = []
+        for (const group of groups) {
+          const evidenceSeqs = group.evidence.map((row) => row.seq)
+          const compiled = compileCandidate(group.document)
+          if (Either.isLeft(compiled)) {
+            rejections.push({ reason: "invalid_policy", message: compiled.left, substrate: group.substrate, evidence_seqs: evidenceSeqs, verify: null })
+            continue
+          }
+          const withCandidate = inMemoryDecider(snapshot, agentId, runtime, [compiled.right])
+          const checked = yield* verify(group, replays, cases, agent, without, withCandidate)
+          if (checked.reason !== null) {
+            rejections.push({
+              reason: checked.reason,
+              message: checked.message,
+              substrate: group.substrate,
+              evidence_seqs: evidenceSeqs,
+              verify: checked.verify
+            })
+            continue
+          }
+          const { detail, reused } = yield* createOrReuse(workspaceId, group.document)
+          candidates.push({
+            operation: reused ? ("reuse" as const) : ("create" as const),
+            existing_policy_id: reused ? detail.id : null,
+            source: group.source,
+            substrate: group.substrate,
+            evidence_seqs: evidenceSeqs,
+            policy: detail,
+            verify: checked.verify
+          })
+        }
+        return { generated_at: new Date().toISOString(), candidates, rejections, unreachable }
+      })
+
+    return { generateStatic, harden }
+  })
+}) {}

@@ -1,0 +1,107 @@
+/**
+ * Job reports and their share links. A share token (`rtr_` + 256 random bits)
+ * is shown once and stored only as its SHA-256; reading a shared report needs
+ * nothing but the token, and every lookup behind it is scoped to the
+ * workspace stored with the link, never to the request. Revoked or expired
+ * links answer 404.
+ */
+import { Effect, Option } from "effect"
+import { createHash } from "node:crypto"
+import type { Caller } from "../identity/Authentication.js"
+import { BadRequest, NotFound } from "../platform/Errors.js"
+import { randomToken } from "../platform/Ids.js"
+import { toTimestamp } from "../platform/Schemas.js"
+import { JobId, ShareLink, ShareToken } from "./Domain.js"
+import { RedteamRepo } from "./Repo.js"
+import { buildReport, comparisonOf, renderReportHtml } from "./Reports.js"
+import { Redteam } from "./Redteam.js"
+
+export const DEFAULT_LINK_DAYS = 7
+export const MAX_LINK_DAYS = 90
+
+const hashToken = (token: string) => createHash("sha256").update(token).digest("hex")
+
+const linkNotFound = new NotFound({
+  code: "share_link_not_found",
+  message: "This report link does not exist, has expired or was revoked."
+})
+
+export class SharedReports extends Effect.Service<SharedReports>()("redteam/SharedReports", {
+  effect: Effect.gen(function* () {
+    const repo = yield* RedteamRepo
+    const redteam = yield* Redteam
+
+    const compareJob = (workspaceId: string, job: { readonly id: string; readonly agent_id: string | null }, compareId: string) =>
+      Effect.gen(function* () {
+        const other = yield* redteam.findJob(workspaceId, compareId)
+        if (other.id === job.id || other.agent_id !== job.agent_id) {
+          return yield* new BadRequest({
+            code: "compare_job_mismatch",
+            message: `compare_job_id must name another job of the same agent (${job.agent_id ?? "the demo agent"}).`,
+            details: [{ path: "compare_job_id", message: "not another job of the same agent" }]
+          })
+        }
+        return other
+      })
+
+    const report = (workspaceId: string, jobId: string, compareJobId: string | null) =>
+      Effect.gen(function* () {
+        const job = yield* redteam.findJob(workspaceId, jobId)
+        const attacks = yield* repo.attacksOf(workspaceId, jobId)
+        let comparison: unknown = null
+        if (compareJobId !== null) {
+          const other = yield* compareJob(workspaceId, job, compareJobId)
+          comparison = comparisonOf(other.id, attacks, yield* repo.attacksOf(workspaceId, other.id))
+        }
+        return buildReport(job, attacks, comparison)
+      })
+
+    const createShareLink = (
+      caller: Caller,
+      input: { readonly job_id: string; readonly compare_job_id?: string | undefined; readonly expires_in_days?: number | undefined }
+    ) =>
+      Effect.gen(function* () {
+        const job = yield* redteam.findJob(caller.workspaceId, input.job_id)
+        if (input.compare_job_id !== undefined) yield* compareJob(caller.workspaceId, job, input.compare_job_id)
+        const token = `rtr_${randomToken(32)}`
+        const days = input.expires_in_days ?? DEFAULT_LINK_DAYS
+        const row = yield* repo.insertShareLink({
+          token_hash: hashToken(token),
+          workspace_id: caller.workspaceId,
+          job_id: job.id,
+          compare_job_id: input.compare_job_id ?? null,
+          created_by: caller.principalId,
+          expires_at: new Date(Date.now() + Math.min(days, MAX_LINK_DAYS) * 86_400_000)
+        })
+        return new ShareLink({
+          token: ShareToken.make(token),
+          path: `/v1/redteam/reports/${token}`,
+          html_path: `/r/${token}`,
+          job_id: JobId.make(row.job_id),
+          compare_job_id: row.compare_job_id === null ? null : JobId.make(row.compare_job_id),
+          created_at: toTimestamp(row.created_at),
+          expires_at: toTimestamp(row.expires_at)
+        })
+      })
+
+    /** The report behind a live token, read in the link's own workspace. */
+    const sharedReport = (token: string) =>
+      Effect.gen(function* () {
+        const link = yield* repo.findShareLink(hashToken(token))
+        if (Option.isNone(link)) return yield* linkNotFound
+        return yield* report(link.value.workspace_id, link.value.job_id, link.value.compare_job_id).pipe(
+          Effect.catchTag("NotFound", () => Effect.fail(linkNotFound)),
+          Effect.catchTag("BadRequest", () => Effect.fail(linkNotFound))
+        )
+      })
+
+    const sharedReportHtml = (token: string) => Effect.map(sharedReport(token), renderReportHtml)
+
+    const revoke = (workspaceId: string, token: string) =>
+      Effect.flatMap(repo.revokeShareLink(workspaceId, hashToken(token)), (revoked) =>
+        revoked ? Effect.void : Effect.fail(linkNotFound)
+      )
+
+    return { report, createShareLink, sharedReport, sharedReportHtml, revoke }
+  })
+}) {}
