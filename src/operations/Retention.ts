@@ -1,0 +1,121 @@
+/**
+ * retention_days: a task of the stream worker that deletes each workspace's
+ * records older than its retention, in bounded batches (one short statement
+ * per batch, yielding between them, so it never holds long locks or starves
+ * other work). Aggregates (runs and their counters, analytics buckets,
+ * budget ledgers) are not in the list and stay. Time comes from effect's
+ * `Clock`, so a test drives the schedule with `TestClock`.
+ *
+ * Other domains extend `retentionTargets` (or call `addRetentionTarget`) with
+ * their event tables; a target whose table does not exist is skipped.
+ */
+import { SqlClient } from "@effect/sql"
+import { Clock, Duration, Effect, Layer, Schedule } from "effect"
+import { AppConfig } from "../platform/Config.js"
+
+export interface RetentionTarget {
+  readonly table: string
+  /** The timestamp column that dates a record. */
+  readonly timeColumn: string
+  /** The column naming the owning workspace. */
+  readonly workspaceColumn: string
+}
+
+/** Review events first (they hang off traces), then traces and their receipts, run events, usage and attacks. */
+export const retentionTargets: Array<RetentionTarget> = [
+  { table: "review_events", timeColumn: "created_at", workspaceColumn: "workspace_id" },
+  { table: "traces", timeColumn: "created_at", workspaceColumn: "workspace_id" },
+  { table: "receipts", timeColumn: "created_at", workspaceColumn: "workspace_id" },
+  { table: "run_events", timeColumn: "created_at", workspaceColumn: "workspace_id" },
+  { table: "llm_usage_events", timeColumn: "effective_at", workspaceColumn: "workspace_id" },
+  { table: "redteam_attacks", timeColumn: "created_at", workspaceColumn: "workspace_id" }
+]
+
+export const addRetentionTarget = (target: RetentionTarget) => {
+  if (!retentionTargets.some((existing) => existing.table === target.table)) retentionTargets.push(target)
+}
+
+export interface RetentionOptions {
+  readonly batchSize: number
+  readonly interval: Duration.DurationInput
+}
+
+export interface SweepReport {
+  /** The clock's time the sweep measured ages against. */
+  readonly at: Date
+  /** Rows deleted per table. */
+  readonly deleted: Readonly<Record<string, number>>
+  /** Delete statements run (each at most `batchSize` rows). */
+  readonly batches: number
+}
+
+const DAY_MILLIS = 24 * 60 * 60 * 1000
+
+/** One pass over every workspace and target. */
+export const sweep = (batchSize: number) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const now = yield* Clock.currentTimeMillis
+    const present = yield* sql<{ name: string }>`
+      select c.relname as name from pg_class c
+      where c.relkind in ('r', 'p') and c.relname in ${sql.in(retentionTargets.map((target) => target.table))}
+        and pg_table_is_visible(c.oid)`
+    const targets = retentionTargets.filter((target) => present.some((row) => row.name === target.table))
+    const workspaces = yield* sql<{ workspace_id: string; retention_days: string }>`
+      select workspace_id, retention_days from workspace_settings order by workspace_id`
+    const deleted: Record<string, number> = Object.fromEntries(targets.map((target) => [target.table, 0]))
+    let batches = 0
+    for (const workspace of workspaces) {
+      const days = Number(workspace.retention_days)
+      if (!Number.isSafeInteger(days) || days <= 0) continue
+      const cutoff = new Date(now - days * DAY_MILLIS)
+      for (const target of targets) {
+        while (true) {
+          const table = sql(target.table)
+          const rows = yield* sql<{ count: string }>`
+            with doomed as (
+              select ctid from ${table}
+              where ${sql(target.workspaceColumn)} = ${workspace.workspace_id} and ${sql(target.timeColumn)} < ${cutoff}
+              limit ${batchSize}
+            ), gone as (delete from ${table} where ctid in (select ctid from doomed) returning 1)
+            select count(*)::text as count from gone`
+          const count = Number(rows[0]?.count ?? 0)
+          batches++
+          deleted[target.table] = (deleted[target.table] ?? 0) + count
+          if (count < batchSize) break
+          // Let other fibers (and other transactions) in between batches.
+          yield* Effect.yieldNow()
+        }
+      }
+    }
+    return { at: new Date(now), deleted, batches } satisfies SweepReport
+  })
+
+/** Sweeps now and then every `interval`, forever; a failed sweep is logged and the schedule goes on. */
+export const retentionLoop = (
+  options: RetentionOptions,
+  onSweep: (report: SweepReport) => Effect.Effect<void> = () => Effect.void
+) =>
+  sweep(options.batchSize).pipe(
+    Effect.tap((report) =>
+      (Object.values(report.deleted).some((count) => count > 0) ? Effect.logInfo : Effect.logDebug)(
+        "retention sweep"
+      ).pipe(Effect.annotateLogs({ deleted: report.deleted, batches: report.batches }))
+    ),
+    Effect.tap(onSweep),
+    Effect.catchAllCause((cause) => Effect.logWarning("retention sweep failed; next one as scheduled", cause)),
+    Effect.repeat(Schedule.spaced(options.interval))
+  )
+
+/** The stream worker's retention task, forked for the life of the layer. */
+export const RetentionLive = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    yield* Effect.forkScoped(
+      retentionLoop({
+        batchSize: config.retentionBatchSize,
+        interval: Duration.seconds(config.retentionIntervalSeconds)
+      })
+    )
+  })
+)

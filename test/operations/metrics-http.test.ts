@@ -1,0 +1,99 @@
+/**
+ * `GET /metrics`: Prometheus text behind the METRICS_TOKEN bearer, with
+ * request counts and latency histograms per route, decisions per effect,
+ * consumer lag per group/topic/partition (Kafka), the outbox backlog and
+ * budget reservations in flight. Without a configured token it is off.
+ */
+import { expect, layer } from "@effect/vitest"
+import { HttpServer } from "@effect/platform"
+import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { call, expectError, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
+import { baseUrl, request, TestDatabaseUrl, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
+import { createPolicy, propose, reply, until } from "../authorization-http/event-helpers.js"
+
+const TOKEN = "metrics-token-0123456789abcdef"
+
+const scrape = (base: string) =>
+  Effect.map(request(`${base}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } }), (response) => {
+    expect(response.status, response.text).toBe(200)
+    expect(response.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/)
+    return response.text
+  })
+
+/** The value of the sample `name{labels}` (labels in any order), or undefined. */
+const sample = (text: string, name: string, labels: Record<string, string>) => {
+  for (const line of text.split("\n")) {
+    const match = /^([a-z_]+)(?:\{(.*)\})? (\S+)$/.exec(line)
+    if (match === null || match[1] !== name) continue
+    const found = Object.fromEntries(
+      [...(match[2] ?? "").matchAll(/([a-z_]+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1]!, m[2]!])
+    )
+    if (Object.entries(labels).every(([key, value]) => found[key] === value)) return Number(match[3])
+  }
+  return undefined
+}
+
+layer(testServerWithDatabase("kafka", { METRICS_TOKEN: TOKEN }), SERVER_OPTIONS)("GET /metrics", (it) => {
+  it.effect("needs the token; counts requests, latency and decisions; reports lag, backlog and reservations", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const db = yield* TestDatabaseUrl
+      expectError(yield* call(base, "GET", "/metrics"), 401, "unauthenticated")
+      expectError(yield* call(base, "GET", "/metrics", { token: "wrong" }), 401, "unauthenticated")
+
+      const owner = yield* tenant(base)
+      yield* createPolicy(base, owner, "no-refunds", { value: "refund" })
+      const before = yield* scrape(base)
+      const count = (text: string, labels: Record<string, string>) =>
+        sample(text, "guardrail_http_requests_total", labels) ?? 0
+      const decisions = (text: string, effect: string) => sample(text, "guardrail_decisions_total", { effect }) ?? 0
+
+      for (let i = 0; i < 3; i++) yield* propose(base, owner, "bot", reply("Your order ships tomorrow."))
+      yield* propose(base, owner, "bot", reply("I promise a refund."))
+      yield* call(base, "GET", "/v1/runs/run_missing", { token: owner.jwt })
+      yield* call(base, "GET", "/no/such/route")
+
+      const after = yield* scrape(base)
+      const events = { method: "POST", route: "/v1/events", status: "200" }
+      expect(count(after, events) - count(before, events)).toBe(4)
+      const missing = { method: "GET", route: "/v1/runs/:id", status: "404" }
+      expect(count(after, missing) - count(before, missing)).toBe(1)
+      expect(count(after, { route: "unmatched", status: "404" })).toBeGreaterThanOrEqual(1)
+      expect(after).not.toContain("/no/such/route") // raw paths never become labels
+      expect(decisions(after, "permit") - decisions(before, "permit")).toBe(3)
+      expect(decisions(after, "deny") - decisions(before, "deny")).toBe(1)
+
+      // Latency histogram per route: cumulative buckets ending in +Inf, with sum and count.
+      const histogram = { method: "POST", route: "/v1/events" }
+      const total = sample(after, "guardrail_http_request_duration_seconds_count", histogram)!
+      expect(total).toBeGreaterThanOrEqual(4)
+      expect(sample(after, "guardrail_http_request_duration_seconds_bucket", { ...histogram, le: "+Inf" })).toBe(total)
+      expect(sample(after, "guardrail_http_request_duration_seconds_bucket", { ...histogram, le: "0.001" })).toBeLessThanOrEqual(total)
+      expect(sample(after, "guardrail_http_request_duration_seconds_sum", histogram)).toBeGreaterThan(0)
+      expect(after).toContain("# TYPE guardrail_http_request_duration_seconds histogram")
+      expect(after).toContain("# TYPE guardrail_decisions_total counter")
+
+      // Gauges: no budget reservations (none taken), the outbox drains to 0, lag per partition of the decisions topic.
+      expect(sample(after, "guardrail_outbox_backlog", {})).toBeGreaterThanOrEqual(0)
+      expect(sample(after, "guardrail_budget_reservations_in_flight", {})).toBe(0)
+      yield* until(
+        Effect.map(scrape(base), (text) => {
+          const partitions = ["0", "1", "2"].map((partition) =>
+            sample(text, "guardrail_consumer_lag", { group: "run-counters", topic: "decisions", partition })
+          )
+          expect(partitions.every((lag) => lag !== undefined && lag >= 0), text).toBe(true)
+          expect(sample(text, "guardrail_outbox_backlog", {})).toBe(0)
+        }),
+        "20 seconds"
+      )
+
+      // Without METRICS_TOKEN the endpoint is off.
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(testServerOver("database", db), scope)
+      const address = Context.get(context, HttpServer.HttpServer).address
+      const plain = `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`
+      expectError(yield* call(plain, "GET", "/metrics", { token: TOKEN }), 404, "metrics_disabled")
+      yield* Scope.close(scope, Exit.void)
+    })
+  )
+})

@@ -1,0 +1,115 @@
+/**
+ * retention_days, driven by effect's TestClock: the retention loop sweeps at
+ * start (nothing is old yet), and once the clock has moved past a
+ * workspace's retention it deletes that workspace's traces, receipts, run
+ * events and review events, in bounded batches, while runs and their
+ * counters (aggregates) stay, and a workspace with a longer retention keeps
+ * everything.
+ */
+import { expect, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { Effect, Fiber, Queue, TestClock, TestContext } from "effect"
+import { retentionLoop, retentionTargets, type SweepReport } from "../../src/operations/Retention.js"
+import { call, expectStatus, queryDatabase, SERVER_OPTIONS, type Tenant, tenant } from "../identity/http-helpers.js"
+import { baseUrl, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+import { propose, reply } from "../authorization-http/event-helpers.js"
+
+/** Three decisions in a run, one run event and one review for each decision. */
+const activity = (base: string, owner: Tenant) =>
+  Effect.gen(function* () {
+    const run = expectStatus(
+      yield* call(base, "POST", "/v1/runs", { token: owner.jwt, body: { agent_id: "bot", kind: "chat_session" } }),
+      201
+    ) as { id: string }
+    for (let i = 0; i < 3; i++) {
+      const decision = yield* propose(base, owner, "bot", reply(`answer ${i}`), { run_id: run.id })
+      expectStatus(
+        yield* call(base, "POST", `/v1/runs/${run.id}/events`, { token: owner.jwt, body: { kind: "agent_turn" } }),
+        201
+      )
+      expectStatus(
+        yield* call(base, "POST", `/v1/traces/${decision.trace_id}/review-events`, {
+          token: owner.jwt,
+          body: { outcome: "accepted" }
+        }),
+        201
+      )
+    }
+    return run.id
+  })
+
+const countsOf = (url: string, workspaceId: string) =>
+  Effect.gen(function* () {
+    const counts: Record<string, number> = {}
+    for (const table of ["traces", "receipts", "run_events", "review_events", "runs"]) {
+      const rows = yield* queryDatabase<{ n: string }>(url, `select count(*)::text as n from ${table} where workspace_id = $1`, [
+        workspaceId
+      ])
+      counts[table] = Number(rows[0]!.n)
+    }
+    return counts
+  })
+
+layer(testServerWithDatabase("database"), SERVER_OPTIONS)("retention_days", (it) => {
+  it.effect("deletes records older than each workspace's retention, in batches, on the clock's schedule", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const url = yield* TestDatabaseUrl
+      const sql = yield* SqlClient.SqlClient
+      const shortLived = yield* tenant(base)
+      const longLived = yield* tenant(base)
+      expectStatus(yield* call(base, "PATCH", "/v1/settings", { token: shortLived.jwt, body: { retention_days: "30" } }), 200)
+      expectStatus(yield* call(base, "PATCH", "/v1/settings", { token: longLived.jwt, body: { retention_days: "365" } }), 200)
+      const runId = yield* activity(base, shortLived)
+      yield* activity(base, longLived)
+      const full = { traces: 3, receipts: 3, run_events: 3, review_events: 3, runs: 1 }
+      expect(yield* countsOf(url, shortLived.workspaceId)).toEqual(full)
+      const counters = yield* call(base, "GET", `/v1/runs/${runId}`, { token: shortLived.jwt })
+
+      const reports = yield* Queue.unbounded<SweepReport>()
+      yield* Effect.gen(function* () {
+        yield* TestClock.setTime(Date.now())
+        const loop = yield* Effect.fork(
+          retentionLoop({ batchSize: 2, interval: "1 day" }, (report) => Queue.offer(reports, report)).pipe(
+            Effect.provideService(SqlClient.SqlClient, sql)
+          )
+        )
+        // At start: nothing is 30 days old.
+        const first = yield* Queue.take(reports)
+        expect(Object.values(first.deleted).every((count) => count === 0)).toBe(true)
+        expect(yield* countsOf(url, shortLived.workspaceId)).toEqual(full)
+
+        // Daily sweeps: for 29 days nothing is old enough, one sweep per elapsed interval.
+        for (let day = 1; day <= 29; day++) {
+          yield* TestClock.adjust("1 day")
+          const report = yield* Queue.take(reports)
+          expect(Object.values(report.deleted).every((count) => count === 0), `day ${day}`).toBe(true)
+        }
+        expect(yield* Queue.size(reports)).toBe(0)
+        expect(yield* countsOf(url, shortLived.workspaceId)).toEqual(full)
+
+        // Day 30: the short-lived workspace's records go, in batches of 2; the other keeps its 365 days.
+        yield* TestClock.adjust("1 day")
+        const late = yield* Queue.take(reports)
+        expect(late.deleted).toMatchObject({ traces: 3, receipts: 3, run_events: 3, review_events: 3 })
+        expect(late.batches).toBeGreaterThan(retentionTargets.length * 2)
+        expect(late.at.getTime() - first.at.getTime()).toBe(30 * 24 * 3600 * 1000)
+        expect(yield* countsOf(url, shortLived.workspaceId)).toEqual({
+          traces: 0,
+          receipts: 0,
+          run_events: 0,
+          review_events: 0,
+          runs: 1
+        })
+        expect(yield* countsOf(url, longLived.workspaceId)).toEqual(full)
+        yield* Fiber.interrupt(loop)
+      }).pipe(Effect.provide(TestContext.TestContext))
+
+      // The run and its counters (aggregates) are still served.
+      const after = expectStatus(yield* call(base, "GET", `/v1/runs/${runId}`, { token: shortLived.jwt }), 200)
+      expect(after.run.trace_count).toBe((counters.body as { run: { trace_count: number } }).run.trace_count)
+      expect(after.events).toEqual([])
+      expect(after.traces).toEqual([])
+    })
+  )
+})
