@@ -1,21 +1,22 @@
-/** Handlers of the billing groups (pricing: stubs answering 501 until implemented). */
+/** Handlers of the billing groups: LLM pricing, LLM usage, budget alerts. */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { inWorkspace } from "../identity/Authentication.js"
-import { notImplemented } from "../platform/Errors.js"
 import { pageSize } from "../platform/Schemas.js"
 import { BudgetAlerts } from "./BudgetAlerts.js"
+import { Pricing } from "./Pricing.js"
 import { LlmUsage } from "./UsageStore.js"
 
-const stub = (what: string) => () => Effect.fail(notImplemented(what))
-
 export const LlmPricingHttpLive = HttpApiBuilder.group(GuardrailApi, "llmPricing", (handlers) =>
-  handlers
-    .handle("listLlmPrices", stub("GET /v1/llm-pricing"))
-    .handle("putLlmPrice", stub("PUT /v1/llm-pricing/{model}"))
-    .handle("deleteLlmPrice", stub("DELETE /v1/llm-pricing/{model}"))
-)
+  Effect.gen(function* () {
+    const pricing = yield* Pricing
+    return handlers
+      .handle("listLlmPrices", () => inWorkspace(pricing.list).pipe(Effect.map((prices) => ({ prices }))))
+      .handle("putLlmPrice", ({ path, payload }) => inWorkspace((ws) => pricing.put(ws, path.model, payload)))
+      .handle("deleteLlmPrice", ({ path }) => inWorkspace((ws) => pricing.remove(ws, path.model)))
+  })
+).pipe(Layer.provide(Pricing.Default))
 
 export const LlmUsageHttpLive = HttpApiBuilder.group(GuardrailApi, "llmUsage", (handlers) =>
   Effect.gen(function* () {

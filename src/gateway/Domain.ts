@@ -16,30 +16,48 @@ const ProviderApiKey = Schema.Redacted(Schema.NonEmptyString).annotations({
   description: "Provider API key (write-only)"
 })
 
+/**
+ * The provider family: it picks the default `base_url` (OpenAI's or
+ * Anthropic's API). Either dialect can be sent through any connection.
+ */
+export const ProviderKind = Schema.Literal("chat_compatible", "messages_compatible").annotations({
+  description: "chat_compatible (OpenAI-style, default base https://api.openai.com/v1) or messages_compatible (Anthropic-style, default base https://api.anthropic.com)"
+})
+export type ProviderKind = typeof ProviderKind.Type
+
+/** `configured`: a key is stored and this service can decrypt it; `unreadable`: it cannot (key rotated), re-enter it. */
+export const CredentialStatus = Schema.Literal("configured", "unreadable")
+
+/** An absolute http(s) URL; https anywhere, plain http only to HTTP_URL_ALLOWLIST hosts (checked by the service). */
+const BaseUrl = Schema.String.pipe(Schema.maxLength(2048)).annotations({
+  description: "Upstream API base URL: https, or http to hosts on HTTP_URL_ALLOWLIST"
+})
+
 export class ProviderConnection extends Schema.Class<ProviderConnection>("ProviderConnection")({
   id: ProviderConnectionId,
   display_name: Schema.String,
-  kind: Schema.String.annotations({ description: "Provider dialect, e.g. chat_compatible" }),
-  base_url: Schema.NullOr(Schema.String),
+  kind: ProviderKind,
+  base_url: Schema.String,
   default_model: Schema.NullOr(Schema.String),
-  credential_status: Schema.String.annotations({ description: "e.g. configured" }),
+  credential_status: CredentialStatus,
   created_at: Timestamp,
   updated_at: Timestamp
 }) {}
 
 export const CreateProviderConnection = Schema.Struct({
   display_name: Schema.NonEmptyString,
-  kind: Schema.NonEmptyString,
+  kind: ProviderKind,
   provider_api_key: ProviderApiKey,
-  base_url: Schema.optional(Schema.String),
-  default_model: Schema.optional(Schema.String)
+  base_url: Schema.optional(BaseUrl),
+  default_model: Schema.optional(Schema.NullOr(Schema.NonEmptyString))
 })
 
+/** `base_url: null` resets it to the kind's default. */
 export const UpdateProviderConnection = Schema.Struct({
   display_name: Schema.optional(Schema.NonEmptyString),
   provider_api_key: Schema.optional(ProviderApiKey),
-  base_url: Schema.optional(Schema.NullOr(Schema.String)),
-  default_model: Schema.optional(Schema.NullOr(Schema.String))
+  base_url: Schema.optional(Schema.NullOr(BaseUrl)),
+  default_model: Schema.optional(Schema.NullOr(Schema.NonEmptyString))
 })
 
 export class GatewayRoute extends Schema.Class<GatewayRoute>("GatewayRoute")({

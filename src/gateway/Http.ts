@@ -1,27 +1,47 @@
-/** Stub handlers of the gateway groups; each answers 501 until implemented. */
+/** Handlers of the gateway groups: provider connections, routes, and the proxy (raw, streamed). */
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
-import { notImplemented } from "../platform/Errors.js"
-
-const stub = (what: string) => () => Effect.fail(notImplemented(what))
+import { inWorkspace } from "../identity/Authentication.js"
+import { Connections } from "./Connections.js"
+import { GatewayProxy } from "./Proxy.js"
 
 export const ProviderConnectionsHttpLive = HttpApiBuilder.group(GuardrailApi, "providerConnections", (handlers) =>
-  handlers
-    .handle("listProviderConnections", stub("GET /v1/gateway/provider-connections"))
-    .handle("createProviderConnection", stub("POST /v1/gateway/provider-connections"))
-    .handle("updateProviderConnection", stub("PATCH /v1/gateway/provider-connections/{id}"))
-)
+  Effect.gen(function* () {
+    const connections = yield* Connections
+    return handlers
+      .handle("listProviderConnections", () =>
+        inWorkspace(connections.listConnections).pipe(Effect.map((list) => ({ provider_connections: list })))
+      )
+      .handle("createProviderConnection", ({ payload }) =>
+        inWorkspace((ws) => connections.createConnection(ws, payload))
+      )
+      .handle("updateProviderConnection", ({ path, payload }) =>
+        inWorkspace((ws) => connections.updateConnection(ws, path.id, payload))
+      )
+  })
+).pipe(Layer.provide(Connections.Default))
 
 export const GatewayRoutesHttpLive = HttpApiBuilder.group(GuardrailApi, "gatewayRoutes", (handlers) =>
-  handlers
-    .handle("listGatewayRoutes", stub("GET /v1/gateway/routes"))
-    .handle("createGatewayRoute", stub("POST /v1/gateway/routes"))
-    .handle("updateGatewayRoute", stub("PATCH /v1/gateway/routes/{id}"))
-)
+  Effect.gen(function* () {
+    const connections = yield* Connections
+    return handlers
+      .handle("listGatewayRoutes", () =>
+        inWorkspace(connections.listRoutes).pipe(Effect.map((list) => ({ gateway_routes: list })))
+      )
+      .handle("createGatewayRoute", ({ payload }) => inWorkspace((ws) => connections.createRoute(ws, payload)))
+      .handle("updateGatewayRoute", ({ path, payload }) =>
+        inWorkspace((ws) => connections.updateRoute(ws, path.id, payload))
+      )
+  })
+).pipe(Layer.provide(Connections.Default))
 
+// Raw handlers: the body is handed on as sent and the answer streamed, never decoded as a whole.
 export const GatewayProxyHttpLive = HttpApiBuilder.group(GuardrailApi, "gatewayProxy", (handlers) =>
-  handlers
-    .handle("proxyMessages", stub("POST /v1/gateway/{id}/messages_style/v1/messages"))
-    .handle("proxyChatCompletions", stub("POST /v1/gateway/{id}/chat_style/chat/completions"))
-)
+  Effect.gen(function* () {
+    const proxy = yield* GatewayProxy
+    return handlers
+      .handleRaw("proxyMessages", ({ path, request }) => proxy.forward("messages", path.id, request))
+      .handleRaw("proxyChatCompletions", ({ path, request }) => proxy.forward("chat", path.id, request))
+  })
+).pipe(Layer.provide(GatewayProxy.Default))

@@ -81,7 +81,13 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       /** On shutdown, how long in-flight requests may take to finish before the server stops anyway. */
       shutdownDrainSeconds: yield* Config.integer("SHUTDOWN_DRAIN_SECONDS").pipe(Config.withDefault(20)),
       loginFailureLimit: yield* Config.integer("LOGIN_FAILURE_LIMIT").pipe(Config.withDefault(10)),
-      loginFailureWindowSeconds: yield* Config.integer("LOGIN_FAILURE_WINDOW_SECONDS").pipe(Config.withDefault(60))
+      loginFailureWindowSeconds: yield* Config.integer("LOGIN_FAILURE_WINDOW_SECONDS").pipe(Config.withDefault(60)),
+      /** Analytics: an event older than this when it is aggregated is counted as late (dimension `late`). */
+      analyticsLateGraceSeconds: yield* Config.integer("ANALYTICS_LATE_GRACE_SECONDS").pipe(Config.withDefault(300)),
+      /** Key material of provider API keys at rest (AES-256-GCM); generated under DATA_DIR when unset. */
+      gatewayEncryptionKey: yield* optionalRedacted("GATEWAY_ENCRYPTION_KEY"),
+      /** How long the gateway waits for an upstream's response headers, or between body chunks (504 before headers). */
+      gatewayUpstreamTimeoutMillis: yield* Config.integer("GATEWAY_UPSTREAM_TIMEOUT_MS").pipe(Config.withDefault(300_000))
     }
   })
 }) {}

@@ -1,0 +1,94 @@
+/**
+ * SQL of the LLM budget ledger: spend and open reservations per workspace and
+ * UTC window, in USD nanos (bigint, passed as decimal strings). Admission is
+ * one conditional UPDATE, so concurrent requests in any number of processes
+ * can never reserve past the cap together.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import { dieOnErrors } from "../platform/Sql.js"
+
+export type WindowKind = "day" | "month"
+
+export interface WindowKey {
+  readonly workspaceId: string
+  readonly kind: WindowKind
+  readonly start: Date
+}
+
+export class BudgetRepo extends Effect.Service<BudgetRepo>()("billing/BudgetRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    return dieOnErrors({
+      ensureWindow: (key: WindowKey) =>
+        sql`insert into llm_budget_ledger (workspace_id, window_kind, window_start)
+            values (${key.workspaceId}, ${key.kind}, ${key.start})
+            on conflict do nothing`.pipe(Effect.asVoid),
+
+      /** Spend plus reservations of the window (0 when nothing was recorded yet). */
+      committed: (key: WindowKey) =>
+        sql<{ committed: string }>`
+          select (spent_usd_nanos + reserved_usd_nanos)::text as committed from llm_budget_ledger
+          where workspace_id = ${key.workspaceId} and window_kind = ${key.kind} and window_start = ${key.start}`.pipe(
+          Effect.map((rows) => BigInt(rows[0]?.committed ?? "0"))
+        ),
+
+      /**
+       * Reserves `amount` if spend + reserved + amount <= cap, recording the
+       * reservation in the same statement. The window row must exist
+       * (`ensureWindow`). Answers the reservation id, or none when refused.
+       */
+      reserve: (key: WindowKey, input: { id: string; amount: bigint; cap: bigint; expiresAt: Date }) =>
+        sql<{ id: string }>`
+          with admitted as (
+            update llm_budget_ledger
+               set reserved_usd_nanos = reserved_usd_nanos + ${input.amount.toString()}::bigint, updated_at = now()
+             where workspace_id = ${key.workspaceId} and window_kind = ${key.kind} and window_start = ${key.start}
+               and spent_usd_nanos + reserved_usd_nanos + ${input.amount.toString()}::bigint <= ${input.cap.toString()}::bigint
+            returning workspace_id
+          )
+          insert into llm_budget_reservations (id, workspace_id, window_kind, window_start, amount_usd_nanos, expires_at)
+          select ${input.id}, workspace_id, ${key.kind}, ${key.start}, ${input.amount.toString()}::bigint, ${input.expiresAt}
+            from admitted
+          returning id`.pipe(Effect.map((rows) => Option.fromNullable(rows[0]?.id))),
+
+      /** Adds `amount` to the spend of the call's day and month windows (in that order, so locks never cross). */
+      addSpend: (workspaceId: string, day: Date, month: Date, amount: bigint) =>
+        sql`insert into llm_budget_ledger (workspace_id, window_kind, window_start, spent_usd_nanos)
+            values (${workspaceId}, 'day', ${day}, ${amount.toString()}::bigint),
+                   (${workspaceId}, 'month', ${month}, ${amount.toString()}::bigint)
+            on conflict (workspace_id, window_kind, window_start) do update
+              set spent_usd_nanos = llm_budget_ledger.spent_usd_nanos + excluded.spent_usd_nanos, updated_at = now()`.pipe(
+          Effect.asVoid
+        ),
+
+      /** Drops a reservation and its hold on the ledger; nothing when it was already released (expired). */
+      release: (reservationId: string) =>
+        sql`with released as (
+              delete from llm_budget_reservations where id = ${reservationId}
+              returning workspace_id, window_kind, window_start, amount_usd_nanos
+            )
+            update llm_budget_ledger l
+               set reserved_usd_nanos = l.reserved_usd_nanos - r.amount_usd_nanos, updated_at = now()
+              from released r
+             where l.workspace_id = r.workspace_id and l.window_kind = r.window_kind
+               and l.window_start = r.window_start`.pipe(Effect.asVoid),
+
+      /** Releases every reservation past its expiry (left by a process that died mid-call). */
+      releaseExpired: sql<{ id: string }>`
+        with released as (
+          delete from llm_budget_reservations where expires_at < now()
+          returning workspace_id, window_kind, window_start, amount_usd_nanos
+        ), totals as (
+          select workspace_id, window_kind, window_start, sum(amount_usd_nanos)::bigint as amount
+            from released group by workspace_id, window_kind, window_start
+        )
+        update llm_budget_ledger l
+           set reserved_usd_nanos = l.reserved_usd_nanos - t.amount, updated_at = now()
+          from totals t
+         where l.workspace_id = t.workspace_id and l.window_kind = t.window_kind and l.window_start = t.window_start
+        returning l.workspace_id as id`.pipe(Effect.map((rows) => rows.length))
+    })
+  })
+}) {}

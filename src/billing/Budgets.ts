@@ -1,0 +1,134 @@
+/**
+ * LLM budget admission (`config.llm_budget` in workspace settings:
+ * {cap_minor, currency: usd, window: day | month}, active while cap_minor > 0).
+ *
+ * - strict (the request bounds its output): admitted only if
+ *   spend + reserved + worst case <= cap; the worst case stays reserved in
+ *   PostgreSQL until the call settles at its actual cost (or is released on
+ *   failure), so no interleaving of requests, in any number of processes,
+ *   spends past the cap;
+ * - soft (no bound): admitted while spend + reserved < cap.
+ * Refusal is 402 `budget_exceeded`, naming when the window resets.
+ */
+import { Duration, Effect, Option, Schedule } from "effect"
+import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
+import { PaymentRequired } from "../platform/Errors.js"
+import { prefixedId } from "../platform/Ids.js"
+import { BudgetRepo, type WindowKey, type WindowKind } from "./BudgetRepo.js"
+import { minorToNanos } from "./Pricing.js"
+
+export interface LlmBudget {
+  readonly capMinor: number
+  readonly window: WindowKind
+}
+
+export interface Reservation {
+  readonly id: string
+  readonly amount: bigint
+}
+
+const SWEEP_EVERY = Duration.seconds(30)
+
+export const windowStart = (at: Date, kind: WindowKind) =>
+  kind === "day"
+    ? new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate()))
+    : new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1))
+
+export const windowReset = (at: Date, kind: WindowKind) =>
+  kind === "day"
+    ? new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate() + 1))
+    : new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1))
+
+/** The active budget in a settings `config` object, if any. */
+export const budgetOf = (config: Readonly<Record<string, unknown>>): Option.Option<LlmBudget> => {
+  const raw = config["llm_budget"]
+  if (typeof raw !== "object" || raw === null) return Option.none()
+  const { cap_minor, window } = raw as { cap_minor?: unknown; window?: unknown }
+  if (typeof cap_minor !== "number" || !Number.isFinite(cap_minor) || cap_minor <= 0) return Option.none()
+  return Option.some({ capMinor: Math.floor(cap_minor), window: window === "day" ? "day" : "month" })
+}
+
+const refusal = (budget: LlmBudget, at: Date, detail: string) => {
+  const resetAt = windowReset(at, budget.window).toISOString()
+  return new PaymentRequired({
+    code: "budget_exceeded",
+    message: `${detail} The workspace's LLM budget (${budget.capMinor} usd cents per ${budget.window}) resets at ${resetAt}.`,
+    details: [{ path: "reset_at", message: resetAt }]
+  })
+}
+
+export class Budgets extends Effect.Service<Budgets>()("billing/Budgets", {
+  scoped: Effect.gen(function* () {
+    const repo = yield* BudgetRepo
+    const settings = yield* WorkspaceSettings
+    /** Window rows known to exist: the ledger never deletes them, so each is ensured once per process. */
+    const ensured = new Set<string>()
+
+    yield* Effect.forkScoped(
+      repo.releaseExpired.pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("could not release expired LLM budget reservations", cause)),
+        Effect.repeat(Schedule.spaced(SWEEP_EVERY))
+      )
+    )
+
+    const activeBudget = (workspaceId: string) =>
+      Effect.map(settings.settingsOf(workspaceId), (current) => budgetOf(current.config))
+
+    const keyOf = (workspaceId: string, budget: LlmBudget, at: Date): WindowKey => ({
+      workspaceId,
+      kind: budget.window,
+      start: windowStart(at, budget.window)
+    })
+
+    const ensureWindow = (key: WindowKey) => {
+      const name = `${key.workspaceId}|${key.kind}|${key.start.getTime()}`
+      return ensured.has(name) ? Effect.void : Effect.tap(repo.ensureWindow(key), () => Effect.sync(() => ensured.add(name)))
+    }
+
+    /** Strict admission: reserves `worstCase` (USD nanos) until `settle`, or refuses. */
+    const reserve = (workspaceId: string, budget: LlmBudget, worstCase: bigint, holdFor: Duration.Duration) =>
+      Effect.gen(function* () {
+        const at = new Date()
+        const key = keyOf(workspaceId, budget, at)
+        yield* ensureWindow(key)
+        const id = prefixedId("rsv")
+        const reserved = yield* repo.reserve(key, {
+          id,
+          amount: worstCase,
+          cap: minorToNanos(budget.capMinor),
+          expiresAt: new Date(at.getTime() + Duration.toMillis(holdFor))
+        })
+        if (Option.isNone(reserved)) {
+          return yield* refusal(
+            budget,
+            at,
+            "This request's worst-case cost (from max_tokens) does not fit in what is left of the LLM budget."
+          )
+        }
+        return { id, amount: worstCase } satisfies Reservation
+      })
+
+    /** Soft admission: admitted while spend + reserved is below the cap. */
+    const admitSoft = (workspaceId: string, budget: LlmBudget) =>
+      Effect.gen(function* () {
+        const at = new Date()
+        const committed = yield* repo.committed(keyOf(workspaceId, budget, at))
+        if (committed >= minorToNanos(budget.capMinor)) {
+          return yield* refusal(budget, at, "The LLM budget is spent.")
+        }
+      })
+
+    /**
+     * Records a call's actual cost and releases its reservation. Run it in the
+     * transaction that records the call's usage event, so both commit together.
+     */
+    const settle = (workspaceId: string, reservation: Option.Option<Reservation>, actual: bigint, at: Date) =>
+      Effect.gen(function* () {
+        if (actual > 0n) yield* repo.addSpend(workspaceId, windowStart(at, "day"), windowStart(at, "month"), actual)
+        if (Option.isSome(reservation)) yield* repo.release(reservation.value.id)
+      })
+
+    return { activeBudget, reserve, admitSoft, settle }
+  }),
+  dependencies: [BudgetRepo.Default]
+}) {}

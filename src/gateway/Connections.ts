@@ -1,0 +1,204 @@
+/**
+ * Provider connections and gateway routes. The provider key is encrypted
+ * before it reaches the repository and never leaves this service in the
+ * clear except to the proxy (`target`), as a Redacted value.
+ */
+import { Effect, Option, type Redacted } from "effect"
+import { AppConfig } from "../platform/Config.js"
+import { BadRequest, NotFound } from "../platform/Errors.js"
+import { prefixedId } from "../platform/Ids.js"
+import { toTimestamp } from "../platform/Schemas.js"
+import { orFailWith } from "../platform/Sql.js"
+import {
+  GatewayRoute,
+  GatewayRouteId,
+  ProviderConnection,
+  ProviderConnectionId,
+  type ProviderKind
+} from "./Domain.js"
+import { ProviderKeyCipher } from "./ProviderKeyCipher.js"
+import { type ConnectionChanges, type ConnectionRow, GatewayRepo, type RouteRow } from "./Repo.js"
+
+export const DEFAULT_BASE_URL: Record<ProviderKind, string> = {
+  chat_compatible: "https://api.openai.com/v1",
+  messages_compatible: "https://api.anthropic.com"
+}
+
+/** What the proxy needs of a route: where to send, and with which key. */
+export interface RouteTarget {
+  readonly routeId: string
+  readonly agentId: string
+  readonly connectionId: string
+  readonly baseUrl: string
+  readonly defaultModel: string | null
+  /** None when the stored key cannot be decrypted with this service's key. */
+  readonly apiKey: Option.Option<Redacted.Redacted<string>>
+}
+
+const toRoute = (row: RouteRow) =>
+  new GatewayRoute({
+    id: GatewayRouteId.make(row.id),
+    agent_id: row.agent_id,
+    display_name: row.display_name,
+    provider_connection_id: row.provider_connection_id,
+    created_at: toTimestamp(row.created_at),
+    updated_at: toTimestamp(row.updated_at)
+  })
+
+const connectionNotFound = (id: string, path?: string) =>
+  new NotFound({
+    code: "provider_connection_not_found",
+    message: `Provider connection ${id} does not exist in this workspace.`,
+    ...(path === undefined ? {} : { details: [{ path, message: "not a provider connection of this workspace" }] })
+  })
+
+const routeNotFound = (id: string) =>
+  new NotFound({ code: "gateway_route_not_found", message: `Gateway route ${id} does not exist in this workspace.` })
+
+export class Connections extends Effect.Service<Connections>()("gateway/Connections", {
+  effect: Effect.gen(function* () {
+    const repo = yield* GatewayRepo
+    const cipher = yield* ProviderKeyCipher
+    const config = yield* AppConfig
+
+    /** https anywhere; plain http only to hosts on HTTP_URL_ALLOWLIST. Answers the URL without a trailing slash. */
+    const checkBaseUrl = (value: string) => {
+      const url = URL.canParse(value) ? new URL(value) : undefined
+      const allowed =
+        url !== undefined &&
+        url.username === "" &&
+        url.password === "" &&
+        url.search === "" &&
+        url.hash === "" &&
+        (url.protocol === "https:" || (url.protocol === "http:" && config.httpAllowlist.includes(url.hostname)))
+      return allowed
+        ? Effect.succeed(url.toString().replace(/\/+$/, ""))
+        : Effect.fail(
+            new BadRequest({
+              code: "validation_failed",
+              message:
+                "base_url: expected an https URL without credentials, query or fragment (plain http only to hosts on HTTP_URL_ALLOWLIST).",
+              details: [{ path: "base_url", message: "expected an https URL" }]
+            })
+          )
+    }
+
+    const toConnection = (row: ConnectionRow) =>
+      new ProviderConnection({
+        id: ProviderConnectionId.make(row.id),
+        display_name: row.display_name,
+        kind: row.kind as ProviderKind,
+        base_url: row.base_url,
+        default_model: row.default_model,
+        credential_status: Option.isSome(cipher.decrypt(row.workspace_id, row.id, row.encrypted_api_key))
+          ? "configured"
+          : "unreadable",
+        created_at: toTimestamp(row.created_at),
+        updated_at: toTimestamp(row.updated_at)
+      })
+
+    const listConnections = (workspaceId: string) =>
+      Effect.map(repo.listConnections(workspaceId), (rows) => rows.map(toConnection))
+
+    const createConnection = (
+      workspaceId: string,
+      input: {
+        readonly display_name: string
+        readonly kind: ProviderKind
+        readonly provider_api_key: Redacted.Redacted<string>
+        readonly base_url?: string | undefined
+        readonly default_model?: string | null | undefined
+      }
+    ) =>
+      Effect.gen(function* () {
+        const baseUrl = yield* checkBaseUrl(input.base_url ?? DEFAULT_BASE_URL[input.kind])
+        const id = prefixedId("pc")
+        const row = yield* repo.insertConnection({
+          id,
+          workspace_id: workspaceId,
+          display_name: input.display_name,
+          kind: input.kind,
+          base_url: baseUrl,
+          default_model: input.default_model ?? null,
+          encrypted_api_key: cipher.encrypt(workspaceId, id, input.provider_api_key)
+        })
+        return toConnection(row)
+      })
+
+    const updateConnection = (
+      workspaceId: string,
+      id: string,
+      patch: {
+        readonly display_name?: string | undefined
+        readonly provider_api_key?: Redacted.Redacted<string> | undefined
+        readonly base_url?: string | null | undefined
+        readonly default_model?: string | null | undefined
+      }
+    ) =>
+      Effect.gen(function* () {
+        const current = yield* repo.findConnection(workspaceId, id).pipe(orFailWith(() => connectionNotFound(id)))
+        const changes: { -readonly [K in keyof ConnectionChanges]: ConnectionChanges[K] } = {}
+        if (patch.display_name !== undefined) changes.display_name = patch.display_name
+        if (patch.default_model !== undefined) changes.default_model = patch.default_model
+        if (patch.base_url !== undefined) {
+          changes.base_url = yield* checkBaseUrl(patch.base_url ?? DEFAULT_BASE_URL[current.kind as ProviderKind])
+        }
+        if (patch.provider_api_key !== undefined) {
+          changes.encrypted_api_key = cipher.encrypt(workspaceId, id, patch.provider_api_key)
+        }
+        if (Object.keys(changes).length === 0) return toConnection(current)
+        const row = yield* repo.updateConnection(workspaceId, id, changes).pipe(orFailWith(() => connectionNotFound(id)))
+        return toConnection(row)
+      })
+
+    const checkConnection = (workspaceId: string, id: string) =>
+      repo.findConnection(workspaceId, id).pipe(orFailWith(() => connectionNotFound(id, "provider_connection_id")))
+
+    const listRoutes = (workspaceId: string) => Effect.map(repo.listRoutes(workspaceId), (rows) => rows.map(toRoute))
+
+    const createRoute = (
+      workspaceId: string,
+      input: { readonly agent_id: string; readonly display_name: string; readonly provider_connection_id: string }
+    ) =>
+      Effect.gen(function* () {
+        yield* checkConnection(workspaceId, input.provider_connection_id)
+        const row = yield* repo.insertRoute({ id: prefixedId("gwr"), workspace_id: workspaceId, ...input })
+        return toRoute(row)
+      })
+
+    const updateRoute = (
+      workspaceId: string,
+      id: string,
+      patch: {
+        readonly agent_id?: string | undefined
+        readonly display_name?: string | undefined
+        readonly provider_connection_id?: string | undefined
+      }
+    ) =>
+      Effect.gen(function* () {
+        if (patch.provider_connection_id !== undefined) yield* checkConnection(workspaceId, patch.provider_connection_id)
+        const changes = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined))
+        const row = yield* repo.updateRoute(workspaceId, id, changes).pipe(orFailWith(() => routeNotFound(id)))
+        return toRoute(row)
+      })
+
+    /** The route's upstream and decrypted key, for the proxy. */
+    const target = (workspaceId: string, routeId: string) =>
+      repo.routeTarget(workspaceId, routeId).pipe(
+        orFailWith(() => routeNotFound(routeId)),
+        Effect.map(
+          (row): RouteTarget => ({
+            routeId: row.route_id,
+            agentId: row.agent_id,
+            connectionId: row.connection_id,
+            baseUrl: row.base_url,
+            defaultModel: row.default_model,
+            apiKey: cipher.decrypt(workspaceId, row.connection_id, row.encrypted_api_key)
+          })
+        )
+      )
+
+    return { listConnections, createConnection, updateConnection, listRoutes, createRoute, updateRoute, target }
+  }),
+  dependencies: [GatewayRepo.Default, ProviderKeyCipher.Default]
+}) {}

@@ -1,0 +1,158 @@
+/**
+ * Reads token usage out of a provider response as it passes through, without
+ * holding the body: SSE streams are scanned line by line; a JSON body is kept
+ * (up to a bound) only to read its `usage` when it ends.
+ *
+ * - chat style: `usage.prompt_tokens` / `usage.completion_tokens` (streams
+ *   report them in the last chunk because the gateway asks for
+ *   `stream_options.include_usage`);
+ * - messages style: `message_start.message.usage` then `message_delta.usage`,
+ *   whose counts are cumulative, so the latest value wins (never summed).
+ *   Cache writes and reads count as prompt tokens.
+ * A stream cut short keeps what it saw; without a usage report, completion
+ * tokens are the content deltas seen (about one token each) and chat prompt
+ * tokens are estimated from the request size (4 bytes a token), flagged
+ * `estimated`.
+ */
+export type Dialect = "chat" | "messages"
+
+export interface MeteredUsage {
+  readonly promptTokens: number
+  readonly completionTokens: number
+  /** True when the provider's final usage report was read. */
+  readonly complete: boolean
+  /** True when some count is an estimate (stream cut before its usage report). */
+  readonly estimated: boolean
+}
+
+const MAX_JSON_BYTES = 16 * 1024 * 1024
+
+const count = (value: unknown) => (typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.trunc(value) : 0)
+
+const asRecord = (value: unknown): Record<string, unknown> | undefined =>
+  typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
+
+const parse = (text: string): Record<string, unknown> | undefined => {
+  try {
+    return asRecord(JSON.parse(text))
+  } catch {
+    return undefined
+  }
+}
+
+const anthropicPrompt = (usage: Record<string, unknown>) =>
+  count(usage["input_tokens"]) + count(usage["cache_creation_input_tokens"]) + count(usage["cache_read_input_tokens"])
+
+export class UsageMeter {
+  private prompt = 0
+  private completion = 0
+  private promptSeen = false
+  private complete = false
+  private deltas = 0
+  private sse = false
+  private pending = ""
+  private readonly decoder = new TextDecoder()
+  private readonly jsonChunks: Array<Uint8Array> = []
+  private jsonBytes = 0
+
+  constructor(
+    private readonly dialect: Dialect,
+    /** Request body size, for the prompt estimate of a chat stream cut short. */
+    private readonly requestBytes: number
+  ) {}
+
+  /** Call once with the response's Content-Type before the first chunk. */
+  contentType(type: string | undefined) {
+    this.sse = (type ?? "").toLowerCase().includes("text/event-stream")
+  }
+
+  onChunk(chunk: Uint8Array) {
+    if (!this.sse) {
+      if (this.jsonBytes + chunk.length <= MAX_JSON_BYTES) this.jsonChunks.push(chunk)
+      this.jsonBytes += chunk.length
+      return
+    }
+    this.pending += this.decoder.decode(chunk, { stream: true })
+    let newline = this.pending.indexOf("\n")
+    while (newline !== -1) {
+      this.onLine(this.pending.slice(0, newline))
+      this.pending = this.pending.slice(newline + 1)
+      newline = this.pending.indexOf("\n")
+    }
+  }
+
+  private onLine(raw: string) {
+    const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw
+    if (!line.startsWith("data:")) return
+    const data = line.slice(5).trimStart()
+    if (this.dialect === "chat") this.onChatData(data)
+    else this.onMessagesData(data)
+  }
+
+  private onChatData(data: string) {
+    if (data === "[DONE]") return
+    if (data.includes('"usage"')) {
+      const usage = asRecord(parse(data)?.["usage"])
+      if (usage !== undefined) {
+        this.prompt = count(usage["prompt_tokens"])
+        this.completion = count(usage["completion_tokens"])
+        this.promptSeen = true
+        this.complete = true
+        return
+      }
+    }
+    if (data.includes('"delta"')) this.deltas += 1
+  }
+
+  private onMessagesData(data: string) {
+    if (data.includes('"content_block_delta"')) {
+      this.deltas += 1
+      return
+    }
+    if (!data.includes('"usage"')) return
+    const event = parse(data)
+    if (event === undefined) return
+    const usage = asRecord(event["type"] === "message_start" ? asRecord(event["message"])?.["usage"] : event["usage"])
+    if (usage === undefined) return
+    if ("input_tokens" in usage && usage["input_tokens"] !== null) {
+      this.prompt = anthropicPrompt(usage)
+      this.promptSeen = true
+    }
+    if ("output_tokens" in usage) this.completion = count(usage["output_tokens"])
+    if (event["type"] === "message_delta") this.complete = true
+  }
+
+  /** The usage seen so far; call when the body ended or was cut. */
+  finish(): MeteredUsage {
+    if (!this.sse) return this.finishJson()
+    if (this.complete) {
+      return { promptTokens: this.prompt, completionTokens: this.completion, complete: true, estimated: false }
+    }
+    const promptEstimated = !this.promptSeen && this.dialect === "chat"
+    return {
+      promptTokens: this.promptSeen ? this.prompt : promptEstimated ? Math.ceil(this.requestBytes / 4) : 0,
+      completionTokens: Math.max(this.completion, this.deltas),
+      complete: false,
+      estimated: promptEstimated || this.deltas > this.completion
+    }
+  }
+
+  private finishJson(): MeteredUsage {
+    const body = this.jsonBytes <= MAX_JSON_BYTES ? parse(new TextDecoder().decode(Buffer.concat(this.jsonChunks))) : undefined
+    const usage = asRecord(body?.["usage"])
+    if (usage === undefined) return { promptTokens: 0, completionTokens: 0, complete: false, estimated: false }
+    return this.dialect === "chat"
+      ? {
+          promptTokens: count(usage["prompt_tokens"]),
+          completionTokens: count(usage["completion_tokens"]),
+          complete: true,
+          estimated: false
+        }
+      : {
+          promptTokens: anthropicPrompt(usage),
+          completionTokens: count(usage["output_tokens"]),
+          complete: true,
+          estimated: false
+        }
+  }
+}

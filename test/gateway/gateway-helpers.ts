@@ -1,0 +1,117 @@
+/** Helpers of the gateway suites: a connection and route to the stub, prices, budgets, usage events. */
+import { expect } from "@effect/vitest"
+import { Effect } from "effect"
+import { call, expectStatus, queryDatabase, type Tenant } from "../identity/http-helpers.js"
+import { eventually } from "../support/Eventually.js"
+
+export const PROVIDER_KEY = "sk-stub-provider-secret-0123456789"
+export const ENCRYPTION_KEY = "gateway-test-encryption-key-0123456789abcdef"
+
+/** Settings of a gateway test server: the stub is on loopback, upstream timeout 1.5 s. */
+export const GATEWAY_SETTINGS = {
+  HTTP_URL_ALLOWLIST: "127.0.0.1,localhost",
+  GATEWAY_UPSTREAM_TIMEOUT_MS: "1500",
+  GATEWAY_ENCRYPTION_KEY: ENCRYPTION_KEY
+}
+
+export interface Gateway {
+  readonly connectionId: string
+  readonly routeId: string
+  /** `${base}/v1/gateway/${routeId}` */
+  readonly routeBase: string
+}
+
+/** A connection to `upstreamUrl` and a route through it, created by `owner`. */
+export const setupGateway = (base: string, owner: Tenant, upstreamUrl: string, agentId = "support-bot") =>
+  Effect.gen(function* () {
+    const connection = expectStatus(
+      yield* call(base, "POST", "/v1/gateway/provider-connections", {
+        token: owner.jwt,
+        body: { display_name: "Stub", kind: "chat_compatible", provider_api_key: PROVIDER_KEY, base_url: upstreamUrl }
+      }),
+      201
+    ) as { id: string }
+    const route = expectStatus(
+      yield* call(base, "POST", "/v1/gateway/routes", {
+        token: owner.jwt,
+        body: { agent_id: agentId, display_name: "Stub route", provider_connection_id: connection.id }
+      }),
+      201
+    ) as { id: string }
+    return { connectionId: connection.id, routeId: route.id, routeBase: `${base}/v1/gateway/${route.id}` } satisfies Gateway
+  })
+
+export const setPrice = (base: string, owner: Tenant, model: string, input: number, output: number) =>
+  Effect.map(
+    call(base, "PUT", `/v1/llm-pricing/${encodeURIComponent(model)}`, {
+      token: owner.jwt,
+      body: { input_per_million_minor: input, output_per_million_minor: output }
+    }),
+    (response) => expectStatus(response, 200)
+  )
+
+export const setBudget = (base: string, owner: Tenant, capMinor: number | null, window: "day" | "month" = "month") =>
+  Effect.map(
+    call(base, "PATCH", "/v1/settings", {
+      token: owner.jwt,
+      body: { config: { llm_budget: capMinor === null ? null : { cap_minor: capMinor, currency: "usd", window } } }
+    }),
+    (response) => expectStatus(response, 200)
+  )
+
+export interface UsageMessage {
+  readonly schema_version: number
+  readonly id: string
+  readonly workspace_id: string
+  readonly api_key_id: string | null
+  readonly principal_id: string | null
+  readonly request_id: string
+  readonly kind: string
+  readonly model: string
+  readonly prompt_tokens: number
+  readonly completion_tokens: number
+  readonly currency: string
+  readonly cost_minor: number
+  readonly cost_usd_nanos: string
+  readonly effective_at: string
+  readonly unpriced: boolean
+  readonly agent_id: string | null
+  readonly metadata: Record<string, unknown>
+}
+
+/** Every llm-usage message of the workspace published so far (database event log). */
+export const usageMessages = (db: string, workspaceId: string) =>
+  Effect.map(
+    queryDatabase<{ value: string; key: string }>(
+      db,
+      `select key, value from event_log where topic = 'llm-usage' and key = $1 order by "offset"`,
+      [workspaceId]
+    ),
+    (rows) => rows.map((row) => JSON.parse(row.value) as UsageMessage)
+  )
+
+/** Waits until the workspace has `count` usage messages; answers them. */
+export const awaitUsage = (db: string, workspaceId: string, count: number) =>
+  eventually(
+    Effect.flatMap(usageMessages(db, workspaceId), (messages) =>
+      messages.length >= count
+        ? Effect.succeed(messages)
+        : Effect.fail(new Error(`expected ${count} usage messages, found ${messages.length}`))
+    ),
+    "20 seconds"
+  ).pipe(
+    Effect.tap((messages) => Effect.sync(() => expect(messages).toHaveLength(count))),
+    Effect.orDie
+  )
+
+/** The workspace's recorded spend in its month window, in USD nanos. */
+export const monthSpend = (db: string, workspaceId: string) =>
+  Effect.map(
+    queryDatabase<{ spent: string; reserved: string }>(
+      db,
+      `select coalesce(sum(spent_usd_nanos), 0)::text as spent, coalesce(sum(reserved_usd_nanos), 0)::text as reserved
+         from llm_budget_ledger where workspace_id = $1 and window_kind = 'month'`,
+      [workspaceId]
+    ),
+    (rows) => ({ spent: BigInt(rows[0]!.spent), reserved: BigInt(rows[0]!.reserved) })
+  )

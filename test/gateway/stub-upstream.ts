@@ -1,0 +1,178 @@
+/**
+ * A stub LLM provider on loopback (the outside boundary of the gateway),
+ * speaking both dialects: `POST /chat/completions` (OpenAI style) and
+ * `POST /v1/messages` (Anthropic style). What it answers depends on the
+ * request's `model`:
+ * - `fail-500`: 500 with a JSON body; `fail-500-empty`: 500 without a body;
+ *   `fail-401`: 401 (the provider refuses the key);
+ * - `slow`: waits `slowMillis` before answering;
+ * - `hang`: a stream that sends its start and a few deltas, then never ends
+ *   (until the gateway aborts it: recorded in `aborted`);
+ * - `budget`: the usage equals `max_tokens` (the worst case), after 30 ms;
+ * - anything else: a short answer with fixed usage (see USAGE).
+ * Every request is recorded (path, headers, parsed body).
+ */
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http"
+import type { AddressInfo } from "node:net"
+
+export const USAGE = {
+  chat: { prompt_tokens: 12, completion_tokens: 3 },
+  messages: { input_tokens: 15, output_tokens: 7 }
+} as const
+
+/** Anthropic usage of a `hang` stream's message_start. */
+export const HANG_INPUT_TOKENS = 40
+
+export interface SeenRequest {
+  readonly path: string
+  readonly headers: IncomingHttpHeaders
+  readonly text: string
+  readonly body: Record<string, unknown>
+}
+
+export interface StubUpstream {
+  readonly url: string
+  readonly requests: Array<SeenRequest>
+  /** Models of `hang` requests whose connection the gateway closed. */
+  readonly aborted: Array<string>
+  slowMillis: number
+  readonly close: () => Promise<void>
+}
+
+const sse = (response: ServerResponse, data: unknown, event?: string) =>
+  response.write(`${event === undefined ? "" : `event: ${event}\n`}data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`)
+
+const chatChunk = (model: string, delta: Record<string, unknown>) => ({
+  id: "chatcmpl-stub",
+  object: "chat.completion.chunk",
+  created: 1_700_000_000,
+  model,
+  choices: [{ index: 0, delta, finish_reason: null }]
+})
+
+const chat = (body: Record<string, unknown>, response: ServerResponse, hang: boolean) => {
+  const model = String(body["model"])
+  const maxTokens = Number(body["max_tokens"] ?? body["max_completion_tokens"] ?? 0)
+  const usage = model === "budget" ? { prompt_tokens: 5, completion_tokens: maxTokens } : USAGE.chat
+  if (body["stream"] !== true) {
+    response.writeHead(200, { "content-type": "application/json", "x-request-id": "upstream-req-1" })
+    response.end(
+      JSON.stringify({
+        id: "chatcmpl-stub",
+        object: "chat.completion",
+        created: 1_700_000_000,
+        model,
+        choices: [{ index: 0, message: { role: "assistant", content: "Hello!" }, finish_reason: "stop", logprobs: null }],
+        usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens }
+      })
+    )
+    return
+  }
+  response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+  sse(response, chatChunk(model, { role: "assistant", content: "" }))
+  for (const piece of ["Hel", "lo", "!"]) sse(response, chatChunk(model, { content: piece }))
+  if (hang) return
+  const options = body["stream_options"] as { include_usage?: boolean } | undefined
+  if (options?.include_usage === true) {
+    sse(response, { id: "chatcmpl-stub", object: "chat.completion.chunk", created: 1_700_000_000, model, choices: [], usage })
+  }
+  sse(response, "[DONE]")
+  response.end()
+}
+
+const messages = (body: Record<string, unknown>, response: ServerResponse, hang: boolean) => {
+  const model = String(body["model"])
+  const usage = model === "budget" ? { input_tokens: 5, output_tokens: Number(body["max_tokens"]) } : USAGE.messages
+  const message = {
+    id: "msg_stub",
+    type: "message",
+    role: "assistant",
+    model,
+    stop_sequence: null
+  }
+  if (body["stream"] !== true) {
+    response.writeHead(200, { "content-type": "application/json", "request-id": "upstream-req-2" })
+    response.end(
+      JSON.stringify({ ...message, content: [{ type: "text", text: "Hello!" }], stop_reason: "end_turn", usage })
+    )
+    return
+  }
+  response.writeHead(200, { "content-type": "text/event-stream" })
+  const input = hang ? HANG_INPUT_TOKENS : usage.input_tokens
+  sse(
+    response,
+    { type: "message_start", message: { ...message, content: [], stop_reason: null, usage: { input_tokens: input, output_tokens: 1 } } },
+    "message_start"
+  )
+  sse(response, { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }, "content_block_start")
+  for (const piece of ["Hel", "lo", "!"]) {
+    sse(response, { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: piece } }, "content_block_delta")
+  }
+  if (hang) return
+  sse(response, { type: "content_block_stop", index: 0 }, "content_block_stop")
+  // Cumulative: output_tokens is the total so far, not an increment over message_start's 1.
+  sse(
+    response,
+    { type: "message_delta", delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { output_tokens: usage.output_tokens } },
+    "message_delta"
+  )
+  sse(response, { type: "message_stop" }, "message_stop")
+  response.end()
+}
+
+export const startStubUpstream = () =>
+  new Promise<StubUpstream>((resolve) => {
+    const requests: Array<SeenRequest> = []
+    const aborted: Array<string> = []
+    const stub: { slowMillis: number } = { slowMillis: 3_000 }
+    const server = createServer((request, response) => {
+      const chunks: Array<Buffer> = []
+      request.on("data", (chunk: Buffer) => chunks.push(chunk))
+      request.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8")
+        const body = JSON.parse(text) as Record<string, unknown>
+        const path = request.url ?? ""
+        requests.push({ path, headers: request.headers, text, body })
+        const model = String(body["model"])
+        const answer = () => {
+          if (model === "fail-500") {
+            response.writeHead(500, { "content-type": "application/json" })
+            response.end(JSON.stringify({ error: { message: "stub upstream exploded", type: "server_error" } }))
+          } else if (model === "fail-500-empty") {
+            response.writeHead(500, { "content-length": "0" })
+            response.end()
+          } else if (model === "fail-401") {
+            response.writeHead(401, { "content-type": "application/json" })
+            response.end(JSON.stringify({ error: { message: "bad key" } }))
+          } else if (path === "/chat/completions") {
+            chat(body, response, model === "hang")
+          } else if (path === "/v1/messages") {
+            messages(body, response, model === "hang")
+          } else {
+            response.writeHead(404)
+            response.end()
+          }
+        }
+        if (model === "hang") response.on("close", () => aborted.push(model))
+        if (model === "slow") setTimeout(answer, stub.slowMillis)
+        else if (model === "budget") setTimeout(answer, 30)
+        else answer()
+      })
+    })
+    server.keepAliveTimeout = 60_000
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as AddressInfo
+      resolve(
+        Object.assign(stub, {
+          url: `http://127.0.0.1:${port}`,
+          requests,
+          aborted,
+          close: () =>
+            new Promise<void>((done) => {
+              server.closeAllConnections()
+              server.close(() => done())
+            })
+        })
+      )
+    })
+  })
