@@ -8,7 +8,7 @@
  *   every attempt and schedules the next with exponential backoff and jitter
  *   until a 2xx answer or WEBHOOK_MAX_ATTEMPTS.
  */
-import { Duration, Effect, Layer, Option, Redacted, Schedule, Schema } from "effect"
+import { Duration, Effect, Layer, Option, Redacted, Ref, Schedule, Schema } from "effect"
 import { AppConfig } from "../platform/Config.js"
 import { consumeOnce } from "../platform/Consumer.js"
 import { prefixedId } from "../platform/Ids.js"
@@ -145,11 +145,31 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(
       })
 
     const idleMillis = Math.max(config.pollIntervalMillis * 2, 100)
+    // Attempts run in fibers of their own (at most CLAIM_BATCH at once), so one slow receiver
+    // delays neither consumption nor the other deliveries; a finished attempt wakes the loop.
+    const inFlight = yield* Ref.make(0)
+    const scope = yield* Effect.scope
+    const runAttempt = (delivery: ClaimedDelivery) =>
+      attempt(delivery).pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("webhook attempt failed to record", cause)),
+        Effect.ensuring(
+          Effect.zipRight(
+            Ref.update(inFlight, (n) => n - 1),
+            created.fire
+          )
+        ),
+        Effect.forkIn(scope)
+      )
     const loop = Effect.gen(function* () {
       while (true) {
-        const due = yield* deliveries.claimDue(CLAIM_BATCH, LEASE_SECONDS)
-        if (due.length === 0) yield* created.wait(Duration.millis(idleMillis))
-        else yield* Effect.forEach(due, attempt, { concurrency: CLAIM_BATCH, discard: true })
+        const free = CLAIM_BATCH - (yield* Ref.get(inFlight))
+        const due = free > 0 ? yield* deliveries.claimDue(free, LEASE_SECONDS) : []
+        if (due.length === 0) {
+          yield* created.wait(Duration.millis(idleMillis))
+          continue
+        }
+        yield* Ref.update(inFlight, (n) => n + due.length)
+        yield* Effect.forEach(due, runAttempt, { discard: true })
       }
     }).pipe(
       // Repository failures are defects (dieOnErrors): sandbox them so the loop restarts; leases make that safe.

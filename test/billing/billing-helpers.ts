@@ -133,7 +133,8 @@ export const verifyStandardWebhook = (secret: string, headers: IncomingHttpHeade
 
 /**
  * A loopback HTTP receiver for the life of the scope. `statusFor(n)` is the
- * status it answers to the n-th request (1-based) of one `webhook-id`.
+ * status it answers to the n-th request (1-based) of one `webhook-id`; 0
+ * leaves the request hanging.
  */
 export const webhookReceiver = (statusFor: (attemptOfThisId: number) => number) =>
   Effect.acquireRelease(
@@ -152,7 +153,10 @@ export const webhookReceiver = (statusFor: (attemptOfThisId: number) => number) 
                 body: Buffer.concat(chunks).toString("utf8"),
                 answeredWith: status
               })
-              response.writeHead(status, { "content-type": "text/plain" }).end(status < 300 ? "ok" : "try later")
+              // 0: never answer (a hanging receiver).
+              if (status !== 0) {
+                response.writeHead(status, { "content-type": "text/plain" }).end(status < 300 ? "ok" : "try later")
+              }
             })
           })
           server.listen(0, "127.0.0.1", () => {
@@ -160,7 +164,11 @@ export const webhookReceiver = (statusFor: (attemptOfThisId: number) => number) 
             resolve({
               url: `http://127.0.0.1:${port}/hooks/budget`,
               received,
-              close: () => new Promise((done) => server.close(() => done()))
+              close: () =>
+                new Promise((done) => {
+                  server.close(() => done())
+                  server.closeAllConnections()
+                })
             })
           })
         })

@@ -266,6 +266,55 @@ layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("budget alert firings and w
     })
   )
 
+  it.scoped("a receiver that never answers holds up neither consumption nor other deliveries", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const owner = yield* tenant(base)
+      const hanging = yield* webhookReceiver(() => 0)
+      const healthy = yield* webhookReceiver(() => 204)
+      const stuck = yield* createAlert(base, owner.jwt, {
+        name: "stuck receiver",
+        threshold_type: "absolute",
+        threshold_value: 1,
+        window: "day",
+        webhook_url: hanging.url
+      })
+      const fine = yield* createAlert(base, owner.jwt, {
+        name: "healthy receiver",
+        threshold_type: "absolute",
+        // Crossed only by the second usage record, while the first firing's attempt hangs.
+        threshold_value: 15,
+        window: "month",
+        webhook_url: healthy.url
+      })
+      const started = Date.now()
+      const first = usageMessage({ workspaceId: owner.workspaceId, effectiveAt: "2026-07-01T09:00:00.000Z" })
+      yield* publishUsage([first])
+      yield* until(
+        Effect.sync(() => expect(hanging.received).toHaveLength(1)),
+        "30 seconds"
+      )
+      // While that attempt hangs (10 s timeout), later usage is stored and the other webhook is delivered.
+      const second = usageMessage({ workspaceId: owner.workspaceId, effectiveAt: "2026-07-02T09:00:00.000Z" })
+      yield* publishUsage([second])
+      yield* until(
+        Effect.map(usageIds(base, owner.jwt), (ids) => expect(ids).toContain(second.id)),
+        "30 seconds"
+      )
+      yield* until(
+        Effect.map(deliveriesOf(base, owner.jwt, fine.id), (list) =>
+          expect(list.map((delivery) => delivery.status)).toEqual(["succeeded"])
+        ),
+        "30 seconds"
+      )
+      expect(Date.now() - started).toBeLessThan(8_000)
+      const [pending] = yield* deliveriesOf(base, owner.jwt, stuck.id)
+      expect(pending!.status).toBe("pending")
+      expect(pending!.attempts).toEqual([])
+      expect(yield* firingsOf(base, owner.jwt, stuck.id)).toHaveLength(2)
+    })
+  )
+
   it.effect("the actions meter counts authorization decisions against config.action_budget.cap", () =>
     Effect.gen(function* () {
       const base = yield* baseUrl
