@@ -1,18 +1,48 @@
-/** Stub handlers of the analytics group; each answers 501 until implemented. */
+/** Handlers of the analytics group: catalog, metric queries, saved views and human-review analytics. */
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
-import { notImplemented } from "../platform/Errors.js"
+import { inWorkspace } from "../identity/Authentication.js"
+import { chartTypes, dimensions, metrics } from "./Catalog.js"
+import { HumanReview } from "./HumanReview.js"
+import { AnalyticsQueries } from "./Query.js"
+import { AnalyticsRepo } from "./Repo.js"
+import { Views } from "./Views.js"
 
-const stub = (what: string) => () => Effect.fail(notImplemented(what))
+const FACET_VALUES = 100
+
+const catalog = (workspaceId: string) =>
+  Effect.gen(function* () {
+    const repo = yield* AnalyticsRepo
+    const seen = new Map<string, Array<string>>()
+    for (const row of yield* repo.dimensionValues(workspaceId)) {
+      const values = seen.get(row.dimension) ?? []
+      if (values.length < FACET_VALUES) values.push(row.value)
+      seen.set(row.dimension, values)
+    }
+    return {
+      chart_types: [...chartTypes],
+      dimensions: dimensions.map(({ dimension, label }) => ({ dimension, label })),
+      facets: dimensions.map(({ dimension, label }) => ({ dimension, label, values: seen.get(dimension) ?? [] })),
+      metrics: metrics.map(({ metric, label, default_chart_type }) => ({ metric, label, default_chart_type }))
+    }
+  })
 
 export const AnalyticsHttpLive = HttpApiBuilder.group(GuardrailApi, "analytics", (handlers) =>
-  handlers
-    .handle("getCatalog", stub("GET /v1/analytics/catalog"))
-    .handle("queryAnalytics", stub("POST /v1/analytics/query"))
-    .handle("listViews", stub("GET /v1/analytics/views"))
-    .handle("createView", stub("POST /v1/analytics/views"))
-    .handle("updateView", stub("PATCH /v1/analytics/views/{id}"))
-    .handle("deleteView", stub("DELETE /v1/analytics/views/{id}"))
-    .handle("getHumanReview", stub("GET /v1/analytics/human-review"))
+  Effect.gen(function* () {
+    const queries = yield* AnalyticsQueries
+    const views = yield* Views
+    const humanReview = yield* HumanReview
+    const repo = yield* AnalyticsRepo
+    return handlers
+      .handle("getCatalog", () => inWorkspace((ws) => catalog(ws).pipe(Effect.provideService(AnalyticsRepo, repo))))
+      .handle("queryAnalytics", ({ payload }) => inWorkspace((ws) => queries.run(ws, payload)))
+      .handle("listViews", () => inWorkspace((ws) => views.list(ws)))
+      .handle("createView", ({ payload }) => inWorkspace((ws) => views.create(ws, payload)))
+      .handle("updateView", ({ path, payload }) => inWorkspace((ws) => views.update(ws, path.id, payload)))
+      .handle("deleteView", ({ path }) => inWorkspace((ws) => views.remove(ws, path.id)))
+      .handle("getHumanReview", ({ urlParams }) => inWorkspace((ws) => humanReview.report(ws, urlParams)))
+  })
+).pipe(
+  Layer.provide(Layer.mergeAll(AnalyticsQueries.Default, Views.Default, HumanReview.Default, AnalyticsRepo.Default))
 )

@@ -67,3 +67,31 @@ export class AuthorizationResponse extends Schema.Class<AuthorizationResponse>("
   status: JsonValue,
   transformed_value: JsonValue.annotations({ description: "The rewritten content when effect is rewrite, else null" })
 }) {}
+
+// ---- topic values
+
+/**
+ * The value of each `decisions` message (key: workspace id), written with the
+ * decision's trace (outbox) and consumed by run counters and analytics.
+ * `principal_id` and `workflow_step` came later and are optional.
+ */
+export const DecisionMessage = Schema.Struct({
+  schema_version: Schema.Literal(1),
+  trace_id: Schema.String,
+  workspace_id: Schema.String,
+  agent_id: Schema.String,
+  environment_id: Schema.String,
+  principal_id: Schema.optional(Schema.NullOr(Schema.String)),
+  run_id: Schema.NullOr(Schema.String),
+  session_id: Schema.NullOr(Schema.String),
+  effect: DecisionEffect,
+  status: Schema.String.annotations({ description: "decided, escalated, ..." }),
+  domain: Schema.String,
+  /** Policies whose findings made the decision, strictest first. */
+  policy_ids: Schema.Array(Schema.String),
+  /** From the proposed event's `metadata.workflow_step`, when it is a string. */
+  workflow_step: Schema.optional(Schema.NullOr(Schema.String)),
+  latency_ms: Schema.Int,
+  decided_at: Schema.String
+}).annotations({ identifier: "DecisionMessage" })
+export type DecisionMessage = typeof DecisionMessage.Type

@@ -14,6 +14,7 @@ export const ReviewEventId = Schema.String.pipe(Schema.brand("ReviewEventId")).a
 export type ReviewEventId = typeof ReviewEventId.Type
 
 export const RunKind = Schema.Literal("chat_session", "live_call", "workflow", "job", "other")
+export type RunKind = typeof RunKind.Type
 export const RunStatus = Schema.Literal("warming", "running", "completed", "failed", "canceled")
 export const RunEventKind = Schema.Literal(
   "user_turn",
@@ -173,3 +174,43 @@ export const CreateReviewEvent = Schema.Struct({
   note: Schema.optional(Schema.String),
   metadata: Schema.optional(JsonValue)
 })
+
+// ---- topic values
+
+/** The value of each `run-events` message (key: run id, so a run's events stay in order). */
+export const RunEventMessage = Schema.Struct({
+  schema_version: Schema.Literal(1),
+  event_id: Schema.String,
+  run_id: Schema.String,
+  workspace_id: Schema.String,
+  agent_id: Schema.String,
+  environment_id: Schema.optional(Schema.String),
+  run_kind: RunKind,
+  kind: RunEventKind,
+  sequence: Schema.Int,
+  occurred_at: Schema.String
+}).annotations({ identifier: "RunEventMessage" })
+export type RunEventMessage = typeof RunEventMessage.Type
+
+/**
+ * The value of each `review-events` message (key: workspace id). The trace's
+ * agent, policies and workflow step ride along so human-review analytics
+ * never has to read traces.
+ */
+export const ReviewEventMessage = Schema.Struct({
+  schema_version: Schema.Literal(1),
+  review_event_id: Schema.String,
+  trace_id: Schema.String,
+  workspace_id: Schema.String,
+  run_id: Schema.NullOr(Schema.String),
+  reviewer_id: Schema.optional(Schema.String),
+  agent_id: Schema.optional(Schema.NullOr(Schema.String)),
+  environment_id: Schema.optional(Schema.NullOr(Schema.String)),
+  run_kind: Schema.optional(Schema.NullOr(RunKind)),
+  policy_ids: Schema.optional(Schema.Array(Schema.String)),
+  workflow_step: Schema.optional(Schema.NullOr(Schema.String)),
+  outcome: ReviewOutcome,
+  reason_codes: Schema.Array(Schema.String),
+  reviewed_at: Schema.String
+}).annotations({ identifier: "ReviewEventMessage" })
+export type ReviewEventMessage = typeof ReviewEventMessage.Type

@@ -6,18 +6,11 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option, Schema } from "effect"
+import { DecisionMessage } from "../authorization/Domain.js"
 import { consumeOnce } from "../platform/Consumer.js"
 import { Topics } from "../platform/Topics.js"
 
-const DecisionEvent = Schema.parseJson(
-  Schema.Struct({
-    workspace_id: Schema.String,
-    run_id: Schema.NullOr(Schema.String),
-    effect: Schema.String,
-    status: Schema.optional(Schema.String)
-  })
-)
-const decodeDecision = Schema.decodeUnknownOption(DecisionEvent)
+const decodeDecision = Schema.decodeUnknownOption(Schema.parseJson(DecisionMessage))
 
 export const RunCountersLive = Layer.scopedDiscard(
   Effect.gen(function* () {

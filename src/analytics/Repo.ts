@@ -1,0 +1,126 @@
+/**
+ * SQL of analytics: sums and merged latency sketches over aggregate buckets
+ * (never raw traces), dimension values seen per workspace, and saved views.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { dieOnErrors } from "../platform/Sql.js"
+import type { Granularity } from "./Aggregates.js"
+import type { SeriesSum } from "./Catalog.js"
+
+/** A time range of one granularity: buckets starting in [from, to). */
+export interface Segment {
+  readonly granularity: Granularity
+  readonly from: Date
+  readonly to: Date
+}
+
+export interface DimensionFilter {
+  readonly dimension: string
+  readonly values: ReadonlyArray<string>
+}
+
+export interface SumSelection {
+  readonly workspaceId: string
+  readonly sum: SeriesSum
+  readonly filters: ReadonlyArray<DimensionFilter>
+  readonly segments: ReadonlyArray<Segment>
+  /** Dimensions to group by; their values join with GROUP_SEPARATOR in `grp` ("(none)" when absent). */
+  readonly groupBy: ReadonlyArray<string>
+  /** Group by bucket start too (time series). */
+  readonly bucketed: boolean
+}
+
+export const GROUP_SEPARATOR = "\u001f"
+export const NO_VALUE = "(none)"
+
+export interface ViewRow {
+  readonly id: string
+  readonly workspace_id: string
+  readonly name: string
+  readonly is_default: boolean
+  readonly config: unknown
+  readonly created_at: Date
+  readonly updated_at: Date
+}
+
+export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("analytics/AnalyticsRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const where = (selection: SumSelection) => {
+      const restrictions = [
+        ...Object.entries(selection.sum.where ?? {}).map(([dimension, values]) => ({ dimension, values })),
+        ...selection.filters.filter((filter) => filter.values.length > 0)
+      ]
+      return sql.and([
+        sql`workspace_id = ${selection.workspaceId}`,
+        sql`series = ${selection.sum.series}`,
+        sql.or(
+          selection.segments.map(
+            (segment) =>
+              sql`(granularity = ${segment.granularity} and bucket_start >= ${segment.from} and bucket_start < ${segment.to})`
+          )
+        ),
+        ...restrictions.map((restriction) => sql`dims->>${restriction.dimension} in ${sql.in(restriction.values)}`)
+      ])
+    }
+
+    const group = (selection: SumSelection) =>
+      selection.groupBy.length === 0
+        ? sql`''`
+        : sql`concat_ws(chr(31), ${sql.join(", ", false)(
+            selection.groupBy.map((dimension) => sql`coalesce(dims->>${dimension}, ${NO_VALUE})`)
+          )})`
+
+    const bucket = (selection: SumSelection) => (selection.bucketed ? sql`bucket_start` : sql`null::timestamptz`)
+
+    return dieOnErrors({
+      sums: (selection: SumSelection) =>
+        selection.segments.length === 0
+          ? Effect.succeed([])
+          : sql<{ grp: string; bucket: Date | null; value: string }>`
+              select ${group(selection)} as grp, ${bucket(selection)} as bucket, sum(value)::text as value
+              from analytics_buckets where ${where(selection)}
+              group by 1, 2`,
+      sketches: (selection: SumSelection) =>
+        selection.segments.length === 0
+          ? Effect.succeed([])
+          : sql<{ grp: string; bucket: Date | null; bin: number; count: string }>`
+              select t.grp, t.bucket, (u.i - 1)::int as bin, sum(u.c)::text as count
+              from (select ${group(selection)} as grp, ${bucket(selection)} as bucket, sketch
+                    from analytics_buckets where ${where(selection)} and sketch is not null) t
+              cross join lateral unnest(t.sketch) with ordinality as u(c, i)
+              group by 1, 2, 3`,
+      /** Values of each dimension seen in the workspace, most counted first. */
+      dimensionValues: (workspaceId: string) =>
+        sql<{ dimension: string; value: string }>`
+          select d.key as dimension, d.value as value
+          from analytics_buckets b cross join lateral jsonb_each_text(b.dims) d
+          where b.workspace_id = ${workspaceId} and b.granularity = 'day'
+          group by 1, 2 order by 1, sum(b.value) desc, 2`,
+      listViews: (workspaceId: string) =>
+        sql<ViewRow>`select * from analytics_views where workspace_id = ${workspaceId}
+                     order by created_at desc, id desc`,
+      findView: (workspaceId: string, id: string) =>
+        sql<ViewRow>`select * from analytics_views where workspace_id = ${workspaceId} and id = ${id}`.pipe(
+          Effect.map((rows) => rows[0])
+        ),
+      insertView: (row: Omit<ViewRow, "created_at" | "updated_at">) =>
+        sql<ViewRow>`insert into analytics_views (id, workspace_id, name, is_default, config)
+                     values (${row.id}, ${row.workspace_id}, ${row.name}, ${row.is_default}, ${JSON.stringify(row.config)})
+                     returning *`.pipe(Effect.map((rows) => rows[0]!)),
+      updateView: (workspaceId: string, id: string, values: { name: string; is_default: boolean; config: unknown }) =>
+        sql<ViewRow>`update analytics_views set name = ${values.name}, is_default = ${values.is_default},
+                       config = ${JSON.stringify(values.config)}, updated_at = now()
+                     where workspace_id = ${workspaceId} and id = ${id} returning *`.pipe(Effect.map((rows) => rows[0])),
+      clearDefault: (workspaceId: string, exceptId: string) =>
+        sql`update analytics_views set is_default = false, updated_at = now()
+            where workspace_id = ${workspaceId} and is_default and id <> ${exceptId}`,
+      deleteView: (workspaceId: string, id: string) =>
+        sql<{ id: string }>`delete from analytics_views where workspace_id = ${workspaceId} and id = ${id} returning id`.pipe(
+          Effect.map((rows) => rows.length > 0)
+        )
+    })
+  })
+}) {}

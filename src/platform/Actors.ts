@@ -1,0 +1,86 @@
+/**
+ * Keyed actors: one fiber with a bounded mailbox per key, created on the
+ * first message and stopped after it has been idle a while. Messages to a
+ * key are received in the order they were told, one batch at a time, and the
+ * key's state belongs to that fiber alone, so it needs no locks. Stream
+ * consumers use one actor per topic partition (Consumer.ts).
+ */
+import { Duration, Effect, Fiber, Option, Queue, type Scope } from "effect"
+
+export interface ActorsOptions<M, R> {
+  /** Handles the next messages of one key, in order; an actor never fails (handle errors inside). */
+  readonly receive: (key: string, messages: ReadonlyArray<M>) => Effect.Effect<void, never, R>
+  /** Most messages handed to `receive` at once (default 500). */
+  readonly maxBatch?: number
+  /** Mailbox capacity; `tell` waits when it is full (default 4096). */
+  readonly mailboxSize?: number
+  /** An actor with nothing to do for this long stops (default 60 s). */
+  readonly idleAfter?: Duration.DurationInput
+}
+
+export interface Actors<M> {
+  /** Puts a message in the key's mailbox (starting its actor if needed); waits while the mailbox is full. */
+  readonly tell: (key: string, message: M) => Effect.Effect<void>
+  /** Keys with a running actor. */
+  readonly keys: Effect.Effect<ReadonlyArray<string>>
+}
+
+interface Actor<M> {
+  readonly mailbox: Queue.Queue<M>
+  fiber: Fiber.RuntimeFiber<void> | undefined
+}
+
+/** Actors for the life of the scope; closing it interrupts every actor. */
+export const makeActors = <M, R>(options: ActorsOptions<M, R>): Effect.Effect<Actors<M>, never, Scope.Scope | R> =>
+  Effect.gen(function* () {
+    const maxBatch = options.maxBatch ?? 500
+    const idleAfter = Duration.decode(options.idleAfter ?? "60 seconds")
+    const actors = new Map<string, Actor<M>>()
+    // Starting, telling and retiring an actor happen under this lock, so no message lands in a retired mailbox.
+    const lock = yield* Effect.makeSemaphore(1)
+    const scope = yield* Effect.scope
+    const context = yield* Effect.context<R>()
+    yield* Effect.addFinalizer(() =>
+      Effect.forEach(actors.values(), (actor) => (actor.fiber ? Fiber.interrupt(actor.fiber) : Effect.void), {
+        discard: true
+      })
+    )
+
+    const retireIfIdle = (key: string, actor: Actor<M>) =>
+      lock.withPermits(1)(
+        Effect.gen(function* () {
+          if ((yield* Queue.size(actor.mailbox)) > 0) return false
+          actors.delete(key)
+          yield* Queue.shutdown(actor.mailbox)
+          return true
+        })
+      )
+
+    const run = (key: string, actor: Actor<M>) =>
+      Effect.gen(function* () {
+        while (true) {
+          const next = yield* Queue.takeBetween(actor.mailbox, 1, maxBatch).pipe(Effect.timeout(idleAfter), Effect.option)
+          if (Option.isSome(next)) {
+            yield* options.receive(key, [...next.value])
+          } else if (yield* retireIfIdle(key, actor)) {
+            return
+          }
+        }
+      })
+
+    const tell = (key: string, message: M) =>
+      lock.withPermits(1)(
+        Effect.gen(function* () {
+          let actor = actors.get(key)
+          if (actor === undefined) {
+            const created: Actor<M> = { mailbox: yield* Queue.bounded<M>(options.mailboxSize ?? 4096), fiber: undefined }
+            created.fiber = yield* Effect.forkIn(Effect.provide(run(key, created), context), scope)
+            actors.set(key, created)
+            actor = created
+          }
+          yield* Queue.offer(actor.mailbox, message)
+        })
+      )
+
+    return { tell, keys: Effect.sync(() => [...actors.keys()]) }
+  })

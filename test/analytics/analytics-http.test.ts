@@ -1,0 +1,416 @@
+/**
+ * Streaming analytics end to end on Kafka: decisions, run events and review
+ * events made over the API, and LLM usage written to its topic, reach the
+ * aggregates through the analytics consumer; the query, catalog and
+ * human-review endpoints read them back per workspace.
+ */
+import { expect, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { Outbox } from "../../src/platform/Outbox.js"
+import { Topics } from "../../src/platform/Topics.js"
+import {
+  appendEvent,
+  createAgent,
+  createPolicy,
+  createRun,
+  propose,
+  reply,
+  until
+} from "../authorization-http/event-helpers.js"
+import { call, expectError, expectStatus, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
+import { baseUrl, testServer } from "../support/TestServer.js"
+import { byLabel, query, queryRaw, total } from "./analytics-helpers.js"
+
+const AGENT = "support-bot"
+
+layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
+  it.effect("decisions, run events, reviews and LLM usage become metrics, facets and human-review analytics", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const owner = yield* tenant(base)
+      const stranger = yield* tenant(base)
+      yield* createAgent(base, owner, AGENT)
+      yield* createPolicy(base, owner, "no-passwords", { value: "password" })
+
+      const chat = yield* createRun(base, owner, { agent_id: AGENT, kind: "chat_session" })
+      const flow = yield* createRun(base, owner, { agent_id: AGENT, kind: "workflow" })
+      for (const kind of ["user_turn", "agent_turn", "tool_call"]) yield* appendEvent(base, owner, chat.id, { kind })
+      for (const kind of ["user_turn", "agent_turn"]) yield* appendEvent(base, owner, flow.id, { kind })
+
+      const step = { metadata: { workflow_step: "checkout" } }
+      const refund = yield* propose(base, owner, AGENT, reply("I promise a full refund."), { run_id: chat.id })
+      const password = yield* propose(base, owner, AGENT, reply("Tell me your password."), step)
+      const others = [
+        yield* propose(base, owner, AGENT, reply("That is a stupid idea.")),
+        yield* propose(base, owner, AGENT, reply("Let me get our lawyer.")),
+        yield* propose(base, owner, AGENT, reply("Your order ships tomorrow."), step),
+        yield* propose(base, owner, AGENT, reply("Your order ships today."))
+      ]
+      const latencies = [refund, password, ...others].map((decision) => decision.latency_ms).sort((a, b) => a - b)
+      expect([refund.effect, password.effect]).toEqual(["deny", "deny"])
+      // Another workspace's traffic never shows up here.
+      yield* createAgent(base, stranger, AGENT)
+      yield* propose(base, stranger, AGENT, reply("I promise a full refund."))
+
+      const review = (traceId: string, body: Record<string, unknown>) =>
+        Effect.map(
+          call(base, "POST", `/v1/traces/${traceId}/review-events`, { token: owner.jwt, body }),
+          (response) => expectStatus(response, 201)
+        )
+      yield* review(password.trace_id, { outcome: "false_positive", reason_codes: ["too_strict", "context"] })
+      yield* review(refund.trace_id, { outcome: "corrected", reason_codes: ["too_strict"] })
+      yield* review(refund.trace_id, { outcome: "accepted" })
+
+      // LLM usage arrives from the gateway through its topic (written here as the gateway writes it).
+      const sql = yield* SqlClient.SqlClient
+      const outbox = yield* Outbox
+      yield* sql.withTransaction(
+        outbox.enqueue([
+          {
+            topic: Topics.llmUsage,
+            key: owner.workspaceId,
+            value: {
+              schema_version: 1,
+              id: "llmu_test_1",
+              workspace_id: owner.workspaceId,
+              api_key_id: null,
+              principal_id: owner.user_id,
+              request_id: "req_1",
+              kind: "customer_inference",
+              model: "gpt-test",
+              prompt_tokens: 120,
+              completion_tokens: 30,
+              currency: "usd",
+              cost_minor: 7,
+              cost_usd_nanos: "70000000",
+              effective_at: new Date().toISOString(),
+              metadata: null,
+              unpriced: false,
+              agent_id: AGENT
+            }
+          }
+        ])
+      )
+
+      yield* until(
+        Effect.gen(function* () {
+          expect(yield* total(base, owner, "trace_count")).toBe(6)
+          expect(yield* total(base, owner, "run_event_count")).toBe(5)
+          expect(yield* total(base, owner, "review_count")).toBe(3)
+          expect(yield* total(base, owner, "llm_cost_minor")).toBe(7)
+        }),
+        "20 seconds"
+      )
+      expect(yield* total(base, owner, "deny_count")).toBe(2)
+      expect(yield* total(base, owner, "rewrite_count")).toBe(1)
+      expect(yield* total(base, owner, "defer_count")).toBe(1)
+      expect(yield* total(base, owner, "permit_count")).toBe(2)
+      expect(yield* total(base, owner, "escalation_count")).toBe(1)
+      expect(yield* total(base, owner, "block_rate")).toBeCloseTo(2 / 6)
+      expect(yield* total(base, owner, "run_count")).toBe(2)
+      expect(yield* total(base, owner, "false_positive_rate")).toBeCloseTo(1 / 3)
+      expect(yield* total(base, owner, "human_intervention_rate")).toBeCloseTo(2 / 6)
+      expect(yield* total(base, owner, "llm_prompt_tokens")).toBe(120)
+      expect(yield* total(base, owner, "llm_completion_tokens")).toBe(30)
+      expect(yield* total(base, owner, "redteam_landed")).toBe(0)
+      // The sketch's p95 is the upper bound of the bin holding the true p95 (bins at most 10 % wide).
+      const trueP95 = latencies[Math.ceil(0.95 * latencies.length) - 1]!
+      const p95 = yield* total(base, owner, "p95_latency_ms")
+      expect(p95).toBeGreaterThanOrEqual(trueP95)
+      expect(p95).toBeLessThanOrEqual(Math.ceil(trueP95 * 1.1) + 1)
+      expect(yield* total(base, stranger, "trace_count")).toBe(1)
+
+      // Grouping, filters and time series.
+      const byEffect = yield* query(base, owner, { metric: "trace_count", group_by: "effect" })
+      expect(byLabel(byEffect)).toEqual({ deny: 2, permit: 2, rewrite: 1, defer: 1 })
+      expect(byEffect.total).toBe(6)
+      expect(byEffect.group_by).toBe("effect")
+      const byKind = yield* query(base, owner, { metric: "run_event_count", group_by: "run_kind" })
+      expect(byLabel(byKind)).toEqual({ chat_session: 3, workflow: 2 })
+      const denied = yield* query(base, owner, {
+        metric: "trace_count",
+        filters: [{ dimension: "effect", values: ["deny", "rewrite"] }]
+      })
+      expect(denied.total).toBe(3)
+      expect(denied.points).toEqual([{ label: "total", value: 3 }])
+      const byStep = yield* query(base, owner, { metric: "trace_count", group_by: "workflow_step" })
+      expect(byLabel(byStep)).toMatchObject({ checkout: 2, "(none)": 4 })
+      const byModel = yield* query(base, owner, { metric: "llm_prompt_tokens", group_by: "model" })
+      expect(byLabel(byModel)).toEqual({ "gpt-test": 120 })
+
+      const now = Date.now()
+      const hour = 3_600_000
+      const start = new Date(now - 3 * hour).toISOString()
+      const end = new Date(now + hour).toISOString()
+      const hourly = yield* query(base, owner, { metric: "trace_count", interval: "hour", start, end })
+      expect(hourly.points.length).toBeGreaterThanOrEqual(4)
+      expect(hourly.points.reduce((sum, point) => sum + point.value, 0)).toBe(6)
+      expect(hourly.total).toBe(6)
+      const thisHour = new Date(Math.floor(now / hour) * hour).toISOString()
+      expect(byLabel(hourly)[thisHour]).toBe(6)
+      const daily = yield* query(base, owner, { metric: "deny_count", interval: "day" })
+      expect(daily.total).toBe(2)
+      // A range over the last few minutes (minute buckets) and one that ended before anything happened.
+      expect(
+        yield* total(base, owner, "trace_count", { start: new Date(now - 10 * 60_000).toISOString(), end: new Date(now + 60_000).toISOString() })
+      ).toBe(6)
+      expect(
+        yield* total(base, owner, "trace_count", { start: "2020-01-01T00:00:00.000Z", end: "2020-01-02T00:00:00.000Z" })
+      ).toBe(0)
+      // Ranges of days, hours and minutes together cover each event once.
+      expect(
+        yield* total(base, owner, "trace_count", { start: "2020-01-01T00:07:00.000Z", end: new Date(now + 2 * 86_400_000).toISOString() })
+      ).toBe(6)
+
+      // Unknown names are 400, never 500.
+      expectError(yield* queryRaw(base, owner, { metric: "nope" }), 400, "unknown_metric")
+      expectError(yield* queryRaw(base, owner, { metric: "trace_count", group_by: "color" }), 400, "unknown_dimension")
+      expectError(
+        yield* queryRaw(base, owner, { metric: "trace_count", filters: [{ dimension: "color", values: ["x"] }] }),
+        400,
+        "unknown_dimension"
+      )
+      expectError(yield* queryRaw(base, owner, { metric: "trace_count", start: "yesterday" }), 400, "validation_failed")
+      expectError(
+        yield* queryRaw(base, owner, { metric: "trace_count", start: "2026-01-02T00:00:00.000Z", end: "2026-01-01T00:00:00.000Z" }),
+        400,
+        "validation_failed"
+      )
+      expectError(yield* queryRaw(base, owner, { metric: "trace_count", interval: "week" }), 400)
+      expectError(yield* queryRaw(base, owner, {}), 400)
+
+      // Catalog: chart types, metrics, dimensions and the values seen in this workspace only.
+      const catalog = expectStatus(yield* call(base, "GET", "/v1/analytics/catalog", { token: owner.jwt }), 200) as {
+        chart_types: Array<string>
+        metrics: Array<{ metric: string; label: string; default_chart_type: string }>
+        dimensions: Array<{ dimension: string; label: string }>
+        facets: Array<{ dimension: string; label: string; values: Array<string> }>
+      }
+      expect(catalog.chart_types).toEqual(["big_number", "line", "bar", "table", "pie"])
+      const metricNames = catalog.metrics.map((metric) => metric.metric)
+      for (const name of [
+        "trace_count", "permit_count", "deny_count", "defer_count", "rewrite_count", "block_rate", "p95_latency_ms",
+        "review_count", "false_positive_rate", "human_intervention_rate", "run_count", "run_event_count",
+        "llm_cost_minor", "llm_prompt_tokens", "llm_completion_tokens", "redteam_landed"
+      ]) expect(metricNames).toContain(name)
+      for (const metric of catalog.metrics) {
+        expect(metric.label.length).toBeGreaterThan(0)
+        expect(catalog.chart_types).toContain(metric.default_chart_type)
+      }
+      const dimensionNames = catalog.dimensions.map((dimension) => dimension.dimension)
+      for (const name of ["agent_id", "environment_id", "effect", "policy_id", "domain", "run_kind", "model", "principal_id"]) {
+        expect(dimensionNames).toContain(name)
+      }
+      const facet = (name: string) => catalog.facets.find((entry) => entry.dimension === name)?.values ?? []
+      expect(facet("agent_id")).toEqual([AGENT])
+      expect(facet("policy_id")).toContain("no-passwords")
+      expect([...facet("run_kind")].sort()).toEqual(["chat_session", "workflow"])
+      expect(facet("model")).toEqual(["gpt-test"])
+      const strangerCatalog = expectStatus(yield* call(base, "GET", "/v1/analytics/catalog", { token: stranger.jwt }), 200) as typeof catalog
+      expect(strangerCatalog.facets.find((entry) => entry.dimension === "model")?.values).toEqual([])
+
+      // Human-review analytics, from the aggregates.
+      const report = expectStatus(yield* call(base, "GET", "/v1/analytics/human-review", { token: owner.jwt }), 200) as any
+      expect(report.summary).toEqual({
+        trace_count: 6,
+        automated_intervention_count: 4,
+        human_intervention_count: 2,
+        human_review_count: 3,
+        false_positive_rate: 1 / 3,
+        human_intervention_rate: 2 / 6
+      })
+      expect(report.outcomes).toEqual({
+        accepted_count: 1,
+        corrected_count: 1,
+        false_positive_count: 1,
+        ignored_count: 0,
+        missed_issue_count: 0,
+        rejected_count: 0
+      })
+      expect(report.by_agent).toEqual([{ group: AGENT, human_intervention_count: 2, human_review_count: 3 }])
+      expect(report.by_run_kind).toEqual([{ group: "chat_session", human_intervention_count: 1, human_review_count: 2 }])
+      expect(report.by_policy).toContainEqual({
+        policy_id: "no-passwords",
+        corrected_count: 0,
+        escalation_count: 0,
+        false_positive_count: 1
+      })
+      expect(report.by_workflow_step).toEqual([
+        { workflow_step: "checkout", corrected_count: 0, false_positive_count: 1, human_review_count: 1, rejected_count: 0 }
+      ])
+      expect(report.top_reasons).toEqual([
+        { reason_code: "too_strict", count: 2 },
+        { reason_code: "context", count: 1 }
+      ])
+      const filtered = expectStatus(
+        yield* call(base, "GET", "/v1/analytics/human-review?policy_id=no-passwords&workflow_step=checkout", { token: owner.jwt }),
+        200
+      ) as any
+      expect(filtered.summary).toMatchObject({ trace_count: 1, human_review_count: 1, human_intervention_count: 1 })
+      const byRunKind = expectStatus(
+        yield* call(base, "GET", "/v1/analytics/human-review?run_kind=chat_session&agent_id=support-bot", { token: owner.jwt }),
+        200
+      ) as any
+      expect(byRunKind.summary.human_review_count).toBe(2)
+      expect(byRunKind.outcomes).toMatchObject({ corrected_count: 1, accepted_count: 1, false_positive_count: 0 })
+      const nobody = expectStatus(
+        yield* call(base, "GET", "/v1/analytics/human-review?agent_id=someone-else", { token: owner.jwt }),
+        200
+      ) as any
+      expect(nobody.summary).toMatchObject({ trace_count: 0, human_review_count: 0, false_positive_rate: 0 })
+      expectError(yield* call(base, "GET", "/v1/analytics/human-review?run_kind=banana", { token: owner.jwt }), 400)
+      const strangerReport = expectStatus(
+        yield* call(base, "GET", "/v1/analytics/human-review", { token: stranger.jwt }),
+        200
+      ) as any
+      expect(strangerReport.summary).toMatchObject({ trace_count: 1, human_review_count: 0 })
+    })
+  )
+
+  it.effect("late events are counted in their own bucket, not dropped", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const owner = yield* tenant(base)
+      const sql = yield* SqlClient.SqlClient
+      const outbox = yield* Outbox
+      const decision = (decidedAt: Date, n: number) => ({
+        topic: Topics.decisions,
+        key: owner.workspaceId,
+        value: {
+          schema_version: 1,
+          trace_id: `trc_late_${n}`,
+          workspace_id: owner.workspaceId,
+          agent_id: "late-agent",
+          environment_id: owner.defaultEnvironmentId,
+          run_id: null,
+          session_id: null,
+          effect: "permit",
+          status: "decided",
+          domain: "content",
+          policy_ids: [],
+          latency_ms: 3,
+          decided_at: decidedAt.toISOString()
+        }
+      })
+      const twoHoursAgo = new Date(Date.now() - 2 * 3_600_000)
+      yield* sql.withTransaction(
+        outbox.enqueue([decision(twoHoursAgo, 1), decision(twoHoursAgo, 2), decision(new Date(), 3)])
+      )
+      const late = yield* until(
+        Effect.gen(function* () {
+          const result = yield* query(base, owner, { metric: "trace_count", group_by: "late" })
+          expect(byLabel(result)).toEqual({ true: 2, false: 1 })
+          return result
+        }),
+        "20 seconds"
+      )
+      expect(late.total).toBe(3)
+      // Counted where they happened: the hour two hours ago holds the late ones.
+      const hourly = yield* query(base, owner, {
+        metric: "trace_count",
+        interval: "hour",
+        filters: [{ dimension: "late", values: ["true"] }]
+      })
+      expect(hourly.points).toEqual([
+        { label: new Date(Math.floor(twoHoursAgo.getTime() / 3_600_000) * 3_600_000).toISOString(), value: 2 }
+      ])
+    })
+  )
+
+  it.effect("saved views: create, list, patch, delete, validated against the catalog and scoped to the workspace", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const owner = yield* tenant(base)
+      const stranger = yield* tenant(base)
+      const widget = (id: string, extra: Record<string, unknown> = {}) => ({
+        id,
+        title: `Widget ${id}`,
+        metric: "trace_count",
+        chart_type: "big_number",
+        ...extra
+      })
+      const config = {
+        filters: [{ dimension: "agent_id", values: [AGENT] }],
+        widgets: [widget("a"), widget("b", { metric: "deny_count", chart_type: "line", group_by: "effect", layout: { x: 0, y: 0, w: 6, h: 4 } })]
+      }
+      const created = expectStatus(
+        yield* call(base, "POST", "/v1/analytics/views", { token: owner.jwt, body: { name: "Overview", config } }),
+        201
+      ) as any
+      expect(created).toMatchObject({ name: "Overview", is_default: false, config })
+      expect(typeof created.id).toBe("string")
+      expect(created.created_at).toMatch(/Z$/)
+
+      const rejects = (body: Record<string, unknown>, path: string) =>
+        Effect.map(call(base, "POST", "/v1/analytics/views", { token: owner.jwt, body }), (response) => {
+          const error = expectError(response, 400, "validation_failed")
+          expect(JSON.stringify(error.details ?? []), response.text).toContain(path)
+        })
+      yield* rejects({ name: "x", config: { filters: [], widgets: [widget("a"), widget("a")] } }, "config.widgets[1].id")
+      yield* rejects({ name: "x", config: { filters: [], widgets: [widget("a", { metric: "nope" })] } }, "config.widgets[0].metric")
+      yield* rejects({ name: "x", config: { filters: [], widgets: [widget("a", { chart_type: "radar" })] } }, "config.widgets[0].chart_type")
+      yield* rejects({ name: "x", config: { filters: [], widgets: [widget("a", { group_by: "color" })] } }, "config.widgets[0].group_by")
+      yield* rejects(
+        { name: "x", config: { filters: [], widgets: [widget("a", { layout: { x: -1, y: 0, w: 1, h: 1 } })] } },
+        "config.widgets[0].layout.x"
+      )
+      yield* rejects({ name: "x", config: { filters: [{ dimension: "color", values: [] }], widgets: [] } }, "config.filters[0].dimension")
+      expectError(
+        yield* call(base, "POST", "/v1/analytics/views", {
+          token: owner.jwt,
+          body: { name: "x", config: { filters: [], widgets: [widget("a", { layout: { x: 0.5, y: 0, w: 1, h: 1 } })] } }
+        }),
+        400
+      )
+      expectError(yield* call(base, "POST", "/v1/analytics/views", { token: owner.jwt, body: { name: "x" } }), 400)
+
+      const second = expectStatus(
+        yield* call(base, "POST", "/v1/analytics/views", {
+          token: owner.jwt,
+          body: { name: "Second", config: { filters: [], widgets: [] }, is_default: true }
+        }),
+        201
+      ) as any
+      const listed = expectStatus(yield* call(base, "GET", "/v1/analytics/views", { token: owner.jwt }), 200) as any
+      expect(listed.views.map((view: any) => view.id)).toEqual([second.id, created.id])
+
+      const unchanged = expectStatus(
+        yield* call(base, "PATCH", `/v1/analytics/views/${created.id}`, { token: owner.jwt, body: {} }),
+        200
+      ) as any
+      expect(unchanged).toMatchObject({ name: "Overview", config })
+      const renamed = expectStatus(
+        yield* call(base, "PATCH", `/v1/analytics/views/${created.id}`, {
+          token: owner.jwt,
+          body: { name: "Renamed", is_default: true }
+        }),
+        200
+      ) as any
+      expect(renamed).toMatchObject({ name: "Renamed", is_default: true, config })
+      const afterDefault = expectStatus(yield* call(base, "GET", "/v1/analytics/views", { token: owner.jwt }), 200) as any
+      expect(afterDefault.views.filter((view: any) => view.is_default).map((view: any) => view.id)).toEqual([created.id])
+      const badPatch = yield* call(base, "PATCH", `/v1/analytics/views/${created.id}`, {
+        token: owner.jwt,
+        body: { config: { filters: [], widgets: [widget("z"), widget("z")] } }
+      })
+      expectError(badPatch, 400, "validation_failed")
+
+      // Another workspace sees none of it.
+      const theirs = expectStatus(yield* call(base, "GET", "/v1/analytics/views", { token: stranger.jwt }), 200) as any
+      expect(theirs.views).toEqual([])
+      expectError(yield* call(base, "PATCH", `/v1/analytics/views/${created.id}`, { token: stranger.jwt, body: {} }), 404, "view_not_found")
+      expectError(yield* call(base, "DELETE", `/v1/analytics/views/${created.id}`, { token: stranger.jwt }), 404, "view_not_found")
+
+      const deleted = yield* call(base, "DELETE", `/v1/analytics/views/${created.id}`, { token: owner.jwt })
+      expect(deleted.status, deleted.text).toBe(204)
+      expect(deleted.text).toBe("")
+      expectError(yield* call(base, "DELETE", `/v1/analytics/views/${created.id}`, { token: owner.jwt }), 404, "view_not_found")
+      expectError(yield* call(base, "PATCH", `/v1/analytics/views/${created.id}`, { token: owner.jwt, body: {} }), 404)
+      const remaining = expectStatus(yield* call(base, "GET", "/v1/analytics/views", { token: owner.jwt }), 200) as any
+      expect(remaining.views.map((view: any) => view.id)).toEqual([second.id])
+      // No credential: 401.
+      expectError(yield* call(base, "GET", "/v1/analytics/views"), 401)
+    })
+  )
+})
