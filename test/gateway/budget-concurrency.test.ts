@@ -1,0 +1,133 @@
+/**
+ * Strict budget admission under concurrency: 200 requests at once, each
+ * bounding its output (max_tokens) so that its worst case costs exactly one
+ * cent, against a cap of 10 cents. Exactly 10 are admitted and the recorded
+ * spend never passes the cap, in one API process and across two processes
+ * over the same database.
+ */
+import { afterAll, expect, layer } from "@effect/vitest"
+import { HttpServer } from "@effect/platform"
+import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { createKey, expectError, SERVER_OPTIONS, tenant, type Tenant } from "../identity/http-helpers.js"
+import { eventually } from "../support/Eventually.js"
+import { baseUrl, type JsonResponse, request, TestDatabaseUrl, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
+import { awaitUsage, GATEWAY_SETTINGS, monthSpend, setBudget, setPrice, setupGateway } from "./gateway-helpers.js"
+import { startStubUpstream } from "./stub-upstream.js"
+
+const stub = await startStubUpstream()
+afterAll(() => stub.close())
+
+const CAP_MINOR = 10
+const CENT_NANOS = 10_000_000n
+// The stub answers model `budget` with completion tokens = max_tokens: 1000 tokens x 1000 cents per million = 1 cent.
+const MAX_TOKENS = 1000
+
+/** A budget of 10 cents a month and a price that makes each strict request cost exactly 1 cent (input is free). */
+const prepare = (base: string, owner: Tenant) =>
+  Effect.gen(function* () {
+    yield* setPrice(base, owner, "budget", 0, 1000)
+    yield* setBudget(base, owner, CAP_MINOR, "month")
+  })
+
+const fire = (urls: ReadonlyArray<string>, count: number, token: string, body: (i: number) => unknown) =>
+  Effect.forEach(
+    Array.from({ length: count }, (_, i) => i),
+    (i) =>
+      request(urls[i % urls.length]!, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify(body(i)),
+        signal: AbortSignal.timeout(60_000)
+      }),
+    { concurrency: "unbounded" }
+  )
+
+const tally = (responses: ReadonlyArray<JsonResponse>) => {
+  const admitted = responses.filter((response) => response.status === 200)
+  const refused = responses.filter((response) => response.status === 402)
+  expect(admitted.length + refused.length, responses.map((r) => `${r.status} ${r.text}`).find((t) => !/^(200|402)/.test(t))).toBe(
+    responses.length
+  )
+  for (const response of refused) expectError(response, 402, "budget_exceeded")
+  return { admitted: admitted.length, refused: refused.length }
+}
+
+/** After the calls settle: spend is exactly what was admitted, within the cap, nothing left reserved. */
+const expectSettled = (db: string, owner: Tenant, admitted: number) =>
+  Effect.gen(function* () {
+    const usage = yield* awaitUsage(db, owner.workspaceId, admitted)
+    expect(usage.every((event) => event.cost_usd_nanos === CENT_NANOS.toString())).toBe(true)
+    const ledger = yield* eventually(
+      Effect.flatMap(monthSpend(db, owner.workspaceId), (spend) =>
+        spend.reserved === 0n ? Effect.succeed(spend) : Effect.fail(new Error(`still reserved: ${spend.reserved}`))
+      )
+    )
+    expect(ledger.spent).toBe(BigInt(admitted) * CENT_NANOS)
+    expect(ledger.spent <= BigInt(CAP_MINOR) * CENT_NANOS).toBe(true)
+  })
+
+layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("strict budget admission", (it) => {
+  it.effect(
+    "200 concurrent strict requests at a cap that fits 10: exactly 10 admitted, spend never past the cap",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const db = yield* TestDatabaseUrl
+        const owner = yield* tenant(base)
+        const key = yield* createKey(base, owner)
+        const gateway = yield* setupGateway(base, owner, stub.url)
+        yield* prepare(base, owner)
+
+        const responses = yield* fire([`${gateway.routeBase}/chat_style/chat/completions`], 200, key.plaintext_key, (i) => ({
+          model: "budget",
+          max_tokens: MAX_TOKENS,
+          messages: [{ role: "user", content: `request ${i}` }]
+        }))
+        const { admitted, refused } = tally(responses)
+        expect(admitted).toBe(CAP_MINOR)
+        expect(refused).toBe(190)
+        yield* expectSettled(db, owner, admitted)
+
+        // The window is spent: one more strict request is refused too.
+        const again = yield* fire([`${gateway.routeBase}/chat_style/chat/completions`], 1, key.plaintext_key, () => ({
+          model: "budget",
+          max_tokens: 1,
+          messages: []
+        }))
+        expectError(again[0]!, 402, "budget_exceeded")
+      }),
+    120_000
+  )
+
+  it.effect(
+    "the same across two API processes over one database",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const db = yield* TestDatabaseUrl
+        const owner = yield* tenant(base)
+        const key = yield* createKey(base, owner)
+        const gateway = yield* setupGateway(base, owner, stub.url)
+        yield* prepare(base, owner)
+
+        const scope = yield* Scope.make()
+        const context = yield* Layer.buildWithScope(testServerOver("database", db, GATEWAY_SETTINGS), scope)
+        const address = Context.get(context, HttpServer.HttpServer).address
+        const second = `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`
+        const path = `/v1/gateway/${gateway.routeId}/messages_style/v1/messages`
+
+        const responses = yield* fire([`${base}${path}`, `${second}${path}`], 200, key.plaintext_key, (i) => ({
+          model: "budget",
+          max_tokens: MAX_TOKENS,
+          messages: [{ role: "user", content: `request ${i}` }]
+        }))
+        const { admitted } = tally(responses)
+        expect(admitted).toBe(CAP_MINOR)
+        // Every other request went to the second process; which process won each admission varies by run.
+        expect(responses.filter((_, i) => i % 2 === 1)).toHaveLength(100)
+        yield* expectSettled(db, owner, admitted)
+        yield* Scope.close(scope, Exit.void)
+      }),
+    120_000
+  )
+})
