@@ -12,7 +12,10 @@ export type JobId = typeof JobId.Type
 export const ShareToken = Schema.String.pipe(Schema.brand("ShareToken")).annotations({ identifier: "ShareToken" })
 export type ShareToken = typeof ShareToken.Type
 
-export const Profile = Schema.Literal("quick", "standard", "deep")
+export const Profile = Schema.Literal("quick", "standard", "deep").annotations({
+  message: () => ({ message: "Expected one of quick, standard, deep", override: true }),
+  description: "quick (about 20 attacks), standard (about 100), deep (multi-turn and variants, about 300)"
+})
 export const JobStatus = Schema.Literal("queued", "running", "completed", "failed", "canceled")
 export const AttackOutcome = Schema.Literal("landed", "blocked", "clean", "error")
 

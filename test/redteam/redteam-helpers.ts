@@ -3,6 +3,9 @@ import { expect } from "@effect/vitest"
 import { Effect } from "effect"
 import { call, expectStatus, type Tenant } from "../identity/http-helpers.js"
 import { eventually } from "../support/Eventually.js"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
+import { demoReply } from "../../src/redteam/DemoAgent.js"
 
 export interface JobBody {
   readonly id: string
@@ -66,16 +69,24 @@ export const getJob = (base: string, owner: Tenant, id: string) =>
     return response.body as { job: JobBody; sessions: ReadonlyArray<Record<string, unknown>> }
   })
 
-/** Waits until the job reaches `status` (default completed). */
+/** The job as listed (light: no sessions). */
+export const listedJob = (base: string, owner: Tenant, id: string) =>
+  // Suspended: `call` arms its deadline when built, and this effect is retried.
+  Effect.map(Effect.suspend(() => call(base, "GET", "/v1/redteam/jobs?limit=100", { token: owner.jwt })), (response) => {
+    expect(response.status, response.text).toBe(200)
+    return (response.body as { jobs: ReadonlyArray<JobBody> }).jobs.find((job) => job.id === id)
+  })
+
+/** Waits (polling the light job list) until the job reaches `status` (default completed), then answers it with its sessions. */
 export const waitForJob = (base: string, owner: Tenant, id: string, status = "completed", timeout = "60 seconds") =>
   eventually(
-    Effect.flatMap(getJob(base, owner, id), (body) =>
-      body.job.status === status
-        ? Effect.succeed(body)
-        : Effect.fail(new Error(`job ${id} is ${body.job.status}, waiting for ${status}`))
-    ),
+    Effect.flatMap(listedJob(base, owner, id), (job) =>
+      job?.status === status
+        ? Effect.void
+        : Effect.fail(new Error(`job ${id} is ${job?.status}, waiting for ${status}`))
+    ).pipe(Effect.tapError(() => Effect.sleep("150 millis"))),
     timeout
-  )
+  ).pipe(Effect.zipRight(Effect.suspend(() => getJob(base, owner, id))))
 
 export const report = (base: string, owner: Tenant, id: string, compare?: string) =>
   Effect.map(
@@ -104,3 +115,55 @@ export const createAgent = (base: string, owner: Tenant, yaml: string) =>
     call(base, "POST", "/v1/agents", { token: owner.jwt, raw: yaml, contentType: "application/yaml" }),
     (response) => expectStatus(response, 201)
   )
+
+/**
+ * A target agent on loopback (an outside system, so a stub is fine): answers the
+ * target protocol, or chat completions on `/v1/chat/completions`, with the demo
+ * agent's behaviour unless `answer` says otherwise.
+ */
+export interface StubTarget {
+  readonly url: string
+  readonly requests: Array<{ path: string; body: any }>
+}
+
+export const stubTarget = (
+  answer: (path: string, body: any) => { status: number; body: unknown; delayMs?: number }
+) =>
+  Effect.acquireRelease(
+    Effect.promise(
+      () =>
+        new Promise<StubTarget & { close: () => Promise<void> }>((resolve) => {
+          const requests: Array<{ path: string; body: any }> = []
+          const server = createServer((req, res) => {
+            let raw = ""
+            req.on("data", (chunk) => (raw += chunk))
+            req.on("end", () => {
+              const body = raw === "" ? null : JSON.parse(raw)
+              requests.push({ path: req.url ?? "", body })
+              const reply = answer(req.url ?? "", body)
+              setTimeout(() => {
+                res.writeHead(reply.status, { "content-type": "application/json" })
+                res.end(JSON.stringify(reply.body))
+              }, reply.delayMs ?? 0)
+            })
+          })
+          server.listen(0, "127.0.0.1", () => {
+            const address = server.address() as AddressInfo
+            resolve({
+              url: `http://127.0.0.1:${address.port}`,
+              requests,
+              close: () =>
+                new Promise<void>((done) => {
+                  server.closeAllConnections()
+                  server.close(() => done())
+                })
+            })
+          })
+        })
+    ),
+    (target) => Effect.promise(() => target.close())
+  )
+
+/** The demo agent's answer, in the target protocol. */
+export const demoAnswer = (body: any) => demoReply(body.messages)
+
