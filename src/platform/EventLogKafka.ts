@@ -78,6 +78,10 @@ export const EventLogKafkaLive = Layer.scoped(
           if (!wanted.every((topic) => existing.has(topic))) throw error
           return false
         })
+    ).pipe(
+      // Right after creation the broker may not yet host every partition it
+      // just created ("does not host this topic-partition"): try again briefly.
+      Effect.retry(Schedule.exponential(Duration.millis(200)).pipe(Schedule.intersect(Schedule.recurs(5))))
     )
 
     const producer = kafka.producer({
