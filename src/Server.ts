@@ -5,11 +5,12 @@
  */
 import { HttpApiBuilder, HttpApiSwagger, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Duration, Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { GuardrailApi } from "./Api.js"
 import { DashboardLive } from "./dashboard/Http.js"
 import { ApiGroupsLive } from "./Http.js"
+import { drainOnShutdown, makeTraffic } from "./operations/Drain.js"
 import { AppConfig } from "./platform/Config.js"
 import { makeRouteTable, requestPipeline } from "./platform/HttpPipeline.js"
 
@@ -34,16 +35,21 @@ const announce = Layer.effectDiscard(
 
 /** The API on whatever HttpServer is provided (tests provide one on port 0). */
 export const HttpAppLive = Layer.unwrapEffect(
-  Effect.map(AppConfig, (config) =>
-    HttpApiBuilder.serve().pipe(
+  Effect.map(AppConfig, (config) => {
+    // Requests in flight, drained on shutdown before the handlers and their services are released.
+    const traffic = makeTraffic()
+    // Built after (so released before) the server's handlers: the drain finishes while they still work.
+    const drain = drainOnShutdown(traffic, Duration.seconds(config.shutdownDrainSeconds))
+    const served = HttpApiBuilder.serve().pipe(
       Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
       Layer.provide(DashboardLive),
       Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
-      Layer.provide(HttpApiBuilder.middleware(GuardrailApi, requestPipeline(routes, config.maxBodyBytes))),
+      Layer.provide(HttpApiBuilder.middleware(GuardrailApi, requestPipeline(routes, config.maxBodyBytes, traffic))),
       Layer.provide(HttpApiBuilder.api(GuardrailApi).pipe(Layer.provide(ApiGroupsLive))),
       Layer.merge(announce)
     )
-  )
+    return drain.pipe(Layer.provideMerge(served))
+  })
 )
 
 /** Node's http server at HOST:PORT. */

@@ -10,7 +10,6 @@ import type { Outbox } from "./platform/Outbox.js"
 import type { Secrets } from "./platform/Secrets.js"
 import { ActionMeterWorkerLive, BudgetWebhooksWorkerLive, LlmUsageWorkerLive } from "./billing/Workers.js"
 import { RetentionLive } from "./operations/Retention.js"
-import { RetentionLive } from "./operations/Retention.js"
 import { RunCountersLive } from "./runs/RunCounters.js"
 import { JobRunnerLive } from "./redteam/JobRunner.js"
 import { AnalyticsConsumerLive } from "./analytics/Ingest.js"
@@ -20,7 +19,6 @@ const consumers: ReadonlyArray<{
   readonly layer: Layer.Layer<never, never, SqlClient.SqlClient | EventLog | AppConfig | Outbox | Secrets>
 }> = [
   { name: "run-counters", layer: RunCountersLive },
-  { name: "retention", layer: RetentionLive },
   { name: "retention", layer: RetentionLive },
   { name: "redteam-jobs", layer: JobRunnerLive },
   { name: "analytics", layer: AnalyticsConsumerLive },

@@ -21,6 +21,10 @@ import { DecisionWriter } from "./DecisionWriter.js"
 import { notifyEscalation } from "./Escalations.js"
 import { type CheckerMode, type CheckerName, type Decision, decide, type ProposedAction } from "./Pipeline.js"
 import { canonicalJson, ReceiptSigner } from "./Receipts.js"
+import { recordDecision } from "../operations/Metrics.js"
+import { decisionDetails, logDecisionDetails } from "../operations/Telemetry.js"
+import { keepTracePayload } from "../privacy/Payloads.js"
+import { keepJson } from "../privacy/Redaction.js"
 
 export interface ProposedEventInput {
   readonly kind: "output.proposed"
@@ -229,7 +233,8 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
             policy_id: finding.policy_id,
             effect: finding.effect
           })),
-          transformed_value: decision.transformed_value,
+          // The receipt is stored: it attests to the rewritten value as the workspace keeps content.
+          transformed_value: keepJson(config.settings.data_handling_mode, decision.transformed_value),
           issued_at: issuedAt
         }
         const jws = yield* signer.sign(receiptContent)
@@ -264,7 +269,11 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
             decision: decision.effect,
             domain: decision.domain,
             elapsedMs: latencyMs,
-            payload: { request: { action: event.action, metadata: event.metadata ?? null }, response }
+            // Decided on the raw content; stored as the workspace's data_handling_mode allows.
+            payload: keepTracePayload(config.settings.data_handling_mode, {
+              request: { action: event.action, metadata: event.metadata ?? null },
+              response
+            })
           },
           receipt: { id: receiptId, workspaceId: caller.workspaceId, traceId, jws },
           event: {
@@ -285,10 +294,14 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
                 finding.policy_id === null ? [] : [finding.policy_id]
               ),
               latency_ms: latencyMs,
-              decided_at: issuedAt
+              decided_at: issuedAt,
+              // telemetry_enabled: the decision's reason and findings travel on the operator-facing topic.
+              ...decisionDetails(config.settings, decision)
             }
           }
         })
+        yield* recordDecision(recorded ? decision.effect : "defer")
+        yield* logDecisionDetails(config.settings, traceId, decision)
         if (!recorded) {
           // Without a durable trace the decision cannot stand: fail closed.
           const closed = failClosed("The decision could not be recorded; the action is deferred.", {

@@ -6,6 +6,8 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import type { Caller } from "../identity/Authentication.js"
+import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
+import { keepJson, keepOptionalString } from "../privacy/Redaction.js"
 import { pageByTime } from "../platform/Cursor.js"
 import { NotFound } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
@@ -53,6 +55,7 @@ export class Reviews extends Effect.Service<Reviews>()("runs/Reviews", {
     const transaction = transactionOf(sql)
     const traces = yield* Traces
     const outbox = yield* Outbox
+    const settings = yield* WorkspaceSettings
     const repo = dieOnErrors({
       insert: (row: Omit<ReviewRow, "created_at">) =>
         sql<ReviewRow>`insert into review_events (id, trace_id, workspace_id, run_id, run_event_id, reviewer_id, outcome,
@@ -86,6 +89,8 @@ export class Reviews extends Effect.Service<Reviews>()("runs/Reviews", {
     ) =>
       Effect.gen(function* () {
         const found = yield* trace(caller.workspaceId, traceId)
+        // A reviewer's note and metadata may quote the content: kept as the workspace's data_handling_mode allows.
+        const mode = (yield* settings.settingsOf(caller.workspaceId)).data_handling_mode
         return yield* transaction(
           Effect.gen(function* () {
             const row = yield* repo.insert({
@@ -97,8 +102,8 @@ export class Reviews extends Effect.Service<Reviews>()("runs/Reviews", {
               reviewer_id: caller.principalId,
               outcome: input.outcome,
               reason_codes: input.reason_codes ?? [],
-              note: input.note ?? null,
-              metadata: input.metadata ?? null
+              note: keepOptionalString(mode, input.note),
+              metadata: keepJson(mode, input.metadata ?? null)
             })
             yield* traces.setLatestReview(caller.workspaceId, traceId, row.outcome, row.created_at)
             yield* outbox.enqueue([

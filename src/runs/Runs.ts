@@ -16,6 +16,7 @@ import { Outbox } from "../platform/Outbox.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { dieOnErrors, orFailWith, transactionOf } from "../platform/Sql.js"
 import { Topics } from "../platform/Topics.js"
+import { keepJson, keepOptionalString } from "../privacy/Redaction.js"
 import { RunEventId, RunId } from "./Domain.js"
 import { Traces } from "./Traces.js"
 
@@ -279,6 +280,8 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
             details: [{ path: "occurred_at", message: "expected an RFC 3339 timestamp" }]
           })
         }
+        // Summaries and metadata are customer content: stored as the workspace's data_handling_mode allows.
+        const mode = (yield* settings.settingsOf(workspaceId)).data_handling_mode
         return yield* transaction(
           Effect.gen(function* () {
             const run = Option.getOrUndefined(yield* repo.find(workspaceId, runId, true))
@@ -296,9 +299,9 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
               sequence: yield* repo.nextSequence(workspaceId, runId),
               kind: input.kind,
               label: input.label ?? null,
-              input_summary: input.input_summary ?? null,
-              output_summary: input.output_summary ?? null,
-              metadata: input.metadata ?? null,
+              input_summary: keepOptionalString(mode, input.input_summary),
+              output_summary: keepOptionalString(mode, input.output_summary),
+              metadata: keepJson(mode, input.metadata ?? null),
               occurred_at: occurredAt
             })
             yield* outbox.enqueue([
