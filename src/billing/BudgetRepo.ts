@@ -53,17 +53,29 @@ export class BudgetRepo extends Effect.Service<BudgetRepo>()("billing/BudgetRepo
             from admitted
           returning id`.pipe(Effect.map((rows) => Option.fromNullable(rows[0]?.id))),
 
-      /** Adds `amount` to the spend of the call's day and month windows (in that order, so locks never cross). */
-      addSpend: (workspaceId: string, day: Date, month: Date, amount: bigint) =>
-        sql`insert into llm_budget_ledger (workspace_id, window_kind, window_start, spent_usd_nanos)
+      /**
+       * Settles a call in one statement: adds `amount` to the spend of its day
+       * and month windows (in that order, so row locks never cross) and drops
+       * its reservation, if any, with that reservation's hold on the ledger. A
+       * reservation already released (expired) or from a window that has
+       * since rolled over holds nothing here.
+       */
+      settle: (workspaceId: string, day: Date, month: Date, amount: bigint, reservationId: string | null) =>
+        sql`with released as (
+              delete from llm_budget_reservations where id = ${reservationId ?? ""}
+              returning window_kind, window_start, amount_usd_nanos
+            )
+            insert into llm_budget_ledger as l (workspace_id, window_kind, window_start, spent_usd_nanos)
             values (${workspaceId}, 'day', ${day}, ${amount.toString()}::bigint),
                    (${workspaceId}, 'month', ${month}, ${amount.toString()}::bigint)
             on conflict (workspace_id, window_kind, window_start) do update
-              set spent_usd_nanos = llm_budget_ledger.spent_usd_nanos + excluded.spent_usd_nanos, updated_at = now()`.pipe(
-          Effect.asVoid
-        ),
+              set spent_usd_nanos = l.spent_usd_nanos + excluded.spent_usd_nanos,
+                  reserved_usd_nanos = l.reserved_usd_nanos - coalesce((
+                    select r.amount_usd_nanos from released r
+                     where r.window_kind = excluded.window_kind and r.window_start = excluded.window_start), 0),
+                  updated_at = now()`.pipe(Effect.asVoid),
 
-      /** Drops a reservation and its hold on the ledger; nothing when it was already released (expired). */
+      /** Drops a reservation and its hold on the ledger (a call that settles in another window). */
       release: (reservationId: string) =>
         sql`with released as (
               delete from llm_budget_reservations where id = ${reservationId}

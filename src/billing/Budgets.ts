@@ -16,6 +16,7 @@ import { PaymentRequired } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { BudgetRepo, type WindowKey, type WindowKind } from "./BudgetRepo.js"
 import { minorToNanos } from "./Pricing.js"
+import { makeTtlCache } from "./TtlCache.js"
 
 export interface LlmBudget {
   readonly capMinor: number
@@ -25,9 +26,12 @@ export interface LlmBudget {
 export interface Reservation {
   readonly id: string
   readonly amount: bigint
+  readonly window: WindowKind
+  readonly windowStart: Date
 }
 
 const SWEEP_EVERY = Duration.seconds(30)
+const SETTINGS_TTL = Duration.seconds(1)
 
 export const windowStart = (at: Date, kind: WindowKind) =>
   kind === "day"
@@ -63,6 +67,8 @@ export class Budgets extends Effect.Service<Budgets>()("billing/Budgets", {
     const settings = yield* WorkspaceSettings
     /** Window rows known to exist: the ledger never deletes them, so each is ensured once per process. */
     const ensured = new Set<string>()
+    // Settings are read through a 1 s cache, as by the authorization pipeline: a budget change applies within 1 s.
+    const budgetCache = makeTtlCache<Option.Option<LlmBudget>>(SETTINGS_TTL)
 
     yield* Effect.forkScoped(
       repo.releaseExpired.pipe(
@@ -72,7 +78,10 @@ export class Budgets extends Effect.Service<Budgets>()("billing/Budgets", {
     )
 
     const activeBudget = (workspaceId: string) =>
-      Effect.map(settings.settingsOf(workspaceId), (current) => budgetOf(current.config))
+      budgetCache.get(
+        workspaceId,
+        Effect.map(settings.settingsOf(workspaceId), (current) => budgetOf(current.config))
+      )
 
     const keyOf = (workspaceId: string, budget: LlmBudget, at: Date): WindowKey => ({
       workspaceId,
@@ -105,7 +114,7 @@ export class Budgets extends Effect.Service<Budgets>()("billing/Budgets", {
             "This request's worst-case cost (from max_tokens) does not fit in what is left of the LLM budget."
           )
         }
-        return { id, amount: worstCase } satisfies Reservation
+        return { id, amount: worstCase, window: key.kind, windowStart: key.start } satisfies Reservation
       })
 
     /** Soft admission: admitted while spend + reserved is below the cap. */
@@ -122,11 +131,17 @@ export class Budgets extends Effect.Service<Budgets>()("billing/Budgets", {
      * Records a call's actual cost and releases its reservation. Run it in the
      * transaction that records the call's usage event, so both commit together.
      */
-    const settle = (workspaceId: string, reservation: Option.Option<Reservation>, actual: bigint, at: Date) =>
-      Effect.gen(function* () {
-        if (actual > 0n) yield* repo.addSpend(workspaceId, windowStart(at, "day"), windowStart(at, "month"), actual)
-        if (Option.isSome(reservation)) yield* repo.release(reservation.value.id)
-      })
+    const settle = (workspaceId: string, reservation: Option.Option<Reservation>, actual: bigint, at: Date) => {
+      const day = windowStart(at, "day")
+      const month = windowStart(at, "month")
+      if (Option.isNone(reservation)) {
+        return actual > 0n ? repo.settle(workspaceId, day, month, actual, null) : Effect.void
+      }
+      // A reservation made in an earlier window (the call spanned midnight) is released on its own row.
+      return reservation.value.windowStart.getTime() === windowStart(at, reservation.value.window).getTime()
+        ? repo.settle(workspaceId, day, month, actual, reservation.value.id)
+        : Effect.zipRight(repo.settle(workspaceId, day, month, actual, null), repo.release(reservation.value.id))
+    }
 
     return { activeBudget, reserve, admitSoft, settle }
   }),

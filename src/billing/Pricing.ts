@@ -4,13 +4,15 @@
  * exactly in USD nanos (1 cent = 10^7 nanos) and rounded to the nearest cent
  * for `cost_minor`.
  */
-import { Effect, Option } from "effect"
+import { Duration, Effect, Option } from "effect"
 import { BadRequest, NotFound } from "../platform/Errors.js"
 import { LlmPrice } from "./Domain.js"
 import { type PriceRow, PricingRepo } from "./PricingRepo.js"
+import { makeTtlCache } from "./TtlCache.js"
 
 const NANOS_PER_MINOR = 10_000_000n
 const MAX_MODEL_LENGTH = 256
+const PRICE_TTL = Duration.seconds(1)
 
 /** Prices of one model, per million tokens, in cents. */
 export interface ModelPrice {
@@ -72,6 +74,8 @@ const checkedModel = (raw: string) => {
 export class Pricing extends Effect.Service<Pricing>()("billing/Pricing", {
   effect: Effect.gen(function* () {
     const repo = yield* PricingRepo
+    // The gateway reads prices per request: a 1 s cache, dropped here at once on a change.
+    const cache = makeTtlCache<Option.Option<ModelPrice>>(PRICE_TTL)
 
     const list = (workspaceId: string) => Effect.map(repo.list(workspaceId), (rows) => rows.map(toLlmPrice))
 
@@ -83,13 +87,16 @@ export class Pricing extends Effect.Service<Pricing>()("billing/Pricing", {
       Effect.gen(function* () {
         const model = yield* checkedModel(rawModel)
         const row = yield* repo.upsert(workspaceId, model, input.input_per_million_minor, input.output_per_million_minor)
+        yield* cache.invalidate(`${workspaceId}|${model}`)
         return toLlmPrice(row)
       })
 
     const remove = (workspaceId: string, rawModel: string) =>
       Effect.gen(function* () {
         const model = yield* checkedModel(rawModel)
-        if (!(yield* repo.remove(workspaceId, model))) {
+        const removed = yield* repo.remove(workspaceId, model)
+        yield* cache.invalidate(`${workspaceId}|${model}`)
+        if (!removed) {
           return yield* new NotFound({
             code: "price_not_found",
             message: `No price is set for model ${model} in this workspace.`
@@ -102,7 +109,7 @@ export class Pricing extends Effect.Service<Pricing>()("billing/Pricing", {
       const model = normalizeModel(rawModel)
       return model.length === 0 || model.length > MAX_MODEL_LENGTH
         ? Effect.succeed(Option.none<ModelPrice>())
-        : Effect.map(repo.find(workspaceId, model), Option.map(toModelPrice))
+        : cache.get(`${workspaceId}|${model}`, Effect.map(repo.find(workspaceId, model), Option.map(toModelPrice)))
     }
 
     return { list, put, remove, priceOf }

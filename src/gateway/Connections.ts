@@ -3,7 +3,8 @@
  * before it reaches the repository and never leaves this service in the
  * clear except to the proxy (`target`), as a Redacted value.
  */
-import { Effect, Option, type Redacted } from "effect"
+import { Duration, Effect, Option, type Redacted } from "effect"
+import { makeTtlCache } from "../billing/TtlCache.js"
 import { AppConfig } from "../platform/Config.js"
 import { BadRequest, NotFound } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
@@ -35,6 +36,8 @@ export interface RouteTarget {
   readonly apiKey: Option.Option<Redacted.Redacted<string>>
 }
 
+const TARGET_TTL = Duration.seconds(1)
+
 const toRoute = (row: RouteRow) =>
   new GatewayRoute({
     id: GatewayRouteId.make(row.id),
@@ -60,6 +63,8 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
     const repo = yield* GatewayRepo
     const cipher = yield* ProviderKeyCipher
     const config = yield* AppConfig
+    // The proxy resolves a route per request: a 1 s cache, dropped here at once when a connection or route changes.
+    const targets = makeTtlCache<RouteTarget>(TARGET_TTL)
 
     /** https anywhere; plain http only to hosts on HTTP_URL_ALLOWLIST. Answers the URL without a trailing slash. */
     const checkBaseUrl = (value: string) => {
@@ -148,6 +153,7 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
         }
         if (Object.keys(changes).length === 0) return toConnection(current)
         const row = yield* repo.updateConnection(workspaceId, id, changes).pipe(orFailWith(() => connectionNotFound(id)))
+        yield* targets.invalidate(`${workspaceId}|`)
         return toConnection(row)
       })
 
@@ -179,11 +185,15 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
         if (patch.provider_connection_id !== undefined) yield* checkConnection(workspaceId, patch.provider_connection_id)
         const changes = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined))
         const row = yield* repo.updateRoute(workspaceId, id, changes).pipe(orFailWith(() => routeNotFound(id)))
+        yield* targets.invalidate(`${workspaceId}|`)
         return toRoute(row)
       })
 
     /** The route's upstream and decrypted key, for the proxy. */
     const target = (workspaceId: string, routeId: string) =>
+      targets.get(`${workspaceId}|${routeId}`, loadTarget(workspaceId, routeId))
+
+    const loadTarget = (workspaceId: string, routeId: string) =>
       repo.routeTarget(workspaceId, routeId).pipe(
         orFailWith(() => routeNotFound(routeId)),
         Effect.map(
