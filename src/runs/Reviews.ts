@@ -4,7 +4,7 @@
  * published on the `review-events` topic for human-review analytics.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { Effect, Option, Schema } from "effect"
 import type { Caller } from "../identity/Authentication.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { keepJson, keepOptionalString } from "../privacy/Redaction.js"
@@ -15,7 +15,7 @@ import { Outbox } from "../platform/Outbox.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { dieOnErrors, orFailWith, transactionOf } from "../platform/Sql.js"
 import { Topics } from "../platform/Topics.js"
-import { type ReviewOutcome, ReviewEventId, TraceId } from "./Domain.js"
+import { ReviewEventId, ReviewEventMessage, type ReviewOutcome, type RunKind, TraceId } from "./Domain.js"
 import { Traces } from "./Traces.js"
 
 interface ReviewRow {
@@ -46,6 +46,8 @@ const toReview = (row: ReviewRow) => ({
   created_at: toTimestamp(row.created_at)
 })
 
+const encodeReviewEventMessage = Schema.encodeSync(ReviewEventMessage)
+
 const traceNotFound = (id: string) =>
   new NotFound({ code: "trace_not_found", message: `No trace ${id} in this workspace.` })
 
@@ -63,6 +65,31 @@ export class Reviews extends Effect.Service<Reviews>()("runs/Reviews", {
           values (${row.id}, ${row.trace_id}, ${row.workspace_id}, ${row.run_id}, ${row.run_event_id}, ${row.reviewer_id},
                   ${row.outcome}, ${JSON.stringify(row.reason_codes)}, ${row.note}, ${JSON.stringify(row.metadata ?? null)})
           returning *`.pipe(Effect.map((rows) => rows[0]!)),
+      /** What human-review analytics groups a review by, carried on the topic so analytics never reads traces. */
+      analyticsContext: (workspaceId: string, traceId: string) =>
+        sql<{
+          agent_id: string | null
+          environment_id: string | null
+          run_kind: string | null
+          policy_ids: ReadonlyArray<string> | null
+          workflow_step: string | null
+        }>`select t.agent_id, t.environment_id, r.kind as run_kind,
+                  (select coalesce(jsonb_agg(f->>'policy_id'), '[]'::jsonb)
+                     from jsonb_array_elements(case when jsonb_typeof(t.payload->'response'->'findings') = 'array'
+                                                    then t.payload->'response'->'findings' else '[]'::jsonb end) f
+                    where jsonb_typeof(f->'policy_id') = 'string') as policy_ids,
+                  case when jsonb_typeof(t.payload->'request'->'metadata'->'workflow_step') = 'string'
+                       then t.payload->'request'->'metadata'->>'workflow_step' end as workflow_step
+             from traces t left join runs r on r.workspace_id = t.workspace_id and r.id = t.run_id
+            where t.workspace_id = ${workspaceId} and t.id = ${traceId}`.pipe(
+          Effect.map((rows) => ({
+            agent_id: rows[0]?.agent_id ?? null,
+            environment_id: rows[0]?.environment_id ?? null,
+            run_kind: (rows[0]?.run_kind ?? null) as RunKind | null,
+            policy_ids: rows[0]?.policy_ids ?? [],
+            workflow_step: rows[0]?.workflow_step ?? null
+          }))
+        ),
       list: (
         workspaceId: string,
         traceId: string,
@@ -89,6 +116,7 @@ export class Reviews extends Effect.Service<Reviews>()("runs/Reviews", {
     ) =>
       Effect.gen(function* () {
         const found = yield* trace(caller.workspaceId, traceId)
+        const context = yield* repo.analyticsContext(caller.workspaceId, traceId)
         // A reviewer's note and metadata may quote the content: kept as the workspace's data_handling_mode allows.
         const mode = (yield* settings.settingsOf(caller.workspaceId)).data_handling_mode
         return yield* transaction(
@@ -110,16 +138,18 @@ export class Reviews extends Effect.Service<Reviews>()("runs/Reviews", {
               {
                 topic: Topics.reviewEvents,
                 key: caller.workspaceId,
-                value: {
+                value: encodeReviewEventMessage({
                   schema_version: 1,
                   review_event_id: row.id,
                   trace_id: traceId,
                   workspace_id: caller.workspaceId,
                   run_id: row.run_id,
-                  outcome: row.outcome,
+                  reviewer_id: row.reviewer_id,
+                  ...context,
+                  outcome: row.outcome as ReviewOutcome,
                   reason_codes: row.reason_codes,
                   reviewed_at: row.created_at.toISOString()
-                }
+                })
               }
             ])
             return toReview(row)
