@@ -1,6 +1,6 @@
 /** Helpers of the red-team suites: dispatching jobs and waiting for them over the API. */
 import { expect } from "@effect/vitest"
-import { Effect } from "effect"
+import { type Duration, Effect } from "effect"
 import { call, expectStatus, type Tenant } from "../identity/http-helpers.js"
 import { eventually } from "../support/Eventually.js"
 import { createServer } from "node:http"
@@ -78,7 +78,13 @@ export const listedJob = (base: string, owner: Tenant, id: string) =>
   })
 
 /** Waits (polling the light job list) until the job reaches `status` (default completed), then answers it with its sessions. */
-export const waitForJob = (base: string, owner: Tenant, id: string, status = "completed", timeout = "60 seconds") =>
+export const waitForJob = (
+  base: string,
+  owner: Tenant,
+  id: string,
+  status = "completed",
+  timeout: Duration.DurationInput = "60 seconds"
+) =>
   eventually(
     Effect.flatMap(listedJob(base, owner, id), (job) =>
       job?.status === status
