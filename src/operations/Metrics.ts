@@ -21,21 +21,41 @@ const decisionsTotal = Metric.counter("guardrail_decisions_total", {
   description: "Authorization decisions answered, by effect."
 })
 
+/** Tagged metrics are built once per label set (they are on every request's path). */
+const memo = <M>(make: (key: string) => M) => {
+  const cache = new Map<string, M>()
+  return (key: string) => {
+    let metric = cache.get(key)
+    if (metric === undefined) {
+      metric = make(key)
+      cache.set(key, metric)
+    }
+    return metric
+  }
+}
+
+const requestCounter = memo((key) => {
+  const [method, route, status] = key.split(" ")
+  return requestsTotal.pipe(
+    Metric.tagged("method", method!),
+    Metric.tagged("route", route!),
+    Metric.tagged("status", status!)
+  )
+})
+const requestHistogram = memo((key) => {
+  const [method, route] = key.split(" ")
+  return requestSeconds.pipe(Metric.tagged("method", method!), Metric.tagged("route", route!))
+})
+const decisionCounter = memo((effect) => decisionsTotal.pipe(Metric.tagged("effect", effect)))
+
 /** Called once per final response by the request pipeline. `route` is the template, never the raw path. */
 export const recordRequest = (method: string, route: string, status: number, seconds: number) =>
   Effect.zipRight(
-    Metric.update(
-      requestsTotal.pipe(
-        Metric.tagged("method", method),
-        Metric.tagged("route", route),
-        Metric.tagged("status", String(status))
-      ),
-      1
-    ),
-    Metric.update(requestSeconds.pipe(Metric.tagged("method", method), Metric.tagged("route", route)), seconds)
+    Metric.update(requestCounter(`${method} ${route} ${status}`), 1),
+    Metric.update(requestHistogram(`${method} ${route}`), seconds)
   )
 
-export const recordDecision = (effect: string) => Metric.update(decisionsTotal.pipe(Metric.tagged("effect", effect)), 1)
+export const recordDecision = (effect: string) => Metric.update(decisionCounter(effect), 1)
 
 // ---- gauges read at scrape time
 
