@@ -97,3 +97,20 @@ layer(testServerWithDatabase("kafka", { METRICS_TOKEN: TOKEN }), SERVER_OPTIONS)
     })
   )
 })
+
+layer(testServerWithDatabase("database", { METRICS_TOKEN: TOKEN }), SERVER_OPTIONS)("GET /metrics (database event log)", (it) => {
+  it.effect("consumer lag per group and topic of the database log falls to 0 once the consumers caught up", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const owner = yield* tenant(base)
+      for (let i = 0; i < 3; i++) yield* propose(base, owner, "bot", reply(`answer ${i}`))
+      yield* until(
+        Effect.map(scrape(base), (text) => {
+          expect(sample(text, "guardrail_consumer_lag", { group: "run-counters", topic: "decisions", partition: "0" }), text).toBe(0)
+          expect(sample(text, "guardrail_outbox_backlog", {})).toBe(0)
+        }),
+        "20 seconds"
+      )
+    })
+  )
+})
