@@ -11,9 +11,8 @@
  * With KAFKA_BROKERS it reads Kafka (KAFKA_TOPIC_PREFIX + topic) in a
  * throwaway consumer group that never commits offsets and is deleted on exit,
  * so real consumer groups are never disturbed. Without it, it reads the
- * database event log (`event_log` at DATABASE_URL, or the embedded database
- * of a running service started with a fixed EMBEDDED_DB_PORT) and writes no
- * consumer position. Stops cleanly on SIGINT/SIGTERM.
+ * database event log (`event_log` at DATABASE_URL) and writes no consumer
+ * position. Stops cleanly on SIGINT/SIGTERM.
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
@@ -219,17 +218,21 @@ const databaseMessages = (config: AppConfig, options: Options) =>
     })
   )
 
-/** The database of the event log: DATABASE_URL, or a running service's embedded database on its fixed port. */
+/**
+ * The database of the event log: DATABASE_URL. The embedded PGlite serves a single connection,
+ * which the running service holds, so it cannot be tailed from another process.
+ */
 const databaseLayer = (config: AppConfig) =>
   Option.match(config.databaseUrl, {
     onSome: (url) => Effect.succeed(url),
     onNone: (): Effect.Effect<Redacted.Redacted<string>, UsageError> =>
-      config.embeddedDatabasePort === 0
-        ? Effect.fail(new UsageError({
-            message:
-              "no KAFKA_BROKERS and no DATABASE_URL: start the service with EMBEDDED_DB_PORT=<port> and run the tail with the same EMBEDDED_DB_PORT"
-          }))
-        : Effect.succeed(Redacted.make(`postgres://postgres@127.0.0.1:${config.embeddedDatabasePort}/postgres`))
+      Effect.fail(
+        new UsageError({
+          message:
+            "no KAFKA_BROKERS and no DATABASE_URL: the embedded database serves only the service's own connection; " +
+            "run the service with DATABASE_URL (PostgreSQL) or KAFKA_BROKERS to tail its events, and give the tail the same settings"
+        })
+      )
   }).pipe(
     Effect.map((url) => PgClient.layer({ url, maxConnections: 1, applicationName: "guardrail-tail", transformJson: false }))
   )

@@ -5,7 +5,9 @@
  * event_id, timestamp and the decoded value; `--workspace` keeps only that
  * workspace's messages; `--from-beginning` replays what is already there, in
  * order per key; SIGINT ends it with status 0 and leaves no consumer group
- * behind; a bad topic is a usage error. The same over the database event log.
+ * behind; a bad topic is a usage error. The same over the database event log
+ * at DATABASE_URL; the embedded database (one connection, the service's)
+ * is refused with a message saying what to set.
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Duration, Effect } from "effect"
@@ -16,6 +18,9 @@ import { AppConfig } from "../../src/platform/Config.js"
 import { appendEvent, createAgent, createRun, propose, reply } from "../authorization-http/event-helpers.js"
 import { SERVER_OPTIONS, tenant, UUID } from "../identity/http-helpers.js"
 import { baseUrl, TestDatabaseUrl, testServer, testServerWithDatabase } from "../support/TestServer.js"
+
+/** Each test starts tail processes (node + tsx, several seconds each on a busy machine). */
+const TEST_TIMEOUT = 120_000
 
 const root = fileURLToPath(new URL("../../", import.meta.url))
 const AGENT = "support-bot"
@@ -145,7 +150,8 @@ layer(testServer("kafka"), SERVER_OPTIONS)("npm run tail (Kafka)", (it) => {
 
         expect(yield* stop(filtered)).toBe(0)
         expect(yield* stop(everything)).toBe(0)
-      })
+      }),
+      TEST_TIMEOUT
     )
   })
 
@@ -174,7 +180,8 @@ layer(testServer("kafka"), SERVER_OPTIONS)("npm run tail (Kafka)", (it) => {
         const offsets = tail.lines.map((line) => BigInt(line.offset))
         expect(offsets[0]! < offsets[1]! && offsets[1]! < offsets[2]!).toBe(true)
         expect(yield* stop(tail)).toBe(0)
-      })
+      }),
+      TEST_TIMEOUT
     )
   })
 
@@ -192,7 +199,8 @@ layer(testServer("kafka"), SERVER_OPTIONS)("npm run tail (Kafka)", (it) => {
         yield* Effect.acquireRelease(Effect.promise(() => admin.connect()), () => Effect.promise(() => admin.disconnect()))
         const { groups } = yield* Effect.promise(() => admin.listGroups())
         expect(groups.map((entry) => entry.groupId)).not.toContain(group)
-      })
+      }),
+      TEST_TIMEOUT
     )
 
     it.scoped("an unknown topic is a usage error (status 2) naming the topics", () =>
@@ -203,12 +211,23 @@ layer(testServer("kafka"), SERVER_OPTIONS)("npm run tail (Kafka)", (it) => {
         expect(tail.stderr()).toContain("unknown topic no-such-topic")
         expect(tail.stderr()).toContain("decisions, run-events, review-events")
         expect(tail.lines).toEqual([])
-      })
+      }),
+      TEST_TIMEOUT
     )
   })
 })
 
 layer(testServerWithDatabase("database"), SERVER_OPTIONS)("npm run tail (database event log)", (it) => {
+  it.scoped("without Kafka or DATABASE_URL (the embedded database) it says what to set and exits with status 2", () =>
+    Effect.gen(function* () {
+      const tail = yield* startTail(["decisions"], { DATA_DIR: "/nonexistent-guardrail-tail" })
+      expect(yield* Effect.promise(() => tail.exited)).toBe(2)
+      expect(tail.stderr()).toContain("DATABASE_URL")
+      expect(tail.lines).toEqual([])
+    }),
+    TEST_TIMEOUT
+  )
+
   it.scoped("reads the event_log table: new decisions of the workspace as JSON lines", () =>
     Effect.gen(function* () {
       const base = yield* baseUrl
@@ -242,6 +261,7 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("npm run tail (databas
       }
       expect(yield* stop(fresh)).toBe(0)
       expect(yield* stop(replay)).toBe(0)
-    })
+    }),
+    TEST_TIMEOUT
   )
 })
