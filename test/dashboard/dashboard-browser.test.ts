@@ -191,6 +191,8 @@ layer(testServer("kafka"), SERVER_OPTIONS)("dashboard in headless Chromium", (it
 
       // Only the expected failed login may appear in the console; nothing was refused by the CSP.
       expect(problems.filter((problem) => !problem.includes("401"))).toEqual([])
-    })
+    }),
+    // A browser, a dozen page loads and the aggregates catching up: generous on a busy machine.
+    120_000
   )
 })
