@@ -30,8 +30,14 @@ const loadOrCreateKey = (dataDir: string) =>
     const { privateKey } = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true })
     const jwk = await exportJWK(privateKey)
     mkdirSync(directory, { recursive: true, mode: 0o700 })
-    writeFileSync(file, JSON.stringify(jwk), { mode: 0o600 })
-    return jwk
+    // Exclusive create: when two processes (or two signers in one process)
+    // start together, the first key written wins and the other one reads it.
+    try {
+      writeFileSync(file, JSON.stringify(jwk), { mode: 0o600, flag: "wx" })
+      return jwk
+    } catch {
+      return JSON.parse(readFileSync(file, "utf8")) as JWK
+    }
   })
 
 export class ReceiptSigner extends Effect.Service<ReceiptSigner>()("authorization/ReceiptSigner", {

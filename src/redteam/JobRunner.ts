@@ -12,9 +12,11 @@
  *   or marked `failed` after MAX_RESUMES resumptions. A worker that shuts down
  *   hands its jobs back at once. No job stays `running` without a live worker.
  */
+import { SqlClient } from "@effect/sql"
 import { Cause, Duration, Effect, FiberSet, Layer, Schedule } from "effect"
 import { randomBytes } from "node:crypto"
 import { hostname } from "node:os"
+import { Aggregates } from "../analytics/Aggregates.js"
 import { Authorization } from "../authorization/Authorization.js"
 import { AuthorizationLive } from "../authorization/Http.js"
 import { CatalogLive } from "../catalog/Http.js"
@@ -36,22 +38,11 @@ const HEARTBEAT_EVERY = Duration.seconds(2)
 export const STALE_AFTER_SECONDS = 10
 export const MAX_RESUMES = 3
 
-/**
- * Where landed outcomes are counted: called once per landed attack as it is
- * recorded. The `redteam_landed` analytics metric hooks in here.
- */
-export const recordLandedOutcome = (_attack: {
-  readonly workspace_id: string
-  readonly job_id: string
-  readonly seq: number
-  readonly attack: string
-  readonly category: string
-  readonly severity: string
-}) => Effect.void
-
 const makeRunner = Effect.gen(function* () {
   const repo = yield* RedteamRepo
   const authorization = yield* Authorization
+  const aggregates = yield* Aggregates
+  const sql = yield* SqlClient.SqlClient
   const snapshots = yield* CatalogSnapshot
   const config = yield* AppConfig
   const workerId = `${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`
@@ -84,8 +75,21 @@ const makeRunner = Effect.gen(function* () {
         cases.filter((attack) => !done.has(attack.seq)),
         (attack) =>
           runAttack(context, attack).pipe(
-            Effect.tap((row) => repo.insertAttack(row)),
-            Effect.tap((row) => (row.landed ? recordLandedOutcome(row) : Effect.void))
+            // The attack record and its analytics count commit together, so a
+            // resumed job neither loses nor double-counts a landed attack.
+            Effect.tap((row) =>
+              sql.withTransaction(
+                repo
+                  .insertAttack(row)
+                  .pipe(
+                    Effect.zipRight(
+                      row.landed
+                        ? aggregates.add(row.workspace_id, new Date(), "redteam_landed", { agent_id: agentId }, 1)
+                        : Effect.void
+                    )
+                  )
+              )
+            )
           ),
         { concurrency: ATTACKS_IN_FLIGHT, discard: true }
       ).pipe(Effect.as("done" as const))
@@ -135,6 +139,7 @@ const makeRunner = Effect.gen(function* () {
 /** The runner with the services it needs beyond the platform (its own pipeline and catalog view). */
 export const JobRunnerLive = Layer.scopedDiscard(makeRunner).pipe(
   Layer.provide(RedteamRepo.Default),
+  Layer.provide(Aggregates.Default),
   Layer.provide(AuthorizationLive),
   Layer.provide(CatalogLive),
   Layer.provide(WorkspaceSettings.Default)

@@ -8,6 +8,7 @@ import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { call, expectStatus, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
 import { baseUrl, testServer } from "../support/TestServer.js"
+import { total } from "../analytics/analytics-helpers.js"
 import { DEMO, dispatch, report, waitForJob } from "./redteam-helpers.js"
 
 interface Candidate {
@@ -52,6 +53,8 @@ layer(testServer("database"), SERVER_OPTIONS)("red team on the demo agent", (it)
       expect(before.aggregates.success_rate).toBeCloseTo(a.landed / (a.landed + a.blocked + a.clean), 3)
       // Every reply went through the pipeline: landed findings carry the trace of their decision.
       for (const finding of before.findings.filter((f) => f.landed)) expect(finding.trace_id).toMatch(/^trc_/)
+      // Analytics counts each landed attack once (written with the attack record).
+      expect(yield* total(base, owner, "redteam_landed")).toBe(a.landed)
 
       const hardened = expectStatus(
         yield* call(base, "POST", `/v1/redteam/jobs/${first.id}/harden`, { token: owner.jwt, body: {} }),
