@@ -92,6 +92,22 @@ export const DecisionMessage = Schema.Struct({
   /** From the proposed event's `metadata.workflow_step`, when it is a string. */
   workflow_step: Schema.optional(Schema.NullOr(Schema.String)),
   latency_ms: Schema.Int,
-  decided_at: Schema.String
+  decided_at: Schema.String,
+  /** Only when the workspace's `telemetry_enabled` is on (src/operations/Telemetry.ts); reasons kept per data handling. */
+  details: Schema.optional(
+    Schema.Struct({
+      reason: Schema.String,
+      findings: Schema.Array(
+        Schema.Struct({
+          policy_id: Schema.NullOr(Schema.String),
+          requirement_id: Schema.NullOr(Schema.String),
+          source: Schema.String,
+          severity: Schema.String,
+          effect: Schema.String,
+          reason: Schema.String
+        })
+      )
+    })
+  )
 }).annotations({ identifier: "DecisionMessage" })
 export type DecisionMessage = typeof DecisionMessage.Type
