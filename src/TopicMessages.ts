@@ -24,7 +24,7 @@ export const TopicMessages: Readonly<Record<TopicName, TopicMessage>> = {
     key: "workspace id",
     value: DecisionMessage,
     producer: "authorization (POST /v1/events)",
-    consumers: ["run-counters", "analytics"]
+    consumers: ["run-counters", "analytics", "budget-actions"]
   },
   [Topics.runEvents]: {
     key: "run id",
@@ -42,13 +42,13 @@ export const TopicMessages: Readonly<Record<TopicName, TopicMessage>> = {
     key: "workspace id",
     value: LlmUsageMessage,
     producer: "gateway (each upstream LLM call)",
-    consumers: ["analytics", "billing"]
+    consumers: ["analytics", "llm-usage-store"]
   },
   [Topics.budgetFirings]: {
     key: "workspace id",
     value: BudgetFiringMessage,
     producer: "billing (budget alert worker)",
-    consumers: ["webhook delivery"]
+    consumers: ["budget-webhooks"]
   },
   [Topics.configChanges]: {
     key: "workspace id",
