@@ -10,6 +10,14 @@ import { dieOnErrors } from "../platform/Sql.js"
 
 export type WindowKind = "day" | "month"
 
+/** Spend to add to one window row. */
+export interface SpendRow {
+  readonly workspaceId: string
+  readonly kind: WindowKind
+  readonly start: Date
+  readonly spent: bigint
+}
+
 export interface WindowKey {
   readonly workspaceId: string
   readonly kind: WindowKind
@@ -40,7 +48,10 @@ export class BudgetRepo extends Effect.Service<BudgetRepo>()("billing/BudgetRepo
        * (`ensureWindow`). Answers the reservation id, or none when refused.
        */
       reserve: (key: WindowKey, input: { id: string; amount: bigint; cap: bigint; expiresAt: Date }) =>
-        sql<{ id: string }>`
+        sql.withTransaction(
+          // A reservation lost with a database crash only forgets an in-flight hold (its call still settles its
+          // spend), so it need not wait for the WAL flush: admission stays off the disk's commit latency.
+          Effect.zipRight(sql`set local synchronous_commit = off`, sql<{ id: string }>`
           with admitted as (
             update llm_budget_ledger
                set reserved_usd_nanos = reserved_usd_nanos + ${input.amount.toString()}::bigint, updated_at = now()
@@ -51,28 +62,36 @@ export class BudgetRepo extends Effect.Service<BudgetRepo>()("billing/BudgetRepo
           insert into llm_budget_reservations (id, workspace_id, window_kind, window_start, amount_usd_nanos, expires_at)
           select ${input.id}, workspace_id, ${key.kind}, ${key.start}, ${input.amount.toString()}::bigint, ${input.expiresAt}
             from admitted
-          returning id`.pipe(Effect.map((rows) => Option.fromNullable(rows[0]?.id))),
+          returning id`)
+        ).pipe(Effect.map((rows) => Option.fromNullable(rows[0]?.id))),
 
       /**
-       * Settles a call in one statement: adds `amount` to the spend of its day
-       * and month windows (in that order, so row locks never cross) and drops
-       * its reservation, if any, with that reservation's hold on the ledger. A
-       * reservation already released (expired) or from a window that has
-       * since rolled over holds nothing here.
+       * Settles calls in one statement: adds each row's spend to its window
+       * (rows unique and sorted, so concurrent settlements lock in one order)
+       * and drops the given reservations with their holds on those rows.
        */
-      settle: (workspaceId: string, day: Date, month: Date, amount: bigint, reservationId: string | null) =>
+      settle: (rows: ReadonlyArray<SpendRow>, reservationIds: ReadonlyArray<string>) =>
         sql`with released as (
-              delete from llm_budget_reservations where id = ${reservationId ?? ""}
-              returning window_kind, window_start, amount_usd_nanos
+              delete from llm_budget_reservations where id in ${sql.in(reservationIds.length === 0 ? [""] : reservationIds)}
+              returning workspace_id, window_kind, window_start, amount_usd_nanos
+            ), held as (
+              select workspace_id, window_kind, window_start, sum(amount_usd_nanos)::bigint as amount
+                from released group by workspace_id, window_kind, window_start
             )
-            insert into llm_budget_ledger as l (workspace_id, window_kind, window_start, spent_usd_nanos)
-            values (${workspaceId}, 'day', ${day}, ${amount.toString()}::bigint),
-                   (${workspaceId}, 'month', ${month}, ${amount.toString()}::bigint)
+            insert into llm_budget_ledger as l ${sql.insert(
+              rows.map((row) => ({
+                workspace_id: row.workspaceId,
+                window_kind: row.kind,
+                window_start: row.start,
+                spent_usd_nanos: row.spent.toString()
+              }))
+            )}
             on conflict (workspace_id, window_kind, window_start) do update
               set spent_usd_nanos = l.spent_usd_nanos + excluded.spent_usd_nanos,
                   reserved_usd_nanos = l.reserved_usd_nanos - coalesce((
-                    select r.amount_usd_nanos from released r
-                     where r.window_kind = excluded.window_kind and r.window_start = excluded.window_start), 0),
+                    select h.amount from held h
+                     where h.workspace_id = excluded.workspace_id and h.window_kind = excluded.window_kind
+                       and h.window_start = excluded.window_start), 0),
                   updated_at = now()`.pipe(Effect.asVoid),
 
       /** Drops a reservation and its hold on the ledger (a call that settles in another window). */

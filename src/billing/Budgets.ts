@@ -30,6 +30,14 @@ export interface Reservation {
   readonly windowStart: Date
 }
 
+/** One call to settle: its actual cost, and its reservation if it was strictly admitted. */
+export interface Settlement {
+  readonly workspaceId: string
+  readonly reservation: Option.Option<Reservation>
+  readonly actual: bigint
+  readonly at: Date
+}
+
 const SWEEP_EVERY = Duration.seconds(30)
 const SETTINGS_TTL = Duration.seconds(1)
 
@@ -128,20 +136,36 @@ export class Budgets extends Effect.Service<Budgets>()("billing/Budgets", {
       })
 
     /**
-     * Records a call's actual cost and releases its reservation. Run it in the
-     * transaction that records the call's usage event, so both commit together.
+     * Records calls' actual costs and releases their reservations, in one
+     * statement (plus one per reservation from an earlier window, when a call
+     * spanned midnight). Run it in the transaction that records the calls'
+     * usage events, so both commit together.
      */
-    const settle = (workspaceId: string, reservation: Option.Option<Reservation>, actual: bigint, at: Date) => {
-      const day = windowStart(at, "day")
-      const month = windowStart(at, "month")
-      if (Option.isNone(reservation)) {
-        return actual > 0n ? repo.settle(workspaceId, day, month, actual, null) : Effect.void
-      }
-      // A reservation made in an earlier window (the call spanned midnight) is released on its own row.
-      return reservation.value.windowStart.getTime() === windowStart(at, reservation.value.window).getTime()
-        ? repo.settle(workspaceId, day, month, actual, reservation.value.id)
-        : Effect.zipRight(repo.settle(workspaceId, day, month, actual, null), repo.release(reservation.value.id))
-    }
+    const settle = (settlements: ReadonlyArray<Settlement>) =>
+      Effect.gen(function* () {
+        const rows = new Map<string, { workspaceId: string; kind: WindowKind; start: Date; spent: bigint }>()
+        const current: Array<string> = []
+        const earlier: Array<string> = []
+        for (const item of settlements) {
+          for (const kind of ["day", "month"] as const) {
+            const start = windowStart(item.at, kind)
+            const key = `${item.workspaceId}|${kind}|${start.toISOString()}`
+            const row = rows.get(key) ?? { workspaceId: item.workspaceId, kind, start, spent: 0n }
+            rows.set(key, { ...row, spent: row.spent + item.actual })
+          }
+          if (Option.isSome(item.reservation)) {
+            const reservation = item.reservation.value
+            const same = reservation.windowStart.getTime() === windowStart(item.at, reservation.window).getTime()
+            ;(same ? current : earlier).push(reservation.id)
+          }
+        }
+        const sorted = [...rows.entries()]
+          .filter(([, row]) => row.spent > 0n || current.length > 0)
+          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+          .map(([, row]) => row)
+        if (sorted.length > 0) yield* repo.settle(sorted, current)
+        for (const id of earlier) yield* repo.release(id)
+      })
 
     return { activeBudget, reserve, admitSoft, settle }
   }),

@@ -9,35 +9,31 @@
  * chunk (the server waits for the client to drain before reading more), and
  * a client that goes away aborts the upstream call.
  *
- * When the response ends (or is cut), one `llm-usage` event is written
- * through the outbox, in the transaction that settles the call's budget
- * reservation. The request scope's finalizer does it, after the last byte
- * went out, so recording adds nothing to the client's latency.
+ * When the response ends (or is cut), the request scope's finalizer hands
+ * the call's `llm-usage` event and budget settlement to the UsageWriter,
+ * which commits them together (outbox + ledger, group-committed). That
+ * happens after the last byte went out, so it adds nothing to the client's
+ * latency.
  */
 import { HttpServerResponse, type HttpServerRequest } from "@effect/platform"
 import { NodeStream } from "@effect/platform-node"
-import { SqlClient } from "@effect/sql"
-import { Duration, Effect, FiberRef, HashMap, Option, Redacted, Schema, Stream } from "effect"
-import { type LlmUsageMessage as UsageMessage, LlmUsageMessage } from "../billing/Domain.js"
+import { Duration, Effect, FiberRef, HashMap, Option, Redacted, Stream } from "effect"
+import type { LlmUsageMessage } from "../billing/Domain.js"
 import { Budgets, type Reservation } from "../billing/Budgets.js"
 import { costOf, type ModelPrice, Pricing } from "../billing/Pricing.js"
 import { CurrentCaller } from "../identity/Authentication.js"
 import { AppConfig } from "../platform/Config.js"
 import { BadGateway, BadRequest, GatewayTimeout, PaymentRequired } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
-import { Outbox } from "../platform/Outbox.js"
-import { transactionOf } from "../platform/Sql.js"
-import { Topics } from "../platform/Topics.js"
 import { Connections } from "./Connections.js"
 import { callUpstream, type UpstreamResponse } from "./Upstream.js"
 import { type Dialect, UsageMeter } from "./UsageMeter.js"
+import { UsageWriter } from "./UsageWriter.js"
 
 const ANTHROPIC_VERSION = "2023-06-01"
 
 /** Upstream response headers worth passing on (rate limits, provider request ids); never cookies. */
 const FORWARDED_HEADER = /^(retry-after|cache-control|request-id|openai-[a-z-]+|anthropic-[a-z-]+|x-ratelimit-[a-z-]+)$/
-
-const encodeUsage = Schema.encodeSync(LlmUsageMessage)
 
 const badBody = (path: string, message: string) =>
   new BadRequest({ code: "validation_failed", message: `${path}: ${message}`, details: [{ path, message }] })
@@ -101,9 +97,8 @@ export class GatewayProxy extends Effect.Service<GatewayProxy>()("gateway/Gatewa
     const connections = yield* Connections
     const pricing = yield* Pricing
     const budgets = yield* Budgets
-    const outbox = yield* Outbox
+    const writer = yield* UsageWriter
     const config = yield* AppConfig
-    const transaction = transactionOf(yield* SqlClient.SqlClient)
     const timeoutMillis = config.gatewayUpstreamTimeoutMillis
     // A reservation outlives any call the upstream timeout lets through; a dead process's is swept after it.
     const holdFor = Duration.millis(2 * timeoutMillis + 60_000)
@@ -159,7 +154,7 @@ export class GatewayProxy extends Effect.Service<GatewayProxy>()("gateway/Gatewa
           onSome: (price) => costOf(price, usage.promptTokens, usage.completionTokens)
         })
         const at = new Date()
-        const message: UsageMessage = {
+        const message: LlmUsageMessage = {
           schema_version: 1,
           id: prefixedId("llmu"),
           workspace_id: input.workspaceId,
@@ -189,12 +184,10 @@ export class GatewayProxy extends Effect.Service<GatewayProxy>()("gateway/Gatewa
           unpriced: Option.isNone(input.price),
           agent_id: input.agentId
         }
-        yield* transaction(
-          Effect.zipRight(
-            budgets.settle(input.workspaceId, input.reservation, cost.usdNanos, at),
-            outbox.enqueue([{ topic: Topics.llmUsage, key: input.workspaceId, value: encodeUsage(message) }])
-          )
-        )
+        yield* writer.submit({
+          message,
+          settlement: { workspaceId: input.workspaceId, reservation: input.reservation, actual: cost.usdNanos, at }
+        })
       }).pipe(Effect.catchAllCause((cause) => Effect.logError("could not record gateway LLM usage", cause)))
 
     const forward = (dialect: Dialect, routeId: string, request: HttpServerRequest.HttpServerRequest) =>
@@ -302,7 +295,7 @@ export class GatewayProxy extends Effect.Service<GatewayProxy>()("gateway/Gatewa
 
     return { forward }
   }),
-  dependencies: [Connections.Default, Pricing.Default, Budgets.Default]
+  dependencies: [Connections.Default, Pricing.Default, Budgets.Default, UsageWriter.Default]
 }) {}
 
 /** The client's response: the upstream body streamed through the meter, or an error body. */

@@ -1,0 +1,70 @@
+/**
+ * Group commit for gateway calls: each finished call hands its usage event
+ * and budget settlement to one writer fiber, which commits whatever has
+ * queued up (up to MAX_BATCH) in one transaction: the events through the
+ * outbox, the spend and released reservations in one ledger statement. One
+ * commit per batch instead of per call keeps the budget rows (one per
+ * workspace and window) from serializing traffic on the disk's commit
+ * latency. Calls hand over after their response is out, so nothing here is
+ * on a client's path. On shutdown the queue is drained before the scope ends.
+ */
+import { SqlClient } from "@effect/sql"
+import { Duration, Effect, Queue, Schedule, Schema } from "effect"
+import { Budgets, type Settlement } from "../billing/Budgets.js"
+import { LlmUsageMessage } from "../billing/Domain.js"
+import { Outbox } from "../platform/Outbox.js"
+import { transactionOf } from "../platform/Sql.js"
+import { Topics } from "../platform/Topics.js"
+
+const MAX_BATCH = 500
+const encodeUsage = Schema.encodeSync(LlmUsageMessage)
+
+export interface FinishedCall {
+  readonly message: LlmUsageMessage
+  readonly settlement: Settlement
+}
+
+export class UsageWriter extends Effect.Service<UsageWriter>()("gateway/UsageWriter", {
+  scoped: Effect.gen(function* () {
+    const budgets = yield* Budgets
+    const outbox = yield* Outbox
+    const transaction = transactionOf(yield* SqlClient.SqlClient)
+    const queue = yield* Effect.acquireRelease(Queue.unbounded<FinishedCall>(), Queue.shutdown)
+
+    const commit = (calls: ReadonlyArray<FinishedCall>) =>
+      transaction(
+        Effect.zipRight(
+          outbox.enqueue(
+            calls.map((call) => ({
+              topic: Topics.llmUsage,
+              key: call.message.workspace_id,
+              value: encodeUsage(call.message)
+            }))
+          ),
+          budgets.settle(calls.map((call) => call.settlement))
+        )
+      ).pipe(
+        Effect.retry(Schedule.exponential(Duration.millis(50)).pipe(Schedule.intersect(Schedule.recurs(4)))),
+        Effect.catchAllCause((cause) =>
+          Effect.logError(`${calls.length} gateway usage record(s) could not be written`, cause)
+        ),
+        Effect.uninterruptible
+      )
+
+    // Registered before the writer fiber, so it runs after that fiber is interrupted: nothing queued is lost.
+    yield* Effect.addFinalizer(() =>
+      Effect.flatMap(Queue.takeAll(queue), (rest) => (rest.length === 0 ? Effect.void : commit([...rest])))
+    )
+    yield* Queue.takeBetween(queue, 1, MAX_BATCH).pipe(
+      Effect.flatMap((chunk) => commit([...chunk])),
+      Effect.forever,
+      Effect.forkScoped
+    )
+
+    /** Queues a finished call; it is committed with the next batch. */
+    const submit = (call: FinishedCall) => Queue.offer(queue, call).pipe(Effect.asVoid)
+
+    return { submit }
+  }),
+  dependencies: [Budgets.Default]
+}) {}
