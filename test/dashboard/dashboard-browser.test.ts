@@ -5,9 +5,9 @@
  * is created through the API; the page signs in with the user's password,
  * the view is picked from the list, and every widget draws its chart with
  * the total the query API reports (5 decisions: 3 permit, 2 deny; 4 run
- * events). The session survives a reload (sessionStorage), a wrong password
- * is refused on the page, a session the service rejects returns to the
- * form, signing out clears the session, the page's own SHA-256 (for plain
+ * events); a new decision appears after Refresh. The session survives a
+ * reload (sessionStorage), a wrong password is refused on the page, a
+ * session the service rejects returns to the form, signing out clears the session, the page's own SHA-256 (for plain
  * http, where crypto.subtle is missing) matches, and the page runs under its
  * Content-Security-Policy without a violation.
  */
@@ -164,9 +164,25 @@ layer(testServer("kafka"), SERVER_OPTIONS)("dashboard in headless Chromium", (it
       const rows = yield* run(() => widget(page, "denies").locator("tbody tr").allTextContents())
       expect(rows).toEqual([`${AGENT}2`])
 
+      // A new decision reaches the aggregates; Refresh redraws the charts in place with it.
+      yield* propose(base, owner, AGENT, reply("One more order update."))
+      yield* until(
+        Effect.map(queryTotal(base, owner, { metric: "trace_count" }), (result) => expect(result.total).toBe(6)),
+        "20 seconds"
+      )
+      yield* run(() => page.locator("#refresh").click())
+      yield* run(() => widget(page, "decisions").and(page.locator('[data-total="6"]')).waitFor({ timeout: 15_000 }))
+      yield* run(() => widget(page, "by-effect").and(page.locator('[data-total="6"]')).waitFor({ timeout: 15_000 }))
+      const barsAfter = yield* run(() =>
+        widget(page, "by-effect")
+          .locator("svg rect[data-label]")
+          .evaluateAll((rects) => rects.map((rect) => [rect.getAttribute("data-label"), rect.getAttribute("data-value")]))
+      )
+      expect(Object.fromEntries(barsAfter)).toEqual({ permit: "4", deny: "2" })
+
       // The session and the chosen view survive a reload; the JWT stays in sessionStorage only.
       yield* run(() => page.reload())
-      expect(yield* drawnWidget(page, "decisions")).toEqual({ total: "5", shownTotal: "5" })
+      expect(yield* drawnWidget(page, "decisions")).toEqual({ total: "6", shownTotal: "6" })
       expect(yield* run(() => page.locator("#view-select").inputValue())).toBe(overview.id)
       const storage = yield* run(() =>
         page.evaluate("({ session: sessionStorage.length, local: localStorage.length, cookie: document.cookie })")

@@ -53,7 +53,7 @@ layer(testServer("database"), SERVER_OPTIONS)("dashboard page over HTTP", (it) =
       Effect.gen(function* () {
         const base = yield* baseUrl
         expectError(yield* call(base, "GET", "/dashboard/secrets.txt"), 404, "route_not_found")
-        expectError(yield* call(base, "GET", "/dashboard/../v1/nope"), 404, "route_not_found")
+        expectError(yield* call(base, "GET", "/dashboardx"), 404, "route_not_found")
         const post = yield* call(base, "POST", "/dashboard", { body: {} })
         expect(post.status).toBe(404)
       })

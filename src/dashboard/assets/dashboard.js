@@ -7,6 +7,7 @@ const SESSION_KEY = "guardrail.dashboard.session"
 const VIEW_KEY = "guardrail.dashboard.view"
 const PALETTE = ["#2f6fde", "#e8743b", "#19a979", "#945ecf", "#ed4a7b", "#13a4b4", "#c9a227", "#525df4", "#8c6e4b", "#6b7385"]
 const SVG_NS = "http://www.w3.org/2000/svg"
+const AUTO_REFRESH_MS = 30_000
 const RANGES = { "24h": 24 * 3600e3, "7d": 7 * 24 * 3600e3, "30d": 30 * 24 * 3600e3 }
 
 const $ = (id) => document.getElementById(id)
@@ -227,7 +228,12 @@ async function renderView() {
     (a.layout?.y ?? 0) - (b.layout?.y ?? 0) || (a.layout?.x ?? 0) - (b.layout?.x ?? 0))
   setMessage(widgets.length === 0 ? "This view has no widgets." : "")
   const container = $("widgets")
-  container.replaceChildren(...widgets.map(widgetCard))
+  // A refresh of the view on screen redraws the charts in place; another view gets new cards.
+  const shown = [...container.children].map((card) => card.dataset.widgetId).join("\n")
+  if (container.dataset.viewId !== view.id || shown !== widgets.map((w) => w.id).join("\n")) {
+    container.replaceChildren(...widgets.map(widgetCard))
+    container.dataset.viewId = view.id
+  }
   const loading = ++state.loading
   await Promise.all(widgets.map(async (widget) => {
     const card = container.querySelector(`[data-widget-id="${CSS.escape(widget.id)}"]`)
@@ -471,11 +477,16 @@ document.addEventListener("DOMContentLoaded", () => {
     session.clear()
     sessionStorage.removeItem(VIEW_KEY)
     $("widgets").replaceChildren()
+    delete $("widgets").dataset.viewId
     showSignIn()
   })
   $("view-select").addEventListener("change", renderView)
   $("range-select").addEventListener("change", renderView)
   $("refresh").addEventListener("click", renderView)
+  // Aggregates are fresh within a second or so; auto-refresh re-queries the view on screen.
+  setInterval(() => {
+    if ($("auto-refresh").checked && !$("board").hidden && document.visibilityState === "visible") void renderView()
+  }, AUTO_REFRESH_MS)
   if (session.get()) void showBoard()
   else showSignIn()
 })
