@@ -7,7 +7,7 @@
  * see only the counts-and-ids fields of the topic, and no per-decision log.
  * Reasons are kept under the workspace's data handling mode like any text.
  */
-import { Effect } from "effect"
+import { Effect, LogLevel } from "effect"
 import type { Decision } from "../authorization/Pipeline.js"
 import { type DataHandlingMode, keepString } from "../privacy/Redaction.js"
 
@@ -34,10 +34,12 @@ const detailsOf = (settings: TelemetrySettings, decision: DecisionShape) => ({
 export const decisionDetails = (settings: TelemetrySettings, decision: DecisionShape) =>
   settings.telemetry_enabled ? { details: detailsOf(settings, decision) } : {}
 
-/** One debug-level `decision` log line with the details, only when telemetry is on. */
+/** One debug-level `decision` log line with the details, only when telemetry is on (nothing is built below debug). */
 export const logDecisionDetails = (settings: TelemetrySettings, traceId: string, decision: DecisionShape) =>
   settings.telemetry_enabled
-    ? Effect.logDebug("decision").pipe(
-        Effect.annotateLogs({ trace_id: traceId, decision_details: detailsOf(settings, decision) })
-      )
+    ? Effect.suspend(() =>
+        Effect.logDebug("decision").pipe(
+          Effect.annotateLogs({ trace_id: traceId, decision_details: detailsOf(settings, decision) })
+        )
+      ).pipe(Effect.whenLogLevel(LogLevel.Debug), Effect.asVoid)
     : Effect.void
