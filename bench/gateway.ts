@@ -1,0 +1,268 @@
+/**
+ * Gateway benchmark, printed as JSON lines and saved to bench/results/gateway.json.
+ *
+ * A stub chat-completions provider (its own node process, fixed 20 ms delay)
+ * is called three ways in the same run, each under the same autocannon loads:
+ *  - directly (the baseline),
+ *  - through this service's gateway (all-in-one on PostgreSQL + Kafka) with
+ *    an active LLM budget, a price for the model and `max_tokens` on every
+ *    request, so each call takes the strict path (reservation, settlement and
+ *    a usage event through the outbox),
+ *  - through `@portkey-ai/gateway` (its npm build, `--headless`, custom host
+ *    pointed at the stub).
+ * The gateway is also measured without a budget (usage still recorded), for
+ * the cost breakdown. Loads: concurrency 1; a fixed 500 requests/s; and as fast as 100
+ * connections go (sustained requests/s). Added latency = gateway percentile
+ * minus the direct percentile of the same load.
+ *
+ * Usage: npx tsx bench/gateway.ts [seconds=10]
+ * Needs PostgreSQL (BENCH_POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/test)
+ * and Kafka (BENCH_KAFKA_BROKERS, default 127.0.0.1:9092).
+ */
+import autocannon from "autocannon"
+import { type ChildProcess, spawn } from "node:child_process"
+import { createHash } from "node:crypto"
+import { mkdirSync, writeFileSync } from "node:fs"
+import { createRequire } from "node:module"
+import pg from "pg"
+
+const seconds = Number(process.argv[2] ?? 10)
+const adminUrl = process.env["BENCH_POSTGRES_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+const brokers = process.env["BENCH_KAFKA_BROKERS"] ?? "127.0.0.1:9092"
+const STUB_DELAY_MS = 20
+const basePort = 40_000 + Math.floor(Math.random() * 10_000)
+const ports = { stub: basePort, service: basePort + 1, portkey: basePort + 2 }
+
+const STUB_SOURCE = `
+const { createServer } = require("node:http")
+const answer = JSON.stringify({
+  id: "chatcmpl-bench", object: "chat.completion", created: 1700000000, model: "bench-model",
+  choices: [{ index: 0, message: { role: "assistant", content: "Hello there!" }, finish_reason: "stop", logprobs: null }],
+  usage: { prompt_tokens: 24, completion_tokens: 4, total_tokens: 28 }
+})
+const server = createServer((request, response) => {
+  request.resume()
+  request.on("end", () => setTimeout(() => {
+    response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(answer) })
+    response.end(answer)
+  }, ${STUB_DELAY_MS}))
+})
+server.keepAliveTimeout = 60000
+server.listen(${ports.stub}, "127.0.0.1")
+`
+
+const body = JSON.stringify({
+  model: "bench-model",
+  max_tokens: 64,
+  messages: [{ role: "user", content: "Say hello to the benchmark." }]
+})
+
+type Load = "concurrency_1" | "rate_500" | "sustained"
+
+const loads: Record<Load, Partial<autocannon.Options>> = {
+  concurrency_1: { connections: 1 },
+  rate_500: { connections: 50, overallRate: 500 },
+  sustained: { connections: 100 }
+}
+
+const cannon = (options: autocannon.Options) =>
+  new Promise<autocannon.Result>((resolve, reject) =>
+    autocannon(options, (error, result) => (error ? reject(error) : resolve(result)))
+  )
+
+const children: Array<ChildProcess> = []
+const start = (command: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
+  const child = spawn(command, [...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] })
+  let output = ""
+  child.stdout?.on("data", (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000)))
+  child.stderr?.on("data", (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000)))
+  children.push(child)
+  return { child, output: () => output }
+}
+
+const waitFor = async (check: () => Promise<boolean>, what: string, output: () => string) => {
+  const deadline = Date.now() + 90_000
+  while (Date.now() < deadline) {
+    if (await check().catch(() => false)) return
+    await new Promise((resolve) => setTimeout(resolve, 300))
+  }
+  throw new Error(`${what} did not start:\n${output()}`)
+}
+
+const admin = async (text: string) => {
+  const client = new pg.Client({ connectionString: adminUrl })
+  await client.connect()
+  await client.query(text).finally(() => client.end())
+}
+
+const json = async (url: string, init: RequestInit) => {
+  const response = await fetch(url, init)
+  const parsed = (await response.json()) as Record<string, unknown>
+  if (!response.ok) throw new Error(`${init.method ?? "GET"} ${url}: ${response.status} ${JSON.stringify(parsed)}`)
+  return parsed
+}
+
+/**
+ * Signs up, and sets a connection to the stub, a route, a price and (unless
+ * `budget` is false) a budget; answers the route's URL and a key.
+ */
+const configureService = async (base: string, budget = true) => {
+  const password = createHash("sha256").update("bench").digest("hex")
+  const session = await json(`${base}/v1/auth/signup`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ username: `bench-${Date.now()}`, password })
+  })
+  const auth = { authorization: `Bearer ${String(session["jwt"])}`, "content-type": "application/json" }
+  const key = await json(`${base}/v1/api-keys`, { method: "POST", headers: auth, body: JSON.stringify({ name: "bench" }) })
+  const connection = await json(`${base}/v1/gateway/provider-connections`, {
+    method: "POST",
+    headers: auth,
+    body: JSON.stringify({
+      display_name: "Stub",
+      kind: "chat_compatible",
+      provider_api_key: "sk-bench",
+      base_url: `http://127.0.0.1:${ports.stub}/v1`
+    })
+  })
+  const route = await json(`${base}/v1/gateway/routes`, {
+    method: "POST",
+    headers: auth,
+    body: JSON.stringify({ agent_id: "bench-bot", display_name: "Bench", provider_connection_id: connection["id"] })
+  })
+  await json(`${base}/v1/llm-pricing/bench-model`, {
+    method: "PUT",
+    headers: auth,
+    body: JSON.stringify({ input_per_million_minor: 250, output_per_million_minor: 1000 })
+  })
+  // A cap no run reaches: every request is admitted, strictly (max_tokens), and settled.
+  if (budget) await json(`${base}/v1/settings`, {
+    method: "PATCH",
+    headers: auth,
+    body: JSON.stringify({ config: { llm_budget: { cap_minor: 1_000_000_000, currency: "usd", window: "month" } } })
+  })
+  return {
+    url: `${base}/v1/gateway/${String(route["id"])}/chat_style/chat/completions`,
+    headers: { authorization: `Bearer ${String(key["plaintext_key"])}`, "content-type": "application/json" }
+  }
+}
+
+interface Target {
+  readonly name: string
+  readonly url: string
+  readonly headers: Record<string, string>
+}
+
+const measure = async (target: Target) => {
+  const base = { url: target.url, method: "POST" as const, body, headers: target.headers, duration: seconds }
+  await cannon({ ...base, connections: 20, duration: 3 }) // warm-up
+  const results: Record<string, unknown> = {}
+  for (const [load, options] of Object.entries(loads)) {
+    const result = await cannon({ ...base, ...options })
+    results[load] = {
+      p50_ms: result.latency.p50,
+      p99_ms: result.latency.p99,
+      mean_ms: result.latency.average,
+      requests_per_s: Math.round(result.requests.average),
+      non_2xx: result.non2xx,
+      errors: result.errors
+    }
+  }
+  return results as Record<Load, { p50_ms: number; p99_ms: number; mean_ms: number; requests_per_s: number; non_2xx: number; errors: number }>
+}
+
+const main = async () => {
+  const database = `bench_gateway_${Date.now()}`
+  await admin(`create database ${database}`)
+  const databaseUrl = new URL(adminUrl)
+  databaseUrl.pathname = `/${database}`
+  try {
+    const stub = start("node", ["-e", STUB_SOURCE])
+    const stubUrl = `http://127.0.0.1:${ports.stub}/v1/chat/completions`
+    await waitFor(async () => (await fetch(stubUrl, { method: "POST", body })).ok, "stub", stub.output)
+
+    const service = start("node", ["--import", "tsx", "services/all-in-one/main.ts"], {
+      DATABASE_URL: databaseUrl.toString(),
+      KAFKA_BROKERS: brokers,
+      KAFKA_TOPIC_PREFIX: `bench${Date.now()}.`,
+      PORT: String(ports.service),
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "warn",
+      DATA_DIR: `/tmp/guardrail-bench-${ports.service}`,
+      DATABASE_POOL_SIZE: "20",
+      HTTP_URL_ALLOWLIST: "127.0.0.1"
+    })
+    const serviceBase = `http://127.0.0.1:${ports.service}`
+    await waitFor(async () => (await fetch(`${serviceBase}/readyz`)).ok, "service", service.output)
+    const ours = await configureService(serviceBase)
+    const oursWithoutBudget = await configureService(serviceBase, false)
+
+    const portkeyEntry = createRequire(import.meta.url).resolve("@portkey-ai/gateway/build/start-server.js")
+    const portkey = start("node", [portkeyEntry, `--port=${ports.portkey}`, "--headless"])
+    const portkeyTarget: Target = {
+      name: "portkey",
+      url: `http://127.0.0.1:${ports.portkey}/v1/chat/completions`,
+      headers: {
+        authorization: "Bearer sk-bench",
+        "content-type": "application/json",
+        "x-portkey-provider": "openai",
+        "x-portkey-custom-host": `http://127.0.0.1:${ports.stub}/v1`
+      }
+    }
+    await waitFor(
+      async () => (await fetch(portkeyTarget.url, { method: "POST", body, headers: portkeyTarget.headers })).ok,
+      "portkey",
+      portkey.output
+    )
+
+    const direct = await measure({ name: "direct", url: stubUrl, headers: { "content-type": "application/json" } })
+    console.log(JSON.stringify({ bench: "gateway", target: "direct", ...direct }))
+    const guardrail = await measure({ name: "guardrail", ...ours })
+    console.log(JSON.stringify({ bench: "gateway", target: "guardrail", ...guardrail }))
+    const portkeyResult = await measure(portkeyTarget)
+    console.log(JSON.stringify({ bench: "gateway", target: "portkey", ...portkeyResult }))
+    // For the breakdown: the same gateway without a budget (usage still recorded, no admission).
+    const unbudgeted = await measure({ name: "guardrail-no-budget", ...oursWithoutBudget })
+    console.log(JSON.stringify({ bench: "gateway", target: "guardrail-no-budget", ...unbudgeted }))
+
+    const added = (result: typeof direct) =>
+      Object.fromEntries(
+        (Object.keys(loads) as Array<Load>).map((load) => [
+          load,
+          {
+            added_p50_ms: Math.round((result[load].p50_ms - direct[load].p50_ms) * 100) / 100,
+            added_p99_ms: Math.round((result[load].p99_ms - direct[load].p99_ms) * 100) / 100
+          }
+        ])
+      ) as Record<Load, { added_p50_ms: number; added_p99_ms: number }>
+    const summary = {
+      stub_delay_ms: STUB_DELAY_MS,
+      seconds,
+      guardrail: added(guardrail),
+      portkey: added(portkeyResult),
+      guardrail_without_budget: added(unbudgeted),
+      sustained_requests_per_s: {
+        direct: direct.sustained.requests_per_s,
+        guardrail: guardrail.sustained.requests_per_s,
+        portkey: portkeyResult.sustained.requests_per_s,
+        guardrail_without_budget: unbudgeted.sustained.requests_per_s
+      }
+    }
+    const goalMet =
+      summary.guardrail.concurrency_1.added_p99_ms < summary.portkey.concurrency_1.added_p99_ms &&
+      summary.guardrail.rate_500.added_p99_ms < summary.portkey.rate_500.added_p99_ms
+    console.log(JSON.stringify({ bench: "gateway-summary", ...summary, goal_met: goalMet }))
+    mkdirSync(new URL("results/", import.meta.url), { recursive: true })
+    writeFileSync(
+      new URL("results/gateway.json", import.meta.url),
+      `${JSON.stringify({ at: new Date().toISOString(), summary: { ...summary, goal_met: goalMet }, direct, guardrail, portkey: portkeyResult, guardrail_without_budget: unbudgeted }, null, 2)}\n`
+    )
+  } finally {
+    for (const child of children) child.kill("SIGTERM")
+    await new Promise((resolve) => setTimeout(resolve, 2000))
+    await admin(`drop database if exists ${database} with (force)`)
+  }
+  process.exit(0)
+}
+
+void main()
