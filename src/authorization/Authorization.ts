@@ -6,7 +6,7 @@
  * fails closed: effect `defer`, with a finding saying why, never a 500.
  */
 import { SqlClient } from "@effect/sql"
-import { Cause, Duration, Effect, Option } from "effect"
+import { Cause, Duration, Effect, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
 import type { AgentProfile } from "../catalog/Agents.js"
 import { CatalogSnapshot, type Snapshot } from "../catalog/Snapshot.js"
@@ -19,6 +19,7 @@ import { TraceId } from "../runs/Domain.js"
 import { allCheckers } from "./checkers/index.js"
 import { DecisionWriter } from "./DecisionWriter.js"
 import { notifyEscalation } from "./Escalations.js"
+import { DecisionMessage } from "./Domain.js"
 import { type CheckerMode, type CheckerName, type Decision, decide, type ProposedAction } from "./Pipeline.js"
 import { canonicalJson, ReceiptSigner } from "./Receipts.js"
 import { recordDecision } from "../operations/Metrics.js"
@@ -37,6 +38,14 @@ export interface ProposedEventInput {
 }
 
 const RUNTIME_CONFIG_TTL = Duration.seconds(1)
+
+const encodeDecisionMessage = Schema.encodeSync(DecisionMessage)
+
+/** `metadata.workflow_step` of a proposed event, when it is a string (an analytics dimension). */
+const workflowStepOf = (metadata: unknown): string | null => {
+  const step = typeof metadata === "object" && metadata !== null ? (metadata as Record<string, unknown>)["workflow_step"] : undefined
+  return typeof step === "string" ? step : null
+}
 
 /** The same agent proposing the same action in the same environment is the same intent (approval grants bind to it). */
 export const intentIdOf = (workspaceId: string, event: ProposedEventInput) =>
@@ -280,21 +289,25 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
             topic: Topics.decisions,
             key: caller.workspaceId,
             value: {
-              schema_version: 1,
-              trace_id: traceId,
-              workspace_id: caller.workspaceId,
-              agent_id: principal.agent_id,
-              environment_id: principal.environment_id,
-              run_id: event.run_id ?? null,
-              session_id: event.session_id ?? null,
-              effect: decision.effect,
-              status: decision.status,
-              domain: decision.domain,
-              policy_ids: decision.findings.flatMap((finding) =>
-                finding.policy_id === null ? [] : [finding.policy_id]
-              ),
-              latency_ms: latencyMs,
-              decided_at: issuedAt,
+              ...encodeDecisionMessage({
+                schema_version: 1,
+                trace_id: traceId,
+                workspace_id: caller.workspaceId,
+                agent_id: principal.agent_id,
+                environment_id: principal.environment_id,
+                principal_id: caller.principalId,
+                run_id: event.run_id ?? null,
+                session_id: event.session_id ?? null,
+                effect: decision.effect,
+                status: decision.status,
+                domain: decision.domain,
+                policy_ids: decision.findings.flatMap((finding) =>
+                  finding.policy_id === null ? [] : [finding.policy_id]
+                ),
+                workflow_step: workflowStepOf(event.metadata),
+                latency_ms: latencyMs,
+                decided_at: issuedAt
+              }),
               // telemetry_enabled: the decision's reason and findings travel on the operator-facing topic.
               ...decisionDetails(config.settings, decision)
             }

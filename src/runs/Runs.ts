@@ -6,7 +6,7 @@
  * many appends race.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { Effect, Option, Schema } from "effect"
 import type { Caller } from "../identity/Authentication.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { decodeCursor, encodeCursor, invalidCursor, pageByTime } from "../platform/Cursor.js"
@@ -17,7 +17,7 @@ import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { dieOnErrors, orFailWith, transactionOf } from "../platform/Sql.js"
 import { Topics } from "../platform/Topics.js"
 import { keepJson, keepOptionalString } from "../privacy/Redaction.js"
-import { RunEventId, RunId } from "./Domain.js"
+import { RunEventId, RunEventMessage, RunId } from "./Domain.js"
 import { Traces } from "./Traces.js"
 
 type RunStatus = "warming" | "running" | "completed" | "failed" | "canceled"
@@ -59,6 +59,8 @@ interface RunEventRow {
   readonly occurred_at: Date
   readonly created_at: Date
 }
+
+const encodeRunEventMessage = Schema.encodeSync(RunEventMessage)
 
 const TERMINAL: ReadonlySet<string> = new Set(["completed", "failed", "canceled"])
 
@@ -308,17 +310,18 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
               {
                 topic: Topics.runEvents,
                 key: runId,
-                value: {
+                value: encodeRunEventMessage({
                   schema_version: 1,
                   event_id: row.id,
                   run_id: runId,
                   workspace_id: workspaceId,
                   agent_id: run.agent_id,
-                  run_kind: run.kind,
-                  kind: row.kind,
+                  environment_id: run.environment_id,
+                  run_kind: run.kind as RunKind,
+                  kind: row.kind as RunEventKind,
                   sequence: row.sequence,
                   occurred_at: row.occurred_at.toISOString()
-                }
+                })
               }
             ])
             return toRunEvent(row)
