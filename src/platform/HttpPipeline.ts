@@ -209,18 +209,31 @@ export const validationFailed = (error: HttpApiError.HttpApiDecodeError) => {
   })
 }
 
+/**
+ * Anthropic SDK clients send their key as `x-api-key`. On the messages-dialect
+ * gateway route it stands for `Authorization: Bearer <key>` when that header is
+ * absent, so `new Anthropic({ apiKey })` works unchanged (docs/gateway.md).
+ */
+const withMessagesDialectKey = (request: HttpServerRequest.HttpServerRequest, route: RouteEntry | undefined) => {
+  const key = request.headers["x-api-key"]
+  return route?.endpoint === "proxyMessages" && request.headers["authorization"] === undefined && key !== undefined
+    ? request.modify({ headers: Headers.set(request.headers, "authorization", `Bearer ${key}`) })
+    : request
+}
+
 /** Body checks before routing, error-shape mapping after, for the request's route (found once per request). */
 const requestGuard =
   (route: RouteEntry | undefined, maxBodyBytes: number) =>
   <E, R>(app: HttpApp.Default<E, R>) =>
     Effect.gen(function* () {
-      const request = yield* HttpServerRequest.HttpServerRequest
+      const original = yield* HttpServerRequest.HttpServerRequest
+      const request = withMessagesDialectKey(original, route)
       if (/%00/i.test(request.url)) {
         return yield* new BadRequest({ code: "validation_failed", message: "The URL contains a NUL character (%00)." })
       }
       const limit = route?.maxBodyBytes ?? maxBodyBytes
       const checked = yield* checkBody(request, route, limit)
-      const inner = checked === request ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, checked)
+      const inner = checked === original ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, checked)
       return yield* inner.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(FileSystem.Size(limit))))
     }).pipe(
       Effect.catchAllCause(

@@ -109,7 +109,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
   })
 
   describe("messages_style with the @anthropic-ai/sdk client", () => {
-    it.effect("answers a message with x-api-key and anthropic-version upstream", () =>
+    it.effect("answers a message (the client's own apiKey, sent as x-api-key) with x-api-key and anthropic-version upstream", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
         const db = yield* TestDatabaseUrl
@@ -117,7 +117,8 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
         const key = yield* createKey(base, owner)
         const gateway = yield* setupGateway(base, owner, stub.url)
         yield* setPrice(base, owner, "stub-claude", 300, 1500)
-        const client = new Anthropic({ authToken: key.plaintext_key, baseURL: `${gateway.routeBase}/messages_style`, maxRetries: 0 })
+        // Configured the way Anthropic's docs show: the runtime key as apiKey (x-api-key header).
+        const client = new Anthropic({ apiKey: key.plaintext_key, baseURL: `${gateway.routeBase}/messages_style`, maxRetries: 0 })
 
         const message = yield* Effect.promise(() =>
           client.messages.create({ model: "stub-claude", max_tokens: 64, messages: [{ role: "user", content: "Hi" }] })
