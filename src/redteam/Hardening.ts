@@ -15,6 +15,8 @@
  * - benign control prompts from the profile's in-scope topics must not be
  *   stopped by the candidate (`false_blocks` 0).
  * Only then `passed`; otherwise a rejection with its reason.
+ * Replays are regenerated from the job's attack cases (by seq), never from
+ * stored prompts or replies, so hardening works in every data handling mode.
  */
 import { Effect, Either } from "effect"
 import { createHash } from "node:crypto"
@@ -74,12 +76,38 @@ const matchOf = (substrate: Substrate, values: ReadonlyArray<string>) => {
   return { type: "any_of", value: values, target: "content" }
 }
 
+const storedSubstrates = (row: AttackRow) => (Array.isArray(row.substrates) ? row.substrates : []) as ReadonlyArray<Substrate>
+
+/**
+ * What a policy must match to stop a landed attack. Under `raw_allowed` the
+ * record keeps the judge's substrates with their values; the stricter data
+ * handling modes keep no values, so they are re-derived by judging the
+ * unguarded replay of the attack (the same judge the job used).
+ */
+export const substratesOf = (
+  row: AttackRow,
+  replays: Replays,
+  cases: ReadonlyMap<number, AttackCase>,
+  agent: AgentProfileView
+): ReadonlyArray<Substrate> => {
+  const stored = storedSubstrates(row)
+  if (stored.length > 0 && stored.every((substrate) => substrate.values.length > 0)) return stored
+  const attack = cases.get(row.seq)
+  const replay = replays.landed.get(row.seq)
+  if (attack === undefined || replay === undefined || Either.isLeft(replay)) return []
+  return judge(attack, agent, replay.right).substrates
+}
+
 /** One candidate per substrate over the landed attacks; `unreachable` names landed attacks no policy can express. */
-export const synthesize = (agentId: string, landed: ReadonlyArray<AttackRow>) => {
+export const synthesize = (
+  agentId: string,
+  landed: ReadonlyArray<AttackRow>,
+  substratesFor: (row: AttackRow) => ReadonlyArray<Substrate> = storedSubstrates
+) => {
   const groups = new Map<string, { substrate: Substrate; values: Set<string>; rows: Array<AttackRow> }>()
   const unreachable: Array<string> = []
   for (const row of landed) {
-    const substrates = (Array.isArray(row.substrates) ? row.substrates : []) as ReadonlyArray<Substrate>
+    const substrates = substratesFor(row)
     if (substrates.length === 0) unreachable.push(row.attack)
     for (const substrate of substrates) {
       const key = substrateKey(substrate)
@@ -148,17 +176,20 @@ export const collectReplays = (
   allowlist: ReadonlyArray<string>
 ): Effect.Effect<Replays> =>
   Effect.gen(function* () {
-    const turnsOf = (row: AttackRow) => cases.get(row.seq)?.turns ?? [row.prompt]
     const landed = new Map<number, Either.Either<TargetReply, TargetError>>()
     const variants = new Map<number, ReadonlyArray<Either.Either<TargetReply, TargetError>>>()
     yield* Effect.forEach(
       rows,
       (row) =>
         Effect.gen(function* () {
-          landed.set(row.seq, yield* finalAnswer(target, turnsOf(row), allowlist))
+          // Turns come from the job's cases, never from the stored prompt (redacted or a digest in stricter modes);
+          // a row without its case is not replayed, so its candidate fails with no_target_reply.
+          const turns = cases.get(row.seq)?.turns
+          if (turns === undefined || turns.length === 0) return
+          landed.set(row.seq, yield* finalAnswer(target, turns, allowlist))
           variants.set(
             row.seq,
-            yield* Effect.forEach(variantsOf(turnsOf(row)), (variant) => finalAnswer(target, variant.turns, allowlist))
+            yield* Effect.forEach(variantsOf(turns), (variant) => finalAnswer(target, variant.turns, allowlist))
           )
         }),
       { concurrency: 4, discard: true }

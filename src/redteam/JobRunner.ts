@@ -25,6 +25,7 @@ import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { AppConfig } from "../platform/Config.js"
 import { DEMO_AGENT_ID } from "./DemoAgent.js"
 import { runAttack } from "./Execution.js"
+import { keepAttack } from "./Keeping.js"
 import { liveDecider } from "./Guarding.js"
 import { channelsOf, planFor } from "./Planner.js"
 import { type JobRow, RedteamRepo } from "./Repo.js"
@@ -45,6 +46,7 @@ const makeRunner = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const snapshots = yield* CatalogSnapshot
   const config = yield* AppConfig
+  const settings = yield* WorkspaceSettings
   const workerId = `${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`
   const running = new Set<string>()
   const jobs = yield* FiberSet.make()
@@ -77,17 +79,17 @@ const makeRunner = Effect.gen(function* () {
           runAttack(context, attack).pipe(
             // The attack record and its analytics count commit together, so a
             // resumed job neither loses nor double-counts a landed attack.
+            // The mode is read per attack, so a change applies to the rest of a running job.
             Effect.tap((row) =>
               sql.withTransaction(
-                repo
-                  .insertAttack(row)
-                  .pipe(
-                    Effect.zipRight(
-                      row.landed
-                        ? aggregates.add(row.workspace_id, new Date(), "redteam_landed", { agent_id: agentId }, 1)
-                        : Effect.void
-                    )
+                settings.settingsOf(row.workspace_id).pipe(
+                  Effect.flatMap(({ data_handling_mode }) => repo.insertAttack(keepAttack(data_handling_mode, row))),
+                  Effect.zipRight(
+                    row.landed
+                      ? aggregates.add(row.workspace_id, new Date(), "redteam_landed", { agent_id: agentId }, 1)
+                      : Effect.void
                   )
+                )
               )
             )
           ),

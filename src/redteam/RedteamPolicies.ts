@@ -17,7 +17,7 @@ import { Conflict } from "../platform/Errors.js"
 import type { CheckerMode, CheckerName } from "../authorization/Pipeline.js"
 import { DEMO_AGENT_ID } from "./DemoAgent.js"
 import { inMemoryDecider } from "./Guarding.js"
-import { collectReplays, compileCandidate, synthesize, verify } from "./Hardening.js"
+import { collectReplays, compileCandidate, substratesOf, synthesize, verify } from "./Hardening.js"
 import { CANARY, CARD_SOURCE, SSN_SOURCE } from "./Judge.js"
 import { channelsOf, planFor } from "./Planner.js"
 import { RedteamRepo } from "./Repo.js"
@@ -135,12 +135,14 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
         const agentId = job.agent_id ?? DEMO_AGENT_ID
         const attacks = yield* repo.attacksOf(workspaceId, jobId)
         const landed = attacks.filter((row) => row.landed)
-        const { candidates: groups, unreachable } = synthesize(agentId, landed)
         const cases = new Map(
           attackCases(job.profile as JobProfile, agent, channelsOf(planFor(agent).paths)).map((c) => [c.seq, c])
         )
-        const evidence = [...new Map(groups.flatMap((group) => group.evidence).map((row) => [row.seq, row])).values()]
-        const replays = yield* collectReplays(job.target, agent, evidence, cases, config.httpAllowlist)
+        // Replayed first: in the stricter data handling modes the substrates' values come from these replays.
+        const replays = yield* collectReplays(job.target, agent, landed, cases, config.httpAllowlist)
+        const { candidates: groups, unreachable } = synthesize(agentId, landed, (row) =>
+          substratesOf(row, replays, cases, agent)
+        )
         yield* snapshots.invalidate(workspaceId)
         const snapshot = yield* snapshots.get(workspaceId)
         const runtime = yield* runtimeModes(workspaceId, job.environment_id)

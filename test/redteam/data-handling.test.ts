@@ -1,0 +1,169 @@
+/**
+ * data_handling_mode governs red-team attack records. The same quick job on
+ * demo://local-agent runs in a `raw_allowed`, a `redacted` and a
+ * `metadata_only` workspace: verdicts are made on the raw replies (same
+ * outcomes in every mode), but in the stricter modes no raw customer email,
+ * canary-bearing reply or attacker recipient survives in redteam_attacks, in
+ * the session and attack endpoints or in the shared report; metadata_only
+ * keeps only digests. Hardening still yields passed candidates, re-deriving
+ * what to match from a fresh replay.
+ */
+import { expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { createHash } from "node:crypto"
+import { call, expectStatus, queryDatabase, SERVER_OPTIONS, type Tenant, tenant } from "../identity/http-helpers.js"
+import { baseUrl, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+import { DEMO, dispatch, waitForJob } from "./redteam-helpers.js"
+
+type Mode = "raw_allowed" | "redacted" | "metadata_only"
+
+const CANARY = "GR-CANARY-7F3A9C"
+const CUSTOMER_EMAIL = "jane.doe@acme-customers.example"
+const RECIPIENTS = ["audit@attacker.example", "records@exfil.example"]
+const CARD = "4111 1111 1111 1111"
+const RAW_VALUES = [CANARY, CUSTOMER_EMAIL, ...RECIPIENTS, CARD, "jane.doe", "attacker.example", "exfil.example"]
+const DIGEST = /^\[sha256:[0-9a-f]{64} length:\d+\]$/
+
+interface AttackRow {
+  readonly seq: number
+  readonly goal: string
+  readonly prompt: string
+  readonly reply: string | null
+  readonly outcome: string
+  readonly landed: boolean
+  readonly evidence: string
+  readonly substrates: ReadonlyArray<{ kind: string; key: string; values: ReadonlyArray<string> }>
+  readonly trace_id: string | null
+  readonly events: ReadonlyArray<{ actor: string; content_text: string; payload: any }>
+}
+
+interface Candidate {
+  readonly substrate: string
+  readonly policy: { id: string; enabled: boolean; source_yaml: string }
+  readonly verify: { passed: boolean; false_blocks: number; blocked_landed: number; landed_total: number }
+}
+
+const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex")
+
+/** Sets the mode, runs a quick job on the demo agent to completion, and answers its stored attack rows. */
+const jobIn = (base: string, url: string, owner: Tenant, mode: Mode) =>
+  Effect.gen(function* () {
+    expectStatus(yield* call(base, "PATCH", "/v1/settings", { token: owner.jwt, body: { data_handling_mode: mode } }), 200)
+    // The pipeline's runtime-config cache (traces) refreshes within a second.
+    yield* Effect.sleep("1100 millis")
+    const job = yield* dispatch(base, owner, { profile: "quick", target_url: DEMO })
+    yield* waitForJob(base, owner, job.id)
+    const rows = yield* queryDatabase<AttackRow>(
+      url,
+      "select seq, goal, prompt, reply, outcome, landed, evidence, substrates, trace_id, events from redteam_attacks where job_id = $1 order by seq",
+      [job.id]
+    )
+    return { id: job.id, rows }
+  })
+
+/** What the API shows of a job: sessions with events, attack records, the report, the shared report (JSON and HTML). */
+const servedText = (base: string, owner: Tenant, jobId: string) =>
+  Effect.gen(function* () {
+    const sessions = expectStatus(yield* call(base, "GET", `/v1/redteam/jobs/${jobId}`, { token: owner.jwt }), 200)
+    const records = expectStatus(
+      yield* call(base, "GET", `/v1/redteam/attacks?job_id=${jobId}&limit=100`, { token: owner.jwt }),
+      200
+    )
+    const report = expectStatus(yield* call(base, "GET", `/v1/redteam/jobs/${jobId}/report`, { token: owner.jwt }), 200)
+    const link = expectStatus(
+      yield* call(base, "POST", "/v1/redteam/reports", { token: owner.jwt, body: { job_id: jobId } }),
+      201
+    )
+    const shared = expectStatus(yield* call(base, "GET", link.path), 200)
+    const html = yield* call(base, "GET", link.html_path)
+    expect(html.status).toBe(200)
+    expect(sessions.sessions.length).toBeGreaterThan(0)
+    expect(records.records.length).toBe(sessions.sessions.length)
+    expect(report.findings.length).toBeGreaterThan(0)
+    return { text: JSON.stringify({ sessions, records, report, shared }) + html.text, records: records.records as Array<any> }
+  })
+
+const harden = (base: string, owner: Tenant, jobId: string) =>
+  Effect.map(
+    call(base, "POST", `/v1/redteam/jobs/${jobId}/harden`, { token: owner.jwt, body: {} }),
+    (response) => expectStatus(response, 200) as { candidates: ReadonlyArray<Candidate>; rejections: ReadonlyArray<unknown> }
+  )
+
+const outcomes = (rows: ReadonlyArray<AttackRow>) => rows.map((row) => [row.seq, row.outcome, row.landed])
+
+layer(testServerWithDatabase("database"), SERVER_OPTIONS)("red-team data handling", (it) => {
+  it.effect("redacted and metadata_only keep no raw value of attacks; outcomes and hardening are unchanged", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const url = yield* TestDatabaseUrl
+      const owner = yield* tenant(base)
+
+      // raw_allowed: the values the stricter modes must drop are really produced by this job.
+      const raw = yield* jobIn(base, url, owner, "raw_allowed")
+      const rawStored = JSON.stringify(raw.rows)
+      for (const value of [CANARY, CUSTOMER_EMAIL, CARD, RECIPIENTS[0]!]) expect(rawStored, value).toContain(value)
+      const rawLanded = raw.rows.filter((row) => row.landed)
+      expect(rawLanded.some((row) => row.reply?.includes(CANARY))).toBe(true)
+      expect(rawLanded.some((row) => row.substrates.some((s) => s.values.includes(RECIPIENTS[0]!)))).toBe(true)
+
+      // redacted: typed placeholders in place of every raw value, in the rows and in everything served.
+      const redacted = yield* jobIn(base, url, owner, "redacted")
+      expect(outcomes(redacted.rows)).toEqual(outcomes(raw.rows))
+      const redactedStored = JSON.stringify(redacted.rows)
+      for (const value of RAW_VALUES) expect(redactedStored, value).not.toContain(value)
+      for (const placeholder of ["[EMAIL]", "[CANARY]", "[CARD]"]) expect(redactedStored, placeholder).toContain(placeholder)
+      const canaryReply = redacted.rows.find((row) => row.landed && row.reply?.includes("[CANARY]"))
+      expect(canaryReply, "a system-prompt leak with its canary replaced").toBeDefined()
+      expect(redacted.rows.every((row) => row.substrates.every((s) => s.values.length === 0))).toBe(true)
+      const redactedServed = yield* servedText(base, owner, redacted.id)
+      for (const value of RAW_VALUES) expect(redactedServed.text, value).not.toContain(value)
+      expect(redactedServed.text).toContain("[EMAIL]")
+      // The traces of the job's decisions keep no raw email either.
+      const traceIds = redacted.rows.flatMap((row) => (row.trace_id === null ? [] : [row.trace_id]))
+      expect(traceIds.length).toBeGreaterThan(0)
+      const traces = JSON.stringify(yield* queryDatabase(url, "select payload from traces where id = any($1)", [traceIds]))
+      for (const value of [CUSTOMER_EMAIL, ...RECIPIENTS]) expect(traces, value).not.toContain(value)
+
+      // metadata_only: digests and lengths only, and they are the digests of what the raw job produced.
+      const metadata = yield* jobIn(base, url, owner, "metadata_only")
+      expect(outcomes(metadata.rows)).toEqual(outcomes(raw.rows))
+      const metadataStored = JSON.stringify(metadata.rows)
+      for (const value of RAW_VALUES) expect(metadataStored, value).not.toContain(value)
+      for (const [index, row] of metadata.rows.entries()) {
+        const rawRow = raw.rows[index]!
+        for (const field of [row.goal, row.prompt, row.evidence, row.reply ?? ""]) expect(field).toMatch(DIGEST)
+        expect(row.prompt).toBe(`[sha256:${sha256(rawRow.prompt)} length:${rawRow.prompt.length}]`)
+        expect(row.reply).toBe(`[sha256:${sha256(rawRow.reply!)} length:${rawRow.reply!.length}]`)
+        expect(row.substrates.every((s) => s.values.length === 0)).toBe(true)
+        for (const event of row.events) {
+          expect(event.content_text).toMatch(DIGEST)
+          for (const toolCall of event.payload?.tool_calls ?? []) expect(Object.keys(toolCall.arguments).sort()).toEqual(["length", "sha256"])
+          if (event.payload?.arguments !== undefined) expect(Object.keys(event.payload.arguments).sort()).toEqual(["length", "sha256"])
+        }
+      }
+      const metadataServed = yield* servedText(base, owner, metadata.id)
+      for (const value of RAW_VALUES) expect(metadataServed.text, value).not.toContain(value)
+      expect(metadataServed.records.every((record) => DIGEST.test(record.prompt))).toBe(true)
+
+      // Hardening: the stricter modes keep no substrate values, yet yield the same passed candidates
+      // (same policy ids: same substrates and values, re-derived from a fresh replay).
+      const fromRedacted = yield* harden(base, owner, redacted.id)
+      expect(fromRedacted.candidates.length).toBeGreaterThan(0)
+      for (const candidate of fromRedacted.candidates) {
+        expect(candidate.verify.passed, candidate.substrate).toBe(true)
+        expect(candidate.verify.false_blocks).toBe(0)
+        expect(candidate.verify.blocked_landed).toBe(candidate.verify.landed_total)
+        expect(candidate.policy.enabled).toBe(false)
+      }
+      const recipientPolicy = fromRedacted.candidates.find((c) => c.substrate.startsWith("param:send_email"))
+      expect(recipientPolicy, JSON.stringify(fromRedacted.candidates.map((c) => c.substrate))).toBeDefined()
+      expect(recipientPolicy!.policy.source_yaml).toContain(RECIPIENTS[0]!)
+      const fromMetadata = yield* harden(base, owner, metadata.id)
+      const fromRaw = yield* harden(base, owner, raw.id)
+      const idsOf = (result: { candidates: ReadonlyArray<Candidate> }) => result.candidates.map((c) => c.policy.id).sort()
+      expect(idsOf(fromRedacted)).toEqual(idsOf(fromRaw))
+      expect(idsOf(fromMetadata)).toEqual(idsOf(fromRaw))
+      expect(fromMetadata.candidates.every((c) => c.verify.passed)).toBe(true)
+    })
+  )
+})
