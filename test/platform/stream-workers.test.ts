@@ -4,7 +4,8 @@
  *   with aggregate totals equal to the events produced (no loss, no double
  *   count), duplicates published by the relay included;
  * - two members of one consumer group split the partitions: disjoint sets
- *   that together cover every partition, each event applied once.
+ *   that together cover every partition, each event applied once; and the
+ *   same with two real stream-worker processes, as the broker reports them.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
@@ -12,6 +13,8 @@ import { Context, Effect, Layer } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import { fileURLToPath } from "node:url"
+import { AssignerProtocol, Kafka, logLevel } from "kafkajs"
+import { ANALYTICS_GROUP } from "../../src/analytics/Ingest.js"
 import { consumeStream } from "../../src/platform/Consumer.js"
 import { EventLog, type OutgoingEvent } from "../../src/platform/EventLog.js"
 import { EventLogKafkaLive } from "../../src/platform/EventLogKafka.js"
@@ -204,4 +207,67 @@ describe("stream worker", () => {
       }).pipe(Effect.scoped),
     180_000
   )
+
+  it.live(
+    "two stream-worker processes split the analytics group's partitions and count every event once",
+    () =>
+      Effect.gen(function* () {
+        const { settings, context } = yield* platform
+        const sql = Context.get(context, SqlClient.SqlClient)
+        const log = Context.get(context, EventLog)
+        const prefix = settings["KAFKA_TOPIC_PREFIX"]!
+        const admin = new Kafka({ clientId: "split-test", brokers: [settings["KAFKA_BROKERS"]!], logLevel: logLevel.NOTHING }).admin()
+        yield* Effect.acquireRelease(Effect.promise(() => admin.connect()), () => Effect.promise(() => admin.disconnect()))
+        yield* Effect.acquireRelease(startWorker(settings), kill)
+        yield* Effect.acquireRelease(startWorker(settings), kill)
+
+        // The group's members as the broker sees them: which partitions of `decisions` each owns.
+        const ownership = Effect.promise(() => admin.describeGroups([`${prefix}${ANALYTICS_GROUP}`])).pipe(
+          Effect.map(({ groups: [group] }) =>
+            (group?.state === "Stable" ? group.members : []).map((member) => {
+              const assignment = AssignerProtocol.MemberAssignment.decode(member.memberAssignment)
+              return assignment?.assignment[`${prefix}${Topics.decisions}`] ?? []
+            })
+          )
+        )
+        const owned = yield* eventually(
+          Effect.flatMap(ownership, (members) =>
+            members.length === 2 && members.every((partitions) => partitions.length > 0)
+              ? Effect.succeed(members)
+              : Effect.fail(`members so far: ${JSON.stringify(members)}`)
+          ),
+          "90 seconds"
+        )
+        const [first, second] = owned as [Array<number>, Array<number>]
+        expect(first.filter((partition) => second.includes(partition))).toEqual([])
+        expect([...first, ...second].sort()).toEqual([0, 1, 2])
+
+        const N = 3_000
+        // Sixty workspaces (keys), so every partition gets events and both processes work.
+        const events = Array.from({ length: N }, (_, n) => {
+          const event = decision(n)
+          const workspace = `ws_split_${n % 60}`
+          const value = { ...(JSON.parse(event.value as string) as Record<string, unknown>), workspace_id: workspace }
+          return { ...event, key: workspace, value: JSON.stringify(value) }
+        })
+        yield* log.publish(events)
+        const counted = Effect.map(
+          sql<{ total: string }>`select coalesce(sum(value), 0)::text as total from analytics_buckets
+                                 where series = 'decisions' and granularity = 'day'`,
+          (rows) => Number(rows[0]!.total)
+        )
+        yield* eventually(
+          Effect.flatMap(counted, (total) => (total >= N ? Effect.succeed(total) : Effect.fail(total))),
+          "90 seconds"
+        )
+        yield* Effect.sleep("1 second")
+        expect(yield* counted).toBe(N)
+        // Every partition's position was committed with its aggregates, by the process that owns it.
+        const positions = yield* sql<{ partition: number }>`
+          select partition from consumer_partition_positions where topic = ${Topics.decisions} and group_id = ${ANALYTICS_GROUP}`
+        expect(positions.map((row) => row.partition).sort()).toEqual([0, 1, 2])
+      }).pipe(Effect.scoped),
+    240_000
+  )
 })
+
