@@ -21,21 +21,39 @@ const decisionsTotal = Metric.counter("guardrail_decisions_total", {
   description: "Authorization decisions answered, by effect."
 })
 
+// Tagged metrics are kept per label set: a metric reused finds its registry entry without hashing its key again.
+const requestMetrics = new Map<
+  string,
+  { readonly total: typeof requestsTotal; readonly seconds: typeof requestSeconds }
+>()
+const decisionMetrics = new Map<string, typeof decisionsTotal>()
+
 /** Called once per final response by the request pipeline. `route` is the template, never the raw path. */
-export const recordRequest = (method: string, route: string, status: number, seconds: number) =>
-  Effect.zipRight(
-    Metric.update(
-      requestsTotal.pipe(
+export const recordRequest = (method: string, route: string, status: number, seconds: number) => {
+  const key = `${method} ${route} ${status}`
+  let metrics = requestMetrics.get(key)
+  if (metrics === undefined) {
+    metrics = {
+      total: requestsTotal.pipe(
         Metric.tagged("method", method),
         Metric.tagged("route", route),
         Metric.tagged("status", String(status))
       ),
-      1
-    ),
-    Metric.update(requestSeconds.pipe(Metric.tagged("method", method), Metric.tagged("route", route)), seconds)
-  )
+      seconds: requestSeconds.pipe(Metric.tagged("method", method), Metric.tagged("route", route))
+    }
+    requestMetrics.set(key, metrics)
+  }
+  return Effect.zipRight(Metric.update(metrics.total, 1), Metric.update(metrics.seconds, seconds))
+}
 
-export const recordDecision = (effect: string) => Metric.update(decisionsTotal.pipe(Metric.tagged("effect", effect)), 1)
+export const recordDecision = (effect: string) => {
+  let metric = decisionMetrics.get(effect)
+  if (metric === undefined) {
+    metric = decisionsTotal.pipe(Metric.tagged("effect", effect))
+    decisionMetrics.set(effect, metric)
+  }
+  return Metric.update(metric, 1)
+}
 
 // ---- gauges read at scrape time
 
