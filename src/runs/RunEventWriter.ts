@@ -11,13 +11,16 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Deferred, Effect, Exit, Queue } from "effect"
+import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { Conflict, NotFound } from "../platform/Errors.js"
 import { Outbox } from "../platform/Outbox.js"
 import { transactionOf } from "../platform/Sql.js"
 import { Topics } from "../platform/Topics.js"
+import { type DataHandlingMode, keepJson, keepOptionalString } from "../privacy/Redaction.js"
 
 const MAX_BATCH = 500
 
+/** An append as the caller sent it (content is kept per data_handling_mode when written). */
 export interface NewRunEvent {
   readonly id: string
   readonly workspaceId: string
@@ -56,6 +59,7 @@ export class RunEventWriter extends Effect.Service<RunEventWriter>()("runs/RunEv
     const sql = yield* SqlClient.SqlClient
     const transaction = transactionOf(sql)
     const outbox = yield* Outbox
+    const settings = yield* WorkspaceSettings
     const queue = yield* Effect.acquireRelease(Queue.unbounded<Pending>(), Queue.shutdown)
     const runKey = (workspaceId: string, runId: string) => `${workspaceId}/${runId}`
 
@@ -94,9 +98,18 @@ export class RunEventWriter extends Effect.Service<RunEventWriter>()("runs/RunEv
             where runs.id = bump.id returning runs.id, runs.last_sequence`
           // The run's new last sequence, minus its events in this batch, is where its batch starts.
           const next = new Map(bumped.map((run) => [run.id, run.last_sequence - counts.get(run.id)! + 1]))
+          // Summaries and metadata are customer content: stored as each workspace's data_handling_mode allows
+          // (read once per workspace per batch, after every append in it arrived).
+          const modes = new Map<string, DataHandlingMode>()
+          for (const { event } of accepted) {
+            if (!modes.has(event.workspaceId)) {
+              modes.set(event.workspaceId, (yield* settings.settingsOf(event.workspaceId)).data_handling_mode)
+            }
+          }
           const rows = accepted.map(({ event }) => {
             const sequence = next.get(event.runId)!
             next.set(event.runId, sequence + 1)
+            const mode = modes.get(event.workspaceId)!
             return {
               id: event.id,
               run_id: event.runId,
@@ -104,9 +117,9 @@ export class RunEventWriter extends Effect.Service<RunEventWriter>()("runs/RunEv
               sequence,
               kind: event.kind,
               label: event.label,
-              input_summary: event.inputSummary,
-              output_summary: event.outputSummary,
-              metadata: JSON.stringify(event.metadata ?? null),
+              input_summary: keepOptionalString(mode, event.inputSummary),
+              output_summary: keepOptionalString(mode, event.outputSummary),
+              metadata: JSON.stringify(keepJson(mode, event.metadata)),
               occurred_at: event.occurredAt
             }
           })

@@ -14,7 +14,6 @@ import { BadRequest, Conflict, NotFound } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { dieOnErrors, orFailWith, transactionOf } from "../platform/Sql.js"
-import { keepJson, keepOptionalString } from "../privacy/Redaction.js"
 import { RunEventId, RunId } from "./Domain.js"
 import { type RunEventRow, RunEventWriter, runNotFound } from "./RunEventWriter.js"
 import { Traces } from "./Traces.js"
@@ -254,17 +253,15 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
             details: [{ path: "occurred_at", message: "expected an RFC 3339 timestamp" }]
           })
         }
-        // Summaries and metadata are customer content: stored as the workspace's data_handling_mode allows.
-        const mode = (yield* settings.settingsOf(workspaceId)).data_handling_mode
         const row = yield* writer.append({
           id: prefixedId("rev"),
           workspaceId,
           runId,
           kind: input.kind,
           label: input.label ?? null,
-          inputSummary: keepOptionalString(mode, input.input_summary),
-          outputSummary: keepOptionalString(mode, input.output_summary),
-          metadata: keepJson(mode, input.metadata ?? null),
+          inputSummary: input.input_summary ?? null,
+          outputSummary: input.output_summary ?? null,
+          metadata: input.metadata ?? null,
           occurredAt
         })
         return toRunEvent(row)
