@@ -9,6 +9,8 @@
  *    are polled every 10 ms while the load runs),
  *  - loss and duplicates: after the load, each workspace's trace_count and
  *    run_event_count against the events the service accepted.
+ * Events are sent with a workspace runtime key (as agents send them); the
+ * analytics queries with a user session.
  * Usage: npx tsx bench/ingest.ts [seconds=20] [connections=64]
  * Needs PostgreSQL (BENCH_POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/test)
  * and Kafka (BENCH_KAFKA_BROKERS, default 127.0.0.1:9092).
@@ -72,7 +74,10 @@ const percentile = (values: Array<number>, q: number) => {
 }
 
 interface Tenant {
+  /** A user session: analytics queries. */
   readonly auth: Record<string, string>
+  /** A workspace runtime key, as agents send events. */
+  readonly agentAuth: Record<string, string>
   readonly workspaceId: string
   readonly environmentId: string
   readonly runs: Array<string>
@@ -114,7 +119,9 @@ const main = async () => {
       for (let r = 0; r < RUNS_PER_TENANT; r++) {
         runs.push(String((await postJson("/v1/runs", auth, { agent_id: "bench-bot", kind: "chat_session" }))["id"]))
       }
-      tenants.push({ auth, workspaceId: workspaces[0]!.id, environmentId: environments[0]!.id, runs, decisions: 0, runEvents: 0 })
+      const key = await postJson("/v1/api-keys", auth, { name: "ingest-bench" })
+      const agentAuth = { authorization: `Bearer ${String(key["plaintext_key"])}` }
+      tenants.push({ auth, agentAuth, workspaceId: workspaces[0]!.id, environmentId: environments[0]!.id, runs, decisions: 0, runEvents: 0 })
     }
     const decisionBody = (tenant: Tenant, agentId: string, n: number) => ({
       kind: "output.proposed",
@@ -135,8 +142,8 @@ const main = async () => {
         sent++
         const decision = n % 2 === 0
         const response = decision
-          ? await post("/v1/events", tenant.auth, decisionBody(tenant, "bench-bot", n))
-          : await post(`/v1/runs/${tenant.runs[n % RUNS_PER_TENANT]}/events`, tenant.auth, { kind: "user_turn" })
+          ? await post("/v1/events", tenant.agentAuth, decisionBody(tenant, "bench-bot", n))
+          : await post(`/v1/runs/${tenant.runs[n % RUNS_PER_TENANT]}/events`, tenant.agentAuth, { kind: "user_turn" })
         await response.arrayBuffer()
         if (response.ok) {
           if (decision) tenant.decisions++
@@ -150,7 +157,7 @@ const main = async () => {
       for (let n = 0; running; n++) {
         const tenant = tenants[n % TENANTS]!
         const agentId = `probe-${n}`
-        const response = await post("/v1/events", tenant.auth, decisionBody(tenant, agentId, n))
+        const response = await post("/v1/events", tenant.agentAuth, decisionBody(tenant, agentId, n))
         await response.arrayBuffer()
         const acked = performance.now()
         if (!response.ok) continue

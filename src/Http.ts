@@ -4,6 +4,7 @@
  */
 import { Layer } from "effect"
 import { AnalyticsHttpLive } from "./analytics/Http.js"
+import { EventsDirectLive } from "./authorization/EventsDirect.js"
 import { AuthorizationLive, EventsHttpLive, ReceiptsHttpLive } from "./authorization/Http.js"
 import { BudgetAlertsHttpLive, LlmPricingHttpLive, LlmUsageHttpLive } from "./billing/Http.js"
 import {
@@ -58,6 +59,13 @@ export const ApiGroupsLive = Layer.mergeAll(
   AdminHttpLive
 ).pipe(
   Layer.provide(Layer.mergeAll(AuthorizationLive, RunsLive)),
+  Layer.provideMerge(CatalogLive),
+  Layer.provideMerge(IdentityLive)
+)
+
+/** The endpoints the request pipeline answers without the router, over the same service instances as the handlers. */
+export const DirectRoutesLive = EventsDirectLive.pipe(
+  Layer.provide(AuthorizationLive),
   Layer.provideMerge(CatalogLive),
   Layer.provideMerge(IdentityLive)
 )

@@ -9,7 +9,8 @@ import { Duration, Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { GuardrailApi } from "./Api.js"
 import { DashboardLive } from "./dashboard/Http.js"
-import { ApiGroupsLive } from "./Http.js"
+import { EventsDirect } from "./authorization/EventsDirect.js"
+import { ApiGroupsLive, DirectRoutesLive } from "./Http.js"
 import { drainOnShutdown, makeTraffic } from "./operations/Drain.js"
 import { AppConfig } from "./platform/Config.js"
 import { makeRouteTable, requestPipeline } from "./platform/HttpPipeline.js"
@@ -44,7 +45,12 @@ export const HttpAppLive = Layer.unwrapEffect(
       Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
       Layer.provide(DashboardLive),
       Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
-      Layer.provide(HttpApiBuilder.middleware(GuardrailApi, requestPipeline(routes, config.maxBodyBytes, traffic))),
+      Layer.provide(
+        HttpApiBuilder.middleware(
+          GuardrailApi,
+          Effect.map(EventsDirect, (direct) => requestPipeline(routes, config.maxBodyBytes, traffic, direct))
+        ).pipe(Layer.provide(DirectRoutesLive))
+      ),
       Layer.provide(HttpApiBuilder.api(GuardrailApi).pipe(Layer.provide(ApiGroupsLive))),
       Layer.merge(announce)
     )

@@ -11,41 +11,53 @@ import { WorkspaceFeatures } from "./FeatureFlags.js"
 
 const routes = new Map(makeRouteTable(GuardrailApi).map((route) => [`${route.method} ${route.template}`, route]))
 
+/**
+ * Resolves a bearer credential to the caller of one endpoint, or fails with the 401/403/404 to answer:
+ * the Authentication middleware and the `POST /v1/events` direct path both call this.
+ */
+export const makeAuthenticator = Effect.gen(function* () {
+  const credentials = yield* Credentials
+  const features = yield* WorkspaceFeatures
+  return (
+    token: string,
+    request: { readonly method: string; readonly headers: HttpServerRequest.HttpServerRequest["headers"] },
+    entry: { readonly group: string; readonly endpoint: string } | undefined
+  ) =>
+    Effect.gen(function* () {
+      const caller = yield* credentials.resolve(token, request.headers["x-service-workspace-id"])
+      const verdict = checkAccess(caller, {
+        group: entry?.group ?? "",
+        endpoint: entry?.endpoint ?? "",
+        method: request.method
+      })
+      if (verdict === "runtime_key_not_allowed") {
+        return yield* new Forbidden({
+          code: "forbidden_credential",
+          message: "Workspace runtime keys cannot call this endpoint; use a user session."
+        })
+      }
+      if (verdict === "role_too_low") {
+        return yield* new Forbidden({
+          code: "insufficient_role",
+          message: `Your role (${caller.role}) cannot call this endpoint; ask a workspace admin or owner.`
+        })
+      }
+      // Feature flags close whole groups (red-team, knowledge sources, gateway) per workspace.
+      yield* features.checkGroup(caller.workspaceId, entry?.group ?? "")
+      return caller
+    })
+})
+
 export const AuthenticationLive = Layer.effect(
   Authentication,
-  Effect.gen(function* () {
-    const credentials = yield* Credentials
-    const features = yield* WorkspaceFeatures
-    return {
-      bearer: (token) =>
-        Effect.gen(function* () {
-          const request = yield* HttpServerRequest.HttpServerRequest
-          const { route } = yield* HttpRouter.RouteContext
-          const caller = yield* credentials.resolve(Redacted.value(token), request.headers["x-service-workspace-id"])
-          const entry = routes.get(`${request.method} ${String(route.path)}`)
-          const verdict = checkAccess(caller, {
-            group: entry?.group ?? "",
-            endpoint: entry?.endpoint ?? "",
-            method: request.method
-          })
-          if (verdict === "runtime_key_not_allowed") {
-            return yield* new Forbidden({
-              code: "forbidden_credential",
-              message: "Workspace runtime keys cannot call this endpoint; use a user session."
-            })
-          }
-          if (verdict === "role_too_low") {
-            return yield* new Forbidden({
-              code: "insufficient_role",
-              message: `Your role (${caller.role}) cannot call this endpoint; ask a workspace admin or owner.`
-            })
-          }
-          // Feature flags close whole groups (red-team, knowledge sources, gateway) per workspace.
-          yield* features.checkGroup(caller.workspaceId, entry?.group ?? "")
-          return caller
-        })
-    }
-  })
+  Effect.map(makeAuthenticator, (authenticate) => ({
+    bearer: (token) =>
+      Effect.gen(function* () {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const { route } = yield* HttpRouter.RouteContext
+        return yield* authenticate(Redacted.value(token), request, routes.get(`${request.method} ${String(route.path)}`))
+      })
+  }))
 ).pipe(Layer.provide(Credentials.Default), Layer.provide(WorkspaceFeatures.Default))
 
 export const InternalAuthenticationLive = Layer.effect(

@@ -22,7 +22,8 @@ import {
 } from "@effect/platform"
 import { RequestError, type RouteNotFound } from "@effect/platform/HttpServerError"
 import { UrlParams } from "@effect/platform"
-import { Cause, Context, Effect, Option, Predicate, Stream } from "effect"
+import { Cause, Context, Effect, FiberRef, LogLevel, Option, Predicate, Stream } from "effect"
+import { Readable } from "node:stream"
 import { countedRequest, type Traffic } from "../operations/Drain.js"
 import { recordRequest } from "../operations/Metrics.js"
 import { uuidv7 } from "./Ids.js"
@@ -30,6 +31,8 @@ import { unstorableJson } from "./Json.js"
 import { BadRequest, isHttpError, NotFound, PayloadTooLarge, UnsupportedMediaType } from "./Errors.js"
 
 type BodyKind = "none" | "json" | "yaml" | "other"
+
+const utf8 = new TextDecoder()
 
 /** Endpoint annotation: a body limit above the service-wide MAX_BODY_BYTES (e.g. file uploads). */
 export class MaxBodyBytes extends Context.Tag("platform/MaxBodyBytes")<MaxBodyBytes, number>() {}
@@ -83,9 +86,29 @@ const pathOf = (url: string) => {
   return query === -1 ? url : url.slice(0, query)
 }
 
+// Routes without parameters by "METHOD /path": most requests are found here without a regex scan.
+const staticRoutes = new WeakMap<ReadonlyArray<RouteEntry>, ReadonlyMap<string, RouteEntry>>()
+
+const staticRoutesOf = (routes: ReadonlyArray<RouteEntry>) => {
+  let found = staticRoutes.get(routes)
+  if (found === undefined) {
+    const byPath = new Map<string, RouteEntry>()
+    for (const route of routes) {
+      const key = `${route.method} ${route.template}`
+      if (!route.template.includes(":") && !byPath.has(key)) byPath.set(key, route)
+    }
+    found = byPath
+    staticRoutes.set(routes, found)
+  }
+  return found
+}
+
 export const findRoute = (routes: ReadonlyArray<RouteEntry>, method: string, url: string) => {
   const path = pathOf(url)
-  return routes.find((route) => route.method === method && route.pattern.test(path))
+  return (
+    staticRoutesOf(routes).get(`${method} ${path}`) ??
+    routes.find((route) => route.method === method && route.pattern.test(path))
+  )
 }
 
 const hasBody = (request: HttpServerRequest.HttpServerRequest) => {
@@ -110,7 +133,53 @@ const isBodyLimitError = (error: unknown): boolean =>
  * client, still sending, can read the 413); past 8x the limit the connection is
  * given up.
  */
-const readBody = (request: HttpServerRequest.HttpServerRequest, limit: number) =>
+const readBody = (request: HttpServerRequest.HttpServerRequest, limit: number) => {
+  const source = nodeSourceOf(request)
+  return source === undefined ? readBodyStream(request, limit) : readNodeBody(source, limit)
+}
+
+/** The Node request under a request served by NodeHttpServer (undefined under other servers). */
+const nodeSourceOf = (request: HttpServerRequest.HttpServerRequest): Readable | undefined => {
+  const source: unknown = (request as { readonly source?: unknown }).source
+  return source instanceof Readable ? source : undefined
+}
+
+/** `readBody` on Node's stream with plain listeners: the same limits and errors, without Stream's per-request cost. */
+const readNodeBody = (source: Readable, limit: number) =>
+  Effect.async<Buffer, BadRequest | PayloadTooLarge>((resume) => {
+    const chunks: Array<Buffer> = []
+    let bytes = 0
+    const stop = () => {
+      source.off("data", onData)
+      source.off("end", onEnd)
+      source.off("error", onError)
+    }
+    const onData = (chunk: Buffer) => {
+      bytes += chunk.length
+      if (bytes > limit * 8) {
+        stop()
+        source.destroy()
+        resume(Effect.fail(tooLarge(limit)))
+      } else if (bytes <= limit) chunks.push(chunk)
+    }
+    const onEnd = () => {
+      stop()
+      resume(bytes > limit ? Effect.fail(tooLarge(limit)) : Effect.succeed(Buffer.concat(chunks, bytes)))
+    }
+    const onError = () => {
+      stop()
+      resume(Effect.fail(new BadRequest({ code: "unreadable_body", message: "The request body could not be read." })))
+    }
+    source.on("data", onData)
+    source.once("end", onEnd)
+    source.once("error", onError)
+    return Effect.sync(() => {
+      stop()
+      source.destroy()
+    })
+  })
+
+const readBodyStream = (request: HttpServerRequest.HttpServerRequest, limit: number) =>
   request.stream.pipe(
     Stream.runFoldEffect({ chunks: [] as Array<Uint8Array>, bytes: 0 }, (acc, chunk) => {
       const bytes = acc.bytes + chunk.length
@@ -130,14 +199,22 @@ const readBody = (request: HttpServerRequest.HttpServerRequest, limit: number) =
   )
 
 /** The request with its body already read: every body accessor answers from `bytes`. */
-const withBody = (request: HttpServerRequest.HttpServerRequest, bytes: Uint8Array, headers: Headers.Headers) => {
-  const text = new TextDecoder().decode(bytes)
+const withBody = (
+  request: HttpServerRequest.HttpServerRequest,
+  bytes: Uint8Array,
+  headers: Headers.Headers,
+  text: string,
+  parsed?: { readonly value: unknown }
+) => {
   const decodeError = (cause: unknown) => new RequestError({ request, reason: "Decode", cause })
   return Object.create(request, {
     headers: { value: headers },
     text: { value: Effect.succeed(text) },
     json: {
-      get: () => Effect.try({ try: () => (text === "" ? null : (JSON.parse(text) as unknown)), catch: decodeError })
+      get: () =>
+        parsed !== undefined
+          ? Effect.succeed(parsed.value)
+          : Effect.try({ try: () => (text === "" ? null : (JSON.parse(text) as unknown)), catch: decodeError })
     },
     urlParamsBody: {
       get: () => Effect.try({ try: () => UrlParams.fromInput(new URLSearchParams(text)), catch: decodeError })
@@ -169,14 +246,13 @@ const checkBody = (request: HttpServerRequest.HttpServerRequest, route: RouteEnt
       })
     }
     const bytes = yield* readBody(request, limit)
-    const text = new TextDecoder().decode(bytes)
+    const text = utf8.decode(bytes)
     if (route.body === "yaml") {
-      return withBody(request, bytes, Headers.set(request.headers, "content-type", "application/yaml"))
+      return withBody(request, bytes, Headers.set(request.headers, "content-type", "application/yaml"), text)
     }
-    // Hand on a request whose body answers from what was read, as application/json (HttpApi only
-    // decodes JSON when the content type contains "application/json").
-    const checked = withBody(request, bytes, Headers.set(request.headers, "content-type", "application/json"))
-    if (text.trim() !== "") {
+    const jsonHeaders = Headers.set(request.headers, "content-type", "application/json")
+    if (text.trim() === "") return withBody(request, bytes, jsonHeaders, text)
+    {
       const value = yield* Effect.try({
         try: () => JSON.parse(text) as unknown,
         catch: (error) =>
@@ -193,8 +269,10 @@ const checkBody = (request: HttpServerRequest.HttpServerRequest, route: RouteEnt
           details: [problem]
         })
       }
+      // Hand on a request whose body answers from what was read (and parsed), as application/json
+      // (HttpApi only decodes JSON when the content type contains "application/json").
+      return withBody(request, bytes, jsonHeaders, text, { value })
     }
-    return checked
   })
 
 const formatPath = (path: ReadonlyArray<PropertyKey>) => path.map(String).join(".")
@@ -221,9 +299,19 @@ const withMessagesDialectKey = (request: HttpServerRequest.HttpServerRequest, ro
     : request
 }
 
+/**
+ * Endpoints answered without the HttpApi router (hot paths): for a route and its request, with a JSON
+ * body already checked and parsed, the effect answering it, or undefined to leave it to the router.
+ * Failures go through the same mapping and error encoding as the router's, so answers are identical.
+ */
+export type DirectRoutes<E> = (
+  route: RouteEntry,
+  request: HttpServerRequest.HttpServerRequest
+) => Effect.Effect<HttpServerResponse.HttpServerResponse, E> | undefined
+
 /** Body checks before routing, error-shape mapping after, for the request's route (found once per request). */
 const requestGuard =
-  (route: RouteEntry | undefined, maxBodyBytes: number) =>
+  <DE>(route: RouteEntry | undefined, maxBodyBytes: number, direct: DirectRoutes<DE> | undefined) =>
   <E, R>(app: HttpApp.Default<E, R>) =>
     Effect.gen(function* () {
       const original = yield* HttpServerRequest.HttpServerRequest
@@ -233,11 +321,13 @@ const requestGuard =
       }
       const limit = route?.maxBodyBytes ?? maxBodyBytes
       const checked = yield* checkBody(request, route, limit)
+      const directly = checked === request || route === undefined ? undefined : direct?.(route, checked)
+      if (directly !== undefined) return yield* directly
       const inner = checked === original ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, checked)
       return yield* inner.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(FileSystem.Size(limit))))
     }).pipe(
       Effect.catchAllCause(
-        (cause): Effect.Effect<never, BadRequest | NotFound | PayloadTooLarge | UnsupportedMediaType | E> => {
+        (cause): Effect.Effect<never, BadRequest | NotFound | PayloadTooLarge | UnsupportedMediaType | DE | E> => {
           const failure = Cause.failureOption(cause)
           if (Option.isSome(failure)) {
             const error: unknown = failure.value
@@ -295,7 +385,12 @@ const defectResponse = (cause: Cause.Cause<unknown>, requestId: string, maxBodyB
  * response is written, so the pre-response handler sees every final response
  * (encoded errors included).
  */
-export const requestPipeline = (routes: ReadonlyArray<RouteEntry>, maxBodyBytes: number, traffic?: Traffic) => {
+export const requestPipeline = <DE = never>(
+  routes: ReadonlyArray<RouteEntry>,
+  maxBodyBytes: number,
+  traffic?: Traffic,
+  direct?: DirectRoutes<DE>
+) => {
   return <E, R>(app: HttpApp.Default<E, R>) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
@@ -305,8 +400,17 @@ export const requestPipeline = (routes: ReadonlyArray<RouteEntry>, maxBodyBytes:
       const started = performance.now()
       const entry = findRoute(routes, request.method, request.url)
       const route = entry?.template ?? pathOf(request.url)
+      // The access log line is skipped outright when LOG_LEVEL filters info out (no annotation work per request).
+      const logsRequests = LogLevel.greaterThanEqual(
+        LogLevel.Info,
+        yield* FiberRef.get(FiberRef.currentMinimumLogLevel)
+      )
       yield* HttpApp.appendPreResponseHandler((_, response) => {
         const elapsed = performance.now() - started
+        // Metrics label by route template only (unknown paths share one label: bounded cardinality).
+        const measured = recordRequest(request.method, entry?.template ?? "unmatched", response.status, elapsed / 1000)
+        const stamped = HttpServerResponse.setHeader(response, "x-request-id", requestId)
+        if (!logsRequests) return Effect.as(measured, stamped)
         return Effect.logInfo("request").pipe(
           Effect.annotateLogs({
             request_id: requestId,
@@ -315,9 +419,8 @@ export const requestPipeline = (routes: ReadonlyArray<RouteEntry>, maxBodyBytes:
             status: response.status,
             duration_ms: Math.round(elapsed * 100) / 100
           }),
-          // Metrics label by route template only (unknown paths share one label: bounded cardinality).
-          Effect.zipRight(recordRequest(request.method, entry?.template ?? "unmatched", response.status, elapsed / 1000)),
-          Effect.as(HttpServerResponse.setHeader(response, "x-request-id", requestId))
+          Effect.zipRight(measured),
+          Effect.as(stamped)
         )
       })
       if (traffic?.draining === true) {
@@ -328,7 +431,8 @@ export const requestPipeline = (routes: ReadonlyArray<RouteEntry>, maxBodyBytes:
       }
       const guarded = requestGuard(
         entry,
-        maxBodyBytes
+        maxBodyBytes,
+        direct
       )(app).pipe(
         Effect.catchAllCause((cause) =>
           Cause.isInterruptedOnly(cause) || Option.exists(Cause.failureOption(cause), isHttpError)

@@ -1,23 +1,21 @@
 /**
  * Runs and their ordered events. Status moves warming -> running ->
  * completed | failed | canceled; a terminal run moves no more (409) and
- * takes no more events. Each append takes the run's row lock to hand out the
- * next sequence, so sequences are gap-free and strictly increasing however
- * many appends race.
+ * takes no more events. Appends are group-committed by RunEventWriter, which
+ * takes the runs' row locks to hand out the next sequences, so sequences are
+ * gap-free and strictly increasing however many appends race.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Option } from "effect"
 import type { Caller } from "../identity/Authentication.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { decodeCursor, encodeCursor, invalidCursor, pageByTime } from "../platform/Cursor.js"
 import { BadRequest, Conflict, NotFound } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
-import { Outbox } from "../platform/Outbox.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { dieOnErrors, orFailWith, transactionOf } from "../platform/Sql.js"
-import { Topics } from "../platform/Topics.js"
-import { keepJson, keepOptionalString } from "../privacy/Redaction.js"
-import { RunEventId, RunEventMessage, RunId } from "./Domain.js"
+import { RunEventId, RunId } from "./Domain.js"
+import { type RunEventRow, RunEventWriter, runNotFound } from "./RunEventWriter.js"
 import { Traces } from "./Traces.js"
 
 type RunStatus = "warming" | "running" | "completed" | "failed" | "canceled"
@@ -46,21 +44,6 @@ interface RunRow {
   readonly updated_at: Date
 }
 
-interface RunEventRow {
-  readonly id: string
-  readonly run_id: string
-  readonly workspace_id: string
-  readonly sequence: number
-  readonly kind: string
-  readonly label: string | null
-  readonly input_summary: string | null
-  readonly output_summary: string | null
-  readonly metadata: unknown
-  readonly occurred_at: Date
-  readonly created_at: Date
-}
-
-const encodeRunEventMessage = Schema.encodeSync(RunEventMessage)
 
 const TERMINAL: ReadonlySet<string> = new Set(["completed", "failed", "canceled"])
 
@@ -99,7 +82,6 @@ const toRunEvent = (row: RunEventRow) => ({
   occurred_at: toTimestamp(row.occurred_at)
 })
 
-const runNotFound = (id: string) => new NotFound({ code: "run_not_found", message: `No run ${id} in this workspace.` })
 
 export interface RunFilters {
   readonly agent_id?: string | undefined
@@ -114,7 +96,7 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
     const transaction = transactionOf(sql)
     const settings = yield* WorkspaceSettings
     const traces = yield* Traces
-    const outbox = yield* Outbox
+    const writer = yield* RunEventWriter
     const json = (value: unknown) => JSON.stringify(value ?? null)
 
     const repo = dieOnErrors({
@@ -157,17 +139,6 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
                     where workspace_id = ${workspaceId} and id = ${id} returning *`.pipe(
           Effect.map((rows) => rows[0]!)
         ),
-      nextSequence: (workspaceId: string, id: string) =>
-        sql<{ last_sequence: number }>`update runs set last_sequence = last_sequence + 1, updated_at = now()
-          where workspace_id = ${workspaceId} and id = ${id} returning last_sequence`.pipe(
-          Effect.map((rows) => rows[0]!.last_sequence)
-        ),
-      insertEvent: (row: Omit<RunEventRow, "created_at">) =>
-        sql<RunEventRow>`insert into run_events (id, run_id, workspace_id, sequence, kind, label, input_summary,
-                                                 output_summary, metadata, occurred_at)
-          values (${row.id}, ${row.run_id}, ${row.workspace_id}, ${row.sequence}, ${row.kind}, ${row.label},
-                  ${row.input_summary}, ${row.output_summary}, ${json(row.metadata)}, ${row.occurred_at})
-          returning *`.pipe(Effect.map((rows) => rows[0]!)),
       listEvents: (workspaceId: string, runId: string, limit: number, afterSequence: number) =>
         sql<RunEventRow>`select * from run_events where workspace_id = ${workspaceId} and run_id = ${runId}
                          and sequence > ${afterSequence} order by sequence limit ${limit + 1}`
@@ -282,51 +253,18 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
             details: [{ path: "occurred_at", message: "expected an RFC 3339 timestamp" }]
           })
         }
-        // Summaries and metadata are customer content: stored as the workspace's data_handling_mode allows.
-        const mode = (yield* settings.settingsOf(workspaceId)).data_handling_mode
-        return yield* transaction(
-          Effect.gen(function* () {
-            const run = Option.getOrUndefined(yield* repo.find(workspaceId, runId, true))
-            if (run === undefined) return yield* runNotFound(runId)
-            if (TERMINAL.has(run.status)) {
-              return yield* new Conflict({
-                code: "run_ended",
-                message: `Run ${runId} is ${run.status}; it takes no more events.`
-              })
-            }
-            const row = yield* repo.insertEvent({
-              id: prefixedId("rev"),
-              run_id: runId,
-              workspace_id: workspaceId,
-              sequence: yield* repo.nextSequence(workspaceId, runId),
-              kind: input.kind,
-              label: input.label ?? null,
-              input_summary: keepOptionalString(mode, input.input_summary),
-              output_summary: keepOptionalString(mode, input.output_summary),
-              metadata: keepJson(mode, input.metadata ?? null),
-              occurred_at: occurredAt
-            })
-            yield* outbox.enqueue([
-              {
-                topic: Topics.runEvents,
-                key: runId,
-                value: encodeRunEventMessage({
-                  schema_version: 1,
-                  event_id: row.id,
-                  run_id: runId,
-                  workspace_id: workspaceId,
-                  agent_id: run.agent_id,
-                  environment_id: run.environment_id,
-                  run_kind: run.kind as RunKind,
-                  kind: row.kind as RunEventKind,
-                  sequence: row.sequence,
-                  occurred_at: row.occurred_at.toISOString()
-                })
-              }
-            ])
-            return toRunEvent(row)
-          })
-        )
+        const row = yield* writer.append({
+          id: prefixedId("rev"),
+          workspaceId,
+          runId,
+          kind: input.kind,
+          label: input.label ?? null,
+          inputSummary: input.input_summary ?? null,
+          outputSummary: input.output_summary ?? null,
+          metadata: input.metadata ?? null,
+          occurredAt
+        })
+        return toRunEvent(row)
       })
 
     const events = (workspaceId: string, runId: string, limit: number, cursor: string | undefined) =>
@@ -362,5 +300,6 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
       })
 
     return { create, list, update, append, events, runTraces, detail }
-  })
+  }),
+  dependencies: [RunEventWriter.Default]
 }) {}
