@@ -5,7 +5,7 @@
  * is off. Platform admins (PLATFORM_ADMIN_USER_IDS) set them.
  */
 import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Option } from "effect"
+import { Effect, Option } from "effect"
 import { Forbidden, NotFound } from "../platform/Errors.js"
 import { dieOnErrors } from "../platform/Sql.js"
 
@@ -22,10 +22,6 @@ export const featureOfGroup: Readonly<Record<string, FeatureFlag>> = {
 }
 
 export type FeatureFlags = Readonly<Record<FeatureFlag, boolean>>
-
-// Gated groups (the gateway proxy among them) check flags per request: read through a 1 s cache,
-// dropped here at once on a change, so other processes see a change within 1 s.
-const FLAGS_TTL = Duration.seconds(1)
 
 const featureNames: Record<FeatureFlag, string> = {
   is_attacks_enabled: "Red-team attacks",
@@ -47,20 +43,6 @@ export class WorkspaceFeatures extends Effect.Service<WorkspaceFeatures>()("iden
         )
     })
 
-    const cache = new Map<string, { readonly flags: Option.Option<FeatureFlags>; readonly until: number }>()
-    const cachedFlags = (workspaceId: string) =>
-      Effect.suspend(() => {
-        const now = Date.now()
-        const cached = cache.get(workspaceId)
-        if (cached !== undefined && cached.until > now) return Effect.succeed(cached.flags)
-        return Effect.tap(repo.find(workspaceId), (flags) =>
-          Effect.sync(() => {
-            if (cache.size >= 10_000) cache.clear()
-            cache.set(workspaceId, { flags, until: now + Duration.toMillis(FLAGS_TTL) })
-          })
-        )
-      })
-
     const notFound = (id: string) =>
       new NotFound({ code: "workspace_not_found", message: `Workspace ${id} does not exist.` })
 
@@ -77,7 +59,6 @@ export class WorkspaceFeatures extends Effect.Service<WorkspaceFeatures>()("iden
         const values = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined))
         if (Object.keys(values).length === 0) return yield* flagsOf(workspaceId)
         const updated = yield* repo.update(workspaceId, values)
-        cache.delete(workspaceId)
         if (Option.isNone(updated)) return yield* notFound(workspaceId)
         return { workspace_id: workspaceId, ...updated.value }
       })
@@ -86,7 +67,7 @@ export class WorkspaceFeatures extends Effect.Service<WorkspaceFeatures>()("iden
     const checkGroup = (workspaceId: string, group: string) => {
       const flag = featureOfGroup[group]
       if (flag === undefined) return Effect.void
-      return Effect.flatMap(cachedFlags(workspaceId), (found) =>
+      return Effect.flatMap(repo.find(workspaceId), (found) =>
         Option.isSome(found) && !found.value[flag]
           ? Effect.fail(
               new Forbidden({
