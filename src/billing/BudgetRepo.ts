@@ -48,13 +48,15 @@ export class BudgetRepo extends Effect.Service<BudgetRepo>()("billing/BudgetRepo
        * (`ensureWindow`). Answers the reservation id, or none when refused.
        */
       reserve: (key: WindowKey, input: { id: string; amount: bigint; cap: bigint; expiresAt: Date }) =>
-        sql.withTransaction(
-          // A reservation lost with a database crash only forgets an in-flight hold (its call still settles its
-          // spend), so it need not wait for the WAL flush: admission stays off the disk's commit latency.
-          Effect.zipRight(sql`set local synchronous_commit = off`, sql<{ id: string }>`
-          with admitted as (
+        // One statement, one round trip. A reservation lost with a database crash only forgets an in-flight
+        // hold (its call still settles its spend), so its commit need not wait for the WAL flush:
+        // set_config(..., true) turns synchronous_commit off for this statement's own transaction.
+        sql<{ id: string }>`
+          with async_commit as (select set_config('synchronous_commit', 'off', true) as setting),
+          admitted as (
             update llm_budget_ledger
                set reserved_usd_nanos = reserved_usd_nanos + ${input.amount.toString()}::bigint, updated_at = now()
+              from async_commit
              where workspace_id = ${key.workspaceId} and window_kind = ${key.kind} and window_start = ${key.start}
                and spent_usd_nanos + reserved_usd_nanos + ${input.amount.toString()}::bigint <= ${input.cap.toString()}::bigint
             returning workspace_id
@@ -62,8 +64,7 @@ export class BudgetRepo extends Effect.Service<BudgetRepo>()("billing/BudgetRepo
           insert into llm_budget_reservations (id, workspace_id, window_kind, window_start, amount_usd_nanos, expires_at)
           select ${input.id}, workspace_id, ${key.kind}, ${key.start}, ${input.amount.toString()}::bigint, ${input.expiresAt}
             from admitted
-          returning id`)
-        ).pipe(Effect.map((rows) => Option.fromNullable(rows[0]?.id))),
+          returning id`.pipe(Effect.map((rows) => Option.fromNullable(rows[0]?.id))),
 
       /**
        * Settles calls in one statement: adds each row's spend to its window

@@ -6,8 +6,8 @@
  * `anthropic-version`). Two changes only: a chat-style stream is asked for
  * its usage (`stream_options.include_usage`), and a request without `model`
  * gets the connection's `default_model`. The answer streams back chunk by
- * chunk (the server waits for the client to drain before reading more), and
- * a client that goes away aborts the upstream call.
+ * chunk (piped by Node, which waits for the client to drain before reading
+ * more), and a client that goes away aborts the upstream call.
  *
  * When the response ends (or is cut), the request scope's finalizer hands
  * the call's `llm-usage` event and budget settlement to the UsageWriter,
@@ -16,8 +16,8 @@
  * latency.
  */
 import { HttpServerResponse, type HttpServerRequest } from "@effect/platform"
-import { NodeStream } from "@effect/platform-node"
-import { Duration, Effect, FiberRef, HashMap, Option, Redacted, Stream } from "effect"
+import { Duration, Effect, FiberRef, HashMap, Option, Redacted } from "effect"
+import { Transform } from "node:stream"
 import type { LlmUsageMessage } from "../billing/Domain.js"
 import { Budgets, type Reservation } from "../billing/Budgets.js"
 import { costOf, type ModelPrice, Pricing } from "../billing/Pricing.js"
@@ -326,19 +326,22 @@ const respond = (upstream: UpstreamResponse, meter: UsageMeter, outcome: Outcome
       { status: 502, headers }
     )
   }
-  const body = NodeStream.fromReadable<Error, Uint8Array>(
-    () => upstream.body,
-    (error) => (error instanceof Error ? error : new Error(String(error)))
-  ).pipe(
-    Stream.mapChunks((chunks) => {
-      for (const chunk of chunks) meter.onChunk(chunk)
-      return chunks
-    }),
-    // Headers are out: a body that breaks off just ends the response (the meter keeps what it saw).
-    Stream.concat(Stream.execute(Effect.sync(() => void (outcome.ended = true)))),
-    Stream.catchAll((error) => Stream.execute(Effect.sync(() => void (outcome.error = error.message))))
-  )
-  return HttpServerResponse.stream(body, {
+  // Node pipes the body to the client (backpressure from the client's socket) through the meter: no
+  // fiber work per chunk. Headers are out: a body that breaks off just ends the response (the meter
+  // keeps what it saw).
+  const metered = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      meter.onChunk(chunk)
+      done(null, chunk)
+    }
+  })
+  upstream.body.once("end", () => void (outcome.ended = true))
+  upstream.body.once("error", (error) => {
+    outcome.error = error.message
+    if (!metered.destroyed) metered.end()
+  })
+  upstream.body.pipe(metered)
+  return HttpServerResponse.raw(metered, {
     status,
     headers,
     contentType: contentType ?? "application/octet-stream",

@@ -5,8 +5,9 @@
  * outbox, the spend and released reservations in one ledger statement. One
  * commit per batch instead of per call keeps the budget rows (one per
  * workspace and window) from serializing traffic on the disk's commit
- * latency. Calls hand over after their response is out, so nothing here is
- * on a client's path. On shutdown the queue is drained before the scope ends.
+ * latency. Calls hand over after their response is out, and a batch lingers
+ * (LINGER) before it commits, so nothing here is on a client's path. On
+ * shutdown the queue is drained before the scope ends.
  */
 import { SqlClient } from "@effect/sql"
 import { Duration, Effect, Queue, Schedule, Schema } from "effect"
@@ -17,6 +18,13 @@ import { transactionOf } from "../platform/Sql.js"
 import { Topics } from "../platform/Topics.js"
 
 const MAX_BATCH = 500
+/**
+ * How long a batch stays open after its first call. A commit right at the end
+ * of a response would hold the budget row (and the event loop) just as the
+ * client's next request asks for its reservation; lingering moves the commit
+ * into that request's upstream wait, and gathers more calls per commit.
+ */
+const LINGER = Duration.millis(10)
 const encodeUsage = Schema.encodeSync(LlmUsageMessage)
 
 export interface FinishedCall {
@@ -55,11 +63,13 @@ export class UsageWriter extends Effect.Service<UsageWriter>()("gateway/UsageWri
     yield* Effect.addFinalizer(() =>
       Effect.flatMap(Queue.takeAll(queue), (rest) => (rest.length === 0 ? Effect.void : commit([...rest])))
     )
-    yield* Queue.takeBetween(queue, 1, MAX_BATCH).pipe(
-      Effect.flatMap((chunk) => commit([...chunk])),
-      Effect.forever,
-      Effect.forkScoped
-    )
+    // Only the wait for a first call is interruptible: a batch once taken is always committed.
+    yield* Effect.uninterruptibleMask((restore) =>
+      restore(Queue.take(queue)).pipe(
+        Effect.zipLeft(Effect.sleep(LINGER)),
+        Effect.flatMap((first) => Effect.flatMap(Queue.takeUpTo(queue, MAX_BATCH - 1), (rest) => commit([first, ...rest])))
+      )
+    ).pipe(Effect.forever, Effect.forkScoped)
 
     /** Queues a finished call; it is committed with the next batch. */
     const submit = (call: FinishedCall) => Queue.offer(queue, call).pipe(Effect.asVoid)
