@@ -12,22 +12,18 @@
  * and Kafka (BENCH_KAFKA_BROKERS, default 127.0.0.1:9092).
  */
 import { isAuthorized, preparsePolicySet, statefulIsAuthorized } from "@cedar-policy/cedar-wasm/nodejs"
-import autocannon from "autocannon"
 import { Schema } from "effect"
-import { spawn } from "node:child_process"
 import { createHash } from "node:crypto"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
-import pg from "pg"
 import { normalizeProfile } from "../src/catalog/Agents.js"
 import { PolicyDocument } from "../src/catalog/Domain.js"
 import { compilePolicy } from "../src/catalog/PolicyLanguage.js"
 import { contentChecker } from "../src/authorization/checkers/Content.js"
 import { decide } from "../src/authorization/Pipeline.js"
+import { admin, adminUrl, cannon, json, startService } from "./support.js"
 
 const seconds = Number(process.argv[2] ?? 10)
-const adminUrl = process.env["BENCH_POSTGRES_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
-const brokers = process.env["BENCH_KAFKA_BROKERS"] ?? "127.0.0.1:9092"
 const RULES = 200
 const tool = (i: number) => `tool_${String(i).padStart(3, "0")}`
 
@@ -126,11 +122,6 @@ const evaluatorBench = () => {
 }
 
 // ---------------------------------------------------------------- 2. HTTP
-const cannon = (options: autocannon.Options) =>
-  new Promise<autocannon.Result>((resolve, reject) =>
-    autocannon(options, (error, result) => (error ? reject(error) : resolve(result)))
-  )
-
 const echoServer = () =>
   new Promise<{ url: string; close: () => void }>((resolve) => {
     const server = createServer((request, response) => {
@@ -149,54 +140,6 @@ const echoServer = () =>
       })
     })
   })
-
-const admin = async (text: string) => {
-  const client = new pg.Client({ connectionString: adminUrl })
-  await client.connect()
-  await client.query(text).finally(() => client.end())
-}
-
-const startService = (databaseUrl: string, port: number) =>
-  new Promise<() => void>((resolve, reject) => {
-    // BENCH_CPU_PROFILE=<dir> writes a V8 CPU profile of the service there (for finding hot spots).
-    const profile = process.env["BENCH_CPU_PROFILE"]
-    const nodeArgs = profile === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profile}`]
-    const child = spawn("node", [...nodeArgs, "--import", "tsx", "services/all-in-one/main.ts"], {
-      env: {
-        ...process.env,
-        DATABASE_URL: databaseUrl,
-        KAFKA_BROKERS: brokers,
-        KAFKA_TOPIC_PREFIX: `bench${Date.now()}.`,
-        PORT: String(port),
-        HOST: "127.0.0.1",
-        LOG_LEVEL: "warn",
-        DATA_DIR: `/tmp/guardrail-bench-${port}`,
-        DATABASE_POOL_SIZE: "20"
-      },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let output = ""
-    const timer = setTimeout(() => reject(new Error(`service did not start:\n${output}`)), 90_000)
-    const poll = setInterval(() => {
-      fetch(`http://127.0.0.1:${port}/readyz`).then(
-        (response) => {
-          if (response.ok) {
-            clearInterval(poll)
-            clearTimeout(timer)
-            resolve(() => child.kill("SIGTERM"))
-          }
-        },
-        () => undefined
-      )
-    }, 500)
-    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()))
-    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()))
-  })
-
-const json = async (url: string, init: RequestInit) => {
-  const response = await fetch(url, init)
-  return (await response.json()) as Record<string, unknown>
-}
 
 const httpBench = async () => {
   const echo = await echoServer()

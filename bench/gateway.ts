@@ -24,11 +24,9 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { createHash } from "node:crypto"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
-import pg from "pg"
+import { admin, adminUrl, brokers, cannon } from "./support.js"
 
 const seconds = Number(process.argv[2] ?? 10)
-const adminUrl = process.env["BENCH_POSTGRES_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
-const brokers = process.env["BENCH_KAFKA_BROKERS"] ?? "127.0.0.1:9092"
 const STUB_DELAY_MS = 20
 const basePort = 40_000 + Math.floor(Math.random() * 10_000)
 const ports = { stub: basePort, service: basePort + 1, portkey: basePort + 2 }
@@ -65,11 +63,6 @@ const loads: Record<Load, Partial<autocannon.Options>> = {
   sustained: { connections: 100 }
 }
 
-const cannon = (options: autocannon.Options) =>
-  new Promise<autocannon.Result>((resolve, reject) =>
-    autocannon(options, (error, result) => (error ? reject(error) : resolve(result)))
-  )
-
 const children: Array<ChildProcess> = []
 const start = (command: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
   const child = spawn(command, [...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] })
@@ -87,12 +80,6 @@ const waitFor = async (check: () => Promise<boolean>, what: string, output: () =
     await new Promise((resolve) => setTimeout(resolve, 300))
   }
   throw new Error(`${what} did not start:\n${output()}`)
-}
-
-const admin = async (text: string) => {
-  const client = new pg.Client({ connectionString: adminUrl })
-  await client.connect()
-  await client.query(text).finally(() => client.end())
 }
 
 const json = async (url: string, init: RequestInit) => {

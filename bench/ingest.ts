@@ -15,58 +15,15 @@
  * Needs PostgreSQL (BENCH_POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/test)
  * and Kafka (BENCH_KAFKA_BROKERS, default 127.0.0.1:9092).
  */
-import { spawn } from "node:child_process"
 import { createHash } from "node:crypto"
 import { mkdirSync, writeFileSync } from "node:fs"
-import pg from "pg"
+import { admin, adminUrl, startService } from "./support.js"
 
 const seconds = Number(process.argv[2] ?? 20)
 const connections = Number(process.argv[3] ?? 64)
-const adminUrl = process.env["BENCH_POSTGRES_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
-const brokers = process.env["BENCH_KAFKA_BROKERS"] ?? "127.0.0.1:9092"
 const TENANTS = 4
 const RUNS_PER_TENANT = 25
 const PROBE_EVERY_MS = 100
-
-const admin = async (text: string) => {
-  const client = new pg.Client({ connectionString: adminUrl })
-  await client.connect()
-  await client.query(text).finally(() => client.end())
-}
-
-const startService = (databaseUrl: string, port: number) =>
-  new Promise<() => void>((resolve, reject) => {
-    const child = spawn("node", ["--import", "tsx", "services/all-in-one/main.ts"], {
-      env: {
-        ...process.env,
-        DATABASE_URL: databaseUrl,
-        KAFKA_BROKERS: brokers,
-        KAFKA_TOPIC_PREFIX: `bench${Date.now()}.`,
-        PORT: String(port),
-        HOST: "127.0.0.1",
-        LOG_LEVEL: "warn",
-        DATA_DIR: `/tmp/guardrail-bench-${port}`,
-        DATABASE_POOL_SIZE: "20"
-      },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let output = ""
-    const timer = setTimeout(() => reject(new Error(`service did not start:\n${output}`)), 90_000)
-    const poll = setInterval(() => {
-      fetch(`http://127.0.0.1:${port}/readyz`).then(
-        (response) => {
-          if (response.ok) {
-            clearInterval(poll)
-            clearTimeout(timer)
-            resolve(() => child.kill("SIGTERM"))
-          }
-        },
-        () => undefined
-      )
-    }, 500)
-    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()))
-    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()))
-  })
 
 const percentile = (values: Array<number>, q: number) => {
   const sorted = [...values].sort((a, b) => a - b)
