@@ -69,6 +69,21 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
         })
         expect(usage!.request_id).toMatch(/\S/)
         expect(usage!.metadata).toMatchObject({ dialect: "chat_style", route_id: gateway.routeId, stream: false })
+
+        // The stream worker stores it: GET /v1/llm-usage lists it and sums it by model.
+        const listed = yield* eventually(
+          Effect.flatMap(call(base, "GET", "/v1/llm-usage", { token: owner.jwt }), (response) => {
+            const events = (response.body as { events?: Array<Record<string, unknown>> }).events ?? []
+            return events.length === 1 ? Effect.succeed(events[0]!) : Effect.fail(new Error(response.text))
+          }),
+          "20 seconds"
+        )
+        expect(listed).toMatchObject({ model: "Stub-Chat", prompt_tokens: 12, completion_tokens: 3, cost_minor: 2 })
+        const grouped = yield* call(base, "GET", "/v1/llm-usage?group_by=model", { token: owner.jwt })
+        expect(grouped.body).toMatchObject({
+          group_by: "model",
+          groups: [{ prompt_tokens: 12, completion_tokens: 3, cost_minor: 2, cost_usd_nanos: "21000000", event_count: 1 }]
+        })
       })
     )
 
