@@ -143,6 +143,9 @@ interface Target {
 const measure = async (target: Target) => {
   const base = { url: target.url, method: "POST" as const, body, headers: target.headers, duration: seconds }
   await cannon({ ...base, connections: 20, duration: 3 }) // warm-up
+  // Let the all-in-one's stream workers digest the warm-up's usage events
+  // first: otherwise the concurrency-1 run measures that backlog, not a call.
+  await new Promise((resolve) => setTimeout(resolve, 5_000))
   const results: Record<string, unknown> = {}
   for (const [load, options] of Object.entries(loads)) {
     const result = await cannon({ ...base, ...options })
