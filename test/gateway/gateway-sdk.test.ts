@@ -27,15 +27,21 @@ afterAll(() => stub.close())
 
 const lastRequest = () => stub.requests[stub.requests.length - 1]!
 
+/** A fresh tenant with a connection and route to the stub provider, and where to reach it all. */
+const stubTenant = Effect.gen(function* () {
+  const base = yield* baseUrl
+  const db = yield* TestDatabaseUrl
+  const owner = yield* tenant(base)
+  const gateway = yield* setupGateway(base, owner, stub.url)
+  return { base, db, owner, gateway }
+})
+
 layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gateway with the official SDKs", (it) => {
   describe("chat_style with the openai client", () => {
     it.effect("answers a completion, sends the provider key upstream and the body unchanged, records priced usage", () =>
       Effect.gen(function* () {
-        const base = yield* baseUrl
-        const db = yield* TestDatabaseUrl
-        const owner = yield* tenant(base)
+        const { base, db, owner, gateway } = yield* stubTenant
         const key = yield* createKey(base, owner)
-        const gateway = yield* setupGateway(base, owner, stub.url)
         yield* setPrice(base, owner, "  Stub-Chat ", 100_000, 300_000)
 
         const client = new OpenAI({ apiKey: key.plaintext_key, baseURL: `${gateway.routeBase}/chat_style`, maxRetries: 0 })
@@ -89,10 +95,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
 
     it.effect("streams chunk by chunk and asks the provider for stream usage", () =>
       Effect.gen(function* () {
-        const base = yield* baseUrl
-        const db = yield* TestDatabaseUrl
-        const owner = yield* tenant(base)
-        const gateway = yield* setupGateway(base, owner, stub.url)
+        const { db, owner, gateway } = yield* stubTenant
         const client = new OpenAI({ apiKey: owner.jwt, baseURL: `${gateway.routeBase}/chat_style`, maxRetries: 0 })
 
         const pieces = yield* Effect.promise(async () => {
@@ -126,11 +129,8 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
   describe("messages_style with the @anthropic-ai/sdk client", () => {
     it.effect("answers a message (the client's own apiKey, sent as x-api-key) with x-api-key and anthropic-version upstream", () =>
       Effect.gen(function* () {
-        const base = yield* baseUrl
-        const db = yield* TestDatabaseUrl
-        const owner = yield* tenant(base)
+        const { base, db, owner, gateway } = yield* stubTenant
         const key = yield* createKey(base, owner)
-        const gateway = yield* setupGateway(base, owner, stub.url)
         yield* setPrice(base, owner, "stub-claude", 300, 1500)
         // Configured the way Anthropic's docs show: the runtime key as apiKey (x-api-key header).
         const client = new Anthropic({ apiKey: key.plaintext_key, baseURL: `${gateway.routeBase}/messages_style`, maxRetries: 0 })
@@ -155,10 +155,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
 
     it.effect("streams events and counts cumulative message_delta usage once", () =>
       Effect.gen(function* () {
-        const base = yield* baseUrl
-        const db = yield* TestDatabaseUrl
-        const owner = yield* tenant(base)
-        const gateway = yield* setupGateway(base, owner, stub.url)
+        const { db, owner, gateway } = yield* stubTenant
         const client = new Anthropic({ authToken: owner.jwt, baseURL: `${gateway.routeBase}/messages_style`, maxRetries: 0 })
 
         const text = yield* Effect.promise(async () => {
@@ -182,9 +179,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
   describe("upstream failures", () => {
     it.effect("5xx with a body is 502 with that body; without one, the conventions' error body; 401 upstream is 502", () =>
       Effect.gen(function* () {
-        const base = yield* baseUrl
-        const owner = yield* tenant(base)
-        const gateway = yield* setupGateway(base, owner, stub.url)
+        const { base, owner, gateway } = yield* stubTenant
         const path = `/v1/gateway/${gateway.routeId}/chat_style/chat/completions`
         const send = (model: string) => call(base, "POST", path, { token: owner.jwt, body: { model, messages: [] } })
 
@@ -233,9 +228,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
 
     it.effect("bad requests never reach the provider: unknown route 404, non-object body 400, malformed JSON 400", () =>
       Effect.gen(function* () {
-        const base = yield* baseUrl
-        const owner = yield* tenant(base)
-        const gateway = yield* setupGateway(base, owner, stub.url)
+        const { base, owner, gateway } = yield* stubTenant
         const before = stub.requests.length
         expectError(
           yield* call(base, "POST", `/v1/gateway/gwr_nope/chat_style/chat/completions`, {
@@ -258,10 +251,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
   describe("budgets at the gateway", () => {
     it.effect("refuses an unpriced model under an active budget (402 model_unpriced), and a spent budget (402 budget_exceeded)", () =>
       Effect.gen(function* () {
-        const base = yield* baseUrl
-        const db = yield* TestDatabaseUrl
-        const owner = yield* tenant(base)
-        const gateway = yield* setupGateway(base, owner, stub.url)
+        const { base, db, owner, gateway } = yield* stubTenant
         const path = `/v1/gateway/${gateway.routeId}/chat_style/chat/completions`
         yield* setBudget(base, owner, 1, "day")
         const before = stub.requests.length
@@ -313,10 +303,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
   describe("a client that leaves mid-stream", () => {
     it.effect("aborts the upstream call and still records the tokens seen", () =>
       Effect.gen(function* () {
-        const base = yield* baseUrl
-        const db = yield* TestDatabaseUrl
-        const owner = yield* tenant(base)
-        const gateway = yield* setupGateway(base, owner, stub.url)
+        const { db, owner, gateway } = yield* stubTenant
         const abortedBefore = stub.aborted.length
 
         const firstChunk = yield* Effect.promise(async () => {
