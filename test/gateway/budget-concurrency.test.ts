@@ -8,10 +8,10 @@
 import { afterAll, expect, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
-import { createKey, expectError, SERVER_OPTIONS, tenant, type Tenant } from "../identity/http-helpers.js"
+import { createKey, expectError, SERVER_OPTIONS, type Tenant } from "../identity/http-helpers.js"
 import { eventually } from "../support/Eventually.js"
-import { baseUrl, type JsonResponse, request, TestDatabaseUrl, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
-import { awaitUsage, GATEWAY_SETTINGS, monthSpend, setBudget, setPrice, setupGateway } from "./gateway-helpers.js"
+import { type JsonResponse, request, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
+import { awaitUsage, GATEWAY_SETTINGS, gatewayTenant, monthSpend, setBudget, setPrice } from "./gateway-helpers.js"
 import { startStubUpstream } from "./stub-upstream.js"
 
 const stub = await startStubUpstream()
@@ -71,11 +71,8 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("str
     "200 concurrent strict requests at a cap that fits 10: exactly 10 admitted, spend never past the cap",
     () =>
       Effect.gen(function* () {
-        const base = yield* baseUrl
-        const db = yield* TestDatabaseUrl
-        const owner = yield* tenant(base)
+        const { base, db, owner, gateway } = yield* gatewayTenant(stub.url)
         const key = yield* createKey(base, owner)
-        const gateway = yield* setupGateway(base, owner, stub.url)
         yield* prepare(base, owner)
 
         const responses = yield* fire([`${gateway.routeBase}/chat_style/chat/completions`], 200, key.plaintext_key, (i) => ({
@@ -103,11 +100,8 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("str
     "the same across two API processes over one database",
     () =>
       Effect.gen(function* () {
-        const base = yield* baseUrl
-        const db = yield* TestDatabaseUrl
-        const owner = yield* tenant(base)
+        const { base, db, owner, gateway } = yield* gatewayTenant(stub.url)
         const key = yield* createKey(base, owner)
-        const gateway = yield* setupGateway(base, owner, stub.url)
         yield* prepare(base, owner)
 
         const scope = yield* Scope.make()

@@ -1,8 +1,9 @@
 /** Helpers of the gateway suites: a connection and route to the stub, prices, budgets, usage events. */
 import { expect } from "@effect/vitest"
 import { Effect } from "effect"
-import { call, expectStatus, queryDatabase, type Tenant } from "../identity/http-helpers.js"
+import { call, expectStatus, queryDatabase, tenant, type Tenant } from "../identity/http-helpers.js"
 import { eventually } from "../support/Eventually.js"
+import { baseUrl, TestDatabaseUrl } from "../support/TestServer.js"
 
 export const PROVIDER_KEY = "sk-stub-provider-secret-0123456789"
 export const ENCRYPTION_KEY = "gateway-test-encryption-key-0123456789abcdef"
@@ -115,3 +116,13 @@ export const monthSpend = (db: string, workspaceId: string) =>
     ),
     (rows) => ({ spent: BigInt(rows[0]!.spent), reserved: BigInt(rows[0]!.reserved) })
   )
+
+/** A fresh tenant with a connection and route to `upstreamUrl`, and where to reach it all (server, database). */
+export const gatewayTenant = (upstreamUrl: string) =>
+  Effect.gen(function* () {
+    const base = yield* baseUrl
+    const db = yield* TestDatabaseUrl
+    const owner = yield* tenant(base)
+    const gateway = yield* setupGateway(base, owner, upstreamUrl)
+    return { base, db, owner, gateway }
+  })

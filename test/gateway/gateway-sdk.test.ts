@@ -11,10 +11,11 @@ import { Effect } from "effect"
 import OpenAI from "openai"
 import { call, createKey, expectError, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
 import { eventually } from "../support/Eventually.js"
-import { baseUrl, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+import { baseUrl, testServerWithDatabase } from "../support/TestServer.js"
 import {
   awaitUsage,
   GATEWAY_SETTINGS,
+  gatewayTenant,
   PROVIDER_KEY,
   setBudget,
   setPrice,
@@ -27,14 +28,7 @@ afterAll(() => stub.close())
 
 const lastRequest = () => stub.requests[stub.requests.length - 1]!
 
-/** A fresh tenant with a connection and route to the stub provider, and where to reach it all. */
-const stubTenant = Effect.gen(function* () {
-  const base = yield* baseUrl
-  const db = yield* TestDatabaseUrl
-  const owner = yield* tenant(base)
-  const gateway = yield* setupGateway(base, owner, stub.url)
-  return { base, db, owner, gateway }
-})
+const stubTenant = gatewayTenant(stub.url)
 
 layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gateway with the official SDKs", (it) => {
   describe("chat_style with the openai client", () => {
