@@ -2,7 +2,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { flowChecker } from "../../src/authorization/checkers/Flow.js"
 import type { CheckContext, ParamSource } from "../../src/authorization/Pipeline.js"
-import type { LabelPolicyRow, ToolMetadataRow } from "../../src/catalog/Repo.js"
+import type { ToolMetadataRow } from "../../src/catalog/Repo.js"
+import { label } from "./label-fixtures.js"
 
 const tool = (name: string, reversible: boolean, side_effect: string): ToolMetadataRow => ({
   tool: name,
@@ -19,15 +20,6 @@ const tools = new Map(
     tool("http_get", true, "none")
   ].map((row) => [row.tool, row])
 )
-
-const label = (origin: string, fields: Partial<LabelPolicyRow>): LabelPolicyRow => ({
-  origin,
-  enabled: true,
-  confidentiality: null,
-  integrity: null,
-  trust: null,
-  ...fields
-})
 
 const labelPolicies = new Map(
   [

@@ -2,7 +2,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { memoryChecker } from "../../src/authorization/checkers/Memory.js"
 import type { CheckContext, ParamSource } from "../../src/authorization/Pipeline.js"
-import type { LabelPolicyRow, ToolMetadataRow } from "../../src/catalog/Repo.js"
+import type { ToolMetadataRow } from "../../src/catalog/Repo.js"
+import { label } from "./label-fixtures.js"
 
 const tools = new Map<string, ToolMetadataRow>(
   [
@@ -16,15 +17,6 @@ const tools = new Map<string, ToolMetadataRow>(
     { tool: "old_note", enabled: false, metadata: { tool: "old_note", reversible: true, side_effect: "memory" } }
   ].map((row) => [row.tool, row])
 )
-
-const label = (origin: string, fields: Partial<LabelPolicyRow>): LabelPolicyRow => ({
-  origin,
-  enabled: true,
-  confidentiality: null,
-  integrity: null,
-  trust: null,
-  ...fields
-})
 
 const labelPolicies = new Map(
   [
