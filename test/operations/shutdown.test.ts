@@ -135,7 +135,11 @@ it.live(
       expect(traces).toHaveLength(5)
       const pending = yield* queryDatabase<{ n: string }>(db, "select count(*)::text as n from outbox where topic = 'decisions'")
       const offsets = yield* committedOffsets(service.topicPrefix)
-      expect(offsets.end + Number(pending[0]!.n)).toBe(5)
+      // No decision event is lost: each is on the topic or still in the outbox. A stop
+      // between the relay's publish and its delete leaves a row that is also on the
+      // topic (at-least-once; consumers dedupe by event id), hence no upper bound on the sum.
+      expect(offsets.end + Number(pending[0]!.n)).toBeGreaterThanOrEqual(5)
+      expect(offsets.end).toBeLessThanOrEqual(5)
       // Every decision the run-counters consumer applied has its position committed (none would be re-read).
       const applied = yield* queryDatabase<{ n: string }>(
         db,
