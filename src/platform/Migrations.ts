@@ -7,6 +7,7 @@ import { Migrator, SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { readdirSync, readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
+import { AppConfig, isEmbeddedDatabase } from "./Config.js"
 
 export const migrationsDirectory = fileURLToPath(new URL("../../migrations/", import.meta.url))
 
@@ -25,7 +26,23 @@ const sqlFileLoader: Migrator.Loader = Effect.sync(() =>
     .sort(([a], [b]) => a - b)
 )
 
-const runMigrations = Migrator.make({})({ loader: sqlFileLoader })
+const migrate = Migrator.make({})({ loader: sqlFileLoader })
+
+// Processes starting together on a fresh database (api beside stream-worker) would race on the
+// migrator's own CREATE TABLE (it cannot run inside one transaction: it probes the table with a
+// query that may fail), so a session advisory lock on a reserved connection makes them take turns.
+// The embedded database serves one process, so it needs none.
+const MIGRATION_LOCK = 7_310_001
+const runMigrations = Effect.gen(function* () {
+  if (isEmbeddedDatabase(yield* AppConfig)) return yield* migrate
+  const sql = yield* SqlClient.SqlClient
+  const connection = yield* sql.reserve
+  return yield* Effect.acquireUseRelease(
+    connection.executeValues(`select pg_advisory_lock(${MIGRATION_LOCK})`, []),
+    () => migrate,
+    () => connection.executeValues(`select pg_advisory_unlock(${MIGRATION_LOCK})`, []).pipe(Effect.ignore)
+  )
+}).pipe(Effect.scoped)
 
 export const MigrationsLive = Layer.effectDiscard(
   runMigrations.pipe(
