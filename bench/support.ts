@@ -23,11 +23,16 @@ export const admin = async (text: string) => {
  * /readyz answers 200. BENCH_CPU_PROFILE=<dir> writes a V8 CPU profile of
  * the service there (for finding hot spots).
  */
-export const startService = (databaseUrl: string, port: number, env: Record<string, string> = {}) =>
+export const startService = (
+  databaseUrl: string,
+  port: number,
+  env: Record<string, string> = {},
+  service: "all-in-one" | "api" | "stream-worker" = "all-in-one"
+) =>
   new Promise<() => void>((resolve, reject) => {
     const profile = process.env["BENCH_CPU_PROFILE"]
     const nodeArgs = profile === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profile}`]
-    const child = spawn("node", [...nodeArgs, "--import", "tsx", "services/all-in-one/main.ts"], {
+    const child = spawn("node", [...nodeArgs, "--import", "tsx", `services/${service}/main.ts`], {
       env: {
         ...process.env,
         DATABASE_URL: databaseUrl,

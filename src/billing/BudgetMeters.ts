@@ -14,7 +14,7 @@
  */
 import { Effect, Layer, Option, Schema } from "effect"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
-import { consumeOnce } from "../platform/Consumer.js"
+import { consumeStream } from "../platform/Consumer.js"
 import { prefixedId } from "../platform/Ids.js"
 import { Outbox } from "../platform/Outbox.js"
 import { toTimestamp } from "../platform/Schemas.js"
@@ -98,8 +98,8 @@ export class BudgetMeters extends Effect.Service<BudgetMeters>()("billing/Budget
         yield* outbox.enqueue([{ topic: Topics.budgetFirings, key: firing.workspace_id, value: message }])
       })
 
-    /** Adds one metered event; call inside the consumer's transaction. */
-    const add = (event: Metered) =>
+    /** Adds one metered event (or the sum of several with the same windows); inside the consumer's transaction. */
+    const addOne = (event: Metered) =>
       Effect.gen(function* () {
         if (event.amount <= 0) return
         const scopes = event.principalId === null ? [""] : ["", event.principalId]
@@ -141,7 +141,33 @@ export class BudgetMeters extends Effect.Service<BudgetMeters>()("billing/Budget
         }
       })
 
-    return { add }
+    /**
+     * Adds a consumer batch's events: those with the same workspace, meter,
+     * principal, currency and windows are summed first, so a batch costs two
+     * statements per group instead of per event. A threshold crossed inside
+     * the batch fires once, with the batch's total as `spent_minor`.
+     */
+    const addAll = (events: Iterable<Metered>) =>
+      Effect.gen(function* () {
+        const groups = new Map<string, Metered>()
+        for (const event of events) {
+          if (event.amount <= 0) continue
+          const windows = allWindows.map((window) => windowStart(window, event.at).getTime())
+          const key = [event.workspaceId, event.meter, event.principalId ?? "", event.currency ?? "", ...windows].join("|")
+          const group = groups.get(key)
+          groups.set(
+            key,
+            group === undefined
+              ? event
+              : { ...event, amount: group.amount + event.amount, at: event.at > group.at ? event.at : group.at }
+          )
+        }
+        for (const group of groups.values()) yield* addOne(group)
+      })
+
+    const add = (event: Metered) => addOne(event)
+
+    return { add, addAll }
   }),
   dependencies: [AlertsRepo.Default]
 }) {}
@@ -155,27 +181,31 @@ const decodeDecision = Schema.decodeUnknownOption(DecisionEvent)
 export const ActionMeterLive = Layer.scopedDiscard(
   Effect.gen(function* () {
     const meters = yield* BudgetMeters
-    yield* consumeOnce({
+    yield* consumeStream({
       group: "budget-actions",
       topics: [Topics.decisions],
-      handle: (delivery) =>
-        Option.match(decodeDecision(delivery.value), {
-          onNone: () =>
-            Effect.logWarning("decisions message not understood; skipped").pipe(
-              Effect.annotateLogs({ event_id: delivery.eventId })
-            ),
-          onSome: (decision) => {
-            const at = new Date(decision.decided_at)
-            return Number.isNaN(at.getTime())
-              ? Effect.void
-              : meters.add({
-                  workspaceId: decision.workspace_id,
-                  meter: "actions",
-                  principalId: decision.agent_id,
-                  at,
-                  amount: 1
-                })
+      apply: (batch) =>
+        Effect.gen(function* () {
+          const events: Array<Metered> = []
+          for (const delivery of batch) {
+            const decision = decodeDecision(delivery.value)
+            if (Option.isNone(decision)) {
+              yield* Effect.logWarning("decisions message not understood; skipped").pipe(
+                Effect.annotateLogs({ event_id: delivery.eventId })
+              )
+              continue
+            }
+            const at = new Date(decision.value.decided_at)
+            if (Number.isNaN(at.getTime())) continue
+            events.push({
+              workspaceId: decision.value.workspace_id,
+              meter: "actions",
+              principalId: decision.value.agent_id,
+              at,
+              amount: 1
+            })
           }
+          yield* meters.addAll(events)
         })
     }).pipe(Effect.forkScoped)
   })

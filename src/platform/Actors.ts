@@ -21,6 +21,8 @@ export interface ActorsOptions<M, R> {
 export interface Actors<M> {
   /** Puts a message in the key's mailbox (starting its actor if needed); waits while the mailbox is full. */
   readonly tell: (key: string, message: M) => Effect.Effect<void>
+  /** `tell` for several messages to one key, in order, under one acquisition of the lock. */
+  readonly tellAll: (key: string, messages: Iterable<M>) => Effect.Effect<void>
   /** Keys with a running actor. */
   readonly keys: Effect.Effect<ReadonlyArray<string>>
 }
@@ -68,7 +70,7 @@ export const makeActors = <M, R>(options: ActorsOptions<M, R>): Effect.Effect<Ac
         }
       })
 
-    const tell = (key: string, message: M) =>
+    const tellAll = (key: string, messages: Iterable<M>) =>
       lock.withPermits(1)(
         Effect.gen(function* () {
           let actor = actors.get(key)
@@ -78,9 +80,11 @@ export const makeActors = <M, R>(options: ActorsOptions<M, R>): Effect.Effect<Ac
             actors.set(key, created)
             actor = created
           }
-          yield* Queue.offer(actor.mailbox, message)
+          yield* Queue.offerAll(actor.mailbox, messages)
         })
       )
 
-    return { tell, keys: Effect.sync(() => [...actors.keys()]) }
+    const tell = (key: string, message: M) => tellAll(key, [message])
+
+    return { tell, tellAll, keys: Effect.sync(() => [...actors.keys()]) }
   })

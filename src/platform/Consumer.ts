@@ -171,9 +171,18 @@ export const consumeStream = <E, R>(options: StreamConsumerOptions<E, R>) =>
     yield* Effect.scoped(
       Effect.gen(function* () {
         const actors = yield* makeActors({ receive, maxBatch: options.batchSize ?? 500 })
-        yield* log
-          .subscribe(options)
-          .pipe(Stream.runForEach((delivery) => actors.tell(`${delivery.topic}:${delivery.partition}`, delivery)))
+        yield* log.subscribe(options).pipe(
+          Stream.runForEachChunk((chunk) => {
+            const byPartition = new Map<string, Array<Delivery>>()
+            for (const delivery of chunk) {
+              const key = `${delivery.topic}:${delivery.partition}`
+              const deliveries = byPartition.get(key)
+              if (deliveries === undefined) byPartition.set(key, [delivery])
+              else deliveries.push(delivery)
+            }
+            return Effect.forEach(byPartition, ([key, deliveries]) => actors.tellAll(key, deliveries), { discard: true })
+          })
+        )
       })
     )
   }).pipe(

@@ -153,28 +153,34 @@ export const EventLogKafkaLive = Layer.scoped(
                 fromBeginning: options.fromBeginning ?? true
               })
             )
+            const deliveryOf = (topic: string, partition: number, message: KafkaMessage): Delivery => {
+              const next = (BigInt(message.offset) + 1n).toString()
+              const { "event-id": eventId = "", ...rest } = headerText(message.headers)
+              return {
+                eventId,
+                topic: logicalTopic(topic),
+                key: message.key?.toString() ?? "",
+                value: message.value?.toString() ?? "",
+                headers: rest,
+                partition,
+                offset: message.offset,
+                timestamp: new Date(Number(message.timestamp)),
+                ack: Ref.update(marked, (pending) =>
+                  new Map(pending).set(`${topic}:${partition}`, { topic, partition, offset: next })
+                )
+              }
+            }
+            // A fetched batch goes downstream as one chunk: one hand-over per batch, not per message.
             yield* attempt("run", () =>
               consumer.run({
                 autoCommit: false,
-                eachMessage: async ({ topic, partition, message }) => {
-                  const next = (BigInt(message.offset) + 1n).toString()
-                  const topicName = logicalTopic(topic)
-                  const headers = headerText(message.headers)
-                  const { "event-id": eventId = "", ...rest } = headers
+                eachBatchAutoResolve: true,
+                eachBatch: async ({ batch, isRunning, isStale }) => {
+                  if (!isRunning() || isStale() || batch.messages.length === 0) return
                   await emit.chunk(
-                    Chunk.of({
-                      eventId,
-                      topic: topicName,
-                      key: message.key?.toString() ?? "",
-                      value: message.value?.toString() ?? "",
-                      headers: rest,
-                      partition,
-                      offset: message.offset,
-                      timestamp: new Date(Number(message.timestamp)),
-                      ack: Ref.update(marked, (pending) =>
-                        new Map(pending).set(`${topic}:${partition}`, { topic, partition, offset: next })
-                      )
-                    })
+                    Chunk.unsafeFromArray(
+                      batch.messages.map((message) => deliveryOf(batch.topic, batch.partition, message))
+                    )
                   )
                 }
               })

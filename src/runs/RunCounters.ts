@@ -2,39 +2,67 @@
  * Keeps each run's decision counters current from the `decisions` topic:
  * trace_count, blocked_count (deny), rewritten_count (rewrite),
  * escalated_count (status escalated) and p95_latency_ms (over the run's
- * traces). Applied once per decision (effect-once consumer).
+ * traces). Applied once per decision (effect-once consumer), summed per
+ * run within a batch.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option, Schema } from "effect"
 import { DecisionMessage } from "../authorization/Domain.js"
-import { consumeOnce } from "../platform/Consumer.js"
+import { consumeStream } from "../platform/Consumer.js"
 import { Topics } from "../platform/Topics.js"
 
 const decodeDecision = Schema.decodeUnknownOption(Schema.parseJson(DecisionMessage))
 
+interface RunTally {
+  readonly workspaceId: string
+  readonly runId: string
+  traces: number
+  blocked: number
+  rewritten: number
+  escalated: number
+}
+
+/** A batch's decisions summed per run (decisions outside a run count for none). */
+const tallyByRun = (values: ReadonlyArray<string>) => {
+  const tallies = new Map<string, RunTally>()
+  for (const value of values) {
+    const decision = decodeDecision(value)
+    if (Option.isNone(decision) || decision.value.run_id === null) continue
+    const { workspace_id: workspaceId, run_id: runId, effect, status } = decision.value
+    const key = `${workspaceId}|${runId}`
+    const tally = tallies.get(key) ?? { workspaceId, runId, traces: 0, blocked: 0, rewritten: 0, escalated: 0 }
+    tally.traces += 1
+    if (effect === "deny") tally.blocked += 1
+    if (effect === "rewrite") tally.rewritten += 1
+    if (status === "escalated") tally.escalated += 1
+    tallies.set(key, tally)
+  }
+  return tallies.values()
+}
+
 export const RunCountersLive = Layer.scopedDiscard(
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    yield* consumeOnce({
+    // One update per run per batch (the p95 is recomputed once, over the run's traces).
+    yield* consumeStream({
       group: "run-counters",
       topics: [Topics.decisions],
-      handle: (delivery) =>
-        Option.match(decodeDecision(delivery.value), {
-          onNone: () => Effect.void,
-          onSome: (decision) =>
-            decision.run_id === null
-              ? Effect.void
-              : sql`update runs set
-                  trace_count = trace_count + 1,
-                  blocked_count = blocked_count + ${decision.effect === "deny" ? 1 : 0},
-                  rewritten_count = rewritten_count + ${decision.effect === "rewrite" ? 1 : 0},
-                  escalated_count = escalated_count + ${decision.status === "escalated" ? 1 : 0},
+      apply: (batch) =>
+        Effect.forEach(
+          tallyByRun(batch.map((delivery) => delivery.value)),
+          (tally) =>
+            sql`update runs set
+                  trace_count = trace_count + ${tally.traces},
+                  blocked_count = blocked_count + ${tally.blocked},
+                  rewritten_count = rewritten_count + ${tally.rewritten},
+                  escalated_count = escalated_count + ${tally.escalated},
                   p95_latency_ms = coalesce((select percentile_disc(0.95) within group (order by elapsed_ms)
-                                             from traces where workspace_id = ${decision.workspace_id}
-                                             and run_id = ${decision.run_id}), 0),
+                                             from traces where workspace_id = ${tally.workspaceId}
+                                             and run_id = ${tally.runId}), 0),
                   updated_at = now()
-                where workspace_id = ${decision.workspace_id} and id = ${decision.run_id}`
-        })
+                where workspace_id = ${tally.workspaceId} and id = ${tally.runId}`,
+          { discard: true }
+        )
     }).pipe(Effect.forkScoped)
   })
 )
