@@ -2,9 +2,11 @@
  * Every group's handler layer, merged, with the identity services and the
  * credential middlewares they all rely on: provide this to `HttpApiBuilder.api(GuardrailApi)`.
  */
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { AnalyticsHttpLive } from "./analytics/Http.js"
-import { EventsDirectLive } from "./authorization/EventsDirect.js"
+import { eventsLane } from "./authorization/EventsLane.js"
+import { type FastHandler, FastLaneRoutes } from "./platform/FastLane.js"
+import { runsLane } from "./runs/RunsLane.js"
 import { AuthorizationLive, EventsHttpLive, ReceiptsHttpLive } from "./authorization/Http.js"
 import { BudgetAlertsHttpLive, LlmPricingHttpLive, LlmUsageHttpLive } from "./billing/Http.js"
 import {
@@ -63,9 +65,12 @@ export const ApiGroupsLive = Layer.mergeAll(
   Layer.provideMerge(IdentityLive)
 )
 
-/** The endpoints the request pipeline answers without the router, over the same service instances as the handlers. */
-export const DirectRoutesLive = EventsDirectLive.pipe(
-  Layer.provide(AuthorizationLive),
+/** The endpoints the fast lane answers (src/platform/FastLane.ts), over the same service instances as the handlers. */
+export const FastLaneRoutesLive = Layer.effect(
+  FastLaneRoutes,
+  Effect.map(Effect.all([eventsLane, runsLane]), (lanes) => new Map<string, FastHandler<never>>(lanes.flat()))
+).pipe(
+  Layer.provide(Layer.mergeAll(AuthorizationLive, RunsLive)),
   Layer.provideMerge(CatalogLive),
   Layer.provideMerge(IdentityLive)
 )

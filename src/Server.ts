@@ -5,14 +5,13 @@
  */
 import { HttpApiBuilder, HttpApiSwagger, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Duration, Effect, Layer } from "effect"
-import { createServer } from "node:http"
+import { Duration, Effect, FiberRef, Layer, LogLevel } from "effect"
 import { GuardrailApi } from "./Api.js"
 import { DashboardLive } from "./dashboard/Http.js"
-import { EventsDirect } from "./authorization/EventsDirect.js"
-import { ApiGroupsLive, DirectRoutesLive } from "./Http.js"
-import { drainOnShutdown, makeTraffic } from "./operations/Drain.js"
+import { ApiGroupsLive, FastLaneRoutesLive } from "./Http.js"
+import { drainOnShutdown, makeTraffic, type Traffic } from "./operations/Drain.js"
 import { AppConfig } from "./platform/Config.js"
+import { FastLane, FastLaneRoutes, laneServer, makeFastListener } from "./platform/FastLane.js"
 import { makeRouteTable, requestPipeline } from "./platform/HttpPipeline.js"
 
 const routes = makeRouteTable(GuardrailApi)
@@ -34,7 +33,26 @@ const announce = Layer.effectDiscard(
   })
 )
 
-/** The API on whatever HttpServer is provided (tests provide one on port 0). */
+/** Hands the server's fast lane its handlers for the life of the app (src/platform/FastLane.ts). */
+const installFastLane = (traffic: Traffic, maxBodyBytes: number) =>
+  Layer.scopedDiscard(
+    Effect.gen(function* () {
+      const lane = yield* FastLane
+      const handlers = yield* FastLaneRoutes
+      const minimum = yield* FiberRef.get(FiberRef.currentMinimumLogLevel)
+      lane.listener = makeFastListener({
+        routes,
+        handlers,
+        maxBodyBytes,
+        traffic,
+        logsRequests: LogLevel.greaterThanEqual(LogLevel.Info, minimum),
+        runtime: yield* Effect.runtime<never>()
+      })
+      yield* Effect.addFinalizer(() => Effect.sync(() => (lane.listener = undefined)))
+    })
+  ).pipe(Layer.provide(FastLaneRoutesLive))
+
+/** The API on the HttpServer and FastLane provided (`nodeServer`; tests put one on port 0). */
 export const HttpAppLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) => {
     // Requests in flight, drained on shutdown before the handlers and their services are released.
@@ -46,21 +64,28 @@ export const HttpAppLive = Layer.unwrapEffect(
       Layer.provide(DashboardLive),
       Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
       Layer.provide(
-        HttpApiBuilder.middleware(
-          GuardrailApi,
-          Effect.map(EventsDirect, (direct) => requestPipeline(routes, config.maxBodyBytes, traffic, direct))
-        ).pipe(Layer.provide(DirectRoutesLive))
+        HttpApiBuilder.middleware(GuardrailApi, requestPipeline(routes, config.maxBodyBytes, traffic))
       ),
       Layer.provide(HttpApiBuilder.api(GuardrailApi).pipe(Layer.provide(ApiGroupsLive))),
-      Layer.merge(announce)
+      Layer.merge(announce),
+      Layer.merge(installFastLane(traffic, config.maxBodyBytes))
     )
     return drain.pipe(Layer.provideMerge(served))
   })
 )
 
+/** Node's http server on `port` and `host`, offering requests to the fast lane first. */
+export const nodeServer = (options: { readonly port: number; readonly host: string }) =>
+  Layer.unwrapEffect(
+    Effect.sync(() => {
+      const lane = FastLane.of({ listener: undefined })
+      return NodeHttpServer.layer(laneServer(lane), options).pipe(Layer.merge(Layer.succeed(FastLane, lane)))
+    })
+  )
+
 /** Node's http server at HOST:PORT. */
 export const NodeServerLive = Layer.unwrapEffect(
-  Effect.map(AppConfig, (config) => NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
+  Effect.map(AppConfig, (config) => nodeServer({ port: config.port, host: config.host }))
 )
 
 export const HttpServerLive = HttpAppLive.pipe(Layer.provide(NodeServerLive))

@@ -1,4 +1,5 @@
 /** Implementations of the credential middlewares declared in Authentication.ts. */
+import type { FastRequest } from "../platform/FastLane.js"
 import { HttpRouter, HttpServerRequest } from "@effect/platform"
 import { Effect, Layer, Redacted } from "effect"
 import { GuardrailApi } from "../Api.js"
@@ -47,6 +48,16 @@ export const makeAuthenticator = Effect.gen(function* () {
       return caller
     })
 })
+
+// HttpApiSecurity.bearer reads the Authorization header after this many characters ("Bearer "), unchecked.
+const BEARER_PREFIX_LENGTH = "Bearer ".length
+
+/** The authenticator for fast-lane requests (src/platform/FastLane.ts): the bearer token, as the middleware reads it. */
+export const makeLaneAuthenticator = Effect.map(
+  makeAuthenticator,
+  (authenticate) => (request: FastRequest) =>
+    authenticate((request.headers["authorization"] ?? "").slice(BEARER_PREFIX_LENGTH), request, request.route)
+)
 
 export const AuthenticationLive = Layer.effect(
   Authentication,

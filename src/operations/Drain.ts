@@ -17,18 +17,23 @@ export interface Traffic {
 
 export const makeTraffic = (): Traffic => ({ inFlight: 0, draining: false, idle: new Set() })
 
+/** Counts a request in flight (the fast lane, which answers outside Effect, calls these itself). */
+export const enterRequest = (traffic: Traffic) => {
+  traffic.inFlight++
+}
+
+/** Counts a request's answer; the drain waits for the count to reach 0. */
+export const leaveRequest = (traffic: Traffic) => {
+  traffic.inFlight--
+  if (traffic.inFlight === 0) for (const resolve of traffic.idle) resolve()
+}
+
 /** Runs `handle` counted as in flight. */
 export const countedRequest = <A, E, R>(traffic: Traffic, handle: Effect.Effect<A, E, R>) =>
   Effect.acquireUseRelease(
-    Effect.sync(() => {
-      traffic.inFlight++
-    }),
+    Effect.sync(() => enterRequest(traffic)),
     () => handle,
-    () =>
-      Effect.sync(() => {
-        traffic.inFlight--
-        if (traffic.inFlight === 0) for (const resolve of traffic.idle) resolve()
-      })
+    () => Effect.sync(() => leaveRequest(traffic))
   )
 
 const untilIdle = (traffic: Traffic) =>

@@ -119,7 +119,7 @@ const hasBody = (request: HttpServerRequest.HttpServerRequest) => {
 const mediaType = (request: HttpServerRequest.HttpServerRequest) =>
   (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
 
-const isJsonType = (type: string) => type === "application/json" || type.endsWith("+json")
+export const isJsonType = (type: string) => type === "application/json" || type.endsWith("+json")
 
 const tooLarge = (limit: number) =>
   new PayloadTooLarge({ code: "payload_too_large", message: `The request body exceeds the ${limit}-byte limit.` })
@@ -299,19 +299,9 @@ const withMessagesDialectKey = (request: HttpServerRequest.HttpServerRequest, ro
     : request
 }
 
-/**
- * Endpoints answered without the HttpApi router (hot paths): for a route and its request, with a JSON
- * body already checked and parsed, the effect answering it, or undefined to leave it to the router.
- * Failures go through the same mapping and error encoding as the router's, so answers are identical.
- */
-export type DirectRoutes<E> = (
-  route: RouteEntry,
-  request: HttpServerRequest.HttpServerRequest
-) => Effect.Effect<HttpServerResponse.HttpServerResponse, E> | undefined
-
 /** Body checks before routing, error-shape mapping after, for the request's route (found once per request). */
 const requestGuard =
-  <DE>(route: RouteEntry | undefined, maxBodyBytes: number, direct: DirectRoutes<DE> | undefined) =>
+  (route: RouteEntry | undefined, maxBodyBytes: number) =>
   <E, R>(app: HttpApp.Default<E, R>) =>
     Effect.gen(function* () {
       const original = yield* HttpServerRequest.HttpServerRequest
@@ -321,13 +311,11 @@ const requestGuard =
       }
       const limit = route?.maxBodyBytes ?? maxBodyBytes
       const checked = yield* checkBody(request, route, limit)
-      const directly = checked === request || route === undefined ? undefined : direct?.(route, checked)
-      if (directly !== undefined) return yield* directly
       const inner = checked === original ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, checked)
       return yield* inner.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(FileSystem.Size(limit))))
     }).pipe(
       Effect.catchAllCause(
-        (cause): Effect.Effect<never, BadRequest | NotFound | PayloadTooLarge | UnsupportedMediaType | DE | E> => {
+        (cause): Effect.Effect<never, BadRequest | NotFound | PayloadTooLarge | UnsupportedMediaType | E> => {
           const failure = Cause.failureOption(cause)
           if (Option.isSome(failure)) {
             const error: unknown = failure.value
@@ -350,6 +338,10 @@ const routeNotFound = (error: RouteNotFound) =>
   })
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+/** The caller's `x-request-id` when it is a sane token, else a fresh one. */
+export const requestIdOf = (incoming: string | ReadonlyArray<string> | undefined) =>
+  typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : `req_${uuidv7().replaceAll("-", "")}`
 
 export const errorResponse = (status: number, code: string, message: string, requestId: string) =>
   HttpServerResponse.unsafeJson({ error: { code, message, request_id: requestId } }, { status })
@@ -385,18 +377,11 @@ const defectResponse = (cause: Cause.Cause<unknown>, requestId: string, maxBodyB
  * response is written, so the pre-response handler sees every final response
  * (encoded errors included).
  */
-export const requestPipeline = <DE = never>(
-  routes: ReadonlyArray<RouteEntry>,
-  maxBodyBytes: number,
-  traffic?: Traffic,
-  direct?: DirectRoutes<DE>
-) => {
+export const requestPipeline = (routes: ReadonlyArray<RouteEntry>, maxBodyBytes: number, traffic?: Traffic) => {
   return <E, R>(app: HttpApp.Default<E, R>) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
-      const incoming = request.headers["x-request-id"]
-      const requestId =
-        incoming !== undefined && REQUEST_ID.test(incoming) ? incoming : `req_${uuidv7().replaceAll("-", "")}`
+      const requestId = requestIdOf(request.headers["x-request-id"])
       const started = performance.now()
       const entry = findRoute(routes, request.method, request.url)
       const route = entry?.template ?? pathOf(request.url)
@@ -429,11 +414,7 @@ export const requestPipeline = <DE = never>(
           { status: 503, headers: { connection: "close", "retry-after": "1" } }
         )
       }
-      const guarded = requestGuard(
-        entry,
-        maxBodyBytes,
-        direct
-      )(app).pipe(
+      const guarded = requestGuard(entry, maxBodyBytes)(app).pipe(
         Effect.catchAllCause((cause) =>
           Cause.isInterruptedOnly(cause) || Option.exists(Cause.failureOption(cause), isHttpError)
             ? Effect.failCause(cause)

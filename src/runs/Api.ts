@@ -18,7 +18,7 @@ import {
   UpdateRun
 } from "./Domain.js"
 
-const RunPath = Schema.Struct({ id: RunId })
+export const RunPath = Schema.Struct({ id: RunId })
 const TracePath = Schema.Struct({ trace_id: TraceId })
 const Page = { limit: Schema.optional(LimitParam()), cursor: Schema.optional(CursorParam) }
 const nextCursor = Schema.optional(Schema.String)

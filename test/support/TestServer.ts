@@ -3,17 +3,15 @@
  * loopback port, over a fresh database; tests talk to it with fetch.
  */
 import { HttpServer } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Layer } from "effect"
-import { createServer } from "node:http"
 import { PlatformCoreLive, PlatformLive } from "../../src/platform/Platform.js"
-import { HttpAppLive } from "../../src/Server.js"
+import { HttpAppLive, nodeServer } from "../../src/Server.js"
 import { StreamWorkersLive } from "../../src/StreamWorkers.js"
 import { configLayer, type EventLogMode, freshDatabase, settingsFor, testPlatform } from "./TestPlatform.js"
 
 export const testServer = (mode: EventLogMode, extra: Record<string, string> = {}) =>
   Layer.mergeAll(HttpAppLive, StreamWorkersLive).pipe(
-    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+    Layer.provideMerge(nodeServer({ port: 0, host: "127.0.0.1" })),
     Layer.provideMerge(testPlatform(mode, extra))
   )
 
@@ -24,7 +22,7 @@ const serverOver = (
   extra: Record<string, string>
 ) =>
   Layer.mergeAll(HttpAppLive, StreamWorkersLive).pipe(
-    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+    Layer.provideMerge(nodeServer({ port: 0, host: "127.0.0.1" })),
     Layer.provideMerge(platform.pipe(Layer.provide(configLayer(settingsFor(mode, databaseUrl, extra)))))
   )
 

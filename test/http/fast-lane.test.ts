@@ -1,0 +1,139 @@
+/**
+ * The fast lane (src/platform/FastLane.ts) answers `POST /v1/events` and
+ * `POST /v1/runs/{id}/events` of the ordinary shape; the same requests sent
+ * with a chunked body (no Content-Length) take the full request pipeline and
+ * the HttpApi router. Both must answer alike: same statuses, same error
+ * bodies, same decisions, and the lane stamps `x-request-id` too.
+ */
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { request as httpRequest } from "node:http"
+import { SERVER_OPTIONS, tenant, type Tenant } from "../identity/http-helpers.js"
+import { createAgent, createRun, eventBody, reply } from "../authorization-http/event-helpers.js"
+import { baseUrl, testServer } from "../support/TestServer.js"
+
+interface Answer {
+  readonly status: number
+  readonly requestId: string | undefined
+  readonly body: Record<string, unknown>
+}
+
+/** POSTs `text` with Content-Length (lane) or chunked (pipeline), as Node's client sends them. */
+const post = (base: string, path: string, text: string, options: { token?: string; chunked: boolean; requestId?: string }) =>
+  Effect.promise(
+    () =>
+      new Promise<Answer>((resolve, reject) => {
+        const headers: Record<string, string> = { "content-type": "application/json" }
+        if (options.token !== undefined) headers["authorization"] = `Bearer ${options.token}`
+        if (options.requestId !== undefined) headers["x-request-id"] = options.requestId
+        if (!options.chunked) headers["content-length"] = String(Buffer.byteLength(text))
+        const outgoing = httpRequest(`${base}${path}`, { method: "POST", headers }, (response) => {
+          const chunks: Array<Buffer> = []
+          response.on("data", (chunk: Buffer) => chunks.push(chunk))
+          response.on("end", () =>
+            resolve({
+              status: response.statusCode ?? 0,
+              requestId: response.headers["x-request-id"] as string | undefined,
+              body: JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>
+            })
+          )
+        })
+        outgoing.on("error", reject)
+        if (options.chunked) {
+          // Two writes without a Content-Length: Node sends Transfer-Encoding: chunked.
+          outgoing.write(text.slice(0, 1))
+          outgoing.end(text.slice(1))
+        } else {
+          outgoing.end(text)
+        }
+      })
+  )
+
+/** Both ways; answers [lane, pipeline]. */
+const bothWays = (base: string, path: string, text: string, token?: string) =>
+  Effect.all([
+    post(base, path, text, { chunked: false, ...(token === undefined ? {} : { token }) }),
+    post(base, path, text, { chunked: true, ...(token === undefined ? {} : { token }) })
+  ])
+
+const withoutIds = (body: Record<string, unknown>) => {
+  const { intent_id: _i, receipt_id: _r, trace_id: _t, latency_ms: _l, ...rest } = body
+  return rest
+}
+
+const AGENT = "support-bot"
+
+const setUp = (base: string) =>
+  Effect.gen(function* () {
+    const owner: Tenant = yield* tenant(base)
+    yield* createAgent(base, owner, AGENT)
+    return owner
+  })
+
+layer(testServer("database"), SERVER_OPTIONS)("fast lane and pipeline answer alike", (it) => {
+  describe("POST /v1/events", () => {
+    it.effect("the same decision, each with a request id", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* setUp(base)
+        const text = JSON.stringify(eventBody(owner, AGENT, reply("I can promise you a full refund.")))
+        const [lane, pipeline] = yield* bothWays(base, "/v1/events", text, owner.jwt)
+        expect(lane.status).toBe(200)
+        expect(pipeline.status).toBe(200)
+        expect(lane.body["effect"]).not.toBe("permit")
+        expect(withoutIds(lane.body)).toEqual(withoutIds(pipeline.body))
+        expect(lane.requestId).toMatch(/^req_/)
+        expect(pipeline.requestId).toMatch(/^req_/)
+      })
+    )
+
+    it.effect("a caller's x-request-id is echoed by the lane", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* setUp(base)
+        const text = JSON.stringify(eventBody(owner, AGENT, reply("Hello")))
+        const answer = yield* post(base, "/v1/events", text, { token: owner.jwt, chunked: false, requestId: "trace-42.a" })
+        expect(answer.status).toBe(200)
+        expect(answer.requestId).toBe("trace-42.a")
+      })
+    )
+
+    it.effect("malformed JSON, a missing credential and an invalid body get identical errors", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* setUp(base)
+        const cases: ReadonlyArray<readonly [string, string | undefined, number, string]> = [
+          ['{"kind": ', owner.jwt, 400, "malformed_json"],
+          [JSON.stringify(eventBody(owner, AGENT, reply("Hello"))), undefined, 401, "unauthenticated"],
+          [JSON.stringify({ kind: "output.proposed" }), owner.jwt, 400, "validation_failed"],
+          ['{"kind": "output.proposed", "note": "\\u0000"}', owner.jwt, 400, "validation_failed"]
+        ]
+        for (const [text, token, status, code] of cases) {
+          const [lane, pipeline] = yield* bothWays(base, "/v1/events", text, token)
+          expect(lane.status, text).toBe(status)
+          expect((lane.body["error"] as { code: string }).code, text).toBe(code)
+          expect(lane.body, text).toEqual(pipeline.body)
+        }
+      })
+    )
+  })
+
+  describe("POST /v1/runs/{id}/events", () => {
+    it.effect("appends in sequence either way; an unknown run is 404 either way", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* setUp(base)
+        const run = yield* createRun(base, owner, { agent_id: AGENT, kind: "chat_session" })
+        const text = JSON.stringify({ kind: "user_turn", label: "hello" })
+        const [lane, pipeline] = yield* bothWays(base, `/v1/runs/${run.id}/events`, text, owner.jwt)
+        expect([lane.status, pipeline.status]).toEqual([201, 201])
+        expect([lane.body["sequence"], pipeline.body["sequence"]]).toEqual([1, 2])
+        expect(lane.body["run_id"]).toBe(run.id)
+
+        const [laneMissing, pipelineMissing] = yield* bothWays(base, "/v1/runs/run_missing/events", text, owner.jwt)
+        expect(laneMissing.status).toBe(404)
+        expect(laneMissing.body).toEqual(pipelineMissing.body)
+      })
+    )
+  })
+})
