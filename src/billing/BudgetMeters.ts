@@ -165,9 +165,7 @@ export class BudgetMeters extends Effect.Service<BudgetMeters>()("billing/Budget
         for (const group of groups.values()) yield* addOne(group)
       })
 
-    const add = (event: Metered) => addOne(event)
-
-    return { add, addAll }
+    return { addAll }
   }),
   dependencies: [AlertsRepo.Default]
 }) {}

@@ -9,8 +9,8 @@ import { pageByTime } from "../platform/Cursor.js"
 import { BadRequest } from "../platform/Errors.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { Topics } from "../platform/Topics.js"
-import { consumeOnce } from "../platform/Consumer.js"
-import { BudgetMeters } from "./BudgetMeters.js"
+import { consumeStream } from "../platform/Consumer.js"
+import { BudgetMeters, type Metered } from "./BudgetMeters.js"
 import { LlmUsageMessage } from "./Domain.js"
 import { type GroupBy, type UsageFilters, UsageRepo, type UsageRow } from "./UsageRepo.js"
 
@@ -94,35 +94,39 @@ export const UsageStoreLive = Layer.scopedDiscard(
   Effect.gen(function* () {
     const repo = yield* UsageRepo
     const meters = yield* BudgetMeters
-    yield* consumeOnce({
+    // Records are inserted one by one (each answers whether it is new); the batch's new ones are metered together.
+    yield* consumeStream({
       group: "llm-usage-store",
       topics: [Topics.llmUsage],
-      handle: (delivery) =>
-        Option.match(decodeUsage(delivery.value), {
-          onNone: () =>
-            Effect.logWarning("llm-usage message not understood; skipped").pipe(
-              Effect.annotateLogs({ event_id: delivery.eventId })
-            ),
-          onSome: (usage) =>
-            Effect.gen(function* () {
-              const at = new Date(usage.effective_at)
-              if (Number.isNaN(at.getTime())) {
-                return yield* Effect.logWarning("llm-usage message without a valid effective_at; skipped").pipe(
-                  Effect.annotateLogs({
-                    event_id: delivery.eventId
-                  })
-                )
-              }
-              if (!(yield* repo.insert(usage))) return
-              yield* meters.add({
-                workspaceId: usage.workspace_id,
-                meter: "llm_spend",
-                principalId: usage.principal_id,
-                at,
-                amount: usage.cost_minor,
-                currency: usage.currency
-              })
+      apply: (batch) =>
+        Effect.gen(function* () {
+          const metered: Array<Metered> = []
+          for (const delivery of batch) {
+            const usage = decodeUsage(delivery.value)
+            if (Option.isNone(usage)) {
+              yield* Effect.logWarning("llm-usage message not understood; skipped").pipe(
+                Effect.annotateLogs({ event_id: delivery.eventId })
+              )
+              continue
+            }
+            const at = new Date(usage.value.effective_at)
+            if (Number.isNaN(at.getTime())) {
+              yield* Effect.logWarning("llm-usage message without a valid effective_at; skipped").pipe(
+                Effect.annotateLogs({ event_id: delivery.eventId })
+              )
+              continue
+            }
+            if (!(yield* repo.insert(usage.value))) continue
+            metered.push({
+              workspaceId: usage.value.workspace_id,
+              meter: "llm_spend",
+              principalId: usage.value.principal_id,
+              at,
+              amount: usage.value.cost_minor,
+              currency: usage.value.currency
             })
+          }
+          yield* meters.addAll(metered)
         })
     }).pipe(Effect.forkScoped)
   })
