@@ -171,7 +171,10 @@ const main = async () => {
     const stubUrl = `http://127.0.0.1:${ports.stub}/v1/chat/completions`
     await waitFor(async () => (await fetch(stubUrl, { method: "POST", body })).ok, "stub", stub.output)
 
-    const service = start("node", ["--import", "tsx", "services/all-in-one/main.ts"], {
+    // BENCH_CPU_PROFILE=<dir>: a V8 CPU profile of the service, as in bench/support.ts.
+    const profile = process.env["BENCH_CPU_PROFILE"]
+    const profileArgs = profile === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profile}`]
+    const service = start("node", [...profileArgs, "--import", "tsx", "services/all-in-one/main.ts"], {
       DATABASE_URL: databaseUrl.toString(),
       KAFKA_BROKERS: brokers,
       KAFKA_TOPIC_PREFIX: `bench${Date.now()}.`,

@@ -10,9 +10,11 @@ import { Chunk, Duration, Effect, Layer, LogLevel, Ref, Schedule, Stream } from 
 import { Kafka, type KafkaMessage, logLevel, Partitioners } from "kafkajs"
 import { AppConfig } from "./Config.js"
 import { type Delivery, EventLog, EventLogError, type OutgoingEvent, type SubscribeOptions } from "./EventLog.js"
+import { applyKafkaIdleFix } from "./KafkaIdleFix.js"
 import { allTopics } from "./Topics.js"
 
 const COMMIT_INTERVAL = Duration.millis(200)
+const FETCH_MAX_WAIT_MS = 1_000
 
 const kafkaLevelName: Record<number, string> = {
   [logLevel.ERROR]: "error",
@@ -42,6 +44,7 @@ export const EventLogKafkaLive = Layer.scoped(
     const attempt = <A>(operation: string, run: () => Promise<A>) =>
       Effect.tryPromise({ try: run, catch: fail(operation) })
 
+    applyKafkaIdleFix()
     const kafka = new Kafka({
       clientId: config.kafkaClientId,
       brokers: [...config.kafkaBrokers],
@@ -123,7 +126,9 @@ export const EventLogKafkaLive = Layer.scoped(
               allowAutoTopicCreation: false,
               sessionTimeout: 10_000,
               heartbeatInterval: 1_000,
-              maxWaitTimeInMs: 50
+              // The broker answers a fetch as soon as a record arrives (minBytes 1); this is only how long
+              // an empty fetch waits, so a long wait costs no freshness and spares idle polling.
+              maxWaitTimeInMs: FETCH_MAX_WAIT_MS
             })
             // Offsets acked but not yet committed, keyed by topic and partition.
             const marked = yield* Ref.make(new Map<string, { topic: string; partition: number; offset: string }>())
