@@ -7,6 +7,8 @@ import { AnalyticsHttpLive } from "./analytics/Http.js"
 import { eventsLane } from "./authorization/EventsLane.js"
 import { type FastHandler, FastLaneRoutes } from "./platform/FastLane.js"
 import { runsLane } from "./runs/RunsLane.js"
+import { gatewayLane } from "./gateway/ProxyLane.js"
+import { GatewayProxy } from "./gateway/Proxy.js"
 import { AuthorizationLive, EventsHttpLive, ReceiptsHttpLive } from "./authorization/Http.js"
 import { BudgetAlertsHttpLive, LlmPricingHttpLive, LlmUsageHttpLive } from "./billing/Http.js"
 import {
@@ -68,9 +70,9 @@ export const ApiGroupsLive = Layer.mergeAll(
 /** The endpoints the fast lane answers (src/platform/FastLane.ts), over the same service instances as the handlers. */
 export const FastLaneRoutesLive = Layer.effect(
   FastLaneRoutes,
-  Effect.map(Effect.all([eventsLane, runsLane]), (lanes) => new Map<string, FastHandler<never>>(lanes.flat()))
+  Effect.map(Effect.all([eventsLane, runsLane, gatewayLane]), (lanes) => new Map<string, FastHandler>(lanes.flat()))
 ).pipe(
-  Layer.provide(Layer.mergeAll(AuthorizationLive, RunsLive)),
+  Layer.provide(Layer.mergeAll(AuthorizationLive, RunsLive, GatewayProxy.Default)),
   Layer.provideMerge(CatalogLive),
   Layer.provideMerge(IdentityLive)
 )

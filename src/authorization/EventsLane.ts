@@ -18,7 +18,7 @@ const encodeResponse = Schema.encode(AuthorizationResponse)
 export const eventsLane = Effect.gen(function* () {
   const authorization = yield* Authorization
   const authenticate = yield* makeLaneAuthenticator
-  const authorizeEvent: FastHandler<never> = (request) =>
+  const authorizeEvent: FastHandler = (request) =>
     Effect.gen(function* () {
       const caller = yield* authenticate(request)
       const decision = yield* authorization.authorize(caller, yield* decodeEvent(request.body))

@@ -59,7 +59,7 @@ export class GatewayRoutesApi extends HttpApiGroup.make("gatewayRoutes")
     "Routes bind an agent to a provider connection; their id is the gateway path segment."
   ) {}
 
-const RoutePath = Schema.Struct({ id: GatewayRouteId })
+export const RoutePath = Schema.Struct({ id: GatewayRouteId })
 
 // `messages_style` and `chat_style` are fixed literals naming the two request dialects.
 export class GatewayProxyApi extends HttpApiGroup.make("gatewayProxy")

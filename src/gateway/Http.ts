@@ -1,5 +1,5 @@
 /** Handlers of the gateway groups: provider connections, routes, and the proxy (raw, streamed). */
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder, type HttpServerRequest } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { inWorkspace } from "../identity/Authentication.js"
@@ -36,12 +36,18 @@ export const GatewayRoutesHttpLive = HttpApiBuilder.group(GuardrailApi, "gateway
   })
 ).pipe(Layer.provide(Connections.Default))
 
+const textOf = (request: HttpServerRequest.HttpServerRequest) => Effect.orElseSucceed(request.text, () => "")
+
 // Raw handlers: the body is handed on as sent and the answer streamed, never decoded as a whole.
 export const GatewayProxyHttpLive = HttpApiBuilder.group(GuardrailApi, "gatewayProxy", (handlers) =>
   Effect.gen(function* () {
     const proxy = yield* GatewayProxy
     return handlers
-      .handleRaw("proxyMessages", ({ path, request }) => proxy.forward("messages", path.id, request))
-      .handleRaw("proxyChatCompletions", ({ path, request }) => proxy.forward("chat", path.id, request))
+      .handleRaw("proxyMessages", ({ path, request }) =>
+        Effect.flatMap(textOf(request), (text) => proxy.forward("messages", path.id, { text, headers: request.headers }))
+      )
+      .handleRaw("proxyChatCompletions", ({ path, request }) =>
+        Effect.flatMap(textOf(request), (text) => proxy.forward("chat", path.id, { text, headers: request.headers }))
+      )
   })
 ).pipe(Layer.provide(GatewayProxy.Default))

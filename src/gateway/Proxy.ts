@@ -15,7 +15,7 @@
  * happens after the last byte went out, so it adds nothing to the client's
  * latency.
  */
-import { HttpServerResponse, type HttpServerRequest } from "@effect/platform"
+import { type Headers, HttpServerResponse } from "@effect/platform"
 import { Duration, Effect, FiberRef, HashMap, Option, Redacted } from "effect"
 import { Transform } from "node:stream"
 import type { LlmUsageMessage } from "../billing/Domain.js"
@@ -61,10 +61,16 @@ const currentRequestId = Effect.map(FiberRef.get(FiberRef.currentLogAnnotations)
   })
 )
 
+/** What the proxy reads of a client's request (from the router or the fast lane). */
+export interface ProxyRequest {
+  readonly text: string
+  readonly headers: Headers.Headers
+}
+
 const upstreamHeaders = (
   dialect: Dialect,
   key: Redacted.Redacted<string>,
-  incoming: HttpServerRequest.HttpServerRequest["headers"]
+  incoming: Headers.Headers
 ): Record<string, string> => {
   const headers: Record<string, string> = {
     "content-type": "application/json",
@@ -190,12 +196,13 @@ export class GatewayProxy extends Effect.Service<GatewayProxy>()("gateway/Gatewa
         })
       }).pipe(Effect.catchAllCause((cause) => Effect.logError("could not record gateway LLM usage", cause)))
 
-    const forward = (dialect: Dialect, routeId: string, request: HttpServerRequest.HttpServerRequest) =>
+    /** One call through route `routeId`: the request's body as sent, and its headers. */
+    const forward = (dialect: Dialect, routeId: string, request: ProxyRequest) =>
       Effect.gen(function* () {
         const caller = yield* CurrentCaller
         const workspaceId = caller.workspaceId
         const requestId = yield* currentRequestId
-        const text = yield* Effect.orElseSucceed(request.text, () => "")
+        const text = request.text
         const parsed = yield* Effect.try({
           try: (): unknown => (text.trim() === "" ? undefined : JSON.parse(text)),
           catch: () => new BadRequest({ code: "malformed_json", message: "The request body is not valid JSON." })

@@ -12,36 +12,48 @@
  * pipeline: `x-request-id`, the access-log line, request metrics, drain
  * accounting, the conventions' error body and the same error messages.
  */
-import { Headers, HttpApiError } from "@effect/platform"
-import { Cause, Context, Effect, Exit, Option, ParseResult, Runtime } from "effect"
+import { Headers, HttpApiError, type HttpServerResponse } from "@effect/platform"
+import { Cause, Context, Effect, Exit, Option, ParseResult, Runtime, Scope } from "effect"
 import { createServer, IncomingMessage, ServerResponse } from "node:http"
+import { Readable } from "node:stream"
 import { enterRequest, leaveRequest, type Traffic } from "../operations/Drain.js"
 import { recordRequest } from "../operations/Metrics.js"
 import { BadRequest, isHttpError, type HttpError } from "./Errors.js"
 import { findRoute, isJsonType, requestIdOf, type RouteEntry, validationFailed } from "./HttpPipeline.js"
 import { unstorableJson } from "./Json.js"
 
-/** What a lane endpoint gets: its route and path parameters, the request's headers and the parsed JSON body. */
+/** What a lane endpoint gets: its route and path parameters, the request's headers and body (text and JSON). */
 export interface FastRequest {
   readonly route: RouteEntry
   readonly params: Readonly<Record<string, string>>
   readonly method: string
   readonly headers: Headers.Headers
+  readonly text: string
   readonly body: unknown
 }
 
-export interface FastAnswer {
+export interface JsonAnswer {
   readonly status: number
   readonly body: unknown
+  readonly headers?: Readonly<Record<string, string>>
 }
 
-/** Answers a request, failing with an HTTP error or a schema ParseError (400 validation_failed). */
-export type FastHandler<R> = (request: FastRequest) => Effect.Effect<FastAnswer, HttpError | ParseResult.ParseError, R>
+/** A JSON answer, or a platform response whose body is bytes or a Node stream (the gateway's pass-through). */
+export type FastAnswer = JsonAnswer | { readonly response: HttpServerResponse.HttpServerResponse }
+
+/**
+ * Answers a request, failing with an HTTP error or a schema ParseError (400
+ * validation_failed). The request's scope closes once the answer is out (or
+ * the client left), as in the platform's server.
+ */
+export type FastHandler = (
+  request: FastRequest
+) => Effect.Effect<FastAnswer, HttpError | ParseResult.ParseError, Scope.Scope>
 
 /** The lane's handlers by `group.endpoint` of the contract. */
 export class FastLaneRoutes extends Context.Tag("platform/FastLaneRoutes")<
   FastLaneRoutes,
-  ReadonlyMap<string, FastHandler<never>>
+  ReadonlyMap<string, FastHandler>
 >() {}
 
 /** Offered every request first; answers true when it took the request. */
@@ -88,13 +100,23 @@ const statusOfTag: Readonly<Record<HttpError["_tag"], number>> = {
   GatewayTimeout: 504
 }
 
-interface Reply {
-  readonly status: number
-  readonly body: unknown
-  readonly headers?: Readonly<Record<string, string>>
+/** Writes a platform response: bytes, a Node stream piped with backpressure, or nothing. */
+const writePlatformResponse = (
+  response: ServerResponse,
+  answer: HttpServerResponse.HttpServerResponse,
+  requestId: string
+) => {
+  const body = answer.body
+  const headers: Record<string, string | number> = { ...answer.headers, "x-request-id": requestId }
+  if (body.contentType !== undefined) headers["content-type"] = body.contentType
+  if (body.contentLength !== undefined) headers["content-length"] = body.contentLength
+  response.writeHead(answer.status, headers)
+  if (body._tag === "Uint8Array") response.end(body.body)
+  else if (body._tag === "Raw" && body.body instanceof Readable) body.body.pipe(response)
+  else response.end()
 }
 
-const errorReply = (error: HttpError): Reply => ({
+const errorReply = (error: HttpError): JsonAnswer => ({
   status: statusOfTag[error._tag],
   body: { error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) } },
   ...(error._tag === "TooManyRequests" && error.retry_after_seconds !== undefined
@@ -102,10 +124,10 @@ const errorReply = (error: HttpError): Reply => ({
     : {})
 })
 
-/** The reply for a handler's exit: its answer, its HTTP error, a 400 for a ParseError, else a logged 500. */
+/** What to send for a handler's exit: its answer, its HTTP error, a 400 for a ParseError, else a logged 500. */
 const replyOf = (exit: Exit.Exit<FastAnswer, HttpError | ParseResult.ParseError>, requestId: string) =>
   Effect.gen(function* () {
-    if (Exit.isSuccess(exit)) return { status: exit.value.status, body: exit.value.body } satisfies Reply
+    if (Exit.isSuccess(exit)) return exit.value
     const failure = Cause.failureOption(exit.cause)
     if (Option.isSome(failure)) {
       const error = failure.value
@@ -122,7 +144,7 @@ const replyOf = (exit: Exit.Exit<FastAnswer, HttpError | ParseResult.ParseError>
           request_id: requestId
         }
       }
-    } satisfies Reply
+    } satisfies JsonAnswer
   })
 
 const malformed = (error: unknown) =>
@@ -166,7 +188,7 @@ const pathParams = (route: RouteEntry, url: string) => {
 export interface FastLaneOptions<R> {
   readonly routes: ReadonlyArray<RouteEntry>
   /** Handlers by `group.endpoint`. */
-  readonly handlers: ReadonlyMap<string, FastHandler<R>>
+  readonly handlers: ReadonlyMap<string, FastHandler>
   readonly maxBodyBytes: number
   readonly traffic: Traffic
   readonly logsRequests: boolean
@@ -210,28 +232,35 @@ export const makeFastListener =
       if (!request.complete) leave() // the client went away mid-body
     })
     request.once("end", () => {
-      const answer = Effect.flatMap(parseBody(Buffer.concat(chunks).toString("utf8")), (body) =>
-        handler({ route, params: pathParams(route, url), method: "POST", headers: Headers.fromInput(request.headers), body })
-      )
+      const text = Buffer.concat(chunks).toString("utf8")
       const program = Effect.gen(function* () {
-        const reply = yield* replyOf(yield* Effect.exit(answer), requestId)
-        const text = JSON.stringify(reply.body)
-        response.writeHead(reply.status, {
-          ...reply.headers,
-          "content-type": "application/json",
-          "content-length": Buffer.byteLength(text),
-          "x-request-id": requestId
-        })
-        response.end(text)
+        // Closed when the answer is out or the client left: finalizers (the gateway's usage record) run then.
+        const scope = yield* Scope.make()
+        response.once("close", () => Runtime.runFork(options.runtime)(Scope.close(scope, Exit.void)))
+        const answer = Effect.flatMap(parseBody(text), (body) =>
+          handler({ route, params: pathParams(route, url), method: "POST", headers: Headers.fromInput(request.headers), text, body })
+        )
+        const reply = yield* replyOf(yield* Effect.exit(Scope.extend(answer, scope)), requestId)
+        let status: number
+        if ("response" in reply) {
+          status = reply.response.status
+          writePlatformResponse(response, reply.response, requestId)
+        } else {
+          status = reply.status
+          const json = JSON.stringify(reply.body)
+          response.writeHead(status, {
+            ...reply.headers,
+            "content-type": "application/json",
+            "content-length": Buffer.byteLength(json),
+            "x-request-id": requestId
+          })
+          response.end(json)
+        }
         const elapsed = performance.now() - started
-        yield* recordRequest("POST", route.template, reply.status, elapsed / 1000)
+        yield* recordRequest("POST", route.template, status, elapsed / 1000)
         if (options.logsRequests) {
           yield* Effect.logInfo("request").pipe(
-            Effect.annotateLogs({
-              method: "POST",
-              status: reply.status,
-              duration_ms: Math.round(elapsed * 100) / 100
-            })
+            Effect.annotateLogs({ method: "POST", status, duration_ms: Math.round(elapsed * 100) / 100 })
           )
         }
       }).pipe(Effect.ensuring(Effect.sync(leave)), Effect.annotateLogs({ request_id: requestId, route: route.template }))

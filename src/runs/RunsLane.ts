@@ -19,7 +19,7 @@ const encodeEvent = Schema.encode(RunEvent)
 export const runsLane = Effect.gen(function* () {
   const runs = yield* Runs
   const authenticate = yield* makeLaneAuthenticator
-  const appendRunEvent: FastHandler<never> = (request) =>
+  const appendRunEvent: FastHandler = (request) =>
     Effect.gen(function* () {
       const caller = yield* authenticate(request)
       const { id } = yield* decodePath(request.params)

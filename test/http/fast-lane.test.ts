@@ -1,6 +1,7 @@
 /**
- * The fast lane (src/platform/FastLane.ts) answers `POST /v1/events` and
- * `POST /v1/runs/{id}/events` of the ordinary shape; the same requests sent
+ * The fast lane (src/platform/FastLane.ts) answers `POST /v1/events`,
+ * `POST /v1/runs/{id}/events` and the gateway's proxy routes of the
+ * ordinary shape (streaming and budgets: test/gateway); the same requests sent
  * with a chunked body (no Content-Length) take the full request pipeline and
  * the HttpApi router. Both must answer alike: same statuses, same error
  * bodies, same decisions, and the lane stamps `x-request-id` too.
@@ -114,6 +115,23 @@ layer(testServer("database"), SERVER_OPTIONS)("fast lane and pipeline answer ali
           expect((lane.body["error"] as { code: string }).code, text).toBe(code)
           expect(lane.body, text).toEqual(pipeline.body)
         }
+      })
+    )
+  })
+
+  describe("gateway proxy routes", () => {
+    it.effect("an unknown route and a missing credential answer alike either way", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* setUp(base)
+        const text = JSON.stringify({ model: "m", max_tokens: 5, messages: [{ role: "user", content: "hi" }] })
+        const path = "/v1/gateway/gwr_missing/chat_style/chat/completions"
+        const [lane, pipeline] = yield* bothWays(base, path, text, owner.jwt)
+        expect(lane.status).toBe(404)
+        expect(lane.body).toEqual(pipeline.body)
+        const [laneAnonymous, pipelineAnonymous] = yield* bothWays(base, path, text)
+        expect(laneAnonymous.status).toBe(401)
+        expect(laneAnonymous.body).toEqual(pipelineAnonymous.body)
       })
     )
   })

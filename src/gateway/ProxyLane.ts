@@ -1,0 +1,43 @@
+/**
+ * The gateway's proxy routes in the fast lane (src/platform/FastLane.ts):
+ * the same authenticator (with the messages dialect's `x-api-key` standing
+ * for the bearer token, as in the pipeline), path schema and
+ * `GatewayProxy.forward` as the router's raw handlers. The upstream answer
+ * streams back through Node, and the call's usage is recorded when the
+ * request's scope closes (answer out, or client gone).
+ */
+import { Effect, Schema } from "effect"
+import { CurrentCaller } from "../identity/Authentication.js"
+import { makeLaneAuthenticator } from "../identity/AuthenticationLive.js"
+import type { FastHandler } from "../platform/FastLane.js"
+import { RoutePath } from "./Api.js"
+import { GatewayProxy } from "./Proxy.js"
+import type { Dialect } from "./UsageMeter.js"
+
+const decodePath = Schema.decodeUnknown(RoutePath)
+
+/** The lane's entries for this domain, by `group.endpoint`. */
+export const gatewayLane = Effect.gen(function* () {
+  const proxy = yield* GatewayProxy
+  const authenticate = yield* makeLaneAuthenticator
+  const forward =
+    (dialect: Dialect): FastHandler =>
+    (request) =>
+      Effect.gen(function* () {
+        const apiKey = request.headers["x-api-key"]
+        const headers =
+          dialect === "messages" && request.headers["authorization"] === undefined && apiKey !== undefined
+            ? { ...request.headers, authorization: `Bearer ${apiKey}` }
+            : request.headers
+        const caller = yield* authenticate({ ...request, headers })
+        const { id } = yield* decodePath(request.params)
+        const response = yield* proxy
+          .forward(dialect, id, { text: request.text, headers: request.headers })
+          .pipe(Effect.provideService(CurrentCaller, caller))
+        return { response }
+      })
+  return [
+    ["gatewayProxy.proxyMessages", forward("messages")],
+    ["gatewayProxy.proxyChatCompletions", forward("chat")]
+  ] as const
+})
