@@ -212,13 +212,10 @@ export class GatewayProxy extends Effect.Service<GatewayProxy>()("gateway/Gatewa
         }
         const body = parsed as Record<string, unknown>
         const requested = typeof body["model"] === "string" && body["model"].trim() !== "" ? body["model"] : undefined
-        const [target, requestedPrice] = yield* Effect.all(
-          [
-            connections.target(workspaceId, routeId),
-            requested === undefined ? Effect.succeed(Option.none<ModelPrice>()) : pricing.priceOf(workspaceId, requested)
-          ],
-          { concurrency: "unbounded" }
-        )
+        // One after the other: both answer from 1 s caches almost always, where forking would cost more.
+        const target = yield* connections.target(workspaceId, routeId)
+        const requestedPrice =
+          requested === undefined ? Option.none<ModelPrice>() : yield* pricing.priceOf(workspaceId, requested)
         let changed = false
         let model = requested
         let price = requestedPrice

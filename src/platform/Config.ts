@@ -80,6 +80,8 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       retentionBatchSize: yield* Config.integer("RETENTION_BATCH_SIZE").pipe(Config.withDefault(1000)),
       /** On shutdown, how long in-flight requests may take to finish before the server stops anyway. */
       shutdownDrainSeconds: yield* Config.integer("SHUTDOWN_DRAIN_SECONDS").pipe(Config.withDefault(20)),
+      /** all-in-one over PostgreSQL: run the stream workers in a worker thread (their own event loop and core). */
+      streamWorkerThread: yield* Config.boolean("STREAM_WORKER_THREAD").pipe(Config.withDefault(true)),
       loginFailureLimit: yield* Config.integer("LOGIN_FAILURE_LIMIT").pipe(Config.withDefault(10)),
       loginFailureWindowSeconds: yield* Config.integer("LOGIN_FAILURE_WINDOW_SECONDS").pipe(Config.withDefault(60)),
       /** Analytics: an event older than this when it is aggregated is counted as late (dimension `late`). */

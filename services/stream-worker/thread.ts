@@ -1,0 +1,16 @@
+/** The stream workers as a worker thread of the all-in-one service (src/platform/WorkerThread.ts). */
+import { Layer } from "effect"
+import { lifecycleLog } from "../../src/platform/Lifecycle.js"
+import { LoggingLive } from "../../src/platform/Logging.js"
+import { PlatformLive } from "../../src/platform/Platform.js"
+import { runInWorkerThread } from "../../src/platform/WorkerThread.js"
+import { StreamWorkersLive } from "../../src/StreamWorkers.js"
+
+runInWorkerThread(
+  StreamWorkersLive.pipe(
+    Layer.provide(PlatformLive),
+    Layer.provideMerge(lifecycleLog("stream-worker thread")),
+    Layer.provide(LoggingLive),
+    Layer.launch
+  )
+)
