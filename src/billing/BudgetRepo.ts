@@ -95,6 +95,24 @@ export class BudgetRepo extends Effect.Service<BudgetRepo>()("billing/BudgetRepo
                        and h.window_start = excluded.window_start), 0),
                   updated_at = now()`.pipe(Effect.asVoid),
 
+      /**
+       * Gives back `amount` of a lease (a reservation a process draws calls
+       * from): the lease's row and its window's hold shrink by it. A lease
+       * already swept (expired) is left alone. Run it after `settle` in the
+       * same transaction, so ledger rows are locked in one order.
+       */
+      shrink: (leaseId: string, amount: bigint) =>
+        sql`with shrunk as (
+              update llm_budget_reservations set amount_usd_nanos = amount_usd_nanos - ${amount.toString()}::bigint
+               where id = ${leaseId}
+              returning workspace_id, window_kind, window_start
+            )
+            update llm_budget_ledger l
+               set reserved_usd_nanos = l.reserved_usd_nanos - ${amount.toString()}::bigint, updated_at = now()
+              from shrunk s
+             where l.workspace_id = s.workspace_id and l.window_kind = s.window_kind
+               and l.window_start = s.window_start`.pipe(Effect.asVoid),
+
       /** Drops a reservation and its hold on the ledger (a call that settles in another window). */
       release: (reservationId: string) =>
         sql`with released as (

@@ -24,10 +24,25 @@ export interface LlmBudget {
 }
 
 export interface Reservation {
+  /** The reservation's row: the call's own, or the lease it was drawn from. */
   readonly id: string
   readonly amount: bigint
   readonly window: WindowKind
   readonly windowStart: Date
+  /** Drawn from this process's lease (settling shrinks the lease instead of dropping a row). */
+  readonly leased: boolean
+}
+
+/** A process's share of a window's budget, reserved in PostgreSQL like a call and handed out locally. */
+interface Lease {
+  readonly id: string
+  readonly window: WindowKind
+  readonly windowStart: Date
+  /** Reserved and not yet handed to a call. */
+  remaining: bigint
+  /** No call is admitted from the lease after this (ms since epoch); it is then returned. */
+  readonly admitUntil: number
+  lastUsed: number
 }
 
 /** One call to settle: its actual cost, and its reservation if it was strictly admitted. */
@@ -40,6 +55,12 @@ export interface Settlement {
 
 const SWEEP_EVERY = Duration.seconds(30)
 const SETTINGS_TTL = Duration.seconds(1)
+/** A lease holds this many worst cases of the call that asked for it; taken only while that fits under the cap. */
+const LEASE_CALLS = 20n
+/** How long a lease admits calls, and how long it may sit unused before its remainder is given back. */
+const LEASE_ADMITS_FOR_MS = 10_000
+const LEASE_IDLE_MS = 1_000
+const LEASE_CHECK_EVERY = Duration.millis(250)
 
 export const windowStart = (at: Date, kind: WindowKind) =>
   kind === "day"
@@ -102,12 +123,91 @@ export class Budgets extends Effect.Service<Budgets>()("billing/Budgets", {
       return ensured.has(name) ? Effect.void : Effect.tap(repo.ensureWindow(key), () => Effect.sync(() => ensured.add(name)))
     }
 
-    /** Strict admission: reserves `worstCase` (USD nanos) until `settle`, or refuses. */
+    // Leases by window row: most strict calls are admitted from memory, without a round trip to the ledger row.
+    const leases = new Map<string, Lease>()
+    const leaseLock = yield* Effect.makeSemaphore(1)
+    const windowName = (key: WindowKey) => `${key.workspaceId}|${key.kind}|${key.start.getTime()}`
+
+    /** Gives back what a lease still holds (its calls in flight shrink it as they settle). */
+    const returnLease = (name: string, lease: Lease) =>
+      Effect.suspend(() => {
+        if (leases.get(name) === lease) leases.delete(name)
+        const rest = lease.remaining
+        lease.remaining = 0n
+        return rest === 0n ? Effect.void : repo.shrink(lease.id, rest)
+      })
+
+    const returnStale = Effect.suspend(() => {
+      const now = Date.now()
+      const stale = [...leases].filter(([, lease]) => now >= lease.admitUntil || now - lease.lastUsed >= LEASE_IDLE_MS)
+      return Effect.forEach(stale, ([name, lease]) => returnLease(name, lease), { discard: true })
+    })
+    yield* Effect.forkScoped(
+      returnStale.pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("could not return an LLM budget lease", cause)),
+        Effect.repeat(Schedule.spaced(LEASE_CHECK_EVERY))
+      )
+    )
+    yield* Effect.addFinalizer(() =>
+      Effect.forEach([...leases], ([name, lease]) => returnLease(name, lease), { discard: true }).pipe(Effect.ignore)
+    )
+
+    /** Takes `worstCase` from the window's lease, if it has that much and still admits. */
+    const drawFromLease = (key: WindowKey, worstCase: bigint): Reservation | undefined => {
+      const lease = leases.get(windowName(key))
+      const now = Date.now()
+      if (lease === undefined || now >= lease.admitUntil || lease.remaining < worstCase) return undefined
+      lease.remaining -= worstCase
+      lease.lastUsed = now
+      return { id: lease.id, amount: worstCase, window: lease.window, windowStart: lease.windowStart, leased: true }
+    }
+
+    /** A new lease of LEASE_CALLS worst cases, if that much fits under the cap (the old one's remainder goes back). */
+    const takeLease = (key: WindowKey, budget: LlmBudget, worstCase: bigint, holdFor: Duration.Duration) =>
+      leaseLock.withPermits(1)(
+        Effect.gen(function* () {
+          const drawn = drawFromLease(key, worstCase) // another call may have just taken one
+          if (drawn !== undefined) return Option.some(drawn)
+          const now = Date.now()
+          const id = prefixedId("lse")
+          const granted = yield* repo.reserve(key, {
+            id,
+            amount: worstCase * LEASE_CALLS,
+            cap: minorToNanos(budget.capMinor),
+            expiresAt: new Date(now + LEASE_ADMITS_FOR_MS + Duration.toMillis(holdFor))
+          })
+          if (Option.isNone(granted)) return Option.none<Reservation>()
+          const name = windowName(key)
+          const previous = leases.get(name)
+          if (previous !== undefined) yield* returnLease(name, previous)
+          leases.set(name, {
+            id,
+            window: key.kind,
+            windowStart: key.start,
+            remaining: worstCase * LEASE_CALLS,
+            admitUntil: now + LEASE_ADMITS_FOR_MS,
+            lastUsed: now
+          })
+          return Option.fromNullable(drawFromLease(key, worstCase))
+        })
+      )
+
+    /**
+     * Strict admission: reserves `worstCase` (USD nanos) until `settle`, or
+     * refuses. Far from the cap the reservation is drawn from a lease this
+     * process holds (one ledger round trip per LEASE_CALLS calls); near it,
+     * where a lease no longer fits, each call reserves exactly its own worst
+     * case, so no process can hold back budget another could still spend.
+     */
     const reserve = (workspaceId: string, budget: LlmBudget, worstCase: bigint, holdFor: Duration.Duration) =>
       Effect.gen(function* () {
         const at = new Date()
         const key = keyOf(workspaceId, budget, at)
+        const fromLease = drawFromLease(key, worstCase)
+        if (fromLease !== undefined) return fromLease
         yield* ensureWindow(key)
+        const leased = yield* takeLease(key, budget, worstCase, holdFor)
+        if (Option.isSome(leased)) return leased.value
         const id = prefixedId("rsv")
         const reserved = yield* repo.reserve(key, {
           id,
@@ -122,7 +222,7 @@ export class Budgets extends Effect.Service<Budgets>()("billing/Budgets", {
             "This request's worst-case cost (from max_tokens) does not fit in what is left of the LLM budget."
           )
         }
-        return { id, amount: worstCase, window: key.kind, windowStart: key.start } satisfies Reservation
+        return { id, amount: worstCase, window: key.kind, windowStart: key.start, leased: false } satisfies Reservation
       })
 
     /** Soft admission: admitted while spend + reserved is below the cap. */
@@ -146,6 +246,7 @@ export class Budgets extends Effect.Service<Budgets>()("billing/Budgets", {
         const rows = new Map<string, { workspaceId: string; kind: WindowKind; start: Date; spent: bigint }>()
         const current: Array<string> = []
         const earlier: Array<string> = []
+        const drawn = new Map<string, bigint>()
         for (const item of settlements) {
           for (const kind of ["day", "month"] as const) {
             const start = windowStart(item.at, kind)
@@ -155,6 +256,10 @@ export class Budgets extends Effect.Service<Budgets>()("billing/Budgets", {
           }
           if (Option.isSome(item.reservation)) {
             const reservation = item.reservation.value
+            if (reservation.leased) {
+              drawn.set(reservation.id, (drawn.get(reservation.id) ?? 0n) + reservation.amount)
+              continue
+            }
             const same = reservation.windowStart.getTime() === windowStart(item.at, reservation.window).getTime()
             ;(same ? current : earlier).push(reservation.id)
           }
@@ -164,6 +269,8 @@ export class Budgets extends Effect.Service<Budgets>()("billing/Budgets", {
           .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
           .map(([, row]) => row)
         if (sorted.length > 0) yield* repo.settle(sorted, current)
+        // After `settle`, which locked the same ledger rows in sorted order: no lock-order cycle between processes.
+        for (const [leaseId, amount] of drawn) yield* repo.shrink(leaseId, amount)
         for (const id of earlier) yield* repo.release(id)
       })
 

@@ -88,17 +88,20 @@ const outboxBacklog: Gauge = {
   )
 }
 
-/** Strict budget admissions still in flight (`llm_budget_reservations`, 0009); 0 where that table does not exist. */
+/**
+ * Strict budget admissions still holding budget (`llm_budget_reservations`, 0009): calls' own reservations
+ * and processes' leases with something left; 0 where that table does not exist.
+ */
 const budgetReservations: Gauge = {
   name: "guardrail_budget_reservations_in_flight",
-  help: "LLM budget reservations taken and not yet settled or expired.",
+  help: "LLM budget reservations and leases holding budget (not yet settled, returned or expired).",
   read: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const [exists] = yield* sql<{ exists: boolean }>`
       select to_regclass('llm_budget_reservations') is not null as exists`
     if (exists?.exists !== true) return [{ labels: {}, value: 0 }]
     const rows = yield* sql<{ count: string }>`
-      select count(*)::text as count from llm_budget_reservations where expires_at > now()`
+      select count(*)::text as count from llm_budget_reservations where expires_at > now() and amount_usd_nanos > 0`
     return [{ labels: {}, value: Number(rows[0]?.count ?? 0) }]
   })
 }

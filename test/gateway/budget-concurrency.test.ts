@@ -8,7 +8,7 @@
 import { afterAll, expect, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
-import { createKey, expectError, SERVER_OPTIONS, type Tenant } from "../identity/http-helpers.js"
+import { createKey, expectError, queryDatabase, SERVER_OPTIONS, type Tenant } from "../identity/http-helpers.js"
 import { eventually } from "../support/Eventually.js"
 import { type JsonResponse, request, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
 import { awaitUsage, GATEWAY_SETTINGS, gatewayTenant, monthSpend, setBudget, setPrice } from "./gateway-helpers.js"
@@ -53,7 +53,7 @@ const tally = (responses: ReadonlyArray<JsonResponse>) => {
 }
 
 /** After the calls settle: spend is exactly what was admitted, within the cap, nothing left reserved. */
-const expectSettled = (db: string, owner: Tenant, admitted: number) =>
+const expectSettled = (db: string, owner: Tenant, admitted: number, capMinor = CAP_MINOR) =>
   Effect.gen(function* () {
     const usage = yield* awaitUsage(db, owner.workspaceId, admitted)
     expect(usage.every((event) => event.cost_usd_nanos === CENT_NANOS.toString())).toBe(true)
@@ -63,7 +63,7 @@ const expectSettled = (db: string, owner: Tenant, admitted: number) =>
       )
     )
     expect(ledger.spent).toBe(BigInt(admitted) * CENT_NANOS)
-    expect(ledger.spent <= BigInt(CAP_MINOR) * CENT_NANOS).toBe(true)
+    expect(ledger.spent <= BigInt(capMinor) * CENT_NANOS).toBe(true)
   })
 
 layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("strict budget admission", (it) => {
@@ -92,6 +92,34 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("str
           messages: []
         }))
         expectError(again[0]!, 402, "budget_exceeded")
+      }),
+    120_000
+  )
+
+  it.effect(
+    "far from the cap calls draw from leases: 150 concurrent at a cap that fits 100 admit exactly 100, and the leases go back",
+    () =>
+      Effect.gen(function* () {
+        const { base, db, owner, gateway } = yield* gatewayTenant(stub.url)
+        const key = yield* createKey(base, owner)
+        yield* setPrice(base, owner, "budget", 0, 1000)
+        yield* setBudget(base, owner, 100, "month")
+
+        const responses = yield* fire([`${gateway.routeBase}/chat_style/chat/completions`], 150, key.plaintext_key, (i) => ({
+          model: "budget",
+          max_tokens: MAX_TOKENS,
+          messages: [{ role: "user", content: `request ${i}` }]
+        }))
+        const { admitted, refused } = tally(responses)
+        expect([admitted, refused]).toEqual([100, 50])
+        // Leases held at most 20 calls each: fewer ledger reservations than calls.
+        const rows = yield* queryDatabase<{ n: string }>(
+          db,
+          "select count(*)::text as n from llm_budget_reservations where workspace_id = $1",
+          [owner.workspaceId]
+        )
+        expect(Number(rows[0]!.n)).toBeLessThan(100)
+        yield* expectSettled(db, owner, admitted, 100)
       }),
     120_000
   )
