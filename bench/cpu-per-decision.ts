@@ -1,0 +1,153 @@
+/**
+ * CPU time per `POST /v1/events` decision, by process: the service (as
+ * all-in-one, or as separate api and stream-worker processes) and every
+ * other process on the machine (PostgreSQL, Kafka, kernel threads), read
+ * from /proc/<pid>/stat around a 50-connection autocannon run after a
+ * warm-up, plus a settling pause so the consumers' share is counted. This is
+ * the figure least disturbed by other work on the machine; it is how the
+ * hot spots in docs/BENCHMARKS.md were found.
+ * Usage: npx tsx bench/cpu-per-decision.ts [all|split|api] [seconds=8]
+ * Saves bench/results/cpu-per-decision-<mode>.json. Linux only (/proc).
+ */
+import { spawn } from "node:child_process"
+import { createHash } from "node:crypto"
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { admin, adminUrl, brokers, cannon, json } from "./support.js"
+
+const mode = process.argv[2] ?? "all"
+const seconds = Number(process.argv[3] ?? 8)
+const services = mode === "split" ? ["api", "stream-worker"] : mode === "api" ? ["api"] : ["all-in-one"]
+const POLICIES = 200
+
+/** CPU milliseconds (user + system) of one process. */
+const cpuOf = (pid: number | string) => {
+  const raw = readFileSync(`/proc/${pid}/stat`, "utf8")
+  const fields = raw.slice(raw.lastIndexOf(")") + 2).split(" ")
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
+
+/** CPU milliseconds of every process, by "pid:name". */
+const everyProcess = () => {
+  const all = new Map<string, number>()
+  for (const pid of readdirSync("/proc").filter((entry) => /^\d+$/.test(entry))) {
+    try {
+      const raw = readFileSync(`/proc/${pid}/stat`, "utf8")
+      all.set(`${pid}:${raw.slice(raw.indexOf("(") + 1, raw.lastIndexOf(")"))}`, cpuOf(pid))
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return all
+}
+
+/** Microseconds per decision by process name (digits stripped: kworker/1 and kworker/2 add up). */
+const perDecision = (before: Map<string, number>, after: Map<string, number>, decisions: number) => {
+  const byName = new Map<string, number>()
+  for (const [key, value] of after) {
+    const name = key.slice(key.indexOf(":") + 1).replace(/[0-9]+/g, "")
+    byName.set(name, (byName.get(name) ?? 0) + value - (before.get(key) ?? 0))
+  }
+  return Object.fromEntries(
+    [...byName]
+      .filter(([, ms]) => ms > 0)
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 8)
+      .map(([name, ms]) => [name, Math.round((ms * 1000) / decisions)])
+  )
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+const main = async () => {
+  const database = `bench_cpu_${Date.now()}`
+  await admin(`create database ${database}`)
+  const url = new URL(adminUrl)
+  url.pathname = `/${database}`
+  const port = 40_000 + Math.floor(Math.random() * 10_000)
+  const children = services.map((service) =>
+    spawn("node", ["--import", "tsx", `services/${service}/main.ts`], {
+      env: {
+        ...process.env,
+        DATABASE_URL: url.toString(),
+        KAFKA_BROKERS: brokers,
+        KAFKA_TOPIC_PREFIX: `benchcpu${Date.now()}.`,
+        PORT: String(port),
+        HOST: "127.0.0.1",
+        LOG_LEVEL: "warn",
+        DATA_DIR: `/tmp/guardrail-bench-cpu-${port}`,
+        DATABASE_POOL_SIZE: "20"
+      },
+      stdio: "ignore"
+    })
+  )
+  try {
+    const base = `http://127.0.0.1:${port}`
+    for (let ready = false; !ready; await pause(300)) {
+      ready = await fetch(`${base}/readyz`).then((response) => response.ok, () => false)
+    }
+    const password = createHash("sha256").update("bench").digest("hex")
+    const session = await json(`${base}/v1/auth/signup`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ username: `bench-${Date.now()}`, password })
+    })
+    const auth = { authorization: `Bearer ${String(session["jwt"])}` }
+    const environments = await json(`${base}/v1/environments`, { headers: auth })
+    const environmentId = (environments["environments"] as Array<{ id: string }>)[0]!.id
+    const key = await json(`${base}/v1/api-keys`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({ name: "bench" })
+    })
+    const workspaces = await json(`${base}/v1/team/my-workspaces`, {
+      headers: { ...auth, "x-service-user-id": String(session["user_id"]) }
+    })
+    const workspaceId = (workspaces["workspaces"] as Array<{ id: string }>)[0]!.id
+    for (let i = 0; i < POLICIES; i++) {
+      await fetch(`${base}/v1/policies`, {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/yaml" },
+        body: `id: phrase-${i}\ndescription: Never say phrase ${i}\nfamily: content\nseverity: high\naction: deny\nmatch:\n  type: literal\n  value: forbidden phrase ${String(i).padStart(3, "0")}\n  target: content\n`
+      })
+    }
+    const body = JSON.stringify({
+      kind: "output.proposed",
+      principal: { agent_id: "support-bot", environment_id: environmentId, workspace_id: workspaceId },
+      action: { operation: "reply", content: "Thanks for waiting: your order ships tomorrow and arrives by Friday." }
+    })
+    const headers = { authorization: `Bearer ${String(key["plaintext_key"])}`, "content-type": "application/json" }
+    const target = { url: `${base}/v1/events`, method: "POST" as const, body, headers }
+    await cannon({ ...target, connections: 10, duration: 3 }) // warm-up
+    await pause(2000)
+    const before = everyProcess()
+    const serviceBefore = children.map((child) => cpuOf(child.pid!))
+    const run = await cannon({ ...target, connections: 50, duration: seconds })
+    await pause(3000) // the consumers finish what the run produced
+    const decisions = run.requests.total
+    const result = {
+      mode,
+      seconds,
+      decisions_per_s: Math.round(run.requests.average),
+      p50_ms: run.latency.p50,
+      p99_ms: run.latency.p99,
+      non_2xx: run.non2xx,
+      service_cpu_us_per_decision: Object.fromEntries(
+        services.map((service, i) => [service, Math.round(((cpuOf(children[i]!.pid!) - serviceBefore[i]!) * 1000) / decisions)])
+      ),
+      all_processes_cpu_us_per_decision: perDecision(before, everyProcess(), decisions)
+    }
+    console.log(JSON.stringify({ bench: "cpu-per-decision", ...result }))
+    mkdirSync(new URL("results/", import.meta.url), { recursive: true })
+    writeFileSync(
+      new URL(`results/cpu-per-decision-${mode}.json`, import.meta.url),
+      `${JSON.stringify({ at: new Date().toISOString(), ...result }, null, 2)}\n`
+    )
+  } finally {
+    for (const child of children) child.kill("SIGTERM")
+    await pause(3000)
+    await admin(`drop database if exists ${database} with (force)`)
+  }
+  process.exit(0)
+}
+
+void main()
