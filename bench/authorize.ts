@@ -13,7 +13,6 @@
  */
 import { isAuthorized, preparsePolicySet, statefulIsAuthorized } from "@cedar-policy/cedar-wasm/nodejs"
 import { Schema } from "effect"
-import { createHash } from "node:crypto"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
 import { normalizeProfile } from "../src/catalog/Agents.js"
@@ -21,7 +20,7 @@ import { PolicyDocument } from "../src/catalog/Domain.js"
 import { compilePolicy } from "../src/catalog/PolicyLanguage.js"
 import { contentChecker } from "../src/authorization/checkers/Content.js"
 import { decide } from "../src/authorization/Pipeline.js"
-import { admin, adminUrl, cannon, json, startService } from "./support.js"
+import { admin, adminUrl, cannon, decisionTenant, startService } from "./support.js"
 
 const seconds = Number(process.argv[2] ?? 10)
 const RULES = 200
@@ -161,46 +160,9 @@ const httpBench = async () => {
   const stop = await startService(url.toString(), port)
   try {
     const base = `http://127.0.0.1:${port}`
-    const password = createHash("sha256").update("bench").digest("hex")
-    const session = await json(`${base}/v1/auth/signup`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ username: `bench-${Date.now()}`, password })
-    })
-    const auth = { authorization: `Bearer ${String(session["jwt"])}` }
-    const environments = await json(`${base}/v1/environments`, { headers: auth })
-    const environmentId = (environments["environments"] as Array<{ id: string }>)[0]!.id
-    const key = await json(`${base}/v1/api-keys`, {
-      method: "POST",
-      headers: { ...auth, "content-type": "application/json" },
-      body: JSON.stringify({ name: "bench" })
-    })
-    const workspaces = await json(`${base}/v1/team/my-workspaces`, {
-      headers: { ...auth, "x-service-user-id": String(session["user_id"]) }
-    })
-    const workspaceId = (workspaces["workspaces"] as Array<{ id: string }>)[0]!.id
-    for (let i = 0; i < RULES; i++) {
-      await fetch(`${base}/v1/policies`, {
-        method: "POST",
-        headers: { ...auth, "content-type": "application/yaml" },
-        body: `id: phrase-${i}\ndescription: Never say phrase ${i}\nfamily: content\nseverity: high\naction: ${i % 3 === 0 ? "deny" : "defer"}\nmatch:\n  type: literal\n  value: forbidden phrase ${String(i).padStart(3, "0")}\n  target: content\n`
-      })
-    }
-    const body = JSON.stringify({
-      kind: "output.proposed",
-      principal: { agent_id: "support-bot", environment_id: environmentId, workspace_id: workspaceId },
-      action: { operation: "reply", content: "Thanks for waiting: your order ships tomorrow and arrives by Friday." }
-    })
-    const headers = { authorization: `Bearer ${String(key["plaintext_key"])}`, "content-type": "application/json" }
-    await cannon({ url: `${base}/v1/events`, method: "POST", body, headers, connections: 10, duration: 3 }) // warm-up
-    const service = await cannon({
-      url: `${base}/v1/events`,
-      method: "POST",
-      body,
-      headers,
-      connections: 50,
-      duration: seconds
-    })
+    const target = await decisionTenant(base, RULES)
+    await cannon({ ...target, connections: 10, duration: 3 }) // warm-up
+    const service = await cannon({ ...target, connections: 50, duration: seconds })
     return {
       connections: 50,
       seconds,

@@ -10,9 +10,8 @@
  * Saves bench/results/cpu-per-decision-<mode>.json. Linux only (/proc).
  */
 import { spawn } from "node:child_process"
-import { createHash } from "node:crypto"
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
-import { admin, adminUrl, brokers, cannon, json } from "./support.js"
+import { admin, adminUrl, brokers, cannon, decisionTenant } from "./support.js"
 
 const mode = process.argv[2] ?? "all"
 const seconds = Number(process.argv[3] ?? 8)
@@ -85,38 +84,7 @@ const main = async () => {
     for (let ready = false; !ready; await pause(300)) {
       ready = await fetch(`${base}/readyz`).then((response) => response.ok, () => false)
     }
-    const password = createHash("sha256").update("bench").digest("hex")
-    const session = await json(`${base}/v1/auth/signup`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ username: `bench-${Date.now()}`, password })
-    })
-    const auth = { authorization: `Bearer ${String(session["jwt"])}` }
-    const environments = await json(`${base}/v1/environments`, { headers: auth })
-    const environmentId = (environments["environments"] as Array<{ id: string }>)[0]!.id
-    const key = await json(`${base}/v1/api-keys`, {
-      method: "POST",
-      headers: { ...auth, "content-type": "application/json" },
-      body: JSON.stringify({ name: "bench" })
-    })
-    const workspaces = await json(`${base}/v1/team/my-workspaces`, {
-      headers: { ...auth, "x-service-user-id": String(session["user_id"]) }
-    })
-    const workspaceId = (workspaces["workspaces"] as Array<{ id: string }>)[0]!.id
-    for (let i = 0; i < POLICIES; i++) {
-      await fetch(`${base}/v1/policies`, {
-        method: "POST",
-        headers: { ...auth, "content-type": "application/yaml" },
-        body: `id: phrase-${i}\ndescription: Never say phrase ${i}\nfamily: content\nseverity: high\naction: deny\nmatch:\n  type: literal\n  value: forbidden phrase ${String(i).padStart(3, "0")}\n  target: content\n`
-      })
-    }
-    const body = JSON.stringify({
-      kind: "output.proposed",
-      principal: { agent_id: "support-bot", environment_id: environmentId, workspace_id: workspaceId },
-      action: { operation: "reply", content: "Thanks for waiting: your order ships tomorrow and arrives by Friday." }
-    })
-    const headers = { authorization: `Bearer ${String(key["plaintext_key"])}`, "content-type": "application/json" }
-    const target = { url: `${base}/v1/events`, method: "POST" as const, body, headers }
+    const target = await decisionTenant(base, POLICIES)
     await cannon({ ...target, connections: 10, duration: 3 }) // warm-up
     await pause(2000)
     const before = everyProcess()

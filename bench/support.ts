@@ -5,6 +5,7 @@
  */
 import autocannon from "autocannon"
 import { spawn } from "node:child_process"
+import { createHash } from "node:crypto"
 import pg from "pg"
 
 export const adminUrl = process.env["BENCH_POSTGRES_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
@@ -73,4 +74,48 @@ export const cannon = (options: autocannon.Options) =>
 export const json = async (url: string, init: RequestInit) => {
   const response = await fetch(url, init)
   return (await response.json()) as Record<string, unknown>
+}
+
+/**
+ * A signed-up tenant with `policies` enabled content policies (phrases no
+ * reply contains; every third denies, the rest defer) and a runtime key, and
+ * the `POST /v1/events` request an agent would send: what the decision
+ * benchmarks load the service with.
+ */
+export const decisionTenant = async (base: string, policies: number) => {
+  const password = createHash("sha256").update("bench").digest("hex")
+  const session = await json(`${base}/v1/auth/signup`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ username: `bench-${Date.now()}`, password })
+  })
+  const auth = { authorization: `Bearer ${String(session["jwt"])}` }
+  const environments = await json(`${base}/v1/environments`, { headers: auth })
+  const environmentId = (environments["environments"] as Array<{ id: string }>)[0]!.id
+  const key = await json(`${base}/v1/api-keys`, {
+    method: "POST",
+    headers: { ...auth, "content-type": "application/json" },
+    body: JSON.stringify({ name: "bench" })
+  })
+  const workspaces = await json(`${base}/v1/team/my-workspaces`, {
+    headers: { ...auth, "x-service-user-id": String(session["user_id"]) }
+  })
+  const workspaceId = (workspaces["workspaces"] as Array<{ id: string }>)[0]!.id
+  for (let i = 0; i < policies; i++) {
+    await fetch(`${base}/v1/policies`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/yaml" },
+      body: `id: phrase-${i}\ndescription: Never say phrase ${i}\nfamily: content\nseverity: high\naction: ${i % 3 === 0 ? "deny" : "defer"}\nmatch:\n  type: literal\n  value: forbidden phrase ${String(i).padStart(3, "0")}\n  target: content\n`
+    })
+  }
+  return {
+    url: `${base}/v1/events`,
+    method: "POST" as const,
+    body: JSON.stringify({
+      kind: "output.proposed",
+      principal: { agent_id: "support-bot", environment_id: environmentId, workspace_id: workspaceId },
+      action: { operation: "reply", content: "Thanks for waiting: your order ships tomorrow and arrives by Friday." }
+    }),
+    headers: { authorization: `Bearer ${String(key["plaintext_key"])}`, "content-type": "application/json" }
+  }
 }
