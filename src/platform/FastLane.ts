@@ -13,7 +13,7 @@
  * accounting, the conventions' error body and the same error messages.
  */
 import { Headers, HttpApiError, type HttpServerResponse } from "@effect/platform"
-import { Cause, Context, Effect, Exit, Option, ParseResult, Runtime, Scope } from "effect"
+import { Cause, Context, Effect, Exit, Fiber, Option, ParseResult, Runtime, Scope } from "effect"
 import { createServer, IncomingMessage, ServerResponse } from "node:http"
 import { Readable } from "node:stream"
 import { enterRequest, leaveRequest, type Traffic } from "../operations/Drain.js"
@@ -264,7 +264,11 @@ export const makeFastListener =
           )
         }
       }).pipe(Effect.ensuring(Effect.sync(leave)), Effect.annotateLogs({ request_id: requestId, route: route.template }))
-      Runtime.runFork(options.runtime)(program)
+      const fiber = Runtime.runFork(options.runtime)(program)
+      // A client gone before its answer interrupts the handler, as the platform's server does.
+      response.once("close", () => {
+        if (!response.headersSent) Runtime.runFork(options.runtime)(Fiber.interrupt(fiber))
+      })
     })
     return true
   }

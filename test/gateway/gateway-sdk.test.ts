@@ -294,6 +294,39 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
     )
   })
 
+  describe("a client that leaves before the answer", () => {
+    it.effect("aborts the upstream call while the provider is still thinking", () =>
+      Effect.gen(function* () {
+        const { owner, gateway } = yield* stubTenant
+        const abortedBefore = stub.aborted.filter((model) => model === "slow").length
+        stub.slowMillis = 10_000
+        const outcome = yield* Effect.promise(() =>
+          fetch(`${gateway.routeBase}/chat_style/chat/completions`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${owner.jwt}`, "content-type": "application/json" },
+            body: JSON.stringify({ model: "slow", messages: [] }),
+            signal: AbortSignal.timeout(300)
+          }).then(
+            (response) => `answered ${response.status}`,
+            () => "gave up"
+          )
+        )
+        expect(outcome).toBe("gave up")
+        // The provider sees its connection closed at once: well before GATEWAY_UPSTREAM_TIMEOUT_MS
+        // (1.5 s from the call) would have closed it, and long before it would have answered.
+        yield* eventually(
+          Effect.suspend(() =>
+            stub.aborted.filter((model) => model === "slow").length > abortedBefore
+              ? Effect.void
+              : Effect.fail(new Error("upstream not aborted"))
+          ),
+          "700 millis"
+        )
+        stub.slowMillis = 3_000
+      })
+    )
+  })
+
   describe("a client that leaves mid-stream", () => {
     it.effect("aborts the upstream call and still records the tokens seen", () =>
       Effect.gen(function* () {

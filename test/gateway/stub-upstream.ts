@@ -5,7 +5,8 @@
  * request's `model`:
  * - `fail-500`: 500 with a JSON body; `fail-500-empty`: 500 without a body;
  *   `fail-401`: 401 (the provider refuses the key);
- * - `slow`: waits `slowMillis` before answering;
+ * - `slow`: waits `slowMillis` before answering (a connection closed before
+ *   that is recorded in `aborted`);
  * - `hang`: a stream that sends its start and a few deltas, then never ends
  *   (until the gateway aborts it: recorded in `aborted`);
  * - `budget`: the usage equals `max_tokens` (the worst case), after 30 ms;
@@ -33,7 +34,7 @@ export interface SeenRequest {
 export interface StubUpstream {
   readonly url: string
   readonly requests: Array<SeenRequest>
-  /** Models of `hang` requests whose connection the gateway closed. */
+  /** Models of `hang` and `slow` requests whose connection the gateway closed before the answer ended. */
   readonly aborted: Array<string>
   slowMillis: number
   readonly close: () => Promise<void>
@@ -153,7 +154,11 @@ export const startStubUpstream = () =>
             response.end()
           }
         }
-        if (model === "hang") response.on("close", () => aborted.push(model))
+        if (model === "hang" || model === "slow") {
+          response.on("close", () => {
+            if (!response.writableEnded) aborted.push(model)
+          })
+        }
         if (model === "slow") setTimeout(answer, stub.slowMillis)
         else if (model === "budget") setTimeout(answer, 30)
         else answer()
