@@ -10,6 +10,7 @@ import { Effect, Schema } from "effect"
 import { CurrentCaller } from "../identity/Authentication.js"
 import { makeLaneAuthenticator } from "../identity/AuthenticationLive.js"
 import type { FastHandler } from "../platform/FastLane.js"
+import { withMessagesDialectKey } from "../platform/HttpPipeline.js"
 import { RoutePath } from "./Api.js"
 import { GatewayProxy } from "./Proxy.js"
 import type { Dialect } from "./UsageMeter.js"
@@ -24,12 +25,7 @@ export const gatewayLane = Effect.gen(function* () {
     (dialect: Dialect): FastHandler =>
     (request) =>
       Effect.gen(function* () {
-        const apiKey = request.headers["x-api-key"]
-        const headers =
-          dialect === "messages" && request.headers["authorization"] === undefined && apiKey !== undefined
-            ? { ...request.headers, authorization: `Bearer ${apiKey}` }
-            : request.headers
-        const caller = yield* authenticate({ ...request, headers })
+        const caller = yield* authenticate({ ...request, headers: withMessagesDialectKey(request.headers, request.route) })
         const { id } = yield* decodePath(request.params)
         const response = yield* proxy
           .forward(dialect, id, { text: request.text, headers: request.headers })

@@ -291,12 +291,13 @@ export const validationFailed = (error: HttpApiError.HttpApiDecodeError) => {
  * Anthropic SDK clients send their key as `x-api-key`. On the messages-dialect
  * gateway route it stands for `Authorization: Bearer <key>` when that header is
  * absent, so `new Anthropic({ apiKey })` works unchanged (docs/gateway.md).
+ * Answers the headers to authenticate with (the pipeline's and the fast lane's).
  */
-const withMessagesDialectKey = (request: HttpServerRequest.HttpServerRequest, route: RouteEntry | undefined) => {
-  const key = request.headers["x-api-key"]
-  return route?.endpoint === "proxyMessages" && request.headers["authorization"] === undefined && key !== undefined
-    ? request.modify({ headers: Headers.set(request.headers, "authorization", `Bearer ${key}`) })
-    : request
+export const withMessagesDialectKey = (headers: Headers.Headers, route: RouteEntry | undefined) => {
+  const key = headers["x-api-key"]
+  return route?.endpoint === "proxyMessages" && headers["authorization"] === undefined && key !== undefined
+    ? Headers.set(headers, "authorization", `Bearer ${key}`)
+    : headers
 }
 
 /** Body checks before routing, error-shape mapping after, for the request's route (found once per request). */
@@ -305,7 +306,8 @@ const requestGuard =
   <E, R>(app: HttpApp.Default<E, R>) =>
     Effect.gen(function* () {
       const original = yield* HttpServerRequest.HttpServerRequest
-      const request = withMessagesDialectKey(original, route)
+      const headers = withMessagesDialectKey(original.headers, route)
+      const request = headers === original.headers ? original : original.modify({ headers })
       if (/%00/i.test(request.url)) {
         return yield* new BadRequest({ code: "validation_failed", message: "The URL contains a NUL character (%00)." })
       }
