@@ -31,7 +31,8 @@ export class SessionTokens extends Effect.Service<SessionTokens>()("identity/Ses
           .setAudience(AUDIENCE)
           .setSubject(claims.userId)
           .setIssuedAt()
-          .setExpirationTime(`${config.sessionTtlSeconds}s`)
+          // Rounded up to the next whole second (JWT times are seconds): a session lasts at least its TTL.
+          .setExpirationTime(Math.ceil(Date.now() / 1000 + config.sessionTtlSeconds))
           .sign(key)
       )
 
