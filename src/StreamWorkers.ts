@@ -5,6 +5,7 @@
 import type { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import type { EventLog } from "./platform/EventLog.js"
+import type { ChangeNotices } from "./platform/ChangeNotices.js"
 import type { AppConfig } from "./platform/Config.js"
 import type { Outbox } from "./platform/Outbox.js"
 import type { Secrets } from "./platform/Secrets.js"
@@ -16,7 +17,11 @@ import { AnalyticsConsumerLive } from "./analytics/Ingest.js"
 
 const consumers: ReadonlyArray<{
   readonly name: string
-  readonly layer: Layer.Layer<never, never, SqlClient.SqlClient | EventLog | AppConfig | Outbox | Secrets>
+  readonly layer: Layer.Layer<
+    never,
+    never,
+    SqlClient.SqlClient | EventLog | AppConfig | Outbox | Secrets | ChangeNotices
+  >
 }> = [
   { name: "run-counters", layer: RunCountersLive },
   { name: "retention", layer: RetentionLive },

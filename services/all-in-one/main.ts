@@ -2,14 +2,16 @@
  * API and stream workers in one process (what `npm start` runs). Over
  * PostgreSQL the stream workers run in a worker thread (their own event loop
  * and core; STREAM_WORKER_THREAD=false keeps them on the API's); over the
- * embedded database everything shares one thread.
+ * embedded database everything shares one thread. The outbox relay runs
+ * beside the stream workers.
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Duration, Effect, Layer } from "effect"
 import { AppConfig, isEmbeddedDatabase } from "../../src/platform/Config.js"
 import { guardRepeatedSignals, lifecycleLog } from "../../src/platform/Lifecycle.js"
 import { LoggingLive } from "../../src/platform/Logging.js"
-import { PlatformLive } from "../../src/platform/Platform.js"
+import { OutboxRelayLive } from "../../src/platform/Outbox.js"
+import { PlatformCoreLive } from "../../src/platform/Platform.js"
 import { workerThreadLayer } from "../../src/platform/WorkerThread.js"
 import { HttpServerLive } from "../../src/Server.js"
 import { StreamWorkersLive } from "../../src/StreamWorkers.js"
@@ -19,8 +21,9 @@ guardRepeatedSignals()
 const StreamWorkersHere = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     isEmbeddedDatabase(config) || !config.streamWorkerThread
-      ? StreamWorkersLive
-      : workerThreadLayer(
+      ? Layer.merge(StreamWorkersLive, OutboxRelayLive)
+      : // The thread also relays the outbox (woken by the API thread's writes), keeping Kafka's producer off the API's loop.
+        workerThreadLayer(
           "stream-worker",
           new URL("../stream-worker/thread.mjs", import.meta.url),
           Duration.seconds(config.shutdownDrainSeconds + 10)
@@ -29,7 +32,7 @@ const StreamWorkersHere = Layer.unwrapEffect(
 )
 
 Layer.mergeAll(HttpServerLive, StreamWorkersHere).pipe(
-  Layer.provide(PlatformLive),
+  Layer.provide(PlatformCoreLive),
   Layer.provideMerge(lifecycleLog("all-in-one")),
   Layer.provide(LoggingLive),
   Layer.launch,

@@ -3,11 +3,11 @@ import { Layer } from "effect"
 import { lifecycleLog } from "../../src/platform/Lifecycle.js"
 import { LoggingLive } from "../../src/platform/Logging.js"
 import { PlatformLive } from "../../src/platform/Platform.js"
-import { runInWorkerThread } from "../../src/platform/WorkerThread.js"
+import { runInWorkerThread, ThreadPriorityLive } from "../../src/platform/WorkerThread.js"
 import { StreamWorkersLive } from "../../src/StreamWorkers.js"
 
 runInWorkerThread(
-  StreamWorkersLive.pipe(
+  Layer.merge(StreamWorkersLive, ThreadPriorityLive).pipe(
     Layer.provide(PlatformLive),
     Layer.provideMerge(lifecycleLog("stream-worker thread")),
     Layer.provide(LoggingLive),

@@ -6,76 +6,29 @@
  * fails closed: effect `defer`, with a finding saying why, never a 500.
  */
 import { SqlClient } from "@effect/sql"
-import { Cause, Duration, Effect, Option, Schema } from "effect"
-import { createHash } from "node:crypto"
-import type { AgentProfile } from "../catalog/Agents.js"
-import { CatalogSnapshot, type Snapshot } from "../catalog/Snapshot.js"
+import { Cause, Effect, Option } from "effect"
+import { CatalogSnapshot } from "../catalog/Snapshot.js"
 import type { Caller } from "../identity/Authentication.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
-import { Forbidden, NotFound } from "../platform/Errors.js"
-import { prefixedId } from "../platform/Ids.js"
-import { Topics } from "../platform/Topics.js"
-import { TraceId } from "../runs/Domain.js"
-import { allCheckers } from "./checkers/index.js"
-import { DecisionWriter } from "./DecisionWriter.js"
-import { notifyEscalation } from "./Escalations.js"
-import { DecisionMessage } from "./Domain.js"
-import { type CheckerMode, type CheckerName, type Decision, decide, type ProposedAction } from "./Pipeline.js"
-import { canonicalJson, ReceiptSigner } from "./Receipts.js"
 import { recordDecision } from "../operations/Metrics.js"
-import { decisionDetails, logDecisionDetails } from "../operations/Telemetry.js"
-import { keepTracePayload } from "../privacy/Payloads.js"
-import { keepJson } from "../privacy/Redaction.js"
+import { logDecisionDetails } from "../operations/Telemetry.js"
+import { Forbidden, NotFound } from "../platform/Errors.js"
+import { makeDirectDecisions } from "./DecideDirect.js"
+import { DecisionWriter } from "./DecisionWriter.js"
+import {
+  decisionOutcome,
+  evaluate,
+  failClosed,
+  intentIdOf,
+  modesOf,
+  needsGrant,
+  type ProposedEventInput,
+  unrecordedAnswer
+} from "./Decisions.js"
+import { notifyEscalation } from "./Escalations.js"
+import { ReceiptSigner } from "./Receipts.js"
 
-export interface ProposedEventInput {
-  readonly kind: "output.proposed"
-  readonly principal: { readonly agent_id: string; readonly environment_id: string; readonly workspace_id: string }
-  readonly action: ProposedAction
-  readonly run_id?: string | undefined
-  readonly run_event_id?: string | undefined
-  readonly session_id?: string | undefined
-  readonly metadata?: unknown
-}
-
-const RUNTIME_CONFIG_TTL = Duration.seconds(1)
-
-const encodeDecisionMessage = Schema.encodeSync(DecisionMessage)
-
-/** `metadata.workflow_step` of a proposed event, when it is a string (an analytics dimension). */
-const workflowStepOf = (metadata: unknown): string | null => {
-  const step = typeof metadata === "object" && metadata !== null ? (metadata as Record<string, unknown>)["workflow_step"] : undefined
-  return typeof step === "string" ? step : null
-}
-
-/** The same agent proposing the same action in the same environment is the same intent (approval grants bind to it). */
-export const intentIdOf = (workspaceId: string, event: ProposedEventInput) =>
-  `int_${createHash("sha256")
-    .update(canonicalJson({ workspaceId, principal: event.principal, action: event.action }))
-    .digest("hex")
-    .slice(0, 32)}`
-
-/** A decision made without the checkers: fail closed with the reason as a finding. */
-const failClosed = (reason: string, evidence: unknown): Decision => ({
-  effect: "defer",
-  domain: "system",
-  reason,
-  findings: [
-    {
-      id: "f1",
-      source: "content",
-      policy_id: null,
-      requirement_id: "system:fail_closed",
-      reason,
-      remediation: "Do not execute the proposed action; retry once the service recovers.",
-      effect: "defer",
-      severity: "high",
-      evidence
-    }
-  ],
-  transformed_value: null,
-  status: "decided",
-  approval: null
-})
+export { intentIdOf, type ProposedEventInput } from "./Decisions.js"
 
 export class Authorization extends Effect.Service<Authorization>()("authorization/Authorization", {
   effect: Effect.gen(function* () {
@@ -84,22 +37,6 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
     const signer = yield* ReceiptSigner
     const writer = yield* DecisionWriter
     const sql = yield* SqlClient.SqlClient
-    const runtimeConfigs = new Map<
-      string,
-      { readonly until: number; readonly value: Effect.Effect.Success<ReturnType<typeof settings.runtimeConfig>> }
-    >()
-
-    const runtimeConfig = (workspaceId: string) =>
-      Effect.suspend(() => {
-        const cached = runtimeConfigs.get(workspaceId)
-        if (cached !== undefined && cached.until > Date.now()) return Effect.succeed(cached.value)
-        return Effect.tap(settings.runtimeConfig(workspaceId), (value) =>
-          Effect.sync(() =>
-            runtimeConfigs.set(workspaceId, { value, until: Date.now() + Duration.toMillis(RUNTIME_CONFIG_TTL) })
-          )
-        )
-      })
-
     const activeGrant = (workspaceId: string, intentId: string) =>
       sql<{ intent_id: string; granted_by: string; expires_at: Date }>`
         select intent_id, granted_by, expires_at from approval_grants
@@ -129,32 +66,6 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
         }))
       )
 
-    const evaluate = (
-      snapshot: Snapshot,
-      event: ProposedEventInput,
-      modes: Readonly<Record<CheckerName, CheckerMode>>,
-      granted: boolean,
-      defaultEffect: "permit" | "deny" | "defer"
-    ) => {
-      const agentId = event.principal.agent_id
-      return decide(
-        {
-          agentId,
-          action: event.action,
-          agent: snapshot.agents.get(agentId) as AgentProfile | undefined,
-          policies: snapshot.policies.filter(
-            (policy) => policy.ownerAgentId === null || policy.ownerAgentId === agentId
-          ),
-          labelPolicies: snapshot.labelPolicies,
-          tools: snapshot.tools,
-          granted
-        },
-        allCheckers,
-        modes,
-        defaultEffect
-      )
-    }
-
     const authorize = (caller: Caller, event: ProposedEventInput) =>
       Effect.gen(function* () {
         const started = performance.now()
@@ -171,11 +82,10 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
             message: "This runtime key is bound to another environment than principal.environment_id."
           })
         }
-        let config = yield* runtimeConfig(caller.workspaceId)
+        let config = yield* settings.runtimeConfig(caller.workspaceId)
         if (!config.environments.has(principal.environment_id)) {
-          // Maybe created since the cached copy was read: look once more before answering 404.
-          runtimeConfigs.delete(caller.workspaceId)
-          config = yield* runtimeConfig(caller.workspaceId)
+          // Maybe created (on another instance) since the cached copy was read: look once more before answering 404.
+          config = yield* settings.reloadRuntimeConfig(caller.workspaceId)
         }
         const environment = config.environments.get(principal.environment_id)
         if (environment === undefined) {
@@ -185,22 +95,10 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
           })
         }
         const intentId = intentIdOf(caller.workspaceId, event)
-        const modes: Record<CheckerName, CheckerMode> = {
-          content: "enforce",
-          profile: "enforce",
-          approval: environment.modes.approval_checker_mode ?? config.settings.approval_checker_mode,
-          flow: environment.modes.flow_checker_mode ?? config.settings.flow_checker_mode,
-          memory: environment.modes.memory_checker_mode ?? config.settings.memory_checker_mode,
-          param: environment.modes.param_checker_mode ?? config.settings.param_checker_mode
-        }
+        const modes = modesOf(config, environment)
         const evaluated = yield* Effect.gen(function* () {
           const snapshot = yield* snapshots.get(caller.workspaceId)
-          const tool = snapshot.tools.get(event.action.operation)
-          const needsGrant =
-            tool !== undefined &&
-            modes.approval !== "off" &&
-            Boolean((tool.metadata as { approval?: unknown }).approval)
-          const grantRow = needsGrant ? yield* activeGrant(caller.workspaceId, intentId) : Option.none()
+          const grantRow = needsGrant(snapshot, event, modes) ? yield* activeGrant(caller.workspaceId, intentId) : Option.none()
           return {
             decision: evaluate(snapshot, event, modes, Option.isSome(grantRow), config.settings.default_action),
             grantRow
@@ -226,125 +124,22 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
             expires_at: row.expires_at.toISOString()
           })
         })
-        const traceId = prefixedId("trc")
-        const receiptId = prefixedId("rcpt")
-        const issuedAt = new Date().toISOString()
-        const receiptContent = {
-          receipt_id: receiptId,
-          trace_id: traceId,
-          intent_id: intentId,
-          workspace_id: caller.workspaceId,
-          agent_id: principal.agent_id,
-          environment_id: principal.environment_id,
-          effect: decision.effect,
-          findings: decision.findings.map((finding) => ({
-            id: finding.id,
-            policy_id: finding.policy_id,
-            effect: finding.effect
-          })),
-          // The receipt is stored: it attests to the rewritten value as the workspace keeps content.
-          transformed_value: keepJson(config.settings.data_handling_mode, decision.transformed_value),
-          issued_at: issuedAt
-        }
-        const jws = yield* signer.sign(receiptContent)
-        const latencyMs = Math.round(performance.now() - started)
-        const response = {
-          effect: decision.effect,
-          domain: decision.domain,
-          reason: decision.reason,
-          intent_id: intentId,
-          receipt_id: receiptId,
-          trace_id: TraceId.make(traceId),
-          latency_ms: latencyMs,
-          findings: decision.findings,
-          applied_grant: appliedGrant,
-          approval: decision.approval,
-          lease: appliedGrant === null ? null : { expires_at: appliedGrant.expires_at },
-          status: decision.status,
-          transformed_value: decision.transformed_value
-        }
-        const recorded = yield* writer.write({
-          trace: {
-            id: traceId,
-            workspaceId: caller.workspaceId,
-            agentId: principal.agent_id,
-            environmentId: principal.environment_id,
-            environment: environment.slug,
-            runId: event.run_id ?? null,
-            runEventId: event.run_event_id ?? null,
-            sessionId: event.session_id ?? null,
-            intentId,
-            receiptId,
-            decision: decision.effect,
-            domain: decision.domain,
-            elapsedMs: latencyMs,
-            // Decided on the raw content; stored as the workspace's data_handling_mode allows.
-            payload: keepTracePayload(config.settings.data_handling_mode, {
-              request: { action: event.action, metadata: event.metadata ?? null },
-              response
-            })
-          },
-          receipt: { id: receiptId, workspaceId: caller.workspaceId, traceId, jws },
-          event: {
-            topic: Topics.decisions,
-            key: caller.workspaceId,
-            value: {
-              ...encodeDecisionMessage({
-                schema_version: 1,
-                trace_id: traceId,
-                workspace_id: caller.workspaceId,
-                agent_id: principal.agent_id,
-                environment_id: principal.environment_id,
-                principal_id: caller.principalId,
-                run_id: event.run_id ?? null,
-                session_id: event.session_id ?? null,
-                effect: decision.effect,
-                status: decision.status,
-                domain: decision.domain,
-                policy_ids: decision.findings.flatMap((finding) =>
-                  finding.policy_id === null ? [] : [finding.policy_id]
-                ),
-                workflow_step: workflowStepOf(event.metadata),
-                latency_ms: latencyMs,
-                decided_at: issuedAt
-              }),
-              // telemetry_enabled: the decision's reason and findings travel on the operator-facing topic.
-              ...decisionDetails(config.settings, decision)
-            }
-          }
+        const { response, record, escalation } = decisionOutcome({
+          caller,
+          event,
+          config,
+          environment,
+          intentId,
+          decision,
+          appliedGrant,
+          startedAt: started,
+          sign: signer.signNow
         })
+        const recorded = yield* writer.write(record)
         yield* recordDecision(recorded ? decision.effect : "defer")
-        yield* logDecisionDetails(config.settings, traceId, decision)
-        if (!recorded) {
-          // Without a durable trace the decision cannot stand: fail closed.
-          const closed = failClosed("The decision could not be recorded; the action is deferred.", {
-            trace_id: traceId
-          })
-          return {
-            ...response,
-            effect: closed.effect,
-            domain: closed.domain,
-            reason: closed.reason,
-            findings: closed.findings,
-            transformed_value: null,
-            approval: null,
-            status: closed.status
-          }
-        }
-        const webhook = config.settings.escalation_webhook_url
-        if (decision.status === "escalated" && webhook !== null) {
-          yield* notifyEscalation(webhook, {
-            type: "decision.escalated",
-            trace_id: traceId,
-            receipt_id: receiptId,
-            workspace_id: caller.workspaceId,
-            agent_id: principal.agent_id,
-            environment_id: principal.environment_id,
-            reason: decision.reason,
-            findings: decision.findings.map(({ policy_id, requirement_id }) => ({ policy_id, requirement_id })),
-            decided_at: issuedAt
-          })
-        }
+        yield* logDecisionDetails(config.settings, record.trace.id, decision)
+        if (!recorded) return unrecordedAnswer(response)
+        if (escalation !== null) yield* notifyEscalation(escalation.url, escalation.notice)
         return response
       })
 
@@ -367,7 +162,10 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
         )
       )
 
-    return { authorize, receipt, grant, jwks: signer.jwks }
+    /** The direct path of `POST /v1/events` (DecideDirect.ts), over this service's writer and signer. */
+    const direct = yield* makeDirectDecisions
+
+    return { authorize, direct, receipt, grant, jwks: signer.jwks }
   }),
   dependencies: [ReceiptSigner.Default, DecisionWriter.Default]
 }) {}

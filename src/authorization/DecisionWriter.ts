@@ -5,12 +5,12 @@
  * their records to one writer fiber, which commits whatever has queued up
  * (up to MAX_BATCH) in a single transaction and then releases every waiting
  * request; a failed batch is retried record by record, so one bad record
- * fails only its own request.
+ * fails only its own request. The batch is one statement (traces, receipts
+ * and outbox rows as `with` clauses): one round trip, atomic on its own.
  */
 import { SqlClient } from "@effect/sql"
-import { Deferred, Effect, Queue } from "effect"
+import { Deferred, Effect, Exit, Queue } from "effect"
 import { Outbox, type OutboxEvent } from "../platform/Outbox.js"
-import { transactionOf } from "../platform/Sql.js"
 import { type NewTrace, Traces } from "../runs/Traces.js"
 
 const MAX_BATCH = 500
@@ -26,51 +26,51 @@ export interface DecisionRecord {
   readonly event: OutboxEvent
 }
 
-type Pending = readonly [DecisionRecord, Deferred.Deferred<boolean>]
+/** A queued record and what to tell its request: committed (true) or not (false). */
+type Pending = readonly [DecisionRecord, (committed: boolean) => void]
 
 export class DecisionWriter extends Effect.Service<DecisionWriter>()("authorization/DecisionWriter", {
   scoped: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const transaction = transactionOf(sql)
     const traces = yield* Traces
     const outbox = yield* Outbox
     const queue = yield* Effect.acquireRelease(Queue.unbounded<Pending>(), Queue.shutdown)
 
+    // One statement (so one round trip and its own transaction): the traces, receipts and outbox rows together.
     const commit = (records: ReadonlyArray<DecisionRecord>) =>
-      transaction(
-        Effect.gen(function* () {
-          yield* traces.record(records.map((record) => record.trace))
-          yield* sql`insert into receipts ${sql.insert(
-            records.map(({ receipt }) => ({
-              id: receipt.id,
-              workspace_id: receipt.workspaceId,
-              trace_id: receipt.traceId,
-              jws: receipt.jws
-            }))
-          )}`.pipe(Effect.orDie)
-          yield* outbox.enqueue(records.map((record) => record.event)).pipe(Effect.orDie)
-        })
-      ).pipe(
+      sql`with recorded_traces as (${traces.insertStatement(records.map((record) => record.trace))}),
+               recorded_receipts as (insert into receipts ${sql.insert(
+                 records.map(({ receipt }) => ({
+                   id: receipt.id,
+                   workspace_id: receipt.workspaceId,
+                   trace_id: receipt.traceId,
+                   jws: receipt.jws
+                 }))
+               )})
+          ${outbox.insertStatement(records.map((record) => record.event))}`.pipe(
+        Effect.zipRight(outbox.written.fire),
         Effect.as(true),
         Effect.catchAllCause((cause) =>
           Effect.logError("decisions could not be recorded", cause).pipe(Effect.as(false))
         )
       )
 
+    /** Tells a request its outcome; a callback that throws must not stop the writer. */
+    const tell = (done: Pending[1], committed: boolean) =>
+      Effect.try(() => done(committed)).pipe(
+        Effect.catchAll((error) => Effect.logError("a decision's answer could not be sent", error))
+      )
+
     const writeBatch = (batch: ReadonlyArray<Pending>) =>
       Effect.gen(function* () {
         const committed = yield* commit(batch.map(([record]) => record))
         if (committed || batch.length === 1) {
-          yield* Effect.forEach(batch, ([, done]) => Deferred.succeed(done, committed), { discard: true })
+          for (const [, done] of batch) yield* tell(done, committed)
           return
         }
-        yield* Effect.forEach(
-          batch,
-          ([record, done]) => Effect.flatMap(commit([record]), (ok) => Deferred.succeed(done, ok)),
-          {
-            discard: true
-          }
-        )
+        yield* Effect.forEach(batch, ([record, done]) => Effect.flatMap(commit([record]), (ok) => tell(done, ok)), {
+          discard: true
+        })
       })
 
     yield* Queue.takeBetween(queue, 1, MAX_BATCH).pipe(
@@ -82,10 +82,17 @@ export class DecisionWriter extends Effect.Service<DecisionWriter>()("authorizat
     /** Answers once the record is committed (true) or could not be (false). */
     const write = (record: DecisionRecord) =>
       Effect.flatMap(Deferred.make<boolean>(), (done) =>
-        Queue.offer(queue, [record, done]).pipe(Effect.zipRight(Deferred.await(done)))
+        Queue.offer(queue, [record, (committed) => Deferred.unsafeDone(done, Exit.succeed(committed))]).pipe(
+          Effect.zipRight(Deferred.await(done))
+        )
       )
 
-    return { write }
+    /** `write` for callers outside Effect (the direct path): `done` is called when the batch commits (or fails). */
+    const enqueue = (record: DecisionRecord, done: (committed: boolean) => void) => {
+      if (!Queue.unsafeOffer(queue, [record, done])) done(false)
+    }
+
+    return { write, enqueue }
   }),
   dependencies: [Traces.Default]
 }) {}

@@ -6,7 +6,7 @@
  * request the lane does not take still reaches the router's handler.
  */
 import { Effect, Schema } from "effect"
-import { makeLaneAuthenticator } from "../identity/AuthenticationLive.js"
+import { makeDirectAuthenticator, makeLaneAuthenticator } from "../identity/AuthenticationLive.js"
 import type { FastHandler } from "../platform/FastLane.js"
 import { Authorization } from "./Authorization.js"
 import { AuthorizationResponse, ProposedEvent } from "./Domain.js"
@@ -24,5 +24,7 @@ export const eventsLane = Effect.gen(function* () {
       const decision = yield* authorization.authorize(caller, yield* decodeEvent(request.body))
       return { status: 200, body: yield* encodeResponse(decision) }
     })
-  return [["events.authorizeEvent", authorizeEvent]] as const
+  // Warm decisions take the direct path; the rest (and every error to answer) the Effect handler.
+  const direct = authorization.direct(yield* makeDirectAuthenticator)
+  return [["events.authorizeEvent", Object.assign(authorizeEvent, { direct })]] as const
 })

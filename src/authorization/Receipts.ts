@@ -57,12 +57,11 @@ export class ReceiptSigner extends Effect.Service<ReceiptSigner>()("authorizatio
     const jwks = { keys: [{ ...publicJwk, kid, alg: "EdDSA", use: "sig" }] }
 
     /** A compact JWS: header.payload.signature, each base64url, signed over `header.payload` (RFC 7515). */
-    const sign = (content: unknown) =>
-      Effect.sync(() => {
-        const signingInput = `${header}.${base64url(canonicalJson(content))}`
-        return `${signingInput}.${signBytes(null, Buffer.from(signingInput), key).toString("base64url")}`
-      })
+    const signNow = (content: unknown) => {
+      const signingInput = `${header}.${base64url(canonicalJson(content))}`
+      return `${signingInput}.${signBytes(null, Buffer.from(signingInput), key).toString("base64url")}`
+    }
 
-    return { sign, jwks }
+    return { signNow, jwks }
   })
 }) {}

@@ -33,6 +33,22 @@ export interface Metered {
   readonly amount: number
   /** Currency of llm_spend amounts. */
   readonly currency?: string | undefined
+  /** The events a summed group was made of, in order (their amounts add up to `amount`). */
+  readonly parts?: ReadonlyArray<number> | undefined
+}
+
+/**
+ * The total at the event that crossed `threshold`: the running total before
+ * the group plus its events one by one, so a firing reports the same spend
+ * however the events were batched.
+ */
+const totalAtCrossing = (after: number, event: Metered, threshold: number) => {
+  let running = after - event.amount
+  for (const part of event.parts ?? [event.amount]) {
+    running += part
+    if (running >= threshold) return running
+  }
+  return after
 }
 
 const positiveInt = (value: unknown): number | undefined =>
@@ -117,7 +133,7 @@ export class BudgetMeters extends Effect.Service<BudgetMeters>()("billing/Budget
         )
         const configs = yield* repo.matchingConfigs(event.workspaceId, event.meter, event.principalId)
         if (configs.length === 0) return
-        const workspaceCap = capOf((yield* settings.settingsOf(event.workspaceId)).config, event.meter)
+        const workspaceCap = capOf((yield* settings.runtimeConfig(event.workspaceId)).settings.config, event.meter)
         for (const config of configs) {
           const total = totals.find(
             (row) => row.time_window === config.time_window && row.principal_id === (config.principal_id ?? "")
@@ -134,7 +150,7 @@ export class BudgetMeters extends Effect.Service<BudgetMeters>()("billing/Budget
           yield* fire(
             config,
             { ...event, currency: event.currency ?? workspaceCap?.currency },
-            Number(total.amount),
+            totalAtCrossing(Number(total.amount), event, threshold),
             workspaceCap?.cap,
             threshold
           )
@@ -145,22 +161,29 @@ export class BudgetMeters extends Effect.Service<BudgetMeters>()("billing/Budget
      * Adds a consumer batch's events: those with the same workspace, meter,
      * principal, currency and windows are summed first, so a batch costs two
      * statements per group instead of per event. A threshold crossed inside
-     * the batch fires once, with the batch's total as `spent_minor`.
+     * the batch fires once, with the total at the crossing event as
+     * `spent_minor`.
      */
     const addAll = (events: Iterable<Metered>) =>
       Effect.gen(function* () {
-        const groups = new Map<string, Metered>()
+        const groups = new Map<string, Metered & { readonly parts: Array<number> }>()
         for (const event of events) {
           if (event.amount <= 0) continue
           const windows = allWindows.map((window) => windowStart(window, event.at).getTime())
-          const key = [event.workspaceId, event.meter, event.principalId ?? "", event.currency ?? "", ...windows].join("|")
-          const group = groups.get(key)
-          groups.set(
-            key,
-            group === undefined
-              ? event
-              : { ...event, amount: group.amount + event.amount, at: event.at > group.at ? event.at : group.at }
+          const key = [event.workspaceId, event.meter, event.principalId ?? "", event.currency ?? "", ...windows].join(
+            "|"
           )
+          const group = groups.get(key)
+          if (group === undefined) groups.set(key, { ...event, parts: [event.amount] })
+          else {
+            group.parts.push(event.amount)
+            groups.set(key, {
+              ...event,
+              amount: group.amount + event.amount,
+              at: event.at > group.at ? event.at : group.at,
+              parts: group.parts
+            })
+          }
         }
         for (const group of groups.values()) yield* addOne(group)
       })

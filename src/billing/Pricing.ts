@@ -4,15 +4,14 @@
  * exactly in USD nanos (1 cent = 10^7 nanos) and rounded to the nearest cent
  * for `cost_minor`.
  */
-import { Duration, Effect, Option } from "effect"
+import { Effect, Option } from "effect"
 import { BadRequest, NotFound } from "../platform/Errors.js"
 import { LlmPrice } from "./Domain.js"
 import { type PriceRow, PricingRepo } from "./PricingRepo.js"
-import { makeTtlCache } from "./TtlCache.js"
+import { makeNoticeCache } from "../platform/ChangeNotices.js"
 
 const NANOS_PER_MINOR = 10_000_000n
 const MAX_MODEL_LENGTH = 256
-const PRICE_TTL = Duration.seconds(1)
 
 /** Prices of one model, per million tokens, in cents. */
 export interface ModelPrice {
@@ -72,10 +71,10 @@ const checkedModel = (raw: string) => {
 }
 
 export class Pricing extends Effect.Service<Pricing>()("billing/Pricing", {
-  effect: Effect.gen(function* () {
+  scoped: Effect.gen(function* () {
     const repo = yield* PricingRepo
-    // The gateway reads prices per request: a 1 s cache, dropped here at once on a change.
-    const cache = makeTtlCache<Option.Option<ModelPrice>>(PRICE_TTL)
+    // The gateway reads prices per request: cached until the workspace's prices change (in any instance).
+    const cache = yield* makeNoticeCache<Option.Option<ModelPrice>>("llm_pricing")
 
     const list = (workspaceId: string) => Effect.map(repo.list(workspaceId), (rows) => rows.map(toLlmPrice))
 
@@ -86,8 +85,13 @@ export class Pricing extends Effect.Service<Pricing>()("billing/Pricing", {
     ) =>
       Effect.gen(function* () {
         const model = yield* checkedModel(rawModel)
-        const row = yield* repo.upsert(workspaceId, model, input.input_per_million_minor, input.output_per_million_minor)
-        yield* cache.invalidate(`${workspaceId}|${model}`)
+        const row = yield* repo.upsert(
+          workspaceId,
+          model,
+          input.input_per_million_minor,
+          input.output_per_million_minor
+        )
+        yield* cache.changed(workspaceId)
         return toLlmPrice(row)
       })
 
@@ -95,7 +99,7 @@ export class Pricing extends Effect.Service<Pricing>()("billing/Pricing", {
       Effect.gen(function* () {
         const model = yield* checkedModel(rawModel)
         const removed = yield* repo.remove(workspaceId, model)
-        yield* cache.invalidate(`${workspaceId}|${model}`)
+        yield* cache.changed(workspaceId)
         if (!removed) {
           return yield* new NotFound({
             code: "price_not_found",
@@ -112,7 +116,15 @@ export class Pricing extends Effect.Service<Pricing>()("billing/Pricing", {
         : cache.get(`${workspaceId}|${model}`, Effect.map(repo.find(workspaceId, model), Option.map(toModelPrice)))
     }
 
-    return { list, put, remove, priceOf }
+    /** `priceOf` from the cache alone (undefined when not cached). */
+    const peekPrice = (workspaceId: string, rawModel: string) => {
+      const model = normalizeModel(rawModel)
+      return model.length === 0 || model.length > MAX_MODEL_LENGTH
+        ? Option.none<ModelPrice>()
+        : cache.peek(`${workspaceId}|${model}`)
+    }
+
+    return { list, put, remove, priceOf, peekPrice }
   }),
   dependencies: [PricingRepo.Default]
 }) {}

@@ -64,28 +64,32 @@ export class UsageRepo extends Effect.Service<UsageRepo>()("billing/UsageRepo", 
           : sql`model`
 
     return dieOnErrors({
-      /** Stores the record unless one with its id exists; answers whether it was new. */
-      insert: (usage: LlmUsageMessage) =>
-        sql<{ id: string }>`
-          insert into llm_usage_events ${sql.insert({
-            id: usage.id,
-            workspace_id: usage.workspace_id,
-            api_key_id: usage.api_key_id,
-            principal_id: usage.principal_id,
-            agent_id: usage.agent_id,
-            request_id: usage.request_id,
-            kind: usage.kind,
-            model: usage.model,
-            prompt_tokens: usage.prompt_tokens,
-            completion_tokens: usage.completion_tokens,
-            currency: usage.currency,
-            cost_minor: usage.cost_minor,
-            cost_usd_nanos: usage.cost_usd_nanos,
-            unpriced: usage.unpriced,
-            effective_at: usage.effective_at,
-            metadata: JSON.stringify(usage.metadata ?? null)
-          })}
-          on conflict (id) do nothing returning id`.pipe(Effect.map((rows) => rows.length > 0)),
+      /** Stores the records whose ids are not stored yet, in one statement; answers the ids that were new. */
+      insertNew: (usages: ReadonlyArray<LlmUsageMessage>) =>
+        usages.length === 0
+          ? Effect.succeed(new Set<string>())
+          : sql<{ id: string }>`
+          insert into llm_usage_events ${sql.insert(
+            usages.map((usage) => ({
+              id: usage.id,
+              workspace_id: usage.workspace_id,
+              api_key_id: usage.api_key_id,
+              principal_id: usage.principal_id,
+              agent_id: usage.agent_id,
+              request_id: usage.request_id,
+              kind: usage.kind,
+              model: usage.model,
+              prompt_tokens: usage.prompt_tokens,
+              completion_tokens: usage.completion_tokens,
+              currency: usage.currency,
+              cost_minor: usage.cost_minor,
+              cost_usd_nanos: usage.cost_usd_nanos,
+              unpriced: usage.unpriced,
+              effective_at: usage.effective_at,
+              metadata: JSON.stringify(usage.metadata ?? null)
+            }))
+          )}
+          on conflict (id) do nothing returning id`.pipe(Effect.map((rows) => new Set(rows.map((row) => row.id)))),
 
       /** Newest first, `limit + 1` rows after the (effective_at, id) cursor. */
       list: (

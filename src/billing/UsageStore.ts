@@ -94,39 +94,40 @@ export const UsageStoreLive = Layer.scopedDiscard(
   Effect.gen(function* () {
     const repo = yield* UsageRepo
     const meters = yield* BudgetMeters
-    // Records are inserted one by one (each answers whether it is new); the batch's new ones are metered together.
+    // A batch's records go in with one statement; the ones new to the store are metered together.
     yield* consumeStream({
       group: "llm-usage-store",
       topics: [Topics.llmUsage],
       apply: (batch) =>
         Effect.gen(function* () {
-          const metered: Array<Metered> = []
+          const usages: Array<LlmUsageMessage> = []
           for (const delivery of batch) {
             const usage = decodeUsage(delivery.value)
             if (Option.isNone(usage)) {
               yield* Effect.logWarning("llm-usage message not understood; skipped").pipe(
                 Effect.annotateLogs({ event_id: delivery.eventId })
               )
-              continue
-            }
-            const at = new Date(usage.value.effective_at)
-            if (Number.isNaN(at.getTime())) {
+            } else if (Number.isNaN(new Date(usage.value.effective_at).getTime())) {
               yield* Effect.logWarning("llm-usage message without a valid effective_at; skipped").pipe(
                 Effect.annotateLogs({ event_id: delivery.eventId })
               )
-              continue
-            }
-            if (!(yield* repo.insert(usage.value))) continue
-            metered.push({
-              workspaceId: usage.value.workspace_id,
-              meter: "llm_spend",
-              principalId: usage.value.principal_id,
-              at,
-              amount: usage.value.cost_minor,
-              currency: usage.value.currency
-            })
+            } else usages.push(usage.value)
           }
-          yield* meters.addAll(metered)
+          // An id twice in one batch (a duplicate publish) is stored, and metered, once.
+          const unique = [...new Map(usages.map((usage) => [usage.id, usage])).values()]
+          const fresh = yield* repo.insertNew(unique)
+          yield* meters.addAll(
+            unique
+              .filter((usage) => fresh.has(usage.id))
+              .map((usage): Metered => ({
+                workspaceId: usage.workspace_id,
+                meter: "llm_spend",
+                principalId: usage.principal_id,
+                at: new Date(usage.effective_at),
+                amount: usage.cost_minor,
+                currency: usage.currency
+              }))
+          )
         })
     }).pipe(Effect.forkScoped)
   })

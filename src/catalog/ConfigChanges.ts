@@ -1,14 +1,12 @@
 /**
  * Catalog changes reach every process through the `config-changes` topic:
  * a write commits its rows and a change event in one transaction (outbox),
- * then drops the local snapshot at once; every process (each with a consumer
- * group of its own) drops its snapshot of that workspace when the event
- * arrives.
+ * then drops the local snapshot at once; every other process (each with a
+ * consumer group of its own) drops its snapshot of that workspace when the
+ * event arrives.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
-import { randomBytes } from "node:crypto"
-import { hostname } from "node:os"
 import { EventLog } from "../platform/EventLog.js"
 import { Outbox } from "../platform/Outbox.js"
 import { transactionOf } from "../platform/Sql.js"
@@ -29,7 +27,9 @@ export const ConfigChange = Schema.Struct({
   schema_version: Schema.Literal(1),
   workspace_id: Schema.String,
   resource: ConfigChangeResource,
-  changed_at: Schema.String
+  changed_at: Schema.String,
+  /** The writing instance (process or thread), which dropped its own snapshot when the write committed. */
+  origin: Schema.optional(Schema.String)
 }).annotations({ identifier: "ConfigChange" })
 export type ConfigChange = typeof ConfigChange.Type
 
@@ -54,7 +54,8 @@ export class ConfigChanges extends Effect.Service<ConfigChanges>()("catalog/Conf
                 schema_version: 1,
                 workspace_id: workspaceId,
                 resource,
-                changed_at: new Date().toISOString()
+                changed_at: new Date().toISOString(),
+                origin: snapshot.instance
               })
             }
           ])
@@ -70,12 +71,14 @@ export const ConfigChangeListenerLive = Layer.scopedDiscard(
   Effect.gen(function* () {
     const log = yield* EventLog
     const snapshot = yield* CatalogSnapshot
-    const group = `config-cache-${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`
+    const group = `config-cache-${snapshot.instance}`
     yield* log.subscribe({ group, topics: [Topics.configChanges], fromBeginning: false }).pipe(
       Stream.runForEach((delivery) =>
         Option.match(decodeChange(delivery.value), {
           onNone: () => Effect.logWarning("undecodable config-change event skipped", { event_id: delivery.eventId }),
-          onSome: (change) => snapshot.invalidate(change.workspace_id)
+          // Our own writes dropped the snapshot when they committed; dropping it again would only force a reload.
+          onSome: (change) =>
+            change.origin === snapshot.instance ? Effect.void : snapshot.invalidate(change.workspace_id)
         }).pipe(Effect.zipRight(delivery.ack))
       ),
       Effect.tapErrorCause((cause) => Effect.logWarning("config-change listener failed; reopening", cause)),

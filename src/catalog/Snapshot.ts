@@ -6,6 +6,8 @@
  * workspace share a single query.
  */
 import { Deferred, Effect, FiberId, Option, Schema } from "effect"
+import { randomBytes } from "node:crypto"
+import { hostname } from "node:os"
 import { PolicyDocument } from "./Domain.js"
 import { type CompiledPolicy, compilePolicy } from "./PolicyLanguage.js"
 import { CatalogRepo, type LabelPolicyRow, type ToolMetadataRow } from "./Repo.js"
@@ -25,6 +27,8 @@ export class CatalogSnapshot extends Effect.Service<CatalogSnapshot>()("catalog/
   effect: Effect.gen(function* () {
     const repo = yield* CatalogRepo
     const cache = new Map<string, Deferred.Deferred<Snapshot>>()
+    /** Loaded snapshots still current, for synchronous readers (`peek`). */
+    const loaded = new Map<string, Snapshot>()
     /** Bumped per workspace on invalidation, so a load that raced a change is not kept. */
     const generations = new Map<string, number>()
 
@@ -53,15 +57,18 @@ export class CatalogSnapshot extends Effect.Service<CatalogSnapshot>()("catalog/
       Effect.suspend(() => {
         const cached = cache.get(workspaceId)
         if (cached !== undefined) return Deferred.await(cached)
-        const generation = generations.get(workspaceId) ?? 0
+        const generationOf = () => generations.get(workspaceId) ?? 0
+        const generation = generationOf()
         const pending = Deferred.unsafeMake<Snapshot>(FiberId.none)
         cache.set(workspaceId, pending)
         return load(workspaceId).pipe(
           Effect.exit,
           Effect.flatMap((exit) => {
             // A failed or outdated load is not kept; waiters still get its result.
-            if (exit._tag === "Failure" || generations.get(workspaceId) !== generation) {
+            if (exit._tag === "Failure" || generationOf() !== generation) {
               if (cache.get(workspaceId) === pending) cache.delete(workspaceId)
+            } else {
+              loaded.set(workspaceId, exit.value)
             }
             return Effect.zipRight(Deferred.done(pending, exit), exit)
           })
@@ -72,9 +79,16 @@ export class CatalogSnapshot extends Effect.Service<CatalogSnapshot>()("catalog/
       Effect.sync(() => {
         generations.set(workspaceId, (generations.get(workspaceId) ?? 0) + 1)
         cache.delete(workspaceId)
+        loaded.delete(workspaceId)
       })
 
-    return { get, invalidate }
+    /** The workspace's snapshot if it is loaded and current (for synchronous hot paths); else undefined. */
+    const peek = (workspaceId: string) => loaded.get(workspaceId)
+
+    /** This cache's name, as `origin` of the changes it writes (it drops its own entries when they commit). */
+    const instance = `${hostname()}-${process.pid}-${randomBytes(6).toString("hex")}`
+
+    return { get, peek, invalidate, instance }
   }),
   dependencies: [CatalogRepo.Default]
 }) {}

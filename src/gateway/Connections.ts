@@ -3,20 +3,14 @@
  * before it reaches the repository and never leaves this service in the
  * clear except to the proxy (`target`), as a Redacted value.
  */
-import { Duration, Effect, Option, type Redacted } from "effect"
-import { makeTtlCache } from "../billing/TtlCache.js"
+import { Effect, Option, type Redacted } from "effect"
+import { makeNoticeCache } from "../platform/ChangeNotices.js"
 import { AppConfig } from "../platform/Config.js"
 import { BadRequest, NotFound } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { orFailWith } from "../platform/Sql.js"
-import {
-  GatewayRoute,
-  GatewayRouteId,
-  ProviderConnection,
-  ProviderConnectionId,
-  type ProviderKind
-} from "./Domain.js"
+import { GatewayRoute, GatewayRouteId, ProviderConnection, ProviderConnectionId, type ProviderKind } from "./Domain.js"
 import { ProviderKeyCipher } from "./ProviderKeyCipher.js"
 import { type ConnectionChanges, type ConnectionRow, GatewayRepo, type RouteRow } from "./Repo.js"
 
@@ -35,8 +29,6 @@ export interface RouteTarget {
   /** None when the stored key cannot be decrypted with this service's key. */
   readonly apiKey: Option.Option<Redacted.Redacted<string>>
 }
-
-const TARGET_TTL = Duration.seconds(1)
 
 const toRoute = (row: RouteRow) =>
   new GatewayRoute({
@@ -59,12 +51,12 @@ const routeNotFound = (id: string) =>
   new NotFound({ code: "gateway_route_not_found", message: `Gateway route ${id} does not exist in this workspace.` })
 
 export class Connections extends Effect.Service<Connections>()("gateway/Connections", {
-  effect: Effect.gen(function* () {
+  scoped: Effect.gen(function* () {
     const repo = yield* GatewayRepo
     const cipher = yield* ProviderKeyCipher
     const config = yield* AppConfig
-    // The proxy resolves a route per request: a 1 s cache, dropped here at once when a connection or route changes.
-    const targets = makeTtlCache<RouteTarget>(TARGET_TTL)
+    // The proxy resolves a route per request: cached until a connection or route of the workspace changes (in any instance).
+    const targets = yield* makeNoticeCache<RouteTarget>("gateway_routes")
 
     /** https anywhere; plain http only to hosts on HTTP_URL_ALLOWLIST. Answers the URL without a trailing slash. */
     const checkBaseUrl = (value: string) => {
@@ -152,8 +144,10 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
           changes.encrypted_api_key = cipher.encrypt(workspaceId, id, patch.provider_api_key)
         }
         if (Object.keys(changes).length === 0) return toConnection(current)
-        const row = yield* repo.updateConnection(workspaceId, id, changes).pipe(orFailWith(() => connectionNotFound(id)))
-        yield* targets.invalidate(`${workspaceId}|`)
+        const row = yield* repo
+          .updateConnection(workspaceId, id, changes)
+          .pipe(orFailWith(() => connectionNotFound(id)))
+        yield* targets.changed(workspaceId)
         return toConnection(row)
       })
 
@@ -182,12 +176,16 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
       }
     ) =>
       Effect.gen(function* () {
-        if (patch.provider_connection_id !== undefined) yield* checkConnection(workspaceId, patch.provider_connection_id)
+        if (patch.provider_connection_id !== undefined)
+          yield* checkConnection(workspaceId, patch.provider_connection_id)
         const changes = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined))
         const row = yield* repo.updateRoute(workspaceId, id, changes).pipe(orFailWith(() => routeNotFound(id)))
-        yield* targets.invalidate(`${workspaceId}|`)
+        yield* targets.changed(workspaceId)
         return toRoute(row)
       })
+
+    /** `target` from the cache alone (undefined when not cached). */
+    const peekTarget = (workspaceId: string, routeId: string) => targets.peek(`${workspaceId}|${routeId}`)
 
     /** The route's upstream and decrypted key, for the proxy. */
     const target = (workspaceId: string, routeId: string) =>
@@ -196,19 +194,26 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
     const loadTarget = (workspaceId: string, routeId: string) =>
       repo.routeTarget(workspaceId, routeId).pipe(
         orFailWith(() => routeNotFound(routeId)),
-        Effect.map(
-          (row): RouteTarget => ({
-            routeId: row.route_id,
-            agentId: row.agent_id,
-            connectionId: row.connection_id,
-            baseUrl: row.base_url,
-            defaultModel: row.default_model,
-            apiKey: cipher.decrypt(workspaceId, row.connection_id, row.encrypted_api_key)
-          })
-        )
+        Effect.map((row): RouteTarget => ({
+          routeId: row.route_id,
+          agentId: row.agent_id,
+          connectionId: row.connection_id,
+          baseUrl: row.base_url,
+          defaultModel: row.default_model,
+          apiKey: cipher.decrypt(workspaceId, row.connection_id, row.encrypted_api_key)
+        }))
       )
 
-    return { listConnections, createConnection, updateConnection, listRoutes, createRoute, updateRoute, target }
+    return {
+      listConnections,
+      createConnection,
+      updateConnection,
+      listRoutes,
+      createRoute,
+      updateRoute,
+      target,
+      peekTarget
+    }
   }),
   dependencies: [GatewayRepo.Default, ProviderKeyCipher.Default]
 }) {}

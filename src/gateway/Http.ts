@@ -2,9 +2,10 @@
 import { HttpApiBuilder, type HttpServerRequest } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
-import { inWorkspace } from "../identity/Authentication.js"
+import { CurrentCaller, inWorkspace } from "../identity/Authentication.js"
 import { Connections } from "./Connections.js"
-import { GatewayProxy } from "./Proxy.js"
+import { currentRequestId, GatewayProxy } from "./Proxy.js"
+import type { Dialect } from "./UsageMeter.js"
 
 export const ProviderConnectionsHttpLive = HttpApiBuilder.group(GuardrailApi, "providerConnections", (handlers) =>
   Effect.gen(function* () {
@@ -42,12 +43,15 @@ const textOf = (request: HttpServerRequest.HttpServerRequest) => Effect.orElseSu
 export const GatewayProxyHttpLive = HttpApiBuilder.group(GuardrailApi, "gatewayProxy", (handlers) =>
   Effect.gen(function* () {
     const proxy = yield* GatewayProxy
+    const forward = (dialect: Dialect, routeId: string, request: HttpServerRequest.HttpServerRequest) =>
+      Effect.gen(function* () {
+        const caller = yield* CurrentCaller
+        const requestId = yield* currentRequestId
+        const text = yield* textOf(request)
+        return yield* proxy.forward(dialect, routeId, { caller, requestId, text, headers: request.headers })
+      })
     return handlers
-      .handleRaw("proxyMessages", ({ path, request }) =>
-        Effect.flatMap(textOf(request), (text) => proxy.forward("messages", path.id, { text, headers: request.headers }))
-      )
-      .handleRaw("proxyChatCompletions", ({ path, request }) =>
-        Effect.flatMap(textOf(request), (text) => proxy.forward("chat", path.id, { text, headers: request.headers }))
-      )
+      .handleRaw("proxyMessages", ({ path, request }) => forward("messages", path.id, request))
+      .handleRaw("proxyChatCompletions", ({ path, request }) => forward("chat", path.id, request))
   })
 ).pipe(Layer.provide(GatewayProxy.Default))

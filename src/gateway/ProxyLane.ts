@@ -4,11 +4,11 @@
  * for the bearer token, as in the pipeline), path schema and
  * `GatewayProxy.forward` as the router's raw handlers. The upstream answer
  * streams back through Node, and the call's usage is recorded when the
- * request's scope closes (answer out, or client gone).
+ * request's scope closes (answer out, or client gone). A call whose lookups
+ * are all warm takes the direct path (ProxyDirect.ts) instead.
  */
 import { Effect, Schema } from "effect"
-import { CurrentCaller } from "../identity/Authentication.js"
-import { makeLaneAuthenticator } from "../identity/AuthenticationLive.js"
+import { makeDirectAuthenticator, makeLaneAuthenticator } from "../identity/AuthenticationLive.js"
 import type { FastHandler } from "../platform/FastLane.js"
 import { withMessagesDialectKey } from "../platform/HttpPipeline.js"
 import { RoutePath } from "./Api.js"
@@ -25,15 +25,26 @@ export const gatewayLane = Effect.gen(function* () {
     (dialect: Dialect): FastHandler =>
     (request) =>
       Effect.gen(function* () {
-        const caller = yield* authenticate({ ...request, headers: withMessagesDialectKey(request.headers, request.route) })
+        const caller = yield* authenticate({
+          ...request,
+          headers: withMessagesDialectKey(request.headers, request.route)
+        })
         const { id } = yield* decodePath(request.params)
-        const response = yield* proxy
-          .forward(dialect, id, { text: request.text, headers: request.headers })
-          .pipe(Effect.provideService(CurrentCaller, caller))
+        const response = yield* proxy.forward(dialect, id, {
+          caller,
+          requestId: request.requestId,
+          text: request.text,
+          headers: request.headers,
+          json: { value: request.body }
+        })
         return { response }
       })
+  // Warm calls take the direct path; the rest (and every error to answer) the Effect handler.
+  const authenticateDirectly = yield* makeDirectAuthenticator
+  const route = (dialect: Dialect): FastHandler =>
+    Object.assign(forward(dialect), { direct: proxy.direct(authenticateDirectly, dialect) })
   return [
-    ["gatewayProxy.proxyMessages", forward("messages")],
-    ["gatewayProxy.proxyChatCompletions", forward("chat")]
+    ["gatewayProxy.proxyMessages", route("messages")],
+    ["gatewayProxy.proxyChatCompletions", route("chat")]
   ] as const
 })

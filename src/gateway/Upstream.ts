@@ -23,6 +23,53 @@ export interface UpstreamResponse {
 const httpAgent = new HttpAgent({ keepAlive: true, keepAliveMsecs: 10_000, scheduling: "lifo" })
 const httpsAgent = new HttpsAgent({ keepAlive: true, keepAliveMsecs: 10_000, scheduling: "lifo" })
 
+/**
+ * Sends the request and calls `settle` once: with the response head, or with
+ * the error that ended the call before it. Answers `abort`.
+ */
+export const sendUpstream = (
+  url: URL,
+  headers: Readonly<Record<string, string>>,
+  body: Uint8Array,
+  timeoutMillis: number,
+  settle: (result: UpstreamResponse | UpstreamTimeout | UpstreamUnreachable) => void
+): (() => void) => {
+  const secure = url.protocol === "https:"
+  const send = secure ? httpsRequest : httpRequest
+  const request = send(url, {
+    method: "POST",
+    agent: secure ? httpsAgent : httpAgent,
+    headers: { ...headers, "content-length": String(body.byteLength) }
+  })
+  let answered = false
+  const abort = () => {
+    if (!request.destroyed) request.destroy()
+  }
+  request.setTimeout(timeoutMillis, () => {
+    if (!answered) {
+      answered = true
+      settle(new UpstreamTimeout({ afterMillis: timeoutMillis }))
+    }
+    request.destroy(new Error(`upstream idle for ${timeoutMillis} ms`))
+  })
+  request.on("error", (error) => {
+    if (answered) return
+    answered = true
+    settle(new UpstreamUnreachable({ reason: error.message }))
+  })
+  request.on("response", (response) => {
+    if (answered) {
+      response.destroy()
+      return
+    }
+    answered = true
+    settle({ status: response.statusCode ?? 502, headers: response.headers, body: response, abort })
+  })
+  request.end(body)
+  return abort
+}
+
+/** `sendUpstream` as an Effect; interrupting the wait for the head aborts the call. */
 export const callUpstream = (
   url: URL,
   headers: Readonly<Record<string, string>>,
@@ -30,37 +77,12 @@ export const callUpstream = (
   timeoutMillis: number
 ): Effect.Effect<UpstreamResponse, UpstreamTimeout | UpstreamUnreachable> =>
   Effect.async((resume) => {
-    const secure = url.protocol === "https:"
-    const send = secure ? httpsRequest : httpRequest
-    const request = send(url, {
-      method: "POST",
-      agent: secure ? httpsAgent : httpAgent,
-      headers: { ...headers, "content-length": String(body.byteLength) }
-    })
-    let answered = false
-    const abort = () => {
-      if (!request.destroyed) request.destroy()
-    }
-    request.setTimeout(timeoutMillis, () => {
-      if (!answered) {
-        answered = true
-        resume(Effect.fail(new UpstreamTimeout({ afterMillis: timeoutMillis })))
-      }
-      request.destroy(new Error(`upstream idle for ${timeoutMillis} ms`))
-    })
-    request.on("error", (error) => {
-      if (answered) return
-      answered = true
-      resume(Effect.fail(new UpstreamUnreachable({ reason: error.message })))
-    })
-    request.on("response", (response) => {
-      if (answered) {
-        response.destroy()
-        return
-      }
-      answered = true
-      resume(Effect.succeed({ status: response.statusCode ?? 502, headers: response.headers, body: response, abort }))
-    })
-    request.end(body)
+    const abort = sendUpstream(url, headers, body, timeoutMillis, (result) =>
+      resume(
+        result instanceof UpstreamTimeout || result instanceof UpstreamUnreachable
+          ? Effect.fail(result)
+          : Effect.succeed(result)
+      )
+    )
     return Effect.sync(abort)
   })

@@ -67,14 +67,19 @@ export class UsageWriter extends Effect.Service<UsageWriter>()("gateway/UsageWri
     yield* Effect.uninterruptibleMask((restore) =>
       restore(Queue.take(queue)).pipe(
         Effect.zipLeft(Effect.sleep(LINGER)),
-        Effect.flatMap((first) => Effect.flatMap(Queue.takeUpTo(queue, MAX_BATCH - 1), (rest) => commit([first, ...rest])))
+        Effect.flatMap((first) =>
+          Effect.flatMap(Queue.takeUpTo(queue, MAX_BATCH - 1), (rest) => commit([first, ...rest]))
+        )
       )
     ).pipe(Effect.forever, Effect.forkScoped)
 
     /** Queues a finished call; it is committed with the next batch. */
     const submit = (call: FinishedCall) => Queue.offer(queue, call).pipe(Effect.asVoid)
 
-    return { submit }
+    /** `submit` for callers outside Effect (the proxy's direct path): the queue is unbounded, so it never waits. */
+    const offer = (call: FinishedCall) => void Queue.unsafeOffer(queue, call)
+
+    return { submit, offer }
   }),
   dependencies: [Budgets.Default]
 }) {}

@@ -1,12 +1,13 @@
 /**
  * Workspace runtime keys. The plaintext (`gr_live_` + 32 random bytes) is
  * shown once; only its SHA-256 is stored. Authentication looks keys up
- * through a short-lived in-process cache (revocation clears it here at once;
- * other processes see a revocation within KEY_CACHE_TTL), and `last_used_at`
+ * through an in-process cache that a revocation clears in every instance
+ * (src/platform/ChangeNotices.ts), and `last_used_at`
  * is kept in memory and flushed in batches, so a request costs no write.
  */
 import { Duration, Effect, Option, Schedule } from "effect"
 import { createHash } from "node:crypto"
+import { makeNoticeCache } from "../platform/ChangeNotices.js"
 import { NotFound } from "../platform/Errors.js"
 import { prefixedId, randomToken } from "../platform/Ids.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
@@ -15,7 +16,6 @@ import { ApiKeyId } from "./Domain.js"
 import { type ApiKeyRow, IdentityRepo } from "./Repo.js"
 
 export const LIVE_KEY_PREFIX = "gr_live_"
-const KEY_CACHE_TTL = Duration.seconds(5)
 const LAST_USED_FLUSH = Duration.seconds(10)
 
 const hashKey = (plaintext: string) => createHash("sha256").update(plaintext).digest("hex")
@@ -33,7 +33,7 @@ export const toApiKey = (row: ApiKeyRow) => ({
   last_used_at: toTimestampOrNull(row.last_used_at)
 })
 
-interface ResolvedKey {
+export interface ResolvedKey {
   readonly id: string
   readonly workspaceId: string
   readonly environmentId: string
@@ -42,7 +42,7 @@ interface ResolvedKey {
 export class ApiKeys extends Effect.Service<ApiKeys>()("identity/ApiKeys", {
   scoped: Effect.gen(function* () {
     const repo = yield* IdentityRepo
-    const cache = new Map<string, { readonly key: Option.Option<ResolvedKey>; readonly until: number }>()
+    const cache = yield* makeNoticeCache<Option.Option<ResolvedKey>>("api_keys")
     const lastUsed = new Map<string, Date>()
 
     const flushLastUsed = Effect.suspend(() => {
@@ -98,7 +98,8 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("identity/ApiKeys", {
           })
         }
         yield* repo.revokeApiKeys(workspaceId, unique)
-        cache.clear()
+        // Cached by key hash, which a revocation does not name: every instance drops them all.
+        yield* cache.changedAll
         return (yield* repo.listApiKeys(workspaceId, unique)).map(toApiKey)
       })
 
@@ -106,28 +107,31 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("identity/ApiKeys", {
     const authenticate = (plaintext: string) =>
       Effect.gen(function* () {
         const hash = hashKey(plaintext)
+        const key = yield* cache.get(
+          hash,
+          repo.findActiveKeyByHash(hash).pipe(
+            Effect.map(
+              Option.map((row): ResolvedKey => ({
+                id: row.id,
+                workspaceId: row.workspace_id,
+                environmentId: row.environment_id
+              }))
+            )
+          )
+        )
         const now = Date.now()
-        const cached = cache.get(hash)
-        const key =
-          cached !== undefined && cached.until > now
-            ? cached.key
-            : yield* repo.findActiveKeyByHash(hash).pipe(
-                Effect.map(
-                  Option.map((row) => ({
-                    id: row.id,
-                    workspaceId: row.workspace_id,
-                    environmentId: row.environment_id
-                  }))
-                ),
-                Effect.tap((resolved) =>
-                  Effect.sync(() => cache.set(hash, { key: resolved, until: now + Duration.toMillis(KEY_CACHE_TTL) }))
-                )
-              )
         if (Option.isSome(key)) lastUsed.set(key.value.id, new Date(now))
         return key
       })
 
-    return { create, list, revoke, authenticate, flushLastUsed }
+    /** `authenticate` from the cache alone: undefined when the key is not cached (then call `authenticate`). */
+    const peek = (plaintext: string) => {
+      const key = cache.peek(hashKey(plaintext))
+      if (key !== undefined && Option.isSome(key)) lastUsed.set(key.value.id, new Date())
+      return key
+    }
+
+    return { create, list, revoke, authenticate, peek, flushLastUsed }
   }),
   dependencies: [IdentityRepo.Default]
 }) {}

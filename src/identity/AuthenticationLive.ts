@@ -1,13 +1,14 @@
 /** Implementations of the credential middlewares declared in Authentication.ts. */
 import type { FastRequest } from "../platform/FastLane.js"
 import { HttpRouter, HttpServerRequest } from "@effect/platform"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, Option, Redacted } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { Forbidden, Unauthorized } from "../platform/Errors.js"
 import { makeRouteTable } from "../platform/HttpPipeline.js"
 import { checkAccess } from "./Access.js"
-import { Authentication, InternalAuthentication } from "./Authentication.js"
-import { Credentials } from "./Credentials.js"
+import { ApiKeys, LIVE_KEY_PREFIX } from "./ApiKeys.js"
+import { Authentication, type Caller, InternalAuthentication } from "./Authentication.js"
+import { Credentials, runtimeKeyCaller } from "./Credentials.js"
 import { WorkspaceFeatures } from "./FeatureFlags.js"
 
 const routes = new Map(makeRouteTable(GuardrailApi).map((route) => [`${route.method} ${route.template}`, route]))
@@ -58,6 +59,30 @@ export const makeLaneAuthenticator = Effect.map(
   (authenticate) => (request: FastRequest) =>
     authenticate((request.headers["authorization"] ?? "").slice(BEARER_PREFIX_LENGTH), request, request.route)
 )
+
+/**
+ * The lane authenticator from warm state only, for direct handlers
+ * (src/platform/FastLane.ts): the caller of a cached, active runtime key
+ * whose access and feature flags let it call the route; undefined for
+ * anything else (a session, a cold cache, a refusal), which the Effect path
+ * then answers.
+ */
+export type DirectAuthenticator = (request: FastRequest, headers?: FastRequest["headers"]) => Caller | undefined
+
+export const makeDirectAuthenticator = Effect.gen(function* () {
+  const apiKeys = yield* ApiKeys
+  const features = yield* WorkspaceFeatures
+  return (request: FastRequest, headers: FastRequest["headers"] = request.headers): Caller | undefined => {
+    const token = (headers["authorization"] ?? "").slice(BEARER_PREFIX_LENGTH)
+    if (!token.startsWith(LIVE_KEY_PREFIX)) return undefined
+    const key = apiKeys.peek(token)
+    if (key === undefined || Option.isNone(key)) return undefined
+    const caller = runtimeKeyCaller(key.value)
+    const { group, endpoint } = request.route
+    if (checkAccess(caller, { group, endpoint, method: request.method }) !== "allowed") return undefined
+    return features.peekGroup(caller.workspaceId, group) === true ? caller : undefined
+  }
+})
 
 export const AuthenticationLive = Layer.effect(
   Authentication,

@@ -7,7 +7,7 @@ import { Effect, Option, Redacted } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { AppConfig } from "../platform/Config.js"
 import { NotFound, Unauthorized } from "../platform/Errors.js"
-import { ApiKeys, LIVE_KEY_PREFIX } from "./ApiKeys.js"
+import { ApiKeys, LIVE_KEY_PREFIX, type ResolvedKey } from "./ApiKeys.js"
 import type { Caller } from "./Authentication.js"
 import { IdentityRepo } from "./Repo.js"
 import { SessionTokens } from "./Tokens.js"
@@ -16,6 +16,17 @@ import { Workspaces } from "./Workspaces.js"
 export const missingCredential = new Unauthorized({
   code: "unauthenticated",
   message: "Send a valid credential as Authorization: Bearer <session JWT or gr_live_ key>."
+})
+
+/** The caller a runtime key acts as: a member of its workspace, bound to its environment. */
+export const runtimeKeyCaller = (key: ResolvedKey): Caller => ({
+  kind: "runtime_key",
+  principalId: key.id,
+  userId: null,
+  apiKeyId: key.id,
+  workspaceId: key.workspaceId,
+  environmentId: key.environmentId,
+  role: "member"
 })
 
 const digest = (value: string) => createHash("sha256").update(value).digest()
@@ -76,15 +87,7 @@ export class Credentials extends Effect.Service<Credentials>()("identity/Credent
         if (Option.isNone(key)) {
           return yield* new Unauthorized({ code: "invalid_api_key", message: "This API key is unknown or revoked." })
         }
-        return {
-          kind: "runtime_key",
-          principalId: key.value.id,
-          userId: null,
-          apiKeyId: key.value.id,
-          workspaceId: key.value.workspaceId,
-          environmentId: key.value.environmentId,
-          role: "member"
-        } satisfies Caller
+        return runtimeKeyCaller(key.value)
       })
 
     /** A user session or runtime key; the internal key is not accepted here. */

@@ -6,6 +6,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
+import { makeNoticeCache } from "../platform/ChangeNotices.js"
 import { Forbidden, NotFound } from "../platform/Errors.js"
 import { dieOnErrors } from "../platform/Sql.js"
 
@@ -21,6 +22,8 @@ export const featureOfGroup: Readonly<Record<string, FeatureFlag>> = {
   gatewayProxy: "is_mcp_gateway_enabled"
 }
 
+const NOTICE_TOPIC = "feature_flags"
+
 export type FeatureFlags = Readonly<Record<FeatureFlag, boolean>>
 
 const featureNames: Record<FeatureFlag, string> = {
@@ -30,12 +33,16 @@ const featureNames: Record<FeatureFlag, string> = {
 }
 
 export class WorkspaceFeatures extends Effect.Service<WorkspaceFeatures>()("identity/WorkspaceFeatures", {
-  effect: Effect.gen(function* () {
+  scoped: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    // Read on every gateway call: cached until a change notice (any instance's PATCH) drops the entry.
+    const cache = yield* makeNoticeCache<Option.Option<FeatureFlags>>(NOTICE_TOPIC)
     const repo = dieOnErrors({
       find: (workspaceId: string) =>
         sql<FeatureFlags>`select is_attacks_enabled, is_knowledge_base_enabled, is_mcp_gateway_enabled
-                          from workspaces where id = ${workspaceId}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
+                          from workspaces where id = ${workspaceId}`.pipe(
+          Effect.map((rows) => Option.fromNullable(rows[0]))
+        ),
       update: (workspaceId: string, values: Partial<FeatureFlags>) =>
         sql<FeatureFlags>`update workspaces set ${sql.update(values)} where id = ${workspaceId}
                           returning is_attacks_enabled, is_knowledge_base_enabled, is_mcp_gateway_enabled`.pipe(
@@ -59,6 +66,7 @@ export class WorkspaceFeatures extends Effect.Service<WorkspaceFeatures>()("iden
         const values = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined))
         if (Object.keys(values).length === 0) return yield* flagsOf(workspaceId)
         const updated = yield* repo.update(workspaceId, values)
+        yield* cache.changed(workspaceId)
         if (Option.isNone(updated)) return yield* notFound(workspaceId)
         return { workspace_id: workspaceId, ...updated.value }
       })
@@ -67,7 +75,7 @@ export class WorkspaceFeatures extends Effect.Service<WorkspaceFeatures>()("iden
     const checkGroup = (workspaceId: string, group: string) => {
       const flag = featureOfGroup[group]
       if (flag === undefined) return Effect.void
-      return Effect.flatMap(repo.find(workspaceId), (found) =>
+      return Effect.flatMap(cache.get(workspaceId, repo.find(workspaceId)), (found) =>
         Option.isSome(found) && !found.value[flag]
           ? Effect.fail(
               new Forbidden({
@@ -80,6 +88,14 @@ export class WorkspaceFeatures extends Effect.Service<WorkspaceFeatures>()("iden
       )
     }
 
-    return { flagsOf, setFlags, checkGroup }
+    /** `checkGroup` from the cache alone: true when open, false when closed, undefined when not cached. */
+    const peekGroup = (workspaceId: string, group: string): boolean | undefined => {
+      const flag = featureOfGroup[group]
+      if (flag === undefined) return true
+      const found = cache.peek(workspaceId)
+      return found === undefined ? undefined : Option.isNone(found) || found.value[flag]
+    }
+
+    return { flagsOf, setFlags, checkGroup, peekGroup }
   })
 }) {}

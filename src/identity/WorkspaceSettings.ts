@@ -3,6 +3,7 @@
  * checker-mode overrides). Every function takes the workspace id.
  */
 import { Effect, Option } from "effect"
+import { makeNoticeCache } from "../platform/ChangeNotices.js"
 import { AppConfig } from "../platform/Config.js"
 import { orFailWith } from "../platform/Sql.js"
 import { BadRequest, Conflict, NotFound } from "../platform/Errors.js"
@@ -65,10 +66,27 @@ export interface SettingsPatch {
   readonly config?: { readonly [key: string]: unknown } | undefined
 }
 
+/** A workspace's settings and environments, as the hot paths read them. */
+export interface RuntimeConfig {
+  readonly settings: ReturnType<typeof toSettings>
+  readonly environments: ReadonlyMap<
+    string,
+    { readonly slug: string; readonly isDefault: boolean; readonly modes: ReturnType<typeof toCheckerModes> }
+  >
+}
+
 export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("identity/WorkspaceSettings", {
-  effect: Effect.gen(function* () {
+  scoped: Effect.gen(function* () {
     const repo = yield* IdentityRepo
     const config = yield* AppConfig
+    // Hot paths (decisions, gateway admission, run events) read a workspace's settings and environments on every
+    // request: cached until a change here, or in any other instance, drops them (src/platform/ChangeNotices.ts).
+    const runtimeCache = yield* makeNoticeCache<RuntimeConfig>("workspace_settings")
+    /** After a change: drop the workspace's cached runtime config in every instance. */
+    const changed =
+      <A, E, R>(workspaceId: string) =>
+      (effect: Effect.Effect<A, E, R>) =>
+        Effect.tap(effect, () => runtimeCache.changed(workspaceId))
 
     /** https anywhere; plain http only to hosts on HTTP_URL_ALLOWLIST. */
     const checkWebhookUrl = (value: string) => {
@@ -107,7 +125,7 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
         }
         if (Object.keys(values).length === 0) return yield* settingsOf(workspaceId)
         return toSettings(yield* Effect.orDie(yield* repo.updateSettings(workspaceId, values)))
-      })
+      }).pipe(changed(workspaceId))
 
     const environment = (workspaceId: string, id: string) =>
       repo.findEnvironment(workspaceId, id).pipe(orFailWith(() => environmentNotFound(id)))
@@ -141,7 +159,8 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
                 ),
               onSome: (row) => Effect.succeed(toEnvironment(row))
             })
-          )
+          ),
+          changed(workspaceId)
         )
 
     const updateEnvironment = (
@@ -160,7 +179,8 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
               onNone: () => Effect.fail(environmentNotFound(id)),
               onSome: (row) => Effect.succeed(toEnvironment(row))
             })
-          )
+          ),
+          changed(workspaceId)
         )
 
     const deleteEnvironment = (workspaceId: string, id: string) =>
@@ -180,7 +200,7 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
           })
         }
         yield* repo.deleteEnvironment(workspaceId, id)
-      })
+      }).pipe(changed(workspaceId))
 
     const checkerModes = (workspaceId: string, id: string) => Effect.map(environment(workspaceId, id), toCheckerModes)
 
@@ -191,11 +211,11 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
             onNone: () => Effect.fail(environmentNotFound(id)),
             onSome: (row) => Effect.succeed(toCheckerModes(row))
           })
-        )
+        ),
+        changed(workspaceId)
       )
 
-    /** What the authorization pipeline needs of a workspace: its settings and its environments with overrides. */
-    const runtimeConfig = (workspaceId: string) =>
+    const readRuntimeConfig = (workspaceId: string): Effect.Effect<RuntimeConfig> =>
       Effect.all({ settings: settingsOf(workspaceId), environments: repo.listEnvironments(workspaceId) }).pipe(
         Effect.map(({ environments, settings }) => ({
           settings,
@@ -208,8 +228,20 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
         }))
       )
 
+    /** What hot paths need of a workspace: its settings and its environments with overrides (cached). */
+    const runtimeConfig = (workspaceId: string) => runtimeCache.get(workspaceId, readRuntimeConfig(workspaceId))
+
+    /** The same read from the database (and cached anew): for a caller that found something missing in the cached copy. */
+    const reloadRuntimeConfig = (workspaceId: string) =>
+      runtimeCache.reload(workspaceId, readRuntimeConfig(workspaceId))
+
+    /** `runtimeConfig` from the cache alone (undefined when not cached). */
+    const peekRuntimeConfig = (workspaceId: string) => runtimeCache.peek(workspaceId)
+
     return {
       runtimeConfig,
+      peekRuntimeConfig,
+      reloadRuntimeConfig,
       settingsOf,
       updateSettings,
       listEnvironments,

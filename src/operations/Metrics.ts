@@ -6,22 +6,29 @@
  * sources at scrape time. Other domains add a gauge with `registerGauge`.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Metric, MetricBoundaries, MetricState } from "effect"
+import { Effect, Metric, MetricBoundaries, MetricKey, MetricState } from "effect"
 import type { AppConfig } from "../platform/Config.js"
 
-const requestsTotal = Metric.counter("guardrail_http_requests_total", {
+const requestsTotal = MetricKey.counter("guardrail_http_requests_total", {
   description: "HTTP requests answered, by method, route template and status."
 })
-const requestSeconds = Metric.histogram(
+const requestSeconds = MetricKey.histogram(
   "guardrail_http_request_duration_seconds",
   MetricBoundaries.fromIterable([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]),
   "HTTP request latency in seconds, by method and route template."
 )
-const decisionsTotal = Metric.counter("guardrail_decisions_total", {
+const directRequestsTotal = MetricKey.counter("guardrail_http_direct_requests_total", {
+  description: "Requests the fast lane answered on a direct path (warm state, no fiber), by route template."
+})
+const decisionsTotal = MetricKey.counter("guardrail_decisions_total", {
   description: "Authorization decisions answered, by effect."
 })
 
-/** Tagged metrics are built once per label set (they are on every request's path). */
+/**
+ * Tagged metrics are built once per label set, with the labels in their key:
+ * `Metric.tagged` would add them on every update, building (and formatting)
+ * a new metric key each time, and these are on every request's path.
+ */
 const memo = <M>(make: (key: string) => M) => {
   const cache = new Map<string, M>()
   return (key: string) => {
@@ -36,17 +43,22 @@ const memo = <M>(make: (key: string) => M) => {
 
 const requestCounter = memo((key) => {
   const [method, route, status] = key.split(" ")
-  return requestsTotal.pipe(
-    Metric.tagged("method", method!),
-    Metric.tagged("route", route!),
-    Metric.tagged("status", status!)
+  return Metric.fromMetricKey(
+    requestsTotal.pipe(
+      MetricKey.tagged("method", method!),
+      MetricKey.tagged("route", route!),
+      MetricKey.tagged("status", status!)
+    )
   )
 })
 const requestHistogram = memo((key) => {
   const [method, route] = key.split(" ")
-  return requestSeconds.pipe(Metric.tagged("method", method!), Metric.tagged("route", route!))
+  return Metric.fromMetricKey(
+    requestSeconds.pipe(MetricKey.tagged("method", method!), MetricKey.tagged("route", route!))
+  )
 })
-const decisionCounter = memo((effect) => decisionsTotal.pipe(Metric.tagged("effect", effect)))
+const directCounter = memo((route) => Metric.fromMetricKey(directRequestsTotal.pipe(MetricKey.tagged("route", route))))
+const decisionCounter = memo((effect) => Metric.fromMetricKey(decisionsTotal.pipe(MetricKey.tagged("effect", effect))))
 
 /** Called once per final response by the request pipeline. `route` is the template, never the raw path. */
 export const recordRequest = (method: string, route: string, status: number, seconds: number) =>
@@ -55,7 +67,19 @@ export const recordRequest = (method: string, route: string, status: number, sec
     Metric.update(requestHistogram(`${method} ${route}`), seconds)
   )
 
+/** `recordRequest` for callers outside Effect (the fast lane's direct handlers). */
+export const recordRequestNow = (method: string, route: string, status: number, seconds: number) => {
+  requestCounter(`${method} ${route} ${status}`).unsafeUpdate(1, [])
+  requestHistogram(`${method} ${route}`).unsafeUpdate(seconds, [])
+}
+
+/** A request a direct handler took (src/platform/FastLane.ts): how much traffic runs on warm state. */
+export const recordDirectRequest = (route: string) => directCounter(route).unsafeUpdate(1, [])
+
 export const recordDecision = (effect: string) => Metric.update(decisionCounter(effect), 1)
+
+/** `recordDecision` for callers outside Effect (the direct path of `POST /v1/events`). */
+export const recordDecisionNow = (effect: string) => decisionCounter(effect).unsafeUpdate(1, [])
 
 // ---- gauges read at scrape time
 

@@ -16,6 +16,12 @@ export interface ActorsOptions<M, R> {
   readonly mailboxSize?: number
   /** An actor with nothing to do for this long stops (default 60 s). */
   readonly idleAfter?: Duration.DurationInput
+  /**
+   * After a batch's first messages, wait this long for more before receiving
+   * (default 0). A batch's cost is mostly fixed (a transaction), so at a
+   * steady trickle a short linger turns many tiny batches into a few.
+   */
+  readonly linger?: Duration.DurationInput
 }
 
 export interface Actors<M> {
@@ -37,6 +43,7 @@ export const makeActors = <M, R>(options: ActorsOptions<M, R>): Effect.Effect<Ac
   Effect.gen(function* () {
     const maxBatch = options.maxBatch ?? 500
     const idleAfter = Duration.decode(options.idleAfter ?? "60 seconds")
+    const linger = Duration.decode(options.linger ?? 0)
     const actors = new Map<string, Actor<M>>()
     // Starting, telling and retiring an actor happen under this lock, so no message lands in a retired mailbox.
     const lock = yield* Effect.makeSemaphore(1)
@@ -61,9 +68,17 @@ export const makeActors = <M, R>(options: ActorsOptions<M, R>): Effect.Effect<Ac
     const run = (key: string, actor: Actor<M>) =>
       Effect.gen(function* () {
         while (true) {
-          const next = yield* Queue.takeBetween(actor.mailbox, 1, maxBatch).pipe(Effect.timeout(idleAfter), Effect.option)
+          const next = yield* Queue.takeBetween(actor.mailbox, 1, maxBatch).pipe(
+            Effect.timeout(idleAfter),
+            Effect.option
+          )
           if (Option.isSome(next)) {
-            yield* options.receive(key, [...next.value])
+            const batch = [...next.value]
+            if (batch.length < maxBatch && Duration.toMillis(linger) > 0) {
+              yield* Effect.sleep(linger)
+              batch.push(...(yield* Queue.takeUpTo(actor.mailbox, maxBatch - batch.length)))
+            }
+            yield* options.receive(key, batch)
           } else if (yield* retireIfIdle(key, actor)) {
             return
           }
@@ -75,7 +90,10 @@ export const makeActors = <M, R>(options: ActorsOptions<M, R>): Effect.Effect<Ac
         Effect.gen(function* () {
           let actor = actors.get(key)
           if (actor === undefined) {
-            const created: Actor<M> = { mailbox: yield* Queue.bounded<M>(options.mailboxSize ?? 4096), fiber: undefined }
+            const created: Actor<M> = {
+              mailbox: yield* Queue.bounded<M>(options.mailboxSize ?? 4096),
+              fiber: undefined
+            }
             created.fiber = yield* Effect.forkIn(Effect.provide(run(key, created), context), scope)
             actors.set(key, created)
             actor = created

@@ -61,6 +61,10 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       receiptSigningKey: yield* optionalRedacted("RECEIPT_SIGNING_KEY"),
       logLevel: yield* logLevelConfig,
       pollIntervalMillis: yield* Config.integer("POLL_INTERVAL_MS").pipe(Config.withDefault(100)),
+      /** How long the outbox relay waits after a write wakes it, to publish what follows in the same batch. */
+      relayLingerMillis: yield* Config.integer("OUTBOX_RELAY_LINGER_MS").pipe(Config.withDefault(10)),
+      /** How long a consumer batch waits for more events after its first (fewer, larger transactions). */
+      consumerLingerMillis: yield* Config.integer("CONSUMER_LINGER_MS").pipe(Config.withDefault(20)),
       kafkaReplicationFactor: yield* Config.integer("KAFKA_REPLICATION_FACTOR").pipe(Config.withDefault(1)),
       maxBodyBytes: yield* Config.integer("MAX_BODY_BYTES").pipe(Config.withDefault(1024 * 1024)),
       sessionTtlSeconds: yield* Config.integer("SESSION_TTL_SECONDS").pipe(Config.withDefault(12 * 60 * 60)),
@@ -82,6 +86,11 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       shutdownDrainSeconds: yield* Config.integer("SHUTDOWN_DRAIN_SECONDS").pipe(Config.withDefault(20)),
       /** all-in-one over PostgreSQL: run the stream workers in a worker thread (their own event loop and core). */
       streamWorkerThread: yield* Config.boolean("STREAM_WORKER_THREAD").pipe(Config.withDefault(true)),
+      /** Nice value of that thread (0-19): under CPU contention requests are answered first, consumers catch up after. */
+      streamWorkerThreadNice: yield* Config.integer("STREAM_WORKER_THREAD_NICE").pipe(
+        Config.withDefault(10),
+        Config.validate({ message: "Expected 0 to 19", validation: (nice) => nice >= 0 && nice <= 19 })
+      ),
       loginFailureLimit: yield* Config.integer("LOGIN_FAILURE_LIMIT").pipe(Config.withDefault(10)),
       loginFailureWindowSeconds: yield* Config.integer("LOGIN_FAILURE_WINDOW_SECONDS").pipe(Config.withDefault(60)),
       /** Analytics: an event older than this when it is aggregated is counted as late (dimension `late`). */
@@ -89,7 +98,9 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       /** Key material of provider API keys at rest (AES-256-GCM); generated under DATA_DIR when unset. */
       gatewayEncryptionKey: yield* optionalRedacted("GATEWAY_ENCRYPTION_KEY"),
       /** How long the gateway waits for an upstream's response headers, or between body chunks (504 before headers). */
-      gatewayUpstreamTimeoutMillis: yield* Config.integer("GATEWAY_UPSTREAM_TIMEOUT_MS").pipe(Config.withDefault(300_000))
+      gatewayUpstreamTimeoutMillis: yield* Config.integer("GATEWAY_UPSTREAM_TIMEOUT_MS").pipe(
+        Config.withDefault(300_000)
+      )
     }
   })
 }) {}

@@ -22,6 +22,7 @@ import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Cause, Duration, Effect, Option, Schedule, Stream } from "effect"
 import { makeActors } from "./Actors.js"
+import { AppConfig } from "./Config.js"
 import { type Delivery, EventLog, type SubscribeOptions } from "./EventLog.js"
 
 export interface StreamConsumerOptions<E, R> extends SubscribeOptions {
@@ -146,6 +147,7 @@ const persistently = <A, E, R>(effect: Effect.Effect<A, E, R>, what: string) =>
 export const consumeStream = <E, R>(options: StreamConsumerOptions<E, R>) =>
   Effect.gen(function* () {
     const log = yield* EventLog
+    const config = yield* AppConfig
     const retry = Schedule.exponential(Duration.millis(50)).pipe(
       Schedule.intersect(Schedule.recurs((options.maxAttempts ?? 5) - 1))
     )
@@ -155,9 +157,7 @@ export const consumeStream = <E, R>(options: StreamConsumerOptions<E, R>) =>
     const applyAlone = (delivery: Delivery) =>
       attempt([delivery]).pipe(
         Effect.retry(retry),
-        Effect.catchAll((cause) =>
-          persistently(deadLetter(options.group, delivery, describe(cause)), "dead-lettering")
-        )
+        Effect.catchAll((cause) => persistently(deadLetter(options.group, delivery, describe(cause)), "dead-lettering"))
       )
     const receive = (_partition: string, batch: ReadonlyArray<Delivery>) =>
       attempt(batch).pipe(
@@ -170,7 +170,11 @@ export const consumeStream = <E, R>(options: StreamConsumerOptions<E, R>) =>
       )
     yield* Effect.scoped(
       Effect.gen(function* () {
-        const actors = yield* makeActors({ receive, maxBatch: options.batchSize ?? 500 })
+        const actors = yield* makeActors({
+          receive,
+          maxBatch: options.batchSize ?? 500,
+          linger: Duration.millis(config.consumerLingerMillis)
+        })
         yield* log.subscribe(options).pipe(
           Stream.runForEachChunk((chunk) => {
             const byPartition = new Map<string, Array<Delivery>>()
@@ -180,7 +184,9 @@ export const consumeStream = <E, R>(options: StreamConsumerOptions<E, R>) =>
               if (deliveries === undefined) byPartition.set(key, [delivery])
               else deliveries.push(delivery)
             }
-            return Effect.forEach(byPartition, ([key, deliveries]) => actors.tellAll(key, deliveries), { discard: true })
+            return Effect.forEach(byPartition, ([key, deliveries]) => actors.tellAll(key, deliveries), {
+              discard: true
+            })
           })
         )
       })

@@ -101,7 +101,11 @@ export const EventLogKafkaLive = Layer.scoped(
     const publish = (events: ReadonlyArray<OutgoingEvent>) => {
       if (events.length === 0) return Effect.void
       const byTopic = new Map<string, Array<OutgoingEvent>>()
-      for (const event of events) byTopic.set(event.topic, [...(byTopic.get(event.topic) ?? []), event])
+      for (const event of events) {
+        const batch = byTopic.get(event.topic)
+        if (batch === undefined) byTopic.set(event.topic, [event])
+        else batch.push(event)
+      }
       return attempt("publish", () =>
         producer.sendBatch({
           acks: -1,

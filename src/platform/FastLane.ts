@@ -17,7 +17,7 @@ import { Cause, Context, Effect, Exit, Fiber, Option, ParseResult, Runtime, Scop
 import { createServer, IncomingMessage, ServerResponse } from "node:http"
 import { Readable } from "node:stream"
 import { enterRequest, leaveRequest, type Traffic } from "../operations/Drain.js"
-import { recordRequest } from "../operations/Metrics.js"
+import { recordDirectRequest, recordRequest, recordRequestNow } from "../operations/Metrics.js"
 import { BadRequest, isHttpError, type HttpError } from "./Errors.js"
 import { findRoute, isJsonType, requestIdOf, type RouteEntry, validationFailed } from "./HttpPipeline.js"
 import { unstorableJson } from "./Json.js"
@@ -25,6 +25,8 @@ import { unstorableJson } from "./Json.js"
 /** What a lane endpoint gets: its route and path parameters, the request's headers and body (text and JSON). */
 export interface FastRequest {
   readonly route: RouteEntry
+  /** The request's id (its `x-request-id`, or a new one), as in its logs and answer. */
+  readonly requestId: string
   readonly params: Readonly<Record<string, string>>
   readonly method: string
   readonly headers: Headers.Headers
@@ -46,9 +48,25 @@ export type FastAnswer = JsonAnswer | { readonly response: HttpServerResponse.Ht
  * validation_failed). The request's scope closes once the answer is out (or
  * the client left), as in the platform's server.
  */
-export type FastHandler = (
+export type FastHandler = ((
   request: FastRequest
-) => Effect.Effect<FastAnswer, HttpError | ParseResult.ParseError, Scope.Scope>
+) => Effect.Effect<FastAnswer, HttpError | ParseResult.ParseError, Scope.Scope>) & {
+  /** Tried first, when the body is well-formed JSON: see `DirectHandler`. */
+  readonly direct?: DirectHandler
+}
+
+/**
+ * Answers an ordinary request from warm in-memory state, without Effect: it
+ * writes the response itself and calls `answered(status)` when the head is
+ * out. Answers false, having done nothing, to leave the request to the
+ * Effect handler (anything not in memory, any error to answer, any unusual
+ * shape), which answers it the same way.
+ */
+export type DirectHandler = (
+  request: FastRequest,
+  response: ServerResponse,
+  answered: (status: number) => void
+) => boolean
 
 /** The lane's handlers by `group.endpoint` of the contract. */
 export class FastLaneRoutes extends Context.Tag("platform/FastLaneRoutes")<
@@ -101,7 +119,7 @@ const statusOfTag: Readonly<Record<HttpError["_tag"], number>> = {
 }
 
 /** Writes a platform response: bytes, a Node stream piped with backpressure, or nothing. */
-const writePlatformResponse = (
+export const writePlatformResponse = (
   response: ServerResponse,
   answer: HttpServerResponse.HttpServerResponse,
   requestId: string
@@ -116,13 +134,56 @@ const writePlatformResponse = (
   else response.end()
 }
 
+/** Writes a JSON answer with the request id. */
+export const writeJson = (response: ServerResponse, reply: JsonAnswer, requestId: string) => {
+  const json = JSON.stringify(reply.body)
+  response.writeHead(reply.status, {
+    ...reply.headers,
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(json),
+    "x-request-id": requestId
+  })
+  response.end(json)
+}
+
+/** Writes the conventions' error body for `error` (for direct handlers; the Effect path answers the same); answers its status. */
+export const writeHttpError = (response: ServerResponse, error: HttpError, requestId: string) => {
+  const reply = errorReply(error)
+  writeJson(response, reply, requestId)
+  return reply.status
+}
+
 const errorReply = (error: HttpError): JsonAnswer => ({
   status: statusOfTag[error._tag],
-  body: { error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) } },
+  body: {
+    error: {
+      code: error.code,
+      message: error.message,
+      ...(error.details === undefined ? {} : { details: error.details })
+    }
+  },
   ...(error._tag === "TooManyRequests" && error.retry_after_seconds !== undefined
     ? { headers: { "retry-after": String(error.retry_after_seconds) } }
     : {})
 })
+
+/** The conventions' 500, quoting the request id (for a defect the caller has logged). */
+const internalError = (requestId: string): JsonAnswer => ({
+  status: 500,
+  body: {
+    error: {
+      code: "internal_error",
+      message: `An internal error occurred; quote request id ${requestId} when reporting it.`,
+      request_id: requestId
+    }
+  }
+})
+
+/** Writes the conventions' 500 for a logged defect (for direct handlers); answers its status. */
+export const writeInternalError = (response: ServerResponse, requestId: string) => {
+  writeJson(response, internalError(requestId), requestId)
+  return 500
+}
 
 /** What to send for a handler's exit: its answer, its HTTP error, a 400 for a ParseError, else a logged 500. */
 const replyOf = (exit: Exit.Exit<FastAnswer, HttpError | ParseResult.ParseError>, requestId: string) =>
@@ -131,20 +192,12 @@ const replyOf = (exit: Exit.Exit<FastAnswer, HttpError | ParseResult.ParseError>
     const failure = Cause.failureOption(exit.cause)
     if (Option.isSome(failure)) {
       const error = failure.value
-      if (ParseResult.isParseError(error)) return errorReply(validationFailed(yield* HttpApiError.HttpApiDecodeError.fromParseError(error)))
+      if (ParseResult.isParseError(error))
+        return errorReply(validationFailed(yield* HttpApiError.HttpApiDecodeError.fromParseError(error)))
       if (isHttpError(error)) return errorReply(error)
     }
     yield* Effect.logError("unhandled failure", exit.cause)
-    return {
-      status: 500,
-      body: {
-        error: {
-          code: "internal_error",
-          message: `An internal error occurred; quote request id ${requestId} when reporting it.`,
-          request_id: requestId
-        }
-      }
-    } satisfies JsonAnswer
+    return internalError(requestId)
   })
 
 const malformed = (error: unknown) =>
@@ -152,6 +205,17 @@ const malformed = (error: unknown) =>
     code: "malformed_json",
     message: `The request body is not valid JSON: ${error instanceof Error ? error.message : String(error)}.`
   })
+
+/** The body as storable JSON, or undefined for anything `parseBody` would refuse. */
+const storableJson = (text: string): { readonly value: unknown } | undefined => {
+  if (text.trim() === "") return undefined
+  try {
+    const value: unknown = JSON.parse(text)
+    return unstorableJson(value) === undefined ? { value } : undefined
+  } catch {
+    return undefined
+  }
+}
 
 /** The body as JSON the database can store, or the pipeline's 400 for it. */
 const parseBody = (text: string): Effect.Effect<unknown, BadRequest> => {
@@ -173,6 +237,13 @@ const parseBody = (text: string): Effect.Effect<unknown, BadRequest> => {
         })
       )
 }
+
+/** Waits until the response is closed: its last byte went out, or the client went away. */
+const untilClosed = (response: ServerResponse) =>
+  Effect.async<void>((resume) => {
+    if (response.closed) return resume(Effect.void)
+    response.once("close", () => resume(Effect.void))
+  })
 
 /** `:name` segments of the route's template, read from the URL's path (percent-decoded, as the router does). */
 const pathParams = (route: RouteEntry, url: string) => {
@@ -231,39 +302,95 @@ export const makeFastListener =
     request.once("close", () => {
       if (!request.complete) leave() // the client went away mid-body
     })
-    request.once("end", () => {
-      const text = Buffer.concat(chunks).toString("utf8")
-      const program = Effect.gen(function* () {
-        // Closed when the answer is out or the client left: finalizers (the gateway's usage record) run then.
-        const scope = yield* Scope.make()
-        response.once("close", () => Runtime.runFork(options.runtime)(Scope.close(scope, Exit.void)))
-        const answer = Effect.flatMap(parseBody(text), (body) =>
-          handler({ route, params: pathParams(route, url), method: "POST", headers: Headers.fromInput(request.headers), text, body })
-        )
-        const reply = yield* replyOf(yield* Effect.exit(Scope.extend(answer, scope)), requestId)
-        let status: number
-        if ("response" in reply) {
-          status = reply.response.status
-          writePlatformResponse(response, reply.response, requestId)
-        } else {
-          status = reply.status
-          const json = JSON.stringify(reply.body)
-          response.writeHead(status, {
-            ...reply.headers,
-            "content-type": "application/json",
-            "content-length": Buffer.byteLength(json),
-            "x-request-id": requestId
-          })
-          response.end(json)
-        }
+    const matched: RouteEntry = route
+    /** Offers the request to the direct handler; true when it took it. */
+    const takenDirectly = (direct: DirectHandler, text: string) => {
+      const json = storableJson(text)
+      if (json === undefined) return false
+      const fast: FastRequest = {
+        route: matched,
+        requestId,
+        params: pathParams(matched, url),
+        method: "POST",
+        headers: Headers.fromInput(request.headers),
+        text,
+        body: json.value
+      }
+      const answered = (status: number) => {
         const elapsed = performance.now() - started
-        yield* recordRequest("POST", route.template, status, elapsed / 1000)
+        recordRequestNow("POST", matched.template, status, elapsed / 1000)
         if (options.logsRequests) {
-          yield* Effect.logInfo("request").pipe(
-            Effect.annotateLogs({ method: "POST", status, duration_ms: Math.round(elapsed * 100) / 100 })
+          Runtime.runFork(options.runtime)(
+            Effect.logInfo("request").pipe(
+              Effect.annotateLogs({
+                request_id: requestId,
+                route: matched.template,
+                method: "POST",
+                status,
+                duration_ms: Math.round(elapsed * 100) / 100
+              })
+            )
           )
         }
-      }).pipe(Effect.ensuring(Effect.sync(leave)), Effect.annotateLogs({ request_id: requestId, route: route.template }))
+      }
+      let taken: boolean
+      try {
+        taken = direct(fast, response, answered)
+      } catch (defect) {
+        // A direct handler throws only before it acts: the Effect path answers (and fails closed) instead.
+        Runtime.runFork(options.runtime)(Effect.logError("direct handler failed; request left to the pipeline", defect))
+        taken = false
+      }
+      if (!taken) return false
+      recordDirectRequest(matched.template)
+      response.once("close", leave)
+      return true
+    }
+    request.once("end", () => {
+      const text = Buffer.concat(chunks).toString("utf8")
+      if (handler.direct !== undefined && takenDirectly(handler.direct, text)) return
+      const answer = (scope: Scope.Scope) =>
+        Scope.extend(
+          Effect.flatMap(parseBody(text), (body) =>
+            handler({
+              route,
+              requestId,
+              params: pathParams(route, url),
+              method: "POST",
+              headers: Headers.fromInput(request.headers),
+              text,
+              body
+            })
+          ),
+          scope
+        )
+      const respond = (scope: Scope.Scope) =>
+        Effect.gen(function* () {
+          const reply = yield* replyOf(yield* Effect.exit(answer(scope)), requestId)
+          let status: number
+          if ("response" in reply) {
+            status = reply.response.status
+            writePlatformResponse(response, reply.response, requestId)
+          } else {
+            status = reply.status
+            writeJson(response, reply, requestId)
+          }
+          const elapsed = performance.now() - started
+          yield* recordRequest("POST", route.template, status, elapsed / 1000)
+          if (options.logsRequests) {
+            yield* Effect.logInfo("request").pipe(
+              Effect.annotateLogs({ method: "POST", status, duration_ms: Math.round(elapsed * 100) / 100 })
+            )
+          }
+          // The request's scope stays open while a streamed answer is still going out.
+          yield* untilClosed(response)
+        })
+      // The request's scope closes when the answer is out or the client left: its finalizers (the gateway's usage
+      // record) run then.
+      const program = Effect.acquireUseRelease(Scope.make(), respond, (scope, exit) => Scope.close(scope, exit)).pipe(
+        Effect.ensuring(Effect.sync(leave)),
+        Effect.annotateLogs({ request_id: requestId, route: route.template })
+      )
       const fiber = Runtime.runFork(options.runtime)(program)
       // A client gone before its answer interrupts the handler, as the platform's server does.
       response.once("close", () => {

@@ -12,7 +12,7 @@ import { Duration, Effect, Layer, Schedule } from "effect"
 import { AppConfig, isEmbeddedDatabase } from "./Config.js"
 import { EventLog } from "./EventLog.js"
 import { uuidv7 } from "./Ids.js"
-import { makeSignal } from "./Signal.js"
+import { makeProcessSignal } from "./Signal.js"
 
 const RELAY_LOCK = 7_211_002
 const RELAY_BATCH = 500
@@ -36,24 +36,35 @@ interface OutboxRow {
 }
 
 export class Outbox extends Effect.Service<Outbox>()("platform/Outbox", {
-  effect: Effect.gen(function* () {
+  scoped: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const written = yield* makeSignal
+    // Process-wide: the all-in-one's API thread writes rows that its stream-worker thread relays.
+    const written = yield* makeProcessSignal("guardrail-outbox-written")
+
+    /**
+     * The insert of `events` (at least one) as a statement, to run alone or
+     * as part of another (a `with` clause), so a state change and its events
+     * take one round trip; run `written.fire` once it has committed.
+     */
+    const insertStatement = (events: ReadonlyArray<OutboxEvent>) =>
+      sql`insert into outbox ${sql.insert(
+        events.map((event) => ({
+          event_id: event.eventId ?? uuidv7(),
+          topic: event.topic,
+          key: event.key,
+          value: JSON.stringify(event.value),
+          headers: JSON.stringify(event.headers ?? {})
+        }))
+      )}`
 
     /** Call inside the transaction of the state change. Answers the event ids. */
     const enqueue = (events: ReadonlyArray<OutboxEvent>) => {
-      const rows = events.map((event) => ({
-        event_id: event.eventId ?? uuidv7(),
-        topic: event.topic,
-        key: event.key,
-        value: JSON.stringify(event.value),
-        headers: JSON.stringify(event.headers ?? {})
-      }))
-      return rows.length === 0
+      const identified = events.map((event) => ({ ...event, eventId: event.eventId ?? uuidv7() }))
+      return identified.length === 0
         ? Effect.succeed([] as ReadonlyArray<string>)
-        : sql`insert into outbox ${sql.insert(rows)}`.pipe(
+        : insertStatement(identified).pipe(
             Effect.zipRight(written.fire),
-            Effect.as(rows.map((row) => row.event_id) as ReadonlyArray<string>)
+            Effect.as(identified.map((event) => event.eventId) as ReadonlyArray<string>)
           )
     }
 
@@ -61,7 +72,7 @@ export class Outbox extends Effect.Service<Outbox>()("platform/Outbox", {
       Effect.map(([row]) => Number(row?.count ?? 0))
     )
 
-    return { enqueue, backlog, written }
+    return { enqueue, insertStatement, backlog, written }
   })
 }) {}
 
@@ -118,7 +129,11 @@ export const OutboxRelayLive = Layer.scopedDiscard(
       yield* Effect.logDebug("outbox relay holds the lock")
       while (true) {
         const moved = yield* relayBatch
-        if (moved < RELAY_BATCH) yield* outbox.written.wait(config.pollIntervalMillis)
+        if (moved < RELAY_BATCH) {
+          yield* outbox.written.wait(config.pollIntervalMillis)
+          // Writes come in bursts: a moment's wait sends a burst as one batch (one select, publish and delete).
+          yield* Effect.sleep(Duration.millis(config.relayLingerMillis))
+        }
       }
     }).pipe(
       Effect.scoped,

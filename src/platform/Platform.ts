@@ -4,6 +4,7 @@
  * log (Kafka or the database log), the outbox and its relay.
  */
 import { Effect, Layer } from "effect"
+import { ChangeNotices } from "./ChangeNotices.js"
 import { AppConfig, isKafkaEnabled } from "./Config.js"
 import { SqlLive } from "./Database.js"
 import { EventLogDatabaseLive } from "./EventLogDatabase.js"
@@ -20,9 +21,11 @@ export const EventLogLive = Layer.unwrapEffect(
 export const DatabaseLive = MigrationsLive.pipe(Layer.provideMerge(SqlLive))
 
 /** Everything but the outbox relay (tests start and stop the relay on their own). */
-export const PlatformCoreLive = Layer.mergeAll(Outbox.Default, EventLogLive, Secrets.Default).pipe(
-  Layer.provideMerge(DatabaseLive),
-  Layer.provideMerge(AppConfig.Default)
-)
+export const PlatformCoreLive = Layer.mergeAll(
+  Outbox.Default,
+  EventLogLive,
+  Secrets.Default,
+  ChangeNotices.Default
+).pipe(Layer.provideMerge(DatabaseLive), Layer.provideMerge(AppConfig.Default))
 
 export const PlatformLive = OutboxRelayLive.pipe(Layer.provideMerge(PlatformCoreLive))

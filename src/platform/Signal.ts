@@ -1,5 +1,6 @@
 /** A wake-up signal: `wait` suspends until the next `fire` or the timeout, whichever is first. */
-import { Deferred, Duration, Effect, Ref } from "effect"
+import { Deferred, Duration, Effect, Ref, type Scope } from "effect"
+import { BroadcastChannel } from "node:worker_threads"
 
 export interface Signal {
   readonly fire: Effect.Effect<void>
@@ -21,3 +22,26 @@ export const makeSignal: Effect.Effect<Signal> = Effect.gen(function* () {
     )
   return { fire, wait }
 })
+
+/**
+ * A signal that also wakes the waiters of every other thread of this process
+ * that made one with the same `name` (the all-in-one's API thread writes the
+ * outbox, its stream-worker thread relays it).
+ */
+export const makeProcessSignal = (name: string): Effect.Effect<Signal, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const local = yield* makeSignal
+    const channel = yield* Effect.acquireRelease(
+      Effect.sync(() => new BroadcastChannel(name)),
+      (channel) => Effect.sync(() => channel.close())
+    )
+    channel.unref()
+    channel.onmessage = () => Effect.runFork(local.fire)
+    return {
+      fire: Effect.zipRight(
+        local.fire,
+        Effect.sync(() => channel.postMessage(0))
+      ),
+      wait: local.wait
+    }
+  })

@@ -10,7 +10,9 @@
  * exit code 1 (its supervisor restarts the service whole).
  */
 import { Duration, Effect, Exit, Fiber, Layer, Runtime } from "effect"
+import { setPriority } from "node:os"
 import { parentPort, Worker } from "node:worker_threads"
+import { AppConfig } from "./Config.js"
 
 const STOP = "stop"
 
@@ -54,6 +56,20 @@ export const workerThreadLayer = (name: string, entry: URL, stopWithin: Duration
       })
     })
   )
+
+/**
+ * Lowers the calling thread's CPU priority to the configured nice value. On
+ * Linux `setpriority(PRIO_PROCESS, 0, ...)` applies to the calling thread
+ * only, so the API's thread keeps its priority: when the cores are busy it
+ * answers requests first, and the stream workers catch up in the slack.
+ */
+export const ThreadPriorityLive = Layer.effectDiscard(
+  Effect.flatMap(AppConfig, (config) =>
+    Effect.try(() => setPriority(0, config.streamWorkerThreadNice)).pipe(
+      Effect.catchAll((error) => Effect.logWarning("could not lower the stream-worker thread's priority", error))
+    )
+  )
+)
 
 /**
  * Runs `program` as a worker thread's main program until the parent sends

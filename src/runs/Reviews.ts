@@ -118,7 +118,7 @@ export class Reviews extends Effect.Service<Reviews>()("runs/Reviews", {
         const found = yield* trace(caller.workspaceId, traceId)
         const context = yield* repo.analyticsContext(caller.workspaceId, traceId)
         // A reviewer's note and metadata may quote the content: kept as the workspace's data_handling_mode allows.
-        const mode = (yield* settings.settingsOf(caller.workspaceId)).data_handling_mode
+        const mode = (yield* settings.runtimeConfig(caller.workspaceId)).settings.data_handling_mode
         return yield* transaction(
           Effect.gen(function* () {
             const row = yield* repo.insert({

@@ -50,7 +50,11 @@ export interface RunEventRow {
   readonly created_at: Date
 }
 
-type Pending = readonly [NewRunEvent, Deferred.Deferred<RunEventRow, NotFound | Conflict>]
+/** An append's outcome: its stored row, the 404/409 that refused it, or a defect. */
+export type AppendOutcome = Exit.Exit<RunEventRow, NotFound | Conflict>
+
+/** A queued append and what to tell its request. */
+type Pending = readonly [NewRunEvent, (outcome: AppendOutcome) => void]
 
 const TERMINAL: ReadonlySet<string> = new Set(["completed", "failed", "canceled"])
 
@@ -72,6 +76,15 @@ export class RunEventWriter extends Effect.Service<RunEventWriter>()("runs/RunEv
         Effect.gen(function* () {
           const runIds = [...new Set(batch.map((event) => event.runId))]
           const workspaceIds = [...new Set(batch.map((event) => event.workspaceId))]
+          const counts = new Map<string, { id: string; workspace_id: string; count: number }>()
+          for (const event of batch) {
+            const key = runKey(event.workspaceId, event.runId)
+            const entry = counts.get(key)
+            if (entry === undefined) counts.set(key, { id: event.runId, workspace_id: event.workspaceId, count: 1 })
+            else entry.count += 1
+          }
+          // One round trip: lock the batch's runs in id order (no lock-order cycle between writers), then bump
+          // each open run's last_sequence by its number of events here. Runs not found are 404, ended ones 409.
           const locked = yield* sql<{
             id: string
             workspace_id: string
@@ -79,46 +92,59 @@ export class RunEventWriter extends Effect.Service<RunEventWriter>()("runs/RunEv
             environment_id: string
             kind: RunKind
             status: string
+            last_sequence: number | null
           }>`
-            select id, workspace_id, agent_id, environment_id, kind, status from runs
-            where workspace_id in ${sql.in(workspaceIds)} and id in ${sql.in(runIds)} order by id for update`
+            with locked as (
+              select id, workspace_id, agent_id, environment_id, kind, status from runs
+              where workspace_id in ${sql.in(workspaceIds)} and id in ${sql.in(runIds)} order by id for update
+            ), bumped as (
+              update runs set last_sequence = runs.last_sequence + bump.count::int, updated_at = now()
+              from ${sql.updateValues([...counts.values()], "bump")}, locked
+              where runs.id = bump.id and runs.workspace_id = bump.workspace_id
+                and locked.id = runs.id and locked.workspace_id = runs.workspace_id
+                and locked.status not in ${sql.in([...TERMINAL])}
+              returning runs.id, runs.workspace_id, runs.last_sequence
+            )
+            select locked.*, bumped.last_sequence from locked
+            left join bumped on bumped.id = locked.id and bumped.workspace_id = locked.workspace_id`
           const runs = new Map(locked.map((run) => [runKey(run.workspace_id, run.id), run]))
           const outcomes: Array<Exit.Exit<RunEventRow, NotFound | Conflict>> = []
           const accepted: Array<{ readonly index: number; readonly event: NewRunEvent }> = []
-          const counts = new Map<string, number>()
+          // The run's new last sequence, minus its events in this batch, is where its batch starts.
+          const next = new Map<string, number>()
           batch.forEach((event, index) => {
-            const run = runs.get(runKey(event.workspaceId, event.runId))
+            const key = runKey(event.workspaceId, event.runId)
+            const run = runs.get(key)
             if (run === undefined) outcomes[index] = Exit.fail(runNotFound(event.runId))
-            else if (TERMINAL.has(run.status)) {
+            // An ended run was locked but not bumped.
+            else if (run.last_sequence === null) {
               outcomes[index] = Exit.fail(
-                new Conflict({ code: "run_ended", message: `Run ${event.runId} is ${run.status}; it takes no more events.` })
+                new Conflict({
+                  code: "run_ended",
+                  message: `Run ${event.runId} is ${run.status}; it takes no more events.`
+                })
               )
             } else {
               accepted.push({ index, event })
-              counts.set(run.id, (counts.get(run.id) ?? 0) + 1)
+              if (!next.has(key)) next.set(key, run.last_sequence - counts.get(key)!.count + 1)
             }
           })
           if (accepted.length === 0) return outcomes
-          const bumped = yield* sql<{ id: string; last_sequence: number }>`
-            update runs set last_sequence = runs.last_sequence + bump.count::int, updated_at = now()
-            from ${sql.updateValues(
-              [...counts].map(([id, count]) => ({ id, count })),
-              "bump"
-            )}
-            where runs.id = bump.id returning runs.id, runs.last_sequence`
-          // The run's new last sequence, minus its events in this batch, is where its batch starts.
-          const next = new Map(bumped.map((run) => [run.id, run.last_sequence - counts.get(run.id)! + 1]))
           // Summaries and metadata are customer content: stored as each workspace's data_handling_mode allows
           // (read once per workspace per batch, after every append in it arrived).
           const modes = new Map<string, DataHandlingMode>()
           for (const { event } of accepted) {
             if (!modes.has(event.workspaceId)) {
-              modes.set(event.workspaceId, (yield* settings.settingsOf(event.workspaceId)).data_handling_mode)
+              modes.set(
+                event.workspaceId,
+                (yield* settings.runtimeConfig(event.workspaceId)).settings.data_handling_mode
+              )
             }
           }
           const rows = accepted.map(({ event }) => {
-            const sequence = next.get(event.runId)!
-            next.set(event.runId, sequence + 1)
+            const key = runKey(event.workspaceId, event.runId)
+            const sequence = next.get(key)!
+            next.set(key, sequence + 1)
             const mode = modes.get(event.workspaceId)!
             return {
               id: event.id,
@@ -133,43 +159,50 @@ export class RunEventWriter extends Effect.Service<RunEventWriter>()("runs/RunEv
               occurred_at: event.occurredAt
             }
           })
-          const inserted = yield* sql<RunEventRow>`insert into run_events ${sql.insert(rows)} returning *`
+          const messages = rows.map((row) => {
+            const run = runs.get(runKey(row.workspace_id, row.run_id))!
+            return {
+              topic: Topics.runEvents,
+              key: row.run_id,
+              value: encodeRunEventMessage({
+                schema_version: 1,
+                event_id: row.id,
+                run_id: row.run_id,
+                workspace_id: row.workspace_id,
+                agent_id: run.agent_id,
+                environment_id: run.environment_id,
+                run_kind: run.kind,
+                kind: row.kind as typeof RunEventKind.Type,
+                sequence: row.sequence,
+                occurred_at: row.occurred_at.toISOString()
+              })
+            }
+          })
+          // The events and their outbox rows in one statement.
+          const inserted = yield* sql<RunEventRow>`
+            with inserted as (insert into run_events ${sql.insert(rows)} returning *),
+                 queued as (${outbox.insertStatement(messages)})
+            select * from inserted`
           const byId = new Map(inserted.map((row) => [row.id, row]))
-          yield* outbox.enqueue(
-            accepted.map(({ event }) => {
-              const row = byId.get(event.id)!
-              const run = runs.get(runKey(event.workspaceId, event.runId))!
-              return {
-                topic: Topics.runEvents,
-                key: event.runId,
-                value: encodeRunEventMessage({
-                  schema_version: 1,
-                  event_id: row.id,
-                  run_id: row.run_id,
-                  workspace_id: row.workspace_id,
-                  agent_id: run.agent_id,
-                  environment_id: run.environment_id,
-                  run_kind: run.kind,
-                  kind: row.kind as typeof RunEventKind.Type,
-                  sequence: row.sequence,
-                  occurred_at: row.occurred_at.toISOString()
-                })
-              }
-            })
-          )
           for (const { index, event } of accepted) outcomes[index] = Exit.succeed(byId.get(event.id)!)
           return outcomes
         })
+      ).pipe(Effect.tap((outcomes) => (outcomes.some(Exit.isSuccess) ? outbox.written.fire : Effect.void)))
+
+    /** Tells a request its outcome; a callback that throws must not stop the writer. */
+    const tell = (done: Pending[1], outcome: AppendOutcome) =>
+      Effect.try(() => done(outcome)).pipe(
+        Effect.catchAll((error) => Effect.logError("a run event's answer could not be sent", error))
       )
 
     const writeBatch = (batch: ReadonlyArray<Pending>): Effect.Effect<void> =>
       commit(batch.map(([event]) => event)).pipe(
         Effect.flatMap((outcomes) =>
-          Effect.forEach(batch, ([, done], index) => Deferred.complete(done, outcomes[index]!), { discard: true })
+          Effect.forEach(batch, ([, done], index) => tell(done, outcomes[index]!), { discard: true })
         ),
         Effect.catchAllCause((cause) =>
           batch.length === 1
-            ? Deferred.failCause(batch[0]![1], cause)
+            ? tell(batch[0]![1], Exit.failCause(cause))
             : Effect.forEach(batch, (pending) => writeBatch([pending]), { discard: true })
         )
       )
@@ -183,9 +216,16 @@ export class RunEventWriter extends Effect.Service<RunEventWriter>()("runs/RunEv
     /** Appends one event: its stored row once committed, or the 404/409 that refused it. */
     const append = (event: NewRunEvent) =>
       Effect.flatMap(Deferred.make<RunEventRow, NotFound | Conflict>(), (done) =>
-        Queue.offer(queue, [event, done]).pipe(Effect.zipRight(Deferred.await(done)))
+        Queue.offer(queue, [event, (outcome) => Deferred.unsafeDone(done, outcome)]).pipe(
+          Effect.zipRight(Deferred.await(done))
+        )
       )
 
-    return { append }
+    /** `append` for callers outside Effect (the direct path): `done` is called once the batch is decided. */
+    const enqueue = (event: NewRunEvent, done: (outcome: AppendOutcome) => void) => {
+      if (!Queue.unsafeOffer(queue, [event, done])) done(Exit.die(new Error("the run-event writer has stopped")))
+    }
+
+    return { append, enqueue }
   })
 }) {}

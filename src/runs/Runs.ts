@@ -14,14 +14,14 @@ import { BadRequest, Conflict, NotFound } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { dieOnErrors, orFailWith, transactionOf } from "../platform/Sql.js"
-import { RunEventId, RunId } from "./Domain.js"
+import { RunId } from "./Domain.js"
+import { makeDirectAppends } from "./AppendDirect.js"
+import { newRunEvent, type RunEventInput, toRunEvent } from "./RunEvents.js"
 import { type RunEventRow, RunEventWriter, runNotFound } from "./RunEventWriter.js"
 import { Traces } from "./Traces.js"
 
 type RunStatus = "warming" | "running" | "completed" | "failed" | "canceled"
 type RunKind = "chat_session" | "live_call" | "workflow" | "job" | "other"
-type RunEventKind =
-  "user_turn" | "agent_turn" | "tool_call" | "tool_result" | "retrieval" | "handoff" | "error" | "custom"
 
 interface RunRow {
   readonly id: string
@@ -43,7 +43,6 @@ interface RunRow {
   readonly ended_at: Date | null
   readonly updated_at: Date
 }
-
 
 const TERMINAL: ReadonlySet<string> = new Set(["completed", "failed", "canceled"])
 
@@ -67,21 +66,6 @@ const toRun = (row: RunRow) => ({
   ended_at: toTimestampOrNull(row.ended_at),
   updated_at: toTimestamp(row.updated_at)
 })
-
-const toRunEvent = (row: RunEventRow) => ({
-  id: RunEventId.make(row.id),
-  run_id: RunId.make(row.run_id),
-  workspace_id: row.workspace_id,
-  kind: row.kind as RunEventKind,
-  sequence: row.sequence,
-  label: row.label,
-  input_summary: row.input_summary,
-  output_summary: row.output_summary,
-  metadata: row.metadata,
-  created_at: toTimestamp(row.created_at),
-  occurred_at: toTimestamp(row.occurred_at)
-})
-
 
 export interface RunFilters {
   readonly agent_id?: string | undefined
@@ -232,40 +216,11 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
         })
       )
 
-    const append = (
-      workspaceId: string,
-      runId: string,
-      input: {
-        readonly kind: RunEventKind
-        readonly label?: string | undefined
-        readonly input_summary?: string | undefined
-        readonly output_summary?: string | undefined
-        readonly metadata?: unknown
-        readonly occurred_at?: string | undefined
-      }
-    ) =>
-      Effect.gen(function* () {
-        const occurredAt = input.occurred_at === undefined ? new Date() : new Date(input.occurred_at)
-        if (Number.isNaN(occurredAt.getTime())) {
-          return yield* new BadRequest({
-            code: "validation_failed",
-            message: "occurred_at: expected an RFC 3339 timestamp",
-            details: [{ path: "occurred_at", message: "expected an RFC 3339 timestamp" }]
-          })
-        }
-        const row = yield* writer.append({
-          id: prefixedId("rev"),
-          workspaceId,
-          runId,
-          kind: input.kind,
-          label: input.label ?? null,
-          inputSummary: input.input_summary ?? null,
-          outputSummary: input.output_summary ?? null,
-          metadata: input.metadata ?? null,
-          occurredAt
-        })
-        return toRunEvent(row)
-      })
+    const append = (workspaceId: string, runId: string, input: RunEventInput) =>
+      Effect.flatMap(newRunEvent(workspaceId, runId, input), (event) => Effect.map(writer.append(event), toRunEvent))
+
+    /** The direct path of run-event appends (AppendDirect.ts), over this service's writer. */
+    const direct = yield* makeDirectAppends(writer)
 
     const events = (workspaceId: string, runId: string, limit: number, cursor: string | undefined) =>
       Effect.gen(function* () {
@@ -299,7 +254,7 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
         }
       })
 
-    return { create, list, update, append, events, runTraces, detail }
+    return { create, list, update, append, direct, events, runTraces, detail }
   }),
   dependencies: [RunEventWriter.Default]
 }) {}

@@ -5,7 +5,7 @@
  * and body is unchanged.
  */
 import { Effect, Schema } from "effect"
-import { makeLaneAuthenticator } from "../identity/AuthenticationLive.js"
+import { makeDirectAuthenticator, makeLaneAuthenticator } from "../identity/AuthenticationLive.js"
 import type { FastHandler } from "../platform/FastLane.js"
 import { RunPath } from "./Api.js"
 import { CreateRunEvent, RunEvent } from "./Domain.js"
@@ -26,5 +26,7 @@ export const runsLane = Effect.gen(function* () {
       const event = yield* runs.append(caller.workspaceId, id, yield* decodeEvent(request.body))
       return { status: 201, body: yield* encodeEvent(event) }
     })
-  return [["runs.appendRunEvent", appendRunEvent]] as const
+  // Warm appends take the direct path; the rest (and every error answered before the writer) the Effect handler.
+  const direct = runs.direct(yield* makeDirectAuthenticator)
+  return [["runs.appendRunEvent", Object.assign(appendRunEvent, { direct })]] as const
 })

@@ -71,26 +71,27 @@ export interface TraceFilters {
 export class Traces extends Effect.Service<Traces>()("runs/Traces", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    /** The insert of a batch (at least one) as a statement, to run alone or as part of another. */
+    const insertStatement = (batch: ReadonlyArray<NewTrace>) =>
+      sql`insert into traces ${sql.insert(
+        batch.map((trace) => ({
+          id: trace.id,
+          workspace_id: trace.workspaceId,
+          agent_id: trace.agentId,
+          environment_id: trace.environmentId,
+          environment: trace.environment,
+          run_id: trace.runId,
+          run_event_id: trace.runEventId,
+          session_id: trace.sessionId,
+          intent_id: trace.intentId,
+          receipt_id: trace.receiptId,
+          decision: trace.decision,
+          domain: trace.domain,
+          elapsed_ms: trace.elapsedMs,
+          payload: JSON.stringify(trace.payload)
+        }))
+      )}`
     const repo = dieOnErrors({
-      insert: (batch: ReadonlyArray<NewTrace>) =>
-        sql`insert into traces ${sql.insert(
-          batch.map((trace) => ({
-            id: trace.id,
-            workspace_id: trace.workspaceId,
-            agent_id: trace.agentId,
-            environment_id: trace.environmentId,
-            environment: trace.environment,
-            run_id: trace.runId,
-            run_event_id: trace.runEventId,
-            session_id: trace.sessionId,
-            intent_id: trace.intentId,
-            receipt_id: trace.receiptId,
-            decision: trace.decision,
-            domain: trace.domain,
-            elapsed_ms: trace.elapsedMs,
-            payload: JSON.stringify(trace.payload)
-          }))
-        )}`,
       list: (
         workspaceId: string,
         filters: TraceFilters,
@@ -116,9 +117,6 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
             where workspace_id = ${workspaceId} and id = ${id}`
     })
 
-    /** Writes traces with the caller's connection (call inside its transaction). */
-    const record = (batch: ReadonlyArray<NewTrace>) => (batch.length === 0 ? Effect.void : repo.insert(batch))
-
     const list = (workspaceId: string, filters: TraceFilters, limit: number, cursor: string | undefined) =>
       Effect.gen(function* () {
         const { next, page } = yield* pageByTime(cursor, limit, (after) =>
@@ -127,6 +125,6 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
         return { traces: page.map(toTrace), ...next }
       })
 
-    return { record, list, find: repo.find, setLatestReview: repo.setLatestReview }
+    return { insertStatement, list, find: repo.find, setLatestReview: repo.setLatestReview }
   })
 }) {}

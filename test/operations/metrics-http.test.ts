@@ -8,30 +8,13 @@ import { expect, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { call, expectError, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
-import { baseUrl, request, TestDatabaseUrl, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
+import { baseUrl, TestDatabaseUrl, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
 import { createPolicy, propose, reply, until } from "../authorization-http/event-helpers.js"
+import { sample, scrape as scrapeWith } from "../support/Metrics.js"
 
 const TOKEN = "metrics-token-0123456789abcdef"
 
-const scrape = (base: string) =>
-  Effect.map(request(`${base}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } }), (response) => {
-    expect(response.status, response.text).toBe(200)
-    expect(response.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/)
-    return response.text
-  })
-
-/** The value of the sample `name{labels}` (labels in any order), or undefined. */
-const sample = (text: string, name: string, labels: Record<string, string>) => {
-  for (const line of text.split("\n")) {
-    const match = /^([a-z_]+)(?:\{(.*)\})? (\S+)$/.exec(line)
-    if (match === null || match[1] !== name) continue
-    const found = Object.fromEntries(
-      [...(match[2] ?? "").matchAll(/([a-z_]+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1]!, m[2]!])
-    )
-    if (Object.entries(labels).every(([key, value]) => found[key] === value)) return Number(match[3])
-  }
-  return undefined
-}
+const scrape = (base: string) => scrapeWith(base, TOKEN)
 
 layer(testServerWithDatabase("kafka", { METRICS_TOKEN: TOKEN }), SERVER_OPTIONS)("GET /metrics", (it) => {
   it.effect("needs the token; counts requests, latency and decisions; reports lag, backlog and reservations", () =>
@@ -68,7 +51,9 @@ layer(testServerWithDatabase("kafka", { METRICS_TOKEN: TOKEN }), SERVER_OPTIONS)
       const total = sample(after, "guardrail_http_request_duration_seconds_count", histogram)!
       expect(total).toBeGreaterThanOrEqual(4)
       expect(sample(after, "guardrail_http_request_duration_seconds_bucket", { ...histogram, le: "+Inf" })).toBe(total)
-      expect(sample(after, "guardrail_http_request_duration_seconds_bucket", { ...histogram, le: "0.001" })).toBeLessThanOrEqual(total)
+      expect(
+        sample(after, "guardrail_http_request_duration_seconds_bucket", { ...histogram, le: "0.001" })
+      ).toBeLessThanOrEqual(total)
       expect(sample(after, "guardrail_http_request_duration_seconds_sum", histogram)).toBeGreaterThan(0)
       expect(after).toContain("# TYPE guardrail_http_request_duration_seconds histogram")
       expect(after).toContain("# TYPE guardrail_decisions_total counter")
@@ -81,7 +66,10 @@ layer(testServerWithDatabase("kafka", { METRICS_TOKEN: TOKEN }), SERVER_OPTIONS)
           const partitions = ["0", "1", "2"].map((partition) =>
             sample(text, "guardrail_consumer_lag", { group: "run-counters", topic: "decisions", partition })
           )
-          expect(partitions.every((lag) => lag !== undefined && lag >= 0), text).toBe(true)
+          expect(
+            partitions.every((lag) => lag !== undefined && lag >= 0),
+            text
+          ).toBe(true)
           expect(sample(text, "guardrail_outbox_backlog", {})).toBe(0)
         }),
         "20 seconds"
@@ -98,19 +86,25 @@ layer(testServerWithDatabase("kafka", { METRICS_TOKEN: TOKEN }), SERVER_OPTIONS)
   )
 })
 
-layer(testServerWithDatabase("database", { METRICS_TOKEN: TOKEN }), SERVER_OPTIONS)("GET /metrics (database event log)", (it) => {
-  it.effect("consumer lag per group and topic of the database log falls to 0 once the consumers caught up", () =>
-    Effect.gen(function* () {
-      const base = yield* baseUrl
-      const owner = yield* tenant(base)
-      for (let i = 0; i < 3; i++) yield* propose(base, owner, "bot", reply(`answer ${i}`))
-      yield* until(
-        Effect.map(scrape(base), (text) => {
-          expect(sample(text, "guardrail_consumer_lag", { group: "run-counters", topic: "decisions", partition: "0" }), text).toBe(0)
-          expect(sample(text, "guardrail_outbox_backlog", {})).toBe(0)
-        }),
-        "20 seconds"
-      )
-    })
-  )
-})
+layer(testServerWithDatabase("database", { METRICS_TOKEN: TOKEN }), SERVER_OPTIONS)(
+  "GET /metrics (database event log)",
+  (it) => {
+    it.effect("consumer lag per group and topic of the database log falls to 0 once the consumers caught up", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        for (let i = 0; i < 3; i++) yield* propose(base, owner, "bot", reply(`answer ${i}`))
+        yield* until(
+          Effect.map(scrape(base), (text) => {
+            expect(
+              sample(text, "guardrail_consumer_lag", { group: "run-counters", topic: "decisions", partition: "0" }),
+              text
+            ).toBe(0)
+            expect(sample(text, "guardrail_outbox_backlog", {})).toBe(0)
+          }),
+          "20 seconds"
+        )
+      })
+    )
+  }
+)

@@ -1,0 +1,263 @@
+/**
+ * The pure steps of one decision, shared by `Authorization.authorize` (the
+ * Effect path) and the direct path of `POST /v1/events`
+ * (DecideDirect.ts): the intent id, the checker modes of an environment,
+ * the evaluation over a catalog snapshot, and what a decision produces (the
+ * answer, its signed receipt, the trace and `decisions` event to commit, and
+ * an escalation notice to send).
+ */
+import { Schema } from "effect"
+import { createHash } from "node:crypto"
+import type { AgentProfile } from "../catalog/Agents.js"
+import type { Snapshot } from "../catalog/Snapshot.js"
+import type { Caller } from "../identity/Authentication.js"
+import type { RuntimeConfig } from "../identity/WorkspaceSettings.js"
+import { decisionDetails } from "../operations/Telemetry.js"
+import { prefixedId } from "../platform/Ids.js"
+import { Topics } from "../platform/Topics.js"
+import { keepTracePayload } from "../privacy/Payloads.js"
+import { keepJson } from "../privacy/Redaction.js"
+import { TraceId } from "../runs/Domain.js"
+import { allCheckers } from "./checkers/index.js"
+import type { DecisionRecord } from "./DecisionWriter.js"
+import { DecisionMessage } from "./Domain.js"
+import type { EscalationNotice } from "./Escalations.js"
+import { type CheckerMode, type CheckerName, type Decision, decide, type ProposedAction } from "./Pipeline.js"
+import { canonicalJson } from "./Receipts.js"
+
+export interface ProposedEventInput {
+  readonly kind: "output.proposed"
+  readonly principal: { readonly agent_id: string; readonly environment_id: string; readonly workspace_id: string }
+  readonly action: ProposedAction
+  readonly run_id?: string | undefined
+  readonly run_event_id?: string | undefined
+  readonly session_id?: string | undefined
+  readonly metadata?: unknown
+}
+
+export type Environment = RuntimeConfig["environments"] extends ReadonlyMap<string, infer E> ? E : never
+
+const encodeDecisionMessage = Schema.encodeSync(DecisionMessage)
+
+/** `metadata.workflow_step` of a proposed event, when it is a string (an analytics dimension). */
+const workflowStepOf = (metadata: unknown): string | null => {
+  const step =
+    typeof metadata === "object" && metadata !== null
+      ? (metadata as Record<string, unknown>)["workflow_step"]
+      : undefined
+  return typeof step === "string" ? step : null
+}
+
+/** The same agent proposing the same action in the same environment is the same intent (approval grants bind to it). */
+export const intentIdOf = (workspaceId: string, event: ProposedEventInput) =>
+  `int_${createHash("sha256")
+    .update(canonicalJson({ workspaceId, principal: event.principal, action: event.action }))
+    .digest("hex")
+    .slice(0, 32)}`
+
+/** A decision made without the checkers: fail closed with the reason as a finding. */
+export const failClosed = (reason: string, evidence: unknown): Decision => ({
+  effect: "defer",
+  domain: "system",
+  reason,
+  findings: [
+    {
+      id: "f1",
+      source: "content",
+      policy_id: null,
+      requirement_id: "system:fail_closed",
+      reason,
+      remediation: "Do not execute the proposed action; retry once the service recovers.",
+      effect: "defer",
+      severity: "high",
+      evidence
+    }
+  ],
+  transformed_value: null,
+  status: "decided",
+  approval: null
+})
+
+/** The checker modes in force: the environment's overrides over the workspace's settings. */
+export const modesOf = (config: RuntimeConfig, environment: Environment): Readonly<Record<CheckerName, CheckerMode>> => ({
+  content: "enforce",
+  profile: "enforce",
+  approval: environment.modes.approval_checker_mode ?? config.settings.approval_checker_mode,
+  flow: environment.modes.flow_checker_mode ?? config.settings.flow_checker_mode,
+  memory: environment.modes.memory_checker_mode ?? config.settings.memory_checker_mode,
+  param: environment.modes.param_checker_mode ?? config.settings.param_checker_mode
+})
+
+/** Whether deciding needs the approval grants (a tool that asks for approval, with the checker on). */
+export const needsGrant = (snapshot: Snapshot, event: ProposedEventInput, modes: Readonly<Record<CheckerName, CheckerMode>>) => {
+  const tool = snapshot.tools.get(event.action.operation)
+  return tool !== undefined && modes.approval !== "off" && Boolean((tool.metadata as { approval?: unknown }).approval)
+}
+
+/** Every checker over the snapshot. */
+export const evaluate = (
+  snapshot: Snapshot,
+  event: ProposedEventInput,
+  modes: Readonly<Record<CheckerName, CheckerMode>>,
+  granted: boolean,
+  defaultEffect: "permit" | "deny" | "defer"
+) => {
+  const agentId = event.principal.agent_id
+  return decide(
+    {
+      agentId,
+      action: event.action,
+      agent: snapshot.agents.get(agentId) as AgentProfile | undefined,
+      policies: snapshot.policies.filter((policy) => policy.ownerAgentId === null || policy.ownerAgentId === agentId),
+      labelPolicies: snapshot.labelPolicies,
+      tools: snapshot.tools,
+      granted
+    },
+    allCheckers,
+    modes,
+    defaultEffect
+  )
+}
+
+export interface AppliedGrant {
+  readonly intent_id: string
+  readonly granted_by: string
+  readonly expires_at: string
+}
+
+/**
+ * What a decision produces: the answer, the trace, receipt and `decisions`
+ * event to commit before it, and the escalation notice to send after it.
+ * `sign` turns the receipt's content into its JWS.
+ */
+export const decisionOutcome = (input: {
+  readonly caller: Caller
+  readonly event: ProposedEventInput
+  readonly config: RuntimeConfig
+  readonly environment: Environment
+  readonly intentId: string
+  readonly decision: Decision
+  readonly appliedGrant: AppliedGrant | null
+  readonly startedAt: number
+  readonly sign: (content: unknown) => string
+}) => {
+  const { caller, event, config, decision, appliedGrant } = input
+  const { principal } = event
+  const traceId = prefixedId("trc")
+  const receiptId = prefixedId("rcpt")
+  const issuedAt = new Date().toISOString()
+  const receiptContent = {
+    receipt_id: receiptId,
+    trace_id: traceId,
+    intent_id: input.intentId,
+    workspace_id: caller.workspaceId,
+    agent_id: principal.agent_id,
+    environment_id: principal.environment_id,
+    effect: decision.effect,
+    findings: decision.findings.map((finding) => ({ id: finding.id, policy_id: finding.policy_id, effect: finding.effect })),
+    // The receipt is stored: it attests to the rewritten value as the workspace keeps content.
+    transformed_value: keepJson(config.settings.data_handling_mode, decision.transformed_value),
+    issued_at: issuedAt
+  }
+  const jws = input.sign(receiptContent)
+  const latencyMs = Math.round(performance.now() - input.startedAt)
+  const response = {
+    effect: decision.effect,
+    domain: decision.domain,
+    reason: decision.reason,
+    intent_id: input.intentId,
+    receipt_id: receiptId,
+    trace_id: TraceId.make(traceId),
+    latency_ms: latencyMs,
+    findings: decision.findings,
+    applied_grant: appliedGrant,
+    approval: decision.approval,
+    lease: appliedGrant === null ? null : { expires_at: appliedGrant.expires_at },
+    status: decision.status,
+    transformed_value: decision.transformed_value
+  }
+  const record: DecisionRecord = {
+    trace: {
+      id: traceId,
+      workspaceId: caller.workspaceId,
+      agentId: principal.agent_id,
+      environmentId: principal.environment_id,
+      environment: input.environment.slug,
+      runId: event.run_id ?? null,
+      runEventId: event.run_event_id ?? null,
+      sessionId: event.session_id ?? null,
+      intentId: input.intentId,
+      receiptId,
+      decision: decision.effect,
+      domain: decision.domain,
+      elapsedMs: latencyMs,
+      // Decided on the raw content; stored as the workspace's data_handling_mode allows.
+      payload: keepTracePayload(config.settings.data_handling_mode, {
+        request: { action: event.action, metadata: event.metadata ?? null },
+        response
+      })
+    },
+    receipt: { id: receiptId, workspaceId: caller.workspaceId, traceId, jws },
+    event: {
+      topic: Topics.decisions,
+      key: caller.workspaceId,
+      value: {
+        ...encodeDecisionMessage({
+          schema_version: 1,
+          trace_id: traceId,
+          workspace_id: caller.workspaceId,
+          agent_id: principal.agent_id,
+          environment_id: principal.environment_id,
+          principal_id: caller.principalId,
+          run_id: event.run_id ?? null,
+          session_id: event.session_id ?? null,
+          effect: decision.effect,
+          status: decision.status,
+          domain: decision.domain,
+          policy_ids: decision.findings.flatMap((finding) => (finding.policy_id === null ? [] : [finding.policy_id])),
+          workflow_step: workflowStepOf(event.metadata),
+          latency_ms: latencyMs,
+          decided_at: issuedAt
+        }),
+        // telemetry_enabled: the decision's reason and findings travel on the operator-facing topic.
+        ...decisionDetails(config.settings, decision)
+      }
+    }
+  }
+  const webhook = config.settings.escalation_webhook_url
+  const escalation: { readonly url: string; readonly notice: EscalationNotice } | null =
+    decision.status === "escalated" && webhook !== null
+      ? {
+          url: webhook,
+          notice: {
+            type: "decision.escalated",
+            trace_id: traceId,
+            receipt_id: receiptId,
+            workspace_id: caller.workspaceId,
+            agent_id: principal.agent_id,
+            environment_id: principal.environment_id,
+            reason: decision.reason,
+            findings: decision.findings.map(({ policy_id, requirement_id }) => ({ policy_id, requirement_id })),
+            decided_at: issuedAt
+          }
+        }
+      : null
+  return { response, record, escalation }
+}
+
+export type DecisionAnswer = ReturnType<typeof decisionOutcome>["response"]
+
+/** The answer when the decision could not be recorded: without a durable trace it cannot stand. */
+export const unrecordedAnswer = (response: DecisionAnswer): DecisionAnswer => {
+  const closed = failClosed("The decision could not be recorded; the action is deferred.", { trace_id: response.trace_id })
+  return {
+    ...response,
+    effect: closed.effect,
+    domain: closed.domain,
+    reason: closed.reason,
+    findings: closed.findings,
+    transformed_value: null,
+    approval: null,
+    status: closed.status
+  }
+}

@@ -1,0 +1,261 @@
+/**
+ * The pure steps of one proxied call, shared by the proxy's Effect path
+ * (Proxy.ts) and its direct path (ProxyDirect.ts): reading the provider
+ * request, completing it (default model, streamed usage), the upstream
+ * headers, the client's answer, and the call's usage record.
+ */
+import { type Headers, HttpServerResponse } from "@effect/platform"
+import { Either, Option, Redacted } from "effect"
+import { PassThrough } from "node:stream"
+import type { Settlement } from "../billing/Budgets.js"
+import type { LlmUsageMessage } from "../billing/Domain.js"
+import { costOf, type ModelPrice } from "../billing/Pricing.js"
+import type { Caller } from "../identity/Authentication.js"
+import { BadGateway, BadRequest, GatewayTimeout } from "../platform/Errors.js"
+import { prefixedId } from "../platform/Ids.js"
+import type { RouteTarget } from "./Connections.js"
+import type { UpstreamResponse, UpstreamTimeout, UpstreamUnreachable } from "./Upstream.js"
+import type { Dialect, UsageMeter } from "./UsageMeter.js"
+
+const ANTHROPIC_VERSION = "2023-06-01"
+
+/** Upstream response headers worth passing on (rate limits, provider request ids); never cookies. */
+const FORWARDED_HEADER = /^(retry-after|cache-control|request-id|openai-[a-z-]+|anthropic-[a-z-]+|x-ratelimit-[a-z-]+)$/
+
+const badBody = (path: string, message: string) =>
+  new BadRequest({ code: "validation_failed", message: `${path}: ${message}`, details: [{ path, message }] })
+
+const positiveInt = (value: unknown) =>
+  typeof value === "number" && Number.isSafeInteger(value) && value > 0 ? Option.some(value) : Option.none()
+
+/** The output bound that makes admission strict: `max_tokens` (chat also `max_completion_tokens`). */
+export const outputBound = (dialect: Dialect, body: Record<string, unknown>) =>
+  dialect === "chat"
+    ? Option.orElse(positiveInt(body["max_completion_tokens"]), () => positiveInt(body["max_tokens"]))
+    : positiveInt(body["max_tokens"])
+
+/** How long a strict call's reservation is held: longer than any call the upstream timeout lets through. */
+export const reservationHold = (upstreamTimeoutMillis: number) => 2 * upstreamTimeoutMillis + 60_000
+
+/** What became of the upstream call: its status, a transport error, and whether its body was read to the end. */
+export interface Outcome {
+  status: number | null
+  error: string | null
+  ended: boolean
+}
+
+/** The provider request as a JSON object, or the 400 for anything else. */
+export const providerBody = (parsed: unknown): Either.Either<Record<string, unknown>, BadRequest> =>
+  typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)
+    ? Either.right(parsed as Record<string, unknown>)
+    : Either.left(badBody("body", "expected a JSON object (a provider request)"))
+
+/** A provider request completed for its route: the model it asks for and the bytes that go upstream. */
+export interface CallPlan {
+  readonly model: string
+  readonly stream: boolean
+  readonly payload: Uint8Array
+  readonly apiKey: Redacted.Redacted<string>
+}
+
+/**
+ * Completes `body` (changed in place) for `target`: the connection's default
+ * model when the request names none, and for a chat-style stream the usage
+ * report (`stream_options.include_usage`). The request goes upstream as sent
+ * (`text`) unless something was added.
+ */
+export const planCall = (
+  dialect: Dialect,
+  body: Record<string, unknown>,
+  text: string,
+  target: RouteTarget
+): Either.Either<CallPlan, BadRequest | BadGateway> => {
+  let changed = false
+  let model = typeof body["model"] === "string" && body["model"].trim() !== "" ? body["model"] : undefined
+  if (model === undefined) {
+    if (target.defaultModel === null) {
+      return Either.left(badBody("model", "required (or set default_model on the route's provider connection)"))
+    }
+    model = target.defaultModel
+    body["model"] = model
+    changed = true
+  }
+  if (Option.isNone(target.apiKey)) {
+    return Either.left(
+      new BadGateway({
+        code: "provider_credential_unreadable",
+        message:
+          "The provider key of this route's connection cannot be decrypted by this service; set it again with PATCH /v1/gateway/provider-connections/{id}."
+      })
+    )
+  }
+  const stream = body["stream"] === true
+  if (dialect === "chat" && stream) {
+    const options = body["stream_options"]
+    const current = typeof options === "object" && options !== null ? (options as Record<string, unknown>) : {}
+    if (current["include_usage"] !== true) {
+      body["stream_options"] = { ...current, include_usage: true }
+      changed = true
+    }
+  }
+  const payload = Buffer.from(changed ? JSON.stringify(body) : text, "utf8")
+  return Either.right({ model, stream, payload, apiKey: target.apiKey.value })
+}
+
+/** Where the call goes. */
+export const upstreamUrl = (dialect: Dialect, target: RouteTarget) =>
+  new URL(`${target.baseUrl}${dialect === "chat" ? "/chat/completions" : "/v1/messages"}`)
+
+export const upstreamHeaders = (
+  dialect: Dialect,
+  key: Redacted.Redacted<string>,
+  incoming: Headers.Headers
+): Record<string, string> => {
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    accept: incoming["accept"] ?? "application/json, text/event-stream",
+    "accept-encoding": "identity"
+  }
+  if (dialect === "chat") {
+    headers["authorization"] = `Bearer ${Redacted.value(key)}`
+  } else {
+    headers["x-api-key"] = Redacted.value(key)
+    headers["anthropic-version"] = incoming["anthropic-version"] ?? ANTHROPIC_VERSION
+    const beta = incoming["anthropic-beta"]
+    if (beta !== undefined) headers["anthropic-beta"] = beta
+  }
+  return headers
+}
+
+/** The answer for a call that ended before the provider's response head; notes why in `outcome`. */
+export const upstreamFailure = (error: UpstreamTimeout | UpstreamUnreachable, outcome: Outcome) => {
+  outcome.error = error._tag === "UpstreamTimeout" ? "timeout" : error.reason
+  return error._tag === "UpstreamTimeout"
+    ? new GatewayTimeout({
+        code: "upstream_timeout",
+        message: `The provider did not answer within ${error.afterMillis} ms.`
+      })
+    : new BadGateway({ code: "upstream_unreachable", message: "The provider could not be reached." })
+}
+
+const responseHeaders = (upstream: UpstreamResponse) => {
+  const headers: Record<string, string> = {}
+  for (const [name, value] of Object.entries(upstream.headers)) {
+    if (value !== undefined && FORWARDED_HEADER.test(name))
+      headers[name] = Array.isArray(value) ? value.join(", ") : value
+  }
+  const upstreamId = upstream.headers["x-request-id"]
+  if (typeof upstreamId === "string") headers["x-upstream-request-id"] = upstreamId
+  return headers
+}
+
+/** The client's response: the upstream body streamed through the meter, or an error body. */
+export const respond = (upstream: UpstreamResponse, meter: UsageMeter, outcome: Outcome) => {
+  outcome.status = upstream.status
+  const contentType = upstream.headers["content-type"]
+  meter.contentType(contentType)
+  const headers = responseHeaders(upstream)
+  if (upstream.status === 401 || upstream.status === 403) {
+    outcome.ended = true
+    upstream.abort()
+    return HttpServerResponse.unsafeJson(
+      {
+        error: {
+          code: "provider_auth_failed",
+          message: `The provider refused this route's credentials (HTTP ${upstream.status}); check the connection's provider_api_key.`
+        }
+      },
+      { status: 502, headers }
+    )
+  }
+  const status = upstream.status >= 500 ? 502 : upstream.status
+  const length = upstream.headers["content-length"]
+  if (upstream.status >= 500 && (length === "0" || (length === undefined && contentType === undefined))) {
+    outcome.ended = true
+    upstream.abort()
+    return HttpServerResponse.unsafeJson(
+      { error: { code: "upstream_error", message: `The provider failed (HTTP ${upstream.status}) without a body.` } },
+      { status: 502, headers }
+    )
+  }
+  // Node pipes the body to the client (backpressure from the client's socket) while the meter watches
+  // the same chunks go by: no fiber work per chunk. Headers are out: a body that breaks off just ends
+  // the response (the meter keeps what it saw).
+  const body = new PassThrough()
+  upstream.body.on("data", (chunk: Buffer) => meter.onChunk(chunk))
+  upstream.body.once("end", () => void (outcome.ended = true))
+  upstream.body.once("error", (error) => {
+    outcome.error = error.message
+    if (!body.destroyed) body.end()
+  })
+  upstream.body.pipe(body)
+  return HttpServerResponse.raw(body, {
+    status,
+    headers,
+    contentType: contentType ?? "application/octet-stream",
+    ...(length !== undefined && upstream.status < 500 ? { contentLength: Number(length) } : {})
+  })
+}
+
+/** Everything known of a call when it ends, for its usage record. */
+export interface FinishedCallInput {
+  readonly caller: Caller
+  readonly dialect: Dialect
+  readonly routeId: string
+  readonly target: RouteTarget
+  readonly requestId: string
+  readonly model: string
+  readonly stream: boolean
+  readonly price: Option.Option<ModelPrice>
+  readonly reservation: Settlement["reservation"]
+  readonly meter: UsageMeter
+  readonly outcome: Outcome
+}
+
+/** The call's `llm-usage` event, and its budget settlement at the actual cost. */
+export const finishedCall = (input: FinishedCallInput) => {
+  const { caller } = input
+  const usage = input.meter.finish()
+  const cost = Option.match(input.price, {
+    onNone: () => ({ usdNanos: 0n, minor: 0 }),
+    onSome: (price) => costOf(price, usage.promptTokens, usage.completionTokens)
+  })
+  const at = new Date()
+  const message: LlmUsageMessage = {
+    schema_version: 1,
+    id: prefixedId("llmu"),
+    workspace_id: caller.workspaceId,
+    api_key_id: caller.apiKeyId,
+    principal_id: caller.principalId,
+    request_id: input.requestId,
+    kind: "customer_inference",
+    model: input.model,
+    prompt_tokens: usage.promptTokens,
+    completion_tokens: usage.completionTokens,
+    currency: "usd",
+    cost_minor: cost.minor,
+    cost_usd_nanos: cost.usdNanos.toString(),
+    effective_at: at.toISOString(),
+    metadata: {
+      source: "gateway",
+      dialect: input.dialect === "chat" ? "chat_style" : "messages_style",
+      route_id: input.routeId,
+      provider_connection_id: input.target.connectionId,
+      stream: input.stream,
+      upstream_status: input.outcome.status,
+      upstream_error: input.outcome.error,
+      usage_complete: usage.complete,
+      usage_estimated: usage.estimated,
+      cut_short: input.outcome.status !== null && !input.outcome.ended
+    },
+    unpriced: Option.isNone(input.price),
+    agent_id: input.target.agentId
+  }
+  const settlement: Settlement = {
+    workspaceId: caller.workspaceId,
+    reservation: input.reservation,
+    actual: cost.usdNanos,
+    at
+  }
+  return { message, settlement }
+}

@@ -1,0 +1,209 @@
+/**
+ * The proxy's direct path (src/gateway/ProxyDirect.ts): once a runtime
+ * key's call has warmed the caches (key, flags, route, price, budget lease),
+ * the next calls are proxied without a fiber. What a user sees must not tell
+ * the two paths apart: the same answers and headers, the same usage records
+ * and budget settlements, changes (a price, a revoked key, a new provider
+ * URL) applying at once, upstream failures mapped alike, and a client that
+ * leaves aborting the provider call. `guardrail_http_direct_requests_total`
+ * shows which path answered.
+ */
+import { afterAll, expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { call, createKey, expectError, expectStatus, SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { eventually } from "../support/Eventually.js"
+import { sample, scrape } from "../support/Metrics.js"
+import { request } from "../support/TestServer.js"
+import {
+  awaitUsage,
+  GATEWAY_SETTINGS,
+  gatewayTenant,
+  monthSpend,
+  setBudget,
+  setPrice,
+  type UsageMessage
+} from "./gateway-helpers.js"
+import { HANG_INPUT_TOKENS, startStubUpstream, USAGE } from "./stub-upstream.js"
+import { testServerWithDatabase } from "../support/TestServer.js"
+
+const stub = await startStubUpstream()
+afterAll(() => stub.close())
+
+const METRICS_TOKEN = "direct-path-metrics-token-0123456789"
+
+/** Calls answered on the direct path so far, for one of the proxy's route templates. */
+const directCalls = (base: string, dialect: "chat" | "messages") =>
+  Effect.map(
+    scrape(base, METRICS_TOKEN),
+    (text) =>
+      sample(text, "guardrail_http_direct_requests_total", {
+        route:
+          dialect === "chat"
+            ? "/v1/gateway/:id/chat_style/chat/completions"
+            : "/v1/gateway/:id/messages_style/v1/messages"
+      }) ?? 0
+  )
+
+const post = (url: string, key: string, body: unknown, headers: Record<string, string> = {}) =>
+  request(url, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(10_000)
+  })
+
+/** A usage record without what differs from call to call (ids and times). */
+const comparable = (usage: UsageMessage) => {
+  const { id: _id, request_id: _request, effective_at: _at, ...rest } = usage
+  return rest
+}
+
+/** What a client sees of an answer, without its request id. */
+const seen = (response: { status: number; headers: Headers; text: string }) => ({
+  status: response.status,
+  contentType: response.headers.get("content-type"),
+  upstreamRequestId: response.headers.get("x-upstream-request-id"),
+  body: response.text
+})
+
+layer(testServerWithDatabase("database", { ...GATEWAY_SETTINGS, METRICS_TOKEN }), SERVER_OPTIONS)(
+  "the gateway's direct path",
+  (it) => {
+    it.effect("a warm call answers, records and settles exactly as the cold one before it", () =>
+      Effect.gen(function* () {
+        const { base, db, owner, gateway } = yield* gatewayTenant(stub.url)
+        const key = yield* createKey(base, owner)
+        yield* setPrice(base, owner, "stub-chat", 100_000, 300_000)
+        yield* setBudget(base, owner, 100_000, "month")
+        const url = `${gateway.routeBase}/chat_style/chat/completions`
+        const body = { model: "stub-chat", max_tokens: 64, messages: [{ role: "user", content: "Say hello" }] }
+
+        const before = yield* directCalls(base, "chat")
+        const cold = yield* post(url, key.plaintext_key, body)
+        expect(yield* directCalls(base, "chat")).toBe(before)
+        const warm = yield* post(url, key.plaintext_key, body)
+        expect(yield* directCalls(base, "chat")).toBe(before + 1)
+
+        expect(cold.status, cold.text).toBe(200)
+        expect(seen(warm)).toEqual(seen(cold))
+        expect(warm.headers.get("x-request-id")).toMatch(/^req_/)
+        // The provider got the same request both times.
+        const [first, second] = stub.requests.slice(-2)
+        expect(second!.text).toBe(first!.text)
+        expect(second!.headers["authorization"]).toBe(first!.headers["authorization"])
+
+        const usage = yield* awaitUsage(db, owner.workspaceId, 2)
+        expect(comparable(usage[1]!)).toEqual(comparable(usage[0]!))
+        expect(usage[1]!.request_id).toBe(warm.headers.get("x-request-id"))
+        // (12 x 100000 + 3 x 300000) cents per million = 2.1 cents each, settled for both calls.
+        expect(usage[1]).toMatchObject({ prompt_tokens: USAGE.chat.prompt_tokens, cost_usd_nanos: "21000000" })
+        yield* eventually(
+          Effect.flatMap(monthSpend(db, owner.workspaceId), (spend) =>
+            spend.spent === 42_000_000n ? Effect.void : Effect.fail(new Error(`spent ${spend.spent}`))
+          )
+        )
+      })
+    )
+
+    it.effect("changes apply at once: a new price, a new provider URL, a revoked key, a spent budget", () =>
+      Effect.gen(function* () {
+        const { base, db, owner, gateway } = yield* gatewayTenant(stub.url)
+        const key = yield* createKey(base, owner)
+        yield* setPrice(base, owner, "stub-chat", 100_000, 300_000)
+        const url = `${gateway.routeBase}/chat_style/chat/completions`
+        const body = { model: "stub-chat", messages: [{ role: "user", content: "Say hello" }] }
+        for (let i = 0; i < 2; i++) expectStatus(yield* post(url, key.plaintext_key, body), 200)
+
+        // A new price: the very next call is priced with it.
+        yield* setPrice(base, owner, "stub-chat", 0, 1_000_000)
+        expectStatus(yield* post(url, key.plaintext_key, body), 200)
+        const usage = yield* awaitUsage(db, owner.workspaceId, 3)
+        expect(usage.map((record) => record.cost_usd_nanos)).toEqual(["21000000", "21000000", "30000000"])
+
+        // A provider URL nobody listens on: the next call is 502, answered alike cold and warm.
+        expectStatus(
+          yield* call(base, "PATCH", `/v1/gateway/provider-connections/${gateway.connectionId}`, {
+            token: owner.jwt,
+            body: { base_url: "http://127.0.0.1:9/v1" }
+          }),
+          200
+        )
+        const before = yield* directCalls(base, "chat")
+        const coldFailure = yield* post(url, key.plaintext_key, body)
+        const warmFailure = yield* post(url, key.plaintext_key, body)
+        expect(yield* directCalls(base, "chat")).toBe(before + 1)
+        expectError(warmFailure, 502, "upstream_unreachable")
+        expect(seen(warmFailure)).toEqual(seen(coldFailure))
+
+        // A budget already spent: refused (402) at once, and nothing reaches the provider.
+        const requestsBefore = stub.requests.length
+        yield* setBudget(base, owner, 1, "month")
+        expectError(yield* post(url, key.plaintext_key, { ...body, max_tokens: 10_000 }), 402, "budget_exceeded")
+        expect(stub.requests.length).toBe(requestsBefore)
+
+        // A revoked key: 401 on the next call.
+        expectStatus(
+          yield* call(base, "PATCH", "/v1/api-keys/batch/revoke", {
+            token: owner.jwt,
+            body: { ids: [key.api_key.id] }
+          }),
+          200
+        )
+        expectError(yield* post(url, key.plaintext_key, body), 401, "invalid_api_key")
+      })
+    )
+
+    it.effect("a provider failure after admission is mapped as on the Effect path (5xx, 401)", () =>
+      Effect.gen(function* () {
+        const { base, owner, gateway } = yield* gatewayTenant(stub.url)
+        const key = yield* createKey(base, owner)
+        const url = `${gateway.routeBase}/chat_style/chat/completions`
+        for (const model of ["fail-500", "fail-500-empty", "fail-401"]) {
+          yield* setPrice(base, owner, model, 1, 1)
+          const before = yield* directCalls(base, "chat")
+          const cold = yield* post(url, key.plaintext_key, { model, messages: [] })
+          const warm = yield* post(url, key.plaintext_key, { model, messages: [] })
+          expect(yield* directCalls(base, "chat"), model).toBe(before + 1)
+          expect(cold.status, model).toBe(502)
+          expect(seen(warm), model).toEqual(seen(cold))
+        }
+      })
+    )
+
+    it.effect("a client that leaves mid-stream aborts the provider call, and the tokens seen are recorded", () =>
+      Effect.gen(function* () {
+        const { base, db, owner, gateway } = yield* gatewayTenant(stub.url)
+        const key = yield* createKey(base, owner)
+        yield* setPrice(base, owner, "hang", 1, 1)
+        const leaveAfterFirstChunk = Effect.promise(async () => {
+          const controller = new AbortController()
+          const response = await fetch(`${gateway.routeBase}/messages_style/v1/messages`, {
+            method: "POST",
+            headers: { "x-api-key": key.plaintext_key, "content-type": "application/json" },
+            body: JSON.stringify({ model: "hang", max_tokens: 100, stream: true, messages: [] }),
+            signal: controller.signal
+          })
+          const { value } = await response.body!.getReader().read()
+          controller.abort()
+          return new TextDecoder().decode(value)
+        })
+        const abortedBefore = stub.aborted.length
+        expect(yield* leaveAfterFirstChunk).toContain("message_start") // cold: the Effect path
+        const before = yield* directCalls(base, "messages")
+        expect(yield* leaveAfterFirstChunk).toContain("message_start") // warm: the direct path
+        expect(yield* directCalls(base, "messages")).toBe(before + 1)
+
+        yield* eventually(
+          Effect.suspend(() =>
+            stub.aborted.length >= abortedBefore + 2 ? Effect.void : Effect.fail(new Error("upstream not aborted"))
+          ),
+          "5 seconds"
+        )
+        const usage = yield* awaitUsage(db, owner.workspaceId, 2)
+        expect(comparable(usage[1]!)).toEqual(comparable(usage[0]!))
+        expect(usage[1]!.prompt_tokens).toBe(HANG_INPUT_TOKENS)
+        expect(usage[1]!.metadata).toMatchObject({ stream: true, usage_complete: false, cut_short: true })
+      })
+    )
+  }
+)
