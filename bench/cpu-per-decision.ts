@@ -11,12 +11,15 @@
  */
 import { spawn } from "node:child_process"
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
-import { admin, adminUrl, brokers, cannon, decisionTenant } from "./support.js"
+import { admin, adminUrl, brokers, cannon, decisionTenant, pause, SERVICE_NODE_FLAGS } from "./support.js"
 
 const mode = process.argv[2] ?? "all"
 const seconds = Number(process.argv[3] ?? 8)
 const services = mode === "split" ? ["api", "stream-worker"] : mode === "api" ? ["api"] : ["all-in-one"]
 const POLICIES = 200
+const profile = process.env["BENCH_CPU_PROFILE"]
+/** BENCH_CPU_PROFILE=<dir>: each service process writes a V8 CPU profile there. */
+const profileArgs = profile === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profile}`]
 
 /** CPU milliseconds (user + system) of one process. */
 const cpuOf = (pid: number | string) => {
@@ -55,8 +58,6 @@ const perDecision = (before: Map<string, number>, after: Map<string, number>, de
   )
 }
 
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
 const main = async () => {
   const database = `bench_cpu_${Date.now()}`
   await admin(`create database ${database}`)
@@ -64,7 +65,7 @@ const main = async () => {
   url.pathname = `/${database}`
   const port = 40_000 + Math.floor(Math.random() * 10_000)
   const children = services.map((service) =>
-    spawn("node", ["--import", "tsx", `services/${service}/main.ts`], {
+    spawn("node", [...SERVICE_NODE_FLAGS, ...profileArgs, "--import", "tsx", `services/${service}/main.ts`], {
       env: {
         ...process.env,
         DATABASE_URL: url.toString(),
@@ -82,7 +83,10 @@ const main = async () => {
   try {
     const base = `http://127.0.0.1:${port}`
     for (let ready = false; !ready; await pause(300)) {
-      ready = await fetch(`${base}/readyz`).then((response) => response.ok, () => false)
+      ready = await fetch(`${base}/readyz`).then(
+        (response) => response.ok,
+        () => false
+      )
     }
     const target = await decisionTenant(base, POLICIES)
     await cannon({ ...target, connections: 10, duration: 3 }) // warm-up
@@ -100,7 +104,10 @@ const main = async () => {
       p99_ms: run.latency.p99,
       non_2xx: run.non2xx,
       service_cpu_us_per_decision: Object.fromEntries(
-        services.map((service, i) => [service, Math.round(((cpuOf(children[i]!.pid!) - serviceBefore[i]!) * 1000) / decisions)])
+        services.map((service, i) => [
+          service,
+          Math.round(((cpuOf(children[i]!.pid!) - serviceBefore[i]!) * 1000) / decisions)
+        ])
       ),
       all_processes_cpu_us_per_decision: perDecision(before, everyProcess(), decisions)
     }

@@ -13,7 +13,8 @@
  * The gateway is also measured without a budget (usage still recorded), for
  * the cost breakdown. Loads: concurrency 1; a fixed 500 requests/s; and as fast as 100
  * connections go (sustained requests/s). Added latency = gateway percentile
- * minus the direct percentile of the same load.
+ * minus the direct percentile of the same load. Concurrency 1 is timed per
+ * request to 0.01 ms (`sequential`); the other loads by autocannon (whole ms).
  *
  * Usage: npx tsx bench/gateway.ts [seconds=10]
  * Needs PostgreSQL (BENCH_POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/test)
@@ -23,8 +24,9 @@ import autocannon from "autocannon"
 import { type ChildProcess, spawn } from "node:child_process"
 import { createHash } from "node:crypto"
 import { mkdirSync, writeFileSync } from "node:fs"
+import { Agent, request as httpRequest } from "node:http"
 import { createRequire } from "node:module"
-import { admin, adminUrl, brokers, cannon } from "./support.js"
+import { admin, adminUrl, brokers, cannon, pause, SERVICE_NODE_FLAGS, waitUntilIdle } from "./support.js"
 
 const seconds = Number(process.argv[2] ?? 10)
 const STUB_DELAY_MS = 20
@@ -55,10 +57,20 @@ const body = JSON.stringify({
   messages: [{ role: "user", content: "Say hello to the benchmark." }]
 })
 
-type Load = "concurrency_1" | "rate_500" | "sustained"
+const LOADS = ["concurrency_1", "rate_500", "sustained"] as const
+type Load = (typeof LOADS)[number]
 
-const loads: Record<Load, Partial<autocannon.Options>> = {
-  concurrency_1: { connections: 1 },
+interface LoadResult {
+  readonly p50_ms: number
+  readonly p99_ms: number
+  readonly mean_ms: number
+  readonly requests_per_s: number
+  readonly non_2xx: number
+  readonly errors: number
+}
+
+/** The loads autocannon drives (concurrency 1 is timed by `sequential`). */
+const cannonLoads: Record<Exclude<Load, "concurrency_1">, Partial<autocannon.Options>> = {
   rate_500: { connections: 50, overallRate: 500 },
   sustained: { connections: 100 }
 }
@@ -101,7 +113,11 @@ const configureService = async (base: string, budget = true) => {
     body: JSON.stringify({ username: `bench-${Date.now()}`, password })
   })
   const auth = { authorization: `Bearer ${String(session["jwt"])}`, "content-type": "application/json" }
-  const key = await json(`${base}/v1/api-keys`, { method: "POST", headers: auth, body: JSON.stringify({ name: "bench" }) })
+  const key = await json(`${base}/v1/api-keys`, {
+    method: "POST",
+    headers: auth,
+    body: JSON.stringify({ name: "bench" })
+  })
   const connection = await json(`${base}/v1/gateway/provider-connections`, {
     method: "POST",
     headers: auth,
@@ -123,11 +139,12 @@ const configureService = async (base: string, budget = true) => {
     body: JSON.stringify({ input_per_million_minor: 250, output_per_million_minor: 1000 })
   })
   // A cap no run reaches: every request is admitted, strictly (max_tokens), and settled.
-  if (budget) await json(`${base}/v1/settings`, {
-    method: "PATCH",
-    headers: auth,
-    body: JSON.stringify({ config: { llm_budget: { cap_minor: 1_000_000_000, currency: "usd", window: "month" } } })
-  })
+  if (budget)
+    await json(`${base}/v1/settings`, {
+      method: "PATCH",
+      headers: auth,
+      body: JSON.stringify({ config: { llm_budget: { cap_minor: 1_000_000_000, currency: "usd", window: "month" } } })
+    })
   return {
     url: `${base}/v1/gateway/${String(route["id"])}/chat_style/chat/completions`,
     headers: { authorization: `Bearer ${String(key["plaintext_key"])}`, "content-type": "application/json" }
@@ -140,14 +157,67 @@ interface Target {
   readonly headers: Record<string, string>
 }
 
-const measure = async (target: Target) => {
+/** The `q` quantile of sorted values, rounded to 0.01 ms. */
+const quantile = (sorted: ReadonlyArray<number>, q: number) =>
+  Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! * 100) / 100
+
+/**
+ * Concurrency 1, timed per request with `performance.now()` over one
+ * keep-alive connection: autocannon's histogram counts whole milliseconds,
+ * too coarse where the gateways add about a millisecond.
+ */
+const sequential = async (target: Target) => {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+  const url = new URL(target.url)
+  /** One request's status and milliseconds to its last byte. */
+  const once = () =>
+    new Promise<{ status: number; ms: number }>((resolve, reject) => {
+      const started = performance.now()
+      const request = httpRequest(
+        url,
+        { method: "POST", agent, headers: { ...target.headers, "content-length": Buffer.byteLength(body) } },
+        (response) => {
+          response.resume()
+          response.on("end", () => resolve({ status: response.statusCode ?? 0, ms: performance.now() - started }))
+        }
+      )
+      request.on("error", reject)
+      request.end(body)
+    })
+  const latencies: Array<number> = []
+  let non2xx = 0
+  let errors = 0
+  const until = Date.now() + seconds * 1000
+  while (Date.now() < until) {
+    await once().then(
+      ({ status, ms }) => (status >= 200 && status < 300 ? latencies.push(ms) : (non2xx += 1)),
+      () => (errors += 1)
+    )
+  }
+  agent.destroy()
+  const sorted = [...latencies].sort((a, b) => a - b)
+  return {
+    p50_ms: quantile(sorted, 0.5),
+    p99_ms: quantile(sorted, 0.99),
+    mean_ms: Math.round((latencies.reduce((sum, ms) => sum + ms, 0) / latencies.length) * 100) / 100,
+    requests_per_s: Math.round(latencies.length / seconds),
+    non_2xx: non2xx,
+    errors
+  } satisfies LoadResult
+}
+
+/**
+ * Warm-up, then each load; before each measurement `settle` waits until the
+ * machine is quiet again (by default a fixed pause), so no run measures the
+ * previous one's backlog.
+ */
+const measure = async (target: Target, settle: () => Promise<void> = () => pause(5_000)) => {
   const base = { url: target.url, method: "POST" as const, body, headers: target.headers, duration: seconds }
   await cannon({ ...base, connections: 20, duration: 3 }) // warm-up
-  // Let the all-in-one's stream workers digest the warm-up's usage events
-  // first: otherwise the concurrency-1 run measures that backlog, not a call.
-  await new Promise((resolve) => setTimeout(resolve, 5_000))
-  const results: Record<string, unknown> = {}
-  for (const [load, options] of Object.entries(loads)) {
+  await settle()
+  const results: Partial<Record<Load, LoadResult>> = { concurrency_1: await sequential(target) }
+  for (const [load, options] of Object.entries(cannonLoads) as Array<[Load, Partial<autocannon.Options>]>) {
+    await settle()
     const result = await cannon({ ...base, ...options })
     results[load] = {
       p50_ms: result.latency.p50,
@@ -158,7 +228,7 @@ const measure = async (target: Target) => {
       errors: result.errors
     }
   }
-  return results as Record<Load, { p50_ms: number; p99_ms: number; mean_ms: number; requests_per_s: number; non_2xx: number; errors: number }>
+  return results as Record<Load, LoadResult>
 }
 
 const main = async () => {
@@ -174,17 +244,21 @@ const main = async () => {
     // BENCH_CPU_PROFILE=<dir>: a V8 CPU profile of the service, as in bench/support.ts.
     const profile = process.env["BENCH_CPU_PROFILE"]
     const profileArgs = profile === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profile}`]
-    const service = start("node", [...profileArgs, "--import", "tsx", "services/all-in-one/main.ts"], {
-      DATABASE_URL: databaseUrl.toString(),
-      KAFKA_BROKERS: brokers,
-      KAFKA_TOPIC_PREFIX: `bench${Date.now()}.`,
-      PORT: String(ports.service),
-      HOST: "127.0.0.1",
-      LOG_LEVEL: "warn",
-      DATA_DIR: `/tmp/guardrail-bench-${ports.service}`,
-      DATABASE_POOL_SIZE: "20",
-      HTTP_URL_ALLOWLIST: "127.0.0.1"
-    })
+    const service = start(
+      "node",
+      [...SERVICE_NODE_FLAGS, ...profileArgs, "--import", "tsx", "services/all-in-one/main.ts"],
+      {
+        DATABASE_URL: databaseUrl.toString(),
+        KAFKA_BROKERS: brokers,
+        KAFKA_TOPIC_PREFIX: `bench${Date.now()}.`,
+        PORT: String(ports.service),
+        HOST: "127.0.0.1",
+        LOG_LEVEL: "warn",
+        DATA_DIR: `/tmp/guardrail-bench-${ports.service}`,
+        DATABASE_POOL_SIZE: "20",
+        HTTP_URL_ALLOWLIST: "127.0.0.1"
+      }
+    )
     const serviceBase = `http://127.0.0.1:${ports.service}`
     await waitFor(async () => (await fetch(`${serviceBase}/readyz`)).ok, "service", service.output)
     const ours = await configureService(serviceBase)
@@ -208,19 +282,22 @@ const main = async () => {
       portkey.output
     )
 
+    // Portkey before ours: our service's stream workers digest each run's usage events after it, and
+    // that work must not land on Portkey's measurement (each gateway is measured on a quiet machine).
     const direct = await measure({ name: "direct", url: stubUrl, headers: { "content-type": "application/json" } })
     console.log(JSON.stringify({ bench: "gateway", target: "direct", ...direct }))
-    const guardrail = await measure({ name: "guardrail", ...ours })
-    console.log(JSON.stringify({ bench: "gateway", target: "guardrail", ...guardrail }))
     const portkeyResult = await measure(portkeyTarget)
     console.log(JSON.stringify({ bench: "gateway", target: "portkey", ...portkeyResult }))
+    const quiet = () => waitUntilIdle([service.child.pid!, portkey.child.pid!])
+    const guardrail = await measure({ name: "guardrail", ...ours }, quiet)
+    console.log(JSON.stringify({ bench: "gateway", target: "guardrail", ...guardrail }))
     // For the breakdown: the same gateway without a budget (usage still recorded, no admission).
-    const unbudgeted = await measure({ name: "guardrail-no-budget", ...oursWithoutBudget })
+    const unbudgeted = await measure({ name: "guardrail-no-budget", ...oursWithoutBudget }, quiet)
     console.log(JSON.stringify({ bench: "gateway", target: "guardrail-no-budget", ...unbudgeted }))
 
     const added = (result: typeof direct) =>
       Object.fromEntries(
-        (Object.keys(loads) as Array<Load>).map((load) => [
+        LOADS.map((load) => [
           load,
           {
             added_p50_ms: Math.round((result[load].p50_ms - direct[load].p50_ms) * 100) / 100,

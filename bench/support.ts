@@ -6,6 +6,7 @@
 import autocannon from "autocannon"
 import { spawn } from "node:child_process"
 import { createHash } from "node:crypto"
+import { readFileSync } from "node:fs"
 import pg from "pg"
 
 export const adminUrl = process.env["BENCH_POSTGRES_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
@@ -17,6 +18,13 @@ export const admin = async (text: string) => {
   await client.connect()
   await client.query(text).finally(() => client.end())
 }
+
+/**
+ * Node flags the service runs with, as in package.json's start scripts and
+ * the Dockerfile: V8's garbage collector on the thread that needs it, not on
+ * helper threads that compete for the same few cores (docs/operations.md).
+ */
+export const SERVICE_NODE_FLAGS = ["--single-threaded-gc"] as const
 
 /**
  * Starts `services/all-in-one` over `databaseUrl` on `port` (fresh topic
@@ -33,21 +41,25 @@ export const startService = (
   new Promise<() => void>((resolve, reject) => {
     const profile = process.env["BENCH_CPU_PROFILE"]
     const nodeArgs = profile === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profile}`]
-    const child = spawn("node", [...nodeArgs, "--import", "tsx", `services/${service}/main.ts`], {
-      env: {
-        ...process.env,
-        DATABASE_URL: databaseUrl,
-        KAFKA_BROKERS: brokers,
-        KAFKA_TOPIC_PREFIX: `bench${Date.now()}.`,
-        PORT: String(port),
-        HOST: "127.0.0.1",
-        LOG_LEVEL: "warn",
-        DATA_DIR: `/tmp/guardrail-bench-${port}`,
-        DATABASE_POOL_SIZE: "20",
-        ...env
-      },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
+    const child = spawn(
+      "node",
+      [...SERVICE_NODE_FLAGS, ...nodeArgs, "--import", "tsx", `services/${service}/main.ts`],
+      {
+        env: {
+          ...process.env,
+          DATABASE_URL: databaseUrl,
+          KAFKA_BROKERS: brokers,
+          KAFKA_TOPIC_PREFIX: `bench${Date.now()}.`,
+          PORT: String(port),
+          HOST: "127.0.0.1",
+          LOG_LEVEL: "warn",
+          DATA_DIR: `/tmp/guardrail-bench-${port}`,
+          DATABASE_POOL_SIZE: "20",
+          ...env
+        },
+        stdio: ["ignore", "pipe", "pipe"]
+      }
+    )
     let output = ""
     const timer = setTimeout(() => reject(new Error(`service did not start:\n${output}`)), 90_000)
     const poll = setInterval(() => {
@@ -117,5 +129,29 @@ export const decisionTenant = async (base: string, policies: number) => {
       action: { operation: "reply", content: "Thanks for waiting: your order ships tomorrow and arrives by Friday." }
     }),
     headers: { authorization: `Bearer ${String(key["plaintext_key"])}`, "content-type": "application/json" }
+  }
+}
+
+export const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/** CPU milliseconds (user + system) a process has used, from /proc (Linux). */
+export const cpuMillisOf = (pid: number) => {
+  const raw = readFileSync(`/proc/${pid}/stat`, "utf8")
+  const fields = raw.slice(raw.lastIndexOf(")") + 2).split(" ")
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
+
+/**
+ * Waits (at least 2 s, at most 60 s) until the processes together used under
+ * 5% of a core over the last second: a service's stream workers have digested
+ * what the previous run produced.
+ */
+export const waitUntilIdle = async (pids: ReadonlyArray<number>) => {
+  const total = () => pids.reduce((sum, pid) => sum + cpuMillisOf(pid), 0)
+  await pause(1_000)
+  for (let waited = 0; waited < 60_000; waited += 1_000) {
+    const before = total()
+    await pause(1_000)
+    if (total() - before < 50) return
   }
 }
