@@ -13,14 +13,17 @@
  *                   per-run sequence (group commit: bump the runs' counters,
  *                   insert the events and outbox rows);
  *  - decide-kafka:  decide, plus the decision acknowledged by Kafka (acks=all,
- *                   batched) before the answer, nothing in PostgreSQL.
- * Nothing relays the outbox and no consumer runs: the real service also has
- * those to pay for. Env: PORT, DATABASE_URL, KAFKA_BROKERS.
+ *                   batched) before the answer, nothing in PostgreSQL;
+ *  - pipeline:      pg, on emptied tables, for bench/ceiling-pipeline.ts to
+ *                   relay and aggregate (a separate process).
+ * In the other modes nothing relays the outbox and no consumer runs.
+ * Env: PORT, DATABASE_URL, KAFKA_BROKERS.
  */
-import { createHash, generateKeyPairSync, randomUUID, sign } from "node:crypto"
+import { createHash, generateKeyPairSync, sign } from "node:crypto"
 import { createServer, type ServerResponse } from "node:http"
 import { Kafka, logLevel } from "kafkajs"
 import pg from "pg"
+import { uuidv7 } from "../src/platform/Ids.js"
 
 const mode = process.argv[2] ?? "echo"
 const port = Number(process.env["PORT"] ?? 0)
@@ -59,6 +62,7 @@ const field = (value: unknown, key: string): unknown =>
 
 /** The synchronous part of a decision; answers the response body and what would be stored. */
 const decide = (body: unknown, authorization: string | undefined) => {
+  const started = performance.now()
   const workspace = KEYS.get(createHash("sha256").update((authorization ?? "").slice(7)).digest("hex"))
   if (workspace === undefined) return undefined
   const content = String(field(field(body, "action"), "content") ?? "")
@@ -71,7 +75,9 @@ const decide = (body: unknown, authorization: string | undefined) => {
   const input = `${HEADER}.${Buffer.from(JSON.stringify(receipt)).toString("base64url")}`
   const jws = `${input}.${sign(null, Buffer.from(input), privateKey).toString("base64url")}`
   const response = JSON.stringify({ effect, domain: "content", reason: effect, intent_id: intentId, receipt_id: receiptId, trace_id: traceId, latency_ms: 0, findings, applied_grant: null, approval: null, lease: null, status: "decided", transformed_value: null })
-  return { workspace, traceId, receiptId, intentId, effect, jws, response, agent: String(field(field(body, "principal"), "agent_id") ?? "") }
+  const principal = field(body, "principal")
+  const latencyMs = performance.now() - started
+  return { workspace, traceId, receiptId, intentId, effect, jws, response, latencyMs, agent: String(field(principal, "agent_id") ?? ""), environment: String(field(principal, "environment_id") ?? "") }
 }
 
 type Decided = NonNullable<ReturnType<typeof decide>>
@@ -98,7 +104,8 @@ const groupCommit = <T>(write: (batch: Array<T>) => Promise<void>) => {
 
 const main = async () => {
   const pool = new pg.Pool({ connectionString: process.env["DATABASE_URL"], max: 4 })
-  if (mode === "pg") await pool.query(SCHEMA)
+  if (mode === "pg" || mode === "pipeline") await pool.query(SCHEMA)
+  if (mode === "pipeline") await pool.query("truncate c_outbox, c_traces, c_receipts, c_run_events")
   const inTransaction = async (work: (client: pg.PoolClient) => Promise<void>) => {
     const client = await pool.connect()
     try {
@@ -112,8 +119,18 @@ const main = async () => {
       client.release()
     }
   }
+  // The stream message of each stored event; acked_at is stamped at the commit the answer waits for.
+  const decisionMessage = (d: Decided, ackedAt: number) => ({
+    event_id: uuidv7(),
+    workspace_id: d.workspace,
+    series: "decisions",
+    dims: { agent_id: d.agent, environment_id: d.environment, effect: d.effect, domain: "content" },
+    latency_ms: d.latencyMs,
+    acked_at: ackedAt
+  })
   const storeDecisions = groupCommit<Decided & { payload: string }>((batch) =>
     inTransaction(async (client) => {
+      const messages = batch.map((d) => decisionMessage(d, Date.now()))
       await client.query(
         `insert into c_traces (id, workspace_id, agent_id, intent_id, decision, payload)
          select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[])`,
@@ -125,12 +142,20 @@ const main = async () => {
       )
       await client.query(
         `insert into c_outbox (event_id, topic, key, value) select * from unnest($1::uuid[], $2::text[], $3::text[], $4::text[])`,
-        [batch.map(() => randomUUID()), batch.map(() => "decisions"), batch.map((d) => d.workspace), batch.map((d) => d.response)]
+        [messages.map((m) => m.event_id), batch.map(() => "decisions"), batch.map((d) => d.workspace), messages.map((m) => JSON.stringify(m))]
       )
     })
   )
   const storeRunEvents = groupCommit<{ runId: string; kind: string; metadata: string; eventId: string }>((batch) =>
     inTransaction(async (client) => {
+      const ackedAt = Date.now()
+      const messages = batch.map((event) => ({
+        event_id: uuidv7(),
+        workspace_id: "ws_ceiling",
+        series: "run_events",
+        dims: { run_kind: "chat_session", event_kind: event.kind },
+        acked_at: ackedAt
+      }))
       const counts = new Map<string, number>()
       for (const event of batch) counts.set(event.runId, (counts.get(event.runId) ?? 0) + 1)
       const runs = [...counts.keys()].sort()
@@ -151,7 +176,7 @@ const main = async () => {
       )
       await client.query(
         `insert into c_outbox (event_id, topic, key, value) select * from unnest($1::uuid[], $2::text[], $3::text[], $4::text[])`,
-        [batch.map(() => randomUUID()), batch.map(() => "run-events"), batch.map((event) => event.runId), batch.map((event) => event.metadata)]
+        [messages.map((m) => m.event_id), batch.map(() => "run-events"), batch.map((event) => event.runId), messages.map((m) => JSON.stringify(m))]
       )
     })
   )
