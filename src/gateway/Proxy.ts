@@ -16,11 +16,10 @@
  * latency.
  */
 import type { Headers } from "@effect/platform"
-import { Duration, Effect, FiberRef, HashMap, Option } from "effect"
+import { Effect, FiberRef, HashMap, Option } from "effect"
 import { Budgets, type Reservation } from "../billing/Budgets.js"
 import { costOf, type ModelPrice, Pricing } from "../billing/Pricing.js"
 import type { Caller } from "../identity/Authentication.js"
-import { AppConfig } from "../platform/Config.js"
 import { BadRequest, PaymentRequired } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import {
@@ -29,13 +28,13 @@ import {
   outputBound,
   planCall,
   providerBody,
-  reservationHold,
   respond,
   upstreamFailure,
   upstreamHeaders,
   upstreamUrl
 } from "./Calls.js"
 import { Connections } from "./Connections.js"
+import { proxyDependencies } from "./ProxyDependencies.js"
 import { makeDirectProxy } from "./ProxyDirect.js"
 import { callUpstream } from "./Upstream.js"
 import { type Dialect, UsageMeter } from "./UsageMeter.js"
@@ -69,14 +68,7 @@ export const modelUnpriced = (model: string) =>
 
 export class GatewayProxy extends Effect.Service<GatewayProxy>()("gateway/GatewayProxy", {
   effect: Effect.gen(function* () {
-    const connections = yield* Connections
-    const pricing = yield* Pricing
-    const budgets = yield* Budgets
-    const writer = yield* UsageWriter
-    const config = yield* AppConfig
-    const timeoutMillis = config.gatewayUpstreamTimeoutMillis
-    // A reservation outlives any call the upstream timeout lets through; a dead process's is swept after it.
-    const holdFor = Duration.millis(reservationHold(timeoutMillis))
+    const { connections, pricing, budgets, writer, timeoutMillis, holdFor } = yield* proxyDependencies
 
     /** Admission under the workspace's budget; answers the reservation of a strict request. */
     const admit = (

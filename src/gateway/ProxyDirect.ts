@@ -11,11 +11,10 @@
  * On a 2-core box the Effect path costs about 0.8 ms of CPU per call in the
  * API's thread and this one about a third of that (docs/BENCHMARKS.md).
  */
-import { Duration, Effect, Either, Option, Runtime, Schema } from "effect"
-import { Budgets, type Reservation } from "../billing/Budgets.js"
-import { costOf, Pricing } from "../billing/Pricing.js"
+import { Effect, Either, Option, Runtime, Schema } from "effect"
+import type { Reservation } from "../billing/Budgets.js"
+import { costOf } from "../billing/Pricing.js"
 import type { DirectAuthenticator } from "../identity/AuthenticationLive.js"
-import { AppConfig } from "../platform/Config.js"
 import { type DirectHandler, writeHttpError, writePlatformResponse } from "../platform/FastLane.js"
 import { withMessagesDialectKey } from "../platform/HttpPipeline.js"
 import { RoutePath } from "./Api.js"
@@ -25,27 +24,19 @@ import {
   outputBound,
   planCall,
   providerBody,
-  reservationHold,
   respond,
   upstreamFailure,
   upstreamHeaders,
   upstreamUrl
 } from "./Calls.js"
-import { Connections } from "./Connections.js"
+import { proxyDependencies } from "./ProxyDependencies.js"
 import { sendUpstream, type UpstreamResponse, UpstreamTimeout, UpstreamUnreachable } from "./Upstream.js"
 import { type Dialect, UsageMeter } from "./UsageMeter.js"
-import { UsageWriter } from "./UsageWriter.js"
 
 const routePathOf = Schema.decodeUnknownOption(RoutePath)
 
 export const makeDirectProxy = Effect.gen(function* () {
-  const connections = yield* Connections
-  const pricing = yield* Pricing
-  const budgets = yield* Budgets
-  const writer = yield* UsageWriter
-  const config = yield* AppConfig
-  const timeoutMillis = config.gatewayUpstreamTimeoutMillis
-  const holdFor = Duration.millis(reservationHold(timeoutMillis))
+  const { connections, pricing, budgets, writer, timeoutMillis, holdFor } = yield* proxyDependencies
   const runFork = Runtime.runFork(yield* Effect.runtime<never>())
 
   return (authenticate: DirectAuthenticator, dialect: Dialect): DirectHandler =>
