@@ -5,13 +5,14 @@
  */
 import { HttpApiBuilder, HttpApiSwagger, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Duration, Effect, FiberRef, Layer, LogLevel } from "effect"
+import { type Context, Duration, Effect, FiberRef, Layer, LogLevel } from "effect"
+import { createServer, IncomingMessage, ServerResponse } from "node:http"
 import { GuardrailApi } from "./Api.js"
 import { DashboardLive } from "./dashboard/Http.js"
 import { ApiGroupsLive, FastLaneRoutesLive } from "./Http.js"
 import { drainOnShutdown, makeTraffic, type Traffic } from "./operations/Drain.js"
 import { AppConfig } from "./platform/Config.js"
-import { FastLane, FastLaneRoutes, laneServer, makeFastListener } from "./platform/FastLane.js"
+import { FastLane, FastLaneRoutes, makeFastListener } from "./platform/FastLane.js"
 import { makeRouteTable, requestPipeline } from "./platform/HttpPipeline.js"
 
 const routes = makeRouteTable(GuardrailApi)
@@ -74,12 +75,51 @@ export const HttpAppLive = Layer.unwrapEffect(
   })
 )
 
-/** Node's http server on `port` and `host`, offering requests to the fast lane first. */
+/** How long a client may take to send its request's headers, and the whole request (milliseconds). */
+interface RequestTimeouts {
+  readonly requestTimeout: number
+  readonly headersTimeout: number
+}
+
+/** A Node http server that offers each request to the lane before the Effect server's own listener. */
+const laneServer = (lane: Context.Tag.Service<FastLane>, timeouts: RequestTimeouts) => () => {
+  const server = createServer({
+    ...timeouts,
+    // Node checks both timeouts on this interval (30 s by default): often enough that they hold to about a second.
+    connectionsCheckingInterval: Math.max(100, Math.min(1_000, Math.floor(timeouts.headersTimeout / 2)))
+  })
+  const emit: (event: string, ...args: Array<unknown>) => boolean = server.emit.bind(server)
+  server.emit = (event: string, ...args: Array<unknown>) => {
+    const [request, response] = args
+    if (
+      event === "request" &&
+      lane.listener !== undefined &&
+      request instanceof IncomingMessage &&
+      response instanceof ServerResponse &&
+      lane.listener(request, response)
+    ) {
+      return true
+    }
+    return emit(event, ...args)
+  }
+  return server
+}
+
+/**
+ * Node's http server on `port` and `host`, offering requests to the fast lane first. A client gets
+ * HTTP_HEADERS_TIMEOUT_MS for its headers and HTTP_REQUEST_TIMEOUT_MS for its whole request; neither
+ * limits the response, so a long stream back is not cut by them.
+ */
 export const nodeServer = (options: { readonly port: number; readonly host: string }) =>
   Layer.unwrapEffect(
-    Effect.sync(() => {
+    Effect.map(AppConfig, (config) => {
       const lane = FastLane.of({ listener: undefined })
-      return NodeHttpServer.layer(laneServer(lane), options).pipe(Layer.merge(Layer.succeed(FastLane, lane)))
+      const timeouts = {
+        requestTimeout: config.httpRequestTimeoutMillis,
+        // Node refuses a headers timeout longer than the request timeout.
+        headersTimeout: Math.min(config.httpHeadersTimeoutMillis, config.httpRequestTimeoutMillis)
+      }
+      return NodeHttpServer.layer(laneServer(lane, timeouts), options).pipe(Layer.merge(Layer.succeed(FastLane, lane)))
     })
   )
 

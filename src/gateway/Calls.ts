@@ -34,8 +34,15 @@ export const outputBound = (dialect: Dialect, body: Record<string, unknown>) =>
     ? Option.orElse(positiveInt(body["max_completion_tokens"]), () => positiveInt(body["max_tokens"]))
     : positiveInt(body["max_tokens"])
 
-/** How long a strict call's reservation is held: longer than any call the upstream timeout lets through. */
-export const reservationHold = (upstreamTimeoutMillis: number) => 2 * upstreamTimeoutMillis + 60_000
+/** How long a strict call's reservation is held: longer than any call the upstream timeout and stream limit let through. */
+export const reservationHold = (upstreamTimeoutMillis: number, maxStreamMillis: number) =>
+  upstreamTimeoutMillis + maxStreamMillis + 60_000
+
+/** Bounds of a proxied answer: how long it may stream, and the longest SSE line the meter holds. */
+export interface StreamLimits {
+  readonly maxStreamMillis: number
+  readonly maxLineBytes: number
+}
 
 /** What became of the upstream call: its status, a transport error, and whether its body was read to the end. */
 export interface Outcome {
@@ -149,8 +156,17 @@ const responseHeaders = (upstream: UpstreamResponse) => {
   return headers
 }
 
+/**
+ * The dialect's in-stream error event, for a stream the gateway ends itself (what the official SDKs raise as
+ * an error). It starts with a blank line, which ends whatever partial line or event went out before it.
+ */
+const streamErrorEvent = (dialect: Dialect, code: string, message: string) =>
+  dialect === "chat"
+    ? `\n\ndata: ${JSON.stringify({ error: { message, type: "server_error", code } })}\n\n`
+    : `\n\nevent: error\ndata: ${JSON.stringify({ type: "error", error: { type: "api_error", message, code } })}\n\n`
+
 /** The client's response: the upstream body streamed through the meter, or an error body. */
-export const respond = (upstream: UpstreamResponse, meter: UsageMeter, outcome: Outcome) => {
+export const respond = (upstream: UpstreamResponse, meter: UsageMeter, outcome: Outcome, limits: StreamLimits) => {
   outcome.status = upstream.status
   const contentType = upstream.headers["content-type"]
   meter.contentType(contentType)
@@ -182,13 +198,40 @@ export const respond = (upstream: UpstreamResponse, meter: UsageMeter, outcome: 
   // the same chunks go by: no fiber work per chunk. Headers are out: a body that breaks off just ends
   // the response (the meter keeps what it saw).
   const body = new PassThrough()
-  upstream.body.on("data", (chunk: Buffer) => meter.onChunk(chunk))
+  /** Ends the answer early, aborting the provider call: an SSE stream with the dialect's error event. */
+  const cut = (code: string, message: string) => {
+    if (outcome.ended || body.writableEnded || body.destroyed) return
+    outcome.error = code
+    upstream.body.unpipe(body)
+    upstream.abort()
+    if (meter.isSse) body.end(streamErrorEvent(meter.dialect, code, message))
+    else body.destroy(new Error(message))
+  }
+  const deadline = setTimeout(
+    () =>
+      cut(
+        "stream_duration_exceeded",
+        `The answer streamed for longer than ${limits.maxStreamMillis / 1000} s (GATEWAY_MAX_STREAM_SECONDS) and was ended by the gateway.`
+      ),
+    limits.maxStreamMillis
+  )
+  upstream.body.once("close", () => clearTimeout(deadline))
   upstream.body.once("end", () => void (outcome.ended = true))
   upstream.body.once("error", (error) => {
-    outcome.error = error.message
-    if (!body.destroyed) body.end()
+    outcome.error ??= error.message
+    if (!body.writableEnded && !body.destroyed) body.end()
   })
   upstream.body.pipe(body)
+  // After the pipe's own listener, so a chunk that overflows is written before the stream is ended.
+  upstream.body.on("data", (chunk: Buffer) => {
+    meter.onChunk(chunk)
+    if (meter.lineTooLong) {
+      cut(
+        "sse_line_too_long",
+        `The provider sent a stream line longer than ${limits.maxLineBytes} bytes (GATEWAY_SSE_MAX_LINE_BYTES); the gateway ended the stream.`
+      )
+    }
+  })
   return HttpServerResponse.raw(body, {
     status,
     headers,

@@ -36,6 +36,7 @@ import {
 import { Connections } from "./Connections.js"
 import { proxyDependencies } from "./ProxyDependencies.js"
 import { makeDirectProxy } from "./ProxyDirect.js"
+import { StreamSlots } from "./StreamSlots.js"
 import { callUpstream } from "./Upstream.js"
 import { type Dialect, UsageMeter } from "./UsageMeter.js"
 import { UsageWriter } from "./UsageWriter.js"
@@ -68,7 +69,8 @@ export const modelUnpriced = (model: string) =>
 
 export class GatewayProxy extends Effect.Service<GatewayProxy>()("gateway/GatewayProxy", {
   effect: Effect.gen(function* () {
-    const { connections, pricing, budgets, writer, timeoutMillis, holdFor } = yield* proxyDependencies
+    const dependencies = yield* proxyDependencies
+    const { connections, pricing, budgets, writer, slots, timeoutMillis, limits, holdFor } = dependencies
 
     /** Admission under the workspace's budget; answers the reservation of a strict request. */
     const admit = (
@@ -109,15 +111,20 @@ export class GatewayProxy extends Effect.Service<GatewayProxy>()("gateway/Gatewa
         const target = yield* connections.target(workspaceId, routeId)
         const plan = yield* planCall(dialect, body, text, target)
         const price = yield* pricing.priceOf(workspaceId, plan.model)
+        // Held until the request's scope closes; taken before admission, so a refusal has nothing to undo.
+        const release = slots.tryTake(caller)
+        if (release === undefined) return yield* slots.refusal(caller)
+        yield* Effect.addFinalizer(() => Effect.sync(release))
         const reservation = yield* admit(workspaceId, dialect, body, plan.model, price, plan.payload.byteLength)
 
-        const meter = new UsageMeter(dialect, plan.payload.byteLength)
+        const meter = new UsageMeter(dialect, plan.payload.byteLength, limits.maxLineBytes)
         const outcome: Outcome = { status: null, error: null, ended: false }
         let abort = () => {}
         // Runs when the request's scope closes: after the last byte went out, or when the client left.
         yield* Effect.addFinalizer(() =>
           Effect.suspend(() => {
             abort()
+            release()
             const call = finishedCall({
               caller,
               dialect,
@@ -141,13 +148,13 @@ export class GatewayProxy extends Effect.Service<GatewayProxy>()("gateway/Gatewa
           timeoutMillis
         ).pipe(Effect.mapError((error) => upstreamFailure(error, outcome)))
         abort = upstream.abort
-        return respond(upstream, meter, outcome)
+        return respond(upstream, meter, outcome, limits)
       })
 
     /** The direct path for warm calls (ProxyDirect.ts), over this service's caches, leases and writer. */
-    const direct = yield* makeDirectProxy
+    const direct = makeDirectProxy(dependencies, yield* Effect.runtime<never>())
 
     return { forward, direct }
   }),
-  dependencies: [Connections.Default, Pricing.Default, Budgets.Default, UsageWriter.Default]
+  dependencies: [Connections.Default, Pricing.Default, Budgets.Default, UsageWriter.Default, StreamSlots.Default]
 }) {}

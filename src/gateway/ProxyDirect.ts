@@ -35,9 +35,13 @@ import { type Dialect, UsageMeter } from "./UsageMeter.js"
 
 const routePathOf = Schema.decodeUnknownOption(RoutePath)
 
-export const makeDirectProxy = Effect.gen(function* () {
-  const { connections, pricing, budgets, writer, timeoutMillis, holdFor } = yield* proxyDependencies
-  const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+/** The direct path over the Effect path's own dependencies (one set of caches, leases, slots and writer). */
+export const makeDirectProxy = (
+  dependencies: Effect.Effect.Success<typeof proxyDependencies>,
+  runtime: Runtime.Runtime<never>
+) => {
+  const { connections, pricing, budgets, writer, slots, timeoutMillis, limits, holdFor } = dependencies
+  const runFork = Runtime.runFork(runtime)
 
   return (authenticate: DirectAuthenticator, dialect: Dialect): DirectHandler =>
     (request, response, answered) => {
@@ -57,18 +61,27 @@ export const makeDirectProxy = Effect.gen(function* () {
       const budget = budgets.peekBudget(caller.workspaceId)
       if (price === undefined || budget === undefined) return false
       let reservation = Option.none<Reservation>()
+      let bound = Option.none<number>()
       if (Option.isSome(budget)) {
-        const bound = outputBound(dialect, body.right)
+        bound = outputBound(dialect, body.right)
         if (Option.isNone(price) || Option.isNone(bound)) return false
+      }
+      // At a cap the Effect path answers the 429.
+      const release = slots.tryTake(caller)
+      if (release === undefined) return false
+      if (Option.isSome(budget) && Option.isSome(price) && Option.isSome(bound)) {
         const worstCase = costOf(price.value, plan.right.payload.byteLength, bound.value).usdNanos
         const drawn = budgets.reserveFromLease(caller.workspaceId, budget.value, worstCase, holdFor)
-        if (drawn === undefined) return false
+        if (drawn === undefined) {
+          release()
+          return false
+        }
         reservation = Option.some(drawn)
       }
 
       // Admitted: from here this path answers, and the call is recorded when the response closes.
       const { model, stream, payload, apiKey } = plan.right
-      const meter = new UsageMeter(dialect, payload.byteLength)
+      const meter = new UsageMeter(dialect, payload.byteLength, limits.maxLineBytes)
       const outcome: Outcome = { status: null, error: null, ended: false }
       let closed = false
       const settle = (result: UpstreamResponse | UpstreamTimeout | UpstreamUnreachable) => {
@@ -78,7 +91,7 @@ export const makeDirectProxy = Effect.gen(function* () {
             answered(writeHttpError(response, upstreamFailure(result, outcome), request.requestId))
             return
           }
-          const answer = respond(result, meter, outcome)
+          const answer = respond(result, meter, outcome, limits)
           writePlatformResponse(response, answer, request.requestId)
           answered(answer.status)
         } catch (defect) {
@@ -104,6 +117,7 @@ export const makeDirectProxy = Effect.gen(function* () {
         // The response is out, or the client left mid-call: that aborts the upstream call, as on the Effect path.
         closed = true
         abort()
+        release()
         writer.offer(
           finishedCall({
             caller,
@@ -122,4 +136,4 @@ export const makeDirectProxy = Effect.gen(function* () {
       })
       return true
     }
-})
+}

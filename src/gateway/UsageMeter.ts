@@ -13,6 +13,11 @@
  * tokens are the content deltas seen (about one token each) and chat prompt
  * tokens are estimated from the request size (4 bytes a token), flagged
  * `estimated`.
+ *
+ * Each chunk is scanned once, for its own newlines: the unfinished line is
+ * kept only up to `maxLineBytes`. A longer line is dropped and `lineTooLong`
+ * set; the proxy then ends the stream (Calls.ts), so a provider that never
+ * sends a newline costs neither memory nor CPU beyond that bound.
  */
 export type Dialect = "chat" | "messages"
 
@@ -50,20 +55,36 @@ export class UsageMeter {
   private complete = false
   private deltas = 0
   private sse = false
+  /** The current line's text before this chunk (its bytes in `pendingBytes`). */
   private pending = ""
+  private pendingBytes = 0
+  /** The current line outgrew the bound: dropped up to its newline. */
+  private skipping = false
+  private overflowed = false
   private readonly decoder = new TextDecoder()
   private readonly jsonChunks: Array<Uint8Array> = []
   private jsonBytes = 0
 
   constructor(
-    private readonly dialect: Dialect,
+    readonly dialect: Dialect,
     /** Request body size, for the prompt estimate of a chat stream cut short. */
-    private readonly requestBytes: number
+    private readonly requestBytes: number,
+    /** Longest SSE line held while waiting for its newline. */
+    private readonly maxLineBytes: number
   ) {}
 
   /** Call once with the response's Content-Type before the first chunk. */
   contentType(type: string | undefined) {
     this.sse = (type ?? "").toLowerCase().includes("text/event-stream")
+  }
+
+  get isSse() {
+    return this.sse
+  }
+
+  /** True once an SSE line outgrew `maxLineBytes` (that line was not metered). */
+  get lineTooLong() {
+    return this.overflowed
   }
 
   onChunk(chunk: Uint8Array) {
@@ -72,12 +93,28 @@ export class UsageMeter {
       this.jsonBytes += chunk.length
       return
     }
-    this.pending += this.decoder.decode(chunk, { stream: true })
-    let newline = this.pending.indexOf("\n")
+    const text = this.decoder.decode(chunk, { stream: true })
+    let start = 0
+    let newline = text.indexOf("\n")
     while (newline !== -1) {
-      this.onLine(this.pending.slice(0, newline))
-      this.pending = this.pending.slice(newline + 1)
-      newline = this.pending.indexOf("\n")
+      if (!this.skipping) this.onLine(this.pending + text.slice(start, newline))
+      this.skipping = false
+      this.pending = ""
+      this.pendingBytes = 0
+      start = newline + 1
+      newline = text.indexOf("\n", start)
+    }
+    if (this.skipping || start === text.length) return
+    const rest = start === 0 ? text : text.slice(start)
+    this.pendingBytes += start === 0 ? chunk.length : Buffer.byteLength(rest)
+    if (this.pendingBytes > this.maxLineBytes) {
+      // Not metered: the line is dropped up to its newline, and the proxy ends the stream.
+      this.skipping = true
+      this.overflowed = true
+      this.pending = ""
+      this.pendingBytes = 0
+    } else {
+      this.pending += rest
     }
   }
 

@@ -17,6 +17,12 @@ const csv = (name: string) =>
     )
   )
 
+const positiveInteger = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: "Expected a positive integer", validation: (value) => value > 0 })
+  )
+
 const logLevels: Record<string, LogLevel.LogLevel> = {
   trace: LogLevel.Trace,
   debug: LogLevel.Debug,
@@ -100,7 +106,19 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       /** How long the gateway waits for an upstream's response headers, or between body chunks (504 before headers). */
       gatewayUpstreamTimeoutMillis: yield* Config.integer("GATEWAY_UPSTREAM_TIMEOUT_MS").pipe(
         Config.withDefault(300_000)
-      )
+      ),
+      /** Proxied calls in flight at once per workspace, in this process (429 `too_many_streams` above). */
+      gatewayMaxStreamsPerWorkspace: yield* positiveInteger("GATEWAY_MAX_STREAMS_PER_WORKSPACE", 200),
+      /** Proxied calls in flight at once per API key (or user session), in this process. */
+      gatewayMaxStreamsPerKey: yield* positiveInteger("GATEWAY_MAX_STREAMS_PER_KEY", 50),
+      /** Longest a proxied response may stream, from the provider's response head; then it is ended with an error event. */
+      gatewayMaxStreamSeconds: yield* positiveInteger("GATEWAY_MAX_STREAM_SECONDS", 900),
+      /** Longest SSE line the usage meter holds while waiting for its newline; a longer one ends the stream. */
+      gatewaySseMaxLineBytes: yield* positiveInteger("GATEWAY_SSE_MAX_LINE_BYTES", 1024 * 1024),
+      /** How long a client may take to send a whole request (headers and body); not the response. */
+      httpRequestTimeoutMillis: yield* positiveInteger("HTTP_REQUEST_TIMEOUT_MS", 30_000),
+      /** How long a client may take to send a request's headers (slow-header clients are cut off). */
+      httpHeadersTimeoutMillis: yield* positiveInteger("HTTP_HEADERS_TIMEOUT_MS", 10_000)
     }
   })
 }) {}

@@ -130,7 +130,7 @@ export const notImplemented = (what: string) =>
   new NotImplemented({ code: "not_implemented", message: `${what} is not implemented yet.` })
 
 /** A 429 whose response carries `Retry-After` (seconds). */
-export const tooManyRequests = (retryAfterSeconds: number, message: string) =>
+export const tooManyRequests = (retryAfterSeconds: number, message: string, code = "rate_limited") =>
   HttpApp.appendPreResponseHandler((_, response) =>
     Effect.succeed(
       response.status === 429
@@ -139,6 +139,6 @@ export const tooManyRequests = (retryAfterSeconds: number, message: string) =>
     )
   ).pipe(
     Effect.zipRight(
-      Effect.fail(new TooManyRequests({ code: "rate_limited", message, retry_after_seconds: retryAfterSeconds }))
+      Effect.fail(new TooManyRequests({ code, message, retry_after_seconds: retryAfterSeconds }))
     )
   )

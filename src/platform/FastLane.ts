@@ -14,8 +14,8 @@
  */
 import { Headers, HttpApiError, type HttpServerResponse } from "@effect/platform"
 import { Cause, Context, Effect, Exit, Fiber, Option, ParseResult, Runtime, Scope } from "effect"
-import { createServer, IncomingMessage, ServerResponse } from "node:http"
-import { Readable } from "node:stream"
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { pipeline, Readable } from "node:stream"
 import { enterRequest, leaveRequest, type Traffic } from "../operations/Drain.js"
 import { recordDirectRequest, recordRequest, recordRequestNow } from "../operations/Metrics.js"
 import { BadRequest, isHttpError, type HttpError } from "./Errors.js"
@@ -80,26 +80,6 @@ export type FastListener = (request: IncomingMessage, response: ServerResponse) 
 /** The server's hook, filled by the app once its services are up (empty: every request takes the pipeline). */
 export class FastLane extends Context.Tag("platform/FastLane")<FastLane, { listener: FastListener | undefined }>() {}
 
-/** A Node http server that offers each request to the lane before the Effect server's own listener. */
-export const laneServer = (lane: Context.Tag.Service<FastLane>) => () => {
-  const server = createServer()
-  const emit: (event: string, ...args: Array<unknown>) => boolean = server.emit.bind(server)
-  server.emit = (event: string, ...args: Array<unknown>) => {
-    const [request, response] = args
-    if (
-      event === "request" &&
-      lane.listener !== undefined &&
-      request instanceof IncomingMessage &&
-      response instanceof ServerResponse &&
-      lane.listener(request, response)
-    ) {
-      return true
-    }
-    return emit(event, ...args)
-  }
-  return server
-}
-
 const statusOfTag: Readonly<Record<HttpError["_tag"], number>> = {
   BadRequest: 400,
   Unauthorized: 401,
@@ -130,7 +110,8 @@ export const writePlatformResponse = (
   if (body.contentLength !== undefined) headers["content-length"] = body.contentLength
   response.writeHead(answer.status, headers)
   if (body._tag === "Uint8Array") response.end(body.body)
-  else if (body._tag === "Raw" && body.body instanceof Readable) body.body.pipe(response)
+  // As the platform's server does: a body that fails (or is destroyed) destroys the response, and the other way round.
+  else if (body._tag === "Raw" && body.body instanceof Readable) pipeline(body.body, response, () => {})
   else response.end()
 }
 
