@@ -5,10 +5,15 @@
  * request's `model`:
  * - `fail-500`: 500 with a JSON body; `fail-500-empty`: 500 without a body;
  *   `fail-401`: 401 (the provider refuses the key);
- * - `slow`: waits `slowMillis` before answering (a connection closed before
- *   that is recorded in `aborted`);
+ * - `slow`: holds its answer until `release()` (a connection closed before
+ *   that is recorded in `aborted`), so a timeout fires whatever the speed of
+ *   the machine;
  * - `hang`: a stream that sends its start and a few deltas, then never ends
  *   (until the gateway aborts it: recorded in `aborted`);
+ * - `held-stream`: like `hang`, but the rest of the stream (usage, end)
+ *   follows on `release()`;
+ * - `no-newline`: an SSE stream of `NO_NEWLINE_BYTES` without a newline,
+ *   then nothing (until the gateway aborts it: recorded in `aborted`);
  * - `budget`: the usage equals `max_tokens` (the worst case), after 30 ms;
  * - anything else: a short answer with fixed usage (see USAGE).
  * Every request is recorded (path, headers, parsed body).
@@ -24,6 +29,9 @@ export const USAGE = {
 /** Anthropic usage of a `hang` stream's message_start. */
 export const HANG_INPUT_TOKENS = 40
 
+/** What a `no-newline` stream sends: 16 MiB in one line. */
+export const NO_NEWLINE_BYTES = 16 * 1024 * 1024
+
 export interface SeenRequest {
   readonly path: string
   readonly headers: IncomingHttpHeaders
@@ -34,9 +42,10 @@ export interface SeenRequest {
 export interface StubUpstream {
   readonly url: string
   readonly requests: Array<SeenRequest>
-  /** Models of `hang` and `slow` requests whose connection the gateway closed before the answer ended. */
+  /** Models of `hang`, `held-stream`, `no-newline` and `slow` requests whose connection the gateway closed before the answer ended. */
   readonly aborted: Array<string>
-  slowMillis: number
+  /** Answers (or the rest of) every `slow` and `held-stream` request held so far. */
+  readonly release: () => void
   readonly close: () => Promise<void>
 }
 
@@ -51,7 +60,10 @@ const chatChunk = (model: string, delta: Record<string, unknown>) => ({
   choices: [{ index: 0, delta, finish_reason: null }]
 })
 
-const chat = (body: Record<string, unknown>, response: ServerResponse, hang: boolean) => {
+/** `hold` receives the rest of a stream, to send later (`held-stream`), or nothing to send it never (`hang`). */
+type Hold = ((rest: () => void) => void) | undefined
+
+const chat = (body: Record<string, unknown>, response: ServerResponse, hold: Hold) => {
   const model = String(body["model"])
   const maxTokens = Number(body["max_tokens"] ?? body["max_completion_tokens"] ?? 0)
   const usage = model === "budget" ? { prompt_tokens: 5, completion_tokens: maxTokens } : USAGE.chat
@@ -72,16 +84,19 @@ const chat = (body: Record<string, unknown>, response: ServerResponse, hang: boo
   response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
   sse(response, chatChunk(model, { role: "assistant", content: "" }))
   for (const piece of ["Hel", "lo", "!"]) sse(response, chatChunk(model, { content: piece }))
-  if (hang) return
-  const options = body["stream_options"] as { include_usage?: boolean } | undefined
-  if (options?.include_usage === true) {
-    sse(response, { id: "chatcmpl-stub", object: "chat.completion.chunk", created: 1_700_000_000, model, choices: [], usage })
+  const rest = () => {
+    const options = body["stream_options"] as { include_usage?: boolean } | undefined
+    if (options?.include_usage === true) {
+      sse(response, { id: "chatcmpl-stub", object: "chat.completion.chunk", created: 1_700_000_000, model, choices: [], usage })
+    }
+    sse(response, "[DONE]")
+    response.end()
   }
-  sse(response, "[DONE]")
-  response.end()
+  if (hold === undefined) rest()
+  else hold(rest)
 }
 
-const messages = (body: Record<string, unknown>, response: ServerResponse, hang: boolean) => {
+const messages = (body: Record<string, unknown>, response: ServerResponse, hold: Hold) => {
   const model = String(body["model"])
   const usage = model === "budget" ? { input_tokens: 5, output_tokens: Number(body["max_tokens"]) } : USAGE.messages
   const message = {
@@ -99,7 +114,7 @@ const messages = (body: Record<string, unknown>, response: ServerResponse, hang:
     return
   }
   response.writeHead(200, { "content-type": "text/event-stream" })
-  const input = hang ? HANG_INPUT_TOKENS : usage.input_tokens
+  const input = model === "hang" ? HANG_INPUT_TOKENS : usage.input_tokens
   sse(
     response,
     { type: "message_start", message: { ...message, content: [], stop_reason: null, usage: { input_tokens: input, output_tokens: 1 } } },
@@ -109,23 +124,44 @@ const messages = (body: Record<string, unknown>, response: ServerResponse, hang:
   for (const piece of ["Hel", "lo", "!"]) {
     sse(response, { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: piece } }, "content_block_delta")
   }
-  if (hang) return
-  sse(response, { type: "content_block_stop", index: 0 }, "content_block_stop")
-  // Cumulative: output_tokens is the total so far, not an increment over message_start's 1.
-  sse(
-    response,
-    { type: "message_delta", delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { output_tokens: usage.output_tokens } },
-    "message_delta"
-  )
-  sse(response, { type: "message_stop" }, "message_stop")
-  response.end()
+  const rest = () => {
+    sse(response, { type: "content_block_stop", index: 0 }, "content_block_stop")
+    // Cumulative: output_tokens is the total so far, not an increment over message_start's 1.
+    sse(
+      response,
+      { type: "message_delta", delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { output_tokens: usage.output_tokens } },
+      "message_delta"
+    )
+    sse(response, { type: "message_stop" }, "message_stop")
+    response.end()
+  }
+  if (hold === undefined) rest()
+  else hold(rest)
+}
+
+/** `no-newline`: 16 MiB of one SSE line, written with backpressure, then the stream stays open. */
+const noNewline = (response: ServerResponse) => {
+  response.writeHead(200, { "content-type": "text/event-stream" })
+  const piece = Buffer.alloc(64 * 1024, "x")
+  let sent = 0
+  const more = () => {
+    while (sent < NO_NEWLINE_BYTES && !response.destroyed) {
+      sent += piece.length
+      if (!response.write(piece)) return void response.once("drain", more)
+    }
+  }
+  response.write("data: ")
+  more()
 }
 
 export const startStubUpstream = () =>
   new Promise<StubUpstream>((resolve) => {
     const requests: Array<SeenRequest> = []
     const aborted: Array<string> = []
-    const stub: { slowMillis: number } = { slowMillis: 3_000 }
+    const held: Array<() => void> = []
+    const release = () => {
+      for (const answer of held.splice(0)) answer()
+    }
     const server = createServer((request, response) => {
       const chunks: Array<Buffer> = []
       request.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -145,21 +181,26 @@ export const startStubUpstream = () =>
           } else if (model === "fail-401") {
             response.writeHead(401, { "content-type": "application/json" })
             response.end(JSON.stringify({ error: { message: "bad key" } }))
+          } else if (model === "no-newline") {
+            noNewline(response)
           } else if (path === "/chat/completions") {
-            chat(body, response, model === "hang")
+            chat(body, response, hold)
           } else if (path === "/v1/messages") {
-            messages(body, response, model === "hang")
+            messages(body, response, hold)
           } else {
             response.writeHead(404)
             response.end()
           }
         }
-        if (model === "hang" || model === "slow") {
+        // Held until `release()`, unless the gateway has gone by then.
+        const later = (then: () => void) => void held.push(() => (response.destroyed ? undefined : then()))
+        const hold: Hold = model === "hang" ? () => {} : model === "held-stream" ? later : undefined
+        if (["hang", "held-stream", "no-newline", "slow"].includes(model)) {
           response.on("close", () => {
             if (!response.writableEnded) aborted.push(model)
           })
         }
-        if (model === "slow") setTimeout(answer, stub.slowMillis)
+        if (model === "slow") later(answer)
         else if (model === "budget") setTimeout(answer, 30)
         else answer()
       })
@@ -167,17 +208,16 @@ export const startStubUpstream = () =>
     server.keepAliveTimeout = 60_000
     server.listen(0, "127.0.0.1", () => {
       const { port } = server.address() as AddressInfo
-      resolve(
-        Object.assign(stub, {
-          url: `http://127.0.0.1:${port}`,
-          requests,
-          aborted,
-          close: () =>
-            new Promise<void>((done) => {
-              server.closeAllConnections()
-              server.close(() => done())
-            })
-        })
-      )
+      resolve({
+        url: `http://127.0.0.1:${port}`,
+        requests,
+        aborted,
+        release,
+        close: () =>
+          new Promise<void>((done) => {
+            server.closeAllConnections()
+            server.close(() => done())
+          })
+      })
     })
   })
