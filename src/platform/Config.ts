@@ -108,9 +108,9 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
         Config.withDefault(300_000)
       ),
       /** Proxied calls in flight at once per workspace, in this process (429 `too_many_streams` above). */
-      gatewayMaxStreamsPerWorkspace: yield* positiveInteger("GATEWAY_MAX_STREAMS_PER_WORKSPACE", 200),
+      gatewayMaxStreamsPerWorkspace: yield* positiveInteger("GATEWAY_MAX_STREAMS_PER_WORKSPACE", 500),
       /** Proxied calls in flight at once per API key (or user session), in this process. */
-      gatewayMaxStreamsPerKey: yield* positiveInteger("GATEWAY_MAX_STREAMS_PER_KEY", 50),
+      gatewayMaxStreamsPerKey: yield* positiveInteger("GATEWAY_MAX_STREAMS_PER_KEY", 250),
       /** Longest a proxied response may stream, from the provider's response head; then it is ended with an error event. */
       gatewayMaxStreamSeconds: yield* positiveInteger("GATEWAY_MAX_STREAM_SECONDS", 900),
       /** Longest SSE line the usage meter holds while waiting for its newline; a longer one ends the stream. */

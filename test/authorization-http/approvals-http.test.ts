@@ -213,7 +213,7 @@ layer(testServer("database"), SERVER_OPTIONS)("approval grants (database event l
         yield* setSettings(base, owner, { approval_checker_mode: "off" })
         yield* until(
           Effect.map(propose(base, owner, AGENT, refund(11)), (decision) => expect(decision.effect).toBe("permit")),
-          "3 seconds"
+          "30 seconds"
         )
         const inStrict = yield* propose(base, owner, AGENT, refund(11), { environment_id: strict.id })
         expect(inStrict.effect).toBe("defer")
@@ -226,7 +226,7 @@ layer(testServer("database"), SERVER_OPTIONS)("approval grants (database event l
             expect(decision.effect).toBe("permit")
             expect(decision.findings.map((finding) => finding.source)).toEqual(["approval"])
           }),
-          "3 seconds"
+          "30 seconds"
         )
         yield* setOverrides(base, owner, relaxed.id, { approval_checker_mode: null })
         yield* until(
@@ -234,7 +234,7 @@ layer(testServer("database"), SERVER_OPTIONS)("approval grants (database event l
             expect(decision.effect).toBe("permit")
             expect(decision.findings).toEqual([])
           }),
-          "3 seconds"
+          "30 seconds"
         )
         // Content checks do not depend on the approval mode.
         expect((yield* propose(base, owner, AGENT, reply("hello"), { environment_id: strict.id })).effect).toBe(

@@ -51,7 +51,7 @@ layer(testServer("kafka"), SERVER_OPTIONS)("POST /v1/events (Kafka event log)", 
           expect(decision.effect).toBe("deny")
           expect(reasonsOf(decision)).toEqual(["no-coupons"])
         }),
-        "1 second"
+        "30 seconds"
       )
 
       const traces = (yield* list<TraceBody>(base, owner, "/v1/traces", "traces", { session_id: "k-1" })).items

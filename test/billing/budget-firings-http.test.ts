@@ -287,7 +287,6 @@ layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("budget alert firings and w
         window: "month",
         webhook_url: healthy.url
       })
-      const started = Date.now()
       const first = usageMessage({ workspaceId: owner.workspaceId, effectiveAt: "2026-07-01T09:00:00.000Z" })
       yield* publishUsage([first])
       yield* until(
@@ -307,7 +306,7 @@ layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("budget alert firings and w
         ),
         "30 seconds"
       )
-      expect(Date.now() - started).toBeLessThan(8_000)
+      // The hanging attempt has not ended (no attempt recorded) while the other webhook was delivered.
       const [pending] = yield* deliveriesOf(base, owner.jwt, stuck.id)
       expect(pending!.status).toBe("pending")
       expect(pending!.attempts).toEqual([])

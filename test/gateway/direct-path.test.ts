@@ -197,7 +197,7 @@ layer(testServerWithDatabase("database", { ...GATEWAY_SETTINGS, METRICS_TOKEN })
           Effect.suspend(() =>
             stub.aborted.length >= abortedBefore + 2 ? Effect.void : Effect.fail(new Error("upstream not aborted"))
           ),
-          "5 seconds"
+          "30 seconds"
         )
         const usage = yield* awaitUsage(db, owner.workspaceId, 2)
         expect(comparable(usage[1]!)).toEqual(comparable(usage[0]!))

@@ -301,7 +301,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
             call(base, "POST", path, { token: owner.jwt, body: { model: "stub-chat", messages: [] } }),
             (response) => (response.status === 200 ? Effect.void : Effect.fail(response.text))
           ),
-          "5 seconds"
+          "30 seconds"
         )
       })
     )
@@ -373,7 +373,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
           Effect.suspend(() =>
             stub.aborted.length > abortedBefore ? Effect.void : Effect.fail(new Error("upstream not aborted"))
           ),
-          "5 seconds"
+          "30 seconds"
         )
         const [usage] = yield* awaitUsage(db, owner.workspaceId, 1)
         expect(usage!.prompt_tokens).toBe(HANG_INPUT_TOKENS)

@@ -95,7 +95,7 @@ it.live(
       service.child.kill("SIGTERM")
       yield* until(
         Effect.sync(() => expect(service.output()).toContain("shutdown: draining requests in flight")),
-        "10 seconds"
+        "30 seconds"
       )
       const drainLine = service.logLines().find((line) => line["message"] === "shutdown: draining requests in flight")
       expect(drainLine?.["in_flight"]).toBe(1)

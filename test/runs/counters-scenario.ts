@@ -77,14 +77,14 @@ export const runCountersScenario = (base: string) =>
         expect(detail.run.p95_latency_ms).toBe(expectedP95)
         return detail.run
       }),
-      "10 seconds"
+      "30 seconds"
     )
     const otherRun = yield* until(
       Effect.map(getRun(base, owner, other.id), (detail) => {
         expect(detail.run).toMatchObject({ trace_count: 1, blocked_count: 1, rewritten_count: 0, escalated_count: 0 })
         return detail.run
       }),
-      "10 seconds"
+      "30 seconds"
     )
 
     // Applied once: a while later nothing has been counted twice, and the list shows the same counters.
