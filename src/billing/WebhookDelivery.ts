@@ -22,9 +22,8 @@ import { deriveWebhookSecret, isAllowedOutboundUrl, retryDelayMillis, signWebhoo
 
 const decodeFiring = Schema.decodeUnknownOption(Schema.parseJson(BudgetFiringMessage))
 
-const ATTEMPT_TIMEOUT_MILLIS = 10_000
 const CLAIM_BATCH = 16
-/** Longer than an attempt can take, so a claimed delivery is not claimed again while in flight. */
+/** Longer than an attempt can take (WEBHOOK_ATTEMPT_TIMEOUT_MS is below it), so a claimed delivery is not claimed again while in flight. */
 const LEASE_SECONDS = 60
 
 interface Outcome {
@@ -33,7 +32,7 @@ interface Outcome {
 }
 
 /** One signed POST; never fails: a network error or timeout is an outcome. */
-const post = (delivery: ClaimedDelivery, secret: string) =>
+const post = (delivery: ClaimedDelivery, secret: string, timeoutMillis: number) =>
   Effect.tryPromise({
     try: async (signal) => {
       const timestamp = Math.floor(Date.now() / 1000)
@@ -48,7 +47,7 @@ const post = (delivery: ClaimedDelivery, secret: string) =>
           "webhook-signature": signWebhook(secret, delivery.id, timestamp, delivery.body)
         },
         body: delivery.body,
-        signal: AbortSignal.any([signal, AbortSignal.timeout(ATTEMPT_TIMEOUT_MILLIS)])
+        signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMillis)])
       })
       await response.body?.cancel()
       return response.status
@@ -112,7 +111,11 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(
         const started = Date.now()
         const allowed = isAllowedOutboundUrl(delivery.url, config.httpAllowlist)
         const outcome: Outcome = allowed
-          ? yield* post(delivery, deriveWebhookSecret(serviceSecret, delivery.config_id, delivery.secret_salt))
+          ? yield* post(
+              delivery,
+              deriveWebhookSecret(serviceSecret, delivery.config_id, delivery.secret_salt),
+              config.webhookAttemptTimeoutMillis
+            )
           : {
               responseStatus: null,
               error: "webhook_url is not an allowed outbound URL (https, or http to HTTP_URL_ALLOWLIST)"

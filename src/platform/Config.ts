@@ -80,6 +80,11 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       httpAllowlist: yield* csv("HTTP_URL_ALLOWLIST"),
       /** First retry delay of a budget alert webhook (doubles per attempt, with jitter). */
       webhookRetryBaseMillis: yield* Config.integer("WEBHOOK_RETRY_BASE_MS").pipe(Config.withDefault(5_000)),
+      /** How long one webhook attempt may take before it counts as failed (below the 60 s delivery lease). */
+      webhookAttemptTimeoutMillis: yield* Config.integer("WEBHOOK_ATTEMPT_TIMEOUT_MS").pipe(
+        Config.withDefault(10_000),
+        Config.validate({ message: "Expected 1 to 50000", validation: (millis) => millis > 0 && millis <= 50_000 })
+      ),
       /** Attempts of a budget alert webhook delivery before it is marked failed. */
       webhookMaxAttempts: yield* Config.integer("WEBHOOK_MAX_ATTEMPTS").pipe(Config.withDefault(8)),
       /** Bearer token of `GET /metrics`; unset turns the endpoint off (404). */

@@ -25,7 +25,9 @@ import {
 const SETTINGS = {
   HTTP_URL_ALLOWLIST: "127.0.0.1",
   WEBHOOK_RETRY_BASE_MS: "100",
-  WEBHOOK_MAX_ATTEMPTS: "3"
+  WEBHOOK_MAX_ATTEMPTS: "3",
+  // A hanging receiver's attempt outlasts anything a test waits for, however loaded the machine.
+  WEBHOOK_ATTEMPT_TIMEOUT_MS: "50000"
 }
 
 interface DeliveryBody {
@@ -293,7 +295,7 @@ layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("budget alert firings and w
         Effect.sync(() => expect(hanging.received).toHaveLength(1)),
         "30 seconds"
       )
-      // While that attempt hangs (10 s timeout), later usage is stored and the other webhook is delivered.
+      // While that attempt hangs (WEBHOOK_ATTEMPT_TIMEOUT_MS), later usage is stored and the other webhook is delivered.
       const second = usageMessage({ workspaceId: owner.workspaceId, effectiveAt: "2026-07-02T09:00:00.000Z" })
       yield* publishUsage([second])
       yield* until(
