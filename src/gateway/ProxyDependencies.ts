@@ -30,3 +30,5 @@ export const proxyDependencies = Effect.gen(function* () {
     holdFor: Duration.millis(reservationHold(timeoutMillis, limits.maxStreamMillis))
   }
 })
+
+export type ProxyDependencies = Effect.Effect.Success<typeof proxyDependencies>

@@ -29,17 +29,14 @@ import {
   upstreamHeaders,
   upstreamUrl
 } from "./Calls.js"
-import { proxyDependencies } from "./ProxyDependencies.js"
+import type { ProxyDependencies } from "./ProxyDependencies.js"
 import { sendUpstream, type UpstreamResponse, UpstreamTimeout, UpstreamUnreachable } from "./Upstream.js"
 import { type Dialect, UsageMeter } from "./UsageMeter.js"
 
 const routePathOf = Schema.decodeUnknownOption(RoutePath)
 
 /** The direct path over the Effect path's own dependencies (one set of caches, leases, slots and writer). */
-export const makeDirectProxy = (
-  dependencies: Effect.Effect.Success<typeof proxyDependencies>,
-  runtime: Runtime.Runtime<never>
-) => {
+export const makeDirectProxy = (dependencies: ProxyDependencies, runtime: Runtime.Runtime<never>) => {
   const { connections, pricing, budgets, writer, slots, timeoutMillis, limits, holdFor } = dependencies
   const runFork = Runtime.runFork(runtime)
 
@@ -60,17 +57,17 @@ export const makeDirectProxy = (
       const price = pricing.peekPrice(caller.workspaceId, plan.right.model)
       const budget = budgets.peekBudget(caller.workspaceId)
       if (price === undefined || budget === undefined) return false
-      let reservation = Option.none<Reservation>()
-      let bound = Option.none<number>()
+      let worstCase: bigint | undefined
       if (Option.isSome(budget)) {
-        bound = outputBound(dialect, body.right)
+        const bound = outputBound(dialect, body.right)
         if (Option.isNone(price) || Option.isNone(bound)) return false
+        worstCase = costOf(price.value, plan.right.payload.byteLength, bound.value).usdNanos
       }
       // At a cap the Effect path answers the 429.
       const release = slots.tryTake(caller)
       if (release === undefined) return false
-      if (Option.isSome(budget) && Option.isSome(price) && Option.isSome(bound)) {
-        const worstCase = costOf(price.value, plan.right.payload.byteLength, bound.value).usdNanos
+      let reservation = Option.none<Reservation>()
+      if (Option.isSome(budget) && worstCase !== undefined) {
         const drawn = budgets.reserveFromLease(caller.workspaceId, budget.value, worstCase, holdFor)
         if (drawn === undefined) {
           release()

@@ -57,7 +57,8 @@ const openStream = (url: string, key: string, model = "hang") =>
     const first = decoder.decode((await reader.read()).value)
     const rest = async () => {
       let text = ""
-      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += decoder.decode(chunk.value)
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
+        text += decoder.decode(chunk.value)
       return text
     }
     return { first, rest, leave: () => controller.abort() }
@@ -106,64 +107,74 @@ const portOf = (context: Context.Context<HttpServer.HttpServer>) => {
 }
 
 layer(testServerWithDatabase("database", SETTINGS), SERVER_OPTIONS)("gateway stream limits", (it) => {
-  it.effect("calls in flight are capped per key and per workspace (429 with Retry-After); a slot frees when a call ends", () =>
-    Effect.gen(function* () {
-      const { base, owner, gateway } = yield* gatewayTenant(stub.url)
-      const first = yield* createKey(base, owner)
-      const second = yield* createKey(base, owner)
-      const url = `${gateway.routeBase}/chat_style/chat/completions`
-      const seenBefore = stub.requests.length
+  it.effect(
+    "calls in flight are capped per key and per workspace (429 with Retry-After); a slot frees when a call ends",
+    () =>
+      Effect.gen(function* () {
+        const { base, owner, gateway } = yield* gatewayTenant(stub.url)
+        const first = yield* createKey(base, owner)
+        const second = yield* createKey(base, owner)
+        const url = `${gateway.routeBase}/chat_style/chat/completions`
+        const seenBefore = stub.requests.length
 
-      const a1 = yield* openStream(url, first.plaintext_key)
-      const a2 = yield* openStream(url, first.plaintext_key)
-      yield* until(() => stub.requests.length === seenBefore + 2, "the provider holds two streams")
-      // The first key is at its cap of 2, on the fast lane and through the pipeline alike.
-      expect(yield* expectRefused(url, first.plaintext_key)).toContain("GATEWAY_MAX_STREAMS_PER_KEY")
-      expect(yield* expectRefused(url, first.plaintext_key, { chunked: true })).toContain("GATEWAY_MAX_STREAMS_PER_KEY")
+        const a1 = yield* openStream(url, first.plaintext_key)
+        const a2 = yield* openStream(url, first.plaintext_key)
+        yield* until(() => stub.requests.length === seenBefore + 2, "the provider holds two streams")
+        // The first key is at its cap of 2, on the fast lane and through the pipeline alike.
+        expect(yield* expectRefused(url, first.plaintext_key)).toContain("GATEWAY_MAX_STREAMS_PER_KEY")
+        expect(yield* expectRefused(url, first.plaintext_key, { chunked: true })).toContain(
+          "GATEWAY_MAX_STREAMS_PER_KEY"
+        )
 
-      // The second key has room, until the workspace's cap of 3.
-      const b1 = yield* openStream(url, second.plaintext_key)
-      expect(yield* expectRefused(url, second.plaintext_key)).toContain("GATEWAY_MAX_STREAMS_PER_WORKSPACE")
-      expect(yield* expectRefused(url, second.plaintext_key, { chunked: true })).toContain(
-        "GATEWAY_MAX_STREAMS_PER_WORKSPACE"
-      )
-      // Refused calls never reached the provider.
-      expect(stub.requests.length).toBe(seenBefore + 3)
+        // The second key has room, until the workspace's cap of 3.
+        const b1 = yield* openStream(url, second.plaintext_key)
+        expect(yield* expectRefused(url, second.plaintext_key)).toContain("GATEWAY_MAX_STREAMS_PER_WORKSPACE")
+        expect(yield* expectRefused(url, second.plaintext_key, { chunked: true })).toContain(
+          "GATEWAY_MAX_STREAMS_PER_WORKSPACE"
+        )
+        // Refused calls never reached the provider.
+        expect(stub.requests.length).toBe(seenBefore + 3)
 
-      // One stream ends (its client leaves): once the provider's call is closed, its slot is free again.
-      const abortedBefore = stub.aborted.length
-      a1.leave()
-      yield* until(() => stub.aborted.length > abortedBefore, "the gateway closed the provider's call")
-      const b2 = yield* openStream(url, second.plaintext_key)
-      expect(b2.first).toContain("chat.completion.chunk")
+        // One stream ends (its client leaves): once the provider's call is closed, its slot is free again.
+        const abortedBefore = stub.aborted.length
+        a1.leave()
+        yield* until(() => stub.aborted.length > abortedBefore, "the gateway closed the provider's call")
+        const b2 = yield* openStream(url, second.plaintext_key)
+        expect(b2.first).toContain("chat.completion.chunk")
 
-      for (const stream of [a2, b1, b2]) stream.leave()
-      // All slots come back: the first key can hold two streams again.
-      yield* until(() => stub.aborted.length >= abortedBefore + 4, "every provider call closed")
-      const again = [yield* openStream(url, first.plaintext_key), yield* openStream(url, first.plaintext_key)]
-      for (const stream of again) stream.leave()
-    })
+        for (const stream of [a2, b1, b2]) stream.leave()
+        // All slots come back: the first key can hold two streams again.
+        yield* until(() => stub.aborted.length >= abortedBefore + 4, "every provider call closed")
+        const again = [yield* openStream(url, first.plaintext_key), yield* openStream(url, first.plaintext_key)]
+        for (const stream of again) stream.leave()
+      })
   )
 
-  it.effect("a stream line longer than GATEWAY_SSE_MAX_LINE_BYTES ends the stream with an error event; the service answers", () =>
-    Effect.gen(function* () {
-      const { base, db, owner, gateway } = yield* gatewayTenant(stub.url)
-      const key = yield* createKey(base, owner)
-      const abortedBefore = stub.aborted.filter((model) => model === "no-newline").length
-      // The provider sends 16 MiB without a newline and then holds the stream open.
-      const stream = yield* openStream(`${gateway.routeBase}/chat_style/chat/completions`, key.plaintext_key, "no-newline")
-      const text = stream.first + (yield* Effect.promise(stream.rest))
-      expect(text.length).toBeLessThan(NO_NEWLINE_BYTES / 4)
-      const lastEvent = text.slice(text.lastIndexOf("\n\ndata: ") + "\n\ndata: ".length).trim()
-      expect(JSON.parse(lastEvent)).toMatchObject({ error: { type: "server_error", code: "sse_line_too_long" } })
-      yield* until(
-        () => stub.aborted.filter((model) => model === "no-newline").length > abortedBefore,
-        "the provider's call closed"
-      )
-      expect((yield* request(`${base}/healthz`)).status).toBe(200)
-      const [usage] = yield* awaitUsage(db, owner.workspaceId, 1)
-      expect(usage!.metadata).toMatchObject({ stream: true, upstream_error: "sse_line_too_long", cut_short: true })
-    })
+  it.effect(
+    "a stream line longer than GATEWAY_SSE_MAX_LINE_BYTES ends the stream with an error event; the service answers",
+    () =>
+      Effect.gen(function* () {
+        const { base, db, owner, gateway } = yield* gatewayTenant(stub.url)
+        const key = yield* createKey(base, owner)
+        const abortedBefore = stub.aborted.filter((model) => model === "no-newline").length
+        // The provider sends 16 MiB without a newline and then holds the stream open.
+        const stream = yield* openStream(
+          `${gateway.routeBase}/chat_style/chat/completions`,
+          key.plaintext_key,
+          "no-newline"
+        )
+        const text = stream.first + (yield* Effect.promise(stream.rest))
+        expect(text.length).toBeLessThan(NO_NEWLINE_BYTES / 4)
+        const lastEvent = text.slice(text.lastIndexOf("\n\ndata: ") + "\n\ndata: ".length).trim()
+        expect(JSON.parse(lastEvent)).toMatchObject({ error: { type: "server_error", code: "sse_line_too_long" } })
+        yield* until(
+          () => stub.aborted.filter((model) => model === "no-newline").length > abortedBefore,
+          "the provider's call closed"
+        )
+        expect((yield* request(`${base}/healthz`)).status).toBe(200)
+        const [usage] = yield* awaitUsage(db, owner.workspaceId, 1)
+        expect(usage!.metadata).toMatchObject({ stream: true, upstream_error: "sse_line_too_long", cut_short: true })
+      })
   )
 
   it.effect("a client that sends its headers or its body too slowly is cut off (408); a long answer is not", () =>
@@ -188,7 +199,7 @@ layer(testServerWithDatabase("database", SETTINGS), SERVER_OPTIONS)("gateway str
       // Opened after the stream began and cut off after HTTP_REQUEST_TIMEOUT_MS: the stream is older than that now.
       const slowBody = yield* untilServerCloses(
         strict,
-        "POST /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"a\":"
+        'POST /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"a":'
       )
       expect(slowBody).toMatch(/^HTTP\/1\.1 408/)
 
@@ -201,51 +212,61 @@ layer(testServerWithDatabase("database", SETTINGS), SERVER_OPTIONS)("gateway str
     })
   )
 
-  it.effect("GATEWAY_MAX_STREAM_SECONDS ends a stream with the dialect's error event; the SDKs raise it; usage is recorded", () =>
-    Effect.gen(function* () {
-      const { base, db, owner, gateway } = yield* gatewayTenant(stub.url)
-      const key = yield* createKey(base, owner) // valid on both processes (session tokens are not)
-      const scope = yield* Scope.make()
-      const context = yield* Layer.buildWithScope(
-        testServerOver("database", yield* TestDatabaseUrl, { ...SETTINGS, GATEWAY_MAX_STREAM_SECONDS: "1" }),
-        scope
-      )
-      const routeBase = `${portOf(context)}/v1/gateway/${gateway.routeId}`
+  it.effect(
+    "GATEWAY_MAX_STREAM_SECONDS ends a stream with the dialect's error event; the SDKs raise it; usage is recorded",
+    () =>
+      Effect.gen(function* () {
+        const { base, db, owner, gateway } = yield* gatewayTenant(stub.url)
+        const key = yield* createKey(base, owner) // valid on both processes (session tokens are not)
+        const scope = yield* Scope.make()
+        const context = yield* Layer.buildWithScope(
+          testServerOver("database", yield* TestDatabaseUrl, { ...SETTINGS, GATEWAY_MAX_STREAM_SECONDS: "1" }),
+          scope
+        )
+        const routeBase = `${portOf(context)}/v1/gateway/${gateway.routeId}`
 
-      const openai = new OpenAI({ apiKey: key.plaintext_key, baseURL: `${routeBase}/chat_style`, maxRetries: 0 })
-      const chatFailure = yield* Effect.promise(async () => {
-        const stream = await openai.chat.completions.create({ model: "hang", stream: true, messages: [] })
-        try {
-          for await (const _chunk of stream) {
-            // read until the gateway ends the stream
+        const openai = new OpenAI({ apiKey: key.plaintext_key, baseURL: `${routeBase}/chat_style`, maxRetries: 0 })
+        const chatFailure = yield* Effect.promise(async () => {
+          const stream = await openai.chat.completions.create({ model: "hang", stream: true, messages: [] })
+          try {
+            for await (const _chunk of stream) {
+              // read until the gateway ends the stream
+            }
+            return "ended without an error"
+          } catch (error) {
+            return String(error)
           }
-          return "ended without an error"
-        } catch (error) {
-          return String(error)
-        }
-      })
-      expect(chatFailure).toContain("GATEWAY_MAX_STREAM_SECONDS")
+        })
+        expect(chatFailure).toContain("GATEWAY_MAX_STREAM_SECONDS")
 
-      const anthropic = new Anthropic({ apiKey: key.plaintext_key, baseURL: `${routeBase}/messages_style`, maxRetries: 0 })
-      const messagesFailure = yield* Effect.promise(async () => {
-        const stream = await anthropic.messages.create({ model: "hang", max_tokens: 10, stream: true, messages: [] })
-        try {
-          for await (const _event of stream) {
-            // read until the gateway ends the stream
+        const anthropic = new Anthropic({
+          apiKey: key.plaintext_key,
+          baseURL: `${routeBase}/messages_style`,
+          maxRetries: 0
+        })
+        const messagesFailure = yield* Effect.promise(async () => {
+          const stream = await anthropic.messages.create({ model: "hang", max_tokens: 10, stream: true, messages: [] })
+          try {
+            for await (const _event of stream) {
+              // read until the gateway ends the stream
+            }
+            return "ended without an error"
+          } catch (error) {
+            return String(error)
           }
-          return "ended without an error"
-        } catch (error) {
-          return String(error)
-        }
-      })
-      expect(messagesFailure).toContain("GATEWAY_MAX_STREAM_SECONDS")
+        })
+        expect(messagesFailure).toContain("GATEWAY_MAX_STREAM_SECONDS")
 
-      const usage = yield* awaitUsage(db, owner.workspaceId, 2)
-      for (const event of usage) {
-        expect(event.metadata).toMatchObject({ stream: true, upstream_error: "stream_duration_exceeded", cut_short: true })
-        expect(event.completion_tokens).toBeGreaterThanOrEqual(3)
-      }
-      yield* Scope.close(scope, Exit.void)
-    })
+        const usage = yield* awaitUsage(db, owner.workspaceId, 2)
+        for (const event of usage) {
+          expect(event.metadata).toMatchObject({
+            stream: true,
+            upstream_error: "stream_duration_exceeded",
+            cut_short: true
+          })
+          expect(event.completion_tokens).toBeGreaterThanOrEqual(3)
+        }
+        yield* Scope.close(scope, Exit.void)
+      })
   )
 })
