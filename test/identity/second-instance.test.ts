@@ -52,8 +52,9 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("a second instance ove
         )
 
         // Shutting the second instance down does not hang on the relay lock the first one holds.
-        const closed = yield* Scope.close(scope, Exit.void).pipe(Effect.timeout("5 seconds"), Effect.either)
-        expect(closed._tag, "the second instance did not stop within 5 s").toBe("Right")
+        // A hang never ends; the bound only has to be far above a loaded machine's shutdown time.
+        const closed = yield* Scope.close(scope, Exit.void).pipe(Effect.timeout("30 seconds"), Effect.either)
+        expect(closed._tag, "the second instance did not stop within 30 s").toBe("Right")
       }),
     60_000
   )
