@@ -125,21 +125,25 @@ export const createAgent = (base: string, owner: Tenant, yaml: string) =>
 /**
  * A target agent on loopback (an outside system, so a stub is fine): answers the
  * target protocol, or chat completions on `/v1/chat/completions`, with the demo
- * agent's behaviour unless `answer` says otherwise.
+ * agent's behaviour unless `answer` says otherwise (`hold`: never answers, until
+ * the caller closes the connection).
  */
 export interface StubTarget {
   readonly url: string
   readonly requests: Array<{ path: string; body: any }>
+  /** Requests received whose connection is still open, unanswered. */
+  readonly open: () => number
 }
 
 export const stubTarget = (
-  answer: (path: string, body: any) => { status: number; body: unknown; delayMs?: number }
+  answer: (path: string, body: any) => { status: number; body: unknown; delayMs?: number; hold?: boolean }
 ) =>
   Effect.acquireRelease(
     Effect.promise(
       () =>
         new Promise<StubTarget & { close: () => Promise<void> }>((resolve) => {
           const requests: Array<{ path: string; body: any }> = []
+          let open = 0
           const server = createServer((req, res) => {
             let raw = ""
             req.on("data", (chunk) => (raw += chunk))
@@ -147,6 +151,9 @@ export const stubTarget = (
               const body = raw === "" ? null : JSON.parse(raw)
               requests.push({ path: req.url ?? "", body })
               const reply = answer(req.url ?? "", body)
+              open += 1
+              res.once("close", () => (open -= 1))
+              if (reply.hold === true) return
               setTimeout(() => {
                 res.writeHead(reply.status, { "content-type": "application/json" })
                 res.end(JSON.stringify(reply.body))
@@ -158,6 +165,7 @@ export const stubTarget = (
             resolve({
               url: `http://127.0.0.1:${address.port}`,
               requests,
+              open: () => open,
               close: () =>
                 new Promise<void>((done) => {
                   server.closeAllConnections()
