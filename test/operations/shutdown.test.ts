@@ -14,8 +14,12 @@ import { call, expectStatus, queryDatabase, tenant } from "../identity/http-help
 import { eventBody, propose, reply, until } from "../authorization-http/event-helpers.js"
 import { startChildService } from "./child-service.js"
 
-/** A POST whose body is sent in two halves: the second only when `release` resolves. */
-const slowPost = (url: string, token: string, body: string, release: Promise<void>) =>
+/**
+ * A POST whose body is sent in two halves: the second only when `release` resolves. It asks for
+ * `100 Continue`, which Node sends as it hands the request to the service: `reached` is called then
+ * (the request is in flight), and the first half follows.
+ */
+const slowPost = (url: string, token: string, body: string, release: Promise<void>, reached: () => void) =>
   new Promise<{ status: number; text: string }>((resolve, reject) => {
     const target = new URL(url)
     const req = httpRequest(
@@ -27,7 +31,8 @@ const slowPost = (url: string, token: string, body: string, release: Promise<voi
         headers: {
           authorization: `Bearer ${token}`,
           "content-type": "application/json",
-          "content-length": String(Buffer.byteLength(body))
+          "content-length": String(Buffer.byteLength(body)),
+          expect: "100-continue"
         },
         agent: false
       },
@@ -40,8 +45,11 @@ const slowPost = (url: string, token: string, body: string, release: Promise<voi
     )
     req.on("error", reject)
     const half = Math.floor(body.length / 2)
-    req.write(body.slice(0, half))
-    void release.then(() => req.end(body.slice(half)))
+    req.once("continue", () => {
+      req.write(body.slice(0, half))
+      reached()
+      void release.then(() => req.end(body.slice(half)))
+    })
   })
 
 const committedOffsets = (topicPrefix: string) =>
@@ -85,13 +93,16 @@ it.live(
       let release = () => {}
       const released = new Promise<void>((resolve) => (release = resolve))
       // A decision: it needs the API's services (the group-commit decision writer) until it is answered.
+      let reached = () => {}
+      const inService = new Promise<void>((resolve) => (reached = resolve))
       const inFlight = slowPost(
         `${base}/v1/events`,
         owner.jwt,
         JSON.stringify(eventBody(owner, "bot", reply(`sent while stopping ${"x".repeat(2000)}`), { run_id: run.id })),
-        released
+        released,
+        reached
       )
-      yield* Effect.sleep("300 millis") // the request has reached the handler; its body is half sent
+      yield* Effect.promise(() => inService) // the request is in the service's hands; its body is half sent
       service.child.kill("SIGTERM")
       yield* until(
         Effect.sync(() => expect(service.output()).toContain("shutdown: draining requests in flight")),
