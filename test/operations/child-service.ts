@@ -6,7 +6,7 @@
 import { Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { inject } from "vitest"
-import { freshDatabase, uniqueName } from "../support/TestPlatform.js"
+import { CHEAP_ACCOUNTS, freshDatabase, uniqueName } from "../support/TestPlatform.js"
 
 const root = new URL("../../", import.meta.url).pathname
 
@@ -46,6 +46,7 @@ export const startChildService = (env: Record<string, string> = {}) =>
                 PORT: String(20_000 + Math.floor(Math.random() * 20_000)),
                 LOG_LEVEL: "info",
                 POLL_INTERVAL_MS: "50",
+                ...CHEAP_ACCOUNTS,
                 ...env
               },
               stdio: ["ignore", "pipe", "pipe"]
@@ -54,7 +55,10 @@ export const startChildService = (env: Record<string, string> = {}) =>
             const exited = new Promise<number | string>((done) =>
               child.on("exit", (code, signal) => done(code ?? signal ?? "unknown"))
             )
-            const timer = setTimeout(() => reject(new Error(`the service printed no URL within 90 s:\n${output}`)), 90_000)
+            const timer = setTimeout(
+              () => reject(new Error(`the service printed no URL within 90 s:\n${output}`)),
+              90_000
+            )
             const onData = (chunk: Buffer) => {
               output += chunk.toString()
               const url = /Guardrail service listening: API (http:\/\/\S+)/.exec(output)
