@@ -45,11 +45,15 @@ export const configLayer = (entries: Record<string, string>) =>
   Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(entries))))
 
 /**
- * Suites sign up and sign in a lot, all from loopback: a low scrypt cost
- * (2^10, not 2^17) and no signup limit keep them fast. Suites that test
- * those defences override these in `extra`.
+ * Suites sign up and sign in a lot, often concurrently, all from loopback: a
+ * low scrypt cost (2^10, not 2^17), no signup limit and room for concurrent
+ * hashes keep them fast. Suites that test those defences override these in `extra`.
  */
-export const CHEAP_ACCOUNTS = { PASSWORD_SCRYPT_LOG_N: "10", SIGNUP_LIMIT: "1000000" } as const
+export const CHEAP_ACCOUNTS = {
+  PASSWORD_SCRYPT_LOG_N: "10",
+  SIGNUP_LIMIT: "1000000",
+  PASSWORD_HASH_CONCURRENCY: "64"
+} as const
 
 /** Settings for a suite: its own database, and Kafka (with a unique topic prefix) or the database log. */
 export const settingsFor = (mode: EventLogMode, databaseUrl: string, extra: Record<string, string> = {}) => ({
