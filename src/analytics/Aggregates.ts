@@ -115,4 +115,3 @@ export class Aggregates extends Effect.Service<Aggregates>()("analytics/Aggregat
     return { add, addMany }
   })
 }) {}
-
