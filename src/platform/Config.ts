@@ -26,27 +26,26 @@ const PLACEHOLDER_SECRETS = new Set([
 
 const MIN_SECRET_BYTES = 32
 
+const isStrongSecret = (text: string) =>
+  Buffer.byteLength(text, "utf8") >= MIN_SECRET_BYTES &&
+  !PLACEHOLDER_SECRETS.has(text.trim().toLowerCase()) &&
+  !/^(.)\1*$/.test(text)
+
 /**
- * A secret the service may generate itself when unset; a set value must be at
- * least 32 bytes and not a known placeholder, or the service refuses to start.
+ * A secret the service generates or goes without when unset (an empty value
+ * counts as unset, as compose passes an unset variable through). A set value
+ * must be at least 32 bytes and not a known placeholder, or the service
+ * refuses to start.
  */
 const strongSecret = (name: string) =>
-  Config.option(
-    Config.redacted(name).pipe(
-      Config.validate({
-        message:
-          `${name} is a placeholder or shorter than ${MIN_SECRET_BYTES} bytes; ` +
-          `set it to a random value (e.g. \`openssl rand -hex 32\`) or leave it unset`,
-        validation: (value) => {
-          const text = Redacted.value(value)
-          return (
-            Buffer.byteLength(text, "utf8") >= MIN_SECRET_BYTES &&
-            !PLACEHOLDER_SECRETS.has(text.trim().toLowerCase()) &&
-            !/^(.)\1*$/.test(text)
-          )
-        }
-      })
-    )
+  optionalRedacted(name).pipe(
+    Config.map(Option.filter((value) => Redacted.value(value).trim() !== "")),
+    Config.validate({
+      message:
+        `${name} is a placeholder or shorter than ${MIN_SECRET_BYTES} bytes; ` +
+        `set it to a random value (e.g. \`openssl rand -hex 32\`) or leave it unset`,
+      validation: (value) => Option.isNone(value) || isStrongSecret(Redacted.value(value.value))
+    })
   )
 
 const positiveInteger = (name: string, fallback: number) =>
