@@ -6,6 +6,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { readFileSync } from "node:fs"
+import { parse } from "yaml"
 import { runRefusedChildService } from "./child-service.js"
 
 const STRONG = {
@@ -56,4 +58,19 @@ describe("start-up check of configured secrets", () => {
       }),
     120_000
   )
+
+  it("docker-compose.yml ships no usable default secret: each comes from the environment", () => {
+    const compose = parse(readFileSync(new URL("../../docker-compose.yml", import.meta.url), "utf8")) as {
+      services: Record<string, { environment?: Record<string, string> }>
+    }
+    for (const [service, definition] of Object.entries(compose.services)) {
+      for (const name of Object.keys(STRONG)) {
+        const value = definition.environment?.[name]
+        if (value === undefined) continue
+        // `${NAME:?how to set it}` (compose refuses to start without it) or `${NAME:-}` (unset stays unset).
+        expect(value, `${service}.${name}`).toMatch(new RegExp(`^\\$\\{${name}(:\\?.*openssl rand -hex 32.*|:-)\\}$`))
+      }
+    }
+    expect(compose.services["api"]?.environment?.["JWT_SECRET"]).toBeDefined()
+  })
 })
