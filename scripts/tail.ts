@@ -22,9 +22,9 @@ import { Kafka, logLevel } from "kafkajs"
 import { randomBytes } from "node:crypto"
 import { hostname } from "node:os"
 import { AppConfig, isKafkaEnabled } from "../src/platform/Config.js"
+import { kafkaConnectionOf } from "../src/platform/KafkaConnection.js"
 import { allTopics, type TopicName } from "../src/platform/Topics.js"
 import { TopicMessages } from "../src/TopicMessages.js"
-import { kafkaConnectionOf } from "../src/platform/KafkaConnection.js"
 
 const USAGE = `usage: npm run tail -- <topic> [--from-beginning] [--workspace ID]
 topics: ${allTopics.join(", ")}`
@@ -54,8 +54,7 @@ const parseArguments = (args: ReadonlyArray<string>, prefix: string) =>
       if (arg === "--from-beginning") fromBeginning = true
       else if (arg === "--workspace") {
         workspace = args[++i]
-        if (workspace === undefined || workspace === "")
-          return yield* new UsageError({ message: "--workspace needs an id" })
+        if (workspace === undefined || workspace === "") return yield* new UsageError({ message: "--workspace needs an id" })
       } else if (arg.startsWith("--workspace=")) workspace = arg.slice("--workspace=".length)
       else if (arg.startsWith("-")) return yield* new UsageError({ message: `unknown option ${arg}` })
       else if (topic === undefined) topic = arg
@@ -63,8 +62,7 @@ const parseArguments = (args: ReadonlyArray<string>, prefix: string) =>
     }
     if (topic === undefined) return yield* new UsageError({ message: "name a topic" })
     // Accept the physical name too (guardrail.decisions).
-    const logical =
-      topic.startsWith(prefix) && allTopics.includes(topic.slice(prefix.length)) ? topic.slice(prefix.length) : topic
+    const logical = topic.startsWith(prefix) && allTopics.includes(topic.slice(prefix.length)) ? topic.slice(prefix.length) : topic
     if (!allTopics.includes(logical)) return yield* new UsageError({ message: `unknown topic ${topic}` })
     return { topic: logical as TopicName, fromBeginning, workspace } satisfies Options
   })
@@ -205,14 +203,16 @@ const databaseMessages = (config: AppConfig, options: Options) =>
         if (rows.length === 0) yield* Effect.sleep(config.pollIntervalMillis)
         else cursor = rows[rows.length - 1]!.offset
         return Chunk.fromIterable(
-          rows.map((row): Message => ({
-            partition: 0,
-            offset: row.offset,
-            key: row.key,
-            eventId: row.event_id,
-            timestamp: new Date(row.created_at),
-            value: row.value
-          }))
+          rows.map(
+            (row): Message => ({
+              partition: 0,
+              offset: row.offset,
+              key: row.key,
+              eventId: row.event_id,
+              timestamp: new Date(row.created_at),
+              value: row.value
+            })
+          )
         )
       })
       return Stream.repeatEffectChunk(poll)
@@ -235,9 +235,7 @@ const databaseLayer = (config: AppConfig) =>
         })
       )
   }).pipe(
-    Effect.map((url) =>
-      PgClient.layer({ url, maxConnections: 1, applicationName: "guardrail-tail", transformJson: false })
-    )
+    Effect.map((url) => PgClient.layer({ url, maxConnections: 1, applicationName: "guardrail-tail", transformJson: false }))
   )
 
 const program = Effect.gen(function* () {

@@ -20,8 +20,7 @@ const announce = Layer.effectDiscard(
   Effect.gen(function* () {
     const server = yield* HttpServer.HttpServer
     if (server.address._tag !== "TcpAddress") return
-    const host =
-      server.address.hostname === "0.0.0.0" || server.address.hostname === "::" ? "localhost" : server.address.hostname
+    const host = server.address.hostname === "0.0.0.0" || server.address.hostname === "::" ? "localhost" : server.address.hostname
     const base = `http://${host}:${server.address.port}`
     yield* Effect.logInfo(`Guardrail service listening: API ${base}  docs ${base}/docs`).pipe(
       Effect.annotateLogs({
@@ -64,7 +63,9 @@ export const HttpAppLive = Layer.unwrapEffect(
       Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
       Layer.provide(DashboardLive),
       Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
-      Layer.provide(HttpApiBuilder.middleware(GuardrailApi, requestPipeline(routes, config.maxBodyBytes, traffic))),
+      Layer.provide(
+        HttpApiBuilder.middleware(GuardrailApi, requestPipeline(routes, config.maxBodyBytes, traffic))
+      ),
       Layer.provide(HttpApiBuilder.api(GuardrailApi).pipe(Layer.provide(ApiGroupsLive))),
       Layer.merge(announce),
       Layer.merge(installFastLane(traffic, config.maxBodyBytes))

@@ -115,3 +115,4 @@ export class Aggregates extends Effect.Service<Aggregates>()("analytics/Aggregat
     return { add, addMany }
   })
 }) {}
+

@@ -49,30 +49,10 @@ const sum = (series: SeriesName): MetricDefinition => ({ kind: "sum", of: { seri
 
 export const metrics: ReadonlyArray<MetricEntry> = [
   { metric: "trace_count", label: "Traces", default_chart_type: "big_number", definition: sum(Series.decisions) },
-  {
-    metric: "permit_count",
-    label: "Permitted",
-    default_chart_type: "line",
-    definition: { kind: "sum", of: decisionsWith("permit") }
-  },
-  {
-    metric: "deny_count",
-    label: "Denied",
-    default_chart_type: "line",
-    definition: { kind: "sum", of: decisionsWith("deny") }
-  },
-  {
-    metric: "defer_count",
-    label: "Deferred",
-    default_chart_type: "line",
-    definition: { kind: "sum", of: decisionsWith("defer") }
-  },
-  {
-    metric: "rewrite_count",
-    label: "Rewritten",
-    default_chart_type: "line",
-    definition: { kind: "sum", of: decisionsWith("rewrite") }
-  },
+  { metric: "permit_count", label: "Permitted", default_chart_type: "line", definition: { kind: "sum", of: decisionsWith("permit") } },
+  { metric: "deny_count", label: "Denied", default_chart_type: "line", definition: { kind: "sum", of: decisionsWith("deny") } },
+  { metric: "defer_count", label: "Deferred", default_chart_type: "line", definition: { kind: "sum", of: decisionsWith("defer") } },
+  { metric: "rewrite_count", label: "Rewritten", default_chart_type: "line", definition: { kind: "sum", of: decisionsWith("rewrite") } },
   {
     metric: "block_rate",
     label: "Block rate (denied / traces)",
@@ -109,30 +89,15 @@ export const metrics: ReadonlyArray<MetricEntry> = [
   },
   { metric: "run_count", label: "Runs started", default_chart_type: "big_number", definition: sum(Series.runs) },
   { metric: "run_event_count", label: "Run events", default_chart_type: "line", definition: sum(Series.runEvents) },
-  {
-    metric: "llm_cost_minor",
-    label: "LLM cost (minor units)",
-    default_chart_type: "bar",
-    definition: sum(Series.llmCostMinor)
-  },
-  {
-    metric: "llm_prompt_tokens",
-    label: "LLM prompt tokens",
-    default_chart_type: "bar",
-    definition: sum(Series.llmPromptTokens)
-  },
+  { metric: "llm_cost_minor", label: "LLM cost (minor units)", default_chart_type: "bar", definition: sum(Series.llmCostMinor) },
+  { metric: "llm_prompt_tokens", label: "LLM prompt tokens", default_chart_type: "bar", definition: sum(Series.llmPromptTokens) },
   {
     metric: "llm_completion_tokens",
     label: "LLM completion tokens",
     default_chart_type: "bar",
     definition: sum(Series.llmCompletionTokens)
   },
-  {
-    metric: "redteam_landed",
-    label: "Red-team attacks landed",
-    default_chart_type: "big_number",
-    definition: sum(Series.redteamLanded)
-  }
+  { metric: "redteam_landed", label: "Red-team attacks landed", default_chart_type: "big_number", definition: sum(Series.redteamLanded) }
 ]
 
 export const dimensions: ReadonlyArray<{ readonly dimension: string; readonly label: string }> = [

@@ -47,7 +47,8 @@ export class HumanReview extends Effect.Service<HumanReview>()("analytics/HumanR
         const automated = total(
           yield* sums({ series: Series.decisions, where: { effect: ["deny", "defer", "rewrite"] } }, [])
         )
-        const outcomeCount = (outcome: string) => total(byOutcome.filter(([[group]]) => group === outcome))
+        const outcomeCount = (outcome: string) =>
+          total(byOutcome.filter(([[group]]) => group === outcome))
         const reviewCount = total(byOutcome)
         const interventionCount = total(byOutcome.filter(([[group]]) => isIntervention(group!)))
 
@@ -112,18 +113,16 @@ export class HumanReview extends Effect.Service<HumanReview>()("analytics/HumanR
               false_positive_count: counts.of("false_positive")
             }
           }),
-          by_workflow_step: [...steps]
-            .sort(([a], [b]) => a.localeCompare(b))
-            .map(([workflow_step, counts]) => {
-              const c = countsOf(counts)
-              return {
-                workflow_step,
-                corrected_count: c.of("corrected"),
-                false_positive_count: c.of("false_positive"),
-                human_review_count: c.all,
-                rejected_count: c.of("rejected")
-              }
-            }),
+          by_workflow_step: [...steps].sort(([a], [b]) => a.localeCompare(b)).map(([workflow_step, counts]) => {
+            const c = countsOf(counts)
+            return {
+              workflow_step,
+              corrected_count: c.of("corrected"),
+              false_positive_count: c.of("false_positive"),
+              human_review_count: c.all,
+              rejected_count: c.of("rejected")
+            }
+          }),
           top_reasons: (yield* sums({ series: Series.reviewReasons }, ["reason_code"]))
             .filter(([[reason]]) => reason !== undefined && reason !== NO_VALUE)
             .map(([[reason_code], count]) => ({ reason_code: reason_code!, count }))

@@ -79,10 +79,7 @@ export const deltasOf = (delivery: Delivery, now: number, graceMs: number): Read
             message.workspace_id,
             timeOf(message.occurred_at, delivery.timestamp),
             { agent_id: message.agent_id, environment_id: message.environment_id, run_kind: message.run_kind },
-            [
-              [Series.runEvents, 1, { event_kind: message.kind }],
-              ...(message.sequence === 1 ? [[Series.runs, 1] as const] : [])
-            ]
+            [[Series.runEvents, 1, { event_kind: message.kind }], ...(message.sequence === 1 ? [[Series.runs, 1] as const] : [])]
           )
       })
     case Topics.reviewEvents:

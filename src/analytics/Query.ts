@@ -73,11 +73,7 @@ export const checkQuery = (query: MetricQuery) =>
   Effect.gen(function* () {
     const entry = metricNamed(query.metric)
     if (entry === undefined) {
-      return yield* invalid(
-        "unknown_metric",
-        "metric",
-        `unknown metric ${JSON.stringify(query.metric)}; see GET /v1/analytics/catalog`
-      )
+      return yield* invalid("unknown_metric", "metric", `unknown metric ${JSON.stringify(query.metric)}; see GET /v1/analytics/catalog`)
     }
     if (query.group_by !== undefined && !isDimension(query.group_by)) {
       return yield* invalid("unknown_dimension", "group_by", `unknown dimension ${JSON.stringify(query.group_by)}`)
@@ -132,10 +128,7 @@ export class AnalyticsQueries extends Effect.Service<AnalyticsQueries>()("analyt
             total += value
           }
         } else if (definition.kind === "ratio") {
-          const parts = new Map<
-            string,
-            { group: string; bucket: Date | null; numerator: number; denominator: number }
-          >()
+          const parts = new Map<string, { group: string; bucket: Date | null; numerator: number; denominator: number }>()
           const part = (row: { grp: string; bucket: Date | null }) => {
             const key = cellKey(row.grp, row.bucket)
             const found = parts.get(key) ?? { group: row.grp, bucket: row.bucket, numerator: 0, denominator: 0 }

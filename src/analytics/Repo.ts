@@ -69,10 +69,9 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("analytics/An
     const group = (selection: SumSelection) =>
       selection.groupBy.length === 0
         ? sql`''`
-        : sql`concat_ws(chr(31), ${sql.join(
-            ", ",
-            false
-          )(selection.groupBy.map((dimension) => sql`coalesce(dims->>${dimension}, ${NO_VALUE})`))})`
+        : sql`concat_ws(chr(31), ${sql.join(", ", false)(
+            selection.groupBy.map((dimension) => sql`coalesce(dims->>${dimension}, ${NO_VALUE})`)
+          )})`
 
     const bucket = (selection: SumSelection) => (selection.bucketed ? sql`bucket_start` : sql`null::timestamptz`)
 
@@ -114,16 +113,12 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("analytics/An
       updateView: (workspaceId: string, id: string, values: { name: string; is_default: boolean; config: unknown }) =>
         sql<ViewRow>`update analytics_views set name = ${values.name}, is_default = ${values.is_default},
                        config = ${JSON.stringify(values.config)}, updated_at = now()
-                     where workspace_id = ${workspaceId} and id = ${id} returning *`.pipe(
-          Effect.map((rows) => rows[0])
-        ),
+                     where workspace_id = ${workspaceId} and id = ${id} returning *`.pipe(Effect.map((rows) => rows[0])),
       clearDefault: (workspaceId: string, exceptId: string) =>
         sql`update analytics_views set is_default = false, updated_at = now()
             where workspace_id = ${workspaceId} and is_default and id <> ${exceptId}`,
       deleteView: (workspaceId: string, id: string) =>
-        sql<{
-          id: string
-        }>`delete from analytics_views where workspace_id = ${workspaceId} and id = ${id} returning id`.pipe(
+        sql<{ id: string }>`delete from analytics_views where workspace_id = ${workspaceId} and id = ${id} returning id`.pipe(
           Effect.map((rows) => rows.length > 0)
         )
     })

@@ -31,17 +31,13 @@ export const configProblems = (config: ViewConfigInput, base = "config") => {
   const problems: Array<{ path: string; message: string }> = []
   config.filters.forEach((filter, index) => {
     if (!isDimension(filter.dimension)) {
-      problems.push({
-        path: `${base}.filters[${index}].dimension`,
-        message: `unknown dimension ${JSON.stringify(filter.dimension)}`
-      })
+      problems.push({ path: `${base}.filters[${index}].dimension`, message: `unknown dimension ${JSON.stringify(filter.dimension)}` })
     }
   })
   const seen = new Set<string>()
   config.widgets.forEach((widget, index) => {
     const path = `${base}.widgets[${index}]`
-    if (seen.has(widget.id))
-      problems.push({ path: `${path}.id`, message: `duplicate widget id ${JSON.stringify(widget.id)}` })
+    if (seen.has(widget.id)) problems.push({ path: `${path}.id`, message: `duplicate widget id ${JSON.stringify(widget.id)}` })
     seen.add(widget.id)
     if (metricNamed(widget.metric) === undefined) {
       problems.push({ path: `${path}.metric`, message: `unknown metric ${JSON.stringify(widget.metric)}` })
@@ -145,9 +141,7 @@ export class Views extends Effect.Service<Views>()("analytics/Views", {
       )
 
     const remove = (workspaceId: string, id: string) =>
-      Effect.flatMap(repo.deleteView(workspaceId, id), (deleted) =>
-        deleted ? Effect.void : Effect.fail(viewNotFound(id))
-      )
+      Effect.flatMap(repo.deleteView(workspaceId, id), (deleted) => (deleted ? Effect.void : Effect.fail(viewNotFound(id))))
 
     return { list, create, update, remove }
   }),

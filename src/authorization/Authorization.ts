@@ -98,9 +98,7 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
         const modes = modesOf(config, environment)
         const evaluated = yield* Effect.gen(function* () {
           const snapshot = yield* snapshots.get(caller.workspaceId)
-          const grantRow = needsGrant(snapshot, event, modes)
-            ? yield* activeGrant(caller.workspaceId, intentId)
-            : Option.none()
+          const grantRow = needsGrant(snapshot, event, modes) ? yield* activeGrant(caller.workspaceId, intentId) : Option.none()
           return {
             decision: evaluate(snapshot, event, modes, Option.isSome(grantRow), config.settings.default_action),
             grantRow

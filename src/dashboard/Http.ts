@@ -39,8 +39,7 @@ const assets = [
 ] as const
 
 /** An asset file beside this module; a missing one is a broken deployment, so it fails the start-up. */
-const readAsset = (file: string) =>
-  Effect.sync(() => readFileSync(new URL(`./assets/${file}`, import.meta.url), "utf8"))
+const readAsset = (file: string) => Effect.sync(() => readFileSync(new URL(`./assets/${file}`, import.meta.url), "utf8"))
 
 export const DashboardLive = HttpApiBuilder.Router.use((router) =>
   Effect.forEach(
@@ -49,7 +48,9 @@ export const DashboardLive = HttpApiBuilder.Router.use((router) =>
       Effect.flatMap(readAsset(asset.file), (body) =>
         router.get(
           asset.path,
-          Effect.succeed(HttpServerResponse.text(body, { contentType: asset.contentType, headers: SECURITY_HEADERS }))
+          Effect.succeed(
+            HttpServerResponse.text(body, { contentType: asset.contentType, headers: SECURITY_HEADERS })
+          )
         )
       ),
     { discard: true }

@@ -21,8 +21,7 @@ const ProviderApiKey = Schema.Redacted(Schema.NonEmptyString).annotations({
  * Anthropic's API). Either dialect can be sent through any connection.
  */
 export const ProviderKind = Schema.Literal("chat_compatible", "messages_compatible").annotations({
-  description:
-    "chat_compatible (OpenAI-style, default base https://api.openai.com/v1) or messages_compatible (Anthropic-style, default base https://api.anthropic.com)"
+  description: "chat_compatible (OpenAI-style, default base https://api.openai.com/v1) or messages_compatible (Anthropic-style, default base https://api.anthropic.com)"
 })
 export type ProviderKind = typeof ProviderKind.Type
 

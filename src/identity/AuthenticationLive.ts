@@ -91,11 +91,7 @@ export const AuthenticationLive = Layer.effect(
       Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         const { route } = yield* HttpRouter.RouteContext
-        return yield* authenticate(
-          Redacted.value(token),
-          request,
-          routes.get(`${request.method} ${String(route.path)}`)
-        )
+        return yield* authenticate(Redacted.value(token), request, routes.get(`${request.method} ${String(route.path)}`))
       })
   }))
 ).pipe(Layer.provide(Credentials.Default), Layer.provide(WorkspaceFeatures.Default))

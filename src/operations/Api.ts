@@ -2,14 +2,7 @@
  * Operations extensions: `GET /metrics` (Prometheus text, bearer METRICS_TOKEN)
  * and the platform admin's workspace feature flags.
  */
-import {
-  HttpApiEndpoint,
-  HttpApiGroup,
-  HttpApiMiddleware,
-  HttpApiSchema,
-  HttpApiSecurity,
-  OpenApi
-} from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authentication } from "../identity/Authentication.js"
 import { NotFoundWire, UnauthorizedWire } from "../platform/Errors.js"
@@ -26,7 +19,9 @@ export class MetricsAuthentication extends HttpApiMiddleware.Tag<MetricsAuthenti
 export const PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 
 export class MetricsApi extends HttpApiGroup.make("metrics")
-  .add(HttpApiEndpoint.get("metrics", "/metrics").addSuccess(HttpApiSchema.Text({ contentType: PROMETHEUS_TEXT })))
+  .add(
+    HttpApiEndpoint.get("metrics", "/metrics").addSuccess(HttpApiSchema.Text({ contentType: PROMETHEUS_TEXT }))
+  )
   .middleware(MetricsAuthentication)
   .annotate(
     OpenApi.Description,

@@ -313,8 +313,7 @@ const requestGuard =
       }
       const limit = route?.maxBodyBytes ?? maxBodyBytes
       const checked = yield* checkBody(request, route, limit)
-      const inner =
-        checked === original ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, checked)
+      const inner = checked === original ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, checked)
       return yield* inner.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(FileSystem.Size(limit))))
     }).pipe(
       Effect.catchAllCause(
@@ -413,20 +412,11 @@ export const requestPipeline = (routes: ReadonlyArray<RouteEntry>, maxBodyBytes:
       })
       if (traffic?.draining === true) {
         return HttpServerResponse.unsafeJson(
-          {
-            error: {
-              code: "shutting_down",
-              message: "The service is shutting down; retry on another instance.",
-              request_id: requestId
-            }
-          },
+          { error: { code: "shutting_down", message: "The service is shutting down; retry on another instance.", request_id: requestId } },
           { status: 503, headers: { connection: "close", "retry-after": "1" } }
         )
       }
-      const guarded = requestGuard(
-        entry,
-        maxBodyBytes
-      )(app).pipe(
+      const guarded = requestGuard(entry, maxBodyBytes)(app).pipe(
         Effect.catchAllCause((cause) =>
           Cause.isInterruptedOnly(cause) || Option.exists(Cause.failureOption(cause), isHttpError)
             ? Effect.failCause(cause)

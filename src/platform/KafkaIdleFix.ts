@@ -44,11 +44,7 @@ export const applyKafkaIdleFix = () => {
   if (applied) return
   applied = true
   const requestQueue: unknown = createRequire(import.meta.url)("kafkajs/src/network/requestQueue/index.js")
-  if (
-    typeof requestQueue === "function" &&
-    typeof requestQueue.prototype === "object" &&
-    requestQueue.prototype !== null
-  ) {
+  if (typeof requestQueue === "function" && typeof requestQueue.prototype === "object" && requestQueue.prototype !== null) {
     Object.defineProperty(requestQueue.prototype, "scheduleCheckPendingRequests", {
       value: scheduleCheckPendingRequests,
       writable: true,

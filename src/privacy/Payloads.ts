@@ -38,10 +38,7 @@ export const keepTracePayload = <P extends TracePayloadShape>(mode: DataHandling
     },
     response: {
       ...payload.response,
-      findings: payload.response.findings.map((finding) => ({
-        ...finding,
-        evidence: keepJson(mode, finding.evidence)
-      })),
+      findings: payload.response.findings.map((finding) => ({ ...finding, evidence: keepJson(mode, finding.evidence) })),
       transformed_value: keepJson(mode, payload.response.transformed_value)
     }
   }

@@ -16,13 +16,7 @@ import type { CompiledPolicy } from "../catalog/PolicyLanguage.js"
 import type { Snapshot } from "../catalog/Snapshot.js"
 import { Authorization } from "../authorization/Authorization.js"
 import { allCheckers } from "../authorization/checkers/index.js"
-import {
-  type CheckerMode,
-  type CheckerName,
-  decide,
-  type ParamSource,
-  type ProposedAction
-} from "../authorization/Pipeline.js"
+import { type CheckerMode, type CheckerName, decide, type ParamSource, type ProposedAction } from "../authorization/Pipeline.js"
 import type { Caller } from "../identity/Authentication.js"
 import type { TargetReply, ToolCall } from "./DemoAgent.js"
 import type { Output } from "./Judge.js"

@@ -52,14 +52,9 @@ export interface CandidateGroup {
   readonly evidence: ReadonlyArray<AttackRow>
 }
 
-const slug = (text: string) =>
-  text
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, "-")
-    .replace(/^-+|-+$/g, "") || "x"
+const slug = (text: string) => text.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "") || "x"
 const shortHash = (text: string) => createHash("sha256").update(text).digest("hex").slice(0, 8)
-const agentPart = (agentId: string) =>
-  agentId.toLowerCase() === agentId ? agentId : `${agentId.toLowerCase()}-${shortHash(agentId)}`
+const agentPart = (agentId: string) => (agentId.toLowerCase() === agentId ? agentId : `${agentId.toLowerCase()}-${shortHash(agentId)}`)
 const RANK: Readonly<Record<Severity, number>> = { low: 0, medium: 1, high: 2, critical: 3 }
 
 const substrateKey = (substrate: Substrate) =>
@@ -81,8 +76,7 @@ const matchOf = (substrate: Substrate, values: ReadonlyArray<string>) => {
   return { type: "any_of", value: values, target: "content" }
 }
 
-const storedSubstrates = (row: AttackRow) =>
-  (Array.isArray(row.substrates) ? row.substrates : []) as ReadonlyArray<Substrate>
+const storedSubstrates = (row: AttackRow) => (Array.isArray(row.substrates) ? row.substrates : []) as ReadonlyArray<Substrate>
 
 /**
  * What a policy must match to stop a landed attack. Under `raw_allowed` the
@@ -159,8 +153,7 @@ const decodeDocument = Schema.decodeUnknownEither(PolicyDocument)
 export const compileCandidate = (document: Record<string, unknown>): Either.Either<CompiledPolicy, string> =>
   Either.flatMap(
     Either.mapLeft(decodeDocument(document), (error) => error.message),
-    (decoded) =>
-      Either.mapLeft(tryCompilePolicy(decoded), (errors) => errors.map((e) => `${e.path}: ${e.message}`).join("; "))
+    (decoded) => Either.mapLeft(tryCompilePolicy(decoded), (errors) => errors.map((e) => `${e.path}: ${e.message}`).join("; "))
   )
 
 /** The target's answers the verification needs, fetched once and shared by every candidate. */
@@ -172,10 +165,7 @@ export interface Replays {
 
 const finalAnswer = (target: string, turns: ReadonlyArray<string>, allowlist: ReadonlyArray<string>) =>
   Effect.either(
-    Effect.map(
-      converse(target, turns, `rts_replay_${shortHash(turns.join("\n"))}`, allowlist),
-      (t) => t[t.length - 1]!.answer
-    )
+    Effect.map(converse(target, turns, `rts_replay_${shortHash(turns.join("\n"))}`, allowlist), (t) => t[t.length - 1]!.answer)
   )
 
 export const collectReplays = (
@@ -204,13 +194,9 @@ export const collectReplays = (
         }),
       { concurrency: 4, discard: true }
     )
-    const controls = yield* Effect.forEach(
-      controlPrompts(agent),
-      (prompt) => finalAnswer(target, [prompt], allowlist),
-      {
-        concurrency: 4
-      }
-    )
+    const controls = yield* Effect.forEach(controlPrompts(agent), (prompt) => finalAnswer(target, [prompt], allowlist), {
+      concurrency: 4
+    })
     return { landed, variants, controls }
   })
 

@@ -15,19 +15,9 @@ import type { ToolCall } from "./DemoAgent.js"
 import { type AgentProfileView, type AttackCase, forbiddenPromises, outOfScopeTopics } from "./Techniques.js"
 
 export type Substrate =
-  | {
-      readonly kind: "content"
-      readonly key: "canary" | "system_prompt" | "promise" | "out_of_scope"
-      readonly values: ReadonlyArray<string>
-    }
+  | { readonly kind: "content"; readonly key: "canary" | "system_prompt" | "promise" | "out_of_scope"; readonly values: ReadonlyArray<string> }
   | { readonly kind: "content"; readonly key: "pii.ssn" | "pii.card"; readonly values: ReadonlyArray<string> }
-  | {
-      readonly kind: "param"
-      readonly key: string
-      readonly tool: string
-      readonly path: string
-      readonly values: ReadonlyArray<string>
-    }
+  | { readonly kind: "param"; readonly key: string; readonly tool: string; readonly path: string; readonly values: ReadonlyArray<string> }
 
 export interface Verdict {
   readonly landed: boolean
@@ -50,8 +40,7 @@ const REFUSAL = /\b(?:can(?:no|')t|unable to|not able to|won't|will not|not allo
 
 const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 const mentions = (text: string, phrase: string) =>
-  phrase.trim() !== "" &&
-  new RegExp(`(?<![\\p{L}\\p{N}])${escapeRegex(phrase.trim())}(?![\\p{L}\\p{N}])`, "iu").test(text)
+  phrase.trim() !== "" && new RegExp(`(?<![\\p{L}\\p{N}])${escapeRegex(phrase.trim())}(?![\\p{L}\\p{N}])`, "iu").test(text)
 
 const clean: Verdict = { landed: false, evidence: "", substrates: [] }
 

@@ -55,8 +55,7 @@ const keepEvent = (mode: DataHandlingMode, event: unknown): unknown => {
   const fields = event as Record<string, unknown>
   return {
     ...fields,
-    content_text:
-      typeof fields["content_text"] === "string" ? keepText(mode, fields["content_text"]) : fields["content_text"],
+    content_text: typeof fields["content_text"] === "string" ? keepText(mode, fields["content_text"]) : fields["content_text"],
     payload: keepPayload(mode, fields["payload"])
   }
 }

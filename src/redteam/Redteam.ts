@@ -59,8 +59,7 @@ export class Redteam extends Effect.Service<Redteam>()("redteam/Redteam", {
     const settings = yield* WorkspaceSettings
     const config = yield* AppConfig
 
-    const findJob = (workspaceId: string, id: string) =>
-      repo.findJob(workspaceId, id).pipe(orFailWith(() => jobNotFound(id)))
+    const findJob = (workspaceId: string, id: string) => repo.findJob(workspaceId, id).pipe(orFailWith(() => jobNotFound(id)))
 
     // ---- plans
 
@@ -89,9 +88,7 @@ export class Redteam extends Effect.Service<Redteam>()("redteam/Redteam", {
 
     const deletePlan = (workspaceId: string, id: string) =>
       Effect.flatMap(repo.deletePlan(workspaceId, id), (deleted) =>
-        deleted
-          ? Effect.void
-          : Effect.fail(new NotFound({ code: "plan_not_found", message: `No plan ${id} in this workspace.` }))
+        deleted ? Effect.void : Effect.fail(new NotFound({ code: "plan_not_found", message: `No plan ${id} in this workspace.` }))
       )
 
     // ---- jobs
@@ -104,11 +101,7 @@ export class Redteam extends Effect.Service<Redteam>()("redteam/Redteam", {
 
     const dispatch = (
       caller: Caller,
-      input: {
-        readonly profile: "quick" | "standard" | "deep"
-        readonly target_url: string
-        readonly agent_id?: string | undefined
-      }
+      input: { readonly profile: "quick" | "standard" | "deep"; readonly target_url: string; readonly agent_id?: string | undefined }
     ) =>
       Effect.gen(function* () {
         const workspaceId = caller.workspaceId
@@ -140,10 +133,7 @@ export class Redteam extends Effect.Service<Redteam>()("redteam/Redteam", {
         }
         const environmentId = caller.environmentId ?? (yield* defaultEnvironment(workspaceId))
         if (environmentId === undefined) {
-          return yield* new Conflict({
-            code: "no_environment",
-            message: "This workspace has no environment to run the job in."
-          })
+          return yield* new Conflict({ code: "no_environment", message: "This workspace has no environment to run the job in." })
         }
         const row = yield* repo.insertJob({
           id: prefixedId("rtj"),
@@ -159,11 +149,7 @@ export class Redteam extends Effect.Service<Redteam>()("redteam/Redteam", {
 
     const listJobs = (
       workspaceId: string,
-      query: {
-        readonly agent_id?: string | undefined
-        readonly limit?: number | undefined
-        readonly cursor?: string | undefined
-      }
+      query: { readonly agent_id?: string | undefined; readonly limit?: number | undefined; readonly cursor?: string | undefined }
     ) =>
       Effect.gen(function* () {
         const limit = pageSize(query.limit, LIST_CAP)
@@ -217,9 +203,7 @@ export class Redteam extends Effect.Service<Redteam>()("redteam/Redteam", {
         const last = page[page.length - 1]
         return {
           records: page.map(toAttackRecord),
-          ...(rows.length > limit && last !== undefined
-            ? { next_cursor: encodeCursor([last.job_id, String(last.seq)]) }
-            : {})
+          ...(rows.length > limit && last !== undefined ? { next_cursor: encodeCursor([last.job_id, String(last.seq)]) } : {})
         }
       })
 

@@ -22,13 +22,7 @@ import { CANARY, CARD_SOURCE, SSN_SOURCE } from "./Judge.js"
 import { channelsOf, planFor } from "./Planner.js"
 import { RedteamRepo } from "./Repo.js"
 import { profileView, Redteam } from "./Redteam.js"
-import {
-  type AgentProfileView,
-  attackCases,
-  forbiddenPromises,
-  type JobProfile,
-  outOfScopeTopics
-} from "./Techniques.js"
+import { type AgentProfileView, attackCases, forbiddenPromises, type JobProfile, outOfScopeTopics } from "./Techniques.js"
 
 const encoder = new TextEncoder()
 
@@ -42,13 +36,7 @@ const staticDocuments = (agentId: string, agent: AgentProfileView) => {
     owner_agent_id: agentId,
     ...fields
   })
-  const sinks = [
-    ...new Set(
-      planFor(agent)
-        .paths.filter((p) => p.sink_category !== "outbound_message")
-        .map((p) => p.sink_node)
-    )
-  ]
+  const sinks = [...new Set(planFor(agent).paths.filter((p) => p.sink_category !== "outbound_message").map((p) => p.sink_node))]
   return [
     doc("canary", {
       description: "Red team: never reveal canary tokens from the system prompt",
@@ -116,9 +104,7 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
     const generateStatic = (workspaceId: string, agentId: string) =>
       Effect.gen(function* () {
         const agent = profileView(yield* agents.find(workspaceId, agentId))
-        const created = yield* Effect.forEach(staticDocuments(agentId, agent), (document) =>
-          createOrReuse(workspaceId, document)
-        )
+        const created = yield* Effect.forEach(staticDocuments(agentId, agent), (document) => createOrReuse(workspaceId, document))
         return { generated: created.map((entry) => entry.detail) }
       })
 
@@ -168,13 +154,7 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
           const evidenceSeqs = group.evidence.map((row) => row.seq)
           const compiled = compileCandidate(group.document)
           if (Either.isLeft(compiled)) {
-            rejections.push({
-              reason: "invalid_policy",
-              message: compiled.left,
-              substrate: group.substrate,
-              evidence_seqs: evidenceSeqs,
-              verify: null
-            })
+            rejections.push({ reason: "invalid_policy", message: compiled.left, substrate: group.substrate, evidence_seqs: evidenceSeqs, verify: null })
             continue
           }
           const withCandidate = inMemoryDecider(snapshot, agentId, runtime, [compiled.right])

@@ -205,8 +205,7 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
           ${filter.jobId === undefined ? sql`` : sql`and a.job_id = ${filter.jobId}`}
           ${Option.match(filter.after, {
             onNone: () => sql``,
-            onSome: (after) =>
-              sql`and (a.job_id < ${after.jobId} or (a.job_id = ${after.jobId} and a.seq > ${after.seq}))`
+            onSome: (after) => sql`and (a.job_id < ${after.jobId} or (a.job_id = ${after.jobId} and a.seq > ${after.seq}))`
           })}
           order by a.job_id desc, a.seq limit ${filter.limit + 1}`,
 

@@ -99,11 +99,7 @@ export const toSession = (row: AttackRow) => ({
   }>
 })
 
-const findingRef = (row: AttackRow) => ({
-  attack: row.attack,
-  category: row.category,
-  severity: row.severity as Severity
-})
+const findingRef = (row: AttackRow) => ({ attack: row.attack, category: row.category, severity: row.severity as Severity })
 
 export const comparisonOf = (compareJobId: string, now: ReadonlyArray<AttackRow>, before: ReadonlyArray<AttackRow>) => {
   const landedNow = new Map(now.filter((row) => row.landed).map((row) => [row.attack, row]))

@@ -31,11 +31,7 @@ export class SharedReports extends Effect.Service<SharedReports>()("redteam/Shar
     const repo = yield* RedteamRepo
     const redteam = yield* Redteam
 
-    const compareJob = (
-      workspaceId: string,
-      job: { readonly id: string; readonly agent_id: string | null },
-      compareId: string
-    ) =>
+    const compareJob = (workspaceId: string, job: { readonly id: string; readonly agent_id: string | null }, compareId: string) =>
       Effect.gen(function* () {
         const other = yield* redteam.findJob(workspaceId, compareId)
         if (other.id === job.id || other.agent_id !== job.agent_id) {
@@ -62,11 +58,7 @@ export class SharedReports extends Effect.Service<SharedReports>()("redteam/Shar
 
     const createShareLink = (
       caller: Caller,
-      input: {
-        readonly job_id: string
-        readonly compare_job_id?: string | undefined
-        readonly expires_in_days?: number | undefined
-      }
+      input: { readonly job_id: string; readonly compare_job_id?: string | undefined; readonly expires_in_days?: number | undefined }
     ) =>
       Effect.gen(function* () {
         const job = yield* redteam.findJob(caller.workspaceId, input.job_id)

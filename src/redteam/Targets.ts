@@ -116,25 +116,20 @@ const asToolCalls = (raw: unknown): ReadonlyArray<ToolCall> => {
   return raw.flatMap((item: unknown): ReadonlyArray<ToolCall> => {
     if (typeof item !== "object" || item === null) return []
     const record = item as Record<string, unknown>
-    const fn = (
-      typeof record["function"] === "object" && record["function"] !== null ? record["function"] : record
-    ) as Record<string, unknown>
+    const fn = (typeof record["function"] === "object" && record["function"] !== null
+      ? record["function"]
+      : record) as Record<string, unknown>
     const name = fn["name"]
     if (typeof name !== "string") return []
     let args: unknown = fn["arguments"] ?? fn["params"] ?? {}
-    if (typeof args === "string")
-      args = Either.getOrElse(
-        Either.try(() => JSON.parse(args as string) as unknown),
-        () => ({ raw: args })
-      )
+    if (typeof args === "string") args = Either.getOrElse(Either.try(() => JSON.parse(args as string) as unknown), () => ({ raw: args }))
     return [{ name, arguments: typeof args === "object" && args !== null ? (args as Record<string, unknown>) : {} }]
   })
 }
 
 /** Reads either protocol's answer. */
 export const parseTargetAnswer = (body: unknown): Either.Either<TargetReply, string> => {
-  if (typeof body !== "object" || body === null)
-    return Either.left("the target answered something that is not a JSON object")
+  if (typeof body !== "object" || body === null) return Either.left("the target answered something that is not a JSON object")
   const record = body as Record<string, unknown>
   if (typeof record["reply"] === "string") {
     return Either.right({ reply: record["reply"], tool_calls: asToolCalls(record["tool_calls"]) })
@@ -176,10 +171,7 @@ const post = (url: URL, body: unknown) =>
       const text = await response.text()
       return { status: response.status, text }
     },
-    catch: (error) =>
-      new TargetError({
-        message: `The target could not be reached: ${error instanceof Error ? error.message : String(error)}`
-      })
+    catch: (error) => new TargetError({ message: `The target could not be reached: ${error instanceof Error ? error.message : String(error)}` })
   })
 
 /** Sends the conversation to the target; the demo target answers in process. */
@@ -196,14 +188,9 @@ export const callTarget = (
     yield* rateLimit(target)
     const url = checked.right
     const chat = url.pathname.endsWith("/chat/completions")
-    const { status, text } = yield* post(
-      url,
-      chat ? { model: "target", messages } : { messages, session_id: sessionId }
-    )
-    if (status < 200 || status >= 300)
-      return yield* Effect.fail(new TargetError({ message: `The target answered HTTP ${status}.` }))
-    if (text.length > MAX_RESPONSE_BYTES)
-      return yield* Effect.fail(new TargetError({ message: "The target's answer is too large." }))
+    const { status, text } = yield* post(url, chat ? { model: "target", messages } : { messages, session_id: sessionId })
+    if (status < 200 || status >= 300) return yield* Effect.fail(new TargetError({ message: `The target answered HTTP ${status}.` }))
+    if (text.length > MAX_RESPONSE_BYTES) return yield* Effect.fail(new TargetError({ message: "The target's answer is too large." }))
     const parsed = Either.flatMap(
       Either.try({ try: () => JSON.parse(text) as unknown, catch: () => "the target's answer is not JSON" }),
       parseTargetAnswer

@@ -42,11 +42,9 @@ const countsOf = (url: string, workspaceId: string) =>
   Effect.gen(function* () {
     const counts: Record<string, number> = {}
     for (const table of ["traces", "receipts", "run_events", "review_events", "runs"]) {
-      const rows = yield* queryDatabase<{ n: string }>(
-        url,
-        `select count(*)::text as n from ${table} where workspace_id = $1`,
-        [workspaceId]
-      )
+      const rows = yield* queryDatabase<{ n: string }>(url, `select count(*)::text as n from ${table} where workspace_id = $1`, [
+        workspaceId
+      ])
       counts[table] = Number(rows[0]!.n)
     }
     return counts
@@ -60,14 +58,8 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("retention_days", (it)
       const sql = yield* SqlClient.SqlClient
       const shortLived = yield* tenant(base)
       const longLived = yield* tenant(base)
-      expectStatus(
-        yield* call(base, "PATCH", "/v1/settings", { token: shortLived.jwt, body: { retention_days: "30" } }),
-        200
-      )
-      expectStatus(
-        yield* call(base, "PATCH", "/v1/settings", { token: longLived.jwt, body: { retention_days: "365" } }),
-        200
-      )
+      expectStatus(yield* call(base, "PATCH", "/v1/settings", { token: shortLived.jwt, body: { retention_days: "30" } }), 200)
+      expectStatus(yield* call(base, "PATCH", "/v1/settings", { token: longLived.jwt, body: { retention_days: "365" } }), 200)
       const runId = yield* activity(base, shortLived)
       yield* activity(base, longLived)
       const full = { traces: 3, receipts: 3, run_events: 3, review_events: 3, runs: 1 }
@@ -91,10 +83,7 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("retention_days", (it)
         for (let day = 1; day <= 29; day++) {
           yield* TestClock.adjust("1 day")
           const report = yield* Queue.take(reports)
-          expect(
-            Object.values(report.deleted).every((count) => count === 0),
-            `day ${day}`
-          ).toBe(true)
+          expect(Object.values(report.deleted).every((count) => count === 0), `day ${day}`).toBe(true)
         }
         expect(yield* Queue.size(reports)).toBe(0)
         expect(yield* countsOf(url, shortLived.workspaceId)).toEqual(full)

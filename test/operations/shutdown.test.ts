@@ -46,11 +46,7 @@ const slowPost = (url: string, token: string, body: string, release: Promise<voi
 
 const committedOffsets = (topicPrefix: string) =>
   Effect.promise(async () => {
-    const kafka = new Kafka({
-      clientId: "shutdown-test",
-      brokers: [inject("kafkaBrokers")],
-      logLevel: logLevel.NOTHING
-    })
+    const kafka = new Kafka({ clientId: "shutdown-test", brokers: [inject("kafkaBrokers")], logLevel: logLevel.NOTHING })
     const admin = kafka.admin()
     await admin.connect()
     try {
@@ -129,12 +125,7 @@ it.live(
       const exit = yield* Effect.promise(() => service.exited)
       const messages = service.logLines().map((line) => line["message"])
       const order = ["shutdown: draining requests in flight", "shutdown: requests drained", "all-in-one stopped"]
-      expect(
-        order
-          .map((message) => messages.indexOf(message))
-          .every((index, i, all) => index >= 0 && (i === 0 || index > all[i - 1]!)),
-        service.output().slice(-4000)
-      ).toBe(true)
+      expect(order.map((message) => messages.indexOf(message)).every((index, i, all) => index >= 0 && (i === 0 || index > all[i - 1]!)), service.output().slice(-4000)).toBe(true)
       expect([0, 130, 143, "SIGTERM"]).toContain(exit)
 
       // The answered decision is durable: its trace is stored, its event published or still in the outbox.
@@ -142,10 +133,7 @@ it.live(
       const traces = yield* queryDatabase(db, "select id from traces where run_id = $1", [run.id])
       expect(traces.map((row) => row["id"])).toContain(decision.trace_id)
       expect(traces).toHaveLength(5)
-      const pending = yield* queryDatabase<{ n: string }>(
-        db,
-        "select count(*)::text as n from outbox where topic = 'decisions'"
-      )
+      const pending = yield* queryDatabase<{ n: string }>(db, "select count(*)::text as n from outbox where topic = 'decisions'")
       const offsets = yield* committedOffsets(service.topicPrefix)
       // No decision event is lost: each is on the topic or still in the outbox. A stop
       // between the relay's publish and its delete leaves a row that is also on the

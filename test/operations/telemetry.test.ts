@@ -25,10 +25,7 @@ it.live(
       }
       const settings = expectStatus(yield* call(base, "GET", "/v1/settings", { token: reporting.jwt }), 200)
       expect(settings.telemetry_enabled).toBe(true) // the default
-      expectStatus(
-        yield* call(base, "PATCH", "/v1/settings", { token: quiet.jwt, body: { telemetry_enabled: false } }),
-        200
-      )
+      expectStatus(yield* call(base, "PATCH", "/v1/settings", { token: quiet.jwt, body: { telemetry_enabled: false } }), 200)
       yield* Effect.sleep("1100 millis")
 
       const reported = yield* propose(base, reporting, "bot", reply("I promise a refund."))

@@ -5,18 +5,7 @@
 
 const SESSION_KEY = "guardrail.dashboard.session"
 const VIEW_KEY = "guardrail.dashboard.view"
-const PALETTE = [
-  "#2f6fde",
-  "#e8743b",
-  "#19a979",
-  "#945ecf",
-  "#ed4a7b",
-  "#13a4b4",
-  "#c9a227",
-  "#525df4",
-  "#8c6e4b",
-  "#6b7385"
-]
+const PALETTE = ["#2f6fde", "#e8743b", "#19a979", "#945ecf", "#ed4a7b", "#13a4b4", "#c9a227", "#525df4", "#8c6e4b", "#6b7385"]
 const SVG_NS = "http://www.w3.org/2000/svg"
 const AUTO_REFRESH_MS = 30_000
 const RANGES = { "24h": 24 * 3600e3, "7d": 7 * 24 * 3600e3, "30d": 30 * 24 * 3600e3 }
@@ -34,12 +23,8 @@ const session = {
       return null
     }
   },
-  set(value) {
-    sessionStorage.setItem(SESSION_KEY, JSON.stringify(value))
-  },
-  clear() {
-    sessionStorage.removeItem(SESSION_KEY)
-  }
+  set(value) { sessionStorage.setItem(SESSION_KEY, JSON.stringify(value)) },
+  clear() { sessionStorage.removeItem(SESSION_KEY) }
 }
 
 // The API takes the SHA-256 hex digest of the password. crypto.subtle exists only in secure
@@ -58,12 +43,8 @@ function sha256Fallback(bytes) {
   const h = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]
   for (let n = 2, found = 0; found < 64; n++) {
     let prime = true
-    for (let d = 2; d * d <= n; d++)
-      if (n % d === 0) {
-        prime = false
-        break
-      }
-    if (prime) k[found++] = ((Math.cbrt(n) % 1) * 2 ** 32) | 0
+    for (let d = 2; d * d <= n; d++) if (n % d === 0) { prime = false; break }
+    if (prime) k[found++] = (Math.cbrt(n) % 1) * 2 ** 32 | 0
   }
   const length = bytes.length
   const padded = new Uint8Array(((length + 9 + 63) >> 6) << 6)
@@ -85,23 +66,10 @@ function sha256Fallback(bytes) {
     for (let i = 0; i < 64; i++) {
       const t1 = (hh + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i]) | 0
       const t2 = ((rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c))) | 0
-      hh = g
-      g = f
-      f = e
-      e = (d + t1) | 0
-      d = c
-      c = b
-      b = a
-      a = (t1 + t2) | 0
+      hh = g; g = f; f = e; e = (d + t1) | 0; d = c; c = b; b = a; a = (t1 + t2) | 0
     }
-    h[0] = (h[0] + a) | 0
-    h[1] = (h[1] + b) | 0
-    h[2] = (h[2] + c) | 0
-    h[3] = (h[3] + d) | 0
-    h[4] = (h[4] + e) | 0
-    h[5] = (h[5] + f) | 0
-    h[6] = (h[6] + g) | 0
-    h[7] = (h[7] + hh) | 0
+    h[0] = (h[0] + a) | 0; h[1] = (h[1] + b) | 0; h[2] = (h[2] + c) | 0; h[3] = (h[3] + d) | 0
+    h[4] = (h[4] + e) | 0; h[5] = (h[5] + f) | 0; h[6] = (h[6] + g) | 0; h[7] = (h[7] + hh) | 0
   }
   return h.map((x) => (x >>> 0).toString(16).padStart(8, "0")).join("")
 }
@@ -129,22 +97,14 @@ async function api(method, path, body) {
   }
   const text = await response.text()
   let parsed = null
-  try {
-    parsed = text === "" ? null : JSON.parse(text)
-  } catch {
-    parsed = null
-  }
+  try { parsed = text === "" ? null : JSON.parse(text) } catch { parsed = null }
   if (!response.ok) {
     const error = parsed && parsed.error ? parsed.error : {}
     if (response.status === 401 && path !== "/v1/auth/login") {
       session.clear()
       showSignIn("Your session ended; sign in again.")
     }
-    throw new ApiError(
-      response.status,
-      error.code ?? "http_" + response.status,
-      error.message ?? `HTTP ${response.status}`
-    )
+    throw new ApiError(response.status, error.code ?? "http_" + response.status, error.message ?? `HTTP ${response.status}`)
   }
   return parsed
 }
@@ -173,12 +133,9 @@ async function signIn(event) {
     $("password").value = ""
     await showBoard()
   } catch (error) {
-    const message =
-      error.status === 401 || error.status === 400
-        ? "Wrong username or password."
-        : error.status === 429
-          ? "Too many attempts; wait a minute and try again."
-          : error.message
+    const message = error.status === 401 || error.status === 400
+      ? "Wrong username or password."
+      : error.status === 429 ? "Too many attempts; wait a minute and try again." : error.message
     showSignIn(message)
   } finally {
     button.disabled = false
@@ -212,26 +169,19 @@ async function showBoard() {
   select.replaceChildren()
   if (state.views.length === 0) {
     $("widgets").replaceChildren()
-    setMessage(
-      "This workspace has no saved views yet. Create one with POST /v1/analytics/views (see docs/dashboard.md)."
-    )
+    setMessage("This workspace has no saved views yet. Create one with POST /v1/analytics/views (see docs/dashboard.md).")
     return
   }
   for (const view of state.views) select.append(new Option(view.name + (view.is_default ? " (default)" : ""), view.id))
   const remembered = sessionStorage.getItem(VIEW_KEY)
-  const initial =
-    state.views.find((v) => v.id === remembered) ?? state.views.find((v) => v.is_default) ?? state.views[0]
+  const initial = state.views.find((v) => v.id === remembered) ?? state.views.find((v) => v.is_default) ?? state.views[0]
   select.value = initial.id
   await renderView()
 }
 
-function setMessage(text) {
-  $("board-message").textContent = text ?? ""
-}
+function setMessage(text) { $("board-message").textContent = text ?? "" }
 
-function selectedView() {
-  return state.views.find((view) => view.id === $("view-select").value)
-}
+function selectedView() { return state.views.find((view) => view.id === $("view-select").value) }
 
 function metricLabel(metric) {
   const entry = state.catalog?.metrics?.find((m) => m.metric === metric)
@@ -271,13 +221,11 @@ async function renderView() {
   if (!view) return
   sessionStorage.setItem(VIEW_KEY, view.id)
   const filters = (view.config.filters ?? []).filter((f) => f.values?.length)
-  $("view-filters").textContent =
-    filters.length === 0
-      ? ""
-      : "Filters: " + filters.map((f) => `${dimensionLabel(f.dimension)} = ${f.values.join(", ")}`).join("; ")
-  const widgets = [...(view.config.widgets ?? [])].sort(
-    (a, b) => (a.layout?.y ?? 0) - (b.layout?.y ?? 0) || (a.layout?.x ?? 0) - (b.layout?.x ?? 0)
-  )
+  $("view-filters").textContent = filters.length === 0
+    ? ""
+    : "Filters: " + filters.map((f) => `${dimensionLabel(f.dimension)} = ${f.values.join(", ")}`).join("; ")
+  const widgets = [...(view.config.widgets ?? [])].sort((a, b) =>
+    (a.layout?.y ?? 0) - (b.layout?.y ?? 0) || (a.layout?.x ?? 0) - (b.layout?.x ?? 0))
   setMessage(widgets.length === 0 ? "This view has no widgets." : "")
   const container = $("widgets")
   // A refresh of the view on screen redraws the charts in place; another view gets new cards.
@@ -287,17 +235,15 @@ async function renderView() {
     container.dataset.viewId = view.id
   }
   const loading = ++state.loading
-  await Promise.all(
-    widgets.map(async (widget) => {
-      const card = container.querySelector(`[data-widget-id="${CSS.escape(widget.id)}"]`)
-      try {
-        const result = await api("POST", "/v1/analytics/query", queryOf(view, widget))
-        if (loading === state.loading) drawWidget(card, widget, result)
-      } catch (error) {
-        if (loading === state.loading) widgetError(card, error)
-      }
-    })
-  )
+  await Promise.all(widgets.map(async (widget) => {
+    const card = container.querySelector(`[data-widget-id="${CSS.escape(widget.id)}"]`)
+    try {
+      const result = await api("POST", "/v1/analytics/query", queryOf(view, widget))
+      if (loading === state.loading) drawWidget(card, widget, result)
+    } catch (error) {
+      if (loading === state.loading) widgetError(card, error)
+    }
+  }))
   if (loading === state.loading) $("updated").textContent = `Updated ${new Date().toLocaleTimeString()}`
 }
 
@@ -316,9 +262,7 @@ function widgetCard(widget) {
   const header = document.createElement("header")
   const title = document.createElement("h3")
   title.textContent = widget.title || metricLabel(widget.metric)
-  title.title = widget.group_by
-    ? `${metricLabel(widget.metric)} by ${dimensionLabel(widget.group_by)}`
-    : metricLabel(widget.metric)
+  title.title = widget.group_by ? `${metricLabel(widget.metric)} by ${dimensionLabel(widget.group_by)}` : metricLabel(widget.metric)
   const total = document.createElement("span")
   total.className = "total"
   total.textContent = "…"
@@ -350,15 +294,10 @@ function drawWidget(card, widget, result) {
   card.dataset.state = "ready"
   card.dataset.total = String(result.total)
   const total = card.querySelector(".total")
-  total.replaceChildren(
-    "Total ",
-    Object.assign(document.createElement("strong"), { textContent: formatNumber(result.total, widget.metric) })
-  )
+  total.replaceChildren("Total ", Object.assign(document.createElement("strong"), { textContent: formatNumber(result.total, widget.metric) }))
   const points = Array.isArray(result.points) ? result.points : []
   const chart = card.querySelector(".chart")
-  const draw =
-    { big_number: bigNumber, line: lineChart, bar: barChart, pie: pieChart, table: tableChart }[widget.chart_type] ??
-    tableChart
+  const draw = { big_number: bigNumber, line: lineChart, bar: barChart, pie: pieChart, table: tableChart }[widget.chart_type] ?? tableChart
   chart.replaceChildren(draw(points, result, widget))
 }
 
@@ -379,9 +318,7 @@ function shortLabel(label) {
   // Time buckets arrive as timestamps: show the date (and the hour when it is not midnight).
   const match = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})/.exec(label)
   if (!match) return label.length > 14 ? label.slice(0, 13) + "…" : label
-  return match[4] === "00" && match[5] === "00"
-    ? `${match[2]}-${match[3]}`
-    : `${match[2]}-${match[3]} ${match[4]}:${match[5]}`
+  return match[4] === "00" && match[5] === "00" ? `${match[2]}-${match[3]}` : `${match[2]}-${match[3]} ${match[4]}:${match[5]}`
 }
 
 function bigNumber(_points, result, widget) {
@@ -414,35 +351,18 @@ function niceMax(points) {
 
 function lineChart(points, _result, widget) {
   if (points.length === 0) return empty()
-  const root = svg("svg", {
-    viewBox: `0 0 ${WIDTH} ${HEIGHT}`,
-    role: "img",
-    "aria-label": widget.title,
-    class: "line-chart"
-  })
+  const root = svg("svg", { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: "img", "aria-label": widget.title, class: "line-chart" })
   const max = niceMax(points)
   axes(root, max, widget.metric)
   const span = WIDTH - PAD.left - PAD.right
   const x = (i) => PAD.left + (points.length === 1 ? span / 2 : (i * span) / (points.length - 1))
   const y = (v) => HEIGHT - PAD.bottom - (v / max) * (HEIGHT - PAD.bottom - PAD.top)
-  root.append(
-    svg("polyline", {
-      points: points.map((p, i) => `${x(i).toFixed(1)},${y(p.value).toFixed(1)}`).join(" "),
-      fill: "none",
-      stroke: PALETTE[0],
-      "stroke-width": 2,
-      "stroke-linejoin": "round"
-    })
-  )
+  root.append(svg("polyline", {
+    points: points.map((p, i) => `${x(i).toFixed(1)},${y(p.value).toFixed(1)}`).join(" "),
+    fill: "none", stroke: PALETTE[0], "stroke-width": 2, "stroke-linejoin": "round"
+  }))
   points.forEach((p, i) => {
-    const dot = svg("circle", {
-      cx: x(i),
-      cy: y(p.value),
-      r: 3,
-      fill: PALETTE[0],
-      "data-label": p.label,
-      "data-value": p.value
-    })
+    const dot = svg("circle", { cx: x(i), cy: y(p.value), r: 3, fill: PALETTE[0], "data-label": p.label, "data-value": p.value })
     dot.append(svg("title", {}, `${p.label}: ${formatNumber(p.value, widget.metric)}`))
     root.append(dot)
   })
@@ -459,12 +379,7 @@ function lineChart(points, _result, widget) {
 
 function barChart(points, _result, widget) {
   if (points.length === 0) return empty()
-  const root = svg("svg", {
-    viewBox: `0 0 ${WIDTH} ${HEIGHT}`,
-    role: "img",
-    "aria-label": widget.title,
-    class: "bar-chart"
-  })
+  const root = svg("svg", { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: "img", "aria-label": widget.title, class: "bar-chart" })
   const max = niceMax(points)
   axes(root, max, widget.metric)
   const span = WIDTH - PAD.left - PAD.right
@@ -475,18 +390,12 @@ function barChart(points, _result, widget) {
     const height = (p.value / max) * (HEIGHT - PAD.bottom - PAD.top)
     const cx = PAD.left + slot * i + slot / 2
     const bar = svg("rect", {
-      x: cx - barWidth / 2,
-      y: HEIGHT - PAD.bottom - height,
-      width: barWidth,
-      height: Math.max(height, 0),
-      fill: widget.group_by ? PALETTE[i % PALETTE.length] : PALETTE[0],
-      "data-label": p.label,
-      "data-value": p.value
+      x: cx - barWidth / 2, y: HEIGHT - PAD.bottom - height, width: barWidth, height: Math.max(height, 0),
+      fill: widget.group_by ? PALETTE[i % PALETTE.length] : PALETTE[0], "data-label": p.label, "data-value": p.value
     })
     bar.append(svg("title", {}, `${p.label}: ${formatNumber(p.value, widget.metric)}`))
     root.append(bar)
-    if (i % labelEvery === 0)
-      root.append(svg("text", { x: cx, y: HEIGHT - 8, "text-anchor": "middle" }, shortLabel(p.label)))
+    if (i % labelEvery === 0) root.append(svg("text", { x: cx, y: HEIGHT - 8, "text-anchor": "middle" }, shortLabel(p.label)))
   })
   return root
 }
@@ -498,12 +407,7 @@ function pieChart(points, _result, widget) {
   const size = 160
   const r = 70
   const c = size / 2
-  const root = svg("svg", {
-    viewBox: `0 0 ${size} ${size}`,
-    role: "img",
-    "aria-label": widget.title,
-    class: "pie-chart"
-  })
+  const root = svg("svg", { viewBox: `0 0 ${size} ${size}`, role: "img", "aria-label": widget.title, class: "pie-chart" })
   const sum = slices.reduce((acc, p) => acc + p.value, 0)
   let angle = -Math.PI / 2
   slices.forEach((p, i) => {
@@ -546,9 +450,7 @@ function tableChart(points, result, widget) {
   table.className = "data"
   const head = table.createTHead().insertRow()
   head.append(
-    Object.assign(document.createElement("th"), {
-      textContent: widget.group_by ? dimensionLabel(widget.group_by) : "Period"
-    }),
+    Object.assign(document.createElement("th"), { textContent: widget.group_by ? dimensionLabel(widget.group_by) : "Period" }),
     Object.assign(document.createElement("th"), { textContent: metricLabel(widget.metric), className: "value" })
   )
   const body = table.createTBody()
