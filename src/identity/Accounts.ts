@@ -48,11 +48,17 @@ export class Accounts extends Effect.Service<Accounts>()("identity/Accounts", {
 
     const signup = (input: { readonly username: string; readonly password: string }, clientAddress: string) =>
       Effect.gen(function* () {
-        const wait = yield* throttle.signups.take([`address:${clientAddress}`])
-        if (wait > 0)
+        const addressKey = [`address:${clientAddress}`]
+        const wait = yield* throttle.signups.take(addressKey)
+        if (wait > 0) {
           return yield* tooManyRequests(wait, `Too many signups from your address; retry in ${wait} seconds.`)
+        }
         const username = input.username.trim()
-        const created = yield* createUser(username, null, yield* passwords.hash(input.password))
+        // Refused for lack of a hashing slot: no account was made, so the signup does not count.
+        const passwordHash = yield* passwords.hash(input.password).pipe(
+          Effect.tapError(() => throttle.signups.giveBack(addressKey))
+        )
+        const created = yield* createUser(username, null, passwordHash)
         if (Option.isNone(created)) {
           return yield* new Conflict({ code: "username_taken", message: `The username ${username} is already taken.` })
         }
