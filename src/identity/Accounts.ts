@@ -55,9 +55,9 @@ export class Accounts extends Effect.Service<Accounts>()("identity/Accounts", {
         }
         const username = input.username.trim()
         // Refused for lack of a hashing slot: no account was made, so the signup does not count.
-        const passwordHash = yield* passwords.hash(input.password).pipe(
-          Effect.tapError(() => throttle.signups.giveBack(addressKey))
-        )
+        const passwordHash = yield* passwords
+          .hash(input.password)
+          .pipe(Effect.tapError(() => throttle.signups.giveBack(addressKey)))
         const created = yield* createUser(username, null, passwordHash)
         if (Option.isNone(created)) {
           return yield* new Conflict({ code: "username_taken", message: `The username ${username} is already taken.` })
