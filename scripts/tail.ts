@@ -22,6 +22,7 @@ import { Kafka, logLevel } from "kafkajs"
 import { randomBytes } from "node:crypto"
 import { hostname } from "node:os"
 import { AppConfig, isKafkaEnabled } from "../src/platform/Config.js"
+import { kafkaConnectionOf } from "../src/platform/KafkaConnection.js"
 import { allTopics, type TopicName } from "../src/platform/Topics.js"
 import { TopicMessages } from "../src/TopicMessages.js"
 
@@ -122,7 +123,7 @@ const kafkaMessages = (config: AppConfig, options: Options) =>
     Effect.gen(function* () {
       const kafka = new Kafka({
         clientId: `${config.kafkaClientId}-tail`,
-        brokers: [...config.kafkaBrokers],
+        ...kafkaConnectionOf(config),
         logLevel: logLevel.ERROR,
         logCreator: () => (entry) => process.stderr.write(`kafkajs: ${entry.log.message}\n`)
       })

@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto"
 import { Conflict, Unauthorized, tooManyRequests } from "../platform/Errors.js"
 import { transactionOf } from "../platform/Sql.js"
 import { Session, UserId } from "./Domain.js"
-import { decoyHash, hashPassword, verifyPassword } from "./Passwords.js"
+import { Passwords } from "./Passwords.js"
 import { IdentityRepo, type UserRow } from "./Repo.js"
 import { LoginThrottle } from "./LoginThrottle.js"
 import { SessionTokens } from "./Tokens.js"
@@ -27,6 +27,7 @@ export class Accounts extends Effect.Service<Accounts>()("identity/Accounts", {
     const tokens = yield* SessionTokens
     const workspaces = yield* Workspaces
     const throttle = yield* LoginThrottle
+    const passwords = yield* Passwords
 
     const session = (user: { id: string; username: string }, passwordVersion: number) =>
       Effect.map(tokens.issue({ userId: user.id, passwordVersion }), (jwt) =>
@@ -45,33 +46,53 @@ export class Accounts extends Effect.Service<Accounts>()("identity/Accounts", {
         })
       )
 
-    const signup = (input: { readonly username: string; readonly password: string }) =>
+    const signup = (input: { readonly username: string; readonly password: string }, clientAddress: string) =>
       Effect.gen(function* () {
+        const addressKey = [`address:${clientAddress}`]
+        const wait = yield* throttle.signups.take(addressKey)
+        if (wait > 0) {
+          return yield* tooManyRequests(wait, `Too many signups from your address; retry in ${wait} seconds.`)
+        }
         const username = input.username.trim()
-        const created = yield* createUser(username, null, yield* hashPassword(input.password))
+        // Refused for lack of a hashing slot: no account was made, so the signup does not count.
+        const passwordHash = yield* passwords
+          .hash(input.password)
+          .pipe(Effect.tapError(() => throttle.signups.giveBack(addressKey)))
+        const created = yield* createUser(username, null, passwordHash)
         if (Option.isNone(created)) {
           return yield* new Conflict({ code: "username_taken", message: `The username ${username} is already taken.` })
         }
         return yield* session(created.value, created.value.password_version)
       })
 
-    /** Checks a username and password digest, throttling failures per username and client address. */
+    /**
+     * Checks a username and password digest, throttling attempts per username
+     * and client address. The attempt is counted before the (slow) check, so
+     * concurrent guesses beyond the limit are refused without being checked.
+     */
     const authenticate = (username: string, password: string, clientAddress: string) =>
       Effect.gen(function* () {
-        const keys = [`user:${username.trim().toLowerCase()}`, `address:${clientAddress}`]
-        const wait = yield* throttle.retryAfter(keys)
+        const userKey = `user:${username.trim().toLowerCase()}`
+        const keys = [userKey, `address:${clientAddress}`]
+        const wait = yield* throttle.logins.take(keys)
         if (wait > 0) return yield* tooManyRequests(wait, `Too many failed sign-in attempts; retry in ${wait} seconds.`)
         const user = yield* repo.findUserByUsername(username.trim())
+        const stored = Option.isSome(user) ? user.value.password_hash : null
         // Unknown users and password-less (OAuth) users are checked against a decoy hash: same cost, no hint.
-        const stored =
-          Option.isSome(user) && user.value.password_hash !== null ? user.value.password_hash : yield* decoyHash
-        const matches =
-          (yield* verifyPassword(password, stored)) && Option.isSome(user) && user.value.password_hash !== null
-        if (Option.isNone(user) || !matches) {
-          yield* throttle.recordFailure(keys)
-          return yield* badCredentials
+        const verification = yield* passwords.verify(password, stored).pipe(
+          // Refused for lack of a hashing slot: nothing was checked, so the attempt does not count.
+          Effect.tapError(() => throttle.logins.giveBack(keys))
+        )
+        if (Option.isNone(user) || stored === null || !verification.matches) return yield* badCredentials
+        yield* throttle.logins.giveBack(keys)
+        yield* throttle.logins.clear([userKey])
+        if (verification.outdated) {
+          // Best effort: with every hashing slot busy the sign-in still succeeds, and a later one rehashes.
+          yield* passwords.hash(password).pipe(
+            Effect.flatMap((fresh) => repo.rehashPassword(user.value.id, stored, fresh)),
+            Effect.catchTag("TooManyRequests", () => Effect.void)
+          )
         }
-        yield* throttle.clear(keys.slice(0, 1))
         return user.value
       })
 
@@ -86,7 +107,7 @@ export class Accounts extends Effect.Service<Accounts>()("identity/Accounts", {
     ) =>
       Effect.gen(function* () {
         const user = yield* authenticate(input.username, input.current_password, clientAddress)
-        const version = yield* repo.setPassword(user.id, yield* hashPassword(input.new_password))
+        const version = yield* repo.setPassword(user.id, yield* passwords.hash(input.new_password))
         return yield* session(user, version)
       })
 
@@ -126,5 +147,11 @@ export class Accounts extends Effect.Service<Accounts>()("identity/Accounts", {
 
     return { signup, login, changePassword, oauthSession }
   }),
-  dependencies: [IdentityRepo.Default, SessionTokens.Default, Workspaces.Default, LoginThrottle.Default]
+  dependencies: [
+    IdentityRepo.Default,
+    SessionTokens.Default,
+    Workspaces.Default,
+    LoginThrottle.Default,
+    Passwords.Default
+  ]
 }) {}

@@ -90,7 +90,8 @@ export class TeamApi extends HttpApiGroup.make("team")
   .prefix("/v1")
   .annotate(
     OpenApi.Description,
-    "The caller's workspaces; listing first accepts pending invites addressed to X-SERVICE-User-Email."
+    "The caller's workspaces; listing first accepts pending invites addressed to X-SERVICE-User-Email " +
+      "when the internal key calls or an OAuth provider verified that email for the session's user (else none)."
   ) {}
 
 export class SettingsApi extends HttpApiGroup.make("settings")

@@ -2,7 +2,7 @@
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
 import { GuardrailApi } from "../Api.js"
-import { Forbidden, Unauthorized } from "../platform/Errors.js"
+import { Unauthorized } from "../platform/Errors.js"
 import { Accounts } from "./Accounts.js"
 import { ApiKeys } from "./ApiKeys.js"
 import { CurrentCaller, inWorkspace } from "./Authentication.js"
@@ -23,7 +23,7 @@ export const AuthHttpLive = HttpApiBuilder.group(GuardrailApi, "auth", (handlers
   Effect.gen(function* () {
     const accounts = yield* Accounts
     return handlers
-      .handle("signup", ({ payload }) => accounts.signup(payload))
+      .handle("signup", ({ payload }) => Effect.flatMap(clientAddress, (address) => accounts.signup(payload, address)))
       .handle("login", ({ payload }) => Effect.flatMap(clientAddress, (address) => accounts.login(payload, address)))
       .handle("changePassword", ({ payload }) =>
         Effect.flatMap(clientAddress, (address) => accounts.changePassword(payload, address))
@@ -63,29 +63,18 @@ export const TeamHttpLive = HttpApiBuilder.group(GuardrailApi, "team", (handlers
           const request = yield* HttpServerRequest.HttpServerRequest
           const token = bearerToken(request.headers["authorization"])
           const userId = headers["x-service-user-id"].toLowerCase()
-          const email = headers["x-service-user-email"]
-          if (!credentials.isInternalKey(token)) {
-            if (token === "") return yield* missingCredential
-            const user = yield* credentials.sessionUser(token)
-            if (user.id !== userId) {
-              return yield* new Unauthorized({
-                code: "user_mismatch",
-                message: "X-SERVICE-User-Id must be the user of the session."
-              })
-            }
-            // A session accepts only invites addressed to its own email; the trusted web client (internal key) vouches for others.
-            if (
-              email !== undefined &&
-              email.trim() !== "" &&
-              user.email?.toLowerCase() !== email.trim().toLowerCase()
-            ) {
-              return yield* new Forbidden({
-                code: "email_mismatch",
-                message: "X-SERVICE-User-Email must be the email of the signed-in user."
-              })
-            }
+          const email = headers["x-service-user-email"]?.trim().toLowerCase() || undefined
+          if (credentials.isInternalKey(token)) return yield* workspaces.listMine(userId, email, "vouched")
+          if (token === "") return yield* missingCredential
+          const user = yield* credentials.sessionUser(token)
+          if (user.id !== userId) {
+            return yield* new Unauthorized({
+              code: "user_mismatch",
+              message: "X-SERVICE-User-Id must be the user of the session."
+            })
           }
-          return yield* workspaces.listMine(userId, email)
+          // The trusted web client (internal key) vouches for the email; a session's header is only a claim.
+          return yield* workspaces.listMine(userId, email, "claimed")
         })
       )
       .handle("createWorkspace", ({ payload }) =>

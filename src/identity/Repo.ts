@@ -123,6 +123,16 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
         sql<{ password_version: number }>`update users set password_hash = ${passwordHash},
             password_version = password_version + 1, updated_at = now()
             where id = ${userId} returning password_version`.pipe(Effect.map((rows) => rows[0]!.password_version)),
+      /** Replaces a hash made under older parameters; the version stays, so sessions stay valid. */
+      rehashPassword: (userId: string, previousHash: string, passwordHash: string) =>
+        sql`update users set password_hash = ${passwordHash}
+            where id = ${userId} and password_hash = ${previousHash}`,
+      /** The emails an OAuth provider vouched for: the user's own (set only by OAuth) and its linked identities'. */
+      verifiedEmails: (userId: string) =>
+        sql<{ email: string }>`select lower(email) as email from users where id = ${userId} and email is not null
+                               union select lower(email) from user_identities where user_id = ${userId}`.pipe(
+          Effect.map((rows) => rows.map((row) => row.email))
+        ),
       insertIdentity: (identity: { provider: string; subject: string; userId: string; email: string }) =>
         sql`insert into user_identities (provider, provider_subject, user_id, email)
             values (${identity.provider}, ${identity.subject}, ${identity.userId}, ${identity.email})

@@ -2,6 +2,7 @@
  * User session JWTs (HS256, `jose`): issuer and audience fixed, `sub` the
  * user id, `pwv` the user's password version (a password change bumps it, so
  * sessions issued before the change stop working), 12 hours by default.
+ * Tokens without `exp` or `iat` are refused.
  */
 import { Effect, Option, Redacted } from "effect"
 import { jwtVerify, SignJWT } from "jose"
@@ -39,7 +40,13 @@ export class SessionTokens extends Effect.Service<SessionTokens>()("identity/Ses
     /** `None` for anything that is not a valid, unexpired session token of this service. */
     const verify = (token: string) =>
       Effect.promise(() =>
-        jwtVerify(token, key, { issuer: ISSUER, audience: AUDIENCE, algorithms: ["HS256"] }).then(
+        jwtVerify(token, key, {
+          issuer: ISSUER,
+          audience: AUDIENCE,
+          algorithms: ["HS256"],
+          // jose checks `exp` only when present: a token without it would never expire.
+          requiredClaims: ["exp", "iat", "sub"]
+        }).then(
           ({ payload }) =>
             typeof payload.sub === "string" && UUID.test(payload.sub) && typeof payload["pwv"] === "number"
               ? Option.some<SessionClaims>({ userId: payload.sub, passwordVersion: payload["pwv"] })

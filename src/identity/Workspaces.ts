@@ -73,14 +73,23 @@ export class Workspaces extends Effect.Service<Workspaces>()("identity/Workspace
         )
       )
 
-    /** The caller's workspaces, after accepting pending invites addressed to `email` (one transaction). */
-    const listMine = (userId: string, email: string | undefined) =>
+    /**
+     * The caller's workspaces, after accepting pending invites addressed to
+     * `email` (one transaction). A `claimed` email (a session's own header)
+     * accepts invites only when an OAuth provider verified it for this user:
+     * otherwise anyone could join a workspace by naming its invitee's email.
+     */
+    const listMine = (userId: string, email: string | undefined, trust: "vouched" | "claimed") =>
       inTransaction(
         Effect.gen(function* () {
           if (Option.isNone(yield* repo.findUserById(userId))) {
             return yield* new NotFound({ code: "user_not_found", message: `No user ${userId}.` })
           }
-          if (email !== undefined && email.trim() !== "") {
+          const accepts =
+            email !== undefined &&
+            email.trim() !== "" &&
+            (trust === "vouched" || (yield* repo.verifiedEmails(userId)).includes(email.trim().toLowerCase()))
+          if (accepts) {
             const accepted = yield* repo.acceptInvites(email.trim(), userId)
             for (const invite of accepted) yield* repo.insertMembership(invite.workspace_id, userId, invite.role)
           }

@@ -11,6 +11,7 @@ import { type Admin, Kafka, logLevel } from "kafkajs"
 import { AppConfig, isKafkaEnabled } from "../platform/Config.js"
 import { allTopics } from "../platform/Topics.js"
 import type { Gauge, GaugeSample } from "./Metrics.js"
+import { kafkaConnectionOf } from "../platform/KafkaConnection.js"
 
 const NAME = "guardrail_consumer_lag"
 const HELP = "Events in the log not yet processed by a consumer group, by group, topic and partition."
@@ -75,7 +76,7 @@ export const makeConsumerLagGauge = Effect.gen(function* () {
   if (!isKafkaEnabled(config)) return { name: NAME, help: HELP, read: databaseLag } satisfies Gauge
   const kafka = new Kafka({
     clientId: `${config.kafkaClientId}-metrics`,
-    brokers: [...config.kafkaBrokers],
+    ...kafkaConnectionOf(config),
     logLevel: logLevel.NOTHING,
     retry: { retries: 2 }
   })

@@ -3,8 +3,56 @@
  * effect's `Config`, so tests swap them with a ConfigProvider.
  */
 import { Config, Effect, LogLevel, Option, Redacted } from "effect"
+import { availableParallelism } from "node:os"
 
 const optionalRedacted = (name: string) => Config.option(Config.redacted(name))
+
+/** Values shipped in examples and compose files, or typed in haste: never secrets. */
+const PLACEHOLDER_SECRETS = new Set([
+  "changeme",
+  "change-me",
+  "change_me",
+  "change-me-in-production-please",
+  "change-me-internal",
+  "replace-me",
+  "replaceme",
+  "secret",
+  "password",
+  "dev-secret",
+  "test",
+  "xxx",
+  "todo"
+])
+
+const MIN_SECRET_BYTES = 32
+
+const isStrongSecret = (text: string) =>
+  Buffer.byteLength(text, "utf8") >= MIN_SECRET_BYTES &&
+  !PLACEHOLDER_SECRETS.has(text.trim().toLowerCase()) &&
+  !/^(.)\1*$/.test(text)
+
+/**
+ * A secret the service generates or goes without when unset (an empty value
+ * counts as unset, as compose passes an unset variable through). A set value
+ * must be at least 32 bytes and not a known placeholder, or the service
+ * refuses to start.
+ */
+const strongSecret = (name: string) =>
+  optionalRedacted(name).pipe(
+    Config.map(Option.filter((value) => Redacted.value(value).trim() !== "")),
+    Config.validate({
+      message:
+        `${name} is a placeholder or shorter than ${MIN_SECRET_BYTES} bytes; ` +
+        `set it to a random value (e.g. \`openssl rand -hex 32\`) or leave it unset`,
+      validation: (value) => Option.isNone(value) || isStrongSecret(Redacted.value(value.value))
+    })
+  )
+
+const positiveInteger = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: `${name} must be at least 1`, validation: (value) => value >= 1 })
+  )
 
 const csv = (name: string) =>
   Config.string(name).pipe(
@@ -44,6 +92,23 @@ const logLevelConfig = Config.string("LOG_LEVEL").pipe(
   Config.map((raw) => logLevels[raw.toLowerCase()]!)
 )
 
+/** How the service authenticates to Kafka and encrypts the connection (all off by default). */
+const kafkaSecurityConfig = Config.all({
+  ssl: Config.boolean("KAFKA_SSL").pipe(Config.withDefault(false)),
+  /** PEM file of the CA that signed the brokers' certificates; unset trusts Node's default CAs. */
+  sslCaFile: Config.option(Config.string("KAFKA_SSL_CA_FILE")),
+  saslMechanism: Config.option(Config.literal("plain", "scram-sha-256", "scram-sha-512")("KAFKA_SASL_MECHANISM")),
+  saslUsername: Config.option(Config.string("KAFKA_SASL_USERNAME")),
+  saslPassword: optionalRedacted("KAFKA_SASL_PASSWORD")
+}).pipe(
+  Config.validate({
+    message: "KAFKA_SASL_MECHANISM needs KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD",
+    validation: (security) =>
+      Option.isNone(security.saslMechanism) ||
+      (Option.isSome(security.saslUsername) && Option.isSome(security.saslPassword))
+  })
+)
+
 export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig", {
   effect: Effect.gen(function* () {
     const databaseUrl = yield* optionalRedacted("DATABASE_URL")
@@ -58,11 +123,12 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       kafkaTopicPrefix: yield* Config.string("KAFKA_TOPIC_PREFIX").pipe(Config.withDefault("guardrail.")),
       kafkaPartitions: yield* Config.integer("KAFKA_PARTITIONS").pipe(Config.withDefault(6)),
       kafkaClientId: yield* Config.string("KAFKA_CLIENT_ID").pipe(Config.withDefault("guardrail-service")),
+      kafkaSecurity: yield* kafkaSecurityConfig,
       dataDir: yield* Config.string("DATA_DIR").pipe(Config.withDefault("./.data")),
       embeddedDatabasePort: yield* Config.integer("EMBEDDED_DB_PORT").pipe(Config.withDefault(0)),
       databasePoolSize: yield* Config.integer("DATABASE_POOL_SIZE").pipe(Config.withDefault(10)),
-      jwtSecret: yield* optionalRedacted("JWT_SECRET"),
-      internalApiKey: yield* optionalRedacted("INTERNAL_API_KEY"),
+      jwtSecret: yield* strongSecret("JWT_SECRET"),
+      internalApiKey: yield* strongSecret("INTERNAL_API_KEY"),
       /** Ed25519 private JWK that signs decision receipts; generated under DATA_DIR when unset. */
       receiptSigningKey: yield* optionalRedacted("RECEIPT_SIGNING_KEY"),
       logLevel: yield* logLevelConfig,
@@ -88,7 +154,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       /** Attempts of a budget alert webhook delivery before it is marked failed. */
       webhookMaxAttempts: yield* Config.integer("WEBHOOK_MAX_ATTEMPTS").pipe(Config.withDefault(8)),
       /** Bearer token of `GET /metrics`; unset turns the endpoint off (404). */
-      metricsToken: yield* optionalRedacted("METRICS_TOKEN"),
+      metricsToken: yield* strongSecret("METRICS_TOKEN"),
       /** How often the stream worker's retention task sweeps expired records. */
       retentionIntervalSeconds: yield* Config.integer("RETENTION_INTERVAL_SECONDS").pipe(Config.withDefault(3600)),
       /** Rows deleted per statement by the retention task (short transactions, no long locks). */
@@ -102,12 +168,22 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
         Config.withDefault(10),
         Config.validate({ message: "Expected 0 to 19", validation: (nice) => nice >= 0 && nice <= 19 })
       ),
-      loginFailureLimit: yield* Config.integer("LOGIN_FAILURE_LIMIT").pipe(Config.withDefault(10)),
-      loginFailureWindowSeconds: yield* Config.integer("LOGIN_FAILURE_WINDOW_SECONDS").pipe(Config.withDefault(60)),
+      loginFailureLimit: yield* positiveInteger("LOGIN_FAILURE_LIMIT", 10),
+      loginFailureWindowSeconds: yield* positiveInteger("LOGIN_FAILURE_WINDOW_SECONDS", 60),
+      /** Signups per client address within SIGNUP_WINDOW_SECONDS before 429. */
+      signupLimit: yield* positiveInteger("SIGNUP_LIMIT", 20),
+      signupWindowSeconds: yield* positiveInteger("SIGNUP_WINDOW_SECONDS", 3600),
+      /** scrypt cost: N = 2^PASSWORD_SCRYPT_LOG_N (OWASP: 2^17 with r=8, p=1). */
+      passwordScryptLogN: yield* Config.integer("PASSWORD_SCRYPT_LOG_N").pipe(
+        Config.withDefault(17),
+        Config.validate({ message: "Expected 10 to 20", validation: (logN) => logN >= 10 && logN <= 20 })
+      ),
+      /** Password hashes computed at once; more answer 429 (a hash of cost 2^17 takes most of a core for ~0.7 s). */
+      passwordHashConcurrency: yield* positiveInteger("PASSWORD_HASH_CONCURRENCY", availableParallelism()),
       /** Analytics: an event older than this when it is aggregated is counted as late (dimension `late`). */
       analyticsLateGraceSeconds: yield* Config.integer("ANALYTICS_LATE_GRACE_SECONDS").pipe(Config.withDefault(300)),
       /** Key material of provider API keys at rest (AES-256-GCM); generated under DATA_DIR when unset. */
-      gatewayEncryptionKey: yield* optionalRedacted("GATEWAY_ENCRYPTION_KEY"),
+      gatewayEncryptionKey: yield* strongSecret("GATEWAY_ENCRYPTION_KEY"),
       /** How long the gateway waits for an upstream's response headers, or between body chunks (504 before headers). */
       gatewayUpstreamTimeoutMillis: yield* Config.integer("GATEWAY_UPSTREAM_TIMEOUT_MS").pipe(
         Config.withDefault(300_000)

@@ -5,9 +5,23 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Option, Redacted } from "effect"
-import { mkdirSync } from "node:fs"
+import { chmodSync, mkdirSync, readdirSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { AppConfig } from "./Config.js"
+
+/**
+ * Owner-only modes for everything under `directory` (folders 0700, files
+ * 0600). PGlite unpacks its initial cluster with mode 0666 whatever the
+ * umask; the files PostgreSQL creates later are 0600 already.
+ */
+const restrictToOwner = (directory: string) => {
+  chmodSync(directory, 0o700)
+  for (const entry of readdirSync(directory, { withFileTypes: true })) {
+    const path = join(directory, entry.name)
+    if (entry.isDirectory()) restrictToOwner(path)
+    else if (entry.isFile()) chmodSync(path, 0o600)
+  }
+}
 
 /** Starts PGlite and its socket server for the life of the scope; answers the connection URL. */
 const embeddedPostgres = (dataDir: string, port: number) =>
@@ -18,13 +32,18 @@ const embeddedPostgres = (dataDir: string, port: number) =>
         import("@electric-sql/pglite-socket")
       ])
       const directory = resolve(dataDir, "pglite")
-      mkdirSync(directory, { recursive: true })
+      mkdirSync(directory, { recursive: true, mode: 0o700 })
       const db = await PGlite.create(directory)
+      restrictToOwner(directory)
       const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port })
       await server.start()
-      return { db, server, url: `postgres://postgres@${server.getServerConn()}/postgres` }
+      return { db, server, directory, url: `postgres://postgres@${server.getServerConn()}/postgres` }
     }),
-    ({ db, server }) => Effect.promise(() => server.stop().then(() => db.close()))
+    ({ db, directory, server }) =>
+      Effect.promise(() => server.stop().then(() => db.close())).pipe(
+        // Files rewritten while running (e.g. the relation cache) are restricted again.
+        Effect.zipRight(Effect.sync(() => restrictToOwner(directory)))
+      )
   ).pipe(Effect.map(({ url }) => url))
 
 export const SqlLive = Layer.unwrapScoped(

@@ -12,6 +12,7 @@ import { AppConfig } from "./Config.js"
 import { type Delivery, EventLog, EventLogError, type OutgoingEvent, type SubscribeOptions } from "./EventLog.js"
 import { applyKafkaIdleFix } from "./KafkaIdleFix.js"
 import { allTopics } from "./Topics.js"
+import { kafkaConnectionOf } from "./KafkaConnection.js"
 
 const COMMIT_INTERVAL = Duration.millis(200)
 const FETCH_MAX_WAIT_MS = 1_000
@@ -47,7 +48,7 @@ export const EventLogKafkaLive = Layer.scoped(
     applyKafkaIdleFix()
     const kafka = new Kafka({
       clientId: config.kafkaClientId,
-      brokers: [...config.kafkaBrokers],
+      ...kafkaConnectionOf(config),
       // kafkajs logs in the service's JSON-lines format; it is chatty below warnings.
       logLevel: config.logLevel.ordinal >= LogLevel.Warning.ordinal ? kafkaLevelOf(config.logLevel) : logLevel.WARN,
       logCreator: () => (entry) => {

@@ -33,16 +33,22 @@ const JWT_SECRET = "auth-http-test-jwt-secret-0123456789abcdefghijklmnop"
 
 const config = { INTERNAL_API_KEY: INTERNAL_KEY, JWT_SECRET, LOGIN_FAILURE_LIMIT: "1000" }
 
-/** A token signed with `secret`, as the service's own tokens are (iss, aud, sub, pwv). */
-const forge = (claims: { sub: string; pwv?: unknown; iss?: string; aud?: string; exp?: number }, secret = JWT_SECRET) =>
+/**
+ * A token signed with `secret`, as the service's own tokens are (iss, aud, sub, pwv, iat, exp);
+ * `exp: null` or `iat: false` leaves that claim out.
+ */
+const forge = (
+  claims: { sub: string; pwv?: unknown; iss?: string; aud?: string; exp?: number | null; iat?: false },
+  secret = JWT_SECRET
+) =>
   Effect.promise(() => {
     const jwt = new SignJWT(claims.pwv === undefined ? {} : { pwv: claims.pwv })
       .setProtectedHeader({ alg: "HS256", typ: "JWT" })
       .setIssuer(claims.iss ?? "guardrail-service")
       .setAudience(claims.aud ?? "guardrail-api")
       .setSubject(claims.sub)
-      .setIssuedAt()
-      .setExpirationTime(claims.exp ?? Math.floor(Date.now() / 1000) + 3600)
+    if (claims.iat !== false) jwt.setIssuedAt()
+    if (claims.exp !== null) jwt.setExpirationTime(claims.exp ?? Math.floor(Date.now() / 1000) + 3600)
     return jwt.sign(new TextEncoder().encode(secret))
   })
 
@@ -640,7 +646,7 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
     )
 
     it.effect(
-      "a well-signed token is refused when expired, for an unknown user, a wrong audience or issuer, or without pwv",
+      "a well-signed token is refused when expired or without exp or iat, for an unknown user, a wrong audience or issuer, or without pwv",
       () =>
         Effect.gen(function* () {
           const base = yield* baseUrl
@@ -652,6 +658,9 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
           )
           const cases: ReadonlyArray<readonly [string, string]> = [
             ["expired", yield* forge({ sub: user.user_id, pwv: 1, exp: Math.floor(Date.now() / 1000) - 60 })],
+            // Without exp a token signed with the secret would be valid forever.
+            ["no exp", yield* forge({ sub: user.user_id, pwv: 1, exp: null })],
+            ["no iat", yield* forge({ sub: user.user_id, pwv: 1, iat: false })],
             ["unknown user", yield* forge({ sub: randomUUID(), pwv: 1 })],
             ["not a uuid subject", yield* forge({ sub: "not-a-uuid", pwv: 1 })],
             ["wrong audience", yield* forge({ sub: user.user_id, pwv: 1, aud: "someone-else" })],

@@ -125,6 +125,33 @@ layer(testServer("database"), SERVER_OPTIONS)("login throttling (default limit: 
     )
   })
 
+  describe("concurrent guesses", () => {
+    // Each attempt is counted before its password is checked: a burst cannot
+    // get more guesses checked than the limit, however fast it arrives.
+    it.effect("40 concurrent wrong passwords for one user: at most 10 are checked (401), the rest answer 429", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const user = yield* signUp(base)
+        const responses = yield* Effect.forEach(
+          Array.from({ length: 40 }, (_, i) => i),
+          (i) =>
+            postFrom(base, `127.0.7.${10 + i}`, "/v1/auth/login", {
+              username: user.username,
+              password: sha256Hex(`burst ${i}`)
+            }),
+          { concurrency: "unbounded" }
+        )
+        const checked = responses.filter((response) => response.status === 401)
+        const throttled = responses.filter((response) => response.status === 429)
+        expect(checked.length).toBeGreaterThanOrEqual(1)
+        expect(checked.length).toBeLessThanOrEqual(10)
+        expect(checked.length + throttled.length, responses.map((r) => r.status).join(",")).toBe(40)
+        for (const response of checked) expect401(response)
+        for (const response of throttled) expect429(response, 60)
+      })
+    )
+  })
+
   describe("per client address", () => {
     it.effect("10 failures from one address with 10 usernames throttle that address, not others", () =>
       Effect.gen(function* () {

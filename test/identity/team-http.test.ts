@@ -236,12 +236,13 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
         yield* oauthSession(base, { email: victimEmail, provider: "google", provider_subject: randomUUID() })
         const mallory = yield* signUp(base)
 
-        const response = yield* myWorkspaces(base, mallory.user_id, { token: mallory.jwt, email: victimEmail })
-        if (response.status === 200) {
-          expect((response.body as MyWorkspaces).workspaces.map((w) => w.id)).not.toContain(alice.workspaceId)
-        } else {
-          expect([401, 403], response.text).toContain(response.status)
-        }
+        // The header is optional: the call succeeds with Mallory's own memberships and accepts nothing.
+        const response = expectStatus(
+          yield* myWorkspaces(base, mallory.user_id, { token: mallory.jwt, email: victimEmail }),
+          200
+        ) as MyWorkspaces
+        expect(response.workspaces.map((w) => w.id)).toHaveLength(1)
+        expect(response.workspaces.map((w) => w.id)).not.toContain(alice.workspaceId)
         // Mallory is not a member and the invite is still the victim's to accept.
         expectError(
           yield* call(base, "GET", "/v1/environments", { token: mallory.jwt, workspace: alice.workspaceId }),
@@ -251,6 +252,26 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
         const team = yield* members(base, alice)
         expect(team.members.map((m) => m.user_id)).not.toContain(mallory.user_id)
         expect(team.invites.find((i) => i.id === sent.id)?.status).toBe("pending")
+      })
+    )
+
+    it.effect("a session's own unverified email accepts nothing (200); the internal key vouching for it accepts", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const alice = yield* tenant(base)
+        // Bob signed up with a password: no provider ever verified an email of his.
+        const bob = yield* signUp(base)
+        const email = `${uniqueName("bob")}@example.com`
+        const sent = yield* invite(base, alice, email)
+        const own = expectStatus(yield* myWorkspaces(base, bob.user_id, { token: bob.jwt, email }), 200) as MyWorkspaces
+        expect(own.workspaces.map((w) => w.id)).not.toContain(alice.workspaceId)
+        expect((yield* members(base, alice)).invites.find((i) => i.id === sent.id)?.status).toBe("pending")
+        // The trusted web client, having verified the address itself, vouches with the internal key.
+        const vouched = expectStatus(
+          yield* myWorkspaces(base, bob.user_id, { token: INTERNAL_KEY, email }),
+          200
+        ) as MyWorkspaces
+        expect(vouched.workspaces.map((w) => w.id)).toContain(alice.workspaceId)
       })
     )
 

@@ -6,7 +6,7 @@
 import { Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { inject } from "vitest"
-import { freshDatabase, uniqueName } from "../support/TestPlatform.js"
+import { CHEAP_ACCOUNTS, freshDatabase, uniqueName } from "../support/TestPlatform.js"
 
 const root = new URL("../../", import.meta.url).pathname
 
@@ -23,6 +23,57 @@ export interface ChildService {
   readonly exited: Promise<number | string>
 }
 
+const spawnService = (databaseUrl: string, topicPrefix: string, env: Record<string, string>) =>
+  spawn(process.execPath, ["--import", "tsx", "services/all-in-one/main.ts"], {
+    cwd: root,
+    env: {
+      PATH: process.env["PATH"] ?? "",
+      HOME: process.env["HOME"] ?? "/tmp",
+      DATABASE_URL: databaseUrl,
+      KAFKA_BROKERS: inject("kafkaBrokers"),
+      KAFKA_TOPIC_PREFIX: topicPrefix,
+      KAFKA_PARTITIONS: "3",
+      DATA_DIR: `/tmp/${uniqueName("guardrail-child")}`,
+      HOST: "127.0.0.1",
+      PORT: String(20_000 + Math.floor(Math.random() * 20_000)),
+      LOG_LEVEL: "info",
+      POLL_INTERVAL_MS: "50",
+      ...CHEAP_ACCOUNTS,
+      ...env
+    },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+
+/**
+ * Starts the service expecting it to refuse to start; resolves with its exit
+ * code and output. A service that starts instead (prints its URL) is killed
+ * and the returned code is "started".
+ */
+export const runRefusedChildService = (env: Record<string, string>) =>
+  Effect.gen(function* () {
+    const databaseUrl = yield* freshDatabase
+    return yield* Effect.promise(
+      () =>
+        new Promise<{ readonly code: number | string; readonly output: string }>((resolve) => {
+          const child = spawnService(databaseUrl, `${uniqueName("refused")}.`, env)
+          let output = ""
+          let started = false
+          const onData = (chunk: Buffer) => {
+            output += chunk.toString()
+            if (!started && output.includes("Guardrail service listening")) {
+              started = true
+              child.kill("SIGKILL")
+            }
+          }
+          child.stdout.on("data", onData)
+          child.stderr.on("data", onData)
+          child.on("close", (code, signal) =>
+            resolve({ code: started ? "started" : (code ?? signal ?? "unknown"), output })
+          )
+        })
+    )
+  })
+
 /** Starts the service; resolves once it logs its URL. Killed (SIGKILL) with the scope if still running. */
 export const startChildService = (env: Record<string, string> = {}) =>
   Effect.gen(function* () {
@@ -32,29 +83,15 @@ export const startChildService = (env: Record<string, string> = {}) =>
       Effect.promise(
         () =>
           new Promise<ChildService>((resolve, reject) => {
-            const child = spawn(process.execPath, ["--import", "tsx", "services/all-in-one/main.ts"], {
-              cwd: root,
-              env: {
-                PATH: process.env["PATH"] ?? "",
-                HOME: process.env["HOME"] ?? "/tmp",
-                DATABASE_URL: databaseUrl,
-                KAFKA_BROKERS: inject("kafkaBrokers"),
-                KAFKA_TOPIC_PREFIX: topicPrefix,
-                KAFKA_PARTITIONS: "3",
-                DATA_DIR: `/tmp/${uniqueName("guardrail-child")}`,
-                HOST: "127.0.0.1",
-                PORT: String(20_000 + Math.floor(Math.random() * 20_000)),
-                LOG_LEVEL: "info",
-                POLL_INTERVAL_MS: "50",
-                ...env
-              },
-              stdio: ["ignore", "pipe", "pipe"]
-            })
+            const child = spawnService(databaseUrl, topicPrefix, env)
             let output = ""
             const exited = new Promise<number | string>((done) =>
               child.on("exit", (code, signal) => done(code ?? signal ?? "unknown"))
             )
-            const timer = setTimeout(() => reject(new Error(`the service printed no URL within 90 s:\n${output}`)), 90_000)
+            const timer = setTimeout(
+              () => reject(new Error(`the service printed no URL within 90 s:\n${output}`)),
+              90_000
+            )
             const onData = (chunk: Buffer) => {
               output += chunk.toString()
               const url = /Guardrail service listening: API (http:\/\/\S+)/.exec(output)

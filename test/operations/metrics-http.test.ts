@@ -12,7 +12,7 @@ import { baseUrl, TestDatabaseUrl, testServerOver, testServerWithDatabase } from
 import { createPolicy, propose, reply, until } from "../authorization-http/event-helpers.js"
 import { sample, scrape as scrapeWith } from "../support/Metrics.js"
 
-const TOKEN = "metrics-token-0123456789abcdef"
+const TOKEN = "metrics-token-0123456789abcdef0123456789"
 
 const scrape = (base: string) => scrapeWith(base, TOKEN)
 

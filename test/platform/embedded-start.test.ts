@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { type ChildProcess, spawn } from "node:child_process"
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 
@@ -47,6 +47,20 @@ const stop = (started: Started) =>
     process.kill(-started.child.pid!, "SIGTERM")
   })
 
+/** Every folder and file under `directory` (itself included) whose mode is not owner-only (0700 / 0600). */
+const notOwnerOnly = (directory: string): Array<string> => {
+  const own =
+    (statSync(directory).mode & 0o777) === 0o700
+      ? []
+      : [`${directory} ${(statSync(directory).mode & 0o777).toString(8)}`]
+  return readdirSync(directory, { withFileTypes: true }).reduce((found, entry) => {
+    const path = join(directory, entry.name)
+    if (entry.isDirectory()) return [...found, ...notOwnerOnly(path)]
+    const mode = statSync(path).mode & 0o777
+    return entry.isFile() && mode !== 0o600 ? [...found, `${path} ${mode.toString(8)}`] : found
+  }, own)
+}
+
 const getJson = async (url: string) => {
   const response = await fetch(url)
   return { status: response.status, body: (await response.json()) as Record<string, unknown> }
@@ -80,12 +94,16 @@ describe("npm start with nothing configured", () => {
 
       const secretFile = join(dataDir, "secrets", "jwt-secret")
       expect(statSync(secretFile).mode & 0o777).toBe(0o600)
+      // The database and the secrets are readable by the service's user only.
+      expect(notOwnerOnly(join(dataDir, "secrets"))).toEqual([])
+      expect(notOwnerOnly(join(dataDir, "pglite"))).toEqual([])
       const secret = readFileSync(secretFile, "utf8")
       await stop(first)
       // Shutdown ran the finalizers: the service logged its last line.
       expect(first.output()).toContain("all-in-one stopped")
 
       expect(existsSync(join(dataDir, "pglite"))).toBe(true)
+      expect(notOwnerOnly(join(dataDir, "pglite"))).toEqual([])
       const second = await npmStart(dataDir, port)
       expect(second.output()).not.toContain("migrations applied")
       expect((await getJson(`${second.baseUrl}/readyz`)).status).toBe(200)

@@ -44,12 +44,24 @@ export const freshDatabase = Effect.acquireRelease(
 export const configLayer = (entries: Record<string, string>) =>
   Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(entries))))
 
+/**
+ * Suites sign up and sign in a lot, often concurrently, all from loopback: a
+ * low scrypt cost (2^10, not 2^17), no signup limit and room for concurrent
+ * hashes keep them fast. Suites that test those defences override these in `extra`.
+ */
+export const CHEAP_ACCOUNTS = {
+  PASSWORD_SCRYPT_LOG_N: "10",
+  SIGNUP_LIMIT: "1000000",
+  PASSWORD_HASH_CONCURRENCY: "64"
+} as const
+
 /** Settings for a suite: its own database, and Kafka (with a unique topic prefix) or the database log. */
 export const settingsFor = (mode: EventLogMode, databaseUrl: string, extra: Record<string, string> = {}) => ({
   DATABASE_URL: databaseUrl,
   DATA_DIR: `/tmp/${uniqueName("guardrail-data")}`,
   LOG_LEVEL: "warn",
   POLL_INTERVAL_MS: "50",
+  ...CHEAP_ACCOUNTS,
   ...(mode === "kafka"
     ? { KAFKA_BROKERS: inject("kafkaBrokers"), KAFKA_TOPIC_PREFIX: `${uniqueName("t")}.`, KAFKA_PARTITIONS: "3" }
     : {}),
