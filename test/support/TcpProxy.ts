@@ -4,7 +4,10 @@
  * matters because the infrastructure is shared. `pause` stops accepting and
  * cuts every open connection (the service sees its database go away);
  * `resume` listens again on the same port; `dropConnections` cuts the open
- * connections but keeps accepting (a network blip, a killed backend).
+ * connections but keeps accepting (a network blip); `stopAccepting` refuses
+ * new connections and leaves the open ones; `dropConnectionFrom` cuts the one
+ * connection whose upstream side has that local port (PostgreSQL shows it as
+ * `pg_stat_activity.client_port`: one backend's connection dies).
  */
 import { Effect } from "effect"
 import { createServer, type Server, type Socket, connect } from "node:net"
@@ -16,6 +19,10 @@ export interface TcpProxy {
   readonly pause: Effect.Effect<void>
   readonly resume: Effect.Effect<void>
   readonly dropConnections: Effect.Effect<void>
+  readonly stopAccepting: Effect.Effect<void>
+  readonly dropConnectionFrom: (upstreamLocalPort: number) => Effect.Effect<boolean>
+  /** The local ports of the proxy's open upstream connections. */
+  readonly upstreamPorts: Effect.Effect<ReadonlyArray<number>>
   /** Connections open through the proxy now (client and upstream sockets count as one). */
   readonly openConnections: Effect.Effect<number>
 }
@@ -35,8 +42,11 @@ export const tcpProxy = (target: { readonly host: string; readonly port: number 
   Effect.acquireRelease(
     Effect.promise(async () => {
       const open = new Set<Socket>()
+      const upstreams = new Set<Socket>()
       const server = createServer((client) => {
         const upstream = connect(target.port, target.host)
+        upstreams.add(upstream)
+        upstream.on("close", () => upstreams.delete(upstream))
         const pair = [client, upstream]
         for (const socket of pair) {
           open.add(socket)
@@ -60,6 +70,7 @@ export const tcpProxy = (target: { readonly host: string; readonly port: number 
         port,
         dropAll,
         count: () => open.size / 2,
+        upstreams,
         isListening: () => listening,
         setListening: (on: boolean) => (listening = on)
       }
@@ -75,7 +86,7 @@ export const tcpProxy = (target: { readonly host: string; readonly port: number 
       )
   ).pipe(
     Effect.map(
-      ({ server, port, dropAll, count, isListening, setListening }): TcpProxy => ({
+      ({ server, port, dropAll, count, upstreams, isListening, setListening }): TcpProxy => ({
         port,
         through: (url) => {
           const parsed = new URL(url)
@@ -86,12 +97,24 @@ export const tcpProxy = (target: { readonly host: string; readonly port: number 
         pause: Effect.promise(
           () =>
             new Promise<void>((resolve) => {
+              dropAll()
               if (!isListening()) return resolve()
               setListening(false)
               server.close(() => resolve())
-              dropAll()
             })
         ),
+        stopAccepting: Effect.sync(() => {
+          if (!isListening()) return
+          setListening(false)
+          server.close()
+        }),
+        dropConnectionFrom: (upstreamLocalPort) =>
+          Effect.sync(() => {
+            const found = [...upstreams].find((socket) => socket.localPort === upstreamLocalPort)
+            found?.destroy()
+            return found !== undefined
+          }),
+        upstreamPorts: Effect.sync(() => [...upstreams].flatMap((socket) => (socket.localPort === undefined ? [] : [socket.localPort]))),
         resume: Effect.promise(async () => {
           if (isListening()) return
           await listen(server, port)
