@@ -152,7 +152,12 @@ const program = Effect.gen(function* () {
         message: "set DATABASE_URL to the service's PostgreSQL (the embedded database serves only the service)"
       })
   })
-  const database = PgClient.layer({ url, maxConnections: 1, applicationName: "guardrail-dead-letters", transformJson: false })
+  const database = PgClient.layer({
+    url,
+    maxConnections: 1,
+    applicationName: "guardrail-dead-letters",
+    transformJson: false
+  })
   return yield* (options.command === "list" ? list(options) : replay(options)).pipe(Effect.provide(database))
 })
 

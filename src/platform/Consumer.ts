@@ -203,7 +203,11 @@ export const applyPartitionBatch = <E, R>(
   })
 
 /** The undecodable event a failed batch names, if it is one of the batch's and not set aside yet. */
-const undecodableOf = (cause: Cause.Cause<unknown>, batch: ReadonlyArray<Delivery>, known: ReadonlyMap<string, string>) =>
+const undecodableOf = (
+  cause: Cause.Cause<unknown>,
+  batch: ReadonlyArray<Delivery>,
+  known: ReadonlyMap<string, string>
+) =>
   Option.filter(
     Cause.failureOption(cause),
     (error): error is UndecodableEvent =>

@@ -94,7 +94,9 @@ export const EventLogDatabaseLive = Layer.effect(
           for (const row of stored) {
             if (BigInt(row.position) <= BigInt(head)) cursors.set(row.topic, BigInt(row.position))
             else {
-              yield* Effect.logWarning("stored log position is beyond the end of the log; reading from its beginning").pipe(
+              yield* Effect.logWarning(
+                "stored log position is beyond the end of the log; reading from its beginning"
+              ).pipe(
                 Effect.annotateLogs({ group: options.group, topic: row.topic, position: row.position, log_end: head })
               )
               cursors.set(row.topic, 0n)
@@ -103,19 +105,21 @@ export const EventLogDatabaseLive = Layer.effect(
             }
           }
 
-          const toDelivery = (logEnd: string) => (row: LogRow): Delivery => ({
-            eventId: row.event_id,
-            topic: row.topic,
-            key: row.key,
-            value: row.value,
-            headers: parseHeaders(row.headers),
-            source: sourceOf(row.topic),
-            logEnd,
-            partition: 0,
-            offset: row.offset,
-            timestamp: new Date(row.created_at),
-            ack: storePosition(options.group, row.topic, row.offset)
-          })
+          const toDelivery =
+            (logEnd: string) =>
+            (row: LogRow): Delivery => ({
+              eventId: row.event_id,
+              topic: row.topic,
+              key: row.key,
+              value: row.value,
+              headers: parseHeaders(row.headers),
+              source: sourceOf(row.topic),
+              logEnd,
+              partition: 0,
+              offset: row.offset,
+              timestamp: new Date(row.created_at),
+              ack: storePosition(options.group, row.topic, row.offset)
+            })
 
           const poll = Effect.gen(function* () {
             const from = [...cursors.values()].reduce((a, b) => (a < b ? a : b))

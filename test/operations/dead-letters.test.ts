@@ -88,10 +88,11 @@ describe("dead letters CLI", () => {
               ? Effect.fail(new UndecodableEvent({ eventId: delivery.eventId, reason: "unknown schema_version 2" }))
               : record("strict")(delivery)
         }).pipe(Effect.provide(context), Effect.forkScoped)
-        yield* consumeOnce({ group: uniqueName("lenient"), topics: [Topics.runEvents], handle: record("lenient") }).pipe(
-          Effect.provide(context),
-          Effect.forkScoped
-        )
+        yield* consumeOnce({
+          group: uniqueName("lenient"),
+          topics: [Topics.runEvents],
+          handle: record("lenient")
+        }).pipe(Effect.provide(context), Effect.forkScoped)
 
         yield* sql.withTransaction(
           outbox.enqueue(

@@ -66,8 +66,7 @@ const setUp = (mode: EventLogMode) =>
         Effect.flatMap(totals(group), (seen) => (seen[0]! >= total ? Effect.void : Effect.fail(seen))),
         "60 seconds"
       )
-    const count = (query: string) =>
-      Effect.map(queryDatabase<{ n: string }>(url, query), ([row]) => Number(row!.n))
+    const count = (query: string) => Effect.map(queryDatabase<{ n: string }>(url, query), ([row]) => Number(row!.n))
     const age = (query: string) => queryDatabase(url, query)
     return { url, settings, context, sql, consume, totals, until, count, age }
   })
@@ -88,8 +87,15 @@ describe("pruning the event plumbing", () => {
         expect(yield* count("select count(*)::text as n from processed_events")).toBe(0)
 
         // The broker forgets what the group committed: it redelivers everything from the beginning.
-        const admin = new Kafka({ clientId: "pruning-test", brokers: [settings["KAFKA_BROKERS"]!], logLevel: logLevel.NOTHING }).admin()
-        yield* Effect.acquireRelease(Effect.promise(() => admin.connect()), () => Effect.promise(() => admin.disconnect()))
+        const admin = new Kafka({
+          clientId: "pruning-test",
+          brokers: [settings["KAFKA_BROKERS"]!],
+          logLevel: logLevel.NOTHING
+        }).admin()
+        yield* Effect.acquireRelease(
+          Effect.promise(() => admin.connect()),
+          () => Effect.promise(() => admin.disconnect())
+        )
         const prefix = settings["KAFKA_TOPIC_PREFIX"]!
         yield* eventually(
           Effect.tryPromise(() =>

@@ -179,7 +179,9 @@ const contract = (mode: EventLogMode) =>
             group,
             topics: [Topics.runEvents],
             handle: (delivery) =>
-              Effect.suspend((): Effect.Effect<unknown, unknown> => (failures++ < 12 ? Effect.fail("database unavailable") : effects.record(delivery)))
+              Effect.suspend((): Effect.Effect<unknown, unknown> =>
+                failures++ < 12 ? Effect.fail("database unavailable") : effects.record(delivery)
+              )
           })
         )
         const rows = yield* waitForRows(effects.rows, 40)

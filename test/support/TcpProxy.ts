@@ -85,43 +85,43 @@ export const tcpProxy = (target: { readonly host: string; readonly port: number 
           })
       )
   ).pipe(
-    Effect.map(
-      ({ server, port, dropAll, count, upstreams, isListening, setListening }): TcpProxy => ({
-        port,
-        through: (url) => {
-          const parsed = new URL(url)
-          parsed.hostname = "127.0.0.1"
-          parsed.port = String(port)
-          return parsed.toString()
-        },
-        pause: Effect.promise(
-          () =>
-            new Promise<void>((resolve) => {
-              dropAll()
-              if (!isListening()) return resolve()
-              setListening(false)
-              server.close(() => resolve())
-            })
-        ),
-        stopAccepting: Effect.sync(() => {
-          if (!isListening()) return
-          setListening(false)
-          server.close()
+    Effect.map(({ server, port, dropAll, count, upstreams, isListening, setListening }): TcpProxy => ({
+      port,
+      through: (url) => {
+        const parsed = new URL(url)
+        parsed.hostname = "127.0.0.1"
+        parsed.port = String(port)
+        return parsed.toString()
+      },
+      pause: Effect.promise(
+        () =>
+          new Promise<void>((resolve) => {
+            dropAll()
+            if (!isListening()) return resolve()
+            setListening(false)
+            server.close(() => resolve())
+          })
+      ),
+      stopAccepting: Effect.sync(() => {
+        if (!isListening()) return
+        setListening(false)
+        server.close()
+      }),
+      dropConnectionFrom: (upstreamLocalPort) =>
+        Effect.sync(() => {
+          const found = [...upstreams].find((socket) => socket.localPort === upstreamLocalPort)
+          found?.destroy()
+          return found !== undefined
         }),
-        dropConnectionFrom: (upstreamLocalPort) =>
-          Effect.sync(() => {
-            const found = [...upstreams].find((socket) => socket.localPort === upstreamLocalPort)
-            found?.destroy()
-            return found !== undefined
-          }),
-        upstreamPorts: Effect.sync(() => [...upstreams].flatMap((socket) => (socket.localPort === undefined ? [] : [socket.localPort]))),
-        resume: Effect.promise(async () => {
-          if (isListening()) return
-          await listen(server, port)
-          setListening(true)
-        }),
-        dropConnections: Effect.sync(dropAll),
-        openConnections: Effect.sync(count)
-      })
-    )
+      upstreamPorts: Effect.sync(() =>
+        [...upstreams].flatMap((socket) => (socket.localPort === undefined ? [] : [socket.localPort]))
+      ),
+      resume: Effect.promise(async () => {
+        if (isListening()) return
+        await listen(server, port)
+        setListening(true)
+      }),
+      dropConnections: Effect.sync(dropAll),
+      openConnections: Effect.sync(count)
+    }))
   )
