@@ -115,9 +115,8 @@ describe("dead letters CLI", () => {
         expect(yield* deadLetters(url, "replay")).toEqual([{ replayed: 2 }])
         yield* until({ lenient: [20, 20], strict: [20, 20] })
         expect(yield* deadLetters(url, "replay")).toEqual([{ replayed: 0 }])
-        expect(yield* deadLetters(url, "list")).toEqual([])
         const all = yield* deadLetters(url, "list", "--all")
-        expect(all.every((row) => typeof row["replayed_at"] === "string")).toBe(true)
+        expect(all.map((row) => typeof row["replayed_at"])).toEqual(["string", "string"])
 
         // Even a replay forced through the outbox again is deduped by the strict group and ignored by the other.
         yield* sql`update dead_letters set replayed_at = null`
@@ -129,6 +128,7 @@ describe("dead letters CLI", () => {
         yield* Effect.sleep("1 second")
         expect(yield* counts).toEqual({ lenient: [20, 20], strict: [20, 20] })
       }).pipe(Effect.scoped),
-    120_000
+    // Five runs of the script, each a Node process of its own.
+    300_000
   )
 })
