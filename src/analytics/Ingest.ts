@@ -6,11 +6,12 @@
  * the grace period (ANALYTICS_LATE_GRACE_SECONDS) when it is aggregated is
  * still counted, in its event-time buckets, with dimension `late` = "true".
  */
-import { Effect, Layer, Option, Schema } from "effect"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Effect, Either, Layer, Option, ParseResult, Schema } from "effect"
 import { DecisionMessage } from "../authorization/Domain.js"
 import { LlmUsageMessage } from "../billing/Domain.js"
 import { AppConfig } from "../platform/Config.js"
-import { consumeStream } from "../platform/Consumer.js"
+import { consumeStream, UndecodableEvent } from "../platform/Consumer.js"
 import type { Delivery } from "../platform/EventLog.js"
 import { Topics } from "../platform/Topics.js"
 import { ReviewEventMessage, RunEventMessage } from "../runs/Domain.js"
@@ -25,6 +26,23 @@ const decoders = {
   [Topics.runEvents]: Schema.decodeUnknownOption(Schema.parseJson(RunEventMessage)),
   [Topics.reviewEvents]: Schema.decodeUnknownOption(Schema.parseJson(ReviewEventMessage)),
   [Topics.llmUsage]: Schema.decodeUnknownOption(Schema.parseJson(LlmUsageMessage))
+}
+
+const schemas: Readonly<Record<string, Schema.Schema.AnyNoContext>> = {
+  [Topics.decisions]: DecisionMessage,
+  [Topics.runEvents]: RunEventMessage,
+  [Topics.reviewEvents]: ReviewEventMessage,
+  [Topics.llmUsage]: LlmUsageMessage
+}
+
+/** Why a delivery's value does not decode with its topic's Schema; undefined when it does. */
+const undecodableReason = (delivery: Delivery): string | undefined => {
+  const schema = schemas[delivery.topic]
+  if (schema === undefined) return `no analytics Schema for topic ${delivery.topic}`
+  return Either.match(Schema.decodeUnknownEither(Schema.parseJson(schema))(delivery.value), {
+    onLeft: (error) => ParseResult.TreeFormatter.formatErrorSync(error),
+    onRight: () => undefined
+  })
 }
 
 const timeOf = (text: string, fallback: Date) => {
@@ -79,7 +97,10 @@ export const deltasOf = (delivery: Delivery, now: number, graceMs: number): Read
             message.workspace_id,
             timeOf(message.occurred_at, delivery.timestamp),
             { agent_id: message.agent_id, environment_id: message.environment_id, run_kind: message.run_kind },
-            [[Series.runEvents, 1, { event_kind: message.kind }], ...(message.sequence === 1 ? [[Series.runs, 1] as const] : [])]
+            [
+              [Series.runEvents, 1, { event_kind: message.kind }],
+              ...(message.sequence === 1 ? [[Series.runs, 1] as const] : [])
+            ]
           )
       })
     case Topics.reviewEvents:
@@ -142,20 +163,17 @@ export const AnalyticsConsumerLive = Layer.scopedDiscard(
       group: ANALYTICS_GROUP,
       topics: analyticsTopics,
       apply: (batch) =>
-        Effect.suspend(() => {
+        Effect.suspend((): Effect.Effect<void, SqlError | UndecodableEvent> => {
           const now = Date.now()
-          const skipped: Array<string> = []
-          const deltas = batch.flatMap((delivery) => {
+          const deltas: Array<AggregateDelta> = []
+          for (const delivery of batch) {
             const own = deltasOf(delivery, now, graceMs)
-            if (own.length === 0) skipped.push(delivery.eventId)
-            return own
-          })
-          return Effect.zipRight(
-            skipped.length > 0
-              ? Effect.logWarning("analytics skipped undecodable events", { event_ids: skipped.slice(0, 20) })
-              : Effect.void,
-            aggregates.addMany(deltas)
-          )
+            // An event that counts for nothing because it does not decode is dead-lettered with the reason.
+            const reason = own.length === 0 ? undecodableReason(delivery) : undefined
+            if (reason !== undefined) return Effect.fail(new UndecodableEvent({ eventId: delivery.eventId, reason }))
+            deltas.push(...own)
+          }
+          return aggregates.addMany(deltas)
         })
     }).pipe(Effect.forkScoped)
   })

@@ -12,9 +12,9 @@
  * `config.llm_budget.cap_minor` and `config.action_budget.cap` in settings;
  * without a cap a percent config does not fire.
  */
-import { Effect, Layer, Option, Schema } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
-import { consumeStream } from "../platform/Consumer.js"
+import { consumeStream, decodeDelivery } from "../platform/Consumer.js"
 import { prefixedId } from "../platform/Ids.js"
 import { Outbox } from "../platform/Outbox.js"
 import { toTimestamp } from "../platform/Schemas.js"
@@ -193,10 +193,8 @@ export class BudgetMeters extends Effect.Service<BudgetMeters>()("billing/Budget
   dependencies: [AlertsRepo.Default]
 }) {}
 
-const DecisionEvent = Schema.parseJson(
-  Schema.Struct({ workspace_id: Schema.String, agent_id: Schema.String, decided_at: Schema.String })
-)
-const decodeDecision = Schema.decodeUnknownOption(DecisionEvent)
+const DecisionEvent = Schema.Struct({ workspace_id: Schema.String, agent_id: Schema.String, decided_at: Schema.String })
+const decodeDecision = decodeDelivery(DecisionEvent)
 
 /** The `actions` meter: one per authorization decision on the `decisions` topic. */
 export const ActionMeterLive = Layer.scopedDiscard(
@@ -209,19 +207,14 @@ export const ActionMeterLive = Layer.scopedDiscard(
         Effect.gen(function* () {
           const events: Array<Metered> = []
           for (const delivery of batch) {
-            const decision = decodeDecision(delivery.value)
-            if (Option.isNone(decision)) {
-              yield* Effect.logWarning("decisions message not understood; skipped").pipe(
-                Effect.annotateLogs({ event_id: delivery.eventId })
-              )
-              continue
-            }
-            const at = new Date(decision.value.decided_at)
+            // A message that does not decode is dead-lettered with the reason (Consumer.ts).
+            const decision = yield* decodeDecision(delivery)
+            const at = new Date(decision.decided_at)
             if (Number.isNaN(at.getTime())) continue
             events.push({
-              workspaceId: decision.value.workspace_id,
+              workspaceId: decision.workspace_id,
               meter: "actions",
-              principalId: decision.value.agent_id,
+              principalId: decision.agent_id,
               at,
               amount: 1
             })

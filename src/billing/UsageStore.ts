@@ -4,17 +4,17 @@
  * redelivered messages) and feeds the `llm_spend` budget meter with records
  * seen for the first time; and the queries behind `GET /v1/llm-usage`.
  */
-import { Effect, Layer, Option, Schema } from "effect"
+import { Effect, Layer } from "effect"
 import { pageByTime } from "../platform/Cursor.js"
 import { BadRequest } from "../platform/Errors.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { Topics } from "../platform/Topics.js"
-import { consumeStream } from "../platform/Consumer.js"
+import { consumeStream, decodeDelivery } from "../platform/Consumer.js"
 import { BudgetMeters, type Metered } from "./BudgetMeters.js"
 import { LlmUsageMessage } from "./Domain.js"
 import { type GroupBy, type UsageFilters, UsageRepo, type UsageRow } from "./UsageRepo.js"
 
-const decodeUsage = Schema.decodeUnknownOption(Schema.parseJson(LlmUsageMessage))
+const decodeUsage = decodeDelivery(LlmUsageMessage)
 
 const toRecord = (row: UsageRow) => ({
   id: row.id,
@@ -102,16 +102,13 @@ export const UsageStoreLive = Layer.scopedDiscard(
         Effect.gen(function* () {
           const usages: Array<LlmUsageMessage> = []
           for (const delivery of batch) {
-            const usage = decodeUsage(delivery.value)
-            if (Option.isNone(usage)) {
-              yield* Effect.logWarning("llm-usage message not understood; skipped").pipe(
-                Effect.annotateLogs({ event_id: delivery.eventId })
-              )
-            } else if (Number.isNaN(new Date(usage.value.effective_at).getTime())) {
+            // A message that does not decode is dead-lettered with the reason (Consumer.ts).
+            const usage = yield* decodeUsage(delivery)
+            if (Number.isNaN(new Date(usage.effective_at).getTime())) {
               yield* Effect.logWarning("llm-usage message without a valid effective_at; skipped").pipe(
                 Effect.annotateLogs({ event_id: delivery.eventId })
               )
-            } else usages.push(usage.value)
+            } else usages.push(usage)
           }
           // An id twice in one batch (a duplicate publish) is stored, and metered, once.
           const unique = [...new Map(usages.map((usage) => [usage.id, usage])).values()]

@@ -8,9 +8,9 @@
  *   every attempt and schedules the next with exponential backoff and jitter
  *   until a 2xx answer or WEBHOOK_MAX_ATTEMPTS.
  */
-import { Duration, Effect, Layer, Option, Redacted, Ref, Schedule, Schema } from "effect"
+import { Duration, Effect, Layer, Option, Redacted, Ref, Schedule } from "effect"
 import { AppConfig } from "../platform/Config.js"
-import { consumeOnce } from "../platform/Consumer.js"
+import { consumeOnce, decodeDelivery } from "../platform/Consumer.js"
 import { prefixedId } from "../platform/Ids.js"
 import { Secrets } from "../platform/Secrets.js"
 import { makeSignal } from "../platform/Signal.js"
@@ -20,7 +20,7 @@ import { type ClaimedDelivery, DeliveryRepo } from "./DeliveryRepo.js"
 import { BudgetFiringMessage } from "./Domain.js"
 import { deriveWebhookSecret, isAllowedOutboundUrl, retryDelayMillis, signWebhook } from "./Webhooks.js"
 
-const decodeFiring = Schema.decodeUnknownOption(Schema.parseJson(BudgetFiringMessage))
+const decodeFiring = decodeDelivery(BudgetFiringMessage)
 
 const CLAIM_BATCH = 16
 /** Longer than an attempt can take (WEBHOOK_ATTEMPT_TIMEOUT_MS is below it), so a claimed delivery is not claimed again while in flight. */
@@ -77,32 +77,28 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(
     yield* consumeOnce({
       group: "budget-webhooks",
       topics: [Topics.budgetFirings],
+      // A message that does not decode is dead-lettered with the reason (Consumer.ts).
       handle: (delivery) =>
-        Option.match(decodeFiring(delivery.value), {
-          onNone: () =>
-            Effect.logWarning("budget-firings message not understood; skipped").pipe(
-              Effect.annotateLogs({ event_id: delivery.eventId })
-            ),
-          onSome: (firing) =>
-            Effect.gen(function* () {
-              const found = yield* alerts.findConfig(firing.workspace_id, firing.config_id)
-              if (Option.isNone(found) || found.value.webhook_url === null) return
-              const { schema_version: _, ...data } = firing
-              yield* deliveries.insert({
-                id: prefixedId("msg"),
-                firing_id: firing.id,
-                config_id: firing.config_id,
-                workspace_id: firing.workspace_id,
-                url: found.value.webhook_url,
-                body: JSON.stringify({
-                  type: "budget_alert.fired",
-                  timestamp: firing.fired_at,
-                  data: { ...data, config_name: found.value.name }
-                })
+        Effect.flatMap(decodeFiring(delivery), (firing) =>
+          Effect.gen(function* () {
+            const found = yield* alerts.findConfig(firing.workspace_id, firing.config_id)
+            if (Option.isNone(found) || found.value.webhook_url === null) return
+            const { schema_version: _, ...data } = firing
+            yield* deliveries.insert({
+              id: prefixedId("msg"),
+              firing_id: firing.id,
+              config_id: firing.config_id,
+              workspace_id: firing.workspace_id,
+              url: found.value.webhook_url,
+              body: JSON.stringify({
+                type: "budget_alert.fired",
+                timestamp: firing.fired_at,
+                data: { ...data, config_name: found.value.name }
               })
-              yield* created.fire
             })
-        })
+            yield* created.fire
+          })
+        )
     }).pipe(Effect.forkScoped)
 
     const attempt = (delivery: ClaimedDelivery) =>

@@ -12,6 +12,7 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "../platform/Config.js"
+import { pruneEventPlumbing, type PruneWindows } from "./EventPruning.js"
 
 export interface RetentionTarget {
   readonly table: string
@@ -38,6 +39,8 @@ export const addRetentionTarget = (target: RetentionTarget) => {
 export interface RetentionOptions {
   readonly batchSize: number
   readonly interval: Duration.DurationInput
+  /** Also prune dedupe records and the database event log (EventPruning.ts). */
+  readonly eventPlumbing?: Omit<PruneWindows, "batchSize">
 }
 
 export interface SweepReport {
@@ -97,6 +100,14 @@ export const retentionLoop = (
   onSweep: (report: SweepReport) => Effect.Effect<void> = () => Effect.void
 ) =>
   sweep(options.batchSize).pipe(
+    Effect.flatMap((report) =>
+      options.eventPlumbing === undefined
+        ? Effect.succeed(report)
+        : Effect.map(
+            pruneEventPlumbing({ ...options.eventPlumbing, batchSize: options.batchSize }),
+            (pruned): SweepReport => ({ ...report, deleted: { ...report.deleted, ...pruned } })
+          )
+    ),
     Effect.tap((report) =>
       (Object.values(report.deleted).some((count) => count > 0) ? Effect.logInfo : Effect.logDebug)(
         "retention sweep"
@@ -114,7 +125,11 @@ export const RetentionLive = Layer.scopedDiscard(
     yield* Effect.forkScoped(
       retentionLoop({
         batchSize: config.retentionBatchSize,
-        interval: Duration.seconds(config.retentionIntervalSeconds)
+        interval: Duration.seconds(config.retentionIntervalSeconds),
+        eventPlumbing: {
+          processedEventsHours: config.processedEventsRetentionHours,
+          eventLogHours: config.eventLogRetentionHours
+        }
       })
     )
   })

@@ -135,6 +135,16 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       pollIntervalMillis: yield* Config.integer("POLL_INTERVAL_MS").pipe(Config.withDefault(100)),
       /** How long the outbox relay waits after a write wakes it, to publish what follows in the same batch. */
       relayLingerMillis: yield* Config.integer("OUTBOX_RELAY_LINGER_MS").pipe(Config.withDefault(10)),
+      /** First retry delay of a consumer batch the infrastructure failed (database, broker); doubles per attempt. */
+      consumerRetryBaseMillis: yield* Config.integer("CONSUMER_RETRY_BASE_MS").pipe(Config.withDefault(100)),
+      /** Longest delay between retries of such a batch: it is retried for as long as the failure lasts. */
+      consumerRetryMaxMillis: yield* Config.integer("CONSUMER_RETRY_MAX_MS").pipe(Config.withDefault(5_000)),
+      /** Dedupe records (`processed_events`) older than this are pruned by the retention task (docs/operations.md). */
+      processedEventsRetentionHours: yield* Config.integer("PROCESSED_EVENTS_RETENTION_HOURS").pipe(
+        Config.withDefault(168)
+      ),
+      /** Database-log rows older than this, and read by every consumer group, are pruned by the retention task. */
+      eventLogRetentionHours: yield* Config.integer("EVENT_LOG_RETENTION_HOURS").pipe(Config.withDefault(168)),
       /** How long a consumer batch waits for more events after its first (fewer, larger transactions). */
       consumerLingerMillis: yield* Config.integer("CONSUMER_LINGER_MS").pipe(Config.withDefault(20)),
       kafkaReplicationFactor: yield* Config.integer("KAFKA_REPLICATION_FACTOR").pipe(Config.withDefault(1)),

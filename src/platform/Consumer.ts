@@ -1,26 +1,31 @@
 /**
- * Stream consumers that apply each event exactly once.
+ * Stream consumers that apply each event exactly once, and never drop one.
  *
  * A subscription's deliveries are routed to one actor per topic partition
  * (Actors.ts), so a partition is processed in order and every key's state is
  * owned by one fiber. Each actor applies its deliveries in batches, one
  * database transaction per batch, which also
  *   - locks and advances the partition's position in
- *     `consumer_partition_positions` (deliveries below it are skipped: a
- *     restart or rebalance re-reads what Kafka had not committed yet), and
+ *     `consumer_partition_positions`, keyed by the log it was read from
+ *     (kind, log id, physical topic: see `LogSource`), so deliveries below it
+ *     are skipped (a restart or rebalance re-reads what Kafka had not
+ *     committed yet) and a position from another log never skips anything;
  *   - inserts the event ids into `processed_events` (an event the outbox
  *     relay published twice, at another offset, is skipped).
  * Effects, dedupe records and position commit together or not at all, so a
  * crash at any point neither loses nor double-applies an event. The log's own
  * acknowledgement follows the commit and only saves re-reading.
  *
- * A batch that fails is retried one delivery at a time; a delivery that keeps
- * failing is dead-lettered (with the position moved past it) so one bad event
- * cannot stop its partition.
+ * Failures are sorted in two: an event the consumer cannot decode (its
+ * handler fails with `UndecodableEvent`) is written to `dead_letters` with the
+ * reason, in the same transaction that applies the rest of its batch; any
+ * other failure (database, broker, a defect) is the infrastructure's and is
+ * retried with capped exponential backoff for as long as it lasts, holding the
+ * partition: nothing past the failing batch is applied or acknowledged.
  */
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Cause, Duration, Effect, Option, Schedule, Stream } from "effect"
+import { Cause, Data, Duration, Effect, Either, Option, ParseResult, Schedule, Schema, Stream } from "effect"
 import { makeActors } from "./Actors.js"
 import { AppConfig } from "./Config.js"
 import { type Delivery, EventLog, type SubscribeOptions } from "./EventLog.js"
@@ -28,16 +33,45 @@ import { type Delivery, EventLog, type SubscribeOptions } from "./EventLog.js"
 export interface StreamConsumerOptions<E, R> extends SubscribeOptions {
   /** Applies fresh deliveries of one partition, in order, inside the batch's transaction. */
   readonly apply: (batch: ReadonlyArray<Delivery>) => Effect.Effect<unknown, E, R>
-  readonly maxAttempts?: number
   /** Most deliveries applied in one transaction (default 500). */
   readonly batchSize?: number
 }
 
 export interface ConsumeOptions<E, R> extends SubscribeOptions {
   readonly handle: (delivery: Delivery) => Effect.Effect<unknown, E, R>
-  readonly maxAttempts?: number
   /** Most deliveries applied in one transaction (default 500). */
   readonly batchSize?: number
+}
+
+/** A handler's failure for an event it cannot decode: the one failure that dead-letters (with `reason`). */
+export class UndecodableEvent extends Data.TaggedError("UndecodableEvent")<{
+  readonly eventId: string
+  readonly reason: string
+}> {}
+
+/** Decodes a delivery's JSON value with `schema`, failing with `UndecodableEvent` and the parse error. */
+export const decodeDelivery = <A, I>(schema: Schema.Schema<A, I>) => {
+  const decode = Schema.decodeUnknownEither(Schema.parseJson(schema))
+  return (delivery: Pick<Delivery, "eventId" | "value">): Effect.Effect<A, UndecodableEvent> =>
+    Either.match(decode(delivery.value), {
+      onLeft: (error) =>
+        Effect.fail(
+          new UndecodableEvent({ eventId: delivery.eventId, reason: ParseResult.TreeFormatter.formatErrorSync(error) })
+        ),
+      onRight: Effect.succeed
+    })
+}
+
+/**
+ * Header of an event re-published by `npm run dead-letters -- replay`: the
+ * group it was dead-lettered by. Other groups pass over it (they applied, or
+ * dead-lettered, the original already).
+ */
+export const REPLAY_HEADER = "dead-letter-group"
+
+const isForGroup = (group: string) => (delivery: Delivery) => {
+  const target = delivery.headers?.[REPLAY_HEADER]
+  return target === undefined || target === group
 }
 
 /** Inserts the dedupe records; answers the deliveries not applied before (first of each event id). */
@@ -68,33 +102,81 @@ export const applyOnce = <E, R>(
     )
   )
 
-/** Locks the partition's position row and answers the next offset to apply. */
-const lockPosition = (group: string, topic: string, partition: number) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ next_offset: string }>`
-      insert into consumer_partition_positions (group_id, topic, partition, next_offset)
-      values (${group}, ${topic}, ${partition}, 0)
-      on conflict (group_id, topic, partition) do update set next_offset = consumer_partition_positions.next_offset
-      returning next_offset::text as next_offset`.pipe(Effect.map((rows) => BigInt(rows[0]!.next_offset)))
-  )
+/**
+ * Locks the partition's position row and answers the next offset to apply.
+ * A stored position beyond the log's end (the log was rebuilt under the same
+ * id: a recreated topic, a truncated `event_log`) is logged and ignored: every
+ * delivery is then applied, deduped by event id, rather than skipped.
+ */
+const lockPosition = (group: string, first: Delivery) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const { kind, logId, physicalTopic } = first.source
+    const rows = yield* sql<{ next_offset: string }>`
+      insert into consumer_partition_positions (group_id, log_kind, log_id, physical_topic, topic, partition, next_offset)
+      values (${group}, ${kind}, ${logId}, ${physicalTopic}, ${first.topic}, ${first.partition}, 0)
+      on conflict (group_id, log_kind, log_id, physical_topic, partition)
+        do update set next_offset = consumer_partition_positions.next_offset
+      returning next_offset::text as next_offset`
+    const next = BigInt(rows[0]!.next_offset)
+    const end = BigInt(first.logEnd)
+    const annotations = { group, log_kind: kind, log_id: logId, topic: physicalTopic, partition: first.partition }
+    if (end > BigInt(first.offset) && next > end) {
+      yield* Effect.logWarning("consumer position is beyond the end of the log; applying from what the log holds").pipe(
+        Effect.annotateLogs({ ...annotations, position: next.toString(), log_end: first.logEnd })
+      )
+      return 0n
+    }
+    if (kind === "kafka" && next > 0n && BigInt(first.offset) > next) {
+      yield* Effect.logWarning("the log no longer holds events this consumer has not applied (log retention)").pipe(
+        Effect.annotateLogs({ ...annotations, position: next.toString(), first_offset: first.offset })
+      )
+    }
+    return next
+  })
 
 const storePosition = (group: string, last: Delivery) =>
   Effect.flatMap(
     SqlClient.SqlClient,
     (sql) => sql`update consumer_partition_positions
                  set next_offset = ${(BigInt(last.offset) + 1n).toString()}, updated_at = now()
-                 where group_id = ${group} and topic = ${last.topic} and partition = ${last.partition}`
+                 where group_id = ${group} and log_kind = ${last.source.kind} and log_id = ${last.source.logId}
+                   and physical_topic = ${last.source.physicalTopic} and partition = ${last.partition}`
+  )
+
+/** Records undecodable deliveries (one row per group and event; a replay that fails again re-opens it). */
+const insertDeadLetters = (group: string, dead: ReadonlyArray<Delivery>, reasons: ReadonlyMap<string, string>) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql`insert into dead_letters ${sql.insert(
+      dead.map((delivery) => ({
+        group_id: group,
+        topic: delivery.topic,
+        key: delivery.key,
+        event_id: delivery.eventId,
+        value: delivery.value,
+        headers: JSON.stringify(delivery.headers ?? {}),
+        partition: delivery.partition,
+        offset: delivery.offset,
+        error: reasons.get(delivery.eventId) ?? "undecodable"
+      }))
+    )}
+    on conflict (group_id, event_id) do update
+      set error = excluded.error, value = excluded.value, headers = excluded.headers, partition = excluded.partition,
+          "offset" = excluded."offset", created_at = now(), replayed_at = null`
   )
 
 /**
  * One transaction over deliveries of ONE partition (in offset order): skip
- * what the stored position says is done, dedupe by event id, apply, advance
+ * what the stored position says is done, dedupe by event id, dead-letter the
+ * deliveries in `undecodable` (event id to reason), apply the rest, advance
  * the position. Answers how many deliveries were applied.
  */
 export const applyPartitionBatch = <E, R>(
   group: string,
   batch: ReadonlyArray<Delivery>,
-  apply: (fresh: ReadonlyArray<Delivery>) => Effect.Effect<unknown, E, R>
+  apply: (fresh: ReadonlyArray<Delivery>) => Effect.Effect<unknown, E, R>,
+  undecodable: ReadonlyMap<string, string> = new Map()
 ): Effect.Effect<number, E | SqlError, R | SqlClient.SqlClient> =>
   Effect.gen(function* () {
     const first = batch[0]
@@ -102,45 +184,36 @@ export const applyPartitionBatch = <E, R>(
     const sql = yield* SqlClient.SqlClient
     return yield* sql.withTransaction(
       Effect.gen(function* () {
-        const next = yield* lockPosition(group, first.topic, first.partition)
+        const next = yield* lockPosition(group, first)
         const pending = batch.filter((delivery) => BigInt(delivery.offset) >= next)
         const last = pending[pending.length - 1]
         if (last === undefined) return 0
-        const fresh = yield* freshOf(group, pending)
+        const ours = pending.filter(isForGroup(group))
+        const dead = ours.filter((delivery) => undecodable.has(delivery.eventId))
+        const fresh = yield* freshOf(
+          group,
+          dead.length === 0 ? ours : ours.filter((delivery) => !undecodable.has(delivery.eventId))
+        )
         if (fresh.length > 0) yield* apply(fresh)
+        if (dead.length > 0) yield* insertDeadLetters(group, dead, undecodable)
         yield* storePosition(group, last)
         return fresh.length
       })
     )
   })
 
-const deadLetter = (group: string, delivery: Delivery, error: unknown) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.withTransaction(
-      Effect.gen(function* () {
-        const next = yield* lockPosition(group, delivery.topic, delivery.partition)
-        if (BigInt(delivery.offset) < next) return
-        yield* freshOf(group, [delivery])
-        yield* sql`insert into dead_letters (group_id, topic, key, event_id, value, error)
-                   values (${group}, ${delivery.topic}, ${delivery.key}, ${delivery.eventId}, ${delivery.value}, ${String(error)})`
-        yield* storePosition(group, delivery)
-      })
-    )
-  ).pipe(
-    Effect.zipRight(
-      Effect.logError("event dead-lettered", { group, topic: delivery.topic, event_id: delivery.eventId })
-    )
-  )
-
-/** The error of a failure as is; a defect as its pretty cause. */
-const describe = (cause: Cause.Cause<unknown>) =>
-  Option.match(Cause.failureOption(cause), { onNone: () => Cause.pretty(cause), onSome: (error) => String(error) })
-
-/** Retries with backoff until it succeeds; for steps whose failure is the infrastructure's (database down). */
-const persistently = <A, E, R>(effect: Effect.Effect<A, E, R>, what: string) =>
-  effect.pipe(
-    Effect.tapError((error) => Effect.logWarning(`${what} failed; retrying`, error)),
-    Effect.retry(Schedule.exponential(Duration.millis(100)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(5)))))
+/** The undecodable event a failed batch names, if it is one of the batch's and not set aside yet. */
+const undecodableOf = (
+  cause: Cause.Cause<unknown>,
+  batch: ReadonlyArray<Delivery>,
+  known: ReadonlyMap<string, string>
+) =>
+  Option.filter(
+    Cause.failureOption(cause),
+    (error): error is UndecodableEvent =>
+      error instanceof UndecodableEvent &&
+      !known.has(error.eventId) &&
+      batch.some((delivery) => delivery.eventId === error.eventId)
   )
 
 /** Consumes until interrupted with one actor per partition; a failing subscription is reopened with backoff. */
@@ -148,24 +221,37 @@ export const consumeStream = <E, R>(options: StreamConsumerOptions<E, R>) =>
   Effect.gen(function* () {
     const log = yield* EventLog
     const config = yield* AppConfig
-    const retry = Schedule.exponential(Duration.millis(50)).pipe(
-      Schedule.intersect(Schedule.recurs((options.maxAttempts ?? 5) - 1))
+    const backoff = Schedule.exponential(Duration.millis(config.consumerRetryBaseMillis)).pipe(
+      Schedule.union(Schedule.spaced(Duration.millis(config.consumerRetryMaxMillis)))
     )
-    // Defects count as failures here: a batch that is neither applied nor dead-lettered must not be passed over.
-    const attempt = (batch: ReadonlyArray<Delivery>) =>
-      Effect.sandbox(applyPartitionBatch(options.group, batch, options.apply))
-    const applyAlone = (delivery: Delivery) =>
-      attempt([delivery]).pipe(
-        Effect.retry(retry),
-        Effect.catchAll((cause) => persistently(deadLetter(options.group, delivery, describe(cause)), "dead-lettering"))
+    // Each undecodable event found sets it aside and re-runs the batch without it (at most once per event);
+    // defects count as failures, so a batch that is neither applied nor dead-lettered is never passed over.
+    const attempt = (
+      batch: ReadonlyArray<Delivery>,
+      undecodable: ReadonlyMap<string, string>
+    ): Effect.Effect<number, Cause.Cause<E | SqlError>, R | SqlClient.SqlClient> =>
+      Effect.sandbox(applyPartitionBatch(options.group, batch, options.apply, undecodable)).pipe(
+        Effect.catchAll((cause) =>
+          Option.match(undecodableOf(cause, batch, undecodable), {
+            onNone: () => Effect.fail(cause),
+            onSome: (error) =>
+              Effect.logError("event dead-lettered: it cannot be decoded").pipe(
+                Effect.annotateLogs({ group: options.group, event_id: error.eventId, reason: error.reason }),
+                Effect.zipRight(attempt(batch, new Map(undecodable).set(error.eventId, error.reason)))
+              )
+          })
+        )
       )
     const receive = (_partition: string, batch: ReadonlyArray<Delivery>) =>
-      attempt(batch).pipe(
-        Effect.catchAll(() => Effect.forEach(batch, applyAlone, { discard: true })),
+      attempt(batch, new Map()).pipe(
+        Effect.tapError((cause) =>
+          Effect.logWarning(`consumer ${options.group} could not apply a batch; retrying (partition held)`, cause)
+        ),
+        Effect.retry(backoff),
         Effect.zipRight(batch[batch.length - 1]!.ack),
         Effect.catchAllCause((cause) =>
-          // Not committed or not acknowledged: the delivery comes again and the stored position skips what is done.
-          Effect.logWarning(`consumer ${options.group} could not apply a batch; it will be redelivered`, cause)
+          // Not acknowledged: the delivery comes again and the stored position skips what is done.
+          Effect.logWarning(`consumer ${options.group} could not acknowledge a batch; it will be redelivered`, cause)
         )
       )
     yield* Effect.scoped(
@@ -202,7 +288,6 @@ export const consumeOnce = <E, R>(options: ConsumeOptions<E, R>) =>
     group: options.group,
     topics: options.topics,
     ...(options.fromBeginning === undefined ? {} : { fromBeginning: options.fromBeginning }),
-    ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
     ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
     apply: (batch) => Effect.forEach(batch, options.handle, { discard: true })
   })

@@ -16,8 +16,25 @@ export interface OutgoingEvent {
   readonly headers?: Readonly<Record<string, string>>
 }
 
+/**
+ * The log instance a delivery was read from. Offsets mean something only
+ * within one: consumers key their stored positions by it, so a switch of log
+ * (database log to Kafka, another KAFKA_TOPIC_PREFIX, a rebuilt cluster) never
+ * applies old positions to new offsets.
+ */
+export interface LogSource {
+  readonly kind: "kafka" | "database"
+  /** The Kafka cluster id, or the database log's id (`event_log_identity`). */
+  readonly logId: string
+  /** The topic's name in that log (with KAFKA_TOPIC_PREFIX for Kafka). */
+  readonly physicalTopic: string
+}
+
 /** An event read by a subscription. */
 export interface Delivery extends OutgoingEvent {
+  readonly source: LogSource
+  /** The offset the partition's next record would get, as of the fetch (Kafka's high watermark). */
+  readonly logEnd: string
   readonly partition: number
   /** Position in its topic partition, as a decimal string (Kafka offsets are 64-bit). */
   readonly offset: string

@@ -3,11 +3,15 @@
  * per consumer group, positions in `consumer_positions`. Appends take one
  * advisory lock so offsets commit, and become visible, in order. Intended for
  * a single process (embedded mode); several processes use Kafka.
+ *
+ * A stored cursor beyond the log's last offset means the log was rebuilt
+ * under it (a restored or truncated `event_log`): the subscription logs it and
+ * reads that topic from the beginning rather than skip what is there.
  */
 import { SqlClient } from "@effect/sql"
 import { Chunk, Effect, Layer, Stream } from "effect"
 import { AppConfig } from "./Config.js"
-import { type Delivery, EventLog, EventLogError, type OutgoingEvent } from "./EventLog.js"
+import { type Delivery, EventLog, EventLogError, type LogSource, type OutgoingEvent } from "./EventLog.js"
 import { makeSignal } from "./Signal.js"
 
 const APPEND_LOCK = 7_211_001
@@ -33,6 +37,19 @@ export const EventLogDatabaseLive = Layer.effect(
     const config = yield* AppConfig
     const appended = yield* makeSignal
     const fail = (operation: string) => (cause: unknown) => new EventLogError({ operation, cause })
+    const [identity] = yield* sql<{ id: string }>`select id::text as id from event_log_identity`.pipe(
+      Effect.mapError(fail("identify"))
+    )
+    const logId = identity?.id ?? "unidentified"
+    const sources = new Map<string, LogSource>()
+    const sourceOf = (topic: string) => {
+      let source = sources.get(topic)
+      if (source === undefined) {
+        source = { kind: "database", logId, physicalTopic: topic }
+        sources.set(topic, source)
+      }
+      return source
+    }
 
     const publish = (events: ReadonlyArray<OutgoingEvent>) =>
       events.length === 0
@@ -74,24 +91,41 @@ export const EventLogDatabaseLive = Layer.effect(
           const cursors = new Map<string, bigint>(
             options.topics.map((topic) => [topic, BigInt(options.fromBeginning === false ? head : "0")])
           )
-          for (const row of stored) cursors.set(row.topic, BigInt(row.position))
+          for (const row of stored) {
+            if (BigInt(row.position) <= BigInt(head)) cursors.set(row.topic, BigInt(row.position))
+            else {
+              yield* Effect.logWarning(
+                "stored log position is beyond the end of the log; reading from its beginning"
+              ).pipe(
+                Effect.annotateLogs({ group: options.group, topic: row.topic, position: row.position, log_end: head })
+              )
+              cursors.set(row.topic, 0n)
+              yield* sql`update consumer_positions set position = 0, updated_at = now()
+                         where group_id = ${options.group} and topic = ${row.topic}`
+            }
+          }
 
-          const toDelivery = (row: LogRow): Delivery => ({
-            eventId: row.event_id,
-            topic: row.topic,
-            key: row.key,
-            value: row.value,
-            headers: parseHeaders(row.headers),
-            partition: 0,
-            offset: row.offset,
-            timestamp: new Date(row.created_at),
-            ack: storePosition(options.group, row.topic, row.offset)
-          })
+          const toDelivery =
+            (logEnd: string) =>
+            (row: LogRow): Delivery => ({
+              eventId: row.event_id,
+              topic: row.topic,
+              key: row.key,
+              value: row.value,
+              headers: parseHeaders(row.headers),
+              source: sourceOf(row.topic),
+              logEnd,
+              partition: 0,
+              offset: row.offset,
+              timestamp: new Date(row.created_at),
+              ack: storePosition(options.group, row.topic, row.offset)
+            })
 
           const poll = Effect.gen(function* () {
             const from = [...cursors.values()].reduce((a, b) => (a < b ? a : b))
-            const rows = yield* sql<LogRow>`
-              select "offset"::text as "offset", topic, key, event_id::text as event_id, value, headers, created_at
+            const rows = yield* sql<LogRow & { log_end: string }>`
+              select "offset"::text as "offset", topic, key, event_id::text as event_id, value, headers, created_at,
+                     (select max("offset") + 1 from event_log)::text as log_end
               from event_log
               where topic in ${sql.in(options.topics)} and "offset" > ${from.toString()}
               order by event_log."offset" limit ${READ_BATCH}`
@@ -100,7 +134,7 @@ export const EventLogDatabaseLive = Layer.effect(
               if (BigInt(row.offset) > cursors.get(row.topic)!) cursors.set(row.topic, BigInt(row.offset))
             }
             if (rows.length === 0) yield* appended.wait(config.pollIntervalMillis)
-            return Chunk.fromIterable(fresh.map(toDelivery))
+            return Chunk.fromIterable(fresh.map(toDelivery(rows[rows.length - 1]?.log_end ?? "0")))
           })
           return Stream.repeatEffectChunk(poll.pipe(Effect.mapError(fail("poll"))))
         }).pipe(Effect.mapError((cause) => (cause instanceof EventLogError ? cause : fail("subscribe")(cause))))

@@ -9,7 +9,14 @@
 import { Chunk, Duration, Effect, Layer, LogLevel, Ref, Schedule, Stream } from "effect"
 import { Kafka, type KafkaMessage, logLevel, Partitioners } from "kafkajs"
 import { AppConfig } from "./Config.js"
-import { type Delivery, EventLog, EventLogError, type OutgoingEvent, type SubscribeOptions } from "./EventLog.js"
+import {
+  type Delivery,
+  EventLog,
+  EventLogError,
+  type LogSource,
+  type OutgoingEvent,
+  type SubscribeOptions
+} from "./EventLog.js"
 import { applyKafkaIdleFix } from "./KafkaIdleFix.js"
 import { allTopics } from "./Topics.js"
 import { kafkaConnectionOf } from "./KafkaConnection.js"
@@ -65,6 +72,8 @@ export const EventLogKafkaLive = Layer.scoped(
       attempt("connect", () => admin.connect()),
       () => Effect.promise(() => admin.disconnect())
     )
+    // Positions are stored per cluster: a rebuilt cluster (new id) starts its own.
+    const { clusterId } = yield* attempt("describe cluster", () => admin.describeCluster())
     // Another process may be creating the same topics: what matters is that they all exist afterwards.
     const wanted = allTopics.map((topic) => prefix + topic)
     yield* attempt("create topics", () =>
@@ -163,7 +172,21 @@ export const EventLogKafkaLive = Layer.scoped(
                 fromBeginning: options.fromBeginning ?? true
               })
             )
-            const deliveryOf = (topic: string, partition: number, message: KafkaMessage): Delivery => {
+            const sources = new Map<string, LogSource>()
+            const sourceOf = (topic: string) => {
+              let source = sources.get(topic)
+              if (source === undefined) {
+                source = { kind: "kafka", logId: clusterId, physicalTopic: topic }
+                sources.set(topic, source)
+              }
+              return source
+            }
+            const deliveryOf = (
+              topic: string,
+              partition: number,
+              highWatermark: string,
+              message: KafkaMessage
+            ): Delivery => {
               const next = (BigInt(message.offset) + 1n).toString()
               const { "event-id": eventId = "", ...rest } = headerText(message.headers)
               return {
@@ -172,6 +195,8 @@ export const EventLogKafkaLive = Layer.scoped(
                 key: message.key?.toString() ?? "",
                 value: message.value?.toString() ?? "",
                 headers: rest,
+                source: sourceOf(topic),
+                logEnd: highWatermark,
                 partition,
                 offset: message.offset,
                 timestamp: new Date(Number(message.timestamp)),
@@ -189,7 +214,9 @@ export const EventLogKafkaLive = Layer.scoped(
                   if (!isRunning() || isStale() || batch.messages.length === 0) return
                   await emit.chunk(
                     Chunk.unsafeFromArray(
-                      batch.messages.map((message) => deliveryOf(batch.topic, batch.partition, message))
+                      batch.messages.map((message) =>
+                        deliveryOf(batch.topic, batch.partition, batch.highWatermark, message)
+                      )
                     )
                   )
                 }

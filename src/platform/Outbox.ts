@@ -5,10 +5,12 @@
  * failed publish leaves them for the next attempt, so an acknowledged event
  * is never lost (it may be published twice; consumers dedupe by event id).
  * One relay at a time holds a session advisory lock, so order holds across
- * processes.
+ * processes. The lock's connection also runs the relay's statements and is
+ * checked every second: a relay that lost its lock (its connection died)
+ * stops, releases the connection and competes for the lock again on a new one.
  */
 import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Layer, Schedule } from "effect"
+import { Clock, Data, Duration, Effect, Layer, Schedule } from "effect"
 import { AppConfig, isEmbeddedDatabase } from "./Config.js"
 import { EventLog } from "./EventLog.js"
 import { uuidv7 } from "./Ids.js"
@@ -16,6 +18,7 @@ import { makeProcessSignal } from "./Signal.js"
 
 const RELAY_LOCK = 7_211_002
 const RELAY_BATCH = 500
+const LOCK_CHECK_INTERVAL_MILLIS = 1_000
 
 export interface OutboxEvent {
   readonly topic: string
@@ -76,31 +79,43 @@ export class Outbox extends Effect.Service<Outbox>()("platform/Outbox", {
   })
 }) {}
 
-/** Publishes one batch; answers how many rows it moved. */
-const relayBatch = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  const log = yield* EventLog
-  const rows = yield* sql<OutboxRow>`
-    select id::text as id, event_id::text as event_id, topic, key, value, headers
-    from outbox order by outbox.id limit ${RELAY_BATCH}`
-  if (rows.length === 0) return 0
-  yield* log.publish(
-    rows.map((row) => ({
-      eventId: row.event_id,
-      topic: row.topic,
-      key: row.key,
-      value: row.value,
-      headers: typeof row.headers === "string" ? (JSON.parse(row.headers) as Record<string, string>) : row.headers
-    }))
-  )
-  yield* sql`delete from outbox where id in ${sql.in(rows.map((row) => row.id))}`
-  return rows.length
-})
+/** Publishes one batch; answers how many rows it moved. Runs its SQL on the relay's own connection. */
+const relayBatch = (onRelayConnection: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const log = yield* EventLog
+    const rows = yield* onRelayConnection(sql<OutboxRow>`
+      select id::text as id, event_id::text as event_id, topic, key, value, headers
+      from outbox order by outbox.id limit ${RELAY_BATCH}`)
+    if (rows.length === 0) return 0
+    yield* log.publish(
+      rows.map((row) => ({
+        eventId: row.event_id,
+        topic: row.topic,
+        key: row.key,
+        value: row.value,
+        headers: typeof row.headers === "string" ? (JSON.parse(row.headers) as Record<string, string>) : row.headers
+      }))
+    )
+    yield* onRelayConnection(sql`delete from outbox where id in ${sql.in(rows.map((row) => row.id))}`)
+    return rows.length
+  })
 
-/** Holds the relay lock for the scope (not needed with the single-process embedded database). */
+class RelayLockLost extends Data.TaggedError("RelayLockLost")<{ readonly reason: string }> {}
+
+/**
+ * Takes the relay lock on a connection reserved for the scope and answers how
+ * to run statements on that connection. The relay's own statements run there,
+ * so a relay whose connection died (and with it the lock) fails its next
+ * batch instead of publishing beside the relay that took over; `checkLock`
+ * also asks PostgreSQL whether this session still holds the lock. With the
+ * single-process embedded database there is no lock and no reservation.
+ */
 const holdRelayLock = Effect.gen(function* () {
   const config = yield* AppConfig
-  if (isEmbeddedDatabase(config)) return
+  if (isEmbeddedDatabase(config)) {
+    return { onRelayConnection: <A, E, R>(effect: Effect.Effect<A, E, R>) => effect, checkLock: Effect.void }
+  }
   const sql = yield* SqlClient.SqlClient
   const connection = yield* sql.reserve
   const tryLock = connection
@@ -117,6 +132,24 @@ const holdRelayLock = Effect.gen(function* () {
       schedule: Schedule.spaced(Duration.seconds(1))
     })
   )
+  // A bigint advisory lock key shows in pg_locks as classid (high 32 bits), objid (low 32 bits), objsubid 1.
+  const checkLock = connection
+    .executeValues(
+      `select count(*)::int from pg_locks where locktype = 'advisory' and classid = 0 and objid = ${RELAY_LOCK}
+         and objsubid = 1 and granted and pid = pg_backend_pid()`,
+      []
+    )
+    .pipe(
+      Effect.mapError((error) => new RelayLockLost({ reason: error.message })),
+      Effect.flatMap((rows) =>
+        rows[0]?.[0] === 1 ? Effect.void : Effect.fail(new RelayLockLost({ reason: "no longer held by this session" }))
+      )
+    )
+  return {
+    onRelayConnection: <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      Effect.provideService(effect, SqlClient.TransactionConnection, [connection, 0] as const),
+    checkLock
+  }
 })
 
 /** The relay loop, forked for the life of the layer. */
@@ -125,10 +158,17 @@ export const OutboxRelayLive = Layer.scopedDiscard(
     const config = yield* AppConfig
     const outbox = yield* Outbox
     const loop = Effect.gen(function* () {
-      yield* holdRelayLock
+      const { checkLock, onRelayConnection } = yield* holdRelayLock
       yield* Effect.logDebug("outbox relay holds the lock")
+      let checkedAt = 0
       while (true) {
-        const moved = yield* relayBatch
+        // Cheap, but not per batch: the statements on the lock's connection already fail if it died.
+        const now = yield* Clock.currentTimeMillis
+        if (now - checkedAt >= LOCK_CHECK_INTERVAL_MILLIS) {
+          yield* checkLock
+          checkedAt = now
+        }
+        const moved = yield* relayBatch(onRelayConnection)
         if (moved < RELAY_BATCH) {
           yield* outbox.written.wait(config.pollIntervalMillis)
           // Writes come in bursts: a moment's wait sends a burst as one batch (one select, publish and delete).
@@ -137,7 +177,9 @@ export const OutboxRelayLive = Layer.scopedDiscard(
       }
     }).pipe(
       Effect.scoped,
-      Effect.tapErrorCause((cause) => Effect.logWarning("outbox relay failed; retrying", cause)),
+      Effect.tapErrorCause((cause) =>
+        Effect.logWarning("outbox relay stopped (lost its lock or its connection); taking the lock again", cause)
+      ),
       Effect.retry(
         Schedule.exponential(Duration.millis(100)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(5))))
       )

@@ -6,12 +6,12 @@
  * run within a batch.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, Option, Schema } from "effect"
+import { Effect, Layer } from "effect"
 import { DecisionMessage } from "../authorization/Domain.js"
-import { consumeStream } from "../platform/Consumer.js"
+import { consumeStream, decodeDelivery } from "../platform/Consumer.js"
 import { Topics } from "../platform/Topics.js"
 
-const decodeDecision = Schema.decodeUnknownOption(Schema.parseJson(DecisionMessage))
+const decodeDecision = decodeDelivery(DecisionMessage)
 
 interface RunTally {
   readonly workspaceId: string
@@ -23,12 +23,11 @@ interface RunTally {
 }
 
 /** A batch's decisions summed per run (decisions outside a run count for none). */
-const tallyByRun = (values: ReadonlyArray<string>) => {
+const tallyByRun = (decisions: ReadonlyArray<typeof DecisionMessage.Type>) => {
   const tallies = new Map<string, RunTally>()
-  for (const value of values) {
-    const decision = decodeDecision(value)
-    if (Option.isNone(decision) || decision.value.run_id === null) continue
-    const { workspace_id: workspaceId, run_id: runId, effect, status } = decision.value
+  for (const decision of decisions) {
+    if (decision.run_id === null) continue
+    const { workspace_id: workspaceId, run_id: runId, effect, status } = decision
     const key = `${workspaceId}|${runId}`
     const tally = tallies.get(key) ?? { workspaceId, runId, traces: 0, blocked: 0, rewritten: 0, escalated: 0 }
     tally.traces += 1
@@ -47,11 +46,13 @@ export const RunCountersLive = Layer.scopedDiscard(
     yield* consumeStream({
       group: "run-counters",
       topics: [Topics.decisions],
+      // A decision that does not decode is dead-lettered with the reason (Consumer.ts).
       apply: (batch) =>
-        Effect.forEach(
-          tallyByRun(batch.map((delivery) => delivery.value)),
-          (tally) =>
-            sql`update runs set
+        Effect.flatMap(Effect.forEach(batch, decodeDecision), (decisions) =>
+          Effect.forEach(
+            tallyByRun(decisions),
+            (tally) =>
+              sql`update runs set
                   trace_count = trace_count + ${tally.traces},
                   blocked_count = blocked_count + ${tally.blocked},
                   rewritten_count = rewritten_count + ${tally.rewritten},
@@ -61,7 +62,8 @@ export const RunCountersLive = Layer.scopedDiscard(
                                              and run_id = ${tally.runId}), 0),
                   updated_at = now()
                 where workspace_id = ${tally.workspaceId} and id = ${tally.runId}`,
-          { discard: true }
+            { discard: true }
+          )
         )
     }).pipe(Effect.forkScoped)
   })

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect, Fiber, Layer, type Scope, Stream } from "effect"
-import { applyOnce, consumeOnce } from "../../src/platform/Consumer.js"
+import { applyOnce, consumeOnce, UndecodableEvent } from "../../src/platform/Consumer.js"
 import { EventLog } from "../../src/platform/EventLog.js"
 import { Outbox, OutboxRelayLive } from "../../src/platform/Outbox.js"
 import { Topics } from "../../src/platform/Topics.js"
@@ -74,7 +74,12 @@ const contract = (mode: EventLogMode) =>
   describe(`event log contract: ${mode}`, () => {
     /** Each case gets its own database and topics; its scope closes before the platform does. */
     const live = <A, E>(name: string, body: Effect.Effect<A, E, Scope.Scope | PlatformServices>) =>
-      it.live(name, () => Effect.scoped(body).pipe(Effect.provide(testPlatformCore(mode))), 120_000)
+      it.live(
+        name,
+        // Retries of a failing batch capped at 300 ms, so an outage of a dozen attempts takes seconds.
+        () => Effect.scoped(body).pipe(Effect.provide(testPlatformCore(mode, { CONSUMER_RETRY_MAX_MS: "300" }))),
+        120_000
+      )
 
     live(
       "N events published are consumed exactly once, in order per key",
@@ -130,7 +135,7 @@ const contract = (mode: EventLogMode) =>
     )
 
     live(
-      "an event whose handler keeps failing is dead-lettered and does not stop the others",
+      "an event that cannot be decoded is dead-lettered with its reason and does not stop the others",
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
         const effects = yield* effectsTable
@@ -141,10 +146,9 @@ const contract = (mode: EventLogMode) =>
           consumeOnce({
             group,
             topics: [Topics.runEvents],
-            maxAttempts: 2,
             handle: (delivery): Effect.Effect<unknown, unknown> =>
               delivery.key === "key-3" && (JSON.parse(delivery.value) as { n: number }).n === 2
-                ? Effect.fail("poison event")
+                ? Effect.fail(new UndecodableEvent({ eventId: delivery.eventId, reason: "poison event" }))
                 : effects.record(delivery)
           })
         )
@@ -157,6 +161,33 @@ const contract = (mode: EventLogMode) =>
         )
         expect(dead).toEqual([{ key: "key-3", error: "poison event" }])
         expect((yield* effects.rows).length).toBe(39)
+      })
+    )
+
+    live(
+      "a handler failing for another reason is retried until it succeeds: nothing is dead-lettered or skipped",
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const effects = yield* effectsTable
+        const group = uniqueName("g")
+        yield* Layer.build(OutboxRelayLive)
+        yield* publishThroughOutbox(40)
+        // The handler fails its first 12 calls (a few seconds of backoff), as a database outage would.
+        let failures = 0
+        yield* Effect.forkScoped(
+          consumeOnce({
+            group,
+            topics: [Topics.runEvents],
+            handle: (delivery) =>
+              Effect.suspend((): Effect.Effect<unknown, unknown> =>
+                failures++ < 12 ? Effect.fail("database unavailable") : effects.record(delivery)
+              )
+          })
+        )
+        const rows = yield* waitForRows(effects.rows, 40)
+        expectExactlyOnceInOrder(rows as ReadonlyArray<{ event_id: string; key: string; n: number }>, 40)
+        const dead = yield* sql<{ n: string }>`select count(*)::text as n from dead_letters where group_id = ${group}`
+        expect(dead[0]!.n).toBe("0")
       })
     )
 

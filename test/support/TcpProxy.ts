@@ -1,0 +1,127 @@
+/**
+ * A loopback TCP proxy to put between the service and a server it depends on
+ * (PostgreSQL): tests make the server unreachable without touching it, which
+ * matters because the infrastructure is shared. `pause` stops accepting and
+ * cuts every open connection (the service sees its database go away);
+ * `resume` listens again on the same port; `dropConnections` cuts the open
+ * connections but keeps accepting (a network blip); `stopAccepting` refuses
+ * new connections and leaves the open ones; `dropConnectionFrom` cuts the one
+ * connection whose upstream side has that local port (PostgreSQL shows it as
+ * `pg_stat_activity.client_port`: one backend's connection dies).
+ */
+import { Effect } from "effect"
+import { createServer, type Server, type Socket, connect } from "node:net"
+
+export interface TcpProxy {
+  readonly port: number
+  /** `url` with its host and port replaced by the proxy's. */
+  readonly through: (url: string) => string
+  readonly pause: Effect.Effect<void>
+  readonly resume: Effect.Effect<void>
+  readonly dropConnections: Effect.Effect<void>
+  readonly stopAccepting: Effect.Effect<void>
+  readonly dropConnectionFrom: (upstreamLocalPort: number) => Effect.Effect<boolean>
+  /** The local ports of the proxy's open upstream connections. */
+  readonly upstreamPorts: Effect.Effect<ReadonlyArray<number>>
+  /** Connections open through the proxy now (client and upstream sockets count as one). */
+  readonly openConnections: Effect.Effect<number>
+}
+
+const listen = (server: Server, port: number) =>
+  new Promise<number>((resolve, reject) => {
+    server.once("error", reject)
+    server.listen(port, "127.0.0.1", () => {
+      server.off("error", reject)
+      const address = server.address()
+      resolve(typeof address === "object" && address !== null ? address.port : port)
+    })
+  })
+
+/** A proxy to `target` (host:port on loopback) for the life of the scope. */
+export const tcpProxy = (target: { readonly host: string; readonly port: number }) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const open = new Set<Socket>()
+      const upstreams = new Set<Socket>()
+      const server = createServer((client) => {
+        const upstream = connect(target.port, target.host)
+        upstreams.add(upstream)
+        upstream.on("close", () => upstreams.delete(upstream))
+        const pair = [client, upstream]
+        for (const socket of pair) {
+          open.add(socket)
+          socket.on("error", () => pair.forEach((each) => each.destroy()))
+          socket.on("close", () => {
+            open.delete(socket)
+            pair.forEach((each) => each.destroy())
+          })
+        }
+        client.pipe(upstream)
+        upstream.pipe(client)
+      })
+      const port = await listen(server, 0)
+      const dropAll = () => {
+        for (const socket of open) socket.destroy()
+        open.clear()
+      }
+      let listening = true
+      return {
+        server,
+        port,
+        dropAll,
+        count: () => open.size / 2,
+        upstreams,
+        isListening: () => listening,
+        setListening: (on: boolean) => (listening = on)
+      }
+    }),
+    ({ server, dropAll }) =>
+      Effect.promise(
+        () =>
+          new Promise<void>((resolve) => {
+            dropAll()
+            server.close(() => resolve())
+            if (!server.listening) resolve()
+          })
+      )
+  ).pipe(
+    Effect.map(({ server, port, dropAll, count, upstreams, isListening, setListening }): TcpProxy => ({
+      port,
+      through: (url) => {
+        const parsed = new URL(url)
+        parsed.hostname = "127.0.0.1"
+        parsed.port = String(port)
+        return parsed.toString()
+      },
+      pause: Effect.promise(
+        () =>
+          new Promise<void>((resolve) => {
+            dropAll()
+            if (!isListening()) return resolve()
+            setListening(false)
+            server.close(() => resolve())
+          })
+      ),
+      stopAccepting: Effect.sync(() => {
+        if (!isListening()) return
+        setListening(false)
+        server.close()
+      }),
+      dropConnectionFrom: (upstreamLocalPort) =>
+        Effect.sync(() => {
+          const found = [...upstreams].find((socket) => socket.localPort === upstreamLocalPort)
+          found?.destroy()
+          return found !== undefined
+        }),
+      upstreamPorts: Effect.sync(() =>
+        [...upstreams].flatMap((socket) => (socket.localPort === undefined ? [] : [socket.localPort]))
+      ),
+      resume: Effect.promise(async () => {
+        if (isListening()) return
+        await listen(server, port)
+        setListening(true)
+      }),
+      dropConnections: Effect.sync(dropAll),
+      openConnections: Effect.sync(count)
+    }))
+  )
