@@ -65,12 +65,6 @@ const csv = (name: string) =>
     )
   )
 
-const positiveInteger = (name: string, fallback: number) =>
-  Config.integer(name).pipe(
-    Config.withDefault(fallback),
-    Config.validate({ message: "Expected a positive integer", validation: (value) => value > 0 })
-  )
-
 const logLevels: Record<string, LogLevel.LogLevel> = {
   trace: LogLevel.Trace,
   debug: LogLevel.Debug,
