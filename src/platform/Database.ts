@@ -49,7 +49,9 @@ const embeddedPostgres = (dataDir: string, port: number) =>
 export const SqlLive = Layer.unwrapScoped(
   Effect.gen(function* () {
     const config = yield* AppConfig
-    const pgOptions = { applicationName: "guardrail-service", transformJson: false } as const
+    // A connect that hangs (packets dropped, not refused) fails after this, so
+    // retries and shutdown are not held up to the OS TCP timeout.
+    const pgOptions = { applicationName: "guardrail-service", transformJson: false, connectTimeout: "10 seconds" } as const
     if (Option.isSome(config.databaseUrl)) {
       return PgClient.layer({ ...pgOptions, url: config.databaseUrl.value, maxConnections: config.databasePoolSize })
     }
