@@ -22,6 +22,7 @@ import { costOf, type ModelPrice, Pricing } from "../billing/Pricing.js"
 import type { Caller } from "../identity/Authentication.js"
 import { BadRequest, PaymentRequired } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
+import { OutboundGuard } from "../platform/OutboundGuard.js"
 import {
   finishedCall,
   type Outcome,
@@ -68,7 +69,7 @@ export const modelUnpriced = (model: string) =>
 
 export class GatewayProxy extends Effect.Service<GatewayProxy>()("gateway/GatewayProxy", {
   effect: Effect.gen(function* () {
-    const { connections, pricing, budgets, writer, timeoutMillis, holdFor } = yield* proxyDependencies
+    const { connections, pricing, budgets, writer, timeoutMillis, holdFor, connectGuard } = yield* proxyDependencies
 
     /** Admission under the workspace's budget; answers the reservation of a strict request. */
     const admit = (
@@ -138,7 +139,8 @@ export class GatewayProxy extends Effect.Service<GatewayProxy>()("gateway/Gatewa
           upstreamUrl(dialect, target),
           upstreamHeaders(dialect, plan.apiKey, request.headers),
           plan.payload,
-          timeoutMillis
+          timeoutMillis,
+          connectGuard
         ).pipe(Effect.mapError((error) => upstreamFailure(error, outcome)))
         abort = upstream.abort
         return respond(upstream, meter, outcome)
@@ -149,5 +151,5 @@ export class GatewayProxy extends Effect.Service<GatewayProxy>()("gateway/Gatewa
 
     return { forward, direct }
   }),
-  dependencies: [Connections.Default, Pricing.Default, Budgets.Default, UsageWriter.Default]
+  dependencies: [Connections.Default, Pricing.Default, Budgets.Default, UsageWriter.Default, OutboundGuard.Default]
 }) {}

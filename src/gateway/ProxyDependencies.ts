@@ -1,8 +1,12 @@
-/** What both proxy paths (Proxy.ts and ProxyDirect.ts) work with: routes, prices, budgets, the usage writer and the timeout. */
+/**
+ * What both proxy paths (Proxy.ts and ProxyDirect.ts) work with: routes, prices, budgets, the usage writer, the
+ * timeout and the outbound guard's connect-time check.
+ */
 import { Duration, Effect } from "effect"
 import { Budgets } from "../billing/Budgets.js"
 import { Pricing } from "../billing/Pricing.js"
 import { AppConfig } from "../platform/Config.js"
+import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { reservationHold } from "./Calls.js"
 import { Connections } from "./Connections.js"
 import { UsageWriter } from "./UsageWriter.js"
@@ -10,12 +14,14 @@ import { UsageWriter } from "./UsageWriter.js"
 export const proxyDependencies = Effect.gen(function* () {
   const config = yield* AppConfig
   const timeoutMillis = config.gatewayUpstreamTimeoutMillis
+  const guard = yield* OutboundGuard
   return {
     connections: yield* Connections,
     pricing: yield* Pricing,
     budgets: yield* Budgets,
     writer: yield* UsageWriter,
     timeoutMillis,
+    connectGuard: guard.connectOptions,
     // A reservation outlives any call the upstream timeout lets through; a dead process's is swept after it.
     holdFor: Duration.millis(reservationHold(timeoutMillis))
   }

@@ -30,13 +30,13 @@ import {
   upstreamUrl
 } from "./Calls.js"
 import { proxyDependencies } from "./ProxyDependencies.js"
-import { sendUpstream, type UpstreamResponse, UpstreamTimeout, UpstreamUnreachable } from "./Upstream.js"
+import { isUpstreamFailure, sendUpstream, type UpstreamFailure, type UpstreamResponse, UpstreamUnreachable } from "./Upstream.js"
 import { type Dialect, UsageMeter } from "./UsageMeter.js"
 
 const routePathOf = Schema.decodeUnknownOption(RoutePath)
 
 export const makeDirectProxy = Effect.gen(function* () {
-  const { connections, pricing, budgets, writer, timeoutMillis, holdFor } = yield* proxyDependencies
+  const { connections, pricing, budgets, writer, timeoutMillis, holdFor, connectGuard } = yield* proxyDependencies
   const runFork = Runtime.runFork(yield* Effect.runtime<never>())
 
   return (authenticate: DirectAuthenticator, dialect: Dialect): DirectHandler =>
@@ -71,10 +71,10 @@ export const makeDirectProxy = Effect.gen(function* () {
       const meter = new UsageMeter(dialect, payload.byteLength)
       const outcome: Outcome = { status: null, error: null, ended: false }
       let closed = false
-      const settle = (result: UpstreamResponse | UpstreamTimeout | UpstreamUnreachable) => {
+      const settle = (result: UpstreamResponse | UpstreamFailure) => {
         if (closed) return
         try {
-          if (result instanceof UpstreamTimeout || result instanceof UpstreamUnreachable) {
+          if (isUpstreamFailure(result)) {
             answered(writeHttpError(response, upstreamFailure(result, outcome), request.requestId))
             return
           }
@@ -94,6 +94,7 @@ export const makeDirectProxy = Effect.gen(function* () {
           upstreamHeaders(dialect, apiKey, request.headers),
           payload,
           timeoutMillis,
+          connectGuard,
           settle
         )
       } catch (error) {
