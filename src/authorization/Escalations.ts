@@ -25,7 +25,8 @@ const TIMEOUT_MILLIS = 5_000
 /** The receiver's answer is not used: read at most this much of it. */
 const MAX_ANSWER_BYTES = 64 * 1024
 
-export const notifyEscalation = (outbound: OutboundGuard, url: string, notice: EscalationNotice) =>
+/** One delivery of the notice; never fails (outcomes are logged). */
+export const sendEscalation = (outbound: OutboundGuard, url: string, notice: EscalationNotice) =>
   Effect.suspend(() =>
     URL.canParse(url)
       ? outbound.post(new URL(url), {
@@ -46,7 +47,9 @@ export const notifyEscalation = (outbound: OutboundGuard, url: string, notice: E
     ),
     Effect.catchAll((error) =>
       Effect.logWarning("escalation webhook could not be delivered", { error: error.message })
-    ),
-    Effect.forkDaemon,
-    Effect.asVoid
+    )
   )
+
+/** Sends the notice in the background: the decision never waits for it. */
+export const notifyEscalation = (outbound: OutboundGuard, url: string, notice: EscalationNotice) =>
+  Effect.asVoid(Effect.forkDaemon(sendEscalation(outbound, url, notice)))
