@@ -45,9 +45,7 @@ export const sendEscalation = (outbound: OutboundGuard, url: string, notice: Esc
             ...(isRedirect(answer.status) ? { error: redirectRefusal(answer.status) } : {})
           })
     ),
-    Effect.catchAll((error) =>
-      Effect.logWarning("escalation webhook could not be delivered", { error: error.message })
-    )
+    Effect.catchAll((error) => Effect.logWarning("escalation webhook could not be delivered", { error: error.message }))
   )
 
 /** Sends the notice in the background: the decision never waits for it. */

@@ -59,18 +59,16 @@ const post = (outbound: OutboundGuard, delivery: ClaimedDelivery, secret: string
       maxResponseBytes: MAX_ANSWER_BYTES
     })
   }).pipe(
-    Effect.map(
-      ({ status }): Outcome => ({
-        responseStatus: status,
-        refused: false,
-        error:
-          status >= 200 && status < 300
-            ? null
-            : isRedirect(status)
-              ? `receiver ${redirectRefusal(status)}`
-              : `receiver answered ${status}`
-      })
-    ),
+    Effect.map(({ status }): Outcome => ({
+      responseStatus: status,
+      refused: false,
+      error:
+        status >= 200 && status < 300
+          ? null
+          : isRedirect(status)
+            ? `receiver ${redirectRefusal(status)}`
+            : `receiver answered ${status}`
+    })),
     Effect.catchAll((failure) =>
       Effect.succeed<Outcome>({
         responseStatus: null,
@@ -125,7 +123,11 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(
         const number = delivery.attempt_count + 1
         const started = Date.now()
         const outcome: Outcome = URL.canParse(delivery.url)
-          ? yield* post(outbound, delivery, deriveWebhookSecret(serviceSecret, delivery.config_id, delivery.secret_salt))
+          ? yield* post(
+              outbound,
+              delivery,
+              deriveWebhookSecret(serviceSecret, delivery.config_id, delivery.secret_salt)
+            )
           : { responseStatus: null, refused: true, error: "webhook_url is not a URL" }
         const succeeded = outcome.error === null
         const status = succeeded

@@ -21,11 +21,19 @@ const range = (name: string, type: "ipv4" | "ipv6", subnets: ReadonlyArray<reado
 const IPV4_RANGES: ReadonlyArray<Range> = [
   range("unspecified / this network (0.0.0.0/8)", "ipv4", [["0.0.0.0", 8]]),
   range("loopback (127.0.0.0/8)", "ipv4", [["127.0.0.0", 8]]),
-  range("private (RFC 1918)", "ipv4", [["10.0.0.0", 8], ["172.16.0.0", 12], ["192.168.0.0", 16]]),
+  range("private (RFC 1918)", "ipv4", [
+    ["10.0.0.0", 8],
+    ["172.16.0.0", 12],
+    ["192.168.0.0", 16]
+  ]),
   range("carrier-grade NAT (100.64.0.0/10)", "ipv4", [["100.64.0.0", 10]]),
   range("link-local (169.254.0.0/16, cloud metadata)", "ipv4", [["169.254.0.0", 16]]),
   range("IETF protocol assignments (192.0.0.0/24)", "ipv4", [["192.0.0.0", 24]]),
-  range("documentation (TEST-NET)", "ipv4", [["192.0.2.0", 24], ["198.51.100.0", 24], ["203.0.113.0", 24]]),
+  range("documentation (TEST-NET)", "ipv4", [
+    ["192.0.2.0", 24],
+    ["198.51.100.0", 24],
+    ["203.0.113.0", 24]
+  ]),
   range("benchmarking (198.18.0.0/15)", "ipv4", [["198.18.0.0", 15]]),
   range("multicast (224.0.0.0/4)", "ipv4", [["224.0.0.0", 4]]),
   range("reserved or broadcast (240.0.0.0/4)", "ipv4", [["240.0.0.0", 4]])
@@ -36,7 +44,10 @@ const IPV6_RANGES: ReadonlyArray<Range> = [
   range("loopback (::1)", "ipv6", [["::1", 128]]),
   range("IPv4-mapped IPv6 (::ffff:0:0/96)", "ipv6", [["::ffff:0:0", 96]]),
   range("IPv4-compatible IPv6 (::/96)", "ipv6", [["::", 96]]),
-  range("NAT64 (64:ff9b::/96, 64:ff9b:1::/48)", "ipv6", [["64:ff9b::", 96], ["64:ff9b:1::", 48]]),
+  range("NAT64 (64:ff9b::/96, 64:ff9b:1::/48)", "ipv6", [
+    ["64:ff9b::", 96],
+    ["64:ff9b:1::", 48]
+  ]),
   range("discard-only (100::/64)", "ipv6", [["100::", 64]]),
   range("documentation (2001:db8::/32)", "ipv6", [["2001:db8::", 32]]),
   range("unique local (fc00::/7)", "ipv6", [["fc00::", 7]]),
@@ -46,14 +57,23 @@ const IPV6_RANGES: ReadonlyArray<Range> = [
 ]
 
 /** Cloud metadata services' names; resolvable inside the cloud, never a legitimate outbound target. */
-const METADATA_NAMES = new Set(["metadata", "metadata.google.internal", "metadata.goog", "instance-data", "metadata.azure.com"])
+const METADATA_NAMES = new Set([
+  "metadata",
+  "metadata.google.internal",
+  "metadata.goog",
+  "instance-data",
+  "metadata.azure.com"
+])
 
 /** Suffixes that only ever name hosts of the local network. */
 const INTERNAL_SUFFIXES = [".internal", ".localhost", ".local", ".localdomain", ".home.arpa"]
 
 /** The host as compared everywhere: lower case, without IPv6 brackets or a trailing dot. */
 export const normalizeHost = (hostname: string): string =>
-  hostname.toLowerCase().replace(/^\[(.*)\]$/, "$1").replace(/\.$/, "")
+  hostname
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, "$1")
+    .replace(/\.$/, "")
 
 /** Why an IP address is refused (the name of its range), or undefined when it is public. Not an IP: refused. */
 export const blockedAddress = (address: string): string | undefined => {

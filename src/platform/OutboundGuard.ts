@@ -44,7 +44,9 @@ const systemResolver: HostResolver = {
   resolve: (host) =>
     new Promise((resolve, reject) =>
       dnsLookup(host, { all: true, verbatim: true }, (error, found) =>
-        error ? reject(error) : resolve(found.map((entry) => ({ address: entry.address, family: entry.family === 6 ? 6 : 4 })))
+        error
+          ? reject(error)
+          : resolve(found.map((entry) => ({ address: entry.address, family: entry.family === 6 ? 6 : 4 })))
       )
     )
 }
@@ -107,7 +109,9 @@ const refuseAddresses = (host: string, addresses: ReadonlyArray<ResolvedAddress>
   for (const { address } of addresses) {
     const range = blockedAddress(address)
     if (range !== undefined) {
-      return address === host ? `the host ${host} is a ${range} address` : `the host ${host} resolves to ${address}, a ${range} address`
+      return address === host
+        ? `the host ${host} is a ${range} address`
+        : `the host ${host} resolves to ${address}, a ${range} address`
     }
   }
   return undefined
@@ -127,12 +131,21 @@ export class OutboundGuard extends Effect.Service<OutboundGuard>()("platform/Out
           (found) => {
             const refusal = checked ? refuseAddresses(hostname, found) : undefined
             if (refusal !== undefined) return callback(refusedError(`${notAllowed(refusal).message}`), "", 4)
-            const wanted = options.family === 4 || options.family === 6 ? found.filter((a) => a.family === options.family) : found
+            const wanted =
+              options.family === 4 || options.family === 6 ? found.filter((a) => a.family === options.family) : found
             const first = wanted[0]
             if (first === undefined) {
-              return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" }), "", 4)
+              return callback(
+                Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" }),
+                "",
+                4
+              )
             }
-            if (options.all === true) return callback(null, wanted.map((a): LookupAddress => ({ ...a })))
+            if (options.all === true)
+              return callback(
+                null,
+                wanted.map((a): LookupAddress => ({ ...a }))
+              )
             return callback(null, first.address, first.family)
           },
           (error: unknown) => callback(error instanceof Error ? error : new Error(String(error)), "", 4)
@@ -179,7 +192,8 @@ export class OutboundGuard extends Effect.Service<OutboundGuard>()("platform/Out
         const invalid = (message: string) => Effect.fail<UrlRefusal>({ kind: "invalid_url", message })
         if (!URL.canParse(raw)) return yield* invalid("expected an absolute http(s) URL")
         const url = new URL(raw)
-        if (url.protocol !== "https:" && url.protocol !== "http:") return yield* invalid(`expected https, got ${url.protocol}`)
+        if (url.protocol !== "https:" && url.protocol !== "http:")
+          return yield* invalid(`expected https, got ${url.protocol}`)
         if (url.username !== "" || url.password !== "") return yield* invalid("a URL must not carry credentials")
         const host = normalizeHost(url.hostname)
         const allowlisted = isAllowlisted(host, allowlist)
@@ -235,7 +249,9 @@ export class OutboundGuard extends Effect.Service<OutboundGuard>()("platform/Out
             lookup: connect.lookup,
             headers: { ...options.headers, "content-length": String(body.byteLength) }
           })
-          request.setTimeout(options.timeoutMillis, () => fail("timeout", `no answer within ${options.timeoutMillis} ms`))
+          request.setTimeout(options.timeoutMillis, () =>
+            fail("timeout", `no answer within ${options.timeoutMillis} ms`)
+          )
           request.on("error", (error: NodeJS.ErrnoException) =>
             fail(error.code === REFUSED_CODE ? "refused" : "unreachable", error.message)
           )
@@ -254,7 +270,11 @@ export class OutboundGuard extends Effect.Service<OutboundGuard>()("platform/Out
             response.on("error", (error) => fail("unreachable", error.message))
             response.on("end", () =>
               finish(
-                Effect.succeed({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks) })
+                Effect.succeed({
+                  status: response.statusCode ?? 0,
+                  headers: response.headers,
+                  body: Buffer.concat(chunks)
+                })
               )
             )
           })

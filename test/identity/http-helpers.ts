@@ -158,7 +158,6 @@ export const createKey = (base: string, owner: { jwt: string }, body: Record<str
     }
   })
 
-
 /**
  * A user of `role` in `owner`'s workspace: invited by the owner, the invite accepted through the trusted web
  * client (the server needs INTERNAL_API_KEY = INTERNAL_KEY). Acts there with `workspace: owner.workspaceId`.

@@ -21,16 +21,41 @@ const guardWith = (resolver: HostResolver, allowlist: string) =>
     Layer.provide(Layer.succeed(Resolver, resolver))
   )
 
-const refusal = (raw: string) =>
-  Effect.flatMap(OutboundGuard, (guard) => Effect.flip(guard.checkUrl(raw)))
+const refusal = (raw: string) => Effect.flatMap(OutboundGuard, (guard) => Effect.flip(guard.checkUrl(raw)))
 
 describe("address ranges", () => {
   it("refuses every internal range and accepts public addresses", () => {
     const internal = [
-      "0.0.0.0", "0.1.2.3", "127.0.0.1", "127.255.0.9", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1",
-      "100.64.0.1", "100.127.255.254", "169.254.169.254", "192.0.0.170", "198.18.0.1", "224.0.0.1", "239.255.255.250",
-      "240.0.0.1", "255.255.255.255", "::", "::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "::ffff:8.8.8.8", "::127.0.0.1",
-      "64:ff9b::a00:1", "fc00::1", "fd12:3456::1", "fe80::1", "fec0::1", "ff02::1", "2001:db8::1"
+      "0.0.0.0",
+      "0.1.2.3",
+      "127.0.0.1",
+      "127.255.0.9",
+      "10.1.2.3",
+      "172.16.0.1",
+      "172.31.255.255",
+      "192.168.1.1",
+      "100.64.0.1",
+      "100.127.255.254",
+      "169.254.169.254",
+      "192.0.0.170",
+      "198.18.0.1",
+      "224.0.0.1",
+      "239.255.255.250",
+      "240.0.0.1",
+      "255.255.255.255",
+      "::",
+      "::1",
+      "::ffff:127.0.0.1",
+      "::ffff:10.0.0.1",
+      "::ffff:8.8.8.8",
+      "::127.0.0.1",
+      "64:ff9b::a00:1",
+      "fc00::1",
+      "fd12:3456::1",
+      "fe80::1",
+      "fec0::1",
+      "ff02::1",
+      "2001:db8::1"
     ]
     for (const address of internal) expect(blockedAddress(address), address).toBeDefined()
     for (const address of ["8.8.8.8", "93.184.216.34", "172.32.0.1", "100.128.0.1", "2606:4700:4700::1111"]) {
@@ -82,8 +107,12 @@ describe("save-time check", () => {
         expect((yield* guard.checkUrl("https://api.provider.test/v1")).hostname).toBe("api.provider.test")
         expect((yield* guard.checkUrl("http://127.0.0.1:9/v1")).port).toBe("9")
         expect((yield* guard.checkUrl("http://stub.test:9/")).hostname).toBe("stub.test")
-        expect((yield* guard.checkUrl("https://not-published.example.com/hook")).hostname).toBe("not-published.example.com")
-        const unresolved = yield* Effect.flip(guard.checkUrl("https://not-published.example.com/", { unresolved: "refuse" }))
+        expect((yield* guard.checkUrl("https://not-published.example.com/hook")).hostname).toBe(
+          "not-published.example.com"
+        )
+        const unresolved = yield* Effect.flip(
+          guard.checkUrl("https://not-published.example.com/", { unresolved: "refuse" })
+        )
         expect(unresolved.message).toContain("does not resolve")
         expect((yield* refusal("http://api.provider.test/v1")).kind).toBe("invalid_url")
         expect((yield* refusal("ftp://api.provider.test/")).kind).toBe("invalid_url")
@@ -102,7 +131,12 @@ describe("connect-time check", () => {
       yield* guard.checkUrl("https://rebind.test/hook")
       // Connect time: the second answer is private, so the connection is refused before it is made.
       const failure = yield* Effect.flip(
-        guard.post(new URL("https://rebind.test/hook"), { headers: {}, body: "{}", timeoutMillis: 2_000, maxResponseBytes: 1024 })
+        guard.post(new URL("https://rebind.test/hook"), {
+          headers: {},
+          body: "{}",
+          timeoutMillis: 2_000,
+          maxResponseBytes: 1024
+        })
       )
       expect(failure.reason).toBe("refused")
       expect(failure.message).toContain("10.0.0.1")
@@ -137,7 +171,12 @@ describe("connect-time check", () => {
       const guard = yield* OutboundGuard
       const post = (raw: string) =>
         guard.post(new URL(raw), { headers: {}, body: "{}", timeoutMillis: 5_000, maxResponseBytes: 1024 })
-      for (const raw of ["https://10.1.2.3/", "https://169.254.169.254/", "https://[::ffff:127.0.0.1]/", "https://metadata.google.internal/"]) {
+      for (const raw of [
+        "https://10.1.2.3/",
+        "https://169.254.169.254/",
+        "https://[::ffff:127.0.0.1]/",
+        "https://metadata.google.internal/"
+      ]) {
         expect((yield* Effect.flip(post(raw))).reason, raw).toBe("refused")
       }
       const answer = yield* post(`http://127.0.0.1:${redirector.port}/hook`)
@@ -168,7 +207,12 @@ describe("connect-time check", () => {
       const total = 100 * 1024 * 1024
       const big = yield* bigAnswerServer(total)
       const failure = yield* Effect.flip(
-        guard.post(new URL(`http://127.0.0.1:${big.port}/`), { headers: {}, body: "{}", timeoutMillis: 5_000, maxResponseBytes: 64 * 1024 })
+        guard.post(new URL(`http://127.0.0.1:${big.port}/`), {
+          headers: {},
+          body: "{}",
+          timeoutMillis: 5_000,
+          maxResponseBytes: 64 * 1024
+        })
       )
       expect(failure.reason).toBe("too_large")
       // The server saw the connection closed long before the end of its 100 MB.

@@ -11,7 +11,8 @@ export const scriptedResolver = (answers: Record<string, ReadonlyArray<ReadonlyA
     resolve: (host) => {
       calls.push(host)
       const script = answers[host]
-      if (script === undefined) return Promise.reject(Object.assign(new Error(`ENOTFOUND ${host}`), { code: "ENOTFOUND" }))
+      if (script === undefined)
+        return Promise.reject(Object.assign(new Error(`ENOTFOUND ${host}`), { code: "ENOTFOUND" }))
       const seen = calls.filter((name) => name === host).length
       const addresses = script[Math.min(seen, script.length) - 1]!
       return Promise.resolve(
@@ -56,7 +57,10 @@ export const loopbackServer = (status: number, location?: string) => {
       seen.push({ path: request.url ?? "", headers: request.headers })
       request.resume()
       request.on("end", () => {
-        response.writeHead(status, { "content-type": "application/json", ...(location === undefined ? {} : { location }) })
+        response.writeHead(status, {
+          "content-type": "application/json",
+          ...(location === undefined ? {} : { location })
+        })
         response.end("{}")
       })
     },

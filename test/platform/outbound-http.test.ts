@@ -134,19 +134,21 @@ layer(server, SERVER_OPTIONS)("outbound calls", (it) => {
     })
   )
 
-  it.scoped("the gateway connects only to the checked address: a name rebound to loopback is refused, unconnected", () =>
-    Effect.gen(function* () {
-      const base = yield* baseUrl
-      const owner = yield* tenant(base)
-      const counter = yield* connectionCounter
-      // Saved while rebind.test answers a public address (nothing connects to it).
-      const gateway = yield* setupGateway(base, owner, `https://rebind.test:${counter.port}/v1`)
-      const key = yield* createKey(base, owner)
-      // Called when it answers loopback: refused in the socket's lookup, cold (Effect path) and warm (direct path).
-      expectError(yield* chatCall(gateway.routeBase, key.plaintext_key), 502, "upstream_address_refused")
-      expectError(yield* chatCall(gateway.routeBase, key.plaintext_key), 502, "upstream_address_refused")
-      expect(counter.connections()).toBe(0)
-    })
+  it.scoped(
+    "the gateway connects only to the checked address: a name rebound to loopback is refused, unconnected",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const counter = yield* connectionCounter
+        // Saved while rebind.test answers a public address (nothing connects to it).
+        const gateway = yield* setupGateway(base, owner, `https://rebind.test:${counter.port}/v1`)
+        const key = yield* createKey(base, owner)
+        // Called when it answers loopback: refused in the socket's lookup, cold (Effect path) and warm (direct path).
+        expectError(yield* chatCall(gateway.routeBase, key.plaintext_key), 502, "upstream_address_refused")
+        expectError(yield* chatCall(gateway.routeBase, key.plaintext_key), 502, "upstream_address_refused")
+        expect(counter.connections()).toBe(0)
+      })
   )
 
   it.scoped("the gateway does not follow a provider's redirect (502 upstream_redirect)", () =>
@@ -192,7 +194,10 @@ layer(server, SERVER_OPTIONS)("outbound calls", (it) => {
           call(base, "GET", `/v1/financial/budget-alerts/${alert.id}/deliveries`, { token: owner.jwt }),
           (response) => {
             const { deliveries } = expectStatus(response, 200) as {
-              deliveries: Array<{ status: string; attempts: Array<{ response_status: number | null; error: string | null }> }>
+              deliveries: Array<{
+                status: string
+                attempts: Array<{ response_status: number | null; error: string | null }>
+              }>
             }
             expect(deliveries[0]?.status).toBe("failed")
             return deliveries[0]!.attempts
@@ -203,7 +208,9 @@ layer(server, SERVER_OPTIONS)("outbound calls", (it) => {
       expect(attempts).toHaveLength(1)
       expect(attempts[0]!.response_status).toBe(307)
       expect(attempts[0]!.error).toContain("do not follow redirects")
-      yield* until(Effect.sync(() => expect(redirector.seen.map((seen) => seen.path).sort()).toEqual(["/budget", "/escalations"])))
+      yield* until(
+        Effect.sync(() => expect(redirector.seen.map((seen) => seen.path).sort()).toEqual(["/budget", "/escalations"]))
+      )
       expect(sink.seen).toEqual([])
     })
   )
@@ -213,8 +220,17 @@ layer(server, SERVER_OPTIONS)("outbound calls", (it) => {
       const base = yield* baseUrl
       const owner = yield* tenant(base)
       const hook = "https://hooks.example.com/services/T000/B000/secret-token"
-      expectStatus(yield* call(base, "PATCH", "/v1/settings", { token: owner.jwt, body: { escalation_webhook_url: hook } }), 200)
-      yield* createAlert(base, owner.jwt, { name: "n", threshold_type: "absolute", threshold_value: 1, window: "day", webhook_url: hook })
+      expectStatus(
+        yield* call(base, "PATCH", "/v1/settings", { token: owner.jwt, body: { escalation_webhook_url: hook } }),
+        200
+      )
+      yield* createAlert(base, owner.jwt, {
+        name: "n",
+        threshold_type: "absolute",
+        threshold_value: 1,
+        window: "day",
+        webhook_url: hook
+      })
       const admin = yield* joinedAs(base, owner, "admin")
       const member = yield* joinedAs(base, owner, "member")
       const key = yield* createKey(base, owner)
@@ -229,7 +245,8 @@ layer(server, SERVER_OPTIONS)("outbound calls", (it) => {
       const settingsSeenBy = (token: string, workspace?: string) =>
         Effect.map(
           call(base, "GET", "/v1/settings", { token, workspace }),
-          (response) => (expectStatus(response, 200) as { escalation_webhook_url: string | null }).escalation_webhook_url
+          (response) =>
+            (expectStatus(response, 200) as { escalation_webhook_url: string | null }).escalation_webhook_url
         )
       expect(yield* seenBy(owner.jwt)).toBe(hook)
       expect(yield* settingsSeenBy(owner.jwt)).toBe(hook)

@@ -42,7 +42,12 @@ describe("red-team target calls", () => {
       const redirector = yield* loopbackServer(307, `http://127.0.0.1:${sink.port}/chat`)
       const outbound = yield* OutboundGuard
       const error = yield* Effect.flip(
-        callTarget({ outbound, workspaceId: "ws_redirect" }, `http://127.0.0.1:${redirector.port}/chat`, messages, "rts_2")
+        callTarget(
+          { outbound, workspaceId: "ws_redirect" },
+          `http://127.0.0.1:${redirector.port}/chat`,
+          messages,
+          "rts_2"
+        )
       )
       expect(error.message).toContain("redirect")
       expect(redirector.seen).toHaveLength(1)
@@ -50,18 +55,20 @@ describe("red-team target calls", () => {
     }).pipe(Effect.provide(guardLayer))
   )
 
-  it.effect("the target rate limit is per workspace (callTarget keys it by workspace): another workspace is not held up", () =>
-    Effect.gen(function* () {
-      const limit = makeRateLimiter(10) // one slot per 100 ms
-      // Workspace A: its first request goes at once, the next waits for the next slot.
-      yield* limit("ws_a")
-      const second = yield* Effect.fork(limit("ws_a"))
-      // Workspace B is not delayed by A's slots.
-      yield* limit("ws_b")
-      yield* TestClock.adjust("99 millis")
-      expect(second.unsafePoll()).toBeNull()
-      yield* TestClock.adjust("1 millis")
-      yield* Fiber.join(second)
-    })
+  it.effect(
+    "the target rate limit is per workspace (callTarget keys it by workspace): another workspace is not held up",
+    () =>
+      Effect.gen(function* () {
+        const limit = makeRateLimiter(10) // one slot per 100 ms
+        // Workspace A: its first request goes at once, the next waits for the next slot.
+        yield* limit("ws_a")
+        const second = yield* Effect.fork(limit("ws_a"))
+        // Workspace B is not delayed by A's slots.
+        yield* limit("ws_b")
+        yield* TestClock.adjust("99 millis")
+        expect(second.unsafePoll()).toBeNull()
+        yield* TestClock.adjust("1 millis")
+        yield* Fiber.join(second)
+      })
   )
 })
