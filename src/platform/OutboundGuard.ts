@@ -104,6 +104,13 @@ const notAllowed = (message: string): UrlRefusal => ({
   message: `${message}; outbound calls may not reach internal addresses unless the host is on HTTP_URL_ALLOWLIST.`
 })
 
+/** Why `host` is refused before any lookup (an internal IP literal, or a local or metadata name), or undefined. */
+const hostProblem = (host: string): string | undefined => {
+  if (isIP(host) !== 0) return refuseAddresses(host, [{ address: host, family: isIP(host) === 6 ? 6 : 4 }])
+  const reason = blockedName(host)
+  return reason === undefined ? undefined : `the host ${host} is ${reason}`
+}
+
 /** Refusal of one resolved address set, or undefined when every address is public. */
 const refuseAddresses = (host: string, addresses: ReadonlyArray<ResolvedAddress>): string | undefined => {
   for (const { address } of addresses) {
@@ -130,7 +137,7 @@ export class OutboundGuard extends Effect.Service<OutboundGuard>()("platform/Out
         resolver.resolve(hostname).then(
           (found) => {
             const refusal = checked ? refuseAddresses(hostname, found) : undefined
-            if (refusal !== undefined) return callback(refusedError(`${notAllowed(refusal).message}`), "", 4)
+            if (refusal !== undefined) return callback(refusedError(notAllowed(refusal).message), "", 4)
             const wanted =
               options.family === 4 || options.family === 6 ? found.filter((a) => a.family === options.family) : found
             const first = wanted[0]
@@ -160,14 +167,10 @@ export class OutboundGuard extends Effect.Service<OutboundGuard>()("platform/Out
     const verdictOf = (hostname: string): Either.Either<ConnectOptions, OutboundFailed> => {
       const host = normalizeHost(hostname)
       if (isAllowlisted(host, allowlist)) return Either.right({ lookup: allowlistedLookup })
-      const problem = isIP(host) !== 0 ? refuseAddresses(host, [{ address: host, family: 4 }]) : nameProblem(host)
+      const problem = hostProblem(host)
       return problem === undefined
         ? Either.right({ lookup: checkedLookup })
         : Either.left(new OutboundFailed({ reason: "refused", message: notAllowed(problem).message }))
-    }
-    const nameProblem = (host: string) => {
-      const reason = blockedName(host)
-      return reason === undefined ? undefined : `the host ${host} is ${reason}`
     }
 
     /** Connect time, synchronous: refuses a blocked literal or name now; otherwise the lookup that checks and pins. */
@@ -201,10 +204,9 @@ export class OutboundGuard extends Effect.Service<OutboundGuard>()("platform/Out
           return yield* invalid("expected an https URL (plain http only to hosts on HTTP_URL_ALLOWLIST)")
         }
         if (allowlisted) return url
-        const literal = isIP(host) !== 0
-        const early = literal ? refuseAddresses(host, [{ address: host, family: 4 }]) : nameProblem(host)
+        const early = hostProblem(host)
         if (early !== undefined) return yield* Effect.fail(notAllowed(early))
-        if (literal) return url
+        if (isIP(host) !== 0) return url
         const found = yield* resolveForSave(host)
         if (found.length === 0) {
           return (rules.unresolved ?? "accept") === "accept"
