@@ -13,6 +13,7 @@ import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { recordDecision } from "../operations/Metrics.js"
 import { logDecisionDetails } from "../operations/Telemetry.js"
 import { Forbidden, NotFound } from "../platform/Errors.js"
+import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { makeDirectDecisions } from "./DecideDirect.js"
 import { DecisionWriter } from "./DecisionWriter.js"
 import {
@@ -36,6 +37,7 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
     const settings = yield* WorkspaceSettings
     const signer = yield* ReceiptSigner
     const writer = yield* DecisionWriter
+    const outbound = yield* OutboundGuard
     const sql = yield* SqlClient.SqlClient
     const activeGrant = (workspaceId: string, intentId: string) =>
       sql<{ intent_id: string; granted_by: string; expires_at: Date }>`
@@ -139,7 +141,7 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
         yield* recordDecision(recorded ? decision.effect : "defer")
         yield* logDecisionDetails(config.settings, record.trace.id, decision)
         if (!recorded) return unrecordedAnswer(response)
-        if (escalation !== null) yield* notifyEscalation(escalation.url, escalation.notice)
+        if (escalation !== null) yield* notifyEscalation(outbound, escalation.url, escalation.notice)
         return response
       })
 
@@ -167,5 +169,5 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
 
     return { authorize, direct, receipt, grant, jwks: signer.jwks }
   }),
-  dependencies: [ReceiptSigner.Default, DecisionWriter.Default]
+  dependencies: [ReceiptSigner.Default, DecisionWriter.Default, OutboundGuard.Default]
 }) {}

@@ -15,6 +15,7 @@ import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { recordDecisionNow } from "../operations/Metrics.js"
 import { logDecisionDetails } from "../operations/Telemetry.js"
 import { type DirectHandler, writeJson } from "../platform/FastLane.js"
+import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { DecisionWriter } from "./DecisionWriter.js"
 import { decisionOutcome, evaluate, intentIdOf, modesOf, needsGrant, unrecordedAnswer } from "./Decisions.js"
 import { AuthorizationResponse, ProposedEvent } from "./Domain.js"
@@ -30,6 +31,7 @@ export const makeDirectDecisions = Effect.gen(function* () {
   const snapshots = yield* CatalogSnapshot
   const signer = yield* ReceiptSigner
   const writer = yield* DecisionWriter
+  const outbound = yield* OutboundGuard
   const runFork = Runtime.runFork(yield* Effect.runtime<never>())
   // The per-decision debug line is built only when debug logs are kept at all.
   const debugLogs = LogLevel.lessThanEqual(yield* FiberRef.get(FiberRef.currentMinimumLogLevel), LogLevel.Debug)
@@ -76,7 +78,7 @@ export const makeDirectDecisions = Effect.gen(function* () {
         if (response.destroyed) return // the client left; the decision stands recorded
         recordDecisionNow(recorded ? decision.effect : "defer")
         if (debugLogs) runFork(logDecisionDetails(config.settings, record.trace.id, decision))
-        if (recorded && escalation !== null) runFork(notifyEscalation(escalation.url, escalation.notice))
+        if (recorded && escalation !== null) runFork(notifyEscalation(outbound, escalation.url, escalation.notice))
         const closed = unrecordedAnswer(answer)
         const body = recorded ? encoded.right : Either.getOrElse(encodeResponse(closed), () => closed)
         writeJson(response, { status: 200, body }, request.requestId)

@@ -5,16 +5,16 @@
  * derived (see Webhooks.ts) and shown only in the create response.
  */
 import { Effect, Redacted } from "effect"
-import { AppConfig } from "../platform/Config.js"
 import { BadRequest, NotFound } from "../platform/Errors.js"
 import { prefixedId, randomToken } from "../platform/Ids.js"
+import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { Secrets } from "../platform/Secrets.js"
 import { orFailWith } from "../platform/Sql.js"
 import { AlertsRepo, type ConfigChanges, type ConfigRow, type FiringRow } from "./AlertsRepo.js"
 import { BudgetAlertId, type CreateBudgetAlert, type UpdateBudgetAlert } from "./Domain.js"
 import { DeliveryRepo } from "./DeliveryRepo.js"
-import { deriveWebhookSecret, isAllowedOutboundUrl } from "./Webhooks.js"
+import { deriveWebhookSecret } from "./Webhooks.js"
 
 type Meter = "llm_spend" | "actions"
 
@@ -61,19 +61,12 @@ export class BudgetAlerts extends Effect.Service<BudgetAlerts>()("billing/Budget
   effect: Effect.gen(function* () {
     const repo = yield* AlertsRepo
     const deliveries = yield* DeliveryRepo
-    const config = yield* AppConfig
+    const outbound = yield* OutboundGuard
     const serviceSecret = Redacted.value((yield* Secrets).jwtSecret)
 
+    /** https (plain http only to allowlisted hosts), never an internal address (the outbound guard). */
     const checkWebhookUrl = (url: string | undefined) =>
-      url === undefined || isAllowedOutboundUrl(url, config.httpAllowlist)
-        ? Effect.void
-        : Effect.fail(
-            new BadRequest({
-              code: "validation_failed",
-              message: "webhook_url: expected an https URL (plain http only to hosts on HTTP_URL_ALLOWLIST).",
-              details: [{ path: "webhook_url", message: "expected an https URL" }]
-            })
-          )
+      url === undefined ? Effect.void : outbound.validateUrl(url, "webhook_url")
 
     const checkPrincipal = (principal: string | undefined) =>
       principal === undefined || principal.trim().length > 0
@@ -173,5 +166,5 @@ export class BudgetAlerts extends Effect.Service<BudgetAlerts>()("billing/Budget
 
     return { list, create, update, remove, firings, deliveries: deliveriesOf }
   }),
-  dependencies: [AlertsRepo.Default, DeliveryRepo.Default]
+  dependencies: [AlertsRepo.Default, DeliveryRepo.Default, OutboundGuard.Default]
 }) {}

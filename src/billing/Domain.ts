@@ -137,7 +137,9 @@ export class BudgetAlertConfig extends Schema.Class<BudgetAlertConfig>("BudgetAl
   window: BudgetWindow,
   enabled: Schema.Boolean,
   principal_id: Schema.NullOr(Schema.String),
-  webhook_url: Schema.NullOr(Schema.String),
+  webhook_url: Schema.NullOr(Schema.String).annotations({
+    description: "Whole for admins and owners; masked (`https://host/***`) for members and runtime keys"
+  }),
   created_at: Timestamp,
   updated_at: Timestamp
 }) {}

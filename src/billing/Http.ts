@@ -2,7 +2,8 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
-import { inWorkspace } from "../identity/Authentication.js"
+import { webhookUrlFor } from "../identity/Access.js"
+import { CurrentCaller, inWorkspace } from "../identity/Authentication.js"
 import { pageSize } from "../platform/Schemas.js"
 import { BudgetAlerts } from "./BudgetAlerts.js"
 import { Pricing } from "./Pricing.js"
@@ -31,7 +32,13 @@ export const BudgetAlertsHttpLive = HttpApiBuilder.group(GuardrailApi, "budgetAl
   Effect.gen(function* () {
     const alerts = yield* BudgetAlerts
     return handlers
-      .handle("listBudgetAlerts", () => inWorkspace((ws) => Effect.map(alerts.list(ws), (configs) => ({ configs }))))
+      .handle("listBudgetAlerts", () =>
+        Effect.flatMap(CurrentCaller, (caller) =>
+          Effect.map(alerts.list(caller.workspaceId), (configs) => ({
+            configs: configs.map((config) => ({ ...config, webhook_url: webhookUrlFor(caller, config.webhook_url) }))
+          }))
+        )
+      )
       .handle("createBudgetAlert", ({ payload }) => inWorkspace((ws) => alerts.create(ws, payload)))
       .handle("updateBudgetAlert", ({ path, payload }) => inWorkspace((ws) => alerts.update(ws, path.id, payload)))
       .handle("deleteBudgetAlert", ({ path }) => inWorkspace((ws) => alerts.remove(ws, path.id)))

@@ -6,19 +6,21 @@
  *   receiver, claims due deliveries (with a lease, so several workers never
  *   attempt the same one), POSTs them signed per Standard Webhooks, records
  *   every attempt and schedules the next with exponential backoff and jitter
- *   until a 2xx answer or WEBHOOK_MAX_ATTEMPTS.
+ *   until a 2xx answer or WEBHOOK_MAX_ATTEMPTS. Calls go through the outbound
+ *   guard (no internal addresses unless allowlisted, redirects not followed).
  */
 import { Duration, Effect, Layer, Option, Redacted, Ref, Schedule } from "effect"
 import { AppConfig } from "../platform/Config.js"
 import { consumeOnce, decodeDelivery } from "../platform/Consumer.js"
 import { prefixedId } from "../platform/Ids.js"
+import { isRedirect, OutboundGuard, redirectRefusal } from "../platform/OutboundGuard.js"
 import { Secrets } from "../platform/Secrets.js"
 import { makeSignal } from "../platform/Signal.js"
 import { Topics } from "../platform/Topics.js"
 import { AlertsRepo } from "./AlertsRepo.js"
 import { type ClaimedDelivery, DeliveryRepo } from "./DeliveryRepo.js"
 import { BudgetFiringMessage } from "./Domain.js"
-import { deriveWebhookSecret, isAllowedOutboundUrl, retryDelayMillis, signWebhook } from "./Webhooks.js"
+import { deriveWebhookSecret, retryDelayMillis, signWebhook } from "./Webhooks.js"
 
 const decodeFiring = decodeDelivery(BudgetFiringMessage)
 
@@ -29,39 +31,48 @@ const LEASE_SECONDS = 60
 interface Outcome {
   readonly responseStatus: number | null
   readonly error: string | null
+  /** The outbound guard refused the address: not retried. */
+  readonly refused: boolean
 }
 
-/** One signed POST; never fails: a network error or timeout is an outcome. */
-const post = (delivery: ClaimedDelivery, secret: string, timeoutMillis: number) =>
-  Effect.tryPromise({
-    try: async (signal) => {
-      const timestamp = Math.floor(Date.now() / 1000)
-      const response = await fetch(delivery.url, {
-        method: "POST",
-        redirect: "manual",
-        headers: {
-          "content-type": "application/json",
-          "user-agent": "guardrail-service",
-          "webhook-id": delivery.id,
-          "webhook-timestamp": String(timestamp),
-          "webhook-signature": signWebhook(secret, delivery.id, timestamp, delivery.body)
-        },
-        body: delivery.body,
-        signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMillis)])
-      })
-      await response.body?.cancel()
-      return response.status
-    },
-    catch: (error) => error
+/** The receiver's answer is not used: read at most this much of it. */
+const MAX_ANSWER_BYTES = 64 * 1024
+
+/**
+ * One signed POST through the outbound guard; never fails: a network error, timeout or refusal is an outcome.
+ * A redirect is not followed (an error answer, retried); a refused address is final (`refused`).
+ */
+const post = (outbound: OutboundGuard, delivery: ClaimedDelivery, secret: string, timeoutMillis: number) =>
+  Effect.suspend(() => {
+    const timestamp = Math.floor(Date.now() / 1000)
+    return outbound.post(new URL(delivery.url), {
+      headers: {
+        "content-type": "application/json",
+        "user-agent": "guardrail-service",
+        "webhook-id": delivery.id,
+        "webhook-timestamp": String(timestamp),
+        "webhook-signature": signWebhook(secret, delivery.id, timestamp, delivery.body)
+      },
+      body: delivery.body,
+      timeoutMillis,
+      maxResponseBytes: MAX_ANSWER_BYTES
+    })
   }).pipe(
-    Effect.map((status): Outcome => ({
+    Effect.map(({ status }): Outcome => ({
       responseStatus: status,
-      error: status >= 200 && status < 300 ? null : `receiver answered ${status}`
+      refused: false,
+      error:
+        status >= 200 && status < 300
+          ? null
+          : isRedirect(status)
+            ? `receiver ${redirectRefusal(status)}`
+            : `receiver answered ${status}`
     })),
-    Effect.catchAll((error) =>
+    Effect.catchAll((failure) =>
       Effect.succeed<Outcome>({
         responseStatus: null,
-        error: error instanceof Error ? `${error.name}: ${error.message}`.slice(0, 500) : String(error).slice(0, 500)
+        refused: failure.reason === "refused",
+        error: `${failure.reason}: ${failure.message}`.slice(0, 500)
       })
     )
   )
@@ -69,6 +80,7 @@ const post = (delivery: ClaimedDelivery, secret: string, timeoutMillis: number) 
 export const WebhookDeliveryLive = Layer.scopedDiscard(
   Effect.gen(function* () {
     const config = yield* AppConfig
+    const outbound = yield* OutboundGuard
     const alerts = yield* AlertsRepo
     const deliveries = yield* DeliveryRepo
     const serviceSecret = Redacted.value((yield* Secrets).jwtSecret)
@@ -105,19 +117,20 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(
       Effect.gen(function* () {
         const number = delivery.attempt_count + 1
         const started = Date.now()
-        const allowed = isAllowedOutboundUrl(delivery.url, config.httpAllowlist)
-        const outcome: Outcome = allowed
+        const outcome: Outcome = URL.canParse(delivery.url)
           ? yield* post(
+              outbound,
               delivery,
               deriveWebhookSecret(serviceSecret, delivery.config_id, delivery.secret_salt),
               config.webhookAttemptTimeoutMillis
             )
-          : {
-              responseStatus: null,
-              error: "webhook_url is not an allowed outbound URL (https, or http to HTTP_URL_ALLOWLIST)"
-            }
+          : { responseStatus: null, refused: true, error: "webhook_url is not a URL" }
         const succeeded = outcome.error === null
-        const status = succeeded ? "succeeded" : !allowed || number >= config.webhookMaxAttempts ? "failed" : "pending"
+        const status = succeeded
+          ? "succeeded"
+          : outcome.refused || number >= config.webhookMaxAttempts
+            ? "failed"
+            : "pending"
         yield* deliveries.recordAttempt(
           {
             delivery_id: delivery.id,

@@ -1,6 +1,7 @@
 /**
  * Standard Webhooks (https://www.standardwebhooks.com) signing of budget
- * alert deliveries, the per-config secret, and the outbound URL rule.
+ * alert deliveries and the per-config secret (the outbound URL rule is the
+ * outbound guard's, src/platform/OutboundGuard.ts).
  *
  * The secret is derived, never stored: `whsec_` + base64 of
  * HMAC-SHA256(service secret, "budget-alert-webhook/v1:" + config id + ":" +
@@ -22,19 +23,6 @@ export const deriveWebhookSecret = (serviceSecret: string, configId: string, sal
 export const signWebhook = (secret: string, id: string, timestampSeconds: number, body: string): string => {
   const key = Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, "base64")
   return `v1,${createHmac("sha256", key).update(`${id}.${timestampSeconds}.${body}`).digest("base64")}`
-}
-
-/** https anywhere; plain http only to hosts on HTTP_URL_ALLOWLIST (as for every outbound URL). */
-export const isAllowedOutboundUrl = (value: string, httpAllowlist: ReadonlyArray<string>): boolean => {
-  if (!URL.canParse(value)) return false
-  const url = new URL(value)
-  // IPv6 hosts come bracketed from URL; the allowlist names them without brackets.
-  const host = url.hostname.replace(/^\[(.*)\]$/, "$1")
-  return (
-    url.username === "" &&
-    url.password === "" &&
-    (url.protocol === "https:" || (url.protocol === "http:" && httpAllowlist.includes(host)))
-  )
 }
 
 /** Delay before retry number `attempt` (1 = after the first failure): exponential with ±50% jitter, capped. */

@@ -1,6 +1,7 @@
 /** The billing domain's stream-worker layers, each with the services it uses. */
 import { Layer } from "effect"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
+import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { AlertsRepo } from "./AlertsRepo.js"
 import { ActionMeterLive, BudgetMeters } from "./BudgetMeters.js"
 import { DeliveryRepo } from "./DeliveryRepo.js"
@@ -18,5 +19,5 @@ export const ActionMeterWorkerLive = ActionMeterLive.pipe(Layer.provide(MetersLi
 
 /** Turns firings into signed webhook deliveries and delivers them with retries. */
 export const BudgetWebhooksWorkerLive = WebhookDeliveryLive.pipe(
-  Layer.provide(Layer.merge(AlertsRepo.Default, DeliveryRepo.Default))
+  Layer.provide(Layer.mergeAll(AlertsRepo.Default, DeliveryRepo.Default, OutboundGuard.Default))
 )

@@ -224,7 +224,11 @@ export const CreateKnowledgeSource = Schema.Struct({
   /** The content of a `text` source. */
   text: Schema.optional(Schema.String),
   title: Schema.NonEmptyString,
-  location: Schema.optional(Schema.String),
+  location: Schema.optional(
+    Schema.String.annotations({
+      description: "url sources: optional (a draft without it); an https URL the outbound guard allows (docs/outbound.md)"
+    })
+  ),
   metadata: Schema.optional(JsonValue),
   file_name: Schema.optional(Schema.String),
   media_type: Schema.optional(Schema.String),

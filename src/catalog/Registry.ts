@@ -6,6 +6,7 @@
 import { Effect, Option } from "effect"
 import { BadRequest, NotFound } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
+import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { ConfigChanges } from "./ConfigChanges.js"
 import { KnowledgeSourceId } from "./Domain.js"
@@ -75,6 +76,7 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
   effect: Effect.gen(function* () {
     const repo = yield* CatalogRepo
     const changes = yield* ConfigChanges
+    const outbound = yield* OutboundGuard
 
     const upsertLabelPolicy = (
       workspaceId: string,
@@ -142,9 +144,9 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
     const sourceFile = (input: NewKnowledgeSource) =>
       Effect.gen(function* () {
         if (input.kind === "url") {
-          if (input.location === undefined || !URL.canParse(input.location)) {
-            return yield* invalid("location", "a url source needs an absolute URL in location")
-          }
+          // Only kind and title are required: without a location the source stays a draft. A location given is
+          // one the service may fetch one day, so it passes the outbound guard now.
+          if (input.location !== undefined) yield* outbound.validateUrl(input.location, "location")
           return null
         }
         if (input.kind === "text") {
@@ -225,5 +227,5 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
       knowledgeSourceFile
     }
   }),
-  dependencies: [CatalogRepo.Default]
+  dependencies: [CatalogRepo.Default, OutboundGuard.Default]
 }) {}

@@ -14,7 +14,7 @@ import type { Caller } from "../identity/Authentication.js"
 import { BadGateway, BadRequest, GatewayTimeout } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import type { RouteTarget } from "./Connections.js"
-import type { UpstreamResponse, UpstreamTimeout, UpstreamUnreachable } from "./Upstream.js"
+import type { UpstreamFailure, UpstreamResponse } from "./Upstream.js"
 import type { Dialect, UsageMeter } from "./UsageMeter.js"
 
 const ANTHROPIC_VERSION = "2023-06-01"
@@ -135,14 +135,22 @@ export const upstreamHeaders = (
 }
 
 /** The answer for a call that ended before the provider's response head; notes why in `outcome`. */
-export const upstreamFailure = (error: UpstreamTimeout | UpstreamUnreachable, outcome: Outcome) => {
+export const upstreamFailure = (error: UpstreamFailure, outcome: Outcome) => {
   outcome.error = error._tag === "UpstreamTimeout" ? "timeout" : error.reason
-  return error._tag === "UpstreamTimeout"
-    ? new GatewayTimeout({
+  switch (error._tag) {
+    case "UpstreamTimeout":
+      return new GatewayTimeout({
         code: "upstream_timeout",
         message: `The provider did not answer within ${error.afterMillis} ms.`
       })
-    : new BadGateway({ code: "upstream_unreachable", message: "The provider could not be reached." })
+    case "UpstreamRefused":
+      return new BadGateway({
+        code: "upstream_address_refused",
+        message: "The provider's address is not allowed for outbound calls (an internal address); see docs/outbound.md."
+      })
+    case "UpstreamUnreachable":
+      return new BadGateway({ code: "upstream_unreachable", message: "The provider could not be reached." })
+  }
 }
 
 const responseHeaders = (upstream: UpstreamResponse) => {
@@ -171,6 +179,20 @@ export const respond = (upstream: UpstreamResponse, meter: UsageMeter, outcome: 
   const contentType = upstream.headers["content-type"]
   meter.contentType(contentType)
   const headers = responseHeaders(upstream)
+  if (upstream.status >= 300 && upstream.status < 400) {
+    // Redirects are never followed (the Location could name an internal host): an upstream error.
+    outcome.ended = true
+    upstream.abort()
+    return HttpServerResponse.unsafeJson(
+      {
+        error: {
+          code: "upstream_redirect",
+          message: `The provider answered HTTP ${upstream.status}, a redirect; the gateway does not follow redirects, so set the connection's base_url to the final address.`
+        }
+      },
+      { status: 502 }
+    )
+  }
   if (upstream.status === 401 || upstream.status === 403) {
     outcome.ended = true
     upstream.abort()

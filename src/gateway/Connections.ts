@@ -5,9 +5,9 @@
  */
 import { Effect, Option, type Redacted } from "effect"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
-import { AppConfig } from "../platform/Config.js"
 import { BadRequest, NotFound } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
+import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { orFailWith } from "../platform/Sql.js"
 import { GatewayRoute, GatewayRouteId, ProviderConnection, ProviderConnectionId, type ProviderKind } from "./Domain.js"
@@ -54,31 +54,26 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
   scoped: Effect.gen(function* () {
     const repo = yield* GatewayRepo
     const cipher = yield* ProviderKeyCipher
-    const config = yield* AppConfig
+    const outbound = yield* OutboundGuard
     // The proxy resolves a route per request: cached until a connection or route of the workspace changes (in any instance).
     const targets = yield* makeNoticeCache<RouteTarget>("gateway_routes")
 
-    /** https anywhere; plain http only to hosts on HTTP_URL_ALLOWLIST. Answers the URL without a trailing slash. */
-    const checkBaseUrl = (value: string) => {
-      const url = URL.canParse(value) ? new URL(value) : undefined
-      const allowed =
-        url !== undefined &&
-        url.username === "" &&
-        url.password === "" &&
-        url.search === "" &&
-        url.hash === "" &&
-        (url.protocol === "https:" || (url.protocol === "http:" && config.httpAllowlist.includes(url.hostname)))
-      return allowed
-        ? Effect.succeed(url.toString().replace(/\/+$/, ""))
-        : Effect.fail(
-            new BadRequest({
-              code: "validation_failed",
-              message:
-                "base_url: expected an https URL without credentials, query or fragment (plain http only to hosts on HTTP_URL_ALLOWLIST).",
-              details: [{ path: "base_url", message: "expected an https URL" }]
-            })
-          )
-    }
+    /**
+     * https, or plain http to hosts on HTTP_URL_ALLOWLIST; never an internal address unless allowlisted
+     * (the outbound guard, docs/outbound.md). Answers the URL without a trailing slash.
+     */
+    const checkBaseUrl = (value: string) =>
+      Effect.gen(function* () {
+        const url = yield* outbound.validateUrl(value, "base_url")
+        if (url.search !== "" || url.hash !== "") {
+          return yield* new BadRequest({
+            code: "validation_failed",
+            message: "base_url: expected a URL without query or fragment.",
+            details: [{ path: "base_url", message: "expected a URL without query or fragment" }]
+          })
+        }
+        return url.toString().replace(/\/+$/, "")
+      })
 
     const toConnection = (row: ConnectionRow) =>
       new ProviderConnection({
@@ -138,7 +133,16 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
         if (patch.display_name !== undefined) changes.display_name = patch.display_name
         if (patch.default_model !== undefined) changes.default_model = patch.default_model
         if (patch.base_url !== undefined) {
-          changes.base_url = yield* checkBaseUrl(patch.base_url ?? DEFAULT_BASE_URL[current.kind as ProviderKind])
+          const baseUrl = yield* checkBaseUrl(patch.base_url ?? DEFAULT_BASE_URL[current.kind as ProviderKind])
+          // The stored key must not follow a new base_url to another server: moving it takes a key for it.
+          if (baseUrl !== current.base_url && patch.provider_api_key === undefined) {
+            return yield* new BadRequest({
+              code: "validation_failed",
+              message: "provider_api_key: changing base_url requires provider_api_key in the same request.",
+              details: [{ path: "provider_api_key", message: "required when base_url changes" }]
+            })
+          }
+          changes.base_url = baseUrl
         }
         if (patch.provider_api_key !== undefined) {
           changes.encrypted_api_key = cipher.encrypt(workspaceId, id, patch.provider_api_key)
@@ -215,5 +219,5 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
       peekTarget
     }
   }),
-  dependencies: [GatewayRepo.Default, ProviderKeyCipher.Default]
+  dependencies: [GatewayRepo.Default, ProviderKeyCipher.Default, OutboundGuard.Default]
 }) {}

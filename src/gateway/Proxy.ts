@@ -22,6 +22,7 @@ import { costOf, type ModelPrice, Pricing } from "../billing/Pricing.js"
 import type { Caller } from "../identity/Authentication.js"
 import { BadRequest, PaymentRequired } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
+import { OutboundGuard } from "../platform/OutboundGuard.js"
 import {
   finishedCall,
   type Outcome,
@@ -70,7 +71,7 @@ export const modelUnpriced = (model: string) =>
 export class GatewayProxy extends Effect.Service<GatewayProxy>()("gateway/GatewayProxy", {
   effect: Effect.gen(function* () {
     const dependencies = yield* proxyDependencies
-    const { connections, pricing, budgets, writer, slots, timeoutMillis, limits, holdFor } = dependencies
+    const { connections, pricing, budgets, writer, slots, timeoutMillis, limits, holdFor, connectGuard } = dependencies
 
     /** Admission under the workspace's budget; answers the reservation of a strict request. */
     const admit = (
@@ -145,7 +146,8 @@ export class GatewayProxy extends Effect.Service<GatewayProxy>()("gateway/Gatewa
           upstreamUrl(dialect, target),
           upstreamHeaders(dialect, plan.apiKey, request.headers),
           plan.payload,
-          timeoutMillis
+          timeoutMillis,
+          connectGuard
         ).pipe(Effect.mapError((error) => upstreamFailure(error, outcome)))
         abort = upstream.abort
         return respond(upstream, meter, outcome, limits)
@@ -156,5 +158,12 @@ export class GatewayProxy extends Effect.Service<GatewayProxy>()("gateway/Gatewa
 
     return { forward, direct }
   }),
-  dependencies: [Connections.Default, Pricing.Default, Budgets.Default, UsageWriter.Default, StreamSlots.Default]
+  dependencies: [
+    Connections.Default,
+    Pricing.Default,
+    Budgets.Default,
+    UsageWriter.Default,
+    StreamSlots.Default,
+    OutboundGuard.Default
+  ]
 }) {}

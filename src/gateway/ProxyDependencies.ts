@@ -1,11 +1,12 @@
 /**
  * What both proxy paths (Proxy.ts and ProxyDirect.ts) work with: routes, prices, budgets, the usage writer,
- * the stream slots, the upstream timeout and the limits of a streamed answer.
+ * the stream slots, the upstream timeout, the limits of a streamed answer and the outbound guard's connect-time check.
  */
 import { Duration, Effect } from "effect"
 import { Budgets } from "../billing/Budgets.js"
 import { Pricing } from "../billing/Pricing.js"
 import { AppConfig } from "../platform/Config.js"
+import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { reservationHold, type StreamLimits } from "./Calls.js"
 import { Connections } from "./Connections.js"
 import { StreamSlots } from "./StreamSlots.js"
@@ -18,6 +19,7 @@ export const proxyDependencies = Effect.gen(function* () {
     maxStreamMillis: config.gatewayMaxStreamSeconds * 1000,
     maxLineBytes: config.gatewaySseMaxLineBytes
   }
+  const guard = yield* OutboundGuard
   return {
     connections: yield* Connections,
     pricing: yield* Pricing,
@@ -26,6 +28,7 @@ export const proxyDependencies = Effect.gen(function* () {
     slots: yield* StreamSlots,
     timeoutMillis,
     limits,
+    connectGuard: guard.connectOptions,
     // A reservation outlives any call the upstream timeout and stream limit let through; a dead process's is swept after it.
     holdFor: Duration.millis(reservationHold(timeoutMillis, limits.maxStreamMillis))
   }

@@ -30,14 +30,20 @@ import {
   upstreamUrl
 } from "./Calls.js"
 import type { ProxyDependencies } from "./ProxyDependencies.js"
-import { sendUpstream, type UpstreamResponse, UpstreamTimeout, UpstreamUnreachable } from "./Upstream.js"
+import {
+  isUpstreamFailure,
+  sendUpstream,
+  type UpstreamFailure,
+  type UpstreamResponse,
+  UpstreamUnreachable
+} from "./Upstream.js"
 import { type Dialect, UsageMeter } from "./UsageMeter.js"
 
 const routePathOf = Schema.decodeUnknownOption(RoutePath)
 
 /** The direct path over the Effect path's own dependencies (one set of caches, leases, slots and writer). */
 export const makeDirectProxy = (dependencies: ProxyDependencies, runtime: Runtime.Runtime<never>) => {
-  const { connections, pricing, budgets, writer, slots, timeoutMillis, limits, holdFor } = dependencies
+  const { connections, pricing, budgets, writer, slots, timeoutMillis, limits, holdFor, connectGuard } = dependencies
   const runFork = Runtime.runFork(runtime)
 
   return (authenticate: DirectAuthenticator, dialect: Dialect): DirectHandler =>
@@ -81,10 +87,10 @@ export const makeDirectProxy = (dependencies: ProxyDependencies, runtime: Runtim
       const meter = new UsageMeter(dialect, payload.byteLength, limits.maxLineBytes)
       const outcome: Outcome = { status: null, error: null, ended: false }
       let closed = false
-      const settle = (result: UpstreamResponse | UpstreamTimeout | UpstreamUnreachable) => {
+      const settle = (result: UpstreamResponse | UpstreamFailure) => {
         if (closed) return
         try {
-          if (result instanceof UpstreamTimeout || result instanceof UpstreamUnreachable) {
+          if (isUpstreamFailure(result)) {
             answered(writeHttpError(response, upstreamFailure(result, outcome), request.requestId))
             return
           }
@@ -104,6 +110,7 @@ export const makeDirectProxy = (dependencies: ProxyDependencies, runtime: Runtim
           upstreamHeaders(dialect, apiKey, request.headers),
           payload,
           timeoutMillis,
+          connectGuard,
           settle
         )
       } catch (error) {

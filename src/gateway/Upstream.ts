@@ -5,13 +5,26 @@
  * (client gone, or done early). Interrupting the wait for the head aborts it
  * too. An idle socket (no head, or no body chunk, for `timeoutMillis`) ends
  * the call: before the head as `UpstreamTimeout`, after it as a body error.
+ * Every new socket connects only where the outbound guard allows (its
+ * `lookup` resolves once and pins the checked addresses; a blocked host is
+ * `UpstreamRefused` before any connection). Redirects are not followed.
  */
-import { Data, Effect } from "effect"
+import { Data, Effect, Either } from "effect"
 import { Agent as HttpAgent, type IncomingMessage, request as httpRequest } from "node:http"
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
+import { type ConnectOptions, type OutboundFailed, REFUSED_CODE } from "../platform/OutboundGuard.js"
 
 export class UpstreamTimeout extends Data.TaggedError("UpstreamTimeout")<{ readonly afterMillis: number }> {}
 export class UpstreamUnreachable extends Data.TaggedError("UpstreamUnreachable")<{ readonly reason: string }> {}
+/** The outbound guard refused the provider's address (docs/outbound.md). */
+export class UpstreamRefused extends Data.TaggedError("UpstreamRefused")<{ readonly reason: string }> {}
+
+export type UpstreamFailure = UpstreamTimeout | UpstreamUnreachable | UpstreamRefused
+/** The outbound guard's connect-time verdict for a URL (OutboundGuard.connectOptions). */
+export type ConnectGuard = (url: URL) => Either.Either<ConnectOptions, OutboundFailed>
+
+export const isUpstreamFailure = (result: UpstreamResponse | UpstreamFailure): result is UpstreamFailure =>
+  result instanceof UpstreamTimeout || result instanceof UpstreamUnreachable || result instanceof UpstreamRefused
 
 export interface UpstreamResponse {
   readonly status: number
@@ -32,13 +45,20 @@ export const sendUpstream = (
   headers: Readonly<Record<string, string>>,
   body: Uint8Array,
   timeoutMillis: number,
-  settle: (result: UpstreamResponse | UpstreamTimeout | UpstreamUnreachable) => void
+  guard: ConnectGuard,
+  settle: (result: UpstreamResponse | UpstreamFailure) => void
 ): (() => void) => {
+  const connect = guard(url)
+  if (Either.isLeft(connect)) {
+    settle(new UpstreamRefused({ reason: connect.left.message }))
+    return () => {}
+  }
   const secure = url.protocol === "https:"
   const send = secure ? httpsRequest : httpRequest
   const request = send(url, {
     method: "POST",
     agent: secure ? httpsAgent : httpAgent,
+    lookup: connect.right.lookup,
     headers: { ...headers, "content-length": String(body.byteLength) }
   })
   let answered = false
@@ -52,10 +72,14 @@ export const sendUpstream = (
     }
     request.destroy(new Error(`upstream idle for ${timeoutMillis} ms`))
   })
-  request.on("error", (error) => {
+  request.on("error", (error: NodeJS.ErrnoException) => {
     if (answered) return
     answered = true
-    settle(new UpstreamUnreachable({ reason: error.message }))
+    settle(
+      error.code === REFUSED_CODE
+        ? new UpstreamRefused({ reason: error.message })
+        : new UpstreamUnreachable({ reason: error.message })
+    )
   })
   request.on("response", (response) => {
     if (answered) {
@@ -74,15 +98,12 @@ export const callUpstream = (
   url: URL,
   headers: Readonly<Record<string, string>>,
   body: Uint8Array,
-  timeoutMillis: number
-): Effect.Effect<UpstreamResponse, UpstreamTimeout | UpstreamUnreachable> =>
+  timeoutMillis: number,
+  guard: ConnectGuard
+): Effect.Effect<UpstreamResponse, UpstreamFailure> =>
   Effect.async((resume) => {
-    const abort = sendUpstream(url, headers, body, timeoutMillis, (result) =>
-      resume(
-        result instanceof UpstreamTimeout || result instanceof UpstreamUnreachable
-          ? Effect.fail(result)
-          : Effect.succeed(result)
-      )
+    const abort = sendUpstream(url, headers, body, timeoutMillis, guard, (result) =>
+      resume(isUpstreamFailure(result) ? Effect.fail(result) : Effect.succeed(result))
     )
     return Effect.sync(abort)
   })

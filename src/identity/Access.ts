@@ -66,3 +66,19 @@ export const checkAccess = (
   const needed = access.endpoints?.[route.endpoint] ?? (isRead ? access.read : access.write)
   return rank[caller.role] >= rank[needed] ? "allowed" : "role_too_low"
 }
+
+/**
+ * Webhook URLs often embed a token (Slack, Teams, ...): only a user of role admin or above sees them whole.
+ * Members and runtime keys read `maskUrl` of them.
+ */
+export const seesWebhookUrls = (caller: { readonly kind: "user" | "runtime_key"; readonly role: WorkspaceRole }) =>
+  caller.kind === "user" && rank[caller.role] >= rank.admin
+
+/** The URL's scheme, host and port only, e.g. `https://hooks.example.com/***`. */
+export const maskUrl = (url: string): string => (URL.canParse(url) ? `${new URL(url).origin}/***` : "***")
+
+/** `url` as `caller` may read it. */
+export const webhookUrlFor = (
+  caller: { readonly kind: "user" | "runtime_key"; readonly role: WorkspaceRole },
+  url: string | null
+): string | null => (url === null || seesWebhookUrls(caller) ? url : maskUrl(url))

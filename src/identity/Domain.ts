@@ -157,7 +157,9 @@ export class Settings extends Schema.Class<Settings>("Settings")({
   param_checker_mode: CheckerMode,
   data_handling_mode: DataHandlingMode,
   default_action: DefaultAction,
-  escalation_webhook_url: Schema.NullOr(Schema.String),
+  escalation_webhook_url: Schema.NullOr(Schema.String).annotations({
+    description: "Whole for admins and owners; masked (`https://host/***`) for members"
+  }),
   retention_days: Schema.String,
   telemetry_enabled: Schema.Boolean,
   config: SettingsConfig,

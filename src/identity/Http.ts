@@ -3,6 +3,7 @@ import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { Unauthorized } from "../platform/Errors.js"
+import { webhookUrlFor } from "./Access.js"
 import { Accounts } from "./Accounts.js"
 import { ApiKeys } from "./ApiKeys.js"
 import { CurrentCaller, inWorkspace } from "./Authentication.js"
@@ -91,7 +92,14 @@ export const SettingsHttpLive = HttpApiBuilder.group(GuardrailApi, "settings", (
   Effect.gen(function* () {
     const settings = yield* WorkspaceSettings
     return handlers
-      .handle("getSettings", () => Effect.flatMap(CurrentCaller, (caller) => settings.settingsOf(caller.workspaceId)))
+      .handle("getSettings", () =>
+        Effect.flatMap(CurrentCaller, (caller) =>
+          Effect.map(settings.settingsOf(caller.workspaceId), (current) => ({
+            ...current,
+            escalation_webhook_url: webhookUrlFor(caller, current.escalation_webhook_url)
+          }))
+        )
+      )
       .handle("updateSettings", ({ payload }) =>
         Effect.flatMap(CurrentCaller, (caller) => settings.updateSettings(caller.workspaceId, payload))
       )

@@ -4,10 +4,10 @@
  */
 import { Effect, Option } from "effect"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
-import { AppConfig } from "../platform/Config.js"
 import { orFailWith } from "../platform/Sql.js"
-import { BadRequest, Conflict, NotFound } from "../platform/Errors.js"
+import { Conflict, NotFound } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
+import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { EnvironmentId } from "./Domain.js"
 import { type EnvironmentRow, IdentityRepo, type SettingsRow } from "./Repo.js"
@@ -78,7 +78,7 @@ export interface RuntimeConfig {
 export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("identity/WorkspaceSettings", {
   scoped: Effect.gen(function* () {
     const repo = yield* IdentityRepo
-    const config = yield* AppConfig
+    const outbound = yield* OutboundGuard
     // Hot paths (decisions, gateway admission, run events) read a workspace's settings and environments on every
     // request: cached until a change here, or in any other instance, drops them (src/platform/ChangeNotices.ts).
     const runtimeCache = yield* makeNoticeCache<RuntimeConfig>("workspace_settings")
@@ -88,29 +88,15 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
       (effect: Effect.Effect<A, E, R>) =>
         Effect.tap(effect, () => runtimeCache.changed(workspaceId))
 
-    /** https anywhere; plain http only to hosts on HTTP_URL_ALLOWLIST. */
-    const checkWebhookUrl = (value: string) => {
-      const url = URL.canParse(value) ? new URL(value) : undefined
-      const allowed =
-        url !== undefined &&
-        (url.protocol === "https:" || (url.protocol === "http:" && config.httpAllowlist.includes(url.hostname)))
-      return allowed
-        ? Effect.void
-        : Effect.fail(
-            new BadRequest({
-              code: "validation_failed",
-              message: "escalation_webhook_url: expected an https URL (http only to allowlisted hosts).",
-              details: [{ path: "escalation_webhook_url", message: "expected an https URL" }]
-            })
-          )
-    }
-
     const settingsOf = (workspaceId: string) =>
       repo.findSettings(workspaceId).pipe(Effect.flatMap(Effect.orDie), Effect.map(toSettings))
 
     const updateSettings = (workspaceId: string, patch: SettingsPatch) =>
       Effect.gen(function* () {
-        if (typeof patch.escalation_webhook_url === "string") yield* checkWebhookUrl(patch.escalation_webhook_url)
+        // https (plain http only to allowlisted hosts), never an internal address (the outbound guard).
+        if (typeof patch.escalation_webhook_url === "string") {
+          yield* outbound.validateUrl(patch.escalation_webhook_url, "escalation_webhook_url")
+        }
         const { config: configPatch, ...fields } = patch
         const values: Record<string, unknown> = Object.fromEntries(
           Object.entries(fields).filter(([, v]) => v !== undefined)
@@ -252,5 +238,5 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
       replaceCheckerModes
     }
   }),
-  dependencies: [IdentityRepo.Default]
+  dependencies: [IdentityRepo.Default, OutboundGuard.Default]
 }) {}

@@ -8,6 +8,7 @@
  */
 import { Effect, Either } from "effect"
 import { uuidv7 } from "../platform/Ids.js"
+import type { OutboundGuard } from "../platform/OutboundGuard.js"
 import type { ToolCall } from "./DemoAgent.js"
 import { type Decider, type GuardDecision, guardOutput } from "./Guarding.js"
 import { judge } from "./Judge.js"
@@ -20,7 +21,8 @@ export interface AttackContext {
   readonly workspaceId: string
   readonly target: string
   readonly agent: AgentProfileView
-  readonly allowlist: ReadonlyArray<string>
+  /** The outbound guard the target calls go through. */
+  readonly outbound: OutboundGuard
   /** The pipeline for one session. */
   readonly deciderFor: (sessionId: string) => Decider<unknown>
 }
@@ -74,7 +76,7 @@ export const runAttack = (context: AttackContext, attack: AttackCase): Effect.Ef
       events
     })
 
-    const transcript = yield* Effect.either(converse(context.target, attack.turns, sessionId, context.allowlist))
+    const transcript = yield* Effect.either(converse(context, context.target, attack.turns, sessionId))
     if (Either.isLeft(transcript)) {
       for (const turn of attack.turns) event({ actor: "attacker", kind: "user_turn", label: "prompt", content_text: turn, trace_id: null, payload: null })
       return failed(transcript.left.message)

@@ -29,7 +29,7 @@ import type { TargetReply } from "./DemoAgent.js"
 import { type Decider, guardOutput } from "./Guarding.js"
 import { CARD_SOURCE, judge, SSN_SOURCE, type Substrate } from "./Judge.js"
 import type { AttackRow } from "./Repo.js"
-import { converse, type TargetError } from "./Targets.js"
+import { converse, type TargetCaller, type TargetError } from "./Targets.js"
 import { type AgentProfileView, type AttackCase, controlPrompts, variantsOf } from "./Techniques.js"
 
 export const VARIANT_PASS_RATIO = 0.95
@@ -163,9 +163,9 @@ export interface Replays {
   readonly controls: ReadonlyArray<Either.Either<TargetReply, TargetError>>
 }
 
-const finalAnswer = (target: string, turns: ReadonlyArray<string>, allowlist: ReadonlyArray<string>) =>
+const finalAnswer = (caller: TargetCaller, target: string, turns: ReadonlyArray<string>) =>
   Effect.either(
-    Effect.map(converse(target, turns, `rts_replay_${shortHash(turns.join("\n"))}`, allowlist), (t) => t[t.length - 1]!.answer)
+    Effect.map(converse(caller, target, turns, `rts_replay_${shortHash(turns.join("\n"))}`), (t) => t[t.length - 1]!.answer)
   )
 
 export const collectReplays = (
@@ -173,7 +173,7 @@ export const collectReplays = (
   agent: AgentProfileView,
   rows: ReadonlyArray<AttackRow>,
   cases: ReadonlyMap<number, AttackCase>,
-  allowlist: ReadonlyArray<string>
+  caller: TargetCaller
 ): Effect.Effect<Replays> =>
   Effect.gen(function* () {
     const landed = new Map<number, Either.Either<TargetReply, TargetError>>()
@@ -186,15 +186,15 @@ export const collectReplays = (
           // a row without its case is not replayed, so its candidate fails with no_target_reply.
           const turns = cases.get(row.seq)?.turns
           if (turns === undefined || turns.length === 0) return
-          landed.set(row.seq, yield* finalAnswer(target, turns, allowlist))
+          landed.set(row.seq, yield* finalAnswer(caller, target, turns))
           variants.set(
             row.seq,
-            yield* Effect.forEach(variantsOf(turns), (variant) => finalAnswer(target, variant.turns, allowlist))
+            yield* Effect.forEach(variantsOf(turns), (variant) => finalAnswer(caller, target, variant.turns))
           )
         }),
       { concurrency: 4, discard: true }
     )
-    const controls = yield* Effect.forEach(controlPrompts(agent), (prompt) => finalAnswer(target, [prompt], allowlist), {
+    const controls = yield* Effect.forEach(controlPrompts(agent), (prompt) => finalAnswer(caller, target, [prompt]), {
       concurrency: 4
     })
     return { landed, variants, controls }

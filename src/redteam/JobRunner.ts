@@ -22,7 +22,7 @@ import { AuthorizationLive } from "../authorization/Http.js"
 import { CatalogLive } from "../catalog/Http.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
-import { AppConfig } from "../platform/Config.js"
+import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { DEMO_AGENT_ID } from "./DemoAgent.js"
 import { runAttack } from "./Execution.js"
 import { keepAttack } from "./Keeping.js"
@@ -45,7 +45,7 @@ const makeRunner = Effect.gen(function* () {
   const aggregates = yield* Aggregates
   const sql = yield* SqlClient.SqlClient
   const snapshots = yield* CatalogSnapshot
-  const config = yield* AppConfig
+  const outbound = yield* OutboundGuard
   const settings = yield* WorkspaceSettings
   const workerId = `${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`
   const running = new Set<string>()
@@ -70,7 +70,7 @@ const makeRunner = Effect.gen(function* () {
         workspaceId: job.workspace_id,
         target: job.target,
         agent,
-        allowlist: config.httpAllowlist,
+        outbound,
         deciderFor: (sessionId: string) => liveDecider(authorization, job, agentId, sessionId)
       }
       const attacks = Effect.forEach(
@@ -144,5 +144,6 @@ export const JobRunnerLive = Layer.scopedDiscard(makeRunner).pipe(
   Layer.provide(Aggregates.Default),
   Layer.provide(AuthorizationLive),
   Layer.provide(CatalogLive),
-  Layer.provide(WorkspaceSettings.Default)
+  Layer.provide(WorkspaceSettings.Default),
+  Layer.provide(OutboundGuard.Default)
 )

@@ -7,7 +7,7 @@ import { Effect, Either, Option } from "effect"
 import { Agents } from "../catalog/Agents.js"
 import type { Caller } from "../identity/Authentication.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
-import { AppConfig } from "../platform/Config.js"
+import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { decodeCursor, encodeCursor, invalidCursor, pageByTime } from "../platform/Cursor.js"
 import { BadRequest, Conflict, NotFound } from "../platform/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
@@ -57,7 +57,7 @@ export class Redteam extends Effect.Service<Redteam>()("redteam/Redteam", {
     const repo = yield* RedteamRepo
     const agents = yield* Agents
     const settings = yield* WorkspaceSettings
-    const config = yield* AppConfig
+    const outbound = yield* OutboundGuard
 
     const findJob = (workspaceId: string, id: string) => repo.findJob(workspaceId, id).pipe(orFailWith(() => jobNotFound(id)))
 
@@ -123,7 +123,7 @@ export class Redteam extends Effect.Service<Redteam>()("redteam/Redteam", {
             details: [{ path: "target_url", message: `expected ${DEMO_TARGET_URL} without agent_id` }]
           })
         }
-        const checked = yield* checkTargetUrl(input.target_url, config.httpAllowlist)
+        const checked = yield* checkTargetUrl(outbound, input.target_url)
         if (Either.isLeft(checked)) {
           return yield* new BadRequest({
             code: checked.left.code,
@@ -209,5 +209,5 @@ export class Redteam extends Effect.Service<Redteam>()("redteam/Redteam", {
 
     return { findJob, createPlan, listPlans, deletePlan, dispatch, listJobs, getJob, cancelJob, listAttacks }
   }),
-  dependencies: [RedteamRepo.Default]
+  dependencies: [RedteamRepo.Default, OutboundGuard.Default]
 }) {}

@@ -12,7 +12,7 @@ import { Agents } from "../catalog/Agents.js"
 import { Policies } from "../catalog/Policies.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
-import { AppConfig } from "../platform/Config.js"
+import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { Conflict } from "../platform/Errors.js"
 import type { CheckerMode, CheckerName } from "../authorization/Pipeline.js"
 import { DEMO_AGENT_ID } from "./DemoAgent.js"
@@ -89,7 +89,7 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
     const policies = yield* Policies
     const snapshots = yield* CatalogSnapshot
     const settings = yield* WorkspaceSettings
-    const config = yield* AppConfig
+    const outbound = yield* OutboundGuard
 
     /** Creates a disabled policy, or answers the existing one with that id (so regenerating never duplicates). */
     const createOrReuse = (workspaceId: string, document: Record<string, unknown>) =>
@@ -139,7 +139,7 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
           attackCases(job.profile as JobProfile, agent, channelsOf(planFor(agent).paths)).map((c) => [c.seq, c])
         )
         // Replayed first: in the stricter data handling modes the substrates' values come from these replays.
-        const replays = yield* collectReplays(job.target, agent, landed, cases, config.httpAllowlist)
+        const replays = yield* collectReplays(job.target, agent, landed, cases, { outbound, workspaceId })
         const { candidates: groups, unreachable } = synthesize(agentId, landed, (row) =>
           substratesOf(row, replays, cases, agent)
         )
@@ -184,5 +184,6 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
       })
 
     return { generateStatic, harden }
-  })
+  }),
+  dependencies: [OutboundGuard.Default]
 }) {}

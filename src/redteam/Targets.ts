@@ -6,58 +6,27 @@
  * - an OpenAI chat-completions-compatible endpoint (a URL ending in
  *   `/chat/completions`): POST `{model, messages}`, read `choices[0].message`
  *   (`content`, `tool_calls[].function.{name, arguments}`).
- * URLs pass an SSRF guard (http/https only; private, loopback, link-local and
- * other non-public addresses refused unless the host is on HTTP_URL_ALLOWLIST),
- * checked at dispatch and again on every request (DNS may change). Redirects
- * are not followed. Requests per target are spaced by a per-process rate limit.
+ * URLs pass the outbound guard (src/platform/OutboundGuard.ts: http or https;
+ * internal addresses refused unless the host is on HTTP_URL_ALLOWLIST),
+ * checked at dispatch and again whenever a connection is made, against the
+ * address it connects to. Redirects are not followed. The answer is read as a
+ * stream and the call aborted past MAX_RESPONSE_BYTES. Requests are spaced
+ * per workspace (all its targets together), per process.
  */
-import { Data, Duration, Effect, Either } from "effect"
-import { lookup } from "node:dns/promises"
-import { BlockList, isIP } from "node:net"
+import { Clock, Data, Duration, Effect, Either } from "effect"
+import { isRedirect, type OutboundGuard, redirectRefusal } from "../platform/OutboundGuard.js"
 import { type ChatMessage, demoReply, type TargetReply, type ToolCall } from "./DemoAgent.js"
 import { DEMO_TARGET_URL } from "./Domain.js"
 
 export const TARGET_TIMEOUT = Duration.seconds(15)
-const MAX_RESPONSE_BYTES = 256 * 1024
-/** Remote targets: at most this many requests per second per target URL, per worker process. */
+export const MAX_RESPONSE_BYTES = 256 * 1024
+/** Remote targets: at most this many requests per second per workspace, per worker process. */
 export const REMOTE_REQUESTS_PER_SECOND = 20
 
-const nonPublic = new BlockList()
-for (const [address, prefix] of [
-  ["0.0.0.0", 8],
-  ["10.0.0.0", 8],
-  ["100.64.0.0", 10],
-  ["127.0.0.0", 8],
-  ["169.254.0.0", 16],
-  ["172.16.0.0", 12],
-  ["192.0.0.0", 24],
-  ["192.168.0.0", 16],
-  ["198.18.0.0", 15],
-  ["224.0.0.0", 4],
-  ["240.0.0.0", 4]
-] as const) {
-  nonPublic.addSubnet(address, prefix, "ipv4")
-}
-for (const [address, prefix] of [
-  ["::", 128],
-  ["::1", 128],
-  ["fc00::", 7],
-  ["fe80::", 10],
-  ["ff00::", 8],
-  ["::ffff:0:0", 96],
-  ["64:ff9b::", 96]
-] as const) {
-  nonPublic.addSubnet(address, prefix, "ipv6")
-}
-
-export const isNonPublicAddress = (address: string): boolean => {
-  const family = isIP(address)
-  if (family === 4) return nonPublic.check(address, "ipv4")
-  if (family === 6) {
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)
-    return mapped !== null ? nonPublic.check(mapped[1]!, "ipv4") : nonPublic.check(address, "ipv6")
-  }
-  return true
+/** Who calls a target: the guard its calls go through, and the workspace whose rate they count against. */
+export interface TargetCaller {
+  readonly outbound: OutboundGuard
+  readonly workspaceId: string
 }
 
 export interface TargetProblem {
@@ -65,47 +34,22 @@ export interface TargetProblem {
   readonly message: string
 }
 
-/** The SSRF guard: `Right(url)` when the target may be called. */
+/** The dispatch-time check: `Right(url)` when the target may be called (plain http allowed, the name must resolve). */
 export const checkTargetUrl = (
-  raw: string,
-  allowlist: ReadonlyArray<string>
-): Effect.Effect<Either.Either<URL, TargetProblem>> =>
-  Effect.gen(function* () {
-    if (raw === DEMO_TARGET_URL) return Either.right(new URL(raw))
-    const parsed = Either.try(() => new URL(raw))
-    if (Either.isLeft(parsed)) {
-      return Either.left({ code: "invalid_target_url" as const, message: `target_url ${raw} is not a URL.` })
-    }
-    const url = parsed.right
-    if (url.protocol !== "http:" && url.protocol !== "https:") {
-      return Either.left({
-        code: "invalid_target_url" as const,
-        message: `target_url must be http(s) or ${DEMO_TARGET_URL}, got ${url.protocol}`
-      })
-    }
-    if (url.username !== "" || url.password !== "") {
-      return Either.left({ code: "invalid_target_url" as const, message: "target_url must not carry credentials." })
-    }
-    const host = url.hostname.replace(/^\[|\]$/g, "").toLowerCase()
-    if (allowlist.some((allowed) => allowed.toLowerCase() === host)) return Either.right(url)
-    const addresses =
-      isIP(host) !== 0
-        ? [host]
-        : yield* Effect.tryPromise(() => lookup(host, { all: true, verbatim: true })).pipe(
-            Effect.map((found) => found.map((entry) => entry.address)),
-            Effect.orElseSucceed((): ReadonlyArray<string> => [])
-          )
-    if (addresses.length === 0) {
-      return Either.left({ code: "target_not_allowed" as const, message: `The host ${host} does not resolve.` })
-    }
-    const blocked = addresses.find(isNonPublicAddress)
-    return blocked === undefined
-      ? Either.right(url)
-      : Either.left({
-          code: "target_not_allowed" as const,
-          message: `The host ${host} resolves to a private or loopback address (${blocked}); add it to HTTP_URL_ALLOWLIST to allow it.`
-        })
-  })
+  outbound: OutboundGuard,
+  raw: string
+): Effect.Effect<Either.Either<URL, TargetProblem>> => {
+  if (raw === DEMO_TARGET_URL) return Effect.succeed(Either.right(new URL(raw)))
+  return outbound.checkUrl(raw, { plainHttp: "any", unresolved: "refuse" }).pipe(
+    Effect.mapError(
+      (refusal): TargetProblem =>
+        refusal.kind === "invalid_url"
+          ? { code: "invalid_target_url", message: `target_url: ${refusal.message} or ${DEMO_TARGET_URL}.` }
+          : { code: "target_not_allowed", message: `target_url: ${refusal.message}` }
+    ),
+    Effect.either
+  )
+}
 
 // ---- calling a target
 
@@ -145,52 +89,58 @@ export const parseTargetAnswer = (body: unknown): Either.Either<TargetReply, str
   return Either.left("the target's answer has neither `reply` nor `choices[0].message`")
 }
 
-const nextSlot = new Map<string, number>()
+/**
+ * A limiter of `perSecond` requests per key: each call waits for the key's next slot. Keys are workspaces, so
+ * a workspace cannot multiply its rate by naming many target URLs, and one workspace's jobs do not slow another's.
+ */
+export const makeRateLimiter = (perSecond: number) => {
+  const nextSlot = new Map<string, number>()
+  const interval = 1000 / perSecond
+  return (key: string) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const slot = Math.max(now, nextSlot.get(key) ?? 0)
+      if (nextSlot.size > 10_000) nextSlot.clear()
+      nextSlot.set(key, slot + interval)
+      return slot > now ? Effect.sleep(Duration.millis(slot - now)) : Effect.void
+    })
+}
 
-/** Waits for this target's next request slot (per process). */
-const rateLimit = (target: string) =>
-  Effect.suspend(() => {
-    const now = Date.now()
-    const interval = 1000 / REMOTE_REQUESTS_PER_SECOND
-    const slot = Math.max(now, nextSlot.get(target) ?? 0)
-    nextSlot.set(target, slot + interval)
-    if (nextSlot.size > 10_000) nextSlot.clear()
-    return slot > now ? Effect.sleep(Duration.millis(slot - now)) : Effect.void
-  })
+const rateLimit = makeRateLimiter(REMOTE_REQUESTS_PER_SECOND)
 
-const post = (url: URL, body: unknown) =>
-  Effect.tryPromise({
-    try: async (signal) => {
-      const response = await fetch(url, {
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json" },
-        body: JSON.stringify(body),
-        redirect: "manual",
-        signal: AbortSignal.any([signal, AbortSignal.timeout(Duration.toMillis(TARGET_TIMEOUT))])
-      })
-      const text = await response.text()
-      return { status: response.status, text }
-    },
-    catch: (error) => new TargetError({ message: `The target could not be reached: ${error instanceof Error ? error.message : String(error)}` })
-  })
+const post = (outbound: OutboundGuard, url: URL, body: unknown) =>
+  outbound
+    .post(url, {
+      headers: { "content-type": "application/json", accept: "application/json" },
+      body: JSON.stringify(body),
+      timeoutMillis: Duration.toMillis(TARGET_TIMEOUT),
+      maxResponseBytes: MAX_RESPONSE_BYTES
+    })
+    .pipe(
+      Effect.mapError((failure) =>
+        failure.reason === "too_large"
+          ? new TargetError({ message: `The target's answer is too large (over ${MAX_RESPONSE_BYTES} bytes); the call was aborted.` })
+          : new TargetError({ message: `The target could not be reached: ${failure.message}` })
+      )
+    )
 
 /** Sends the conversation to the target; the demo target answers in process. */
 export const callTarget = (
+  caller: TargetCaller,
   target: string,
   messages: ReadonlyArray<ChatMessage>,
-  sessionId: string,
-  allowlist: ReadonlyArray<string>
+  sessionId: string
 ): Effect.Effect<TargetReply, TargetError> =>
   Effect.gen(function* () {
     if (target === DEMO_TARGET_URL) return demoReply(messages)
-    const checked = yield* checkTargetUrl(target, allowlist)
-    if (Either.isLeft(checked)) return yield* Effect.fail(new TargetError({ message: checked.left.message }))
-    yield* rateLimit(target)
-    const url = checked.right
+    if (!URL.canParse(target)) return yield* Effect.fail(new TargetError({ message: `target_url ${target} is not a URL.` }))
+    yield* rateLimit(caller.workspaceId)
+    const url = new URL(target)
     const chat = url.pathname.endsWith("/chat/completions")
-    const { status, text } = yield* post(url, chat ? { model: "target", messages } : { messages, session_id: sessionId })
+    const answer = yield* post(caller.outbound, url, chat ? { model: "target", messages } : { messages, session_id: sessionId })
+    const { status } = answer
+    if (isRedirect(status)) return yield* Effect.fail(new TargetError({ message: `The target ${redirectRefusal(status)}.` }))
     if (status < 200 || status >= 300) return yield* Effect.fail(new TargetError({ message: `The target answered HTTP ${status}.` }))
-    if (text.length > MAX_RESPONSE_BYTES) return yield* Effect.fail(new TargetError({ message: "The target's answer is too large." }))
+    const text = answer.body.toString("utf8")
     const parsed = Either.flatMap(
       Either.try({ try: () => JSON.parse(text) as unknown, catch: () => "the target's answer is not JSON" }),
       parseTargetAnswer
@@ -202,18 +152,13 @@ export const callTarget = (
   })
 
 /** Sends the user turns one at a time (multi-turn), keeping the target's answers in the conversation. */
-export const converse = (
-  target: string,
-  turns: ReadonlyArray<string>,
-  sessionId: string,
-  allowlist: ReadonlyArray<string>
-) =>
+export const converse = (caller: TargetCaller, target: string, turns: ReadonlyArray<string>, sessionId: string) =>
   Effect.gen(function* () {
     const messages: Array<ChatMessage> = []
     const transcript: Array<{ readonly user: string; readonly answer: TargetReply }> = []
     for (const turn of turns) {
       messages.push({ role: "user", content: turn })
-      const answer = yield* callTarget(target, messages, sessionId, allowlist)
+      const answer = yield* callTarget(caller, target, messages, sessionId)
       messages.push({ role: "assistant", content: answer.reply })
       transcript.push({ user: turn, answer })
     }

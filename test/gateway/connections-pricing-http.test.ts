@@ -119,7 +119,21 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
         expect(rekeyed.text).not.toContain("sk-new-key-456")
         expect(yield* stored()).not.toBe(before)
 
-        const reset = expectStatus(yield* call(base, "PATCH", path, { token: owner.jwt, body: { base_url: null } }), 200)
+        // A stored key never follows a new base_url: changing it takes the key for the new server (400 otherwise).
+        expectValidation(yield* call(base, "PATCH", path, { token: owner.jwt, body: { base_url: null } }), "provider_api_key")
+        expectValidation(
+          yield* call(base, "PATCH", path, { token: owner.jwt, body: { base_url: "http://127.0.0.1:10/v1", display_name: "x" } }),
+          "provider_api_key"
+        )
+        expect(expectStatus(yield* call(base, "GET", "/v1/gateway/provider-connections", { token: owner.jwt }), 200)).toMatchObject({
+          provider_connections: [{ display_name: "Renamed", base_url: "http://127.0.0.1:9" }]
+        })
+        // The same base_url again is no change, so no key is needed.
+        expectStatus(yield* call(base, "PATCH", path, { token: owner.jwt, body: { base_url: "http://127.0.0.1:9/" } }), 200)
+        const reset = expectStatus(
+          yield* call(base, "PATCH", path, { token: owner.jwt, body: { base_url: null, provider_api_key: "sk-for-openai" } }),
+          200
+        )
         expect(reset.base_url).toBe("https://api.openai.com/v1")
         expectValidation(yield* call(base, "PATCH", path, { token: owner.jwt, body: { base_url: "http://evil.example" } }), "base_url")
 

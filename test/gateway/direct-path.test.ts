@@ -20,6 +20,7 @@ import {
   gatewayTenant,
   monthSpend,
   setBudget,
+  PROVIDER_KEY,
   setPrice,
   type UsageMessage
 } from "./gateway-helpers.js"
@@ -124,7 +125,7 @@ layer(testServerWithDatabase("database", { ...GATEWAY_SETTINGS, METRICS_TOKEN })
         expectStatus(
           yield* call(base, "PATCH", `/v1/gateway/provider-connections/${gateway.connectionId}`, {
             token: owner.jwt,
-            body: { base_url: "http://127.0.0.1:9/v1" }
+            body: { base_url: "http://127.0.0.1:9/v1", provider_api_key: PROVIDER_KEY }
           }),
           200
         )

@@ -158,6 +158,25 @@ export const createKey = (base: string, owner: { jwt: string }, body: Record<str
     }
   })
 
+/**
+ * A user of `role` in `owner`'s workspace: invited by the owner, the invite accepted through the trusted web
+ * client (the server needs INTERNAL_API_KEY = INTERNAL_KEY). Acts there with `workspace: owner.workspaceId`.
+ */
+export const joinedAs = (base: string, owner: Tenant, role: "admin" | "member") =>
+  Effect.gen(function* () {
+    const user = yield* signUp(base)
+    const email = `${uniqueName(role)}@example.com`
+    expectStatus(yield* call(base, "POST", "/v1/team/invites", { token: owner.jwt, body: { email, role } }), 201)
+    const mine = expectStatus(
+      yield* call(base, "GET", "/v1/team/my-workspaces", {
+        token: INTERNAL_KEY,
+        headers: { "x-service-user-id": user.user_id, "x-service-user-email": email }
+      }),
+      200
+    ) as { workspaces: ReadonlyArray<{ readonly id: string; readonly role: string }> }
+    expect(mine.workspaces.find((w) => w.id === owner.workspaceId)?.role).toBe(role)
+    return user
+  })
 /** A new environment in the caller's (default or given) workspace. */
 export const createEnvironment = (
   base: string,

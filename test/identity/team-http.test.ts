@@ -18,12 +18,12 @@ import {
   expectStatus,
   expectValidation,
   INTERNAL_KEY,
+  joinedAs,
   oauthSession,
   SERVER_OPTIONS,
   sha256Hex,
   signUp,
   tenant,
-  type Tenant,
   TIMESTAMP
 } from "./http-helpers.js"
 
@@ -75,20 +75,6 @@ const members = (base: string, owner: { jwt: string }, workspace?: string) =>
         invites: Array<{ id: string; email: string; role: string; status: string; workspace_id: string }>
       }
   )
-
-/** A user of `role` in `owner`'s workspace, through an invite accepted by the trusted web client (internal key). */
-const joined = (base: string, owner: Tenant, role: "admin" | "member") =>
-  Effect.gen(function* () {
-    const user = yield* signUp(base)
-    const email = `${uniqueName(role)}@example.com`
-    yield* invite(base, owner, email, role)
-    const mine = expectStatus(
-      yield* myWorkspaces(base, user.user_id, { token: INTERNAL_KEY, email }),
-      200
-    ) as MyWorkspaces
-    expect(mine.workspaces.find((w) => w.id === owner.workspaceId)?.role).toBe(role)
-    return user
-  })
 
 const expectMembership = (membership: Membership) => {
   expect(typeof membership.id).toBe("string")
@@ -425,7 +411,7 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
         const owner = yield* tenant(base)
         const staging = yield* createEnvironment(base, owner)
         const key = yield* createKey(base, owner)
-        const member = yield* joined(base, owner, "member")
+        const member = yield* joinedAs(base, owner, "member")
         const ws = owner.workspaceId
         const token = member.jwt
 
@@ -473,7 +459,7 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const admin = yield* joined(base, owner, "admin")
+        const admin = yield* joinedAs(base, owner, "admin")
         const ws = owner.workspaceId
         const token = admin.jwt
         expectStatus(yield* call(base, "GET", "/v1/api-keys", { token, workspace: ws }), 200)
