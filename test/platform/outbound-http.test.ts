@@ -7,10 +7,9 @@
  * traffic stays on loopback.
  */
 import { expect, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { createServer, type Socket } from "node:net"
 import type { AddressInfo } from "node:net"
-import { Resolver } from "../../src/platform/OutboundGuard.js"
 import { createAgent, propose, reply, until } from "../authorization-http/event-helpers.js"
 import { createAlert } from "../billing/billing-helpers.js"
 import { GATEWAY_SETTINGS, PROVIDER_KEY, setupGateway } from "../gateway/gateway-helpers.js"
@@ -39,7 +38,7 @@ const server = testServer("database", {
   HTTP_URL_ALLOWLIST: "127.0.0.1",
   INTERNAL_API_KEY: INTERNAL_KEY,
   WEBHOOK_MAX_ATTEMPTS: "1"
-}).pipe(Layer.provide(Layer.succeed(Resolver, resolver)))
+}, resolver)
 
 /** A loopback TCP listener that only counts the connections it gets. */
 const connectionCounter = Effect.acquireRelease(

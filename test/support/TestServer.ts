@@ -4,15 +4,35 @@
  */
 import { HttpServer } from "@effect/platform"
 import { Context, Effect, Layer } from "effect"
+import { type HostResolver, Resolver } from "../../src/platform/OutboundGuard.js"
 import { PlatformCoreLive, PlatformLive } from "../../src/platform/Platform.js"
 import { HttpAppLive, nodeServer } from "../../src/Server.js"
 import { StreamWorkersLive } from "../../src/StreamWorkers.js"
 import { configLayer, type EventLogMode, freshDatabase, settingsFor, testPlatform } from "./TestPlatform.js"
 
-export const testServer = (mode: EventLogMode, extra: Record<string, string> = {}) =>
+/**
+ * Tests send nothing off loopback, DNS queries included: test servers resolve
+ * `localhost` and refuse every other name (ENOTFOUND) unless a test passes a
+ * resolver of its own.
+ */
+export const loopbackOnlyResolver: HostResolver = {
+  resolve: (host) =>
+    host === "localhost" || host.endsWith(".localhost")
+      ? Promise.resolve([{ address: "127.0.0.1", family: 4 }])
+      : Promise.reject(Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: "ENOTFOUND" }))
+}
+
+const resolverLayer = (resolver: HostResolver) => Layer.succeed(Resolver, resolver)
+
+export const testServer = (
+  mode: EventLogMode,
+  extra: Record<string, string> = {},
+  resolver: HostResolver = loopbackOnlyResolver
+) =>
   Layer.mergeAll(HttpAppLive, StreamWorkersLive).pipe(
     Layer.provideMerge(nodeServer({ port: 0, host: "127.0.0.1" })),
-    Layer.provideMerge(testPlatform(mode, extra))
+    Layer.provideMerge(testPlatform(mode, extra)),
+    Layer.provide(resolverLayer(resolver))
   )
 
 const serverOver = (
@@ -23,7 +43,8 @@ const serverOver = (
 ) =>
   Layer.mergeAll(HttpAppLive, StreamWorkersLive).pipe(
     Layer.provideMerge(nodeServer({ port: 0, host: "127.0.0.1" })),
-    Layer.provideMerge(platform.pipe(Layer.provide(configLayer(settingsFor(mode, databaseUrl, extra)))))
+    Layer.provideMerge(platform.pipe(Layer.provide(configLayer(settingsFor(mode, databaseUrl, extra))))),
+    Layer.provide(resolverLayer(loopbackOnlyResolver))
   )
 
 /**
