@@ -2,6 +2,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authentication } from "../identity/Authentication.js"
+import { Note } from "../platform/Schemas.js"
 import { AuthorizationResponse, ProposedEvent } from "./Domain.js"
 
 // 200, not 201: the answer is a decision; the trace it writes is a side record.
@@ -43,7 +44,7 @@ export class ReceiptsApi extends HttpApiGroup.make("receipts")
       .setPath(Schema.Struct({ intent_id: Schema.String }))
       .setPayload(
         Schema.Struct({
-          note: Schema.optional(Schema.String),
+          note: Schema.optional(Note),
           ttl_seconds: Schema.optional(Schema.Int.pipe(Schema.between(1, 7 * 24 * 3600)))
         })
       )

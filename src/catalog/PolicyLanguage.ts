@@ -9,6 +9,7 @@ import { Either, JSONSchema, ParseResult, Schema } from "effect"
 import { LineCounter, parseDocument } from "yaml"
 import { PolicyDocument, ValidationResult } from "./Domain.js"
 import { unstorableJson } from "../platform/Json.js"
+import { shortMessage } from "../platform/Schemas.js"
 import { checkRegexSafety, regexMatchesEmpty } from "./RegexSafety.js"
 
 export interface PolicyError {
@@ -88,7 +89,7 @@ const decodeDocument = Schema.decodeUnknownEither(PolicyDocument, { errors: "all
  */
 const schemaErrors = (error: ParseResult.ParseError): Array<PolicyError> => {
   const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
-    .map((issue) => ({ path: issue.path.map(String).join("."), message: issue.message }))
+    .map((issue) => ({ path: issue.path.map(String).join("."), message: shortMessage(issue.message) }))
     .filter((issue) => !issue.message.startsWith("Expected undefined,"))
   const paths = issues.map((issue) => issue.path)
   const deepest = issues.filter((issue) => !paths.some((p) => p.startsWith(`${issue.path}.`)))

@@ -27,6 +27,7 @@ import { Readable } from "node:stream"
 import { countedRequest, type Traffic } from "../operations/Drain.js"
 import { recordRequest } from "../operations/Metrics.js"
 import { uuidv7 } from "./Ids.js"
+import { shortMessage } from "./Schemas.js"
 import { unstorableJson } from "./Json.js"
 import { BadRequest, isHttpError, NotFound, PayloadTooLarge, UnsupportedMediaType } from "./Errors.js"
 
@@ -278,7 +279,7 @@ const checkBody = (request: HttpServerRequest.HttpServerRequest, route: RouteEnt
 const formatPath = (path: ReadonlyArray<PropertyKey>) => path.map(String).join(".")
 
 export const validationFailed = (error: HttpApiError.HttpApiDecodeError) => {
-  const details = error.issues.map((issue) => ({ path: formatPath(issue.path), message: issue.message }))
+  const details = error.issues.map((issue) => ({ path: formatPath(issue.path), message: shortMessage(issue.message) }))
   const first = details[0]
   return new BadRequest({
     code: "validation_failed",
