@@ -59,6 +59,8 @@ export const Limits = {
   items: 1_000,
   /** Free-form JSON fields (metadata, params, config...): nesting depth, keys per object, items per array, characters per string. */
   json: { depth: 16, keys: 256, items: 1_000, string: 65_536 },
+  /** YAML/JSON documents (policies, agent profiles): body bytes (413 above), and YAML tokens (parsing cost grows with them). */
+  yaml: { bytes: 262_144, tokens: 10_000 },
   /** Any JSON body, before any schema: depth, keys per object, items per array. */
   body: { depth: 64, keys: 1_000, items: 10_000 }
 } as const
