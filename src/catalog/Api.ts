@@ -3,7 +3,7 @@ import { Authentication } from "../identity/Authentication.js"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { MaxBodyBytes } from "../platform/HttpPipeline.js"
-import { Limits } from "../platform/Schemas.js"
+import { Identifier, Limits } from "../platform/Schemas.js"
 import {
   Agent,
   AgentId,
@@ -131,7 +131,7 @@ export class LabelPoliciesApi extends HttpApiGroup.make("labelPolicies")
     "Per-origin label policies (confidentiality, integrity, trust) used by information-flow checks."
   ) {}
 
-const ToolPath = Schema.Struct({ tool: Schema.String })
+const ToolPath = Schema.Struct({ tool: Identifier })
 
 export class ToolMetadataApi extends HttpApiGroup.make("toolMetadata")
   .add(
