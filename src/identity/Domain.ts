@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import {
   boundedArray,
   BoundedJson,
+  boundedString,
   Description,
   Email,
   Identifier,
@@ -32,7 +33,10 @@ export const PasswordDigest = Schema.String.pipe(Schema.pattern(/^[0-9a-fA-F]{64
   description: "SHA-256 hex digest of the plaintext password (64 hex characters)"
 })
 
-const Username = Schema.Trim.pipe(
+/** Trimmed text, bounded before trimming too (so the OpenAPI document shows the limit). */
+const trimmed = (max: number) => Schema.compose(boundedString(max), Schema.Trim)
+
+const Username = trimmed(128).pipe(
   Schema.minLength(1, { message: () => "expected a username" }),
   Schema.maxLength(128, { message: () => "expected at most 128 characters" })
 )
@@ -48,13 +52,13 @@ export const ChangePassword = Schema.Struct({
   new_password: PasswordDigest
 })
 
-const NonBlank = Schema.Trim.pipe(
+const NonBlank = trimmed(256).pipe(
   Schema.minLength(1, { message: () => "expected a non-blank value" }),
   Schema.maxLength(256)
 )
 
 export const OAuthSessionRequest = Schema.Struct({
-  email: Schema.compose(Email, Schema.Trim).pipe(
+  email: trimmed(320).pipe(
     Schema.pattern(/^[^\s@]+@[^\s@]+$/, { message: () => "expected an email address" })
   ),
   provider: NonBlank,
@@ -118,10 +122,10 @@ export const MyWorkspacesHeaders = Schema.Struct({
   "x-service-user-email": Schema.optional(Email)
 })
 
-export const CreateWorkspace = Schema.Struct({ name: Schema.Trim.pipe(Schema.minLength(1), Schema.maxLength(200)) })
+export const CreateWorkspace = Schema.Struct({ name: trimmed(200).pipe(Schema.minLength(1), Schema.maxLength(200)) })
 
 export const CreateInvite = Schema.Struct({
-  email: Schema.compose(Email, Schema.Trim).pipe(
+  email: trimmed(320).pipe(
     Schema.pattern(/^[^\s@]+@[^\s@]+$/, { message: () => "expected an email address" })
   ),
   role: Schema.optionalWith(WorkspaceRole, { default: () => "member" as const })

@@ -5,6 +5,13 @@
  * wrong, extreme or unstorable), under each kind of credential. Every answer
  * must be below 500 and carry the conventions' error body when it is an
  * error. New endpoints are covered as soon as they are declared.
+ *
+ * "Every input is bounded": every field of every request body (and of the
+ * policy and agent documents) gets, one at a time, a 1 MB string, 100,000
+ * items, 10,000 keys, deep nesting and a NUL character, inside an otherwise
+ * valid body; every query parameter a 10,000-character value. Each must be
+ * refused (400 naming the path, or 413) and no table may gain a row
+ * (docs/limits.md).
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect, JSONSchema, type Schema } from "effect"
