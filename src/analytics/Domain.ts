@@ -1,9 +1,9 @@
 /** Analytics catalog, metric queries, saved dashboard views and human-review analytics. */
 import { Schema } from "effect"
-import { Timestamp } from "../platform/Schemas.js"
+import { boundedArray, Identifier, NonEmptyIdentifier, NonEmptyName, Name, Timestamp } from "../platform/Schemas.js"
 import { RunKind } from "../runs/Domain.js"
 
-export const ViewId = Schema.String.pipe(Schema.brand("ViewId")).annotations({ identifier: "ViewId" })
+export const ViewId = Identifier.pipe(Schema.brand("ViewId")).annotations({ identifier: "ViewId" })
 export type ViewId = typeof ViewId.Type
 
 // Metrics, dimensions and chart types are strings: the catalog is their source of truth and the
@@ -20,14 +20,15 @@ export const Catalog = Schema.Struct({
   )
 }).annotations({ identifier: "AnalyticsCatalog" })
 
-export const Filter = Schema.Struct({ dimension: Schema.String, values: Schema.Array(Schema.String) }).annotations({
+/** At most 20 filters of 100 values each: a query's bind parameters stay far below PostgreSQL's 65,535. */
+export const Filter = Schema.Struct({ dimension: Identifier, values: boundedArray(Identifier, 100) }).annotations({
   identifier: "AnalyticsFilter"
 })
 
 export const AnalyticsQuery = Schema.Struct({
-  metric: Schema.NonEmptyString,
-  group_by: Schema.optional(Schema.String),
-  filters: Schema.optional(Schema.Array(Filter)),
+  metric: NonEmptyIdentifier,
+  group_by: Schema.optional(Identifier),
+  filters: Schema.optional(boundedArray(Filter, 20)),
   start: Schema.optional(Timestamp),
   end: Schema.optional(Timestamp),
   /** With an interval the points are a time series (one per bucket) instead of per group. */
@@ -42,17 +43,17 @@ export const QueryResult = Schema.Struct({
 }).annotations({ identifier: "AnalyticsQueryResult" })
 
 export const Widget = Schema.Struct({
-  id: Schema.String,
-  title: Schema.String,
-  metric: Schema.String,
-  chart_type: Schema.String,
-  group_by: Schema.optional(Schema.String),
+  id: Identifier,
+  title: Name,
+  metric: Identifier,
+  chart_type: Identifier,
+  group_by: Schema.optional(Identifier),
   layout: Schema.optional(Schema.Struct({ x: Schema.Int, y: Schema.Int, w: Schema.Int, h: Schema.Int }))
 }).annotations({ identifier: "AnalyticsWidget" })
 
 export const ViewConfig = Schema.Struct({
-  filters: Schema.Array(Filter),
-  widgets: Schema.Array(Widget)
+  filters: boundedArray(Filter, 20),
+  widgets: boundedArray(Widget, 50)
 }).annotations({ identifier: "AnalyticsViewConfig" })
 
 export class View extends Schema.Class<View>("AnalyticsView")({
@@ -65,22 +66,22 @@ export class View extends Schema.Class<View>("AnalyticsView")({
 }) {}
 
 export const CreateView = Schema.Struct({
-  name: Schema.NonEmptyString,
+  name: NonEmptyName,
   config: ViewConfig,
   is_default: Schema.optional(Schema.Boolean)
 })
 
 export const UpdateView = Schema.Struct({
-  name: Schema.optional(Schema.NonEmptyString),
+  name: Schema.optional(NonEmptyName),
   config: Schema.optional(ViewConfig),
   is_default: Schema.optional(Schema.Boolean)
 })
 
 export const HumanReviewParams = Schema.Struct({
-  agent_id: Schema.optional(Schema.String),
-  policy_id: Schema.optional(Schema.String),
+  agent_id: Schema.optional(Identifier),
+  policy_id: Schema.optional(Identifier),
   run_kind: Schema.optional(RunKind),
-  workflow_step: Schema.optional(Schema.String)
+  workflow_step: Schema.optional(Identifier)
 })
 
 const GroupCounts = Schema.Struct({

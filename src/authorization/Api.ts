@@ -2,6 +2,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authentication } from "../identity/Authentication.js"
+import { Identifier, Note } from "../platform/Schemas.js"
 import { AuthorizationResponse, ProposedEvent } from "./Domain.js"
 
 // 200, not 201: the answer is a decision; the trace it writes is a side record.
@@ -35,15 +36,15 @@ export const ApprovalGrant = Schema.Struct({
 export class ReceiptsApi extends HttpApiGroup.make("receipts")
   .add(
     HttpApiEndpoint.get("getReceipt", "/v1/receipts/:id")
-      .setPath(Schema.Struct({ id: Schema.String }))
+      .setPath(Schema.Struct({ id: Identifier }))
       .addSuccess(Receipt)
   )
   .add(
     HttpApiEndpoint.post("grantApproval", "/v1/approvals/:intent_id/grant")
-      .setPath(Schema.Struct({ intent_id: Schema.String }))
+      .setPath(Schema.Struct({ intent_id: Identifier }))
       .setPayload(
         Schema.Struct({
-          note: Schema.optional(Schema.String),
+          note: Schema.optional(Note),
           ttl_seconds: Schema.optional(Schema.Int.pipe(Schema.between(1, 7 * 24 * 3600)))
         })
       )

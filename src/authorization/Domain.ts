@@ -1,6 +1,15 @@
 /** Proposed events and authorization decisions: the schemas of their contract. */
 import { Schema } from "effect"
-import { JsonValue } from "../platform/Schemas.js"
+import {
+  boundedArray,
+  BoundedJson,
+  boundedJsonObject,
+  Content,
+  Identifier,
+  JsonValue,
+  Limits,
+  nonEmptyBounded
+} from "../platform/Schemas.js"
 import { TraceId } from "../runs/Domain.js"
 
 /** Strictest first when several apply: deny > defer > rewrite > permit. */
@@ -11,33 +20,34 @@ export const Severity = Schema.Literal("low", "medium", "high", "critical")
 export type Severity = typeof Severity.Type
 
 export const Principal = Schema.Struct({
-  agent_id: Schema.String,
-  environment_id: Schema.String,
-  workspace_id: Schema.String
+  agent_id: Identifier,
+  environment_id: Identifier,
+  workspace_id: Identifier
 })
 
 /** Where one param value came from, for label (information-flow) checks. */
 export const ParamSource = Schema.Struct({
-  path: Schema.String,
-  origin: Schema.String,
-  source_id: Schema.String
+  path: Identifier,
+  origin: Identifier,
+  source_id: Identifier
 })
 
 export const ProposedAction = Schema.Struct({
-  operation: Schema.NonEmptyString.annotations({ description: "`reply` for a text answer, or a tool name" }),
-  content: Schema.optional(Schema.String),
-  params: Schema.optional(Schema.Record({ key: Schema.String, value: JsonValue })),
-  sources: Schema.optional(Schema.Array(ParamSource))
+  operation: nonEmptyBounded(Limits.identifier).annotations({ description: "`reply` for a text answer, or a tool name" }),
+  content: Schema.optional(Content),
+  // Tool arguments may carry whole texts (an e-mail body): strings inside take the content cap.
+  params: Schema.optional(boundedJsonObject(Limits.content)),
+  sources: Schema.optional(boundedArray(ParamSource))
 })
 
 export const ProposedEvent = Schema.Struct({
   kind: Schema.Literal("output.proposed"),
   principal: Principal,
   action: ProposedAction,
-  run_id: Schema.optional(Schema.String),
-  run_event_id: Schema.optional(Schema.String),
-  session_id: Schema.optional(Schema.String),
-  metadata: Schema.optional(JsonValue)
+  run_id: Schema.optional(Identifier),
+  run_event_id: Schema.optional(Identifier),
+  session_id: Schema.optional(Identifier),
+  metadata: Schema.optional(BoundedJson)
 })
 
 export const Finding = Schema.Struct({

@@ -2,7 +2,7 @@
 import { Authentication } from "../identity/Authentication.js"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { CursorParam, LimitParam } from "../platform/Schemas.js"
+import { CursorParam, Identifier, LimitParam } from "../platform/Schemas.js"
 import {
   BudgetAlertConfig,
   BudgetAlertFiring,
@@ -17,7 +17,7 @@ import {
   WebhookDelivery
 } from "./Domain.js"
 
-const ModelPath = Schema.Struct({ model: Schema.String })
+const ModelPath = Schema.Struct({ model: Identifier })
 
 export class LlmPricingApi extends HttpApiGroup.make("llmPricing")
   .add(

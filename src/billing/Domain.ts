@@ -1,8 +1,8 @@
 /** LLM prices, LLM usage records, budget alert configs and their firings. */
 import { Schema } from "effect"
-import { JsonValue, Timestamp } from "../platform/Schemas.js"
+import { boundedString, Identifier, JsonValue, NonEmptyName, Timestamp, Url } from "../platform/Schemas.js"
 
-export const BudgetAlertId = Schema.String.pipe(Schema.brand("BudgetAlertId")).annotations({
+export const BudgetAlertId = Identifier.pipe(Schema.brand("BudgetAlertId")).annotations({
   identifier: "BudgetAlertId"
 })
 export type BudgetAlertId = typeof BudgetAlertId.Type
@@ -89,13 +89,13 @@ export const isRfc3339 = (text: string): boolean => {
   )
 }
 
-const Rfc3339 = Schema.String.pipe(
+const Rfc3339 = boundedString(64).pipe(
   Schema.filter((text) => isRfc3339(text) || "expected an RFC 3339 date-time, e.g. 2026-11-22T10:00:00Z")
 )
 
 export const LlmUsageParams = Schema.Struct({
-  principal_id: Schema.optional(Schema.String),
-  model: Schema.optional(Schema.String.annotations({ description: "The raw model string, matched exactly" })),
+  principal_id: Schema.optional(Identifier),
+  model: Schema.optional(Identifier.annotations({ description: "The raw model string, matched exactly" })),
   kind: Schema.optional(UsageKind),
   start: Schema.optional(Rfc3339.annotations({ description: "Inclusive, RFC 3339" })),
   end: Schema.optional(Rfc3339.annotations({ description: "Exclusive, RFC 3339" })),
@@ -147,14 +147,14 @@ export class BudgetAlertConfig extends Schema.Class<BudgetAlertConfig>("BudgetAl
 const ThresholdValue = Schema.Int.pipe(Schema.positive())
 
 export const CreateBudgetAlert = Schema.Struct({
-  name: Schema.NonEmptyString,
+  name: NonEmptyName,
   threshold_type: ThresholdType,
   threshold_value: ThresholdValue,
   window: BudgetWindow,
   meter: Schema.optional(Meter),
   enabled: Schema.optional(Schema.Boolean),
-  principal_id: Schema.optional(Schema.String),
-  webhook_url: Schema.optional(Schema.String)
+  principal_id: Schema.optional(Identifier),
+  webhook_url: Schema.optional(Url)
 })
 
 /**
@@ -163,14 +163,14 @@ export const CreateBudgetAlert = Schema.Struct({
  * recreate the config.
  */
 export const UpdateBudgetAlert = Schema.Struct({
-  name: Schema.optional(Schema.NonEmptyString),
+  name: Schema.optional(NonEmptyName),
   threshold_type: Schema.optional(ThresholdType),
   threshold_value: Schema.optional(ThresholdValue),
   window: Schema.optional(BudgetWindow),
   meter: Schema.optional(Meter),
   enabled: Schema.optional(Schema.Boolean),
-  principal_id: Schema.optional(Schema.NullOr(Schema.String)),
-  webhook_url: Schema.optional(Schema.NullOr(Schema.String))
+  principal_id: Schema.optional(Schema.NullOr(Identifier)),
+  webhook_url: Schema.optional(Schema.NullOr(Url))
 })
 
 /** The create response: the config and, this once, the secret its webhooks are signed with. */

@@ -3,6 +3,7 @@ import { Authentication } from "../identity/Authentication.js"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { MaxBodyBytes } from "../platform/HttpPipeline.js"
+import { Identifier, Limits } from "../platform/Schemas.js"
 import {
   Agent,
   AgentId,
@@ -27,18 +28,21 @@ import {
 
 /** YAML (or JSON) text arrives as raw bytes; the handler parses and validates it. */
 const YamlBody = HttpApiSchema.Uint8Array({ contentType: "application/yaml" })
+/** YAML parsing is costly: documents have their own, smaller body limit (docs/limits.md). */
+const yamlBodyLimit = [MaxBodyBytes, Limits.yaml.bytes] as const
 
 const AgentPath = Schema.Struct({ id: AgentId })
 const PolicyPath = Schema.Struct({ id: PolicyId })
 
 export class AgentsApi extends HttpApiGroup.make("agents")
   .add(HttpApiEndpoint.get("listAgents", "/agents").addSuccess(Schema.Struct({ agents: Schema.Array(Agent) })))
-  .add(HttpApiEndpoint.post("createAgent", "/agents").setPayload(YamlBody).addSuccess(Agent, { status: 201 }))
+  .add(HttpApiEndpoint.post("createAgent", "/agents").setPayload(YamlBody).addSuccess(Agent, { status: 201 }).annotate(...yamlBodyLimit))
   .add(HttpApiEndpoint.get("getAgent", "/agents/:id").setPath(AgentPath).addSuccess(Agent))
   .add(
     HttpApiEndpoint.put("replaceAgent", "/agents/:id")
       .setPath(AgentPath)
       .setPayload(YamlBody)
+      .annotate(...yamlBodyLimit)
       .addSuccess(Agent)
       .annotate(
         OpenApi.Description,
@@ -70,8 +74,8 @@ export class PoliciesApi extends HttpApiGroup.make("policies")
       Schema.Struct({ policies: Schema.Array(PolicySummary) })
     )
   )
-  .add(HttpApiEndpoint.post("createPolicy", "/policies").setPayload(YamlBody).addSuccess(PolicyDetail, { status: 201 }))
-  .add(HttpApiEndpoint.post("validatePolicy", "/policies/validate").setPayload(YamlBody).addSuccess(ValidationResult))
+  .add(HttpApiEndpoint.post("createPolicy", "/policies").setPayload(YamlBody).addSuccess(PolicyDetail, { status: 201 }).annotate(...yamlBodyLimit))
+  .add(HttpApiEndpoint.post("validatePolicy", "/policies/validate").setPayload(YamlBody).addSuccess(ValidationResult).annotate(...yamlBodyLimit))
   .add(
     HttpApiEndpoint.post("draftPolicy", "/policies/draft")
       .setPayload(DraftRequest)
@@ -127,7 +131,7 @@ export class LabelPoliciesApi extends HttpApiGroup.make("labelPolicies")
     "Per-origin label policies (confidentiality, integrity, trust) used by information-flow checks."
   ) {}
 
-const ToolPath = Schema.Struct({ tool: Schema.String })
+const ToolPath = Schema.Struct({ tool: Identifier })
 
 export class ToolMetadataApi extends HttpApiGroup.make("toolMetadata")
   .add(

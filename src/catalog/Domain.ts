@@ -1,19 +1,38 @@
 /** Agents, policies, label policies, tool metadata and knowledge sources: the schemas of their contract. */
 import { Schema } from "effect"
 import { DecisionEffect, Severity } from "../authorization/Domain.js"
-import { JsonValue, Timestamp } from "../platform/Schemas.js"
+import {
+  boundedArray,
+  BoundedJson,
+  boundedString,
+  Content,
+  Description,
+  Identifier,
+  JsonValue,
+  Limits,
+  LongText,
+  Name,
+  nonEmptyBounded,
+  NonEmptyIdentifier,
+  NonEmptyName,
+  Timestamp,
+  Url
+} from "../platform/Schemas.js"
 
 /** The agent's own id (its `agent_id`, e.g. `support-bot`), chosen by the caller; it is the path `{id}`. */
-export const AgentId = Schema.String.pipe(Schema.brand("AgentId")).annotations({ identifier: "AgentId" })
+export const AgentId = Identifier.pipe(Schema.brand("AgentId")).annotations({ identifier: "AgentId" })
 export type AgentId = typeof AgentId.Type
-export const PolicyId = Schema.String.pipe(Schema.brand("PolicyId")).annotations({ identifier: "PolicyId" })
+export const PolicyId = Identifier.pipe(Schema.brand("PolicyId")).annotations({ identifier: "PolicyId" })
 export type PolicyId = typeof PolicyId.Type
-export const KnowledgeSourceId = Schema.String.pipe(Schema.brand("KnowledgeSourceId")).annotations({
+export const KnowledgeSourceId = Identifier.pipe(Schema.brand("KnowledgeSourceId")).annotations({
   identifier: "KnowledgeSourceId"
 })
 export type KnowledgeSourceId = typeof KnowledgeSourceId.Type
 
 const Strings = Schema.Array(Schema.String)
+/** A list of sentences in an authored document. */
+const Sentences = boundedArray(Description, 200)
+const StepNames = boundedArray(Identifier, 200)
 
 // ---- agents
 
@@ -28,6 +47,19 @@ export const WorkflowRequirement = Schema.Struct({
   name: Schema.String,
   required_before: Strings,
   sensitive_steps: Strings
+})
+
+const AgentKnowledgeSourceInput = Schema.Struct({
+  kb_id: Identifier,
+  description: Description,
+  url: Url,
+  kind: Identifier.annotations({ description: "e.g. local" })
+})
+
+const WorkflowRequirementInput = Schema.Struct({
+  name: Identifier,
+  required_before: StepNames,
+  sensitive_steps: StepNames
 })
 
 /** An agent profile as returned: every list present (possibly empty), absent texts as null. */
@@ -51,16 +83,16 @@ export class Agent extends Schema.Class<Agent>("Agent")({
  */
 export const AgentProfileDocument = Schema.Struct({
   agent_id: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/)),
-  display_name: Schema.NonEmptyString,
-  system_prompt: Schema.optional(Schema.String),
-  target_url: Schema.optional(Schema.String),
-  authority: Schema.Struct({ can_promise: Schema.optional(Strings), cannot_promise: Schema.optional(Strings) }),
-  scope: Schema.Struct({ in_scope: Schema.optional(Strings), out_of_scope: Schema.optional(Strings) }),
-  tone: Schema.Struct({ target: Schema.String, forbidden: Schema.optional(Strings) }),
-  escalation_triggers: Schema.optional(Strings),
-  knowledge_sources: Schema.optional(Schema.Array(AgentKnowledgeSource)),
-  workflow_definition: Schema.optional(JsonValue),
-  workflow_requirements: Schema.optional(Schema.Array(WorkflowRequirement))
+  display_name: NonEmptyName,
+  system_prompt: Schema.optional(LongText),
+  target_url: Schema.optional(Url),
+  authority: Schema.Struct({ can_promise: Schema.optional(Sentences), cannot_promise: Schema.optional(Sentences) }),
+  scope: Schema.Struct({ in_scope: Schema.optional(Sentences), out_of_scope: Schema.optional(Sentences) }),
+  tone: Schema.Struct({ target: Description, forbidden: Schema.optional(Sentences) }),
+  escalation_triggers: Schema.optional(Sentences),
+  knowledge_sources: Schema.optional(boundedArray(AgentKnowledgeSourceInput, 200)),
+  workflow_definition: Schema.optional(BoundedJson),
+  workflow_requirements: Schema.optional(boundedArray(WorkflowRequirementInput, 200))
 }).annotations({ identifier: "AgentProfileDocument" })
 
 // ---- policies
@@ -96,7 +128,7 @@ export const PolicyDocument = Schema.Struct({
     message: () => "id must be 1-128 characters of a-z, 0-9, '_', '.' or '-', starting with a letter or digit",
     examples: ["no-refund-promise"]
   }),
-  description: Schema.String.annotations({ description: "What the policy is for, shown in findings" }),
+  description: Description.annotations({ description: "What the policy is for, shown in findings" }),
   family: PolicyFamily.annotations({ description: "Which kind of check the policy belongs to" }),
   severity: Severity,
   action: DecisionEffect.annotations({
@@ -106,27 +138,27 @@ export const PolicyDocument = Schema.Struct({
     Schema.Boolean.annotations({ description: "Default true on create; generated policies start false" })
   ),
   owner_agent_id: Schema.optional(
-    Schema.String.annotations({ description: "When set, the policy applies to this agent only" })
+    Identifier.annotations({ description: "When set, the policy applies to this agent only" })
   ),
   match: Schema.Struct({
     type: MatchType.annotations({ description: "literal | regex | any_of (a list of literals)" }),
-    value: Schema.Union(Schema.String, Schema.Array(Schema.String)).annotations({
+    value: Schema.Union(LongText, boundedArray(LongText)).annotations({
       description: "A non-empty string (literal, regex) or a non-empty list of non-empty strings (any_of)"
     }),
-    target: Schema.String.annotations({
+    target: Identifier.annotations({
       description: "content | operation | params.<path> (dot-separated keys and array indexes)",
       examples: ["content", "operation", "params.recipient.email", "params.items.0"]
     }),
     case_sensitive: Schema.optional(Schema.Boolean.annotations({ description: "Default false" }))
   }),
   rewrite: Schema.optional(
-    Schema.String.annotations({ description: "Replacement text for each match; required when action is rewrite" })
+    LongText.annotations({ description: "Replacement text for each match; required when action is rewrite" })
   ),
   escalate: Schema.optional(
     Schema.Boolean.annotations({ description: "A matching defer asks for a human: the decision's status is escalated" })
   ),
   requires: Schema.optional(
-    Schema.String.annotations({ description: "Flow policies: the workflow step that must come first" })
+    Identifier.annotations({ description: "Flow policies: the workflow step that must come first" })
   )
 }).annotations({ identifier: "PolicyDocument", description: "A guardrail policy, authored as YAML or JSON" })
 export type PolicyDocument = typeof PolicyDocument.Type
@@ -137,7 +169,7 @@ export const ValidationResult = Schema.Struct({
   errors: Schema.Array(Schema.Struct({ path: Schema.String, message: Schema.String }))
 }).annotations({ identifier: "ValidationResult" })
 
-export const DraftRequest = Schema.Struct({ prompt: Schema.NonEmptyString })
+export const DraftRequest = Schema.Struct({ prompt: nonEmptyBounded(Limits.text) })
 
 export const PolicyDraft = Schema.Struct({
   id: Schema.String,
@@ -152,13 +184,13 @@ export const PolicyDraft = Schema.Struct({
 export const SetEnabled = Schema.Struct({ enabled: Schema.Boolean })
 export const SetManyEnabled = Schema.Struct({
   enabled: Schema.Boolean,
-  ids: Schema.Array(Schema.String).pipe(Schema.maxItems(1000))
+  ids: boundedArray(Identifier, 1000)
 })
 
 // ---- label policies
 
 /** Source origins are snake_case (e.g. `user`, `web_page`). */
-export const Origin = Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9_]*$/)).annotations({
+export const Origin = Identifier.pipe(Schema.pattern(/^[a-z][a-z0-9_]*$/)).annotations({
   identifier: "Origin",
   description: "snake_case source origin, e.g. user"
 })
@@ -171,30 +203,30 @@ export const LabelPolicy = Schema.Struct({
 /** Upsert body: the policy fields flat, plus `enabled` (default true). */
 export const UpsertLabelPolicy = Schema.Struct({
   origin: Origin,
-  confidentiality: Schema.optional(JsonValue),
-  integrity: Schema.optional(JsonValue),
-  trust: Schema.optional(JsonValue),
+  confidentiality: Schema.optional(BoundedJson),
+  integrity: Schema.optional(BoundedJson),
+  trust: Schema.optional(BoundedJson),
   enabled: Schema.optional(Schema.Boolean)
 })
 
 // ---- tool metadata
 
 export const ToolParam = Schema.Struct({
-  path: Schema.String,
-  role: Schema.String.annotations({ description: "e.g. authority_bearing" }),
-  limit: Schema.optional(JsonValue),
+  path: Identifier,
+  role: Identifier.annotations({ description: "e.g. authority_bearing" }),
+  limit: Schema.optional(BoundedJson),
   allowed_sources: Schema.optional(
-    Schema.Array(Schema.Struct({ kind: Schema.String, origin: Origin, source_id: Schema.String }))
+    boundedArray(Schema.Struct({ kind: Identifier, origin: Origin, source_id: Identifier }), 200)
   )
 })
 
 export const ToolMetadata = Schema.Struct({
-  tool: Schema.NonEmptyString,
+  tool: NonEmptyIdentifier,
   reversible: Schema.Boolean,
-  side_effect: Schema.String.annotations({ description: "e.g. none" }),
-  sandbox_hint: Schema.optional(JsonValue),
-  approval: Schema.optional(JsonValue),
-  params: Schema.optional(Schema.Array(ToolParam))
+  side_effect: Identifier.annotations({ description: "e.g. none" }),
+  sandbox_hint: Schema.optional(BoundedJson),
+  approval: Schema.optional(BoundedJson),
+  params: Schema.optional(boundedArray(ToolParam, 200))
 }).annotations({ identifier: "ToolMetadata" })
 
 export const ToolMetadataEntry = Schema.Struct({ enabled: Schema.Boolean, metadata: ToolMetadata }).annotations({
@@ -222,17 +254,18 @@ export class KnowledgeSource extends Schema.Class<KnowledgeSource>("KnowledgeSou
 export const CreateKnowledgeSource = Schema.Struct({
   kind: Schema.Literal("url", "file", "text"),
   /** The content of a `text` source. */
-  text: Schema.optional(Schema.String),
-  title: Schema.NonEmptyString,
+  text: Schema.optional(Content),
+  title: NonEmptyName,
   location: Schema.optional(
-    Schema.String.annotations({
+    Url.annotations({
       description: "url sources: optional (a draft without it); an https URL the outbound guard allows (docs/outbound.md)"
     })
   ),
-  metadata: Schema.optional(JsonValue),
-  file_name: Schema.optional(Schema.String),
-  media_type: Schema.optional(Schema.String),
-  data_base64: Schema.optional(Schema.String)
+  metadata: Schema.optional(BoundedJson),
+  file_name: Schema.optional(Name),
+  media_type: Schema.optional(Identifier),
+  /** A file is at most 10 MiB decoded: base64 of that, with room for line breaks. */
+  data_base64: Schema.optional(boundedString(14 * 1024 * 1024))
 })
 
 export const KnowledgeSourceFile = Schema.Struct({

@@ -6,9 +6,10 @@
  * Nothing here throws: failures come back as `Either` values or `valid: false` results.
  */
 import { Either, JSONSchema, ParseResult, Schema } from "effect"
-import { LineCounter, parseDocument } from "yaml"
+import { Lexer, LineCounter, parseDocument } from "yaml"
 import { PolicyDocument, ValidationResult } from "./Domain.js"
 import { unstorableJson } from "../platform/Json.js"
+import { Limits, shortMessage } from "../platform/Schemas.js"
 import { checkRegexSafety, regexMatchesEmpty } from "./RegexSafety.js"
 
 export interface PolicyError {
@@ -34,6 +35,11 @@ export const parseDocumentText = (text: string): Either.Either<Fields, PolicyErr
   const empty = [{ path: "", message: "The document is empty; expected YAML or JSON" }]
   if (text.trim() === "") return Either.left(empty)
   if (text.includes("\u0000")) return Either.left([{ path: "", message: "The document contains a NUL character" }])
+  if (tooManyTokens(text)) {
+    return Either.left([
+      { path: "", message: `The document has more than ${Limits.yaml.tokens.toLocaleString("en-US")} YAML tokens; split it or shorten its lists` }
+    ])
+  }
   const lineCounter = new LineCounter()
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true })
   if (doc.errors.length > 0) {
@@ -63,6 +69,17 @@ export const parseDocumentText = (text: string): Either.Either<Fields, PolicyErr
   )
 }
 
+/**
+ * Parsing grows with the number of YAML nodes, badly so for large mappings
+ * (unique-key checks), while lexing is cheap: count tokens first, stopping
+ * at the cap, so a hostile document costs milliseconds, not seconds.
+ */
+const tooManyTokens = (text: string): boolean => {
+  let tokens = 0
+  for (const _ of new Lexer().lex(text)) if (++tokens > Limits.yaml.tokens) return true
+  return false
+}
+
 const utf8 = new TextDecoder("utf-8", { fatal: true })
 
 /** A request body (bytes or text) parsed like `parseDocumentText`; invalid UTF-8 is an error too. */
@@ -88,7 +105,7 @@ const decodeDocument = Schema.decodeUnknownEither(PolicyDocument, { errors: "all
  */
 const schemaErrors = (error: ParseResult.ParseError): Array<PolicyError> => {
   const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
-    .map((issue) => ({ path: issue.path.map(String).join("."), message: issue.message }))
+    .map((issue) => ({ path: issue.path.map(String).join("."), message: shortMessage(issue.message) }))
     .filter((issue) => !issue.message.startsWith("Expected undefined,"))
   const paths = issues.map((issue) => issue.path)
   const deepest = issues.filter((issue) => !paths.some((p) => p.startsWith(`${issue.path}.`)))

@@ -1,18 +1,18 @@
 /** Provider connections and gateway routes: the schemas of their contract. */
 import { Schema } from "effect"
-import { Timestamp } from "../platform/Schemas.js"
+import { Identifier, Limits, nonEmptyBounded, NonEmptyIdentifier, NonEmptyName, Timestamp, Url } from "../platform/Schemas.js"
 
-export const ProviderConnectionId = Schema.String.pipe(Schema.brand("ProviderConnectionId")).annotations({
+export const ProviderConnectionId = Identifier.pipe(Schema.brand("ProviderConnectionId")).annotations({
   identifier: "ProviderConnectionId"
 })
 export type ProviderConnectionId = typeof ProviderConnectionId.Type
-export const GatewayRouteId = Schema.String.pipe(Schema.brand("GatewayRouteId")).annotations({
+export const GatewayRouteId = Identifier.pipe(Schema.brand("GatewayRouteId")).annotations({
   identifier: "GatewayRouteId"
 })
 export type GatewayRouteId = typeof GatewayRouteId.Type
 
 /** The provider key is write-only: decoded as Redacted so it never reaches logs, and never returned. */
-const ProviderApiKey = Schema.Redacted(Schema.NonEmptyString).annotations({
+const ProviderApiKey = Schema.Redacted(nonEmptyBounded(Limits.text)).annotations({
   description: "Provider API key (write-only)"
 })
 
@@ -29,7 +29,7 @@ export type ProviderKind = typeof ProviderKind.Type
 export const CredentialStatus = Schema.Literal("configured", "unreadable")
 
 /** An absolute http(s) URL; https anywhere, plain http only to HTTP_URL_ALLOWLIST hosts (checked by the service). */
-const BaseUrl = Schema.String.pipe(Schema.maxLength(2048)).annotations({
+const BaseUrl = Url.annotations({
   description: "Upstream API base URL: https, or http to hosts on HTTP_URL_ALLOWLIST"
 })
 
@@ -45,19 +45,19 @@ export class ProviderConnection extends Schema.Class<ProviderConnection>("Provid
 }) {}
 
 export const CreateProviderConnection = Schema.Struct({
-  display_name: Schema.NonEmptyString,
+  display_name: NonEmptyName,
   kind: ProviderKind,
   provider_api_key: ProviderApiKey,
   base_url: Schema.optional(BaseUrl),
-  default_model: Schema.optional(Schema.NullOr(Schema.NonEmptyString))
+  default_model: Schema.optional(Schema.NullOr(NonEmptyIdentifier))
 })
 
 /** `base_url: null` resets it to the kind's default. */
 export const UpdateProviderConnection = Schema.Struct({
-  display_name: Schema.optional(Schema.NonEmptyString),
+  display_name: Schema.optional(NonEmptyName),
   provider_api_key: Schema.optional(ProviderApiKey),
   base_url: Schema.optional(Schema.NullOr(BaseUrl)),
-  default_model: Schema.optional(Schema.NullOr(Schema.NonEmptyString))
+  default_model: Schema.optional(Schema.NullOr(NonEmptyIdentifier))
 })
 
 export class GatewayRoute extends Schema.Class<GatewayRoute>("GatewayRoute")({
@@ -70,15 +70,15 @@ export class GatewayRoute extends Schema.Class<GatewayRoute>("GatewayRoute")({
 }) {}
 
 export const CreateGatewayRoute = Schema.Struct({
-  agent_id: Schema.NonEmptyString,
-  display_name: Schema.NonEmptyString,
-  provider_connection_id: Schema.NonEmptyString
+  agent_id: NonEmptyIdentifier,
+  display_name: NonEmptyName,
+  provider_connection_id: NonEmptyIdentifier
 })
 
 export const UpdateGatewayRoute = Schema.Struct({
-  agent_id: Schema.optional(Schema.NonEmptyString),
-  display_name: Schema.optional(Schema.NonEmptyString),
-  provider_connection_id: Schema.optional(Schema.NonEmptyString)
+  agent_id: Schema.optional(NonEmptyIdentifier),
+  display_name: Schema.optional(NonEmptyName),
+  provider_connection_id: Schema.optional(NonEmptyIdentifier)
 })
 
 /** A provider request or response, passed through unchanged. */

@@ -1,14 +1,26 @@
 /** Users, sessions, API keys, workspaces, settings and environments: the schemas of their contract. */
 import { Schema } from "effect"
-import { JsonValue, Timestamp } from "../platform/Schemas.js"
+import {
+  boundedArray,
+  BoundedJson,
+  boundedString,
+  Description,
+  Email,
+  Identifier,
+  JsonValue,
+  NonEmptyName,
+  Timestamp,
+  Url,
+  withinJsonLimits
+} from "../platform/Schemas.js"
 
 export const UserId = Schema.UUID.pipe(Schema.brand("UserId")).annotations({ identifier: "UserId" })
 export type UserId = typeof UserId.Type
-export const WorkspaceId = Schema.String.pipe(Schema.brand("WorkspaceId")).annotations({ identifier: "WorkspaceId" })
+export const WorkspaceId = Identifier.pipe(Schema.brand("WorkspaceId")).annotations({ identifier: "WorkspaceId" })
 export type WorkspaceId = typeof WorkspaceId.Type
-export const ApiKeyId = Schema.String.pipe(Schema.brand("ApiKeyId")).annotations({ identifier: "ApiKeyId" })
+export const ApiKeyId = Identifier.pipe(Schema.brand("ApiKeyId")).annotations({ identifier: "ApiKeyId" })
 export type ApiKeyId = typeof ApiKeyId.Type
-export const EnvironmentId = Schema.String.pipe(Schema.brand("EnvironmentId")).annotations({
+export const EnvironmentId = Identifier.pipe(Schema.brand("EnvironmentId")).annotations({
   identifier: "EnvironmentId"
 })
 export type EnvironmentId = typeof EnvironmentId.Type
@@ -21,7 +33,10 @@ export const PasswordDigest = Schema.String.pipe(Schema.pattern(/^[0-9a-fA-F]{64
   description: "SHA-256 hex digest of the plaintext password (64 hex characters)"
 })
 
-const Username = Schema.Trim.pipe(
+/** Trimmed text, bounded before trimming too (so the OpenAPI document shows the limit). */
+const trimmed = (max: number) => Schema.compose(boundedString(max), Schema.Trim)
+
+const Username = trimmed(128).pipe(
   Schema.minLength(1, { message: () => "expected a username" }),
   Schema.maxLength(128, { message: () => "expected at most 128 characters" })
 )
@@ -37,13 +52,15 @@ export const ChangePassword = Schema.Struct({
   new_password: PasswordDigest
 })
 
-const NonBlank = Schema.Trim.pipe(
+const NonBlank = trimmed(256).pipe(
   Schema.minLength(1, { message: () => "expected a non-blank value" }),
   Schema.maxLength(256)
 )
 
 export const OAuthSessionRequest = Schema.Struct({
-  email: Schema.Trim.pipe(Schema.pattern(/^[^\s@]+@[^\s@]+$/, { message: () => "expected an email address" })),
+  email: trimmed(320).pipe(
+    Schema.pattern(/^[^\s@]+@[^\s@]+$/, { message: () => "expected an email address" })
+  ),
   provider: NonBlank,
   provider_subject: NonBlank
 })
@@ -72,9 +89,9 @@ export class ApiKey extends Schema.Class<ApiKey>("ApiKey")({
 }) {}
 
 export const CreateApiKey = Schema.Struct({
-  name: Schema.NonEmptyString,
+  name: NonEmptyName,
   /** Defaults to the workspace's default environment. */
-  environment_id: Schema.optional(Schema.String)
+  environment_id: Schema.optional(Identifier)
 })
 
 export const CreatedApiKey = Schema.Struct({
@@ -82,7 +99,7 @@ export const CreatedApiKey = Schema.Struct({
   plaintext_key: Schema.String.annotations({ description: "The full secret (gr_live_...), shown only once" })
 })
 
-export const RevokeApiKeys = Schema.Struct({ ids: Schema.Array(Schema.String).pipe(Schema.maxItems(1000)) })
+export const RevokeApiKeys = Schema.Struct({ ids: boundedArray(Identifier, 1000) })
 
 // ---- team
 
@@ -102,13 +119,15 @@ export class WorkspaceMembership extends Schema.Class<WorkspaceMembership>("Work
 /** Header names are lowercase because Node lowercases incoming headers. */
 export const MyWorkspacesHeaders = Schema.Struct({
   "x-service-user-id": Schema.UUID,
-  "x-service-user-email": Schema.optional(Schema.String)
+  "x-service-user-email": Schema.optional(Email)
 })
 
-export const CreateWorkspace = Schema.Struct({ name: Schema.Trim.pipe(Schema.minLength(1), Schema.maxLength(200)) })
+export const CreateWorkspace = Schema.Struct({ name: trimmed(200).pipe(Schema.minLength(1), Schema.maxLength(200)) })
 
 export const CreateInvite = Schema.Struct({
-  email: Schema.Trim.pipe(Schema.pattern(/^[^\s@]+@[^\s@]+$/, { message: () => "expected an email address" })),
+  email: trimmed(320).pipe(
+    Schema.pattern(/^[^\s@]+@[^\s@]+$/, { message: () => "expected an email address" })
+  ),
   role: Schema.optionalWith(WorkspaceRole, { default: () => "member" as const })
 })
 
@@ -173,7 +192,7 @@ export const UpdateSettings = Schema.Struct({
   param_checker_mode: Schema.optional(CheckerMode),
   data_handling_mode: Schema.optional(DataHandlingMode),
   default_action: Schema.optional(DefaultAction),
-  escalation_webhook_url: Schema.optional(Schema.NullOr(Schema.String)),
+  escalation_webhook_url: Schema.optional(Schema.NullOr(Url)),
   retention_days: Schema.optional(
     Schema.String.pipe(
       Schema.pattern(/^[1-9][0-9]{0,4}$/, { message: () => "expected a positive whole number of days, as a string" })
@@ -182,12 +201,14 @@ export const UpdateSettings = Schema.Struct({
   telemetry_enabled: Schema.optional(Schema.Boolean),
   /** Merged into the stored config key by key; a null value removes that key. */
   config: Schema.optional(
-    Schema.Struct(
-      {
-        llm_budget: Schema.optional(Schema.NullOr(LlmBudget)),
-        action_budget: Schema.optional(Schema.NullOr(Schema.Struct({ cap: Schema.Int.pipe(Schema.nonNegative()) })))
-      },
-      Schema.Record({ key: Schema.String, value: JsonValue })
+    withinJsonLimits(
+      Schema.Struct(
+        {
+          llm_budget: Schema.optional(Schema.NullOr(LlmBudget)),
+          action_budget: Schema.optional(Schema.NullOr(Schema.Struct({ cap: Schema.Int.pipe(Schema.nonNegative()) })))
+        },
+        Schema.Record({ key: Schema.String, value: BoundedJson })
+      )
     )
   )
 })
@@ -209,14 +230,14 @@ export const EnvironmentSlug = Schema.String.pipe(
 ).annotations({ description: "1 to 63 lowercase letters, digits or dashes; unique within the workspace" })
 
 export const CreateEnvironment = Schema.Struct({
-  name: Schema.NonEmptyString,
+  name: NonEmptyName,
   slug: EnvironmentSlug,
-  description: Schema.optional(Schema.NullOr(Schema.String))
+  description: Schema.optional(Schema.NullOr(Description))
 })
 
 export const UpdateEnvironment = Schema.Struct({
-  name: Schema.optional(Schema.NonEmptyString),
-  description: Schema.optional(Schema.NullOr(Schema.String))
+  name: Schema.optional(NonEmptyName),
+  description: Schema.optional(Schema.NullOr(Description))
 })
 
 /** A null or omitted mode inherits the workspace-level mode. */

@@ -6,6 +6,7 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpAp
 import { Schema } from "effect"
 import { Authentication } from "../identity/Authentication.js"
 import { NotFoundWire, UnauthorizedWire } from "../platform/Errors.js"
+import { Identifier } from "../platform/Schemas.js"
 
 /** Bearer METRICS_TOKEN; without a configured token the endpoint is off (404 `metrics_disabled`). */
 export class MetricsAuthentication extends HttpApiMiddleware.Tag<MetricsAuthentication>()(
@@ -44,12 +45,12 @@ export const UpdateWorkspaceFeatureFlags = Schema.Struct({
 export class AdminApi extends HttpApiGroup.make("admin")
   .add(
     HttpApiEndpoint.get("getWorkspaceFeatures", "/admin/workspaces/:id/features")
-      .setPath(Schema.Struct({ id: Schema.String }))
+      .setPath(Schema.Struct({ id: Identifier }))
       .addSuccess(WorkspaceFeatureFlags)
   )
   .add(
     HttpApiEndpoint.patch("updateWorkspaceFeatures", "/admin/workspaces/:id/features")
-      .setPath(Schema.Struct({ id: Schema.String }))
+      .setPath(Schema.Struct({ id: Identifier }))
       .setPayload(UpdateWorkspaceFeatureFlags)
       .addSuccess(WorkspaceFeatureFlags)
   )

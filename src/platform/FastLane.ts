@@ -21,6 +21,7 @@ import { recordDirectRequest, recordRequest, recordRequestNow } from "../operati
 import { BadRequest, isHttpError, type HttpError } from "./Errors.js"
 import { findRoute, isJsonType, requestIdOf, type RouteEntry, validationFailed } from "./HttpPipeline.js"
 import { unstorableJson } from "./Json.js"
+import { clientFaultOf } from "./Sql.js"
 
 /** What a lane endpoint gets: its route and path parameters, the request's headers and body (text and JSON). */
 export interface FastRequest {
@@ -176,6 +177,11 @@ const replyOf = (exit: Exit.Exit<FastAnswer, HttpError | ParseResult.ParseError>
       if (ParseResult.isParseError(error))
         return errorReply(validationFailed(yield* HttpApiError.HttpApiDecodeError.fromParseError(error)))
       if (isHttpError(error)) return errorReply(error)
+    }
+    const clientFault = clientFaultOf(Cause.squash(exit.cause))
+    if (clientFault !== undefined) {
+      yield* Effect.logWarning("database refused a client's value", exit.cause)
+      return errorReply(clientFault)
     }
     yield* Effect.logError("unhandled failure", exit.cause)
     return internalError(requestId)

@@ -27,6 +27,8 @@ import { Readable } from "node:stream"
 import { countedRequest, type Traffic } from "../operations/Drain.js"
 import { recordRequest } from "../operations/Metrics.js"
 import { uuidv7 } from "./Ids.js"
+import { shortMessage } from "./Schemas.js"
+import { clientFaultOf } from "./Sql.js"
 import { unstorableJson } from "./Json.js"
 import { BadRequest, isHttpError, NotFound, PayloadTooLarge, UnsupportedMediaType } from "./Errors.js"
 
@@ -34,7 +36,7 @@ type BodyKind = "none" | "json" | "yaml" | "other"
 
 const utf8 = new TextDecoder()
 
-/** Endpoint annotation: a body limit above the service-wide MAX_BODY_BYTES (e.g. file uploads). */
+/** Endpoint annotation: the endpoint's own body limit instead of MAX_BODY_BYTES (file uploads above it, YAML documents below). */
 export class MaxBodyBytes extends Context.Tag("platform/MaxBodyBytes")<MaxBodyBytes, number>() {}
 
 export interface RouteEntry {
@@ -278,7 +280,7 @@ const checkBody = (request: HttpServerRequest.HttpServerRequest, route: RouteEnt
 const formatPath = (path: ReadonlyArray<PropertyKey>) => path.map(String).join(".")
 
 export const validationFailed = (error: HttpApiError.HttpApiDecodeError) => {
-  const details = error.issues.map((issue) => ({ path: formatPath(issue.path), message: issue.message }))
+  const details = error.issues.map((issue) => ({ path: formatPath(issue.path), message: shortMessage(issue.message) }))
   const first = details[0]
   return new BadRequest({
     code: "validation_failed",
@@ -359,6 +361,12 @@ const defectResponse = (cause: Cause.Cause<unknown>, requestId: string, maxBodyB
   if (typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "RequestError") {
     return Effect.succeed(
       errorResponse(400, "unreadable_body", "The request body could not be read or parsed.", requestId)
+    )
+  }
+  const clientFault = clientFaultOf(error)
+  if (clientFault !== undefined) {
+    return Effect.logWarning("database refused a client's value", cause).pipe(
+      Effect.as(errorResponse(clientFault._tag === "Conflict" ? 409 : 400, clientFault.code, clientFault.message, requestId))
     )
   }
   return Effect.logError("unhandled failure", cause).pipe(

@@ -1,16 +1,24 @@
-/** Checks on client JSON before it reaches PostgreSQL. */
+/** Checks on client JSON before it reaches any schema or PostgreSQL. */
+import { Limits } from "./Schemas.js"
 
-const MAX_JSON_DEPTH = 64
+const { depth: MAX_DEPTH, items: MAX_ITEMS, keys: MAX_KEYS } = Limits.body
 
 /**
  * JSON that PostgreSQL cannot store (text with NUL characters or lone
- * surrogates) or that nests absurdly deep is refused up front, with the path
- * of the first offending value, rather than failing later in the database.
+ * surrogates), that nests absurdly deep or whose arrays or objects are
+ * absurdly large (docs/limits.md, "any JSON body") is refused up front, with
+ * the path of the first offending value, rather than failing later in a
+ * schema walk or the database.
  */
 export const unstorableJson = (value: unknown, path = "", depth = 0): { path: string; message: string } | undefined => {
   if (typeof value === "string") return unstorableText(value, path)
   if (typeof value !== "object" || value === null) return undefined
-  if (depth >= MAX_JSON_DEPTH) return { path, message: `nested deeper than ${MAX_JSON_DEPTH} levels` }
+  if (depth >= MAX_DEPTH) return { path, message: `nested deeper than ${MAX_DEPTH} levels` }
+  const size = Array.isArray(value) ? value.length : Object.keys(value).length
+  const cap = Array.isArray(value) ? MAX_ITEMS : MAX_KEYS
+  if (size > cap) {
+    return { path, message: `has ${size.toLocaleString("en-US")} ${Array.isArray(value) ? "items" : "keys"}; at most ${cap.toLocaleString("en-US")} are accepted` }
+  }
   for (const [key, child] of Object.entries(value)) {
     const childPath = path === "" ? key : `${path}.${key}`
     const problem = unstorableText(key, childPath) ?? unstorableJson(child, childPath, depth + 1)

@@ -1,7 +1,8 @@
 /** Helpers for repositories. */
 import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
-import { Effect, Option } from "effect"
+import { Effect, Option, Predicate } from "effect"
+import { BadRequest, Conflict } from "./Errors.js"
 
 type OrDie<T> = {
   readonly [K in keyof T]: T[K] extends (...args: infer Args) => Effect.Effect<infer A, infer _E, infer R>
@@ -39,3 +40,41 @@ export const orFailWith =
   <E2>(error: () => E2) =>
   <A, E, R>(lookup: Effect.Effect<Option.Option<A>, E, R>) =>
     Effect.flatMap(lookup, Option.match({ onNone: () => Effect.fail(error()), onSome: Effect.succeed }))
+
+/** The SQLSTATE of a database failure (PostgreSQL's five-character code), looked for along its `cause` chain. */
+const sqlStateOf = (error: unknown, depth = 0): string | undefined => {
+  if (depth > 4 || !Predicate.isObject(error)) return undefined
+  if (error instanceof SqlError || depth > 0) {
+    const code = Predicate.hasProperty(error, "code") ? error.code : undefined
+    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code
+  }
+  return Predicate.hasProperty(error, "cause") && error.cause !== error ? sqlStateOf(error.cause, depth + 1) : undefined
+}
+
+/**
+ * The one mapping of database failures a client's input can still provoke
+ * (past the request schemas' bounds) to a 4xx: values PostgreSQL cannot
+ * store (class 22, e.g. a NUL character in text), values too large for an
+ * index row or statements too large (class 54), a broken constraint (class
+ * 23: 409 for a duplicate or a dangling reference, else 400). Anything else
+ * (connection loss, a failed transaction, a bug) answers undefined and stays
+ * a logged 500. The HTTP pipeline and the fast lane both ask here.
+ */
+export const clientFaultOf = (defect: unknown): BadRequest | Conflict | undefined => {
+  if (!(defect instanceof SqlError)) return undefined
+  const state = sqlStateOf(defect)
+  if (state === undefined) return undefined
+  if (state === "23505") {
+    return new Conflict({ code: "conflict", message: "Something with the same identifying values already exists." })
+  }
+  if (state === "23503") {
+    return new Conflict({ code: "conflict", message: "The request refers to something that does not exist or is still in use." })
+  }
+  if (state.startsWith("22") || state.startsWith("23")) {
+    return new BadRequest({ code: "validation_failed", message: "A value in the request cannot be stored (invalid, out of range or not allowed)." })
+  }
+  if (state.startsWith("54")) {
+    return new BadRequest({ code: "validation_failed", message: "A value in the request is too large to store or query; see docs/limits.md." })
+  }
+  return undefined
+}

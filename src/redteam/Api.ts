@@ -3,7 +3,7 @@ import { Authentication } from "../identity/Authentication.js"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { AgentId, PolicyDetail } from "../catalog/Domain.js"
-import { CursorParam, LimitParam } from "../platform/Schemas.js"
+import { CursorParam, Identifier, LimitParam } from "../platform/Schemas.js"
 import {
   AttackOutcome,
   AttackRecord,
@@ -57,9 +57,9 @@ export class RedteamApi extends HttpApiGroup.make("redteam")
     HttpApiEndpoint.get("listAttacks", "/redteam/attacks")
       .setUrlParams(
         Schema.Struct({
-          attack: Schema.optional(Schema.String),
+          attack: Schema.optional(Identifier),
           outcome: Schema.optional(AttackOutcome),
-          job_id: Schema.optional(Schema.String),
+          job_id: Schema.optional(Identifier),
           ...Page
         })
       )
@@ -68,7 +68,7 @@ export class RedteamApi extends HttpApiGroup.make("redteam")
   .add(HttpApiEndpoint.post("dispatch", "/redteam/dispatch").setPayload(Dispatch).addSuccess(Job, { status: 201 }))
   .add(
     HttpApiEndpoint.get("listJobs", "/redteam/jobs")
-      .setUrlParams(Schema.Struct({ agent_id: Schema.optional(Schema.String), ...Page }))
+      .setUrlParams(Schema.Struct({ agent_id: Schema.optional(Identifier), ...Page }))
       .addSuccess(Schema.Struct({ jobs: Schema.Array(Job), next_cursor: nextCursor }))
   )
   .add(HttpApiEndpoint.get("getJob", "/redteam/jobs/:id").setPath(JobPath).addSuccess(JobWithSessions))

@@ -2,14 +2,14 @@
 import { Schema } from "effect"
 import { Severity } from "../authorization/Domain.js"
 import { PolicyDetail } from "../catalog/Domain.js"
-import { JsonValue, Timestamp } from "../platform/Schemas.js"
+import { Identifier, JsonValue, Name, Timestamp, Url } from "../platform/Schemas.js"
 
-export const PlanId = Schema.String.pipe(Schema.brand("PlanId")).annotations({ identifier: "RedteamPlanId" })
+export const PlanId = Identifier.pipe(Schema.brand("PlanId")).annotations({ identifier: "RedteamPlanId" })
 export type PlanId = typeof PlanId.Type
-export const JobId = Schema.String.pipe(Schema.brand("JobId")).annotations({ identifier: "RedteamJobId" })
+export const JobId = Identifier.pipe(Schema.brand("JobId")).annotations({ identifier: "RedteamJobId" })
 export type JobId = typeof JobId.Type
 /** A share token is the capability itself (>= 128 random bits). */
-export const ShareToken = Schema.String.pipe(Schema.brand("ShareToken")).annotations({ identifier: "ShareToken" })
+export const ShareToken = Identifier.pipe(Schema.brand("ShareToken")).annotations({ identifier: "ShareToken" })
 export type ShareToken = typeof ShareToken.Type
 
 export const Profile = Schema.Literal("quick", "standard", "deep").annotations({
@@ -52,7 +52,7 @@ export class Plan extends Schema.Class<Plan>("RedteamPlan")({
 }) {}
 
 /** May be `{}`; the handler picks a name when none is given. */
-export const CreatePlan = Schema.Struct({ name: Schema.optional(Schema.String) })
+export const CreatePlan = Schema.Struct({ name: Schema.optional(Name) })
 
 // ---- attacks and jobs
 
@@ -95,8 +95,8 @@ export class Job extends Schema.Class<Job>("RedteamJob")({
 
 export const Dispatch = Schema.Struct({
   profile: Profile,
-  target_url: Schema.NonEmptyString,
-  agent_id: Schema.optional(Schema.String)
+  target_url: Url.pipe(Schema.minLength(1, { message: () => "must not be empty" })),
+  agent_id: Schema.optional(Identifier)
 })
 
 export const JobSession = Schema.Struct({

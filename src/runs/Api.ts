@@ -2,7 +2,7 @@
 import { Authentication } from "../identity/Authentication.js"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { CursorParam, LimitParam } from "../platform/Schemas.js"
+import { CursorParam, Identifier, LimitParam } from "../platform/Schemas.js"
 import {
   CreateReviewEvent,
   CreateRun,
@@ -59,9 +59,9 @@ export class TracesApi extends HttpApiGroup.make("traces")
     HttpApiEndpoint.get("listTraces", "/traces")
       .setUrlParams(
         Schema.Struct({
-          session_id: Schema.optional(Schema.String),
-          agent_id: Schema.optional(Schema.String),
-          run_id: Schema.optional(Schema.String),
+          session_id: Schema.optional(Identifier),
+          agent_id: Schema.optional(Identifier),
+          run_id: Schema.optional(Identifier),
           effect: Schema.optional(Schema.Literal("permit", "deny", "defer", "rewrite")),
           ...Page
         })

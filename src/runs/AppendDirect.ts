@@ -7,6 +7,7 @@
  */
 import { Cause, Effect, Either, Exit, Option, Runtime, Schema } from "effect"
 import type { DirectAuthenticator } from "../identity/AuthenticationLive.js"
+import { clientFaultOf } from "../platform/Sql.js"
 import { type DirectHandler, writeHttpError, writeInternalError, writeJson } from "../platform/FastLane.js"
 import { RunPath } from "./Api.js"
 import { CreateRunEvent, RunEvent } from "./Domain.js"
@@ -41,6 +42,8 @@ export const makeDirectAppends = (writer: RunEventWriter) =>
           } else {
             const refused = Cause.failureOption(outcome.cause)
             if (Option.isSome(refused)) return answered(writeHttpError(response, refused.value, request.requestId))
+            const clientFault = clientFaultOf(Cause.squash(outcome.cause))
+            if (clientFault !== undefined) return answered(writeHttpError(response, clientFault, request.requestId))
           }
           runFork(Effect.logError("run event append failed", Exit.isFailure(outcome) ? outcome.cause : outcome.value))
           answered(writeInternalError(response, request.requestId))

@@ -1,14 +1,23 @@
 /** Runs, run events, traces and review events: the schemas of their contract. */
 import { Schema } from "effect"
-import { JsonValue, Timestamp } from "../platform/Schemas.js"
+import {
+  boundedArray,
+  BoundedJson,
+  Identifier,
+  JsonValue,
+  LongText,
+  Name,
+  Note,
+  Timestamp
+} from "../platform/Schemas.js"
 
-export const RunId = Schema.String.pipe(Schema.brand("RunId")).annotations({ identifier: "RunId" })
+export const RunId = Identifier.pipe(Schema.brand("RunId")).annotations({ identifier: "RunId" })
 export type RunId = typeof RunId.Type
-export const RunEventId = Schema.String.pipe(Schema.brand("RunEventId")).annotations({ identifier: "RunEventId" })
+export const RunEventId = Identifier.pipe(Schema.brand("RunEventId")).annotations({ identifier: "RunEventId" })
 export type RunEventId = typeof RunEventId.Type
-export const TraceId = Schema.String.pipe(Schema.brand("TraceId")).annotations({ identifier: "TraceId" })
+export const TraceId = Identifier.pipe(Schema.brand("TraceId")).annotations({ identifier: "TraceId" })
 export type TraceId = typeof TraceId.Type
-export const ReviewEventId = Schema.String.pipe(Schema.brand("ReviewEventId")).annotations({
+export const ReviewEventId = Identifier.pipe(Schema.brand("ReviewEventId")).annotations({
   identifier: "ReviewEventId"
 })
 export type ReviewEventId = typeof ReviewEventId.Type
@@ -60,26 +69,26 @@ export class Run extends Schema.Class<Run>("Run")({
 }) {}
 
 export const CreateRun = Schema.Struct({
-  agent_id: Schema.String,
+  agent_id: Identifier,
   kind: RunKind,
-  external_id: Schema.optional(Schema.String),
+  external_id: Schema.optional(Identifier),
   status: Schema.optional(RunStatus),
-  environment_id: Schema.optional(Schema.String),
-  metadata: Schema.optional(JsonValue)
+  environment_id: Schema.optional(Identifier),
+  metadata: Schema.optional(BoundedJson)
 })
 
 /** Kind and agent are fixed at creation; timestamps are stamped by the server on status changes. */
 export const UpdateRun = Schema.Struct({
   status: Schema.optional(RunStatus),
-  external_id: Schema.optional(Schema.NullOr(Schema.String)),
-  metadata: Schema.optional(JsonValue)
+  external_id: Schema.optional(Schema.NullOr(Identifier)),
+  metadata: Schema.optional(BoundedJson)
 })
 
 export const ListRunsParams = Schema.Struct({
-  agent_id: Schema.optional(Schema.String),
+  agent_id: Schema.optional(Identifier),
   status: Schema.optional(RunStatus),
   kind: Schema.optional(RunKind),
-  external_id: Schema.optional(Schema.String)
+  external_id: Schema.optional(Identifier)
 })
 
 // ---- run events
@@ -102,10 +111,10 @@ export class RunEvent extends Schema.Class<RunEvent>("RunEvent")({
 
 export const CreateRunEvent = Schema.Struct({
   kind: RunEventKind,
-  label: Schema.optional(Schema.String),
-  input_summary: Schema.optional(Schema.String),
-  output_summary: Schema.optional(Schema.String),
-  metadata: Schema.optional(JsonValue),
+  label: Schema.optional(Name),
+  input_summary: Schema.optional(LongText),
+  output_summary: Schema.optional(LongText),
+  metadata: Schema.optional(BoundedJson),
   /** When the event happened at the caller; defaults to receipt time. */
   occurred_at: Schema.optional(Timestamp)
 })
@@ -170,9 +179,9 @@ export class ReviewEvent extends Schema.Class<ReviewEvent>("ReviewEvent")({
 /** The reviewer is the caller; it is not taken from the body. */
 export const CreateReviewEvent = Schema.Struct({
   outcome: ReviewOutcome,
-  reason_codes: Schema.optional(Schema.Array(Schema.String)),
-  note: Schema.optional(Schema.String),
-  metadata: Schema.optional(JsonValue)
+  reason_codes: Schema.optional(boundedArray(Identifier, 100)),
+  note: Schema.optional(Note),
+  metadata: Schema.optional(BoundedJson)
 })
 
 // ---- topic values

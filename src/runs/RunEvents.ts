@@ -25,7 +25,8 @@ export const newRunEvent = (
   input: RunEventInput
 ): Either.Either<NewRunEvent, BadRequest> => {
   const occurredAt = input.occurred_at === undefined ? new Date() : new Date(input.occurred_at)
-  if (Number.isNaN(occurredAt.getTime())) {
+  // RFC 3339 years have four digits; JS dates reach years PostgreSQL cannot store (+275760, -271821).
+  if (Number.isNaN(occurredAt.getTime()) || (input.occurred_at !== undefined && !/^\d{4}-/.test(input.occurred_at))) {
     return Either.left(
       new BadRequest({
         code: "validation_failed",

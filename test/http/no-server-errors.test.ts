@@ -5,12 +5,31 @@
  * wrong, extreme or unstorable), under each kind of credential. Every answer
  * must be below 500 and carry the conventions' error body when it is an
  * error. New endpoints are covered as soon as they are declared.
+ *
+ * "Every input is bounded": every field of every request body (and of the
+ * policy and agent documents) gets, one at a time, a 1 MB string, 100,000
+ * items, 10,000 keys, deep nesting and a NUL character, inside an otherwise
+ * valid body; every query parameter a 10,000-character value. Each must be
+ * refused (400 naming the path, or 413) and no table may gain a row
+ * (docs/limits.md).
  */
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, JSONSchema, type Schema } from "effect"
 import fc from "fast-check"
-import { baseUrl, testServer } from "../support/TestServer.js"
-import { call, createKey, INTERNAL_KEY, isErrorBody, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
+import { AgentProfileDocument, PolicyDocument } from "../../src/catalog/Domain.js"
+import { baseUrl, type JsonResponse, TestDatabaseUrl, testServer, testServerWithDatabase } from "../support/TestServer.js"
+import {
+  call,
+  type CallOptions,
+  createKey,
+  type ErrorShape,
+  INTERNAL_KEY,
+  isErrorBody,
+  queryDatabase,
+  SERVER_OPTIONS,
+  tenant
+} from "../identity/http-helpers.js"
+import { fieldPaths, fieldSchema, HOSTILE_VALUES, resolverOf, valueWith, WHOLE_BODY_VALUES } from "./oversized-inputs.js"
 
 interface Operation {
   readonly method: string
@@ -124,6 +143,166 @@ layer(testServer("database"), SERVER_OPTIONS)("no request produces a 5xx", (it) 
           }
         }
         expect(failures).toEqual([])
+      }),
+    600_000
+  )
+})
+
+interface OpenApiOperation {
+  readonly requestBody?: { readonly content?: Record<string, { readonly schema?: unknown }> }
+  readonly parameters?: ReadonlyArray<{ readonly name: string; readonly in: string }>
+}
+
+interface Probe {
+  readonly method: string
+  readonly path: string
+  /** The field path the value was put at ("" for the whole body). */
+  readonly field: string
+  readonly what: string
+  /** The body, built when sent (a thousand megabyte bodies at once would crowd the shared machine's memory). */
+  readonly raw?: () => string
+  readonly query?: string
+  /** POST /v1/policies/validate answers 200 with `valid: false` and the errors: its contract. */
+  readonly validates?: boolean
+  /** A YAML document: its whole-document caps (token count) name the document (path ""). */
+  readonly document?: boolean
+}
+
+const YAML_DOCUMENTS: Readonly<Record<string, Schema.Schema.Any>> = {
+  "POST /v1/policies": PolicyDocument,
+  "POST /v1/policies/validate": PolicyDocument,
+  "POST /v1/agents": AgentProfileDocument,
+  "PUT /v1/agents/{id}": AgentProfileDocument
+}
+
+/** Every probe of one operation: each hostile value at each body field, a 10,000-character value in each query parameter. */
+const probesOf = (method: string, path: string, operation: OpenApiOperation, doc: OpenApiDoc): ReadonlyArray<Probe> => {
+  const url = path.replace(/\{[^}]*\}/g, "bounds-probe")
+  const yamlDocument = YAML_DOCUMENTS[`${method} ${path}`]
+  const jsonSchema = yamlDocument === undefined ? undefined : JSONSchema.make(yamlDocument)
+  const bodySchema = jsonSchema ?? operation.requestBody?.content?.["application/json"]?.schema
+  const resolve = resolverOf({
+    ...(doc.components?.schemas ?? {}),
+    ...((jsonSchema?.$defs as Record<string, unknown> | undefined) ?? {})
+  })
+  const probes: Array<Probe> = []
+  if (bodySchema !== undefined) {
+    const fields = fieldPaths(bodySchema, resolve)
+    for (const field of fields) {
+      for (const hostile of HOSTILE_VALUES) {
+        probes.push({
+          method,
+          path: url,
+          field: field.join("."),
+          what: hostile.name,
+          raw: () => JSON.stringify(valueWith(bodySchema, field, hostile.value(fieldSchema(bodySchema, field, resolve)), resolve)),
+          validates: path === "/v1/policies/validate",
+          document: yamlDocument !== undefined
+        })
+      }
+    }
+    if (fields.length === 0) {
+      // A body without declared fields (provider pass-through, empty objects): the whole-body caps.
+      for (const hostile of WHOLE_BODY_VALUES) {
+        probes.push({ method, path: url, field: "", what: hostile.name, raw: () => JSON.stringify(hostile.value()) })
+      }
+    }
+  }
+  for (const parameter of operation.parameters ?? []) {
+    if (parameter.in !== "query") continue
+    probes.push({ method, path: url, field: parameter.name, what: "10,000-character query value", query: `?${parameter.name}=${"q".repeat(10_000)}` })
+  }
+  return probes
+}
+
+/** True when the error (or the validation result) names `field`. */
+const namesField = (body: unknown, field: string): boolean => {
+  if (typeof body !== "object" || body === null) return false
+  const record = body as { error?: ErrorShape["error"]; errors?: ReadonlyArray<{ path: string }> }
+  const paths = [...(record.error?.details ?? []), ...(record.errors ?? [])].map((detail) => detail.path)
+  const message = record.error?.message ?? ""
+  // A cap inside a free-form value names the deeper path where it was crossed.
+  return field === ""
+    ? paths.length > 0 || message !== ""
+    : paths.some((path) => path === field || path.startsWith(`${field}.`)) || message.startsWith(field)
+}
+
+const tableCounts = (url: string) =>
+  Effect.gen(function* () {
+    const tables = yield* queryDatabase<{ table_name: string }>(
+      url,
+      "select table_name from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE' order by 1"
+    )
+    const counts: Record<string, number> = {}
+    for (const { table_name } of tables) {
+      const [row] = yield* queryDatabase<{ count: string }>(url, `select count(*) as count from "${table_name}"`)
+      counts[table_name] = Number(row!.count)
+    }
+    return counts
+  })
+
+layer(testServerWithDatabase("database", { INTERNAL_API_KEY: INTERNAL_KEY }), SERVER_OPTIONS)("every input is bounded", (it) => {
+  it.effect(
+    "every operation, every field: a 1 MB string, 100,000 items, 10,000 keys, deep nesting, NUL: 400 naming the path (or 413), no 5xx, no row stored",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const databaseUrl = yield* TestDatabaseUrl
+        const doc = (yield* call(base, "GET", "/openapi.json")).body as OpenApiDoc & {
+          paths: Record<string, Record<string, OpenApiOperation>>
+        }
+        const owner = yield* tenant(base)
+        const key = yield* createKey(base, owner)
+        const credentials: ReadonlyArray<CallOptions> = [
+          { token: owner.jwt },
+          { token: key.plaintext_key },
+          { token: INTERNAL_KEY, headers: { "x-service-workspace-id": owner.workspaceId } }
+        ]
+        const probes = Object.entries(doc.paths).flatMap(([path, operations]) =>
+          Object.entries(operations).flatMap(([method, operation]) =>
+            probesOf(method.toUpperCase(), path, operation, doc)
+          )
+        )
+        expect(probes.length).toBeGreaterThan(1000)
+        const before = yield* tableCounts(databaseUrl)
+
+        const failures: Array<string> = []
+        yield* Effect.forEach(
+          probes,
+          (probe) =>
+            Effect.gen(function* () {
+              // The first credential the operation does not refuse (401/403) is the one whose answer counts.
+              let response: JsonResponse | undefined
+              const raw = probe.raw?.()
+              for (const credential of credentials) {
+                response = yield* call(base, probe.method, probe.path + (probe.query ?? ""), {
+                  ...credential,
+                  ...(raw === undefined ? {} : { raw })
+                }).pipe(
+                  // A connection the server dropped is a failure of this probe, reported with the others.
+                  Effect.catchAllDefect((defect) =>
+                    Effect.succeed({ status: 0, headers: new Headers(), body: null, text: `no answer: ${String(defect)}` })
+                  )
+                )
+                if (response.status !== 401 && response.status !== 403) break
+              }
+              const answer = response!
+              const refused =
+                (answer.status === 400 && isErrorBody(answer.body) && answer.body.error.code === "validation_failed") ||
+                answer.status === 413 ||
+                (probe.validates === true && answer.status === 200 && (answer.body as { valid?: boolean }).valid === false)
+              const named =
+                answer.status === 413 ||
+                namesField(answer.body, probe.field) ||
+                (probe.document === true && namesField(answer.body, ""))
+              if (!refused || !named) {
+                failures.push(`${probe.method} ${probe.path} ${probe.field} [${probe.what}] -> ${answer.status} ${answer.text.slice(0, 300)}`)
+              }
+            }),
+          { concurrency: 4, discard: true }
+        )
+        expect(failures).toEqual([])
+        expect(yield* tableCounts(databaseUrl)).toEqual(before)
       }),
     600_000
   )

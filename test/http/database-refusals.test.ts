@@ -1,0 +1,84 @@
+/**
+ * Values PostgreSQL refuses never answer 500: the schemas bound what they
+ * can, and the one mapping of database refusals (`clientFaultOf`) turns what
+ * a client can still provoke into a 4xx, while a broken connection stays a
+ * server error. The mapping is checked on real PostgreSQL errors.
+ */
+import { expect, layer } from "@effect/vitest"
+import { randomBytes } from "node:crypto"
+import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, Redacted } from "effect"
+import { clientFaultOf } from "../../src/platform/Sql.js"
+import { baseUrl, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+import { call, createKey, expectStatus, expectValidation, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
+
+/** The failure of `statement` on the suite's database, as the service's SQL client reports it. */
+const failureOf = (statement: (sql: SqlClient.SqlClient) => Effect.Effect<unknown, unknown>) =>
+  Effect.gen(function* () {
+    const url = yield* TestDatabaseUrl
+    return yield* Effect.flip(
+      Effect.flatMap(SqlClient.SqlClient, statement).pipe(
+        Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 }).pipe(Layer.orDie))
+      )
+    )
+  })
+
+layer(testServerWithDatabase("database"), SERVER_OPTIONS)("database refusals", (it) => {
+  it.effect("an occurred_at outside PostgreSQL's range is 400 naming occurred_at, on both lanes; nothing stored", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const owner = yield* tenant(base)
+      const key = yield* createKey(base, owner)
+      const run = expectStatus(
+        yield* call(base, "POST", "/v1/runs", { token: owner.jwt, body: { agent_id: "bot", kind: "job" } }),
+        201
+      )
+      for (const occurred_at of ["-100000-01-01T00:00:00Z", "+275000-01-01T00:00:00Z"]) {
+        for (const token of [owner.jwt, key.plaintext_key]) {
+          const answer = yield* call(base, "POST", `/v1/runs/${run.id}/events`, {
+            token,
+            body: { kind: "custom", occurred_at }
+          })
+          expectValidation(answer, "occurred_at")
+        }
+      }
+      // A good event after them is stored alone, first in its run.
+      const stored = expectStatus(
+        yield* call(base, "POST", `/v1/runs/${run.id}/events`, { token: owner.jwt, body: { kind: "custom" } }),
+        201
+      )
+      expect(stored.sequence).toBe(1)
+    })
+  )
+
+  it.effect("real PostgreSQL refusals map to 400/409; a dropped connection does not", () =>
+    Effect.gen(function* () {
+      const setup = yield* failureOf((sql) =>
+        sql`create table bounds_probe (name text primary key)`.pipe(
+          Effect.zipRight(sql`insert into bounds_probe values ('taken')`),
+          Effect.zipRight(Effect.fail("set up"))
+        )
+      )
+      expect(setup).toBe("set up")
+
+      // Random text does not compress below the index row limit (program_limit_exceeded, 54000).
+      const tooLarge = yield* failureOf((sql) => sql`insert into bounds_probe values (${randomBytes(16_000).toString("hex")})`)
+      expect(clientFaultOf(tooLarge)).toMatchObject({ _tag: "BadRequest", code: "validation_failed" })
+
+      const nul = yield* failureOf((sql) => sql`select ${"a\u0000b"}::text`)
+      expect(clientFaultOf(nul)).toMatchObject({ _tag: "BadRequest", code: "validation_failed" })
+
+      const outOfRange = yield* failureOf((sql) => sql`select ${"2147483648"}::int4`)
+      expect(clientFaultOf(outOfRange)).toMatchObject({ _tag: "BadRequest", code: "validation_failed" })
+
+      const duplicate = yield* failureOf((sql) => sql`insert into bounds_probe values ('taken')`)
+      expect(clientFaultOf(duplicate)).toMatchObject({ _tag: "Conflict", code: "conflict" })
+
+      const dropped = yield* failureOf((sql) => sql`select pg_terminate_backend(pg_backend_pid())`)
+      expect(clientFaultOf(dropped)).toBeUndefined()
+      const missingTable = yield* failureOf((sql) => sql`select * from no_such_table`)
+      expect(clientFaultOf(missingTable)).toBeUndefined()
+    })
+  )
+})
