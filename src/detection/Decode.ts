@@ -9,9 +9,7 @@ import type { TextView } from "./Types.js"
 const MAX_DECODED_SPANS = 32
 const MAX_DECODED_CHARS = 64 * 1024
 
-// One character class each with no nesting: linear-time scans.
-const BASE64_RUN = /(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}/g
-const HEX_RUN = /(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){8,}(?![0-9A-Fa-f])/g
+const MIN_RUN = 16
 const ESCAPED_HEX_RUN = /(?:\\x[0-9A-Fa-f]{2}){4,}/g
 const PERCENT = /%[0-9A-Fa-f]{2}/g
 const MIN_PERCENT_ESCAPES = 2
@@ -20,7 +18,8 @@ const utf8 = new TextDecoder("utf-8", { fatal: false })
 
 /**
  * Readable: no replacement characters, no control characters other than
- * tab and newlines, and some letters. Random bytes almost never pass.
+ * tab and newlines, and at least half letters or digits. Random bytes
+ * almost never pass.
  */
 const readable = (text: string) => {
   if (text.length < 4) return false
@@ -28,10 +27,9 @@ const readable = (text: string) => {
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i)
     if (code === 0xfffd || (code < 0x20 && code !== 0x09 && code !== 0x0a && code !== 0x0d) || code === 0x7f) return false
-    if ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) letters++
-    else if (code > 0x7f) letters++
+    if (((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) || (code >= 0x30 && code <= 0x39) || code > 0x7f) letters++
   }
-  return letters * 3 >= text.length
+  return letters * 2 >= text.length
 }
 
 const decodeBase64 = (encoded: string) => utf8.decode(Buffer.from(encoded, "base64"))
@@ -83,6 +81,54 @@ const scan = (raw: string, pattern: RegExp, encoding: Encoded["encoding"], decod
   }
 }
 
+// Character classes of base64 (standard and URL-safe) and hex, by code unit.
+const BASE64_CHAR = new Uint8Array(128)
+for (let code = 0; code < 128; code++) {
+  const char = String.fromCharCode(code)
+  if (/[A-Za-z0-9+/_-]/.test(char)) BASE64_CHAR[code] = /[0-9A-Fa-f]/.test(char) ? 2 : 1
+}
+
+/**
+ * One pass over the text: each maximal run of base64 characters of 16 or
+ * more is decoded as hex when it is all hex digits (of even length),
+ * otherwise as base64 when it mixes cases or has digits (a plain long word
+ * does not).
+ */
+const scanRuns = (raw: string, found: Array<Encoded>) => {
+  let start = 0
+  let hexOnly = true
+  let upper = false
+  let lower = false
+  let digit = false
+  for (let i = 0; i <= raw.length; i++) {
+    const code = i < raw.length ? raw.charCodeAt(i) : 0
+    const kind = code < 128 ? BASE64_CHAR[code]! : 0
+    if (kind !== 0) {
+      if (i === start) {
+        hexOnly = true
+        upper = lower = digit = false
+      }
+      if (kind === 1) hexOnly = false
+      if (code >= 0x30 && code <= 0x39) digit = true
+      else if (code >= 0x41 && code <= 0x5a) upper = true
+      else if (code >= 0x61 && code <= 0x7a) lower = true
+      continue
+    }
+    const length = i - start
+    if (length >= MIN_RUN && found.length < MAX_DECODED_SPANS) {
+      let end = i
+      while (end < raw.length && end - i < 2 && raw.charCodeAt(end) === 0x3d) end++
+      const encoded = raw.slice(start, end)
+      const asHex = hexOnly && length % 2 === 0
+      if (asHex || (upper && lower) || digit) {
+        const decoded = asHex ? decodeHex(encoded) : decodeBase64(encoded)
+        if (readable(decoded)) found.push({ start, end, encoding: asHex ? "hex" : "base64", decoded })
+      }
+    }
+    start = i + 1
+  }
+}
+
 const overlapsEarlier = (found: ReadonlyArray<Encoded>, candidate: Encoded) =>
   found.some((other) => other !== candidate && other.start <= candidate.start && other.end >= candidate.end && found.indexOf(other) < found.indexOf(candidate))
 
@@ -93,9 +139,8 @@ const overlapsEarlier = (found: ReadonlyArray<Encoded>, candidate: Encoded) =>
 export const decodedViews = (raw: string, fold: (decoded: string) => TextView): ReadonlyArray<TextView> => {
   const found: Array<Encoded> = []
   if (raw.indexOf("%") >= 0) percentTokens(raw, found)
-  scan(raw, HEX_RUN, "hex", decodeHex, found)
   if (raw.indexOf("\\x") >= 0) scan(raw, ESCAPED_HEX_RUN, "hex", decodeHex, found)
-  scan(raw, BASE64_RUN, "base64", decodeBase64, found)
+  scanRuns(raw, found)
   const result: Array<TextView> = []
   let chars = 0
   for (const span of found) {

@@ -36,9 +36,14 @@ export const unionSpans = (spans: ReadonlyArray<Span>): Array<Span> => {
  */
 export class FindingSet {
   private readonly findings: Array<{ category: string; score: number | undefined; spans: Array<Span>; message: string }> = []
+  /** Exact repeats (the same match seen in the raw and the folded view) are dropped without a search. */
+  private readonly seen = new Set<string>()
   constructor(private readonly detector: DetectorName) {}
 
   add(category: string, span: Span, message: string, score?: number) {
+    const key = `${category}:${span.start}:${span.end}`
+    if (score === undefined && this.seen.has(key)) return
+    this.seen.add(key)
     for (const finding of this.findings) {
       if (finding.category === category && finding.spans.some((known) => overlaps(known, span) || sameRange(known, span))) {
         finding.spans = unionSpans([...finding.spans, span])

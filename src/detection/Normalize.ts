@@ -43,18 +43,20 @@ class MappedBuilder {
   }
 }
 
-const CHUNK = 8192
-const codesToString = (codes: Uint16Array, length: number) => {
-  let out = ""
-  for (let at = 0; at < length; at += CHUNK) {
-    out += String.fromCharCode.apply(null, Array.from(codes.subarray(at, Math.min(length, at + CHUNK))))
-  }
-  return out
+const utf16 = new TextDecoder("utf-16le")
+const codesToString = (codes: Uint16Array, length: number) => utf16.decode(codes.subarray(0, length))
+
+/** A view with per-unit raw ranges (`starts`/`ends` undefined: the view's offsets are the raw ones). */
+interface MappedView extends TextView {
+  readonly starts: Int32Array | undefined
+  readonly ends: Int32Array | undefined
 }
 
-const mappedView = (kind: ViewKind, text: string, starts: Int32Array, ends: Int32Array, rawLength: number): TextView => ({
+const mappedView = (kind: ViewKind, text: string, starts: Int32Array, ends: Int32Array, rawLength: number): MappedView => ({
   kind,
   text,
+  starts,
+  ends,
   toRaw: (start, end) => {
     if (start >= text.length) return { start: rawLength, end: rawLength }
     const last = Math.min(text.length, end) - 1
@@ -108,9 +110,12 @@ const isFoldableLetter = (code: number) => isLatinLetter(code) || (code >= 0x370
 
 /**
  * Confusables are folded only inside a word that also has Latin letters
- * ("Ignоre" with a Cyrillic о), or that is made only of confusables
- * ("рауРаl"); ordinary Russian or Greek words stay as written.
+ * ("Ignоre" with a Cyrillic о), or that is made only of confusables and
+ * stands in a domain or address ("раураl.com"); ordinary Russian or Greek
+ * words ("не", "на") stay as written.
  */
+const isDomainPunctuation = (code: number) => code === 0x2e || code === 0x40 || code === 0x2f
+
 const foldConfusableWords = (built: MappedBuilder) => {
   const codes = built.codes
   let at = 0
@@ -130,7 +135,8 @@ const foldConfusableWords = (built: MappedBuilder) => {
       else other++
       end++
     }
-    if (confusable > 0 && (latin > 0 || other === 0)) {
+    const domainLike = (at > 0 && isDomainPunctuation(codes[at - 1]!)) || (end < built.length && isDomainPunctuation(codes[end]!))
+    if (confusable > 0 && (latin > 0 || (other === 0 && domainLike))) {
       for (let i = at; i < end; i++) codes[i] = CONFUSABLE_CODES.get(codes[i]!) ?? codes[i]!
     }
     at = end
@@ -138,8 +144,8 @@ const foldConfusableWords = (built: MappedBuilder) => {
 }
 
 /** The folded view: NFKC per code point, invisible characters removed, confusable words folded. */
-export const foldedView = (raw: string): TextView => {
-  if (!/[^\x00-\x7f]/.test(raw)) return { kind: "folded", text: raw, toRaw: identity }
+export const foldedView = (raw: string): MappedView => {
+  if (!/[^\x00-\x7f]/.test(raw)) return { kind: "folded", text: raw, toRaw: identity, starts: undefined, ends: undefined }
   const built = new MappedBuilder(raw.length + 16)
   for (let i = 0; i < raw.length; ) {
     const code = raw.charCodeAt(i)
@@ -263,14 +269,14 @@ const foldLeetWords = (built: MappedBuilder) => {
 }
 
 /** The deobfuscated view of a folded view: lower case, combining marks dropped, split words joined, leetspeak folded. */
-export const deobfuscatedView = (folded: TextView, rawLength: number): TextView => {
+export const deobfuscatedView = (folded: MappedView, rawLength: number): TextView => {
   const text = folded.text
   const lowered = new MappedBuilder(text.length)
+  const { ends, starts } = folded
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i)
     if (isCombiningMark(code)) continue
-    const range = folded.toRaw(i, i + 1)
-    lowered.push(lowerCode(code), range.start, range.end)
+    lowered.push(lowerCode(code), starts === undefined ? i : starts[i]!, ends === undefined ? i + 1 : ends[i]!)
   }
   const joined = joinSplitWords(lowered)
   foldLeetWords(joined)
@@ -279,12 +285,17 @@ export const deobfuscatedView = (folded: TextView, rawLength: number): TextView 
 
 // ---- ROT13: a one-to-one map, so the folded view's offsets stay valid
 
-const rot13 = (text: string) =>
-  text.replace(/[A-Za-z]/g, (char) => {
-    const code = char.charCodeAt(0)
-    const base = code <= 0x5a ? 0x41 : 0x61
-    return String.fromCharCode(((code - base + 13) % 26) + base)
-  })
+const ROT13 = new Uint16Array(128).map((_, code) =>
+  code >= 0x41 && code <= 0x5a ? ((code - 0x41 + 13) % 26) + 0x41 : code >= 0x61 && code <= 0x7a ? ((code - 0x61 + 13) % 26) + 0x61 : code
+)
+const rot13 = (text: string) => {
+  const codes = new Uint16Array(text.length)
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    codes[i] = code < 0x80 ? ROT13[code]! : code
+  }
+  return codesToString(codes, codes.length)
+}
 
 export const rot13View = (folded: TextView): TextView => ({ kind: "rot13", text: rot13(folded.text), toRaw: folded.toRaw })
 
@@ -299,8 +310,17 @@ export interface TextViews {
   readonly decoded: ReadonlyArray<TextView>
   /** raw, folded and the decoded views, without a view whose text repeats another's. */
   readonly literal: ReadonlyArray<TextView>
-  /** literal plus deobfuscated and rot13 (for detectors of phrasing rather than of formats). */
-  readonly all: ReadonlyArray<TextView>
+  /** Whether the text looks like it holds ROT13-encoded English (its common words, rotated). */
+  readonly rot13Likely: boolean
+  /** literal plus deobfuscated, and rot13 when likely (for detectors of phrasing rather than of formats). */
+  readonly phrasing: ReadonlyArray<TextView>
+}
+
+/** Frequent English words and attack words after ROT13 ("the", "and", "you", "ignore", "system", "prompt", "instruction"). */
+const ROT13_MARKERS = [" gur ", " naq ", " lbh ", "vtaber", "flfgrz", "cebzcg", "vafgehpgvba", "qvfertneq"]
+const looksRot13 = (text: string) => {
+  const lower = text.toLowerCase()
+  return ROT13_MARKERS.some((marker) => lower.includes(marker))
 }
 
 const distinct = (views: ReadonlyArray<TextView>) => {
@@ -316,7 +336,8 @@ export const views = (raw: string): TextViews => {
   let rot: TextView | undefined
   let decoded: ReadonlyArray<TextView> | undefined
   let literal: ReadonlyArray<TextView> | undefined
-  let all: ReadonlyArray<TextView> | undefined
+  let phrasing: ReadonlyArray<TextView> | undefined
+  let rot13Likely: boolean | undefined
   return {
     raw,
     rawView: raw_,
@@ -333,8 +354,11 @@ export const views = (raw: string): TextViews => {
     get literal() {
       return (literal ??= distinct([raw_, folded, ...this.decoded]))
     },
-    get all() {
-      return (all ??= distinct([raw_, folded, this.deobfuscated, this.rot13, ...this.decoded]))
+    get rot13Likely() {
+      return (rot13Likely ??= looksRot13(folded.text))
+    },
+    get phrasing() {
+      return (phrasing ??= distinct([raw_, folded, this.deobfuscated, ...(this.rot13Likely ? [this.rot13] : []), ...this.decoded]))
     }
   }
 }

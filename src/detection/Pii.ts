@@ -22,8 +22,9 @@ export interface PiiOptions {
 const EMAIL = /(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}(?![A-Za-z0-9-])/g
 const DEFANGED_EMAIL =
   /(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}\s?[[(]\s?at\s?[\])]\s?[A-Za-z0-9-]{1,63}(?:\s?[[(]\s?dot\s?[\])]\s?[A-Za-z0-9-]{1,63}){1,4}/gi
+const DEFANGED_AT = /at\s?[\])]/i
 const PHONE =
-  /(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{1,5}(?:[ .-]\d{2,6}){1,5}(?![\w])|(?<![\w+])\+\d{8,15}(?!\w)|(?<![\w+])\(\d{1,4}\)[ .-]?\d{2,5}(?:[ .-]\d{2,6}){0,4}(?!\w)|(?<![\w+.,])\d{10,11}(?![\w.,])/g
+  /(?<![\w+-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{1,5}(?:[ .-]\d{2,6}){1,5}(?![\w-])|(?<![\w+])\+\d{8,15}(?!\w)|(?<![\w+])\(\d{1,4}\)[ .-]?\d{2,5}(?:[ .-]\d{2,6}){0,4}(?!\w)|(?<![\w+.,])\d{10,11}(?![\w.,])/g
 const DATE_LIKE = /^\d{4}[-./ ]\d{1,2}[-./ ]\d{1,2}$|^\d{1,2}[-./ ]\d{1,2}[-./ ]\d{4}$/
 const SSN_SHAPED = /^\d{3}([- ])\d{2}\1\d{4}$/
 const PHONE_WORD =
@@ -38,11 +39,12 @@ const IPV4 =
 const VERSION_WORD = /(?:\bv|version|ver\.?|build|release|rev\.?)\s*$/i
 const IPV6_CANDIDATE = /(?<![\w:.])\[?(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?:%[A-Za-z0-9]{1,16})?(?![\w:])/g
 const STREET_SUFFIX = "Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Terrace|Place|Pl|Square|Sq|Parkway|Pkwy|Highway|Hwy"
-const ADDRESSES: ReadonlyArray<RegExp> = [
-  new RegExp(`(?<!\\w)\\d{1,5}[A-Za-z]?\\s(?:[A-Z][A-Za-z'.-]{0,30}\\s){0,4}(?:${STREET_SUFFIX})\\b\\.?`, "g"),
-  /(?<!\w)\d{1,4}(?:\s?(?:bis|ter))?,?\s(?:rue|avenue|boulevard|bd|place|chemin|allée|impasse|quai)\s[\p{L}'-]{2,}/giu,
-  /(?<![\p{L}])\p{Lu}\p{Ll}{2,30}(?:straße|strasse|str\.|weg|allee|platz|gasse|ring|damm)\s\d{1,4}[a-z]?(?!\w)/gu,
-  /(?<![\p{L}])(?:Calle|Avenida|Avda\.|Plaza|Paseo|Camino|Carrera|Rua|Avenida)\s(?:[\p{L}]{2,30}\s){0,4}\d{1,4}(?!\w)/gu
+/** Each address pattern with a cheap test that the text could hold a match (its keyword followed by what must follow). */
+const ADDRESSES: ReadonlyArray<readonly [RegExp, RegExp]> = [
+  [/\d\s[A-Z]/, new RegExp(`(?<!\\w)\\d{1,5}[A-Za-z]?\\s(?:[A-Z][A-Za-z'.-]{0,30}\\s){0,4}(?:${STREET_SUFFIX})\\b\\.?`, "g")],
+  [/\d,?\s(?:rue|avenue|boulevard|bd|place|chemin|allée|impasse|quai)\s|\d\s?(?:bis|ter)/i, /(?<!\w)\d{1,4}(?:\s?(?:bis|ter))?,?\s(?:rue|avenue|boulevard|bd|place|chemin|allée|impasse|quai)\s[\p{L}'-]{2,}/giu],
+  [/(?:straße|strasse|str\.|weg|allee|platz|gasse|ring|damm)\s\d/, /(?<![\p{L}])\p{Lu}\p{Ll}{2,30}(?:straße|strasse|str\.|weg|allee|platz|gasse|ring|damm)\s\d{1,4}[a-z]?(?!\w)/gu],
+  [/Calle|Avenida|Avda\.|Plaza|Paseo|Camino|Carrera|Rua/, /(?<![\p{L}])(?:Calle|Avenida|Avda\.|Plaza|Paseo|Camino|Carrera|Rua)\s(?:[\p{L}]{2,30}\s){0,4}\d{1,4}(?!\w)/gu]
 ]
 
 const precededBy = (view: TextView, at: number, pattern: RegExp) => pattern.test(view.text.slice(Math.max(0, at - 28), at))
@@ -62,7 +64,7 @@ type Scanner = (view: TextView, report: (at: number, length: number) => void) =>
 const scanners: Record<PiiCategory, Scanner> = {
   email: (view, report) => {
     if (view.text.indexOf("@") >= 0) eachMatch(EMAIL, view, (m) => report(m.index, m[0].length))
-    eachMatch(DEFANGED_EMAIL, view, (m) => report(m.index, m[0].length))
+    if (DEFANGED_AT.test(view.text)) eachMatch(DEFANGED_EMAIL, view, (m) => report(m.index, m[0].length))
   },
   phone: (view, report) =>
     eachMatch(PHONE, view, (m) => {
@@ -102,7 +104,7 @@ const scanners: Record<PiiCategory, Scanner> = {
     }
   },
   address: (view, report) => {
-    for (const pattern of ADDRESSES) eachMatch(pattern, view, (m) => report(m.index, m[0].length))
+    for (const [could, pattern] of ADDRESSES) if (could.test(view.text)) eachMatch(pattern, view, (m) => report(m.index, m[0].length))
   }
 }
 

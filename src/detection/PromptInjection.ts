@@ -8,6 +8,7 @@
  */
 import { eachMatch, unionSpans } from "./Findings.js"
 import { INJECTION_SIGNALS, type InjectionSignal } from "./InjectionSignals.js"
+import { TriggerIndex } from "./Triggers.js"
 import { type TextViews, viewsOf } from "./Normalize.js"
 import type { Finding, Span } from "./Types.js"
 
@@ -18,18 +19,66 @@ export interface PromptInjectionOptions {
 
 export const DEFAULT_INJECTION_THRESHOLD = 0.5
 
+/** Every distinct trigger once, and per signal the indices of its triggers. */
+const TRIGGERS = [...new Set(INJECTION_SIGNALS.flatMap((signal) => signal.triggers))]
+const SIGNAL_TRIGGERS = INJECTION_SIGNALS.map((signal) => signal.triggers.map((trigger) => TRIGGERS.indexOf(trigger)))
+/** A match lies within this many characters before and after one of its signal's triggers (the patterns' gaps are bounded). */
+const WINDOW_BEFORE = 320
+const WINDOW_AFTER = 400
+const TRIGGER_INDEX = new TriggerIndex(TRIGGERS)
+
+const isWordChar = (code: number) => (code >= 0x30 && code <= 0x39) || ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) || code === 0x5f
+
+/**
+ * Runs a signal's pattern only over windows around its triggers' hits, so
+ * a text without the words a signal needs costs nothing but the look-ups.
+ * A window starts at a word boundary, so `\b` and look-behinds see the text.
+ */
+const scanWindows = (signal: InjectionSignal, text: string, hits: ReadonlyArray<number>, onMatch: (start: number, end: number) => void) => {
+  const sorted = hits.length > 1 ? [...hits].sort((a, b) => a - b) : hits
+  let index = 0
+  while (index < sorted.length) {
+    let start = Math.max(0, sorted[index]! - WINDOW_BEFORE)
+    let end = Math.min(text.length, sorted[index]! + WINDOW_AFTER)
+    index++
+    while (index < sorted.length && sorted[index]! - WINDOW_BEFORE <= end) end = Math.min(text.length, sorted[index++]! + WINDOW_AFTER)
+    while (start > 0 && isWordChar(text.charCodeAt(start - 1))) start--
+    const window = start === 0 && end === text.length ? text : text.slice(start, end)
+    const pattern = signal.pattern
+    pattern.lastIndex = 0
+    for (let m = pattern.exec(window); m !== null; m = pattern.exec(window)) {
+      if (m[0].length === 0) pattern.lastIndex++
+      onMatch(start + m.index, start + m.index + m[0].length)
+    }
+  }
+}
+
 /** Signals found, with their raw spans; exported so a caller can explain a score. */
 export const injectionSignals = (input: string | TextViews): Map<InjectionSignal, Array<Span>> => {
   const textViews = viewsOf(input)
   const found = new Map<InjectionSignal, Array<Span>>()
-  for (const view of textViews.all) {
-    for (const signal of INJECTION_SIGNALS) {
-      eachMatch(signal.pattern, view, (m) => {
-        const span = view.toRaw(m.index, m.index + m[0].length)
+  for (const view of textViews.phrasing) {
+    const lower = view.kind === "deobfuscated" ? view.text : view.text.toLowerCase()
+    // toLowerCase keeps offsets for the scripts the triggers are written in; a text where it does not is scanned whole.
+    const sameLength = lower.length === view.text.length
+    const triggerHits = TRIGGER_INDEX.scan(lower)
+    for (let s = 0; s < INJECTION_SIGNALS.length; s++) {
+      const signal = INJECTION_SIGNALS[s]!
+      const triggerIndices = SIGNAL_TRIGGERS[s]!
+      let hits: Array<number> | undefined
+      for (const trigger of triggerIndices) {
+        const at = triggerHits[trigger]
+        if (at !== undefined) (hits ??= []).push(...at)
+      }
+      if (hits === undefined) continue
+      const record = (start: number, end: number) => {
+        const span = view.toRaw(start, end)
         const spans = found.get(signal)
         if (spans === undefined) found.set(signal, [span])
         else spans.push(span)
-      })
+      }
+      if (sameLength) scanWindows(signal, view.text, hits, record)
+      else eachMatch(signal.pattern, view, (m) => record(m.index, m.index + m[0].length))
     }
   }
   return found

@@ -50,18 +50,18 @@ const tokenize = (text: string): Array<Token> => {
       continue
     }
     let end = at
-    let word = ""
+    let grouped = false
     while (end < text.length) {
       const inner = text.charCodeAt(end)
-      const groupedDigit = (inner === 0x2c || inner === 0x2e) && end > at && isDigitCode(text.charCodeAt(end - 1)) && isDigitCode(text.charCodeAt(end + 1))
-      if (groupedDigit) {
+      if ((inner === 0x2c || inner === 0x2e) && end > at && isDigitCode(text.charCodeAt(end - 1)) && isDigitCode(text.charCodeAt(end + 1))) {
+        grouped = true
         end++
         continue
       }
       if (!isWordCode(inner) || isSeparateCode(inner)) break
-      word += text[end]
       end++
     }
+    const word = grouped ? text.slice(at, end).replace(/[.,]/g, "") : text.slice(at, end)
     tokens.push({ word: word.toLowerCase(), start: at, end })
     at = end
   }
@@ -69,6 +69,7 @@ const tokenize = (text: string): Array<Token> => {
 }
 
 interface PreparedPrompt {
+  readonly vocabulary: Set<string>
   readonly ngrams: Map<string, number>
   readonly total: number
   readonly n: number
@@ -88,7 +89,7 @@ const prepare = (systemPrompt: string, n: number): PreparedPrompt => {
     const gram = words.slice(i, i + size).join(" ")
     if (!ngrams.has(gram)) ngrams.set(gram, ngrams.size)
   }
-  const result = { ngrams, total: ngrams.size, n: size }
+  const result = { vocabulary: new Set(words), ngrams, total: ngrams.size, n: size }
   if (prepared.size >= PREPARED_CACHE) prepared.delete(prepared.keys().next().value!)
   prepared.set(key, result)
   return result
@@ -106,7 +107,15 @@ const overlapIn = (view: TextView, prompt: PreparedPrompt): Overlap => {
   const spans: Array<Span> = []
   let run = 0
   let longestRun = 0
+  // Consecutive words of the system prompt's vocabulary ending at each token: an n-gram is looked up only when all n are.
+  let inVocabulary = 0
   for (let i = 0; i + prompt.n <= tokens.length; i++) {
+    if (i === 0) for (let k = 0; k < prompt.n - 1; k++) inVocabulary = prompt.vocabulary.has(tokens[k]!.word) ? inVocabulary + 1 : 0
+    inVocabulary = prompt.vocabulary.has(tokens[i + prompt.n - 1]!.word) ? inVocabulary + 1 : 0
+    if (inVocabulary < prompt.n) {
+      run = 0
+      continue
+    }
     let gram = tokens[i]!.word
     for (let k = 1; k < prompt.n; k++) gram += " " + tokens[i + k]!.word
     const index = prompt.ngrams.get(gram)
@@ -169,7 +178,7 @@ export const detectSystemPromptLeak = (input: string | TextViews, options: Syste
     const minRun = options.min_run_words ?? 10
     const spans: Array<Span> = []
     let best: Overlap | undefined
-    for (const view of [textViews.deobfuscated, textViews.rot13, ...textViews.decoded]) {
+    for (const view of [textViews.deobfuscated, ...(textViews.rot13Likely ? [textViews.rot13] : []), ...textViews.decoded]) {
       const overlap = overlapIn(view, prompt)
       if (overlap.coverage < threshold && overlap.longestRun < Math.min(minRun, prompt.total + prompt.n - 1)) continue
       spans.push(...overlap.spans)
