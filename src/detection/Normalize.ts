@@ -170,7 +170,8 @@ export const foldedView = (raw: string): MappedView => {
 
 // ---- deobfuscation: lower case, split words joined, leetspeak
 
-const LEET: Record<string, string> = { "0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", $: "s", "!": "i", "|": "l" }
+// "|" is left alone: it is rarely a letter, and folding it would break chat-template tokens such as <|im_start|>.
+const LEET: Record<string, string> = { "0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", $: "s", "!": "i" }
 const LEET_CODES = new Map<number, number>(Object.entries(LEET).map(([from, to]) => [from.charCodeAt(0), to.charCodeAt(0)]))
 const isDigit = (code: number) => code >= 0x30 && code <= 0x39
 /** Characters a split word is written with: letters of the Latin, Greek, Cyrillic scripts and digits. */
@@ -246,7 +247,7 @@ const joinSplitWords = (from: MappedBuilder): MappedBuilder => {
 }
 
 /** Leetspeak is folded inside words that have at least one ASCII letter ("h4ck3r", not "4111"). */
-const foldLeetWords = (built: MappedBuilder) => {
+const foldLeetWords = (built: { readonly codes: Uint16Array; readonly length: number }) => {
   const codes = built.codes
   const isWordish = (code: number) => isAsciiLetter(code) || LEET_CODES.has(code)
   let at = 0
@@ -269,7 +270,35 @@ const foldLeetWords = (built: MappedBuilder) => {
 }
 
 /** The deobfuscated view of a folded view: lower case, combining marks dropped, split words joined, leetspeak folded. */
+/** A single letter or digit, a separator, and again twice: the start of a split word. */
+const SPLIT_WORD =
+  /[a-z\u00c0-\u024f\u0370-\u052f](?<![a-z0-9\u00c0-\u024f\u0370-\u052f][a-z\u00c0-\u024f\u0370-\u052f])[ \t.\-_*/,+~·]{1,3}[a-z0-9\u00c0-\u024f\u0370-\u052f][ \t.\-_*/,+~·]{1,3}[a-z0-9\u00c0-\u024f\u0370-\u052f](?![a-z0-9\u00c0-\u024f\u0370-\u052f])/
+const LEET_NEXT_TO_LETTER = /[a-z][0-9@$!]|[0-9@$!][a-z]/
+const COMBINING_MARK = /[\u0300-\u036f]/
+
+/**
+ * The usual case, without split words or combining marks: lower case (same
+ * length) and leetspeak change characters one for one, so the folded
+ * view's map is the deobfuscated view's.
+ */
+const deobfuscatedInPlace = (folded: MappedView, rawLength: number): TextView | undefined => {
+  const lowered = folded.text.toLowerCase()
+  if (lowered.length !== folded.text.length || COMBINING_MARK.test(lowered) || SPLIT_WORD.test(lowered)) return undefined
+  let text = lowered
+  if (LEET_NEXT_TO_LETTER.test(lowered)) {
+    const codes = new Uint16Array(lowered.length)
+    for (let i = 0; i < lowered.length; i++) codes[i] = lowered.charCodeAt(i)
+    foldLeetWords({ codes, length: codes.length })
+    text = codesToString(codes, codes.length)
+  }
+  const { ends, starts } = folded
+  if (starts === undefined || ends === undefined) return { kind: "deobfuscated", text, toRaw: identity }
+  return mappedView("deobfuscated", text, starts, ends, rawLength)
+}
+
 export const deobfuscatedView = (folded: MappedView, rawLength: number): TextView => {
+  const inPlace = deobfuscatedInPlace(folded, rawLength)
+  if (inPlace !== undefined) return inPlace
   const text = folded.text
   const lowered = new MappedBuilder(text.length)
   const { ends, starts } = folded
@@ -312,7 +341,11 @@ export interface TextViews {
   readonly literal: ReadonlyArray<TextView>
   /** Whether the text looks like it holds ROT13-encoded English (its common words, rotated). */
   readonly rot13Likely: boolean
-  /** literal plus deobfuscated, and rot13 when likely (for detectors of phrasing rather than of formats). */
+  /**
+   * raw, deobfuscated, rot13 when likely, and the decoded views (for
+   * detectors of phrasing rather than of formats, whose patterns ignore
+   * case: the deobfuscated view holds everything the folded one does).
+   */
   readonly phrasing: ReadonlyArray<TextView>
 }
 
@@ -358,7 +391,7 @@ export const views = (raw: string): TextViews => {
       return (rot13Likely ??= looksRot13(folded.text))
     },
     get phrasing() {
-      return (phrasing ??= distinct([raw_, folded, this.deobfuscated, ...(this.rot13Likely ? [this.rot13] : []), ...this.decoded]))
+      return (phrasing ??= distinct([raw_, this.deobfuscated, ...(this.rot13Likely ? [this.rot13] : []), ...this.decoded]))
     }
   }
 }

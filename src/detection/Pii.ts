@@ -19,7 +19,7 @@ export interface PiiOptions {
 }
 
 // Every pattern starts at a token boundary (a lookbehind), so a failed attempt costs at most one token.
-const EMAIL = /(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}(?![A-Za-z0-9-])/g
+const EMAIL_DOMAIN = /[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}(?![A-Za-z0-9-])/y
 const DEFANGED_EMAIL =
   /(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}\s?[[(]\s?at\s?[\])]\s?[A-Za-z0-9-]{1,63}(?:\s?[[(]\s?dot\s?[\])]\s?[A-Za-z0-9-]{1,63}){1,4}/gi
 const DEFANGED_AT = /at\s?[\])]/i
@@ -47,6 +47,21 @@ const ADDRESSES: ReadonlyArray<readonly [RegExp, RegExp]> = [
   [/Calle|Avenida|Avda\.|Plaza|Paseo|Camino|Carrera|Rua/, /(?<![\p{L}])(?:Calle|Avenida|Avda\.|Plaza|Paseo|Camino|Carrera|Rua)\s(?:[\p{L}]{2,30}\s){0,4}\d{1,4}(?!\w)/gu]
 ]
 
+const isLocalPartCode = (code: number) =>
+  (code >= 0x30 && code <= 0x39) || ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) || code === 0x2e || code === 0x5f || code === 0x25 || code === 0x2b || code === 0x2d
+
+/** E-mail addresses found from each "@": the local part scanned back, the domain matched forward (both bounded). */
+const eachEmail = (text: string, report: (at: number, length: number) => void) => {
+  for (let at = text.indexOf("@"); at >= 0; at = text.indexOf("@", at + 1)) {
+    let start = at
+    while (start > 0 && at - start < 64 && isLocalPartCode(text.charCodeAt(start - 1))) start--
+    if (start === at || (start > 0 && isLocalPartCode(text.charCodeAt(start - 1)))) continue
+    EMAIL_DOMAIN.lastIndex = at + 1
+    const domain = EMAIL_DOMAIN.exec(text)
+    if (domain !== null) report(start, at + 1 + domain[0].length - start)
+  }
+}
+
 const precededBy = (view: TextView, at: number, pattern: RegExp) => pattern.test(view.text.slice(Math.max(0, at - 28), at))
 
 const MESSAGES: Record<PiiCategory, string> = {
@@ -63,7 +78,7 @@ type Scanner = (view: TextView, report: (at: number, length: number) => void) =>
 
 const scanners: Record<PiiCategory, Scanner> = {
   email: (view, report) => {
-    if (view.text.indexOf("@") >= 0) eachMatch(EMAIL, view, (m) => report(m.index, m[0].length))
+    eachEmail(view.text, report)
     if (DEFANGED_AT.test(view.text)) eachMatch(DEFANGED_EMAIL, view, (m) => report(m.index, m[0].length))
   },
   phone: (view, report) =>

@@ -56,9 +56,10 @@ const FORMATS: ReadonlyArray<Format> = [
   format("cloud", `${B}SG\\.([A-Za-z0-9_-]{22}\\.[A-Za-z0-9_-]{43})${E}`, "SendGrid API key", 1),
   format("cloud", `(?<![A-Za-z0-9])((?:SK|AC)[0-9a-f]{32})(?![A-Za-z0-9])`, "Twilio key", 1),
   format("cloud", `${B}dop_v1_([a-f0-9]{64})${E}`, "DigitalOcean token", 1),
-  format("cloud", `AccountKey=([A-Za-z0-9+/]{40,200}={0,2})`, "Azure storage account key", 1),
-  format("cloud", `(?<![A-Za-z0-9+.-])[a-z][a-z0-9+.-]{1,20}://[^\\s:@/]{1,64}:([^\\s:@/]{6,128})@[A-Za-z0-9.-]{1,253}`, "password in a connection URL", 1)
+  format("cloud", `AccountKey=([A-Za-z0-9+/]{40,200}={0,2})`, "Azure storage account key", 1)
 ]
+const URL_PASSWORD = format("cloud", `(?<![A-Za-z0-9+.-])[a-z][a-z0-9+.-]{1,20}://[^\\s:@/]{1,64}:([^\\s:@/]{6,128})@[A-Za-z0-9.-]{1,253}`, "password in a connection URL", 1)
+const ALL_FORMATS = [...FORMATS, URL_PASSWORD]
 
 const PEM_BEGIN = /-----BEGIN ((?:[A-Z0-9]{1,16} ){0,3})PRIVATE KEY(?: BLOCK)?-----/g
 const PEM_MAX_BODY = 16 * 1024
@@ -115,7 +116,9 @@ export const detectSecrets = (input: string | TextViews, options: SecretOptions 
   const found = new FindingSet("secret")
   const report = (span: Span, category: string, message: string) => found.add(category, span, message)
   for (const view of textViews.literal) {
-    for (const { body, category, message, pattern } of FORMATS) {
+    const hasUrlCredentials = view.text.indexOf("://") >= 0 && view.text.indexOf("@") >= 0
+    for (const { body, category, message, pattern } of ALL_FORMATS) {
+      if (pattern === URL_PASSWORD.pattern && !hasUrlCredentials) continue
       eachMatch(pattern, view, (m) => {
         const random = m[body ?? 0] ?? m[0]
         if (PLACEHOLDER.test(random) || entropy(random) < 2.5) return

@@ -35,7 +35,10 @@ const isAsciiAlnum = (code: number) => isDigitCode(code) || ((code | 0x20) >= 0x
 const isWordCode = (code: number) => (code < 0x80 ? isAsciiAlnum(code) : !isPunctuationOrSpace(code) && !isSeparateCode(code))
 
 /** Lower-case words with their view offsets; "5,000" is one word "5000". */
-const tokenize = (text: string): Array<Token> => {
+const tokenize = (original: string): Array<Token> => {
+  const lower = original.toLowerCase()
+  // Lower case that changes lengths (rare letters) is done word by word instead.
+  const text = lower.length === original.length ? lower : original
   const tokens: Array<Token> = []
   let at = 0
   while (at < text.length) {
@@ -62,7 +65,7 @@ const tokenize = (text: string): Array<Token> => {
       end++
     }
     const word = grouped ? text.slice(at, end).replace(/[.,]/g, "") : text.slice(at, end)
-    tokens.push({ word: word.toLowerCase(), start: at, end })
+    tokens.push({ word: text === lower ? word : word.toLowerCase(), start: at, end })
     at = end
   }
   return tokens

@@ -11,13 +11,13 @@ const MAX_HITS_PER_TRIGGER = 512
 const bucketOf = (first: number, second: number) => ((first << 5) ^ second) & (BUCKETS - 1)
 
 export class TriggerIndex {
-  private readonly singles = new Map<number, Array<number>>()
+  /** One-character triggers by code unit (ASCII only): the trigger's index, or -1. */
+  private readonly singles = new Int16Array(128).fill(-1)
   private readonly buckets: Array<Array<number> | undefined> = new Array(BUCKETS)
   constructor(readonly triggers: ReadonlyArray<string>) {
     triggers.forEach((trigger, index) => {
-      if (trigger.length === 1) {
-        const code = trigger.charCodeAt(0)
-        this.singles.set(code, [...(this.singles.get(code) ?? []), index])
+      if (trigger.length === 1 && trigger.charCodeAt(0) < 128) {
+        this.singles[trigger.charCodeAt(0)] = index
       } else if (trigger.length > 1) {
         const bucket = bucketOf(trigger.charCodeAt(0), trigger.charCodeAt(1))
         ;(this.buckets[bucket] ??= []).push(index)
@@ -37,10 +37,7 @@ export class TriggerIndex {
     for (let at = 0; at < length; at++) {
       const first = second
       second = at + 1 < length ? lower.charCodeAt(at + 1) : 0
-      if (this.singles.size > 0) {
-        const single = this.singles.get(first)
-        if (single !== undefined) for (const index of single) record(index, at)
-      }
+      if (first < 128 && this.singles[first]! >= 0) record(this.singles[first]!, at)
       const bucket = this.buckets[bucketOf(first, second)]
       if (bucket === undefined) continue
       for (const index of bucket) if (lower.startsWith(this.triggers[index]!, at)) record(index, at)

@@ -22,8 +22,9 @@ const MAILTO = /(?<![A-Za-z0-9])mailto:[^\s<>"'`)]{3,512}/gi
 const TLDS =
   "com|org|net|io|ai|dev|app|co|uk|de|fr|ru|cn|jp|in|br|es|it|nl|eu|info|biz|xyz|me|us|ca|au|gov|edu|ly|site|online|top|shop|store|help|gg|tv|cc|link|click|live|news|tech|cloud|ws|su|tk|ml|ga|cf|ch|at|be|se|no|dk|fi|ie|kr|mx|ar|tr|ua|za|ir|pk|bd|vn|id|my|ph|sg|hk|tw|nz|ro|cz|hu|gr|pt|il|sa|ae|eg|ng|ke|to|live|lol|win|vip|bid|icu|buzz|example|test|onion"
 const LABEL_SEPARATOR = String.raw`(?:\.|\[\.\]|\(\.\)|\[dot\]|\(dot\))`
+// The first character is matched before the look-behind that checks what precedes it: a cheap first test at each position.
 const BARE_DOMAIN = new RegExp(
-  String.raw`(?<![\w.@/\\:-])(?:www${LABEL_SEPARATOR})?(?:[a-z0-9-]{1,63}${LABEL_SEPARATOR}){1,10}(?:${TLDS})(?![\w-]|\.[a-z0-9])(?::\d{2,5})?(?:/[^\s<>"'\x60)\]]{0,2048})?`,
+  String.raw`[a-z0-9-](?<=(?:^|[^\w.@/\\:-])[a-z0-9-])[a-z0-9-]{0,62}${LABEL_SEPARATOR}(?:[a-z0-9-]{1,63}${LABEL_SEPARATOR}){0,9}(?:${TLDS})(?![\w-]|\.[a-z0-9])(?::\d{2,5})?(?:/[^\s<>"'\x60)\]]{0,2048})?`,
   "gi"
 )
 const DEFANG = /\[\.\]|\(\.\)|\[dot\]|\(dot\)/gi
