@@ -36,6 +36,8 @@ const SSN_WORD = /(?:ssn|social security(?: number)?|ss#)\W{0,4}$/i
 const SSN_COMPACT = /(?<!\w)(?!000|666|9\d\d)\d{3}(?!00)\d{2}(?!0000)\d{4}(?!\w)/g
 const IPV4 =
   /(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?!\w|\.\d)/g
+/** Two colons with hex digits between or a "::": the least an IPv6 address has. */
+const IPV6_HINT = /::|[0-9A-Fa-f]:[0-9A-Fa-f]{1,4}:/
 const VERSION_WORD = /(?:\bv|version|ver\.?|build|release|rev\.?)\s*$/i
 const IPV6_CANDIDATE = /(?<![\w:.])\[?(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?:%[A-Za-z0-9]{1,16})?(?![\w:])/g
 const STREET_SUFFIX = "Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Terrace|Place|Pl|Square|Sq|Parkway|Pkwy|Highway|Hwy"
@@ -109,7 +111,7 @@ const scanners: Record<PiiCategory, Scanner> = {
     eachMatch(IPV4, view, (m) => {
       if (!precededBy(view, m.index, VERSION_WORD)) report(m.index, m[0].length)
     })
-    if (view.text.indexOf(":") >= 0) {
+    if (IPV6_HINT.test(view.text)) {
       eachMatch(IPV6_CANDIDATE, view, (m) => {
         const bracketed = m[0].startsWith("[") ? 1 : 0
         const address = m[0].slice(bracketed).replace(/%.*$/, "")

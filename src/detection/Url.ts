@@ -22,11 +22,35 @@ const MAILTO = /(?<![A-Za-z0-9])mailto:[^\s<>"'`)]{3,512}/gi
 const TLDS =
   "com|org|net|io|ai|dev|app|co|uk|de|fr|ru|cn|jp|in|br|es|it|nl|eu|info|biz|xyz|me|us|ca|au|gov|edu|ly|site|online|top|shop|store|help|gg|tv|cc|link|click|live|news|tech|cloud|ws|su|tk|ml|ga|cf|ch|at|be|se|no|dk|fi|ie|kr|mx|ar|tr|ua|za|ir|pk|bd|vn|id|my|ph|sg|hk|tw|nz|ro|cz|hu|gr|pt|il|sa|ae|eg|ng|ke|to|live|lol|win|vip|bid|icu|buzz|example|test|onion"
 const LABEL_SEPARATOR = String.raw`(?:\.|\[\.\]|\(\.\)|\[dot\]|\(dot\))`
-// The first character is matched before the look-behind that checks what precedes it: a cheap first test at each position.
-const BARE_DOMAIN = new RegExp(
-  String.raw`[a-z0-9-](?<=(?:^|[^\w.@/\\:-])[a-z0-9-])[a-z0-9-]{0,62}${LABEL_SEPARATOR}(?:[a-z0-9-]{1,63}${LABEL_SEPARATOR}){0,9}(?:${TLDS})(?![\w-]|\.[a-z0-9])(?::\d{2,5})?(?:/[^\s<>"'\x60)\]]{0,2048})?`,
+/** A defanged domain (`evil[.]com`, `evil[dot]example`); only looked for when the text has such a separator. */
+const DEFANGED_DOMAIN = new RegExp(
+  String.raw`(?<![\w.@/\\:-])(?:[a-z0-9-]{1,63}${LABEL_SEPARATOR}){1,10}(?:${TLDS})(?![\w-]|\.[a-z0-9])(?::\d{2,5})?(?:/[^\s<>"'\x60)\]]{0,2048})?`,
   "gi"
 )
+const HAS_DEFANG = /\[\.\]|\(\.\)|\[dot\]|\(dot\)/i
+/** A known top-level domain after a dot: where a bare domain ends (a literal "." first, so the scan is quick). */
+const TLD_END = new RegExp(String.raw`\.(?:${TLDS})(?![\w-]|\.[a-z0-9])`, "gi")
+const AFTER_DOMAIN = /(?::\d{2,5})?(?:\/[^\s<>"'`)\]]{0,2048})?/y
+const isHostCode = (code: number) =>
+  (code >= 0x30 && code <= 0x39) || ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) || code === 0x2d || code === 0x2e
+/** What may not stand right before a bare domain: it would be part of an e-mail, a path or an identifier. */
+const isDomainPrefixCode = (code: number) => code === 0x5f || code === 0x40 || code === 0x2f || code === 0x5c || code === 0x3a
+
+/** Bare domains: from each known top-level domain back to the start of the host name, then the port and path. */
+const eachBareDomain = (text: string, report: (at: number, match: string) => void) => {
+  let lastEnd = -1
+  TLD_END.lastIndex = 0
+  for (let m = TLD_END.exec(text); m !== null; m = TLD_END.exec(text)) {
+    let start = m.index
+    while (start > 0 && isHostCode(text.charCodeAt(start - 1))) start--
+    while (start < m.index && text.charCodeAt(start) === 0x2e) start++
+    if (start >= m.index || start < lastEnd || (start > 0 && isDomainPrefixCode(text.charCodeAt(start - 1)))) continue
+    AFTER_DOMAIN.lastIndex = m.index + m[0].length
+    const end = m.index + m[0].length + (AFTER_DOMAIN.exec(text)?.[0].length ?? 0)
+    lastEnd = end
+    report(start, text.slice(start, end))
+  }
+}
 const DEFANG = /\[\.\]|\(\.\)|\[dot\]|\(dot\)/gi
 const TRAILING_PUNCTUATION = /[.,;:!?'"]+$/
 
@@ -88,12 +112,12 @@ export const detectUrls = (input: string | TextViews, options: UrlOptions = {}):
     if (view.text.indexOf("mailto:") >= 0) {
       eachMatch(MAILTO, view, (m) => report(m.index, m[0], normaliseHost(m[0].slice(m[0].indexOf("@") + 1).replace(/[?#].*$/, ""))))
     }
-    eachMatch(BARE_DOMAIN, view, (m) => {
-      // A domain inside a URL already reported is not a second finding.
-      if (hasScheme && m.index >= 3 && view.text.slice(Math.max(0, m.index - 3), m.index) === "://") return
-      const text = m[0].replace(TRAILING_PUNCTUATION, "")
-      report(m.index, text, hostOfBare(text))
-    })
+    const reportBare = (at: number, match: string) => {
+      const text = match.replace(TRAILING_PUNCTUATION, "")
+      report(at, text, hostOfBare(text))
+    }
+    eachBareDomain(view.text, reportBare)
+    if (HAS_DEFANG.test(view.text)) eachMatch(DEFANGED_DOMAIN, view, (m) => reportBare(m.index, m[0]))
   }
   return found.result()
 }
