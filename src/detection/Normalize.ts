@@ -3,7 +3,9 @@
  * offsets back to the raw text's, so a detector can scan the view and report
  * raw ranges. Synchronous and linear in the input: one pass per view.
  */
+import { codesToString } from "./Codes.js"
 import { decodedViews } from "./Decode.js"
+import { looksRot13, rot13View } from "./Rot13.js"
 import type { Span, TextView, ViewKind } from "./Types.js"
 
 // ---- a growable buffer of UTF-16 code units with, per unit, the raw range that produced it
@@ -43,8 +45,6 @@ class MappedBuilder {
   }
 }
 
-const utf16 = new TextDecoder("utf-16le")
-const codesToString = (codes: Uint16Array, length: number) => utf16.decode(codes.subarray(0, length))
 
 /** A view with per-unit raw ranges (`starts`/`ends` undefined: the view's offsets are the raw ones). */
 interface MappedView extends TextView {
@@ -312,22 +312,6 @@ export const deobfuscatedView = (folded: MappedView, rawLength: number): TextVie
   return mappedView("deobfuscated", joined.text(), joined.starts.slice(0, joined.length), joined.ends.slice(0, joined.length), rawLength)
 }
 
-// ---- ROT13: a one-to-one map, so the folded view's offsets stay valid
-
-const ROT13 = new Uint16Array(128).map((_, code) =>
-  code >= 0x41 && code <= 0x5a ? ((code - 0x41 + 13) % 26) + 0x41 : code >= 0x61 && code <= 0x7a ? ((code - 0x61 + 13) % 26) + 0x61 : code
-)
-const rot13 = (text: string) => {
-  const codes = new Uint16Array(text.length)
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i)
-    codes[i] = code < 0x80 ? ROT13[code]! : code
-  }
-  return codesToString(codes, codes.length)
-}
-
-export const rot13View = (folded: TextView): TextView => ({ kind: "rot13", text: rot13(folded.text), toRaw: folded.toRaw })
-
 // ---- all views of one text, computed once and shared by every detector
 
 export interface TextViews {
@@ -349,12 +333,7 @@ export interface TextViews {
   readonly phrasing: ReadonlyArray<TextView>
 }
 
-/** Frequent English words and attack words after ROT13 ("the", "and", "you", "ignore", "system", "prompt", "instruction"). */
-const ROT13_MARKERS = [" gur ", " naq ", " lbh ", "vtaber", "flfgrz", "cebzcg", "vafgehpgvba", "qvfertneq"]
-const looksRot13 = (text: string) => {
-  const lower = text.toLowerCase()
-  return ROT13_MARKERS.some((marker) => lower.includes(marker))
-}
+
 
 const distinct = (views: ReadonlyArray<TextView>) => {
   const seen = new Set<string>()
