@@ -26,6 +26,17 @@ const SIGNAL_TRIGGERS = INJECTION_SIGNALS.map((signal) => signal.triggers.map((t
 const WINDOW_BEFORE = 320
 const WINDOW_AFTER = 400
 const TRIGGER_INDEX = new TriggerIndex(TRIGGERS)
+/**
+ * Signals of symbols and addresses (chat-template tokens, e-mail addresses,
+ * URLs, placeholders) that the deobfuscated view could alter (leetspeak
+ * turns "@" into "a"): also scanned in the raw text. Signals of words are
+ * found in the deobfuscated view, which holds the raw words in lower case.
+ */
+const LITERAL_SIGNALS = new Set(["chat_template", "llama_template", "system_header", "system_label", "hidden_comment", "send_to_address", "send_sensitive", "image_exfil", "data_placeholder"])
+const LITERAL_TRIGGERS = TRIGGERS.map((trigger) =>
+  INJECTION_SIGNALS.some((signal) => LITERAL_SIGNALS.has(signal.name) && signal.triggers.includes(trigger)) ? trigger : ""
+)
+const LITERAL_TRIGGER_INDEX = new TriggerIndex(LITERAL_TRIGGERS)
 
 const isWordChar = (code: number) => (code >= 0x30 && code <= 0x39) || ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) || code === 0x5f
 
@@ -61,9 +72,13 @@ export const injectionSignals = (input: string | TextViews): Map<InjectionSignal
     const lower = view.kind === "deobfuscated" ? view.text : view.text.toLowerCase()
     // toLowerCase keeps offsets for the scripts the triggers are written in; a text where it does not is scanned whole.
     const sameLength = lower.length === view.text.length
-    const triggerHits = TRIGGER_INDEX.scan(lower)
+    // Raw text the deobfuscated view repeats in lower case adds nothing.
+    if (view.kind === "raw" && textViews.deobfuscated.text === lower) continue
+    const literalOnly = view.kind === "raw"
+    const triggerHits = (literalOnly ? LITERAL_TRIGGER_INDEX : TRIGGER_INDEX).scan(lower)
     for (let s = 0; s < INJECTION_SIGNALS.length; s++) {
       const signal = INJECTION_SIGNALS[s]!
+      if (literalOnly && !LITERAL_SIGNALS.has(signal.name)) continue
       const triggerIndices = SIGNAL_TRIGGERS[s]!
       let hits: Array<number> | undefined
       for (const trigger of triggerIndices) {
