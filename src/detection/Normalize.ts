@@ -370,7 +370,8 @@ export const views = (raw: string): TextViews => {
       return (rot13Likely ??= looksRot13(folded.text))
     },
     get phrasing() {
-      return (phrasing ??= distinct([raw_, this.deobfuscated, ...(this.rot13Likely ? [this.rot13] : []), ...this.decoded]))
+      // The deobfuscated view first: when the raw text is the same, the raw view is the one left out.
+      return (phrasing ??= distinct([this.deobfuscated, raw_, ...(this.rot13Likely ? [this.rot13] : []), ...this.decoded]))
     }
   }
 }
