@@ -5,6 +5,7 @@
  * (compared letters and digits only, so spacing, punctuation, case,
  * homoglyphs and zero-width characters do not hide them).
  */
+import { codesToString } from "./Codes.js"
 import { FindingSet, unionSpans } from "./Findings.js"
 import { type TextViews, views, viewsOf } from "./Normalize.js"
 import type { Finding, Span, TextView } from "./Types.js"
@@ -136,17 +137,21 @@ const overlapIn = (view: TextView, prompt: PreparedPrompt): Overlap => {
 
 /** Letters and digits only, lower case, with the raw range of each kept character. */
 const compact = (view: TextView) => {
-  const text = view.text
-  let out = ""
-  const at: Array<number> = []
+  const original = view.text
+  const lower = original.toLowerCase()
+  const text = lower.length === original.length ? lower : original
+  const codes = new Uint16Array(text.length)
+  const at = new Int32Array(text.length)
+  let length = 0
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i)
     if (isWordCode(code) || isSeparateCode(code)) {
-      out += text[i]!.toLowerCase()
-      at.push(i)
+      codes[length] = code
+      at[length++] = i
     }
   }
-  return { text: out, at }
+  // Where lower case would change lengths (rare letters) the comparison stays case-sensitive, so offsets hold.
+  return { text: codesToString(codes, length), at }
 }
 const MIN_COMPACT_CANARY = 6
 const compactString = (value: string) => compact(views(value).folded).text
