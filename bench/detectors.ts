@@ -45,7 +45,8 @@ const leakOptions = corpus.find((file) => file.options !== undefined && "system_
 const urlOptions = corpus.find((file) => file.options !== undefined && "allow" in file.options)?.options ?? {}
 const options = { system_prompt_leak: leakOptions, url: urlOptions } as Partial<DetectorOptions>
 
-const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!
+const percentile = (sorted: ReadonlyArray<number>, p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!
 
 const measure = (size: number, run: (content: string) => unknown) => {
   const count = size >= 65536 ? Math.max(50, Math.floor(events / 10)) : events
@@ -81,13 +82,19 @@ for (const size of SIZES) {
     const line = JSON.stringify({ bench: "detectors", detector: name, bytes: size, ...result })
     console.log(line)
     lines.push(line)
-    rows.push(`| ${name} | ${size / 1024} KiB | ${result.median_ms.toFixed(3)} | ${result.p99_ms.toFixed(3)} | ${result.cpu_ms.toFixed(3)} |`)
+    rows.push(
+      `| ${name} | ${size / 1024} KiB | ${result.median_ms.toFixed(3)} | ${result.p99_ms.toFixed(3)} | ${result.cpu_ms.toFixed(3)} |`
+    )
   }
 }
 
 const date = new Date().toISOString().slice(0, 10)
-const header = `detectors benchmark ${new Date().toISOString()} node ${process.version}, load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}, events per size: ${events} (64 KiB: ${Math.max(50, Math.floor(events / 10))})\n`
-const table = ["| detector | content | median ms | p99 ms | CPU ms per event |", "|---|---|---|---|---|", ...rows].join("\n")
+const header = `detectors benchmark ${new Date().toISOString()} node ${process.version}, load average ${loadavg()
+  .map((l) => l.toFixed(1))
+  .join(" ")}, events per size: ${events} (64 KiB: ${Math.max(50, Math.floor(events / 10))})\n`
+const table = ["| detector | content | median ms | p99 ms | CPU ms per event |", "|---|---|---|---|---|", ...rows].join(
+  "\n"
+)
 mkdirSync(new URL("results/", import.meta.url), { recursive: true })
 writeFileSync(new URL(`results/detectors-${date}.txt`, import.meta.url), `${header}\n${lines.join("\n")}\n\n${table}\n`)
 console.log(`\n${table}`)

@@ -26,7 +26,8 @@ const readable = (text: string) => {
   let letters = 0
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i)
-    if (code === 0xfffd || (code < 0x20 && code !== 0x09 && code !== 0x0a && code !== 0x0d) || code === 0x7f) return false
+    if (code === 0xfffd || (code < 0x20 && code !== 0x09 && code !== 0x0a && code !== 0x0d) || code === 0x7f)
+      return false
     if (((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) || (code >= 0x30 && code <= 0x39) || code > 0x7f) letters++
   }
   return letters * 2 >= text.length
@@ -38,7 +39,12 @@ const decodePercent = (encoded: string) => {
   try {
     return decodeURIComponent(encoded.replace(/\+/g, " "))
   } catch {
-    return utf8.decode(Buffer.from(encoded.replace(/%([0-9A-Fa-f]{2})/g, (_, pair: string) => String.fromCharCode(parseInt(pair, 16))), "latin1"))
+    return utf8.decode(
+      Buffer.from(
+        encoded.replace(/%([0-9A-Fa-f]{2})/g, (_, pair: string) => String.fromCharCode(parseInt(pair, 16))),
+        "latin1"
+      )
+    )
   }
 }
 
@@ -49,7 +55,8 @@ interface Encoded {
   readonly decoded: string
 }
 
-const isTokenBreak = (code: number) => code <= 0x20 || code === 0x22 || code === 0x27 || code === 0x3c || code === 0x3e || code === 0x60
+const isTokenBreak = (code: number) =>
+  code <= 0x20 || code === 0x22 || code === 0x27 || code === 0x3c || code === 0x3e || code === 0x60
 
 /** Whitespace-delimited tokens holding at least two %XX escapes (found by a literal scan, then widened). */
 const percentTokens = (raw: string, found: Array<Encoded>) => {
@@ -73,7 +80,13 @@ const percentTokens = (raw: string, found: Array<Encoded>) => {
   }
 }
 
-const scan = (raw: string, pattern: RegExp, encoding: Encoded["encoding"], decode: (encoded: string) => string, found: Array<Encoded>) => {
+const scan = (
+  raw: string,
+  pattern: RegExp,
+  encoding: Encoded["encoding"],
+  decode: (encoded: string) => string,
+  found: Array<Encoded>
+) => {
   pattern.lastIndex = 0
   for (let match = pattern.exec(raw); match !== null && found.length < MAX_DECODED_SPANS; match = pattern.exec(raw)) {
     const decoded = decode(match[0])
@@ -130,7 +143,13 @@ const scanRuns = (raw: string, found: Array<Encoded>) => {
 }
 
 const overlapsEarlier = (found: ReadonlyArray<Encoded>, candidate: Encoded) =>
-  found.some((other) => other !== candidate && other.start <= candidate.start && other.end >= candidate.end && found.indexOf(other) < found.indexOf(candidate))
+  found.some(
+    (other) =>
+      other !== candidate &&
+      other.start <= candidate.start &&
+      other.end >= candidate.end &&
+      found.indexOf(other) < found.indexOf(candidate)
+  )
 
 /**
  * The decoded views of `raw`: each readable decoded span, folded with `fold`

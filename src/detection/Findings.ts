@@ -35,7 +35,12 @@ export const unionSpans = (spans: ReadonlyArray<Span>): Array<Span> => {
  * the highest score and the first message.
  */
 export class FindingSet {
-  private readonly findings: Array<{ category: string; score: number | undefined; spans: Array<Span>; message: string }> = []
+  private readonly findings: Array<{
+    category: string
+    score: number | undefined
+    spans: Array<Span>
+    message: string
+  }> = []
   /** Exact repeats (the same match seen in the raw and the folded view) are dropped without a search. */
   private readonly seen = new Set<string>()
   constructor(private readonly detector: DetectorName) {}
@@ -45,7 +50,10 @@ export class FindingSet {
     if (score === undefined && this.seen.has(key)) return
     this.seen.add(key)
     for (const finding of this.findings) {
-      if (finding.category === category && finding.spans.some((known) => overlaps(known, span) || sameRange(known, span))) {
+      if (
+        finding.category === category &&
+        finding.spans.some((known) => overlaps(known, span) || sameRange(known, span))
+      ) {
         finding.spans = unionSpans([...finding.spans, span])
         if (score !== undefined && (finding.score === undefined || score > finding.score)) finding.score = score
         return

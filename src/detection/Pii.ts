@@ -34,23 +34,41 @@ const IBAN = /(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}(?![A-Za-z0-9]
 const SSN = /(?<![\w-])(?!000|666|9\d\d)\d{3}([- ])(?!00)\d{2}\1(?!0000)\d{4}(?![\w-])/g
 const SSN_WORD = /(?:ssn|social security(?: number)?|ss#)\W{0,4}$/i
 const SSN_COMPACT = /(?<!\w)(?!000|666|9\d\d)\d{3}(?!00)\d{2}(?!0000)\d{4}(?!\w)/g
-const IPV4 =
-  /(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?!\w|\.\d)/g
+const IPV4 = /(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?!\w|\.\d)/g
 /** Two colons with hex digits between or a "::": the least an IPv6 address has. */
 const IPV6_HINT = /::|[0-9A-Fa-f]:[0-9A-Fa-f]{1,4}:/
 const VERSION_WORD = /(?:\bv|version|ver\.?|build|release|rev\.?)\s*$/i
 const IPV6_CANDIDATE = /(?<![\w:.])\[?(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?:%[A-Za-z0-9]{1,16})?(?![\w:])/g
-const STREET_SUFFIX = "Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Terrace|Place|Pl|Square|Sq|Parkway|Pkwy|Highway|Hwy"
+const STREET_SUFFIX =
+  "Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Terrace|Place|Pl|Square|Sq|Parkway|Pkwy|Highway|Hwy"
 /** Each address pattern with a cheap test that the text could hold a match (its keyword followed by what must follow). */
 const ADDRESSES: ReadonlyArray<readonly [RegExp, RegExp]> = [
-  [/\d\s[A-Z]/, new RegExp(`(?<!\\w)\\d{1,5}[A-Za-z]?\\s(?:[A-Z][A-Za-z'.-]{0,30}\\s){0,4}(?:${STREET_SUFFIX})\\b\\.?`, "g")],
-  [/\d,?\s(?:rue|avenue|boulevard|bd|place|chemin|allée|impasse|quai)\s|\d\s?(?:bis|ter)/i, /(?<!\w)\d{1,4}(?:\s?(?:bis|ter))?,?\s(?:rue|avenue|boulevard|bd|place|chemin|allée|impasse|quai)\s[\p{L}'-]{2,}/giu],
-  [/(?:straße|strasse|str\.|weg|allee|platz|gasse|ring|damm)\s\d/, /(?<![\p{L}])\p{Lu}\p{Ll}{2,30}(?:straße|strasse|str\.|weg|allee|platz|gasse|ring|damm)\s\d{1,4}[a-z]?(?!\w)/gu],
-  [/Calle|Avenida|Avda\.|Plaza|Paseo|Camino|Carrera|Rua/, /(?<![\p{L}])(?:Calle|Avenida|Avda\.|Plaza|Paseo|Camino|Carrera|Rua)\s(?:[\p{L}]{2,30}\s){0,4}\d{1,4}(?!\w)/gu]
+  [
+    /\d\s[A-Z]/,
+    new RegExp(`(?<!\\w)\\d{1,5}[A-Za-z]?\\s(?:[A-Z][A-Za-z'.-]{0,30}\\s){0,4}(?:${STREET_SUFFIX})\\b\\.?`, "g")
+  ],
+  [
+    /\d,?\s(?:rue|avenue|boulevard|bd|place|chemin|allée|impasse|quai)\s|\d\s?(?:bis|ter)/i,
+    /(?<!\w)\d{1,4}(?:\s?(?:bis|ter))?,?\s(?:rue|avenue|boulevard|bd|place|chemin|allée|impasse|quai)\s[\p{L}'-]{2,}/giu
+  ],
+  [
+    /(?:straße|strasse|str\.|weg|allee|platz|gasse|ring|damm)\s\d/,
+    /(?<![\p{L}])\p{Lu}\p{Ll}{2,30}(?:straße|strasse|str\.|weg|allee|platz|gasse|ring|damm)\s\d{1,4}[a-z]?(?!\w)/gu
+  ],
+  [
+    /Calle|Avenida|Avda\.|Plaza|Paseo|Camino|Carrera|Rua/,
+    /(?<![\p{L}])(?:Calle|Avenida|Avda\.|Plaza|Paseo|Camino|Carrera|Rua)\s(?:[\p{L}]{2,30}\s){0,4}\d{1,4}(?!\w)/gu
+  ]
 ]
 
 const isLocalPartCode = (code: number) =>
-  (code >= 0x30 && code <= 0x39) || ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) || code === 0x2e || code === 0x5f || code === 0x25 || code === 0x2b || code === 0x2d
+  (code >= 0x30 && code <= 0x39) ||
+  ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) ||
+  code === 0x2e ||
+  code === 0x5f ||
+  code === 0x25 ||
+  code === 0x2b ||
+  code === 0x2d
 
 /** E-mail addresses found from each "@": the local part scanned back, the domain matched forward (both bounded). */
 const eachEmail = (text: string, report: (at: number, length: number) => void) => {
@@ -64,7 +82,8 @@ const eachEmail = (text: string, report: (at: number, length: number) => void) =
   }
 }
 
-const precededBy = (view: TextView, at: number, pattern: RegExp) => pattern.test(view.text.slice(Math.max(0, at - 28), at))
+const precededBy = (view: TextView, at: number, pattern: RegExp) =>
+  pattern.test(view.text.slice(Math.max(0, at - 28), at))
 
 const MESSAGES: Record<PiiCategory, string> = {
   email: "e-mail address",
@@ -95,7 +114,8 @@ const scanners: Record<PiiCategory, Scanner> = {
   card: (view, report) =>
     eachMatch(CARD, view, (m) => {
       const digits = digitsOf(m[0])
-      if (digits.length >= 13 && digits.length <= 19 && luhnValid(digits) && !/^(\d)\1+$/.test(digits)) report(m.index, m[0].length)
+      if (digits.length >= 13 && digits.length <= 19 && luhnValid(digits) && !/^(\d)\1+$/.test(digits))
+        report(m.index, m[0].length)
     }),
   iban: (view, report) =>
     eachMatch(IBAN, view, (m) => {
@@ -121,7 +141,8 @@ const scanners: Record<PiiCategory, Scanner> = {
     }
   },
   address: (view, report) => {
-    for (const [could, pattern] of ADDRESSES) if (could.test(view.text)) eachMatch(pattern, view, (m) => report(m.index, m[0].length))
+    for (const [could, pattern] of ADDRESSES)
+      if (could.test(view.text)) eachMatch(pattern, view, (m) => report(m.index, m[0].length))
   }
 }
 

@@ -32,27 +32,46 @@ const TRIGGER_INDEX = new TriggerIndex(TRIGGERS)
  * turns "@" into "a"): also scanned in the raw text. Signals of words are
  * found in the deobfuscated view, which holds the raw words in lower case.
  */
-const LITERAL_SIGNALS = new Set(["chat_template", "llama_template", "system_header", "system_label", "hidden_comment", "send_to_address", "send_sensitive", "image_exfil", "data_placeholder"])
+const LITERAL_SIGNALS = new Set([
+  "chat_template",
+  "llama_template",
+  "system_header",
+  "system_label",
+  "hidden_comment",
+  "send_to_address",
+  "send_sensitive",
+  "image_exfil",
+  "data_placeholder"
+])
 const LITERAL_TRIGGERS = TRIGGERS.map((trigger) =>
-  INJECTION_SIGNALS.some((signal) => LITERAL_SIGNALS.has(signal.name) && signal.triggers.includes(trigger)) ? trigger : ""
+  INJECTION_SIGNALS.some((signal) => LITERAL_SIGNALS.has(signal.name) && signal.triggers.includes(trigger))
+    ? trigger
+    : ""
 )
 const LITERAL_TRIGGER_INDEX = new TriggerIndex(LITERAL_TRIGGERS)
 
-const isWordChar = (code: number) => (code >= 0x30 && code <= 0x39) || ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) || code === 0x5f
+const isWordChar = (code: number) =>
+  (code >= 0x30 && code <= 0x39) || ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) || code === 0x5f
 
 /**
  * Runs a signal's pattern only over windows around its triggers' hits, so
  * a text without the words a signal needs costs nothing but the look-ups.
  * A window starts at a word boundary, so `\b` and look-behinds see the text.
  */
-const scanWindows = (signal: InjectionSignal, text: string, hits: ReadonlyArray<number>, onMatch: (start: number, end: number) => void) => {
+const scanWindows = (
+  signal: InjectionSignal,
+  text: string,
+  hits: ReadonlyArray<number>,
+  onMatch: (start: number, end: number) => void
+) => {
   const sorted = hits.length > 1 ? [...hits].sort((a, b) => a - b) : hits
   let index = 0
   while (index < sorted.length) {
     let start = Math.max(0, sorted[index]! - WINDOW_BEFORE)
     let end = Math.min(text.length, sorted[index]! + WINDOW_AFTER)
     index++
-    while (index < sorted.length && sorted[index]! - WINDOW_BEFORE <= end) end = Math.min(text.length, sorted[index++]! + WINDOW_AFTER)
+    while (index < sorted.length && sorted[index]! - WINDOW_BEFORE <= end)
+      end = Math.min(text.length, sorted[index++]! + WINDOW_AFTER)
     while (start > 0 && isWordChar(text.charCodeAt(start - 1))) start--
     const window = start === 0 && end === text.length ? text : text.slice(start, end)
     const pattern = signal.pattern
@@ -106,7 +125,10 @@ export const scoreOf = (signals: Iterable<InjectionSignal>) => {
 }
 
 /** One finding when the score reaches the threshold: the strongest signal's category, every signal's span. */
-export const detectPromptInjection = (input: string | TextViews, options: PromptInjectionOptions = {}): Array<Finding> => {
+export const detectPromptInjection = (
+  input: string | TextViews,
+  options: PromptInjectionOptions = {}
+): Array<Finding> => {
   const signals = injectionSignals(input)
   if (signals.size === 0) return []
   const score = scoreOf(signals.keys())

@@ -7,7 +7,11 @@ import { codesToString } from "./Codes.js"
 import type { TextView } from "./Types.js"
 
 const ROT13 = new Uint16Array(128).map((_, code) =>
-  code >= 0x41 && code <= 0x5a ? ((code - 0x41 + 13) % 26) + 0x41 : code >= 0x61 && code <= 0x7a ? ((code - 0x61 + 13) % 26) + 0x61 : code
+  code >= 0x41 && code <= 0x5a
+    ? ((code - 0x41 + 13) % 26) + 0x41
+    : code >= 0x61 && code <= 0x7a
+      ? ((code - 0x61 + 13) % 26) + 0x61
+      : code
 )
 const rot13 = (text: string) => {
   const codes = new Uint16Array(text.length)
@@ -18,7 +22,11 @@ const rot13 = (text: string) => {
   return codesToString(codes, codes.length)
 }
 
-export const rot13View = (folded: TextView): TextView => ({ kind: "rot13", text: rot13(folded.text), toRaw: folded.toRaw })
+export const rot13View = (folded: TextView): TextView => ({
+  kind: "rot13",
+  text: rot13(folded.text),
+  toRaw: folded.toRaw
+})
 
 /** Frequent English words and attack words after ROT13 ("the", "and", "you", "ignore", "system", "prompt", "instruction"). */
 const ROT13_MARKERS = [" gur ", " naq ", " lbh ", "vtaber", "flfgrz", "cebzcg", "vafgehpgvba", "qvfertneq"]

@@ -15,7 +15,8 @@ export interface SecretOptions {
   readonly min_entropy?: number
 }
 
-const PLACEHOLDER = /x{6,}|X{6,}|0{8,}|\*{4,}|\.{3}|your|example|here|changeme|placeholder|dummy|redacted|<|>|\$\{|\{\{/i
+const PLACEHOLDER =
+  /x{6,}|X{6,}|0{8,}|\*{4,}|\.{3}|your|example|here|changeme|placeholder|dummy|redacted|<|>|\$\{|\{\{/i
 const hasDigitAndLetter = (value: string) => /\d/.test(value) && /[A-Za-z]/.test(value)
 const looksRandom = (value: string, minEntropy: number) =>
   !PLACEHOLDER.test(value) && entropy(value) >= minEntropy && hasDigitAndLetter(value) && !/(.)\1{5}/.test(value)
@@ -40,16 +41,31 @@ const format = (category: string, source: string, message: string, body = 0): Fo
 const FORMATS: ReadonlyArray<Format> = [
   format("anthropic", `${B}sk-ant-(?:api|admin|oat|sid)\\d{2}-([A-Za-z0-9_-]{20,200})${E}`, "Anthropic API key", 1),
   format("openai", `${B}sk-(?!ant-)(?:proj-|svcacct-|admin-|None-)?([A-Za-z0-9_-]{20,200})${E}`, "OpenAI API key", 1),
-  format("aws", `(?<![A-Z0-9])((?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z2-7]{16})(?![A-Z0-9])`, "AWS access key id", 1),
+  format(
+    "aws",
+    `(?<![A-Z0-9])((?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z2-7]{16})(?![A-Z0-9])`,
+    "AWS access key id",
+    1
+  ),
   format("github", `${B}(gh[pousr]_[A-Za-z0-9]{36,255})${E}`, "GitHub token", 1),
   format("github", `${B}github_pat_([A-Za-z0-9_]{50,255})${E}`, "GitHub fine-grained token", 1),
   format("slack", `${B}xox[abposr]-([A-Za-z0-9-]{10,250})${E}`, "Slack token", 1),
-  format("slack", `https://hooks\\.slack\\.com/services/(T[A-Z0-9]{6,12}/B[A-Z0-9]{6,12}/[A-Za-z0-9]{20,40})`, "Slack webhook URL", 1),
+  format(
+    "slack",
+    `https://hooks\\.slack\\.com/services/(T[A-Z0-9]{6,12}/B[A-Z0-9]{6,12}/[A-Za-z0-9]{20,40})`,
+    "Slack webhook URL",
+    1
+  ),
   format("stripe", `${B}(?:sk|rk)_(?:live|test)_([A-Za-z0-9]{16,247})${E}`, "Stripe secret key", 1),
   format("stripe", `${B}whsec_([A-Za-z0-9]{24,64})${E}`, "Stripe webhook secret", 1),
   format("google", `${B}(AIza[0-9A-Za-z_-]{35})${E}`, "Google API key", 1),
   format("google", `${B}ya29\\.([0-9A-Za-z_-]{20,2048})${E}`, "Google OAuth access token", 1),
-  format("jwt", `${B}(eyJ[A-Za-z0-9_-]{8,4096}\\.eyJ[A-Za-z0-9_-]{8,8192}\\.[A-Za-z0-9_-]{16,1024})${E}`, "JSON Web Token", 1),
+  format(
+    "jwt",
+    `${B}(eyJ[A-Za-z0-9_-]{8,4096}\\.eyJ[A-Za-z0-9_-]{8,8192}\\.[A-Za-z0-9_-]{16,1024})${E}`,
+    "JSON Web Token",
+    1
+  ),
   format("cloud", `${B}hf_([A-Za-z0-9]{30,64})${E}`, "Hugging Face token", 1),
   format("cloud", `${B}npm_([A-Za-z0-9]{36})${E}`, "npm token", 1),
   format("cloud", `${B}glpat-([A-Za-z0-9_-]{20,64})${E}`, "GitLab token", 1),
@@ -58,7 +74,12 @@ const FORMATS: ReadonlyArray<Format> = [
   format("cloud", `${B}dop_v1_([a-f0-9]{64})${E}`, "DigitalOcean token", 1),
   format("cloud", `AccountKey=([A-Za-z0-9+/]{40,200}={0,2})`, "Azure storage account key", 1)
 ]
-const URL_PASSWORD = format("cloud", `(?<![A-Za-z0-9+.-])[a-z][a-z0-9+.-]{1,20}://[^\\s:@/]{1,64}:([^\\s:@/]{6,128})@[A-Za-z0-9.-]{1,253}`, "password in a connection URL", 1)
+const URL_PASSWORD = format(
+  "cloud",
+  `(?<![A-Za-z0-9+.-])[a-z][a-z0-9+.-]{1,20}://[^\\s:@/]{1,64}:([^\\s:@/]{6,128})@[A-Za-z0-9.-]{1,253}`,
+  "password in a connection URL",
+  1
+)
 const ALL_FORMATS = [...FORMATS, URL_PASSWORD]
 
 const PEM_BEGIN = /-----BEGIN ((?:[A-Z0-9]{1,16} ){0,3})PRIVATE KEY(?: BLOCK)?-----/g
@@ -87,7 +108,11 @@ const scanPem = (view: TextView, report: (span: Span, category: string, message:
   })
 }
 
-const scanAssigned = (view: TextView, minEntropy: number, report: (span: Span, category: string, message: string) => void) => {
+const scanAssigned = (
+  view: TextView,
+  minEntropy: number,
+  report: (span: Span, category: string, message: string) => void
+) => {
   eachMatch(ASSIGNED, view, (m) => {
     const value = m[1] ?? m[2] ?? m[3] ?? ""
     if (!looksRandom(value, minEntropy)) return
@@ -133,6 +158,8 @@ export const detectSecrets = (input: string | TextViews, options: SecretOptions 
   return findings.filter(
     (finding) =>
       finding.category !== "generic" ||
-      !finding.spans.every((span) => specific.some((other) => other.spans.some((known) => covers(known, span) || covers(span, known))))
+      !finding.spans.every((span) =>
+        specific.some((other) => other.spans.some((known) => covers(known, span) || covers(span, known)))
+      )
   )
 }

@@ -28,12 +28,22 @@ interface Token {
 }
 
 /** Scripts without spaces between words (CJK, kana): each character is a word. */
-const isSeparateCode = (code: number) => (code >= 0x3040 && code <= 0x30ff) || (code >= 0x3400 && code <= 0x9fff) || (code >= 0xf900 && code <= 0xfaff)
+const isSeparateCode = (code: number) =>
+  (code >= 0x3040 && code <= 0x30ff) || (code >= 0x3400 && code <= 0x9fff) || (code >= 0xf900 && code <= 0xfaff)
 const isPunctuationOrSpace = (code: number) =>
-  code < 0xc0 || code === 0xd7 || code === 0xf7 || (code >= 0x2000 && code <= 0x206f) || (code >= 0x3000 && code <= 0x303f) || (code >= 0xff00 && code <= 0xff65) || code === 0x964 || code === 0x965 || code === 0x60c
+  code < 0xc0 ||
+  code === 0xd7 ||
+  code === 0xf7 ||
+  (code >= 0x2000 && code <= 0x206f) ||
+  (code >= 0x3000 && code <= 0x303f) ||
+  (code >= 0xff00 && code <= 0xff65) ||
+  code === 0x964 ||
+  code === 0x965 ||
+  code === 0x60c
 const isDigitCode = (code: number) => code >= 0x30 && code <= 0x39
 const isAsciiAlnum = (code: number) => isDigitCode(code) || ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a)
-const isWordCode = (code: number) => (code < 0x80 ? isAsciiAlnum(code) : !isPunctuationOrSpace(code) && !isSeparateCode(code))
+const isWordCode = (code: number) =>
+  code < 0x80 ? isAsciiAlnum(code) : !isPunctuationOrSpace(code) && !isSeparateCode(code)
 
 /** Lower-case words with their view offsets; "5,000" is one word "5000". */
 const tokenize = (original: string): Array<Token> => {
@@ -57,7 +67,12 @@ const tokenize = (original: string): Array<Token> => {
     let grouped = false
     while (end < text.length) {
       const inner = text.charCodeAt(end)
-      if ((inner === 0x2c || inner === 0x2e) && end > at && isDigitCode(text.charCodeAt(end - 1)) && isDigitCode(text.charCodeAt(end + 1))) {
+      if (
+        (inner === 0x2c || inner === 0x2e) &&
+        end > at &&
+        isDigitCode(text.charCodeAt(end - 1)) &&
+        isDigitCode(text.charCodeAt(end + 1))
+      ) {
         grouped = true
         end++
         continue
@@ -114,7 +129,9 @@ const overlapIn = (view: TextView, prompt: PreparedPrompt): Overlap => {
   // Consecutive words of the system prompt's vocabulary ending at each token: an n-gram is looked up only when all n are.
   let inVocabulary = 0
   for (let i = 0; i + prompt.n <= tokens.length; i++) {
-    if (i === 0) for (let k = 0; k < prompt.n - 1; k++) inVocabulary = prompt.vocabulary.has(tokens[k]!.word) ? inVocabulary + 1 : 0
+    if (i === 0)
+      for (let k = 0; k < prompt.n - 1; k++)
+        inVocabulary = prompt.vocabulary.has(tokens[k]!.word) ? inVocabulary + 1 : 0
     inVocabulary = prompt.vocabulary.has(tokens[i + prompt.n - 1]!.word) ? inVocabulary + 1 : 0
     if (inVocabulary < prompt.n) {
       run = 0
@@ -157,7 +174,9 @@ const MIN_COMPACT_CANARY = 6
 const compactString = (value: string) => compact(views(value).folded).text
 
 const findCanaries = (textViews: TextViews, canaries: ReadonlyArray<string>, found: FindingSet) => {
-  const wanted = canaries.map((canary) => ({ canary, compacted: compactString(canary) })).filter((c) => c.canary.length > 0)
+  const wanted = canaries
+    .map((canary) => ({ canary, compacted: compactString(canary) }))
+    .filter((c) => c.canary.length > 0)
   const canaryViews = [textViews.rawView, textViews.folded, ...textViews.decoded]
   for (const view of canaryViews) {
     const lower = view.text.toLowerCase()
@@ -175,7 +194,10 @@ const findCanaries = (textViews: TextViews, canaries: ReadonlyArray<string>, fou
   }
 }
 
-export const detectSystemPromptLeak = (input: string | TextViews, options: SystemPromptLeakOptions = {}): Array<Finding> => {
+export const detectSystemPromptLeak = (
+  input: string | TextViews,
+  options: SystemPromptLeakOptions = {}
+): Array<Finding> => {
   const textViews = viewsOf(input)
   const found = new FindingSet("system_prompt_leak")
   if (options.canaries !== undefined && options.canaries.length > 0) findCanaries(textViews, options.canaries, found)
@@ -186,7 +208,11 @@ export const detectSystemPromptLeak = (input: string | TextViews, options: Syste
     const minRun = options.min_run_words ?? 10
     const spans: Array<Span> = []
     let best: Overlap | undefined
-    for (const view of [textViews.deobfuscated, ...(textViews.rot13Likely ? [textViews.rot13] : []), ...textViews.decoded]) {
+    for (const view of [
+      textViews.deobfuscated,
+      ...(textViews.rot13Likely ? [textViews.rot13] : []),
+      ...textViews.decoded
+    ]) {
       const overlap = overlapIn(view, prompt)
       if (overlap.coverage < threshold && overlap.longestRun < Math.min(minRun, prompt.total + prompt.n - 1)) continue
       spans.push(...overlap.spans)

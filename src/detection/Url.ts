@@ -34,7 +34,8 @@ const AFTER_DOMAIN = /(?::\d{2,5})?(?:\/[^\s<>"'`)\]]{0,2048})?/y
 const isHostCode = (code: number) =>
   (code >= 0x30 && code <= 0x39) || ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) || code === 0x2d || code === 0x2e
 /** What may not stand right before a bare domain: it would be part of an e-mail, a path or an identifier. */
-const isDomainPrefixCode = (code: number) => code === 0x5f || code === 0x40 || code === 0x2f || code === 0x5c || code === 0x3a
+const isDomainPrefixCode = (code: number) =>
+  code === 0x5f || code === 0x40 || code === 0x2f || code === 0x5c || code === 0x3a
 
 /** Bare domains: from each known top-level domain back to the start of the host name, then the port and path. */
 const eachBareDomain = (text: string, report: (at: number, match: string) => void) => {
@@ -85,12 +86,17 @@ type Verdict = { readonly category: string; readonly message: string } | undefin
 
 const verdictFor = (host: string, options: UrlOptions): Verdict => {
   if (host.length === 0) return undefined
-  if (options.deny !== undefined && domainListed(host, options.deny)) return { category: "denied_domain", message: `denied domain ${host}` }
+  if (options.deny !== undefined && domainListed(host, options.deny))
+    return { category: "denied_domain", message: `denied domain ${host}` }
   if (options.allow !== undefined && options.allow.length > 0) {
-    return domainListed(host, options.allow) ? undefined : { category: "unlisted_domain", message: `domain ${host} is not on the allow list` }
+    return domainListed(host, options.allow)
+      ? undefined
+      : { category: "unlisted_domain", message: `domain ${host} is not on the allow list` }
   }
   // With only a deny list, only denied domains are reported; with no list, every URL is.
-  return options.deny !== undefined && options.deny.length > 0 ? undefined : { category: "url", message: `URL or domain ${host}` }
+  return options.deny !== undefined && options.deny.length > 0
+    ? undefined
+    : { category: "url", message: `URL or domain ${host}` }
 }
 
 /** URLs and domains in `input` that the lists do not allow; spans at raw offsets. */
@@ -110,7 +116,9 @@ export const detectUrls = (input: string | TextViews, options: UrlOptions = {}):
       })
     }
     if (view.text.indexOf("mailto:") >= 0) {
-      eachMatch(MAILTO, view, (m) => report(m.index, m[0], normaliseHost(m[0].slice(m[0].indexOf("@") + 1).replace(/[?#].*$/, ""))))
+      eachMatch(MAILTO, view, (m) =>
+        report(m.index, m[0], normaliseHost(m[0].slice(m[0].indexOf("@") + 1).replace(/[?#].*$/, "")))
+      )
     }
     const reportBare = (at: number, match: string) => {
       const text = match.replace(TRAILING_PUNCTUATION, "")

@@ -39,11 +39,18 @@ export const DETECTORS: { readonly [Name in DetectorName]: Detect<Name> } = {
 }
 
 /** Runs one detector by name. */
-export const detect = <Name extends DetectorName>(name: Name, input: string | TextViews, options?: DetectorOptions[Name]): Array<Finding> =>
-  (DETECTORS[name] as Detect<Name>)(input, options)
+export const detect = <Name extends DetectorName>(
+  name: Name,
+  input: string | TextViews,
+  options?: DetectorOptions[Name]
+): Array<Finding> => (DETECTORS[name] as Detect<Name>)(input, options)
 
 /** Runs the given detectors (all when absent) over one set of views of `raw`. */
-export const detectAll = (raw: string, options: Partial<DetectorOptions> = {}, only?: ReadonlyArray<DetectorName>): Array<Finding> => {
+export const detectAll = (
+  raw: string,
+  options: Partial<DetectorOptions> = {},
+  only?: ReadonlyArray<DetectorName>
+): Array<Finding> => {
   const textViews = views(raw)
   const names = only ?? (Object.keys(DETECTORS) as Array<DetectorName>)
   const findings: Array<Finding> = []

@@ -21,12 +21,17 @@ export interface CorpusFile<Name extends DetectorName> {
 }
 
 export const loadCorpus = <Name extends DetectorName>(detector: Name, half: Half): CorpusFile<Name> =>
-  JSON.parse(readFileSync(new URL(`../fixtures/detectors/${detector}.${half}.json`, import.meta.url), "utf8")) as CorpusFile<Name>
+  JSON.parse(
+    readFileSync(new URL(`../fixtures/detectors/${detector}.${half}.json`, import.meta.url), "utf8")
+  ) as CorpusFile<Name>
 
 /** Whether the detector, with the file's options, reports what the case expects (a finding of its category, or none). */
 export const outcome = <Name extends DetectorName>(file: CorpusFile<Name>, testCase: CorpusCase) => {
   const findings = detect(file.detector, testCase.text, file.options)
-  const reported = testCase.category === undefined ? findings.length > 0 : findings.some((finding) => finding.category === testCase.category)
+  const reported =
+    testCase.category === undefined
+      ? findings.length > 0
+      : findings.some((finding) => finding.category === testCase.category)
   return { findings, reported, correct: testCase.expect ? reported : findings.length === 0 }
 }
 
