@@ -9,6 +9,7 @@
  * or published.
  */
 import { createHash } from "node:crypto"
+import { entropy, ibanValid, luhnValid } from "../detection/Checksums.js"
 
 export type DataHandlingMode = "raw_allowed" | "redacted" | "metadata_only"
 
@@ -25,41 +26,6 @@ export const digestOf = (text: string): ContentDigest => ({
 
 // ---- detectors
 
-const luhnValid = (digits: string) => {
-  let sum = 0
-  for (let i = 0; i < digits.length; i++) {
-    let digit = digits.charCodeAt(digits.length - 1 - i) - 48
-    if (i % 2 === 1) {
-      digit *= 2
-      if (digit > 9) digit -= 9
-    }
-    sum += digit
-  }
-  return sum % 10 === 0
-}
-
-/** ISO 13616: move the first four characters to the end, letters to numbers, the whole mod 97 is 1. */
-const ibanValid = (compact: string) => {
-  const rearranged = compact.slice(4) + compact.slice(0, 4)
-  let remainder = 0
-  for (const char of rearranged) {
-    const value = /[0-9]/.test(char) ? char : String(char.charCodeAt(0) - 55)
-    for (const digit of value) remainder = (remainder * 10 + Number(digit)) % 97
-  }
-  return remainder === 1
-}
-
-/** Shannon entropy in bits per character. */
-const entropy = (value: string) => {
-  const counts = new Map<string, number>()
-  for (const char of value) counts.set(char, (counts.get(char) ?? 0) + 1)
-  let bits = 0
-  for (const count of counts.values()) {
-    const p = count / value.length
-    bits -= p * Math.log2(p)
-  }
-  return bits
-}
 
 const looksLikeSecret = (value: string) =>
   value.length >= 16 && entropy(value) >= 3.2 && /[0-9]/.test(value) && /[A-Za-z]/.test(value)
