@@ -204,10 +204,6 @@ export const literalsPattern = (literals: ReadonlyArray<string>): string =>
     .map(escapeRegex)
     .join("|")
 
-/** Whether the text mentions the phrase as a whole word (no letter or digit on either side), case-insensitively. */
-export const wholeWordPattern = (phrase: string, options: { readonly openStart: boolean; readonly openEnd: boolean }) =>
-  `${options.openStart ? "" : "(?:^|[^\\p{L}\\p{N}])"}${escapeRegex(phrase)}${options.openEnd ? "" : "(?:$|[^\\p{L}\\p{N}])"}`
-
 /** Whether the pattern has at least one match in the text; an engine failure counts as a match (fail closed). */
 export const matchesAnywhere = (regex: UserRegex, text: string): boolean => {
   let any = false
