@@ -97,6 +97,7 @@ const scanWith = (engine: Wrapped, text: string, found: (match: RegexMatch) => b
     if (result.index < 0) return
     const start = base + utf16Offset(window, result.index, astral)
     const end = start + result.match.length
+    if (start < from) return // never happens with well-formed text; guarantees the loop advances
     if (end === start) {
       // An empty match would not advance; validation refuses such patterns, this is a backstop.
       from = end + ((text.codePointAt(end) ?? 0) > 0xffff ? 2 : 1)
