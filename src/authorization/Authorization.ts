@@ -5,6 +5,8 @@
  * transaction) before the answer. Anything that goes wrong while deciding
  * fails closed: effect `defer`, with a finding saying why, never a 500.
  */
+import { AppConfig } from "../platform/Config.js"
+import { contentTooLarge, oversizedTarget } from "./ContentCap.js"
 import { SqlClient } from "@effect/sql"
 import { Cause, Effect, Option } from "effect"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
@@ -39,6 +41,7 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
     const writer = yield* DecisionWriter
     const outbound = yield* OutboundGuard
     const sql = yield* SqlClient.SqlClient
+    const { maxMatchContentBytes } = yield* AppConfig
     const activeGrant = (workspaceId: string, intentId: string) =>
       sql<{ intent_id: string; granted_by: string; expires_at: Date }>`
         select intent_id, granted_by, expires_at from approval_grants
@@ -84,6 +87,8 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
             message: "This runtime key is bound to another environment than principal.environment_id."
           })
         }
+        const oversized = oversizedTarget(event.action, maxMatchContentBytes)
+        if (oversized !== null) return yield* contentTooLarge(oversized, maxMatchContentBytes)
         let config = yield* settings.runtimeConfig(caller.workspaceId)
         if (!config.environments.has(principal.environment_id)) {
           // Maybe created (on another instance) since the cached copy was read: look once more before answering 404.

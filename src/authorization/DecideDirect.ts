@@ -16,6 +16,8 @@ import { recordDecisionNow } from "../operations/Metrics.js"
 import { logDecisionDetails } from "../operations/Telemetry.js"
 import { type DirectHandler, writeJson } from "../platform/FastLane.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
+import { AppConfig } from "../platform/Config.js"
+import { oversizedTarget } from "./ContentCap.js"
 import { DecisionWriter } from "./DecisionWriter.js"
 import { decisionOutcome, evaluate, intentIdOf, modesOf, needsGrant, unrecordedAnswer } from "./Decisions.js"
 import { AuthorizationResponse, ProposedEvent } from "./Domain.js"
@@ -32,6 +34,7 @@ export const makeDirectDecisions = Effect.gen(function* () {
   const signer = yield* ReceiptSigner
   const writer = yield* DecisionWriter
   const outbound = yield* OutboundGuard
+  const { maxMatchContentBytes } = yield* AppConfig
   const runFork = Runtime.runFork(yield* Effect.runtime<never>())
   // The per-decision debug line is built only when debug logs are kept at all.
   const debugLogs = LogLevel.lessThanEqual(yield* FiberRef.get(FiberRef.currentMinimumLogLevel), LogLevel.Debug)
@@ -46,6 +49,8 @@ export const makeDirectDecisions = Effect.gen(function* () {
       if (Either.isLeft(decoded)) return false
       const event = decoded.right
       const { principal } = event
+      // Over the cap: the Effect path answers the 413.
+      if (oversizedTarget(event.action, maxMatchContentBytes) !== null) return false
       if (principal.workspace_id !== caller.workspaceId) return false
       if (caller.environmentId !== null && caller.environmentId !== principal.environment_id) return false
       const config = settings.peekRuntimeConfig(caller.workspaceId)

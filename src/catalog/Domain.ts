@@ -107,7 +107,13 @@ export class PolicySummary extends Schema.Class<PolicySummary>("PolicySummary")(
   severity: Severity,
   action: DecisionEffect,
   enabled: Schema.Boolean,
-  owner_agent_id: Schema.NullOr(Schema.String)
+  owner_agent_id: Schema.NullOr(Schema.String),
+  invalid_reason: Schema.optionalWith(
+    Schema.String.annotations({
+      description: "Present when the stored document no longer compiles (e.g. a regex RE2 cannot run): why; the policy was disabled"
+    }),
+    { exact: true }
+  )
 }) {}
 
 /** PolicySummary plus the authored document. */

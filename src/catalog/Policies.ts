@@ -9,7 +9,7 @@ import { BadRequest, Conflict, NotFound, Unprocessable } from "../platform/Error
 import { ConfigChanges } from "./ConfigChanges.js"
 import { DRAFT_EXAMPLES, draftPolicy } from "./Drafting.js"
 import { PolicyId } from "./Domain.js"
-import { readDocument, validatePolicy } from "./PolicyLanguage.js"
+import { type PolicyErrors, readDocument, validatePolicy } from "./PolicyLanguage.js"
 import { CatalogRepo, type PolicyRow } from "./Repo.js"
 
 type Effect4 = "permit" | "deny" | "defer" | "rewrite"
@@ -23,7 +23,8 @@ export const toPolicySummary = (row: PolicyRow) => ({
   severity: row.severity as Severity,
   action: row.action as Effect4,
   enabled: row.enabled,
-  owner_agent_id: row.owner_agent_id
+  owner_agent_id: row.owner_agent_id,
+  ...(row.invalid_reason === null ? {} : { invalid_reason: row.invalid_reason })
 })
 
 export const toPolicyDetail = (row: PolicyRow) => ({ ...toPolicySummary(row), source_yaml: row.source_yaml })
@@ -45,6 +46,17 @@ const checkDocument = (body: Uint8Array) => {
     : { ...result, valid: false as const }
 }
 
+const validationFailed = (errors: PolicyErrors) =>
+  new BadRequest({
+    code: "validation_failed",
+    message: errors.map((error) => `${error.path === "" ? "document" : error.path}: ${error.message}`).join("; "),
+    details: errors
+  })
+
+/** Why a stored document does not compile now, each message naming the policy. */
+const storedDocumentErrors = (row: PolicyRow): PolicyErrors =>
+  validatePolicy(row.document).errors.map((error) => ({ path: error.path, message: `${row.id}: ${error.message}` }))
+
 export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
   effect: Effect.gen(function* () {
     const repo = yield* CatalogRepo
@@ -58,15 +70,7 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
     const create = (workspaceId: string, body: Uint8Array) =>
       Effect.gen(function* () {
         const checked = checkDocument(body)
-        if (!checked.valid) {
-          return yield* new BadRequest({
-            code: "validation_failed",
-            message: checked.errors
-              .map((error) => `${error.path === "" ? "document" : error.path}: ${error.message}`)
-              .join("; "),
-            details: checked.errors
-          })
-        }
+        if (!checked.valid) return yield* validationFailed(checked.errors)
         const document = checked.value
         const id = String(document["id"])
         const inserted = yield* changes.change(
@@ -117,6 +121,9 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
         const found = yield* repo.findPolicies(workspaceId, unique)
         const missing = unique.filter((id) => !found.some((row) => row.id === id))
         if (missing.length > 0) return yield* policyNotFound(missing)
+        // A stored document that no longer compiles is not enabled again (docs/policies.md).
+        const invalid = enabled ? found.flatMap((row) => storedDocumentErrors(row)) : []
+        if (invalid.length > 0) return yield* validationFailed(invalid)
         yield* changes.change(workspaceId, "policies", repo.setEnabled(workspaceId, unique, enabled))
         return (yield* repo.findPolicies(workspaceId, unique)).map(toPolicySummary)
       })

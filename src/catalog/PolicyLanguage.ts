@@ -10,7 +10,11 @@ import { Lexer, LineCounter, parseDocument } from "yaml"
 import { PolicyDocument, ValidationResult } from "./Domain.js"
 import { unstorableJson } from "../platform/Json.js"
 import { Limits, shortMessage } from "../platform/Schemas.js"
-import { checkRegexSafety, regexMatchesEmpty } from "./RegexSafety.js"
+import { regexMatchesEmpty } from "./RegexSafety.js"
+import { compileUserRegex } from "./UserRegex.js"
+import { type Finder, findNothing, makeFinder, type PolicyAction, type PolicyMatch } from "./PolicyFinders.js"
+
+export { MAX_POLICY_MATCHES, type PolicyAction, type PolicyMatch } from "./PolicyFinders.js"
 
 export interface PolicyError {
   readonly path: string
@@ -135,17 +139,13 @@ const INDEX = "0|[1-9][0-9]*"
 const TARGET = new RegExp(`^(?:content|operation|params(?:\\.(?:${IDENT}|${INDEX}))+)$`)
 const isIndex = (segment: string): boolean => /^(?:0|[1-9][0-9]*)$/.test(segment)
 
-const regexFlags = (caseSensitive: boolean, global: boolean): string =>
-  `${global ? "g" : ""}${caseSensitive ? "" : "i"}u`
-
-const compileRegex = (source: string, flags: string): Either.Either<RegExp, string> =>
-  Either.try({ try: () => new RegExp(source, flags), catch: (e) => (e instanceof Error ? e.message : String(e)) })
-
 const regexErrors = (pattern: string, caseSensitive: boolean): Array<string> => {
-  const compiled = compileRegex(pattern, regexFlags(caseSensitive, false))
-  if (Either.isLeft(compiled)) return [compiled.left]
-  const safety = checkRegexSafety(pattern)
-  if (!safety.safe) return [`Unsafe regex: ${safety.reason}`]
+  const compiled = compileUserRegex(pattern, { caseSensitive })
+  if (Either.isLeft(compiled)) {
+    return [
+      `Unsupported regex: ${compiled.left}. Policies run on RE2 (linear time): back-references and lookarounds are not supported`
+    ]
+  }
   if (regexMatchesEmpty(pattern)) {
     return ["The regex can match empty text, so it would match everywhere; require at least one character"]
   }
@@ -226,22 +226,6 @@ export const decodePolicyText = (text: string): Either.Either<PolicyDocument, Po
 
 // ---- compiled matcher
 
-export interface PolicyMatch {
-  /** Where the text was found: `content`, `operation`, `params.a.b`, or `params.list.0` for list items. */
-  readonly target: string
-  /** UTF-16 offsets into the matched value. */
-  readonly start: number
-  readonly end: number
-  readonly text: string
-}
-
-/** The parts of a proposed action a policy can look at (compatible with `ProposedAction`). */
-export interface PolicyAction {
-  readonly operation: string
-  readonly content?: string | undefined
-  readonly params?: unknown
-}
-
 export interface CompiledPolicy {
   readonly id: string
   readonly description: string
@@ -259,82 +243,6 @@ export interface CompiledPolicy {
   readonly match: (action: PolicyAction) => ReadonlyArray<PolicyMatch>
   /** Every match in a given text, regardless of target (used for rewriting content). */
   readonly matchText: (text: string) => ReadonlyArray<PolicyMatch>
-}
-
-/** Appends the matches of one value to `out`; built once per policy. */
-type Finder = (text: string, target: string, out: Array<PolicyMatch>) => void
-
-const findNothing: Finder = () => undefined
-
-const regexFinder =
-  (re: RegExp): Finder =>
-  (text, target, out) => {
-    re.lastIndex = 0
-    for (let m = re.exec(text); m !== null; m = re.exec(text)) {
-      const end = m.index + m[0].length
-      // An empty match would loop forever; validation refuses such regexes, this is a backstop.
-      if (end === m.index) re.lastIndex = end + 1
-      else out.push({ target, start: m.index, end, text: m[0] })
-    }
-    re.lastIndex = 0
-  }
-
-const escapeRegex = (literal: string): string => literal.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&")
-
-/** A regex matching any of the literals, longest first so `full refund` wins over `refund`. */
-const literalsRegex = (literals: ReadonlyArray<string>, caseSensitive: boolean): RegExp =>
-  new RegExp(
-    [...literals]
-      .sort((a, b) => b.length - a.length)
-      .map(escapeRegex)
-      .join("|"),
-    regexFlags(caseSensitive, true)
-  )
-
-/**
- * The lowercased text, remembered for the last text seen: the many case-insensitive policies
- * checked against one action's content then lowercase it once instead of once per policy.
- */
-const lowered = { text: "", lower: "" }
-const toLower = (text: string): string => {
-  if (text !== lowered.text) {
-    lowered.text = text
-    lowered.lower = text.toLowerCase()
-  }
-  return lowered.lower
-}
-
-/** Substring search with `indexOf` on a pre-lowercased needle (unless case-sensitive). */
-const literalFinder = (literal: string, caseSensitive: boolean): Finder => {
-  if (literal === "") return findNothing // validation refuses it; indexOf("") would never advance
-  const needle = caseSensitive ? literal : literal.toLowerCase()
-  // Lowercasing can change lengths (e.g. "İ"); offsets would drift, so such texts use a regex.
-  const fallback = regexFinder(literalsRegex([literal], caseSensitive))
-  if (needle.length !== literal.length) return fallback
-  return (text, target, out) => {
-    const haystack = caseSensitive ? text : toLower(text)
-    if (haystack.length !== text.length) return fallback(text, target, out)
-    for (let i = haystack.indexOf(needle); i !== -1; i = haystack.indexOf(needle, i + needle.length)) {
-      out.push({ target, start: i, end: i + needle.length, text: text.slice(i, i + needle.length) })
-    }
-  }
-}
-
-const makeFinder = (match: PolicyDocument["match"]): Either.Either<Finder, string> => {
-  const caseSensitive = match.case_sensitive === true
-  const values = typeof match.value === "string" ? [match.value] : match.value
-  switch (match.type) {
-    case "literal":
-      return Either.right(literalFinder(values[0] ?? "", caseSensitive))
-    case "any_of":
-      return Either.right(
-        values.length === 1
-          ? literalFinder(values[0]!, caseSensitive)
-          : regexFinder(literalsRegex(values, caseSensitive))
-      )
-    case "regex":
-      return Either.map(compileRegex(values[0] ?? "", regexFlags(caseSensitive, true)), regexFinder)
-  }
 }
 
 const scalarText = (value: unknown): string | null =>

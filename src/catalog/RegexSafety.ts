@@ -1,24 +1,12 @@
 /**
- * A static, RE2-style safety check for policy regexes. JavaScript's engine backtracks, so a
- * pattern like `(a+)+$` can take exponential time on a crafted input; policies run on every
- * proposed action, so such a pattern would be a denial of service. Rather than time-limit the
- * engine we refuse the shapes that cause backtracking blow-ups, conservatively:
- * - backreferences (`\1`, `\k<name>`) and lookaround (`(?=`, `(?!`, `(?<=`, `(?<!`);
- * - a repeated group whose body contains a variable quantifier (`(a+)+`, `(?:ab*)+`, `(a?){3}`);
- * - a repeated group with alternation whose branches can start with the same character or match
- *   empty text (`(a|a)*`, `(a|ab)+`);
- * - two directly adjacent unbounded repeats over overlapping characters (`.*.*`, `\d+\d*`);
- * - repetition counts above 1000.
- * Case is folded when comparing characters (ASCII only), since policies default to case-insensitive.
+ * Whether a policy regex can match empty text (such a policy would "match" at every position).
+ * Matching itself runs on RE2 (`UserRegex.ts`), which is linear-time whatever the pattern, so the
+ * former refusal rules for backtracking shapes are gone; this module only parses the pattern
+ * (JavaScript `u`-mode syntax, which policy regexes are written in) to decide nullability.
+ * A pattern this parser cannot read counts as not empty; RE2 reports its real problems.
  */
 
-export type RegexSafety = { readonly safe: true } | { readonly safe: false; readonly reason: string }
-
-/** Repetition counts above this are refused (they blow up compile time and matching). */
-export const MAX_REPEAT = 1000
 const MAX_DEPTH = 50
-/** Policy regexes are short; a cap keeps the analysis itself cheap. */
-export const MAX_PATTERN_LENGTH = 2000
 
 // ---- syntax tree
 
@@ -69,40 +57,6 @@ const complement = (set: CharSet): CharSet => {
   return out
 }
 
-/** Adds the other ASCII case of every letter range, so `A` and `a` compare as overlapping. */
-const foldCase = (set: CharSet): CharSet => {
-  const out: Array<readonly [number, number]> = [...set]
-  for (const [lo, hi] of set) {
-    const upLo = Math.max(lo, 0x41),
-      upHi = Math.min(hi, 0x5a)
-    if (upLo <= upHi) out.push([upLo + 32, upHi + 32])
-    const lowLo = Math.max(lo, 0x61),
-      lowHi = Math.min(hi, 0x7a)
-    if (lowLo <= lowHi) out.push([lowLo - 32, lowHi - 32])
-  }
-  return out
-}
-
-/** The lowest character both sets can match (compared as written first, then case-folded), or null. */
-const sharedChar = (a: CharSet, b: CharSet): number | null =>
-  lowestShared(a, b) ?? lowestShared(foldCase(a), foldCase(b))
-
-const lowestShared = (a: CharSet, b: CharSet): number | null => {
-  let best: number | null = null
-  for (const [lo, hi] of a) {
-    for (const [l, h] of b) {
-      const from = Math.max(lo, l)
-      if (from <= Math.min(hi, h) && (best === null || from < best)) best = from
-    }
-  }
-  return best
-}
-
-const show = (code: number): string =>
-  code > 0x20 && code < 0x7f
-    ? `"${String.fromCodePoint(code)}"`
-    : `U+${code.toString(16).toUpperCase().padStart(4, "0")}`
-
 // ---- parser (recursive descent over the pattern, JS `u`-mode syntax)
 
 const SIMPLE_ESCAPES: Record<string, number> = { n: 10, r: 13, t: 9, v: 11, f: 12, "0": 0 }
@@ -144,9 +98,6 @@ class Parser {
     if (this.src[this.pos] === "?") this.pos++ // lazy: same backtracking shape
     const src = this.src.slice(start, this.pos)
     if (atom.kind === "assert") throw new Refused(`quantifier on an assertion in ${src}`)
-    if (bounds.min > MAX_REPEAT || (bounds.max !== Infinity && bounds.max > MAX_REPEAT)) {
-      throw new Refused(`repetition count in ${src} exceeds ${MAX_REPEAT}`)
-    }
     if (this.quantifier() !== null) throw new Refused(`double quantifier in ${this.src.slice(start, this.pos)}`)
     return { kind: "repeat", body: atom, min: bounds.min, max: bounds.max, src }
   }
@@ -336,90 +287,6 @@ const nullable = (node: Node): boolean => {
   }
 }
 
-/** Characters the node can start with (assertions contribute none). */
-const firstChars = (node: Node): CharSet => {
-  switch (node.kind) {
-    case "char":
-      return node.set
-    case "assert":
-      return []
-    case "repeat":
-      return firstChars(node.body)
-    case "group":
-      return node.branches.flatMap(firstOfSequence)
-  }
-}
-
-const firstOfSequence = (nodes: ReadonlyArray<Node>): CharSet => {
-  const out: Array<readonly [number, number]> = []
-  for (const node of nodes) {
-    out.push(...firstChars(node))
-    if (!nullable(node)) break
-  }
-  return out
-}
-
-const children = (node: Node): ReadonlyArray<Node> =>
-  node.kind === "group" ? node.branches.flat() : node.kind === "repeat" ? [node.body] : []
-
-const descendants = function* (node: Node): Generator<Node> {
-  yield node
-  for (const child of children(node)) yield* descendants(child)
-}
-
-/** Why a repeated body could backtrack catastrophically, or null. */
-const repeatedBodyProblem = (repeat: Node & { kind: "repeat" }): string | null => {
-  for (const inner of descendants(repeat.body)) {
-    if (inner.kind === "repeat" && inner.min !== inner.max) {
-      return `nested quantifier ${repeat.src} can backtrack catastrophically; rewrite without nesting`
-    }
-    if (inner.kind === "group" && inner.branches.length > 1) {
-      if (inner.branches.some((branch) => branch.every(nullable))) {
-        return `repeated group ${repeat.src} has a branch that matches empty text; remove the empty branch`
-      }
-      const firsts = inner.branches.map(firstOfSequence)
-      for (let i = 0; i < firsts.length; i++) {
-        for (let j = i + 1; j < firsts.length; j++) {
-          const shared = sharedChar(firsts[i]!, firsts[j]!)
-          if (shared !== null) {
-            return (
-              `repeated alternation ${repeat.src} has branches that can both start with ${show(shared)}, ` +
-              `which can backtrack catastrophically; make each branch start differently`
-            )
-          }
-        }
-      }
-    }
-  }
-  return null
-}
-
-const isUnboundedChar = (node: Node | undefined): node is Node & { kind: "repeat" } =>
-  node !== undefined && node.kind === "repeat" && node.max === Infinity && node.body.kind === "char"
-
-const problem = (node: Node): string | null => {
-  if (node.kind === "repeat" && node.max > 1 && node.body.kind !== "char") {
-    const found = repeatedBodyProblem(node)
-    if (found !== null) return found
-  }
-  if (node.kind === "group") {
-    for (const branch of node.branches) {
-      for (let i = 0; i + 1 < branch.length; i++) {
-        const a = branch[i],
-          b = branch[i + 1]
-        if (isUnboundedChar(a) && isUnboundedChar(b) && sharedChar(firstChars(a), firstChars(b)) !== null) {
-          return `adjacent repeats ${a.src}${b.src} can split the same text in many ways; merge them into one`
-        }
-      }
-    }
-  }
-  for (const child of children(node)) {
-    const found = problem(child)
-    if (found !== null) return found
-  }
-  return null
-}
-
 const parse = (pattern: string): Node | Refused => {
   try {
     return new Parser(pattern).parse()
@@ -427,17 +294,6 @@ const parse = (pattern: string): Node | Refused => {
     // Only `Refused` is thrown by the parser; anything else is a bug, reported as a refusal too.
     return error instanceof Refused ? error : new Refused(`cannot analyse pattern: ${String(error)}`)
   }
-}
-
-/** Refuses patterns prone to catastrophic backtracking; see the module comment for the rules. */
-export const checkRegexSafety = (pattern: string): RegexSafety => {
-  if (pattern.length > MAX_PATTERN_LENGTH) {
-    return { safe: false, reason: `pattern is longer than ${MAX_PATTERN_LENGTH} characters` }
-  }
-  const tree = parse(pattern)
-  if (tree instanceof Refused) return { safe: false, reason: tree.reason }
-  const found = problem(tree)
-  return found === null ? { safe: true } : { safe: false, reason: found }
 }
 
 /**

@@ -20,6 +20,7 @@ export interface PolicyRow {
   readonly source_yaml: string
   readonly document: unknown
   readonly origin: string | null
+  readonly invalid_reason: string | null
 }
 
 export interface LabelPolicyRow {
@@ -70,7 +71,7 @@ const json = (value: unknown) => (value === undefined ? null : JSON.stringify(va
 export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const policyColumns = sql`id, description, family, severity, action, enabled, owner_agent_id, source_yaml, document, origin`
+    const policyColumns = sql`id, description, family, severity, action, enabled, owner_agent_id, source_yaml, document, origin, invalid_reason`
     const sourceColumns = sql`id, kind, title, location, status, metadata, file_name, media_type, byte_size,
                               created_at, updated_at, last_indexed_at`
 
@@ -122,7 +123,7 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
                     ${policy.origin})
             on conflict (workspace_id, id) do update set description = excluded.description, family = excluded.family,
               severity = excluded.severity, action = excluded.action, owner_agent_id = excluded.owner_agent_id,
-              source_yaml = excluded.source_yaml, document = excluded.document, updated_at = now()
+              source_yaml = excluded.source_yaml, document = excluded.document, invalid_reason = null, updated_at = now()
             where policies.origin = 'agent_profile'
             returning ${policyColumns}`.pipe(Effect.map(first)),
       listPolicies: (workspaceId: string, filter: { ownerAgentId?: string; enabledOnly?: boolean } = {}) =>
@@ -135,6 +136,10 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
       setEnabled: (workspaceId: string, ids: ReadonlyArray<string>, enabled: boolean) =>
         sql`update policies set enabled = ${enabled}, updated_at = now()
             where workspace_id = ${workspaceId} and id in ${sql.in(ids)}`,
+      /** Disables a policy whose document no longer compiles, recording why. */
+      flagInvalidPolicy: (workspaceId: string, id: string, reason: string) =>
+        sql`update policies set enabled = false, invalid_reason = ${reason}, updated_at = now()
+            where workspace_id = ${workspaceId} and id = ${id}`,
       deletePolicy: (workspaceId: string, id: string) =>
         sql`delete from policies where workspace_id = ${workspaceId} and id = ${id} returning id`.pipe(
           Effect.map((rows) => rows.length === 1)

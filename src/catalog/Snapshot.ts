@@ -10,7 +10,7 @@ import { randomBytes } from "node:crypto"
 import { hostname } from "node:os"
 import { PolicyDocument } from "./Domain.js"
 import { type CompiledPolicy, compilePolicy } from "./PolicyLanguage.js"
-import { CatalogRepo, type LabelPolicyRow, type ToolMetadataRow } from "./Repo.js"
+import { CatalogRepo, type LabelPolicyRow, type PolicyRow, type ToolMetadataRow } from "./Repo.js"
 
 export interface Snapshot {
   readonly workspaceId: string
@@ -32,6 +32,28 @@ export class CatalogSnapshot extends Effect.Service<CatalogSnapshot>()("catalog/
     /** Bumped per workspace on invalidation, so a load that raced a change is not kept. */
     const generations = new Map<string, number>()
 
+    /**
+     * Compiles the enabled policies. One whose stored document no longer compiles (e.g. a regex RE2
+     * cannot run) never matches: it is disabled with the reason recorded, shown as `invalid_reason`.
+     */
+    const compileEnabled = (workspaceId: string, rows: ReadonlyArray<PolicyRow>) =>
+      Effect.gen(function* () {
+        const compiled = rows.map((row) => ({
+          row,
+          policy: Option.getOrUndefined(Option.map(decodeDocument(row.document), compilePolicy))
+        }))
+        for (const { row, policy } of compiled) {
+          const errors = policy?.errors ?? [{ path: "", message: "the stored document does not decode" }]
+          if (errors.length === 0) continue
+          const reason = errors.map((error) => `${error.path === "" ? "document" : error.path}: ${error.message}`).join("; ")
+          yield* Effect.logWarning("disabling a stored policy that no longer compiles").pipe(
+            Effect.annotateLogs({ workspace_id: workspaceId, policy_id: row.id, reason })
+          )
+          yield* repo.flagInvalidPolicy(workspaceId, row.id, reason)
+        }
+        return compiled.flatMap(({ policy }) => (policy !== undefined && policy.errors.length === 0 ? [policy] : []))
+      })
+
     const load = (workspaceId: string) =>
       Effect.gen(function* () {
         const { agents, labels, policies, tools } = yield* Effect.all({
@@ -43,10 +65,7 @@ export class CatalogSnapshot extends Effect.Service<CatalogSnapshot>()("catalog/
         return {
           workspaceId,
           loadedAt: new Date(),
-          // A stored document that no longer compiles (e.g. a tightened regex rule) never matches; skip it.
-          policies: policies
-            .flatMap((row) => Option.toArray(Option.map(decodeDocument(row.document), compilePolicy)))
-            .filter((policy) => policy.errors.length === 0),
+          policies: yield* compileEnabled(workspaceId, policies),
           agents: new Map(agents.map((row) => [row.agent_id, row.profile])),
           labelPolicies: new Map(labels.filter((row) => row.enabled).map((row) => [row.origin, row])),
           tools: new Map(tools.filter((row) => row.enabled).map((row) => [row.tool, row]))

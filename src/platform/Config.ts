@@ -143,6 +143,17 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       consumerLingerMillis: yield* Config.integer("CONSUMER_LINGER_MS").pipe(Config.withDefault(20)),
       kafkaReplicationFactor: yield* Config.integer("KAFKA_REPLICATION_FACTOR").pipe(Config.withDefault(1)),
       maxBodyBytes: yield* Config.integer("MAX_BODY_BYTES").pipe(Config.withDefault(1024 * 1024)),
+      /**
+       * Cap (UTF-8 bytes) on each text matched against policies: an event's `content` and each string in
+       * its `params`; over it, 413 `content_too_large`. At most 4 MiB: RE2 runs in a fixed 16 MiB heap.
+       */
+      maxMatchContentBytes: yield* Config.integer("MAX_MATCH_CONTENT_BYTES").pipe(
+        Config.withDefault(256 * 1024),
+        Config.validate({
+          message: "Expected an integer from 1 to 4194304",
+          validation: (bytes) => bytes >= 1 && bytes <= 4 * 1024 * 1024
+        })
+      ),
       sessionTtlSeconds: yield* Config.integer("SESSION_TTL_SECONDS").pipe(Config.withDefault(12 * 60 * 60)),
       /** User ids that are platform admins (`is_platform_admin`, feature flags). */
       platformAdminUserIds: yield* csv("PLATFORM_ADMIN_USER_IDS"),

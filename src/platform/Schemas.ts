@@ -51,8 +51,13 @@ export const Limits = {
   text: 4_000,
   /** Prompts, summaries, replacement text, YAML-authored strings. */
   longText: 65_536,
-  /** Proposed content and knowledge-source text. */
+  /** Knowledge-source text. */
   content: 524_288,
+  /**
+   * Decided text (`action.content`, strings in `action.params`): as high as MAX_MATCH_CONTENT_BYTES may be set
+   * (4 MiB), so over-long text meets that cap's 413 `content_too_large`, never a 400 of its own.
+   */
+  decidedContent: 4_194_304,
   /** URLs. */
   url: 2_048,
   /** A list field inside a request (unless the field says otherwise). */
@@ -81,6 +86,7 @@ export const Description = boundedString(Limits.text)
 export const Note = Description
 export const LongText = boundedString(Limits.longText)
 export const Content = boundedString(Limits.content)
+export const DecidedContent = boundedString(Limits.decidedContent)
 export const Url = boundedString(Limits.url)
 
 /** A list of at most `max` items. */

@@ -3,7 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { contentChecker } from "../../src/authorization/checkers/Content.js"
 import type { CheckContext, ProposedAction } from "../../src/authorization/Pipeline.js"
 import type { PolicyDocument } from "../../src/catalog/Domain.js"
-import { compilePolicy } from "../../src/catalog/PolicyLanguage.js"
+import { compilePolicy, MAX_POLICY_MATCHES } from "../../src/catalog/PolicyLanguage.js"
 
 const policy = (id: string, action: PolicyDocument["action"], match: PolicyDocument["match"], rewrite?: string) =>
   compilePolicy({
@@ -126,5 +126,18 @@ describe("content checker", () => {
     expect(rewrite?.remediation).toBeNull()
     expect(rewrite?.rewrite?.("pay 1234-5678 now")).toBe("pay [card] now")
     expect(rewrite?.evidence).toEqual({ family: "content", matches: [{ target: "content", text: "1234-5678" }] })
+  })
+
+  it("a rewrite policy with more matches than it may rewrite denies, with the first matches as evidence", () => {
+    const cards = Array.from({ length: MAX_POLICY_MATCHES + 1 }, (_, i) => `${1000 + i}-5678`).join(" ")
+    const [finding] = contentChecker.check({ ...context(reply(cards)), policies: [maskCard] })
+    expect(finding).toMatchObject({ policy_id: "mask-card", effect: "deny" })
+    expect(finding?.rewrite).toBeUndefined()
+    expect((finding?.evidence as { matches: ReadonlyArray<unknown> }).matches).toHaveLength(MAX_POLICY_MATCHES)
+    const [exactly] = contentChecker.check({
+      ...context(reply(cards.slice(0, cards.lastIndexOf(" ")))),
+      policies: [maskCard]
+    })
+    expect(exactly).toMatchObject({ policy_id: "mask-card", effect: "rewrite" })
   })
 })

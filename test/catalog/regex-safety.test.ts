@@ -1,83 +1,100 @@
-/** The static regex safety check: table-driven over classic evil patterns and everyday ones. */
+/**
+ * User-supplied patterns: every classic catastrophic-backtracking shape either compiles on the
+ * linear-time engine (RE2) or is refused with a reason; none runs on a backtracking engine.
+ */
 import { describe, expect, it } from "@effect/vitest"
-import { checkRegexSafety, regexMatchesEmpty } from "../../src/catalog/RegexSafety.js"
+import { Either } from "effect"
+import { regexMatchesEmpty } from "../../src/catalog/RegexSafety.js"
+import { compileUserRegex, matchesAnywhere } from "../../src/catalog/UserRegex.js"
 
-// `refused` is a fragment of the expected reason; null means the pattern is safe.
-const cases: ReadonlyArray<{ readonly pattern: string; readonly refused: string | null }> = [
-  // classic catastrophic backtracking
-  { pattern: String.raw`^(a+)+$`, refused: "nested quantifier (a+)+" },
-  { pattern: String.raw`(a|aa)+`, refused: 'repeated alternation (a|aa)+ has branches that can both start with "a"' },
-  { pattern: String.raw`(.*a){20}`, refused: "nested quantifier (.*a){20}" },
-  { pattern: String.raw`([a-zA-Z]+)*`, refused: "nested quantifier ([a-zA-Z]+)*" },
-  { pattern: String.raw`(\d+)*$`, refused: "nested quantifier (\\d+)*" },
-  { pattern: String.raw`(a*)*`, refused: "nested quantifier" },
-  { pattern: String.raw`(?:ab*)+`, refused: "nested quantifier (?:ab*)+" },
-  { pattern: String.raw`(a+){2,}`, refused: "nested quantifier (a+){2,}" },
-  { pattern: String.raw`(a?){25}a{25}`, refused: "nested quantifier (a?){25}" },
-  { pattern: String.raw`((ab)+c)*`, refused: "nested quantifier" },
-  { pattern: String.raw`(\w+\s?)+$`, refused: "nested quantifier" },
-  { pattern: String.raw`(a|a)*`, refused: "repeated alternation" },
-  { pattern: String.raw`(a|ab)*`, refused: "repeated alternation" },
-  { pattern: String.raw`(?:[A-Z]|x)+`, refused: 'both start with "X"' },
-  { pattern: String.raw`(?:\d|[0-5])+`, refused: "repeated alternation" },
-  { pattern: String.raw`(a|)+`, refused: "matches empty text" },
-  { pattern: String.raw`.*.*=.*`, refused: "adjacent repeats .*.*" },
-  { pattern: String.raw`\d+\d*`, refused: "adjacent repeats" },
-  // RE2 does not support these; they need backtracking
-  { pattern: String.raw`(a)\1`, refused: "backreference \\1" },
-  { pattern: String.raw`(?<q>['"]).*\k<q>`, refused: "backreference \\k<...>" },
-  { pattern: String.raw`foo(?=bar)`, refused: "lookahead" },
-  { pattern: String.raw`(?!foo)bar`, refused: "lookahead" },
-  { pattern: String.raw`(?<=\$)\d+`, refused: "lookbehind" },
-  { pattern: String.raw`(?<!no )refund`, refused: "lookbehind" },
-  // oversized counts
-  { pattern: String.raw`a{1,1001}`, refused: "exceeds 1000" },
-  { pattern: String.raw`x{5000}`, refused: "exceeds 1000" },
-  { pattern: String.raw`\d{1001,}`, refused: "exceeds 1000" },
-  // malformed patterns are refused rather than guessed at
-  { pattern: String.raw`(abc`, refused: "unterminated group" },
-  { pattern: String.raw`abc)`, refused: 'unbalanced ")"' },
-  { pattern: String.raw`[abc`, refused: "unterminated character class" },
-  // everyday patterns
-  { pattern: String.raw`\b\d{4}[- ]?\d{4}[- ]?\d{4}[- ]?\d{4}\b`, refused: null },
-  { pattern: String.raw`^[A-Z]{2}\d{2}[A-Z0-9]{10,30}$`, refused: null },
-  { pattern: "full refund|money back", refused: null },
-  { pattern: String.raw`(?:foo|bar)baz`, refused: null },
-  { pattern: String.raw`[a-z]+@[a-z]+\.com`, refused: null },
-  { pattern: String.raw`(?:foo|bar)+`, refused: null },
-  { pattern: String.raw`(?:\d{4}){3}`, refused: null },
-  { pattern: String.raw`(?<year>\d{4})-(?<month>\d{2})`, refused: null },
-  { pattern: String.raw`\$\d+(?:\.\d{2})?`, refused: null },
-  { pattern: String.raw`[^@\s]+@[^@\s]+`, refused: null },
-  { pattern: String.raw`\bsk-[A-Za-z0-9]{20,}\b`, refused: null },
-  { pattern: String.raw`\p{Lu}+ refund`, refused: null },
-  { pattern: String.raw`[\]\\(]+x`, refused: null },
-  { pattern: String.raw`a{1000}`, refused: null },
-  { pattern: String.raw`https?://\S+`, refused: null }
+// `refused` is a fragment of the expected reason; null means the pattern compiles on RE2.
+const catastrophic: ReadonlyArray<{ readonly pattern: string; readonly refused: string | null }> = [
+  // nested quantifiers
+  { pattern: String.raw`^(a+)+$`, refused: null },
+  { pattern: String.raw`(a*)*b`, refused: null },
+  { pattern: String.raw`([a-zA-Z]+)*$`, refused: null },
+  { pattern: String.raw`(\d+)*$`, refused: null },
+  { pattern: String.raw`(?:ab*)+c`, refused: null },
+  { pattern: String.raw`(a+){2,}b`, refused: null },
+  { pattern: String.raw`(.*a){20}`, refused: null },
+  { pattern: String.raw`(a?){25}a{25}`, refused: null },
+  { pattern: String.raw`((ab)+c)*d`, refused: null },
+  { pattern: String.raw`(\w+\s?)+$`, refused: null },
+  // overlapping alternations
+  { pattern: String.raw`(a|a)*b`, refused: null },
+  { pattern: String.raw`(a|aa)+$`, refused: null },
+  { pattern: String.raw`(a|ab)*c`, refused: null },
+  { pattern: String.raw`(?:\d|[0-5])+x`, refused: null },
+  { pattern: String.raw`(.|\s)*z`, refused: null },
+  // dot-star chains (the issue's example) and adjacent repeats
+  { pattern: String.raw`.*a.*a.*a.*b`, refused: null },
+  { pattern: String.raw`.*x.*x.*x.*y`, refused: null },
+  { pattern: String.raw`\d+\d*\d+x`, refused: null },
+  // email- and URL-style patterns known for ReDoS
+  { pattern: String.raw`^([a-zA-Z0-9])(([\-.]|[_]+)?([a-zA-Z0-9]+))*(@){1}[a-z0-9]+[.]{1}(([a-z]{2,3})|([a-z]{2,3}[.]{1}[a-z]{2,3}))$`, refused: null },
+  { pattern: String.raw`^[\w.+-]+@([\w-]+\.)+[\w-]{2,}$`, refused: null },
+  { pattern: String.raw`^(https?://)?([\da-z.-]+)\.([a-z.]{2,6})([/\w .-]*)*/?$`, refused: null },
+  // DFA blow-up shape (large automaton; RE2 bounds its memory and stays linear)
+  { pattern: String.raw`[a-q][^u-z]{13}x`, refused: null },
+  // what RE2 cannot run: refused
+  { pattern: String.raw`(a)\1`, refused: "invalid escape sequence: \\1" },
+  { pattern: String.raw`(?<q>['"]).*\k<q>`, refused: "invalid escape sequence: \\k" },
+  { pattern: String.raw`foo(?=bar)`, refused: "invalid perl operator: (?=" },
+  { pattern: String.raw`(?!foo)bar`, refused: "invalid perl operator: (?!" },
+  { pattern: String.raw`(?<=\$)\d+`, refused: "invalid perl operator: (?<" },
+  { pattern: String.raw`(?<!no )refund`, refused: "invalid perl operator: (?<" },
+  { pattern: String.raw`a{1,1001}`, refused: "invalid repetition size" },
+  { pattern: String.raw`((((a{100}){100}){100}){100})`, refused: "invalid repetition size" },
+  { pattern: "a".repeat(2001), refused: "longer than 2000" },
+  { pattern: String.raw`(abc`, refused: "missing )" }
 ]
 
-describe("checkRegexSafety", () => {
-  for (const { pattern, refused } of cases) {
-    it(`${refused === null ? "accepts" : "refuses"} ${pattern}`, () => {
-      const result = checkRegexSafety(pattern)
+describe("compileUserRegex", () => {
+  it("the table has at least 15 classic catastrophic patterns", () => {
+    expect(catastrophic.filter((c) => c.refused === null).length).toBeGreaterThanOrEqual(15)
+  })
+
+  for (const { pattern, refused } of catastrophic) {
+    const shown = pattern.length > 60 ? `${pattern.slice(0, 60)}...` : pattern
+    it(`${refused === null ? "runs on RE2" : "refuses"} ${shown}`, () => {
+      const compiled = compileUserRegex(pattern, { caseSensitive: false })
       if (refused === null) {
-        expect(result).toEqual({ safe: true })
+        expect(Either.map(compiled, (regex) => regex.engine)).toEqual(Either.right("re2"))
       } else {
-        expect(result.safe).toBe(false)
-        expect(result.safe ? "" : result.reason).toContain(refused)
+        expect(Either.isLeft(compiled) ? compiled.left : "compiled").toContain(refused)
       }
     })
   }
 
-  it("every accepted pattern also compiles as a JavaScript u-mode regex", () => {
-    for (const { pattern } of cases.filter((c) => c.refused === null)) {
-      expect(() => new RegExp(pattern, "iu")).not.toThrow()
-    }
+  it("matches the issue's pattern against adversarial text and still finds a real match", () => {
+    const regex = Either.getOrThrow(compileUserRegex(".*a.*a.*a.*b", { caseSensitive: false }))
+    expect(matchesAnywhere(regex, "a".repeat(100_000))).toBe(false)
+    expect(matchesAnywhere(regex, "a".repeat(100_000) + "B")).toBe(true)
   })
 
-  it("refuses overlong patterns and deep nesting without blowing the stack", () => {
-    expect(checkRegexSafety("a".repeat(2001)).safe).toBe(false)
-    expect(checkRegexSafety("(".repeat(5000) + ")".repeat(5000)).safe).toBe(false)
+  it("reports UTF-16 offsets, keeps word-boundary context between matches, and honours case", () => {
+    const collect = (pattern: string, text: string, caseSensitive = false) => {
+      const found: Array<[number, number]> = []
+      Either.getOrThrow(compileUserRegex(pattern, { caseSensitive })).scan(text, ({ start, end }) => {
+        found.push([start, end])
+        return true
+      })
+      return found
+    }
+    expect(collect("é+b", "xx😀éééb aéb")).toEqual([
+      [4, 8],
+      [10, 12]
+    ])
+    expect(collect(String.raw`\bfoo`, "xfoo foo foofoo")).toEqual([
+      [5, 8],
+      [9, 12]
+    ])
+    expect(collect("^a", "aaa")).toEqual([[0, 1]])
+    expect(collect("ÉCOLE", "école École")).toEqual([
+      [0, 5],
+      [6, 11]
+    ])
+    expect(collect("ÉCOLE", "école École", true)).toEqual([])
   })
 })
 

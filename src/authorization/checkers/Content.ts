@@ -1,5 +1,5 @@
 /** Content policies: every enabled policy that applies to the agent, matched against its target. */
-import { applyRewrite } from "../../catalog/PolicyLanguage.js"
+import { applyRewrite, MAX_POLICY_MATCHES } from "../../catalog/PolicyLanguage.js"
 import type { Checker, FindingDraft } from "../Pipeline.js"
 
 export const contentChecker: Checker = {
@@ -7,8 +7,23 @@ export const contentChecker: Checker = {
   check: (context) => {
     const findings: Array<FindingDraft> = []
     for (const policy of context.policies) {
-      const matches = policy.match(context.action)
-      if (matches.length === 0) continue
+      const found = policy.match(context.action)
+      if (found.length === 0) continue
+      const matches = found.slice(0, MAX_POLICY_MATCHES)
+      // Rewriting only the first matches would let the rest through: too many to rewrite is a deny.
+      const tooMany = policy.action === "rewrite" && found.length > MAX_POLICY_MATCHES
+      if (tooMany) {
+        findings.push({
+          policy_id: policy.id,
+          requirement_id: null,
+          reason: `${policy.description} (more than ${MAX_POLICY_MATCHES} matches to rewrite)`,
+          remediation: "Send shorter content, or fewer occurrences of the matched text.",
+          effect: "deny",
+          severity: policy.severity,
+          evidence: { family: policy.family, matches: matches.map(({ target, text }) => ({ target, text })) }
+        })
+        continue
+      }
       findings.push({
         policy_id: policy.id,
         requirement_id: null,

@@ -1,0 +1,100 @@
+/**
+ * How a compiled policy finds its matches in one value: literals with `indexOf`, lists of
+ * literals and regexes on RE2 (`UserRegex.ts`), each bounded to `MAX_POLICY_MATCHES`.
+ */
+import { Either } from "effect"
+import type { PolicyDocument } from "./Domain.js"
+import { compileUserRegex, literalsPattern, type UserRegex } from "./UserRegex.js"
+
+export interface PolicyMatch {
+  /** Where the text was found: `content`, `operation`, `params.a.b`, or `params.list.0` for list items. */
+  readonly target: string
+  /** UTF-16 offsets into the matched value. */
+  readonly start: number
+  readonly end: number
+  readonly text: string
+}
+
+/** The parts of a proposed action a policy can look at (compatible with `ProposedAction`). */
+export interface PolicyAction {
+  readonly operation: string
+  readonly content?: string | undefined
+  readonly params?: unknown
+}
+
+/**
+ * At most this many matches are collected per policy and action: enough evidence, and it bounds
+ * the work (each further match rescans the rest of the text). A rewrite policy with more matches
+ * than this denies instead of rewriting only some of them.
+ */
+export const MAX_POLICY_MATCHES = 100
+
+/** Appends the matches of one value to `out` (up to one past the cap); built once per policy. */
+export type Finder = (text: string, target: string, out: Array<PolicyMatch>) => void
+
+export const findNothing: Finder = () => undefined
+
+const regexFinder =
+  (regex: UserRegex): Finder =>
+  (text, target, out) => {
+    if (out.length > MAX_POLICY_MATCHES) return
+    const ran = regex.scan(text, ({ start, end }) => {
+      out.push({ target, start, end, text: text.slice(start, end) })
+      return out.length <= MAX_POLICY_MATCHES
+    })
+    // The engine failed twice (heap exhausted): fail closed, as if the whole value matched.
+    if (!ran) out.push({ target, start: 0, end: text.length, text })
+  }
+
+/** A finder for any of the literals (escaped), on the same engine as regexes. */
+const literalsFinder = (literals: ReadonlyArray<string>, caseSensitive: boolean): Either.Either<Finder, string> =>
+  Either.map(compileUserRegex(literalsPattern(literals), { caseSensitive }), regexFinder)
+
+/**
+ * The lowercased text, remembered for the last text seen: the many case-insensitive policies
+ * checked against one action's content then lowercase it once instead of once per policy.
+ */
+const lowered = { text: "", lower: "" }
+const toLower = (text: string): string => {
+  if (text !== lowered.text) {
+    lowered.text = text
+    lowered.lower = text.toLowerCase()
+  }
+  return lowered.lower
+}
+
+/** Substring search with `indexOf` on a pre-lowercased needle (unless case-sensitive). */
+const literalFinder = (literal: string, caseSensitive: boolean): Finder => {
+  if (literal === "") return findNothing // validation refuses it; indexOf("") would never advance
+  const needle = caseSensitive ? literal : literal.toLowerCase()
+  // Lowercasing can change lengths (e.g. "İ"); offsets would drift, so such texts use a regex.
+  const fallback = Either.getOrElse(literalsFinder([literal], caseSensitive), () => findNothing)
+  if (needle.length !== literal.length) return fallback
+  return (text, target, out) => {
+    const haystack = caseSensitive ? text : toLower(text)
+    if (haystack.length !== text.length) return fallback(text, target, out)
+    for (
+      let i = haystack.indexOf(needle);
+      i !== -1 && out.length <= MAX_POLICY_MATCHES;
+      i = haystack.indexOf(needle, i + needle.length)
+    ) {
+      out.push({ target, start: i, end: i + needle.length, text: text.slice(i, i + needle.length) })
+    }
+  }
+}
+
+export const makeFinder = (match: PolicyDocument["match"]): Either.Either<Finder, string> => {
+  const caseSensitive = match.case_sensitive === true
+  const values = typeof match.value === "string" ? [match.value] : match.value
+  switch (match.type) {
+    case "literal":
+      return Either.right(literalFinder(values[0] ?? "", caseSensitive))
+    case "any_of":
+      return values.length === 1
+        ? Either.right(literalFinder(values[0]!, caseSensitive))
+        : literalsFinder(values, caseSensitive)
+    case "regex":
+      return Either.map(compileUserRegex(values[0] ?? "", { caseSensitive }), regexFinder)
+  }
+}
+
