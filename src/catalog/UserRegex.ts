@@ -154,21 +154,17 @@ const makeUserRegex = (source: string, caseSensitive: boolean): UserRegex => {
     source,
     caseSensitive,
     scan: (text, found) => {
-      try {
-        runOnce(key, source, caseSensitive, text, found)
-        return true
-      } catch (error) {
-        if (!isEngineFailure(error)) throw error
+      // A full wasm heap frees every cached pattern; the match is tried once more on the emptied heap.
+      for (let attempt = 0; attempt < 2; attempt++) {
+        try {
+          runOnce(key, source, caseSensitive, text, found)
+          return true
+        } catch (error) {
+          if (!isEngineFailure(error)) throw error
+          freeAll()
+        }
       }
-      freeAll()
-      try {
-        runOnce(key, source, caseSensitive, text, found)
-        return true
-      } catch (error) {
-        if (!isEngineFailure(error)) throw error
-        freeAll()
-        return false
-      }
+      return false
     }
   }
 }

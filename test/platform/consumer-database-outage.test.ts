@@ -9,7 +9,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer } from "effect"
-import { randomUUID } from "node:crypto"
 import { inject } from "vitest"
 import { consumeStream } from "../../src/platform/Consumer.js"
 import { EventLog } from "../../src/platform/EventLog.js"
@@ -17,18 +16,13 @@ import { PlatformCoreLive } from "../../src/platform/Platform.js"
 import { Topics } from "../../src/platform/Topics.js"
 import { queryDatabase } from "../identity/http-helpers.js"
 import { eventually } from "../support/Eventually.js"
+import { runEventBatch } from "../support/RunEventBatches.js"
 import { tcpProxy } from "../support/TcpProxy.js"
 import { configLayer, freshDatabase, settingsFor, uniqueName } from "../support/TestPlatform.js"
 
 const postgres = new URL(inject("postgresAdminUrl"))
 
-const events = (count: number, tag: string) =>
-  Array.from({ length: count }, (_, i) => ({
-    eventId: randomUUID(),
-    topic: Topics.runEvents,
-    key: `${tag}-${i % 12}`,
-    value: JSON.stringify({ schema_version: 1, i })
-  }))
+const events = (count: number, tag: string) => runEventBatch(count, tag, 12)
 
 describe("consumer across a database outage", () => {
   it.live(

@@ -9,22 +9,16 @@
 import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer } from "effect"
-import { randomUUID } from "node:crypto"
 import { consumeStream } from "../../src/platform/Consumer.js"
 import { EventLog } from "../../src/platform/EventLog.js"
 import { PlatformCoreLive } from "../../src/platform/Platform.js"
 import { Topics } from "../../src/platform/Topics.js"
 import { queryDatabase } from "../identity/http-helpers.js"
 import { eventually } from "../support/Eventually.js"
+import { runEventBatch } from "../support/RunEventBatches.js"
 import { configLayer, type EventLogMode, freshDatabase, settingsFor, uniqueName } from "../support/TestPlatform.js"
 
-const events = (count: number, tag: string) =>
-  Array.from({ length: count }, (_, i) => ({
-    eventId: randomUUID(),
-    topic: Topics.runEvents,
-    key: `${tag}-${i % 9}`,
-    value: JSON.stringify({ schema_version: 1, i })
-  }))
+const events = (count: number, tag: string) => runEventBatch(count, tag, 9)
 
 describe("consumer positions across a switch of event log", () => {
   it.live(
