@@ -314,7 +314,7 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
   })
 
   describe("knowledge sources", () => {
-    it.effect("a url source needs an absolute location; it starts as draft and has no file", () =>
+    it.effect("a url source's location, when given, is an absolute URL; it starts as draft and has no file", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
@@ -341,8 +341,8 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
           404,
           "knowledge_source_has_no_file"
         )
-        for (const location of [undefined, "", "example.com/faq", "/faq", "not a url"]) {
-          const body = { kind: "url", title: "Bad", ...(location === undefined ? {} : { location }) }
+        for (const location of ["", "example.com/faq", "/faq", "not a url"]) {
+          const body = { kind: "url", title: "Bad", location }
           expectValidation(yield* call(base, "POST", "/v1/knowledge-sources", { token, body }), "location")
         }
       })
