@@ -75,6 +75,9 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
       Effect.gen(function* () {
         const started = performance.now()
         const { principal } = event
+        // A property of the body alone, like its schema: refused whole before anything else is looked up.
+        const oversized = oversizedTarget(event.action, maxMatchContentBytes)
+        if (oversized !== null) return yield* contentTooLarge(oversized, maxMatchContentBytes)
         if (principal.workspace_id !== caller.workspaceId) {
           return yield* new NotFound({
             code: "workspace_not_found",
@@ -87,8 +90,6 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
             message: "This runtime key is bound to another environment than principal.environment_id."
           })
         }
-        const oversized = oversizedTarget(event.action, maxMatchContentBytes)
-        if (oversized !== null) return yield* contentTooLarge(oversized, maxMatchContentBytes)
         let config = yield* settings.runtimeConfig(caller.workspaceId)
         if (!config.environments.has(principal.environment_id)) {
           // Maybe created (on another instance) since the cached copy was read: look once more before answering 404.
