@@ -85,6 +85,9 @@ interface RequestTimeouts {
 const laneServer = (lane: Context.Tag.Service<FastLane>, timeouts: RequestTimeouts) => () => {
   const server = createServer({
     ...timeouts,
+    // Longer than clients' and load balancers' idle timeouts (60 s is common): the client closes an idle
+    // connection first, so a request is never sent on a socket the server is closing at that moment.
+    keepAliveTimeout: 65_000,
     // Node checks both timeouts on this interval (30 s by default): often enough that they hold to about a second.
     connectionsCheckingInterval: Math.max(100, Math.min(1_000, Math.floor(timeouts.headersTimeout / 2)))
   })

@@ -77,9 +77,9 @@ layer(testServerWithDatabase("database", { PASSWORD_SCRYPT_LOG_N: "10" }), SERVE
   }
 )
 
-// Cost 2^15 takes tens of milliseconds: eight sign-ins sent at once overlap, and one hashing slot cannot serve them all.
+// Cost 2^16 takes hundreds of milliseconds: eight sign-ins sent at once overlap, and one hashing slot cannot serve them all.
 layer(
-  testServer("database", { PASSWORD_SCRYPT_LOG_N: "15", PASSWORD_HASH_CONCURRENCY: "1", LOGIN_FAILURE_LIMIT: "1000" }),
+  testServer("database", { PASSWORD_SCRYPT_LOG_N: "16", PASSWORD_HASH_CONCURRENCY: "1", LOGIN_FAILURE_LIMIT: "1000" }),
   SERVER_OPTIONS
 )("PASSWORD_HASH_CONCURRENCY=1", (it) => {
   it.effect("sign-ins beyond the hashing slots answer 429 with Retry-After at once; the others succeed", () =>
