@@ -203,10 +203,10 @@ export const literalsPattern = (literals: ReadonlyArray<string>): string =>
 
 /** Whether the pattern has at least one match in the text; an engine failure counts as a match (fail closed). */
 export const matchesAnywhere = (regex: UserRegex, text: string): boolean => {
-  let any = false
+  let found = false
   const ran = regex.scan(text, () => {
-    any = true
+    found = true
     return false
   })
-  return any || !ran
+  return found || !ran
 }
