@@ -5,7 +5,7 @@
 import { Effect, Layer } from "effect"
 import { AnalyticsHttpLive } from "./analytics/Http.js"
 import { eventsLane } from "./authorization/EventsLane.js"
-import { type FastHandler, FastLaneRoutes } from "./platform/FastLane.js"
+import { type FastHandler, FastLaneRoutes } from "./http/Lane.js"
 import { runsLane } from "./runs/RunsLane.js"
 import { gatewayLane } from "./gateway/ProxyLane.js"
 import { GatewayProxy } from "./gateway/Proxy.js"

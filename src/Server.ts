@@ -12,8 +12,8 @@ import { DashboardLive } from "./dashboard/Http.js"
 import { ApiGroupsLive, FastLaneRoutesLive } from "./Http.js"
 import { drainOnShutdown, makeTraffic, type Traffic } from "./operations/Drain.js"
 import { AppConfig } from "./platform/Config.js"
-import { FastLane, FastLaneRoutes, makeFastListener } from "./platform/FastLane.js"
-import { makeRouteTable, requestPipeline } from "./platform/HttpPipeline.js"
+import { FastLane, FastLaneRoutes, makeFastListener } from "./http/Lane.js"
+import { makeRouteTable, requestPipeline } from "./http/Pipeline.js"
 
 const routes = makeRouteTable(GuardrailApi)
 

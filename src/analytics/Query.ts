@@ -7,7 +7,7 @@
  * computed from the summed counters and merged sketches.
  */
 import { Effect } from "effect"
-import { BadRequest } from "../platform/Errors.js"
+import { BadRequest } from "../http/Errors.js"
 import { bucketStart, type Granularity, unitMillis } from "./Aggregates.js"
 import { isDimension, metricNamed, type SeriesSum } from "./Catalog.js"
 import { AnalyticsRepo, type DimensionFilter, GROUP_SEPARATOR, type Segment } from "./Repo.js"

@@ -6,7 +6,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { BadRequest, NotFound } from "../platform/Errors.js"
+import { BadRequest, NotFound } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { transactionOf } from "../platform/Sql.js"

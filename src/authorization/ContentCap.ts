@@ -4,7 +4,7 @@
  * it: matching only a prefix would let padding carry text past a deny, and matching the whole
  * of an unbounded text would let one event hold the event loop.
  */
-import { PayloadTooLarge } from "../platform/Errors.js"
+import { PayloadTooLarge } from "../http/Errors.js"
 
 interface Action {
   readonly content?: string | undefined

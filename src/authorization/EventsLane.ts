@@ -7,7 +7,7 @@
  */
 import { Effect, Schema } from "effect"
 import { makeDirectAuthenticator, makeLaneAuthenticator } from "../identity/AuthenticationLive.js"
-import type { FastHandler } from "../platform/FastLane.js"
+import type { FastHandler } from "../http/Lane.js"
 import { Authorization } from "./Authorization.js"
 import { AuthorizationResponse, ProposedEvent } from "./Domain.js"
 

@@ -5,7 +5,7 @@
  * derived (see Webhooks.ts) and shown only in the create response.
  */
 import { Effect, Redacted } from "effect"
-import { BadRequest, NotFound } from "../platform/Errors.js"
+import { BadRequest, NotFound } from "../http/Errors.js"
 import { prefixedId, randomToken } from "../platform/Ids.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"

@@ -12,7 +12,7 @@
  */
 import { Duration, Effect, Option, Runtime, Schedule } from "effect"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
-import { PaymentRequired } from "../platform/Errors.js"
+import { PaymentRequired } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { BudgetRepo, type WindowKey, type WindowKind } from "./BudgetRepo.js"
 import { minorToNanos } from "./Pricing.js"

@@ -5,7 +5,7 @@
  * for `cost_minor`.
  */
 import { Effect, Option } from "effect"
-import { BadRequest, NotFound } from "../platform/Errors.js"
+import { BadRequest, NotFound } from "../http/Errors.js"
 import { LlmPrice } from "./Domain.js"
 import { type PriceRow, PricingRepo } from "./PricingRepo.js"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"

@@ -6,7 +6,7 @@
  */
 import { Effect, Layer } from "effect"
 import { pageByTime } from "../platform/Cursor.js"
-import { BadRequest } from "../platform/Errors.js"
+import { BadRequest } from "../http/Errors.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { Topics } from "../platform/Topics.js"
 import { consumeStream, decodeDelivery } from "../platform/Consumer.js"

@@ -4,7 +4,7 @@
  * Deleting an agent disables, never deletes, the policies it owns.
  */
 import { Effect, Either, Option, ParseResult, Schema } from "effect"
-import { BadRequest, Conflict, NotFound } from "../platform/Errors.js"
+import { BadRequest, Conflict, NotFound } from "../http/Errors.js"
 import { AgentId, AgentProfileDocument } from "./Domain.js"
 import { ConfigChanges } from "./ConfigChanges.js"
 import { generateFromProfile } from "./Generation.js"

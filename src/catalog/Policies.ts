@@ -5,7 +5,7 @@
  * drafted from natural language.
  */
 import { Effect, Either, Option } from "effect"
-import { BadRequest, Conflict, NotFound, Unprocessable } from "../platform/Errors.js"
+import { BadRequest, Conflict, NotFound, Unprocessable } from "../http/Errors.js"
 import { ConfigChanges } from "./ConfigChanges.js"
 import { DRAFT_EXAMPLES, draftPolicy } from "./Drafting.js"
 import { PolicyId } from "./Domain.js"

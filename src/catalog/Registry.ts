@@ -4,7 +4,7 @@
  * the hot-path snapshot, so their writes go through ConfigChanges.
  */
 import { Effect, Option } from "effect"
-import { BadRequest, NotFound } from "../platform/Errors.js"
+import { BadRequest, NotFound } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"

@@ -5,7 +5,7 @@
  */
 import { Effect, Option, type Redacted } from "effect"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
-import { BadRequest, NotFound } from "../platform/Errors.js"
+import { BadRequest, NotFound } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { toTimestamp } from "../platform/Schemas.js"

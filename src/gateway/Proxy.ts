@@ -20,7 +20,7 @@ import { Effect, FiberRef, HashMap, Option } from "effect"
 import { Budgets, type Reservation } from "../billing/Budgets.js"
 import { costOf, type ModelPrice, Pricing } from "../billing/Pricing.js"
 import type { Caller } from "../identity/Authentication.js"
-import { BadRequest, PaymentRequired } from "../platform/Errors.js"
+import { BadRequest, PaymentRequired } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import {

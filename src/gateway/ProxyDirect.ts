@@ -15,8 +15,8 @@ import { Effect, Either, Option, Runtime, Schema } from "effect"
 import type { Reservation } from "../billing/Budgets.js"
 import { costOf } from "../billing/Pricing.js"
 import type { DirectAuthenticator } from "../identity/AuthenticationLive.js"
-import { type DirectHandler, writeHttpError, writePlatformResponse } from "../platform/FastLane.js"
-import { withMessagesDialectKey } from "../platform/HttpPipeline.js"
+import { type DirectHandler, writeHttpError, writePlatformResponse } from "../http/Lane.js"
+import { withMessagesDialectKey } from "../http/Pipeline.js"
 import { RoutePath } from "./Api.js"
 import {
   finishedCall,

@@ -9,8 +9,8 @@
  */
 import { Effect, Schema } from "effect"
 import { makeDirectAuthenticator, makeLaneAuthenticator } from "../identity/AuthenticationLive.js"
-import type { FastHandler } from "../platform/FastLane.js"
-import { withMessagesDialectKey } from "../platform/HttpPipeline.js"
+import type { FastHandler } from "../http/Lane.js"
+import { withMessagesDialectKey } from "../http/Pipeline.js"
 import { RoutePath } from "./Api.js"
 import { GatewayProxy } from "./Proxy.js"
 import type { Dialect } from "./UsageMeter.js"

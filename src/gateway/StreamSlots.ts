@@ -12,7 +12,7 @@
 import { Effect } from "effect"
 import type { Caller } from "../identity/Authentication.js"
 import { AppConfig } from "../platform/Config.js"
-import { tooManyRequests } from "../platform/Errors.js"
+import { tooManyRequests } from "../http/Errors.js"
 
 /** Seconds a refused client is told to wait: streams end at any moment, so a short retry is right. */
 const RETRY_AFTER_SECONDS = 1

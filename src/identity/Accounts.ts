@@ -6,7 +6,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { randomUUID } from "node:crypto"
-import { Conflict, Unauthorized, tooManyRequests } from "../platform/Errors.js"
+import { Conflict, Unauthorized, tooManyRequests } from "../http/Errors.js"
 import { transactionOf } from "../platform/Sql.js"
 import { Session, UserId } from "./Domain.js"
 import { Passwords } from "./Passwords.js"

@@ -8,7 +8,7 @@
 import { Duration, Effect, Option, Schedule } from "effect"
 import { createHash } from "node:crypto"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
-import { NotFound } from "../platform/Errors.js"
+import { NotFound } from "../http/Errors.js"
 import { prefixedId, randomToken } from "../platform/Ids.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import type { Caller } from "./Authentication.js"

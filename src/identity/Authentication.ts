@@ -8,7 +8,7 @@
  */
 import { HttpApiMiddleware, HttpApiSecurity } from "@effect/platform"
 import { Context, Effect, Schema } from "effect"
-import { ForbiddenWire, NotFoundWire, UnauthorizedWire } from "../platform/Errors.js"
+import { ForbiddenWire, NotFoundWire, UnauthorizedWire } from "../http/Errors.js"
 
 export type WorkspaceRole = "owner" | "admin" | "member"
 

@@ -1,10 +1,10 @@
 /** Implementations of the credential middlewares declared in Authentication.ts. */
-import type { FastRequest } from "../platform/FastLane.js"
+import type { FastRequest } from "../http/Lane.js"
 import { HttpRouter, HttpServerRequest } from "@effect/platform"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { GuardrailApi } from "../Api.js"
-import { Forbidden, Unauthorized } from "../platform/Errors.js"
-import { makeRouteTable } from "../platform/HttpPipeline.js"
+import { Forbidden, Unauthorized } from "../http/Errors.js"
+import { makeRouteTable } from "../http/Pipeline.js"
 import { checkAccess } from "./Access.js"
 import { ApiKeys, LIVE_KEY_PREFIX } from "./ApiKeys.js"
 import { Authentication, type Caller, InternalAuthentication } from "./Authentication.js"

@@ -6,7 +6,7 @@
 import { Effect, Option, Redacted } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { AppConfig } from "../platform/Config.js"
-import { NotFound, Unauthorized } from "../platform/Errors.js"
+import { NotFound, Unauthorized } from "../http/Errors.js"
 import { ApiKeys, LIVE_KEY_PREFIX, type ResolvedKey } from "./ApiKeys.js"
 import type { Caller } from "./Authentication.js"
 import { IdentityRepo } from "./Repo.js"

@@ -7,7 +7,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
-import { Forbidden, NotFound } from "../platform/Errors.js"
+import { Forbidden, NotFound } from "../http/Errors.js"
 import { dieOnErrors } from "../platform/Sql.js"
 
 export type FeatureFlag = "is_attacks_enabled" | "is_knowledge_base_enabled" | "is_mcp_gateway_enabled"

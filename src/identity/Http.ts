@@ -2,7 +2,7 @@
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
 import { GuardrailApi } from "../Api.js"
-import { Unauthorized } from "../platform/Errors.js"
+import { Unauthorized } from "../http/Errors.js"
 import { webhookUrlFor } from "./Access.js"
 import { Accounts } from "./Accounts.js"
 import { ApiKeys } from "./ApiKeys.js"

@@ -10,7 +10,7 @@
 import { Effect } from "effect"
 import { randomBytes, scrypt, timingSafeEqual } from "node:crypto"
 import { AppConfig } from "../platform/Config.js"
-import { tooManyRequests } from "../platform/Errors.js"
+import { tooManyRequests } from "../http/Errors.js"
 
 interface ScryptParams {
   readonly N: number

@@ -5,7 +5,7 @@
 import { Effect, Option } from "effect"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
 import { orFailWith } from "../platform/Sql.js"
-import { Conflict, NotFound } from "../platform/Errors.js"
+import { Conflict, NotFound } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"

@@ -5,7 +5,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { AppConfig } from "../platform/Config.js"
-import { Forbidden, NotFound } from "../platform/Errors.js"
+import { Forbidden, NotFound } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { transactionOf } from "../platform/Sql.js"

@@ -5,7 +5,7 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authentication } from "../identity/Authentication.js"
-import { NotFoundWire, UnauthorizedWire } from "../platform/Errors.js"
+import { NotFoundWire, UnauthorizedWire } from "../http/Errors.js"
 import { Identifier } from "../platform/Schemas.js"
 
 /** Bearer METRICS_TOKEN; without a configured token the endpoint is off (404 `metrics_disabled`). */

@@ -1,6 +1,6 @@
 /** Keyset page cursors: the last row's sort key, opaque to clients. */
 import { Effect, Option } from "effect"
-import { BadRequest } from "./Errors.js"
+import { BadRequest } from "../http/Errors.js"
 
 export const encodeCursor = (parts: ReadonlyArray<string>) => Buffer.from(JSON.stringify(parts)).toString("base64url")
 

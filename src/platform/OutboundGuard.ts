@@ -27,7 +27,7 @@ import { request as httpRequest } from "node:http"
 import { request as httpsRequest } from "node:https"
 import { isIP, type LookupFunction } from "node:net"
 import { AppConfig } from "./Config.js"
-import { BadRequest } from "./Errors.js"
+import { BadRequest } from "../http/Errors.js"
 import { blockedAddress, blockedName, isAllowlisted, normalizeHost } from "./OutboundAddresses.js"
 
 export interface ResolvedAddress {

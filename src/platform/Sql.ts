@@ -2,7 +2,7 @@
 import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import { Effect, Option, Predicate } from "effect"
-import { BadRequest, Conflict } from "./Errors.js"
+import { BadRequest, Conflict } from "../http/Errors.js"
 
 type OrDie<T> = {
   readonly [K in keyof T]: T[K] extends (...args: infer Args) => Effect.Effect<infer A, infer _E, infer R>

@@ -8,7 +8,7 @@
 import { Effect, Option } from "effect"
 import { createHash } from "node:crypto"
 import type { Caller } from "../identity/Authentication.js"
-import { BadRequest, NotFound } from "../platform/Errors.js"
+import { BadRequest, NotFound } from "../http/Errors.js"
 import { randomToken } from "../platform/Ids.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { JobId, ShareLink, ShareToken } from "./Domain.js"

@@ -8,7 +8,7 @@
 import { Cause, Effect, Either, Exit, Option, Runtime, Schema } from "effect"
 import type { DirectAuthenticator } from "../identity/AuthenticationLive.js"
 import { clientFaultOf } from "../platform/Sql.js"
-import { type DirectHandler, writeHttpError, writeInternalError, writeJson } from "../platform/FastLane.js"
+import { type DirectHandler, writeHttpError, writeInternalError, writeJson } from "../http/Lane.js"
 import { RunPath } from "./Api.js"
 import { CreateRunEvent, RunEvent } from "./Domain.js"
 import type { RunEventWriter } from "./RunEventWriter.js"

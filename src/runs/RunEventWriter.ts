@@ -12,7 +12,7 @@
 import { SqlClient } from "@effect/sql"
 import { Deferred, Effect, Exit, Queue, Schema } from "effect"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
-import { Conflict, NotFound } from "../platform/Errors.js"
+import { Conflict, NotFound } from "../http/Errors.js"
 import { Outbox } from "../platform/Outbox.js"
 import { transactionOf } from "../platform/Sql.js"
 import { Topics } from "../platform/Topics.js"

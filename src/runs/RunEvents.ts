@@ -1,6 +1,6 @@
 /** Run events between the API and the writer: an append's new event, and a stored row as the API answers it. */
 import { Either } from "effect"
-import { BadRequest } from "../platform/Errors.js"
+import { BadRequest } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { RunEventId, type RunEventKind as RunEventKinds, RunId } from "./Domain.js"

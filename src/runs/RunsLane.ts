@@ -6,7 +6,7 @@
  */
 import { Effect, Schema } from "effect"
 import { makeDirectAuthenticator, makeLaneAuthenticator } from "../identity/AuthenticationLive.js"
-import type { FastHandler } from "../platform/FastLane.js"
+import type { FastHandler } from "../http/Lane.js"
 import { RunPath } from "./Api.js"
 import { CreateRunEvent, RunEvent } from "./Domain.js"
 import { Runs } from "./Runs.js"

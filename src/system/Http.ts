@@ -2,7 +2,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Duration, Effect } from "effect"
 import { GuardrailApi } from "../Api.js"
-import { ServiceUnavailable } from "../platform/Errors.js"
+import { ServiceUnavailable } from "../http/Errors.js"
 import { EventLog } from "../platform/EventLog.js"
 
 const probe = <E, R>(name: string, check: Effect.Effect<unknown, E, R>) =>

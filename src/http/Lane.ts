@@ -19,9 +19,9 @@ import { pipeline, Readable } from "node:stream"
 import { enterRequest, leaveRequest, type Traffic } from "../operations/Drain.js"
 import { recordDirectRequest, recordRequest, recordRequestNow } from "../operations/Metrics.js"
 import { BadRequest, isHttpError, type HttpError } from "./Errors.js"
-import { findRoute, isJsonType, requestIdOf, type RouteEntry, validationFailed } from "./HttpPipeline.js"
-import { unstorableJson } from "./Json.js"
-import { clientFaultOf } from "./Sql.js"
+import { findRoute, isJsonType, requestIdOf, type RouteEntry, validationFailed } from "./Pipeline.js"
+import { unstorableJson } from "../platform/Json.js"
+import { clientFaultOf } from "../platform/Sql.js"
 
 /** What a lane endpoint gets: its route and path parameters, the request's headers and body (text and JSON). */
 export interface FastRequest {
