@@ -9,7 +9,7 @@ import { BudgetAlertsApi, LlmPricingApi, LlmUsageApi } from "./billing/Api.js"
 import { AgentsApi, KnowledgeSourcesApi, LabelPoliciesApi, PoliciesApi, ToolMetadataApi } from "./catalog/Api.js"
 import { GatewayProxyApi, GatewayRoutesApi, ProviderConnectionsApi } from "./gateway/Api.js"
 import { ApiKeysApi, AuthApi, EnvironmentsApi, SettingsApi, TeamApi } from "./identity/Api.js"
-import * as Errors from "./http/Errors.js"
+import { AnyHttpErrorWire } from "./http/Errors.js"
 import { withOnlyErrorBody } from "./platform/OpenApiDocument.js"
 import { AdminApi, MetricsApi } from "./operations/Api.js"
 import { RedteamApi, RedteamReportsApi } from "./redteam/Api.js"
@@ -44,21 +44,7 @@ export class GuardrailApi extends HttpApi.make("guardrail")
   .add(RedteamReportsApi)
   .add(MetricsApi)
   .add(AdminApi)
-  .addError(Errors.BadRequestWire)
-  .addError(Errors.UnauthorizedWire)
-  .addError(Errors.PaymentRequiredWire)
-  .addError(Errors.ForbiddenWire)
-  .addError(Errors.NotFoundWire)
-  .addError(Errors.ConflictWire)
-  .addError(Errors.PayloadTooLargeWire)
-  .addError(Errors.UnsupportedMediaTypeWire)
-  .addError(Errors.UnprocessableWire)
-  .addError(Errors.TooManyRequestsWire)
-  .addError(Errors.InternalErrorWire)
-  .addError(Errors.NotImplementedWire)
-  .addError(Errors.BadGatewayWire)
-  .addError(Errors.ServiceUnavailableWire)
-  .addError(Errors.GatewayTimeoutWire)
+  .addError(AnyHttpErrorWire)
   .annotate(OpenApi.Transform, withOnlyErrorBody)
   .annotate(OpenApi.Title, "Guardrail Service API")
   .annotate(OpenApi.Version, "1.0.0")

@@ -3,8 +3,8 @@
  * the conventions' body `{error: {code, message, details}}`; the status is
  * annotated so HttpApi and the OpenAPI document both know it.
  */
-import { HttpApiSchema, HttpApp, HttpServerResponse } from "@effect/platform"
-import { Effect, Predicate, Schema } from "effect"
+import { HttpApiSchema } from "@effect/platform"
+import { Predicate, Schema } from "effect"
 
 export const ErrorDetail = Schema.Struct({
   path: Schema.String,
@@ -53,11 +53,60 @@ interface WireFields {
   readonly details?: ReadonlyArray<ErrorDetail> | undefined
 }
 
+/**
+ * Every HTTP error the API answers with, and its status: the one list the
+ * contract's errors, the wire schemas, the status map and `isHttpError` are
+ * derived from.
+ */
+export const httpErrors = [
+  [BadRequest, 400],
+  [Unauthorized, 401],
+  [PaymentRequired, 402],
+  [Forbidden, 403],
+  [NotFound, 404],
+  [Conflict, 409],
+  [PayloadTooLarge, 413],
+  [UnsupportedMediaType, 415],
+  [Unprocessable, 422],
+  [TooManyRequests, 429],
+  [InternalError, 500],
+  [NotImplemented, 501],
+  [BadGateway, 502],
+  [ServiceUnavailable, 503],
+  [GatewayTimeout, 504]
+] as const
+
+type ErrorClass = (typeof httpErrors)[number][0]
+export type HttpError = InstanceType<ErrorClass>
+
+const statusByTag: ReadonlyMap<string, number> = new Map(
+  httpErrors.map(([errorClass, status]) => [errorClass._tag, status])
+)
+
+/** True for the errors the API encodes as `ErrorBody`; anything else is answered as a logged 500. */
+export const isHttpError = (error: unknown): error is HttpError =>
+  Predicate.hasProperty(error, "_tag") && typeof error._tag === "string" && statusByTag.has(error._tag)
+
+/** The status an HTTP error is answered with. */
+export const statusOf = (error: HttpError): number => statusByTag.get(error._tag)!
+
+/** The conventions' body of an HTTP error. */
+export const errorBodyOf = (error: HttpError): ErrorBody => ({
+  error: {
+    code: error.code,
+    message: error.message,
+    ...(error.details === undefined ? {} : { details: error.details })
+  }
+})
+
+/** Headers an HTTP error's answer carries: `Retry-After` on a 429 that says when to retry. */
+export const errorHeadersOf = (error: HttpError): Readonly<Record<string, string>> =>
+  error._tag === "TooManyRequests" && error.retry_after_seconds !== undefined
+    ? { "retry-after": String(error.retry_after_seconds) }
+    : {}
+
 /** Re-expresses an error class on the wire as `ErrorBody`, keeping its status. */
-const onTheWire = <A, I extends WireFields>(
-  errorClass: Schema.Schema<A, I> & { readonly _tag: string },
-  status: number
-) =>
+const onTheWire = <A, I extends WireFields>(errorClass: Schema.Schema<A, I> & { readonly _tag: string }) =>
   Schema.transform(ErrorBody, errorClass, {
     strict: false,
     decode: (body) => ({ _tag: errorClass._tag, ...body.error }),
@@ -68,77 +117,24 @@ const onTheWire = <A, I extends WireFields>(
         ...(error.details === undefined ? {} : { details: error.details })
       }
     })
-  }).annotations(HttpApiSchema.annotations({ status }))
+  }).annotations(HttpApiSchema.annotations({ status: statusByTag.get(errorClass._tag)! }))
 
-/** Every HTTP error the API may answer with, in wire form, for `HttpApi.addError`. */
-export const BadRequestWire = onTheWire(BadRequest, 400)
-export const UnauthorizedWire = onTheWire(Unauthorized, 401)
-export const PaymentRequiredWire = onTheWire(PaymentRequired, 402)
-export const ForbiddenWire = onTheWire(Forbidden, 403)
-export const NotFoundWire = onTheWire(NotFound, 404)
-export const ConflictWire = onTheWire(Conflict, 409)
-export const PayloadTooLargeWire = onTheWire(PayloadTooLarge, 413)
-export const UnsupportedMediaTypeWire = onTheWire(UnsupportedMediaType, 415)
-export const UnprocessableWire = onTheWire(Unprocessable, 422)
-export const TooManyRequestsWire = onTheWire(TooManyRequests, 429)
-export const InternalErrorWire = onTheWire(InternalError, 500)
-export const NotImplementedWire = onTheWire(NotImplemented, 501)
-export const BadGatewayWire = onTheWire(BadGateway, 502)
-export const ServiceUnavailableWire = onTheWire(ServiceUnavailable, 503)
-export const GatewayTimeoutWire = onTheWire(GatewayTimeout, 504)
+/** Every HTTP error in wire form, for the contract's `addError`. */
+export const AnyHttpErrorWire = Schema.Union(
+  // Each class decodes its own tag; the union's members are told apart by their status.
+  ...httpErrors.map(([errorClass]) =>
+    onTheWire(errorClass as unknown as Schema.Schema<HttpError, WireFields> & { readonly _tag: string })
+  )
+)
 
-export type HttpError =
-  | BadRequest
-  | Unauthorized
-  | PaymentRequired
-  | Forbidden
-  | NotFound
-  | Conflict
-  | PayloadTooLarge
-  | UnsupportedMediaType
-  | Unprocessable
-  | TooManyRequests
-  | InternalError
-  | NotImplemented
-  | BadGateway
-  | ServiceUnavailable
-  | GatewayTimeout
-
-const httpErrorTags = new Set([
-  "BadRequest",
-  "Unauthorized",
-  "PaymentRequired",
-  "Forbidden",
-  "NotFound",
-  "Conflict",
-  "PayloadTooLarge",
-  "UnsupportedMediaType",
-  "Unprocessable",
-  "TooManyRequests",
-  "InternalError",
-  "NotImplemented",
-  "BadGateway",
-  "ServiceUnavailable",
-  "GatewayTimeout"
-])
-
-/** True for the errors the API encodes as `ErrorBody`; anything else is answered as a logged 500. */
-export const isHttpError = (error: unknown): error is HttpError =>
-  Predicate.hasProperty(error, "_tag") && typeof error._tag === "string" && httpErrorTags.has(error._tag)
+/** Wire forms of the errors credential middlewares declare. */
+export const UnauthorizedWire = onTheWire(Unauthorized)
+export const ForbiddenWire = onTheWire(Forbidden)
+export const NotFoundWire = onTheWire(NotFound)
 
 export const notImplemented = (what: string) =>
   new NotImplemented({ code: "not_implemented", message: `${what} is not implemented yet.` })
 
-/** A 429 whose response carries `Retry-After` (seconds). */
+/** A 429 whose answer carries `Retry-After` (seconds). */
 export const tooManyRequests = (retryAfterSeconds: number, message: string, code = "rate_limited") =>
-  HttpApp.appendPreResponseHandler((_, response) =>
-    Effect.succeed(
-      response.status === 429
-        ? HttpServerResponse.setHeader(response, "retry-after", String(retryAfterSeconds))
-        : response
-    )
-  ).pipe(
-    Effect.zipRight(
-      Effect.fail(new TooManyRequests({ code, message, retry_after_seconds: retryAfterSeconds }))
-    )
-  )
+  new TooManyRequests({ code, message, retry_after_seconds: retryAfterSeconds })

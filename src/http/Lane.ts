@@ -18,7 +18,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import { pipeline, Readable } from "node:stream"
 import { enterRequest, leaveRequest, type Traffic } from "../operations/Drain.js"
 import { recordDirectRequest, recordRequest, recordRequestNow } from "../operations/Metrics.js"
-import { BadRequest, isHttpError, type HttpError } from "./Errors.js"
+import { BadRequest, errorBodyOf, errorHeadersOf, isHttpError, type HttpError, statusOf } from "./Errors.js"
 import { findRoute, isJsonType, requestIdOf, type RouteEntry, validationFailed } from "./Pipeline.js"
 import { unstorableJson } from "../platform/Json.js"
 import { clientFaultOf } from "../platform/Sql.js"
@@ -81,24 +81,6 @@ export type FastListener = (request: IncomingMessage, response: ServerResponse) 
 /** The server's hook, filled by the app once its services are up (empty: every request takes the pipeline). */
 export class FastLane extends Context.Tag("platform/FastLane")<FastLane, { listener: FastListener | undefined }>() {}
 
-const statusOfTag: Readonly<Record<HttpError["_tag"], number>> = {
-  BadRequest: 400,
-  Unauthorized: 401,
-  PaymentRequired: 402,
-  Forbidden: 403,
-  NotFound: 404,
-  Conflict: 409,
-  PayloadTooLarge: 413,
-  UnsupportedMediaType: 415,
-  Unprocessable: 422,
-  TooManyRequests: 429,
-  InternalError: 500,
-  NotImplemented: 501,
-  BadGateway: 502,
-  ServiceUnavailable: 503,
-  GatewayTimeout: 504
-}
-
 /** Writes a platform response: bytes, a Node stream piped with backpressure, or nothing. */
 export const writePlatformResponse = (
   response: ServerResponse,
@@ -136,17 +118,9 @@ export const writeHttpError = (response: ServerResponse, error: HttpError, reque
 }
 
 const errorReply = (error: HttpError): JsonAnswer => ({
-  status: statusOfTag[error._tag],
-  body: {
-    error: {
-      code: error.code,
-      message: error.message,
-      ...(error.details === undefined ? {} : { details: error.details })
-    }
-  },
-  ...(error._tag === "TooManyRequests" && error.retry_after_seconds !== undefined
-    ? { headers: { "retry-after": String(error.retry_after_seconds) } }
-    : {})
+  status: statusOf(error),
+  body: errorBodyOf(error),
+  headers: errorHeadersOf(error)
 })
 
 /** The conventions' 500, quoting the request id (for a defect the caller has logged). */

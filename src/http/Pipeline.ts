@@ -30,7 +30,7 @@ import { uuidv7 } from "../platform/Ids.js"
 import { shortMessage } from "../platform/Schemas.js"
 import { clientFaultOf } from "../platform/Sql.js"
 import { unstorableJson } from "../platform/Json.js"
-import { BadRequest, isHttpError, NotFound, PayloadTooLarge, UnsupportedMediaType } from "./Errors.js"
+import { BadRequest, errorHeadersOf, isHttpError, NotFound, PayloadTooLarge, UnsupportedMediaType } from "./Errors.js"
 
 type BodyKind = "none" | "json" | "yaml" | "other"
 
@@ -315,7 +315,8 @@ const requestGuard =
       }
       const limit = route?.maxBodyBytes ?? maxBodyBytes
       const checked = yield* checkBody(request, route, limit)
-      const inner = checked === original ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, checked)
+      const inner =
+        checked === original ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, checked)
       return yield* inner.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(FileSystem.Size(limit))))
     }).pipe(
       Effect.catchAllCause(
@@ -366,7 +367,9 @@ const defectResponse = (cause: Cause.Cause<unknown>, requestId: string, maxBodyB
   const clientFault = clientFaultOf(error)
   if (clientFault !== undefined) {
     return Effect.logWarning("database refused a client's value", cause).pipe(
-      Effect.as(errorResponse(clientFault._tag === "Conflict" ? 409 : 400, clientFault.code, clientFault.message, requestId))
+      Effect.as(
+        errorResponse(clientFault._tag === "Conflict" ? 409 : 400, clientFault.code, clientFault.message, requestId)
+      )
     )
   }
   return Effect.logError("unhandled failure", cause).pipe(
@@ -420,11 +423,29 @@ export const requestPipeline = (routes: ReadonlyArray<RouteEntry>, maxBodyBytes:
       })
       if (traffic?.draining === true) {
         return HttpServerResponse.unsafeJson(
-          { error: { code: "shutting_down", message: "The service is shutting down; retry on another instance.", request_id: requestId } },
+          {
+            error: {
+              code: "shutting_down",
+              message: "The service is shutting down; retry on another instance.",
+              request_id: requestId
+            }
+          },
           { status: 503, headers: { connection: "close", "retry-after": "1" } }
         )
       }
-      const guarded = requestGuard(entry, maxBodyBytes)(app).pipe(
+      const guarded = requestGuard(
+        entry,
+        maxBodyBytes
+      )(app).pipe(
+        // The error's body is encoded by HttpApi after this; its headers (Retry-After) are added here.
+        Effect.tapError((error) => {
+          const headers = isHttpError(error) ? errorHeadersOf(error) : {}
+          return Object.keys(headers).length === 0
+            ? Effect.void
+            : HttpApp.appendPreResponseHandler((_, response) =>
+                Effect.succeed(HttpServerResponse.setHeaders(response, headers))
+              )
+        }),
         Effect.catchAllCause((cause) =>
           Cause.isInterruptedOnly(cause) || Option.exists(Cause.failureOption(cause), isHttpError)
             ? Effect.failCause(cause)

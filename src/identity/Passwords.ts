@@ -58,7 +58,7 @@ export class Passwords extends Effect.Service<Passwords>()("identity/Passwords",
       Effect.acquireUseRelease(
         Effect.suspend(() => {
           if (running >= config.passwordHashConcurrency) {
-            return tooManyRequests(1, "The service is busy checking passwords; retry in a second.")
+            return Effect.fail(tooManyRequests(1, "The service is busy checking passwords; retry in a second."))
           }
           running++
           return Effect.void

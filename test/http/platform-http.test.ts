@@ -678,10 +678,7 @@ class BoomGroup extends HttpApiGroup.make("boom").add(HttpApiEndpoint.get("boom"
 
 class BoomApi extends HttpApi.make("boom-test")
   .add(BoomGroup)
-  .addError(Errors.BadRequestWire)
-  .addError(Errors.NotFoundWire)
-  .addError(Errors.PayloadTooLargeWire)
-  .addError(Errors.UnsupportedMediaTypeWire) {}
+  .addError(Errors.AnyHttpErrorWire) {}
 
 const BoomGroupLive = HttpApiBuilder.group(BoomApi, "boom", (handlers) =>
   handlers.handle("boom", () => Effect.die(new Error("boom")))

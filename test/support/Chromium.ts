@@ -12,7 +12,9 @@ export const chromiumPath = (): string => {
   if (configured !== undefined && configured !== "") return configured
   const found = CANDIDATES.find((candidate) => existsSync(candidate))
   if (found === undefined) {
-    throw new Error(`No Chromium found (looked at ${CANDIDATES.join(", ")}); install the chromium package or set CHROMIUM_PATH`)
+    throw new Error(
+      `No Chromium found (looked at ${CANDIDATES.join(", ")}); install the chromium package or set CHROMIUM_PATH`
+    )
   }
   return found
 }

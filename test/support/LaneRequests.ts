@@ -12,7 +12,12 @@ export interface Answer {
 }
 
 /** POSTs `text` with Content-Length (lane) or chunked (pipeline), as Node's client sends them. */
-export const post = (base: string, path: string, text: string, options: { token?: string; chunked: boolean; requestId?: string }) =>
+export const post = (
+  base: string,
+  path: string,
+  text: string,
+  options: { token?: string; chunked: boolean; requestId?: string }
+) =>
   Effect.promise(
     () =>
       new Promise<Answer>((resolve, reject) => {
@@ -48,4 +53,3 @@ export const bothWays = (base: string, path: string, text: string, token?: strin
     post(base, path, text, { chunked: false, ...(token === undefined ? {} : { token }) }),
     post(base, path, text, { chunked: true, ...(token === undefined ? {} : { token }) })
   ])
-

@@ -21,7 +21,8 @@ export const signUp = (base: string, username = uniqueName("user")) =>
       `${base}/v1/auth/signup`,
       jsonBody({ username, password: passwordDigest(`${username}-password`) })
     )
-    if (response.status !== 200) return yield* Effect.die(new Error(`signup failed: ${response.status} ${response.text}`))
+    if (response.status !== 200)
+      return yield* Effect.die(new Error(`signup failed: ${response.status} ${response.text}`))
     const session = response.body as Omit<TestSession, "auth">
     return { ...session, auth: { authorization: `Bearer ${session.jwt}` } } satisfies TestSession
   })
