@@ -2,14 +2,11 @@
  * Every group's handler layer, merged, with the identity services and the
  * credential middlewares they all rely on: provide this to `HttpApiBuilder.api(GuardrailApi)`.
  */
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { AnalyticsHttpLive } from "./analytics/Http.js"
-import { eventsLane } from "./authorization/EventsLane.js"
-import { type FastHandler, FastLaneRoutes } from "./http/Lane.js"
-import { runsLane } from "./runs/RunsLane.js"
-import { gatewayLane } from "./gateway/ProxyLane.js"
+import type { AnyHotEndpoint } from "./http/Hot.js"
 import { GatewayProxy } from "./gateway/Proxy.js"
-import { AuthorizationLive, EventsHttpLive, ReceiptsHttpLive } from "./authorization/Http.js"
+import { authorizeEvent, AuthorizationLive, EventsHttpLive, ReceiptsHttpLive } from "./authorization/Http.js"
 import { BudgetAlertsHttpLive, LlmPricingHttpLive, LlmUsageHttpLive } from "./billing/Http.js"
 import {
   AgentsHttpLive,
@@ -19,7 +16,13 @@ import {
   PoliciesHttpLive,
   ToolMetadataHttpLive
 } from "./catalog/Http.js"
-import { GatewayProxyHttpLive, GatewayRoutesHttpLive, ProviderConnectionsHttpLive } from "./gateway/Http.js"
+import {
+  GatewayProxyHttpLive,
+  GatewayRoutesHttpLive,
+  ProviderConnectionsHttpLive,
+  proxyChatCompletions,
+  proxyMessages
+} from "./gateway/Http.js"
 import {
   ApiKeysHttpLive,
   AuthHttpLive,
@@ -30,7 +33,7 @@ import {
 } from "./identity/Http.js"
 import { AdminHttpLive, MetricsHttpLive } from "./operations/Http.js"
 import { RedteamHttpLive, RedteamReportsHttpLive } from "./redteam/Http.js"
-import { ReviewEventsHttpLive, RunsHttpLive, RunsLive, TracesHttpLive } from "./runs/Http.js"
+import { appendRunEvent, ReviewEventsHttpLive, RunsHttpLive, RunsLive, TracesHttpLive } from "./runs/Http.js"
 import { SystemHttpLive } from "./system/Http.js"
 
 export const ApiGroupsLive = Layer.mergeAll(
@@ -67,10 +70,12 @@ export const ApiGroupsLive = Layer.mergeAll(
   Layer.provideMerge(IdentityLive)
 )
 
-/** The endpoints the fast lane answers (src/platform/FastLane.ts), over the same service instances as the handlers. */
-export const FastLaneRoutesLive = Layer.effect(
-  FastLaneRoutes,
-  Effect.map(Effect.all([eventsLane, runsLane, gatewayLane]), (lanes) => new Map<string, FastHandler>(lanes.flat()))
+/** The hot endpoints (src/http/Hot.ts): the fast lane runs the same declarations the groups above hand the router. */
+export class HotEndpoints extends Context.Tag("app/HotEndpoints")<HotEndpoints, ReadonlyArray<AnyHotEndpoint>>() {}
+
+export const HotEndpointsLive = Layer.effect(
+  HotEndpoints,
+  Effect.all([authorizeEvent, appendRunEvent, proxyMessages, proxyChatCompletions])
 ).pipe(
   Layer.provide(Layer.mergeAll(AuthorizationLive, RunsLive, GatewayProxy.Default)),
   Layer.provideMerge(CatalogLive),

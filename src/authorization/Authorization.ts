@@ -2,23 +2,31 @@
  * `POST /v1/events`: checks a proposed event against the workspace's
  * in-memory catalog snapshot and answers a decision, signed as a receipt,
  * with its trace committed (trace, receipt and `decisions` event in one
- * transaction) before the answer. Anything that goes wrong while deciding
- * fails closed: effect `defer`, with a finding saying why, never a 500.
+ * transaction, group-committed) before the answer. Anything that goes wrong
+ * while deciding fails closed: effect `defer`, with a finding saying why,
+ * never a 500.
+ *
+ * Deciding is written once, as warm steps (src/platform/Warm.ts) over the
+ * cached workspace settings, catalog snapshot and (for a tool that asks for
+ * approval) the grants table: from memory alone it is the fast lane's
+ * direct path; otherwise the Effect path loads what a step needs and runs
+ * the same step again.
  */
-import { AppConfig } from "../platform/Config.js"
-import { contentTooLarge, oversizedTarget } from "./ContentCap.js"
-import { SqlClient } from "@effect/sql"
-import { Cause, Effect, Option } from "effect"
+import { Cause, Effect, Exit, FiberRef, LogLevel, Option, Runtime } from "effect"
+import type { Snapshot } from "../catalog/Snapshot.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
+import { Forbidden, type HttpError, NotFound } from "../http/Errors.js"
 import type { Caller } from "../identity/Authentication.js"
-import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
+import { type RuntimeConfig, WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { recordDecision } from "../operations/Metrics.js"
 import { logDecisionDetails } from "../operations/Telemetry.js"
-import { Forbidden, NotFound } from "../http/Errors.js"
+import { AppConfig } from "../platform/Config.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
-import { makeDirectDecisions } from "./DecideDirect.js"
-import { DecisionWriter } from "./DecisionWriter.js"
+import { type Answer, hotUseCase, needs, ready, refused, type WarmSteps } from "../platform/Warm.js"
+import { AuthorizationRepo, type GrantRow } from "./Repo.js"
+import { contentTooLarge, oversizedTarget } from "./ContentCap.js"
 import {
+  type DecisionAnswer,
   decisionOutcome,
   evaluate,
   failClosed,
@@ -28,10 +36,34 @@ import {
   type ProposedEventInput,
   unrecordedAnswer
 } from "./Decisions.js"
+import { DecisionWriter } from "./DecisionWriter.js"
 import { notifyEscalation } from "./Escalations.js"
+import type { Decision } from "./Pipeline.js"
 import { ReceiptSigner } from "./Receipts.js"
 
 export { intentIdOf, type ProposedEventInput } from "./Decisions.js"
+
+/** A proposed event to decide for a caller; `startedAt` (performance.now()) when its request arrived. */
+export interface DecideRequest {
+  readonly caller: Caller
+  readonly event: ProposedEventInput
+  readonly startedAt: number
+}
+
+/** What deciding read beyond the caches: settings, a snapshot, an approval grant, or why the registry is unreadable. */
+interface Loaded {
+  readonly config?: RuntimeConfig
+  readonly reloaded?: boolean
+  readonly snapshot?: Snapshot
+  readonly grant?: Option.Option<GrantRow>
+  readonly unreadable?: string
+}
+
+type Need = "config" | "reload" | "snapshot" | "grant"
+
+type Decided = ReturnType<typeof decisionOutcome> & { readonly decision: Decision; readonly config: RuntimeConfig }
+
+const unreadableRegistry = "The guardrail registry could not be read; the action is deferred."
 
 export class Authorization extends Effect.Service<Authorization>()("authorization/Authorization", {
   effect: Effect.gen(function* () {
@@ -40,91 +72,66 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
     const signer = yield* ReceiptSigner
     const writer = yield* DecisionWriter
     const outbound = yield* OutboundGuard
-    const sql = yield* SqlClient.SqlClient
+    const repo = yield* AuthorizationRepo
     const { maxMatchContentBytes } = yield* AppConfig
-    const activeGrant = (workspaceId: string, intentId: string) =>
-      sql<{ intent_id: string; granted_by: string; expires_at: Date }>`
-        select intent_id, granted_by, expires_at from approval_grants
-        where workspace_id = ${workspaceId} and intent_id = ${intentId} and expires_at > now()`.pipe(
-        Effect.map((rows) => Option.fromNullable(rows[0]))
-      )
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    // The per-decision debug line is built only when debug logs are kept at all.
+    const debugLogs = LogLevel.lessThanEqual(yield* FiberRef.get(FiberRef.currentMinimumLogLevel), LogLevel.Debug)
 
-    /** A human grants the approval an intent asked for, for `ttlSeconds`. */
-    const grant = (
-      caller: Caller,
-      intentId: string,
-      input: { readonly note?: string | undefined; readonly ttl_seconds?: number | undefined }
-    ) =>
-      sql<{ intent_id: string; granted_by: string; expires_at: Date; created_at: Date }>`
-        insert into approval_grants (workspace_id, intent_id, granted_by, note, expires_at)
-        values (${caller.workspaceId}, ${intentId}, ${caller.principalId}, ${input.note ?? null},
-                now() + make_interval(secs => ${input.ttl_seconds ?? 900}))
-        on conflict (workspace_id, intent_id) do update set granted_by = excluded.granted_by, note = excluded.note,
-          expires_at = excluded.expires_at, created_at = now()
-        returning intent_id, granted_by, expires_at, created_at`.pipe(
-        Effect.orDie,
-        Effect.map((rows) => ({
-          intent_id: rows[0]!.intent_id,
-          granted_by: rows[0]!.granted_by,
-          expires_at: rows[0]!.expires_at.toISOString(),
-          created_at: rows[0]!.created_at.toISOString()
-        }))
-      )
-
-    const authorize = (caller: Caller, event: ProposedEventInput) =>
-      Effect.gen(function* () {
-        const started = performance.now()
+    const steps = ({
+      caller,
+      event,
+      startedAt
+    }: DecideRequest): WarmSteps<Loaded, Decided, HttpError, Need, never, never> => ({
+      step: (loaded) => {
         const { principal } = event
         // A property of the body alone, like its schema: refused whole before anything else is looked up.
         const oversized = oversizedTarget(event.action, maxMatchContentBytes)
-        if (oversized !== null) return yield* contentTooLarge(oversized, maxMatchContentBytes)
+        if (oversized !== null) return refused(contentTooLarge(oversized, maxMatchContentBytes))
         if (principal.workspace_id !== caller.workspaceId) {
-          return yield* new NotFound({
-            code: "workspace_not_found",
-            message: "principal.workspace_id must be the workspace of your credential."
-          })
+          return refused(
+            new NotFound({
+              code: "workspace_not_found",
+              message: "principal.workspace_id must be the workspace of your credential."
+            })
+          )
         }
         if (caller.environmentId !== null && caller.environmentId !== principal.environment_id) {
-          return yield* new Forbidden({
-            code: "environment_mismatch",
-            message: "This runtime key is bound to another environment than principal.environment_id."
-          })
+          return refused(
+            new Forbidden({
+              code: "environment_mismatch",
+              message: "This runtime key is bound to another environment than principal.environment_id."
+            })
+          )
         }
-        let config = yield* settings.runtimeConfig(caller.workspaceId)
-        if (!config.environments.has(principal.environment_id)) {
-          // Maybe created (on another instance) since the cached copy was read: look once more before answering 404.
-          config = yield* settings.reloadRuntimeConfig(caller.workspaceId)
-        }
+        const config = loaded.config ?? settings.peekRuntimeConfig(caller.workspaceId)
+        if (config === undefined) return needs("config")
         const environment = config.environments.get(principal.environment_id)
         if (environment === undefined) {
-          return yield* new NotFound({
-            code: "environment_not_found",
-            message: `Environment ${principal.environment_id} does not exist in this workspace.`
-          })
-        }
-        const intentId = intentIdOf(caller.workspaceId, event)
-        const modes = modesOf(config, environment)
-        const evaluated = yield* Effect.gen(function* () {
-          const snapshot = yield* snapshots.get(caller.workspaceId)
-          const grantRow = needsGrant(snapshot, event, modes) ? yield* activeGrant(caller.workspaceId, intentId) : Option.none()
-          return {
-            decision: evaluate(snapshot, event, modes, Option.isSome(grantRow), config.settings.default_action),
-            grantRow
-          }
-        }).pipe(
-          Effect.catchAllCause((cause) =>
-            Effect.logError("authorization failed closed", cause).pipe(
-              Effect.as({
-                decision: failClosed("The guardrail registry could not be read; the action is deferred.", {
-                  failure: Cause.pretty(cause).split("\n")[0]
-                }),
-                grantRow: Option.none<{ intent_id: string; granted_by: string; expires_at: Date }>()
-              })
-            )
+          // Maybe created (on another instance) since the cached copy was read: look once more before answering 404.
+          if (loaded.reloaded !== true) return needs("reload")
+          return refused(
+            new NotFound({
+              code: "environment_not_found",
+              message: `Environment ${principal.environment_id} does not exist in this workspace.`
+            })
           )
-        )
-        const { decision, grantRow } = evaluated
-        const appliedGrant = Option.match(grantRow, {
+        }
+        const modes = modesOf(config, environment)
+        let decision: Decision
+        let grant = Option.none<GrantRow>()
+        if (loaded.unreadable !== undefined) {
+          decision = failClosed(unreadableRegistry, { failure: loaded.unreadable })
+        } else {
+          const snapshot = loaded.snapshot ?? snapshots.peek(caller.workspaceId)
+          if (snapshot === undefined) return needs("snapshot")
+          if (needsGrant(snapshot, event, modes)) {
+            if (loaded.grant === undefined) return needs("grant")
+            grant = loaded.grant
+          }
+          decision = evaluate(snapshot, event, modes, Option.isSome(grant), config.settings.default_action)
+        }
+        const appliedGrant = Option.match(grant, {
           onNone: () => null,
           onSome: (row) => ({
             intent_id: row.intent_id,
@@ -132,48 +139,111 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
             expires_at: row.expires_at.toISOString()
           })
         })
-        const { response, record, escalation } = decisionOutcome({
+        const outcome = decisionOutcome({
           caller,
           event,
           config,
           environment,
-          intentId,
+          intentId: intentIdOf(caller.workspaceId, event),
           decision,
           appliedGrant,
-          startedAt: started,
+          startedAt,
           sign: signer.signNow
         })
-        const recorded = yield* writer.write(record)
-        yield* recordDecision(recorded ? decision.effect : "defer")
-        yield* logDecisionDetails(config.settings, record.trace.id, decision)
-        if (!recorded) return unrecordedAnswer(response)
-        if (escalation !== null) yield* notifyEscalation(outbound, escalation.url, escalation.notice)
-        return response
-      })
+        return ready({ ...outcome, decision, config })
+      },
+      load: (need, loaded) => {
+        const workspaceId = caller.workspaceId
+        switch (need) {
+          case "config":
+            return Effect.map(settings.runtimeConfig(workspaceId), (config) => ({ ...loaded, config }))
+          case "reload":
+            return Effect.map(settings.reloadRuntimeConfig(workspaceId), (config) => ({
+              ...loaded,
+              config,
+              reloaded: true
+            }))
+          case "snapshot":
+            return failClosedOnError(
+              loaded,
+              Effect.map(snapshots.get(workspaceId), (snapshot) => ({ ...loaded, snapshot }))
+            )
+          case "grant":
+            return failClosedOnError(
+              loaded,
+              Effect.map(repo.activeGrant(workspaceId, intentIdOf(workspaceId, event)), (grant) => ({
+                ...loaded,
+                grant
+              }))
+            )
+        }
+      }
+    })
 
-    const receipt = (workspaceId: string, id: string) =>
-      sql<{ jws: string; trace_id: string; created_at: Date }>`
-        select jws, trace_id, created_at from receipts where workspace_id = ${workspaceId} and id = ${id}`.pipe(
-        Effect.orDie,
-        Effect.flatMap((rows) =>
-          Option.match(Option.fromNullable(rows[0]), {
-            onNone: () =>
-              Effect.fail(new NotFound({ code: "receipt_not_found", message: `No receipt ${id} in this workspace.` })),
-            onSome: (row) =>
-              Effect.succeed({
-                receipt_id: id,
-                trace_id: row.trace_id,
-                jws: row.jws,
-                created_at: row.created_at.toISOString()
-              })
-          })
+    /** A registry that cannot be read decides the action `defer` (with why), never a 500. */
+    const failClosedOnError = (loaded: Loaded, load: Effect.Effect<Loaded>) =>
+      load.pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.logError("authorization failed closed", cause).pipe(
+            Effect.as({ ...loaded, unreadable: Cause.pretty(cause).split("\n")[0] ?? "unknown failure" })
+          )
         )
       )
 
-    /** The direct path of `POST /v1/events` (DecideDirect.ts), over this service's writer and signer. */
-    const direct = yield* makeDirectDecisions
+    /** Commits the decision's records; answers it once they are durable (else defers: it cannot stand unrecorded). */
+    const commit = (_: DecideRequest, decided: Decided, answer: Answer<DecisionAnswer, HttpError>) =>
+      writer.enqueue(decided.record, (committed) => {
+        const recorded = Exit.isSuccess(committed)
+        const { decision, config, record, escalation, response } = decided
+        recordDecision(recorded ? decision.effect : "defer")
+        if (debugLogs) runFork(logDecisionDetails(config.settings, record.trace.id, decision))
+        if (recorded && escalation !== null) runFork(notifyEscalation(outbound, escalation.url, escalation.notice))
+        answer(Exit.succeed(recorded ? response : unrecordedAnswer(response)))
+      })
 
-    return { authorize, direct, receipt, grant, jwks: signer.jwks }
+    const authorizeEvent = hotUseCase({ initial: {}, steps, act: commit })
+
+    /** Decides one proposed event in Effect code (the red-team runner's agent): the same use case. */
+    const authorize = (caller: Caller, event: ProposedEventInput) =>
+      Effect.scoped(authorizeEvent.run({ caller, event, startedAt: performance.now() })).pipe(
+        Effect.withSpan("Authorization.authorize")
+      )
+
+    /** A human grants the approval an intent asked for, for `ttl_seconds` (default 900). */
+    const grant = Effect.fn("Authorization.grant")(function* (
+      caller: Caller,
+      intentId: string,
+      input: { readonly note?: string | undefined; readonly ttl_seconds?: number | undefined }
+    ) {
+      const row = yield* repo.upsertGrant(
+        caller.workspaceId,
+        intentId,
+        caller.principalId,
+        input.note ?? null,
+        input.ttl_seconds ?? 900
+      )
+      return {
+        intent_id: row.intent_id,
+        granted_by: row.granted_by,
+        expires_at: row.expires_at.toISOString(),
+        created_at: row.created_at.toISOString()
+      }
+    })
+
+    const receipt = Effect.fn("Authorization.receipt")(function* (workspaceId: string, id: string) {
+      const row = yield* repo.findReceipt(workspaceId, id)
+      if (Option.isNone(row)) {
+        return yield* new NotFound({ code: "receipt_not_found", message: `No receipt ${id} in this workspace.` })
+      }
+      return {
+        receipt_id: id,
+        trace_id: row.value.trace_id,
+        jws: row.value.jws,
+        created_at: row.value.created_at.toISOString()
+      }
+    })
+
+    return { authorizeEvent, authorize, receipt, grant, jwks: signer.jwks }
   }),
-  dependencies: [ReceiptSigner.Default, DecisionWriter.Default, OutboundGuard.Default]
+  dependencies: [ReceiptSigner.Default, DecisionWriter.Default, OutboundGuard.Default, AuthorizationRepo.Default]
 }) {}

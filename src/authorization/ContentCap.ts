@@ -54,6 +54,8 @@ export const contentTooLarge = (target: string, maxBytes: number) => {
   return new PayloadTooLarge({
     code: "content_too_large",
     message,
-    details: [{ path: `action.${target}`, message: `target ${target} exceeds ${maxBytes} bytes (MAX_MATCH_CONTENT_BYTES)` }]
+    details: [
+      { path: `action.${target}`, message: `target ${target} exceeds ${maxBytes} bytes (MAX_MATCH_CONTENT_BYTES)` }
+    ]
   })
 }

@@ -79,7 +79,10 @@ export const failClosed = (reason: string, evidence: unknown): Decision => ({
 })
 
 /** The checker modes in force: the environment's overrides over the workspace's settings. */
-export const modesOf = (config: RuntimeConfig, environment: Environment): Readonly<Record<CheckerName, CheckerMode>> => ({
+export const modesOf = (
+  config: RuntimeConfig,
+  environment: Environment
+): Readonly<Record<CheckerName, CheckerMode>> => ({
   content: "enforce",
   profile: "enforce",
   approval: environment.modes.approval_checker_mode ?? config.settings.approval_checker_mode,
@@ -89,7 +92,11 @@ export const modesOf = (config: RuntimeConfig, environment: Environment): Readon
 })
 
 /** Whether deciding needs the approval grants (a tool that asks for approval, with the checker on). */
-export const needsGrant = (snapshot: Snapshot, event: ProposedEventInput, modes: Readonly<Record<CheckerName, CheckerMode>>) => {
+export const needsGrant = (
+  snapshot: Snapshot,
+  event: ProposedEventInput,
+  modes: Readonly<Record<CheckerName, CheckerMode>>
+) => {
   const tool = snapshot.tools.get(event.action.operation)
   return tool !== undefined && modes.approval !== "off" && Boolean((tool.metadata as { approval?: unknown }).approval)
 }
@@ -154,7 +161,11 @@ export const decisionOutcome = (input: {
     agent_id: principal.agent_id,
     environment_id: principal.environment_id,
     effect: decision.effect,
-    findings: decision.findings.map((finding) => ({ id: finding.id, policy_id: finding.policy_id, effect: finding.effect })),
+    findings: decision.findings.map((finding) => ({
+      id: finding.id,
+      policy_id: finding.policy_id,
+      effect: finding.effect
+    })),
     // The receipt is stored: it attests to the rewritten value as the workspace keeps content.
     transformed_value: keepJson(config.settings.data_handling_mode, decision.transformed_value),
     issued_at: issuedAt
@@ -249,7 +260,9 @@ export type DecisionAnswer = ReturnType<typeof decisionOutcome>["response"]
 
 /** The answer when the decision could not be recorded: without a durable trace it cannot stand. */
 export const unrecordedAnswer = (response: DecisionAnswer): DecisionAnswer => {
-  const closed = failClosed("The decision could not be recorded; the action is deferred.", { trace_id: response.trace_id })
+  const closed = failClosed("The decision could not be recorded; the action is deferred.", {
+    trace_id: response.trace_id
+  })
   return {
     ...response,
     effect: closed.effect,

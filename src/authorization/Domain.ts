@@ -33,7 +33,9 @@ export const ParamSource = Schema.Struct({
 })
 
 export const ProposedAction = Schema.Struct({
-  operation: nonEmptyBounded(Limits.identifier).annotations({ description: "`reply` for a text answer, or a tool name" }),
+  operation: nonEmptyBounded(Limits.identifier).annotations({
+    description: "`reply` for a text answer, or a tool name"
+  }),
   content: Schema.optional(DecidedContent),
   // Tool arguments may carry whole texts (an e-mail body): strings inside take the content cap.
   params: Schema.optional(boundedJsonObject(Limits.decidedContent)),

@@ -2,18 +2,33 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
+import { type HotEndpoint, routerHandler } from "../http/Hot.js"
 import { CurrentCaller } from "../identity/Authentication.js"
+import { mapInput } from "../platform/Warm.js"
 import { Traces } from "../runs/Traces.js"
 import { Authorization } from "./Authorization.js"
+import { AuthorizationRepo } from "./Repo.js"
+import type { AuthorizationResponse, ProposedEvent } from "./Domain.js"
 import { ReceiptSigner } from "./Receipts.js"
 
-export const EventsHttpLive = HttpApiBuilder.group(GuardrailApi, "events", (handlers) =>
-  Effect.gen(function* () {
-    const authorization = yield* Authorization
-    return handlers.handle("authorizeEvent", ({ payload }) =>
-      Effect.flatMap(CurrentCaller, (caller) => authorization.authorize(caller, payload))
-    )
+/** `POST /v1/events`, called by agents before every action: the router and the fast lane run this declaration. */
+export const authorizeEvent = Effect.map(
+  Authorization,
+  (authorization): HotEndpoint<never, typeof ProposedEvent.Type, typeof AuthorizationResponse.Type> => ({
+    group: "events",
+    endpoint: "authorizeEvent",
+    raw: false,
+    direct: true,
+    useCase: mapInput(authorization.authorizeEvent, (request) => ({
+      caller: request.caller,
+      event: request.payload,
+      startedAt: request.startedAt
+    }))
   })
+)
+
+export const EventsHttpLive = HttpApiBuilder.group(GuardrailApi, "events", (handlers) =>
+  Effect.map(authorizeEvent, (hot) => handlers.handle("authorizeEvent", routerHandler(hot)))
 )
 
 export const ReceiptsHttpLive = HttpApiBuilder.group(GuardrailApi, "receipts", (handlers) =>
@@ -31,5 +46,5 @@ export const ReceiptsHttpLive = HttpApiBuilder.group(GuardrailApi, "receipts", (
 )
 
 export const AuthorizationLive = Authorization.Default.pipe(
-  Layer.provideMerge(Layer.mergeAll(ReceiptSigner.Default, Traces.Default))
+  Layer.provideMerge(Layer.mergeAll(ReceiptSigner.Default, Traces.Default, AuthorizationRepo.Default))
 )

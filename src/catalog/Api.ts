@@ -2,7 +2,7 @@
 import { Authentication } from "../identity/Authentication.js"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { MaxBodyBytes } from "../http/Pipeline.js"
+import { MaxBodyBytes } from "../http/Routes.js"
 import { Identifier, Limits } from "../platform/Schemas.js"
 import {
   Agent,

@@ -1,6 +1,14 @@
 /** Provider connections and gateway routes: the schemas of their contract. */
 import { Schema } from "effect"
-import { Identifier, Limits, nonEmptyBounded, NonEmptyIdentifier, NonEmptyName, Timestamp, Url } from "../platform/Schemas.js"
+import {
+  Identifier,
+  Limits,
+  nonEmptyBounded,
+  NonEmptyIdentifier,
+  NonEmptyName,
+  Timestamp,
+  Url
+} from "../platform/Schemas.js"
 
 export const ProviderConnectionId = Identifier.pipe(Schema.brand("ProviderConnectionId")).annotations({
   identifier: "ProviderConnectionId"
@@ -21,7 +29,8 @@ const ProviderApiKey = Schema.Redacted(nonEmptyBounded(Limits.text)).annotations
  * Anthropic's API). Either dialect can be sent through any connection.
  */
 export const ProviderKind = Schema.Literal("chat_compatible", "messages_compatible").annotations({
-  description: "chat_compatible (OpenAI-style, default base https://api.openai.com/v1) or messages_compatible (Anthropic-style, default base https://api.anthropic.com)"
+  description:
+    "chat_compatible (OpenAI-style, default base https://api.openai.com/v1) or messages_compatible (Anthropic-style, default base https://api.anthropic.com)"
 })
 export type ProviderKind = typeof ProviderKind.Type
 

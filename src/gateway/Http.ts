@@ -1,10 +1,13 @@
 /** Handlers of the gateway groups: provider connections, routes, and the proxy (raw, streamed). */
-import { HttpApiBuilder, type HttpServerRequest } from "@effect/platform"
+import { HttpApiBuilder, type HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
-import { CurrentCaller, inWorkspace } from "../identity/Authentication.js"
+import { type HotEndpoint, rawRouterHandler, type RawBody } from "../http/Hot.js"
+import { inWorkspace } from "../identity/Authentication.js"
+import { mapInput } from "../platform/Warm.js"
+import type { RoutePath } from "./Api.js"
 import { Connections } from "./Connections.js"
-import { currentRequestId, GatewayProxy } from "./Proxy.js"
+import { GatewayProxy } from "./Proxy.js"
 import type { Dialect } from "./UsageMeter.js"
 
 export const ProviderConnectionsHttpLive = HttpApiBuilder.group(GuardrailApi, "providerConnections", (handlers) =>
@@ -37,21 +40,41 @@ export const GatewayRoutesHttpLive = HttpApiBuilder.group(GuardrailApi, "gateway
   })
 ).pipe(Layer.provide(Connections.Default))
 
-const textOf = (request: HttpServerRequest.HttpServerRequest) => Effect.orElseSucceed(request.text, () => "")
+/** A proxy route: the body is handed on as sent and the answer streamed, never decoded as a whole. */
+const proxyRoute = <const Endpoint extends string>(endpoint: Endpoint, dialect: Dialect) =>
+  Effect.map(
+    GatewayProxy,
+    (
+      proxy
+    ): HotEndpoint<typeof RoutePath.Type, RawBody, HttpServerResponse.HttpServerResponse> & {
+      readonly endpoint: Endpoint
+    } => ({
+      group: "gatewayProxy",
+      endpoint,
+      raw: true,
+      direct: true,
+      useCase: mapInput(proxy.forward, (request) => ({
+        caller: request.caller,
+        dialect,
+        routeId: request.path.id,
+        requestId: request.requestId,
+        text: request.payload.text,
+        json: request.payload.json,
+        headers: request.headers
+      }))
+    })
+  )
 
-// Raw handlers: the body is handed on as sent and the answer streamed, never decoded as a whole.
+/** The gateway's two dialects: the router and the fast lane run these declarations. */
+export const proxyMessages = proxyRoute("proxyMessages", "messages")
+export const proxyChatCompletions = proxyRoute("proxyChatCompletions", "chat")
+
 export const GatewayProxyHttpLive = HttpApiBuilder.group(GuardrailApi, "gatewayProxy", (handlers) =>
   Effect.gen(function* () {
-    const proxy = yield* GatewayProxy
-    const forward = (dialect: Dialect, routeId: string, request: HttpServerRequest.HttpServerRequest) =>
-      Effect.gen(function* () {
-        const caller = yield* CurrentCaller
-        const requestId = yield* currentRequestId
-        const text = yield* textOf(request)
-        return yield* proxy.forward(dialect, routeId, { caller, requestId, text, headers: request.headers })
-      })
+    const messages = yield* proxyMessages
+    const chat = yield* proxyChatCompletions
     return handlers
-      .handleRaw("proxyMessages", ({ path, request }) => forward("messages", path.id, request))
-      .handleRaw("proxyChatCompletions", ({ path, request }) => forward("chat", path.id, request))
+      .handleRaw("proxyMessages", rawRouterHandler(messages))
+      .handleRaw("proxyChatCompletions", rawRouterHandler(chat))
   })
 ).pipe(Layer.provide(GatewayProxy.Default))

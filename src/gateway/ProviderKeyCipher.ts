@@ -51,7 +51,11 @@ export class ProviderKeyCipher extends Effect.Service<ProviderKeyCipher>()("gate
     }
 
     /** The plaintext, or none when this key cannot open it (rotated key, tampered row). */
-    const decrypt = (workspaceId: string, connectionId: string, stored: string): Option.Option<Redacted.Redacted<string>> => {
+    const decrypt = (
+      workspaceId: string,
+      connectionId: string,
+      stored: string
+    ): Option.Option<Redacted.Redacted<string>> => {
       if (!stored.startsWith("v1:")) return Option.none()
       const raw = Buffer.from(stored.slice(3), "base64")
       if (raw.length < 28) return Option.none()

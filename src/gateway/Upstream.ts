@@ -2,14 +2,13 @@
  * One request to an upstream provider over node:http(s) with keep-alive
  * agents. The answer is the response head and its body as a Node stream, so
  * the caller can pass it on chunk by chunk; `abort` destroys the request
- * (client gone, or done early). Interrupting the wait for the head aborts it
- * too. An idle socket (no head, or no body chunk, for `timeoutMillis`) ends
+ * (client gone, or done early). An idle socket (no head, or no body chunk, for `timeoutMillis`) ends
  * the call: before the head as `UpstreamTimeout`, after it as a body error.
  * Every new socket connects only where the outbound guard allows (its
  * `lookup` resolves once and pins the checked addresses; a blocked host is
  * `UpstreamRefused` before any connection). Redirects are not followed.
  */
-import { Data, Effect, Either } from "effect"
+import { Data, Either } from "effect"
 import { Agent as HttpAgent, type IncomingMessage, request as httpRequest } from "node:http"
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
 import { type ConnectOptions, type OutboundFailed, REFUSED_CODE } from "../platform/OutboundGuard.js"
@@ -92,18 +91,3 @@ export const sendUpstream = (
   request.end(body)
   return abort
 }
-
-/** `sendUpstream` as an Effect; interrupting the wait for the head aborts the call. */
-export const callUpstream = (
-  url: URL,
-  headers: Readonly<Record<string, string>>,
-  body: Uint8Array,
-  timeoutMillis: number,
-  guard: ConnectGuard
-): Effect.Effect<UpstreamResponse, UpstreamFailure> =>
-  Effect.async((resume) => {
-    const abort = sendUpstream(url, headers, body, timeoutMillis, guard, (result) =>
-      resume(isUpstreamFailure(result) ? Effect.fail(result) : Effect.succeed(result))
-    )
-    return Effect.sync(abort)
-  })

@@ -32,7 +32,8 @@ export interface MeteredUsage {
 
 const MAX_JSON_BYTES = 16 * 1024 * 1024
 
-const count = (value: unknown) => (typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.trunc(value) : 0)
+const count = (value: unknown) =>
+  typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.trunc(value) : 0
 
 const asRecord = (value: unknown): Record<string, unknown> | undefined =>
   typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
@@ -175,7 +176,8 @@ export class UsageMeter {
   }
 
   private finishJson(): MeteredUsage {
-    const body = this.jsonBytes <= MAX_JSON_BYTES ? parse(new TextDecoder().decode(Buffer.concat(this.jsonChunks))) : undefined
+    const body =
+      this.jsonBytes <= MAX_JSON_BYTES ? parse(new TextDecoder().decode(Buffer.concat(this.jsonChunks))) : undefined
     const usage = asRecord(body?.["usage"])
     if (usage === undefined) return { promptTokens: 0, completionTokens: 0, complete: false, estimated: false }
     return this.dialect === "chat"

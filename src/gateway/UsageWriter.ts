@@ -1,8 +1,8 @@
 /**
- * Group commit for gateway calls: each finished call hands its usage event
- * and budget settlement to one writer fiber, which commits whatever has
- * queued up (up to MAX_BATCH) in one transaction: the events through the
- * outbox, the spend and released reservations in one ledger statement. One
+ * Group commit for gateway calls (src/platform/GroupCommit.ts): each
+ * finished call hands its usage event and budget settlement over, and a
+ * batch commits in one transaction: the events through the outbox, the
+ * spend and released reservations in one ledger statement. One
  * commit per batch instead of per call keeps the budget rows (one per
  * workspace and window) from serializing traffic on the disk's commit
  * latency. Calls hand over after their response is out, and a batch lingers
@@ -10,9 +10,10 @@
  * shutdown the queue is drained before the scope ends.
  */
 import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Queue, Schedule, Schema } from "effect"
+import { Duration, Effect, Schedule, Schema } from "effect"
 import { Budgets, type Settlement } from "../billing/Budgets.js"
 import { LlmUsageMessage } from "../billing/Domain.js"
+import { allCommitted, makeGroupCommit } from "../platform/GroupCommit.js"
 import { Outbox } from "../platform/Outbox.js"
 import { transactionOf } from "../platform/Sql.js"
 import { Topics } from "../platform/Topics.js"
@@ -37,7 +38,6 @@ export class UsageWriter extends Effect.Service<UsageWriter>()("gateway/UsageWri
     const budgets = yield* Budgets
     const outbox = yield* Outbox
     const transaction = transactionOf(yield* SqlClient.SqlClient)
-    const queue = yield* Effect.acquireRelease(Queue.unbounded<FinishedCall>(), Queue.shutdown)
 
     const commit = (calls: ReadonlyArray<FinishedCall>) =>
       transaction(
@@ -53,33 +53,17 @@ export class UsageWriter extends Effect.Service<UsageWriter>()("gateway/UsageWri
         )
       ).pipe(
         Effect.retry(Schedule.exponential(Duration.millis(50)).pipe(Schedule.intersect(Schedule.recurs(4)))),
-        Effect.catchAllCause((cause) =>
-          Effect.logError(`${calls.length} gateway usage record(s) could not be written`, cause)
-        ),
-        Effect.uninterruptible
+        Effect.as(allCommitted(calls))
       )
 
-    // Registered before the writer fiber, so it runs after that fiber is interrupted: nothing queued is lost.
-    yield* Effect.addFinalizer(() =>
-      Effect.flatMap(Queue.takeAll(queue), (rest) => (rest.length === 0 ? Effect.void : commit([...rest])))
-    )
-    // Only the wait for a first call is interruptible: a batch once taken is always committed.
-    yield* Effect.uninterruptibleMask((restore) =>
-      restore(Queue.take(queue)).pipe(
-        Effect.zipLeft(Effect.sleep(LINGER)),
-        Effect.flatMap((first) =>
-          Effect.flatMap(Queue.takeUpTo(queue, MAX_BATCH - 1), (rest) => commit([first, ...rest]))
-        )
-      )
-    ).pipe(Effect.forever, Effect.forkScoped)
-
-    /** Queues a finished call; it is committed with the next batch. */
-    const submit = (call: FinishedCall) => Queue.offer(queue, call).pipe(Effect.asVoid)
-
-    /** `submit` for callers outside Effect (the proxy's direct path): the queue is unbounded, so it never waits. */
-    const offer = (call: FinishedCall) => void Queue.unsafeOffer(queue, call)
-
-    return { submit, offer }
+    // Nothing waits on a usage record (calls hand over after their response is out): a failed batch is logged.
+    return yield* makeGroupCommit({
+      name: "gateway usage record",
+      maxBatch: MAX_BATCH,
+      linger: LINGER,
+      retryAlone: false,
+      commit
+    })
   }),
   dependencies: [Budgets.Default]
 }) {}

@@ -4,7 +4,8 @@
  * annotated so HttpApi and the OpenAPI document both know it.
  */
 import { HttpApiSchema } from "@effect/platform"
-import { Predicate, Schema } from "effect"
+import { ParseResult, Predicate, Schema } from "effect"
+import { shortMessage } from "../platform/Schemas.js"
 
 export const ErrorDetail = Schema.Struct({
   path: Schema.String,
@@ -138,3 +139,35 @@ export const notImplemented = (what: string) =>
 /** A 429 whose answer carries `Retry-After` (seconds). */
 export const tooManyRequests = (retryAfterSeconds: number, message: string, code = "rate_limited") =>
   new TooManyRequests({ code, message, retry_after_seconds: retryAfterSeconds })
+
+/** The conventions' 500 body, quoting the request id (for a defect the service has logged). */
+export const internalErrorBody = (requestId: string): ErrorBody => ({
+  error: {
+    code: "internal_error",
+    message: `An internal error occurred; quote request id ${requestId} when reporting it.`,
+    request_id: requestId
+  }
+})
+
+const formatPath = (path: ReadonlyArray<PropertyKey>) => path.map(String).join(".")
+
+/**
+ * The 400 for a request that does not match its endpoint's schemas, naming
+ * every failing path (`issues` as ParseResult's ArrayFormatter lists them).
+ */
+export const validationFailed = (
+  issues: ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }>,
+  message = "The request does not match this endpoint's schema."
+) => {
+  const details = issues.map((issue) => ({ path: formatPath(issue.path), message: shortMessage(issue.message) }))
+  const first = details[0]
+  return new BadRequest({
+    code: "validation_failed",
+    message: first === undefined ? message : `${first.path === "" ? "body" : first.path}: ${first.message}`,
+    details
+  })
+}
+
+/** `validationFailed` for a schema's ParseError. */
+export const schemaRefusal = (error: ParseResult.ParseError) =>
+  validationFailed(ParseResult.ArrayFormatter.formatErrorSync(error), ParseResult.TreeFormatter.formatErrorSync(error))

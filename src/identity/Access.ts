@@ -5,6 +5,7 @@
  * member < admin < owner. Runtime keys act with the rights of a member, and
  * only where `runtimeKey` allows.
  */
+import { Forbidden } from "../http/Errors.js"
 import type { WorkspaceRole } from "./Authentication.js"
 
 export type RuntimeKeyAccess = "none" | "read" | "all"
@@ -65,6 +66,27 @@ export const checkAccess = (
   }
   const needed = access.endpoints?.[route.endpoint] ?? (isRead ? access.read : access.write)
   return rank[caller.role] >= rank[needed] ? "allowed" : "role_too_low"
+}
+
+/** The 403 for a caller whose credential or role may not call the route; undefined when it may. */
+export const accessRefusal = (
+  caller: { readonly kind: "user" | "runtime_key"; readonly role: WorkspaceRole },
+  route: { readonly group: string; readonly endpoint: string; readonly method: string }
+): Forbidden | undefined => {
+  switch (checkAccess(caller, route)) {
+    case "allowed":
+      return undefined
+    case "runtime_key_not_allowed":
+      return new Forbidden({
+        code: "forbidden_credential",
+        message: "Workspace runtime keys cannot call this endpoint; use a user session."
+      })
+    case "role_too_low":
+      return new Forbidden({
+        code: "insufficient_role",
+        message: `Your role (${caller.role}) cannot call this endpoint; ask a workspace admin or owner.`
+      })
+  }
 }
 
 /**

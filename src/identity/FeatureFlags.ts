@@ -32,6 +32,17 @@ const featureNames: Record<FeatureFlag, string> = {
   is_mcp_gateway_enabled: "The LLM/MCP gateway"
 }
 
+/** The 403 `feature_disabled` when `group` is gated by a flag that is off in `flags`; undefined when open. */
+export const groupClosed = (flags: Option.Option<FeatureFlags>, group: string): Forbidden | undefined => {
+  const flag = featureOfGroup[group]
+  if (flag === undefined || Option.isNone(flags) || flags.value[flag]) return undefined
+  return new Forbidden({
+    code: "feature_disabled",
+    message: `${featureNames[flag]} are not enabled for this workspace (${flag} is false).`,
+    details: [{ path: flag, message: "disabled by a platform admin" }]
+  })
+}
+
 export class WorkspaceFeatures extends Effect.Service<WorkspaceFeatures>()("identity/WorkspaceFeatures", {
   scoped: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
@@ -71,31 +82,12 @@ export class WorkspaceFeatures extends Effect.Service<WorkspaceFeatures>()("iden
         return { workspace_id: workspaceId, ...updated.value }
       })
 
-    /** Fails with 403 `feature_disabled` when `group` is gated by a flag that is off for the workspace. */
-    const checkGroup = (workspaceId: string, group: string) => {
-      const flag = featureOfGroup[group]
-      if (flag === undefined) return Effect.void
-      return Effect.flatMap(cache.get(workspaceId, repo.find(workspaceId)), (found) =>
-        Option.isSome(found) && !found.value[flag]
-          ? Effect.fail(
-              new Forbidden({
-                code: "feature_disabled",
-                message: `${featureNames[flag]} are not enabled for this workspace (${flag} is false).`,
-                details: [{ path: flag, message: "disabled by a platform admin" }]
-              })
-            )
-          : Effect.void
-      )
-    }
+    /** The workspace's flags (cached until a change notice); none for a workspace that does not exist. */
+    const flags = (workspaceId: string) => cache.get(workspaceId, repo.find(workspaceId))
 
-    /** `checkGroup` from the cache alone: true when open, false when closed, undefined when not cached. */
-    const peekGroup = (workspaceId: string, group: string): boolean | undefined => {
-      const flag = featureOfGroup[group]
-      if (flag === undefined) return true
-      const found = cache.peek(workspaceId)
-      return found === undefined ? undefined : Option.isNone(found) || found.value[flag]
-    }
+    /** `flags` from the cache alone: undefined when not cached. */
+    const cachedFlags = (workspaceId: string) => cache.peek(workspaceId)
 
-    return { flagsOf, setFlags, checkGroup, peekGroup }
+    return { flagsOf, setFlags, flags, cachedFlags }
   })
 }) {}

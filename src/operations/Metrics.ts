@@ -1,7 +1,7 @@
 /**
  * Process metrics in the Prometheus text format (`GET /metrics`). Request
  * and decision metrics are effect `Metric`s updated where they happen (the
- * request pipeline, the authorization service); point-in-time gauges
+ * request plumbing, the authorization service); point-in-time gauges
  * (consumer lag, outbox backlog, budget reservations) are read from their
  * sources at scrape time. Other domains add a gauge with `registerGauge`.
  */
@@ -60,26 +60,16 @@ const requestHistogram = memo((key) => {
 const directCounter = memo((route) => Metric.fromMetricKey(directRequestsTotal.pipe(MetricKey.tagged("route", route))))
 const decisionCounter = memo((effect) => Metric.fromMetricKey(decisionsTotal.pipe(MetricKey.tagged("effect", effect))))
 
-/** Called once per final response by the request pipeline. `route` is the template, never the raw path. */
-export const recordRequest = (method: string, route: string, status: number, seconds: number) =>
-  Effect.zipRight(
-    Metric.update(requestCounter(`${method} ${route} ${status}`), 1),
-    Metric.update(requestHistogram(`${method} ${route}`), seconds)
-  )
-
-/** `recordRequest` for callers outside Effect (the fast lane's direct handlers). */
-export const recordRequestNow = (method: string, route: string, status: number, seconds: number) => {
+/** Called once per final response (src/http/AccessLog.ts). `route` is the template, never the raw path. */
+export const recordRequest = (method: string, route: string, status: number, seconds: number) => {
   requestCounter(`${method} ${route} ${status}`).unsafeUpdate(1, [])
   requestHistogram(`${method} ${route}`).unsafeUpdate(seconds, [])
 }
 
-/** A request a direct handler took (src/platform/FastLane.ts): how much traffic runs on warm state. */
+/** A request the fast lane answered on a direct path (src/http/Lane.ts): how much traffic runs on warm state. */
 export const recordDirectRequest = (route: string) => directCounter(route).unsafeUpdate(1, [])
 
-export const recordDecision = (effect: string) => Metric.update(decisionCounter(effect), 1)
-
-/** `recordDecision` for callers outside Effect (the direct path of `POST /v1/events`). */
-export const recordDecisionNow = (effect: string) => decisionCounter(effect).unsafeUpdate(1, [])
+export const recordDecision = (effect: string) => decisionCounter(effect).unsafeUpdate(1, [])
 
 // ---- gauges read at scrape time
 

@@ -3,14 +3,35 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { CurrentCaller, inWorkspace } from "../identity/Authentication.js"
+import { type HotEndpoint, routerHandler } from "../http/Hot.js"
 import { pageSize } from "../platform/Schemas.js"
+import { mapInput } from "../platform/Warm.js"
+import type { RunPath } from "./Api.js"
+import type { CreateRunEvent, RunEvent } from "./Domain.js"
 import { Reviews } from "./Reviews.js"
 import { Runs } from "./Runs.js"
 import { Traces } from "./Traces.js"
 
+/** `POST /v1/runs/{id}/events`, appended at a high rate by agents: the router and the fast lane run this declaration. */
+export const appendRunEvent = Effect.map(
+  Runs,
+  (runs): HotEndpoint<typeof RunPath.Type, typeof CreateRunEvent.Type, typeof RunEvent.Type> => ({
+    group: "runs",
+    endpoint: "appendRunEvent",
+    raw: false,
+    direct: true,
+    useCase: mapInput(runs.appendRunEvent, (request) => ({
+      workspaceId: request.caller.workspaceId,
+      runId: request.path.id,
+      input: request.payload
+    }))
+  })
+)
+
 export const RunsHttpLive = HttpApiBuilder.group(GuardrailApi, "runs", (handlers) =>
   Effect.gen(function* () {
     const runs = yield* Runs
+    const append = yield* appendRunEvent
     return handlers
       .handle("listRuns", ({ urlParams }) =>
         inWorkspace((ws) => runs.list(ws, urlParams, pageSize(urlParams.limit, 100), urlParams.cursor))
@@ -21,7 +42,7 @@ export const RunsHttpLive = HttpApiBuilder.group(GuardrailApi, "runs", (handlers
       .handle("listRunEvents", ({ path, urlParams }) =>
         inWorkspace((ws) => runs.events(ws, path.id, pageSize(urlParams.limit, 200), urlParams.cursor))
       )
-      .handle("appendRunEvent", ({ path, payload }) => inWorkspace((ws) => runs.append(ws, path.id, payload)))
+      .handle("appendRunEvent", routerHandler(append))
       .handle("listRunTraces", ({ path, urlParams }) =>
         inWorkspace((ws) => runs.runTraces(ws, path.id, pageSize(urlParams.limit, 100), urlParams.cursor))
       )

@@ -1,18 +1,18 @@
 /**
- * Group commit for run-event appends. One transaction per append (row lock,
- * sequence bump, insert, outbox row, commit) caps throughput at the
- * database's commit rate, so appends queue up for one writer fiber that
- * commits whatever has queued (up to MAX_BATCH) together: it locks the
- * batch's runs, bumps each run's `last_sequence` by its number of events
+ * Group commit for run-event appends (src/platform/GroupCommit.ts). One
+ * transaction per append (row lock, sequence bump, insert, outbox row,
+ * commit) caps throughput at the database's commit rate, so a batch of
+ * appends commits together: it locks the batch's runs, bumps each run's `last_sequence` by its number of events
  * and hands them consecutive sequences in arrival order, so sequences stay
  * gap-free and strictly increasing. An unknown run (404) or an ended run
  * (409) fails only its own append; if the batch's transaction fails, every
  * append is retried alone.
  */
 import { SqlClient } from "@effect/sql"
-import { Deferred, Effect, Exit, Queue, Schema } from "effect"
+import { Effect, Exit, Schema } from "effect"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { Conflict, NotFound } from "../http/Errors.js"
+import { makeGroupCommit } from "../platform/GroupCommit.js"
 import { Outbox } from "../platform/Outbox.js"
 import { transactionOf } from "../platform/Sql.js"
 import { Topics } from "../platform/Topics.js"
@@ -53,9 +53,6 @@ export interface RunEventRow {
 /** An append's outcome: its stored row, the 404/409 that refused it, or a defect. */
 export type AppendOutcome = Exit.Exit<RunEventRow, NotFound | Conflict>
 
-/** A queued append and what to tell its request. */
-type Pending = readonly [NewRunEvent, (outcome: AppendOutcome) => void]
-
 const TERMINAL: ReadonlySet<string> = new Set(["completed", "failed", "canceled"])
 
 export const runNotFound = (id: string) =>
@@ -67,7 +64,6 @@ export class RunEventWriter extends Effect.Service<RunEventWriter>()("runs/RunEv
     const transaction = transactionOf(sql)
     const outbox = yield* Outbox
     const settings = yield* WorkspaceSettings
-    const queue = yield* Effect.acquireRelease(Queue.unbounded<Pending>(), Queue.shutdown)
     const runKey = (workspaceId: string, runId: string) => `${workspaceId}/${runId}`
 
     /** Commits the appends that may go ahead; answers each append's outcome, in batch order. */
@@ -189,43 +185,6 @@ export class RunEventWriter extends Effect.Service<RunEventWriter>()("runs/RunEv
         })
       ).pipe(Effect.tap((outcomes) => (outcomes.some(Exit.isSuccess) ? outbox.written.fire : Effect.void)))
 
-    /** Tells a request its outcome; a callback that throws must not stop the writer. */
-    const tell = (done: Pending[1], outcome: AppendOutcome) =>
-      Effect.try(() => done(outcome)).pipe(
-        Effect.catchAll((error) => Effect.logError("a run event's answer could not be sent", error))
-      )
-
-    const writeBatch = (batch: ReadonlyArray<Pending>): Effect.Effect<void> =>
-      commit(batch.map(([event]) => event)).pipe(
-        Effect.flatMap((outcomes) =>
-          Effect.forEach(batch, ([, done], index) => tell(done, outcomes[index]!), { discard: true })
-        ),
-        Effect.catchAllCause((cause) =>
-          batch.length === 1
-            ? tell(batch[0]![1], Exit.failCause(cause))
-            : Effect.forEach(batch, (pending) => writeBatch([pending]), { discard: true })
-        )
-      )
-
-    yield* Queue.takeBetween(queue, 1, MAX_BATCH).pipe(
-      Effect.flatMap((chunk) => writeBatch([...chunk])),
-      Effect.forever,
-      Effect.forkScoped
-    )
-
-    /** Appends one event: its stored row once committed, or the 404/409 that refused it. */
-    const append = (event: NewRunEvent) =>
-      Effect.flatMap(Deferred.make<RunEventRow, NotFound | Conflict>(), (done) =>
-        Queue.offer(queue, [event, (outcome) => Deferred.unsafeDone(done, outcome)]).pipe(
-          Effect.zipRight(Deferred.await(done))
-        )
-      )
-
-    /** `append` for callers outside Effect (the direct path): `done` is called once the batch is decided. */
-    const enqueue = (event: NewRunEvent, done: (outcome: AppendOutcome) => void) => {
-      if (!Queue.unsafeOffer(queue, [event, done])) done(Exit.die(new Error("the run-event writer has stopped")))
-    }
-
-    return { append, enqueue }
+    return yield* makeGroupCommit({ name: "run event", maxBatch: MAX_BATCH, retryAlone: true, commit })
   })
 }) {}

@@ -6,17 +6,18 @@
  * gap-free and strictly increasing however many appends race.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { absurd, Effect, Either, Exit, Option } from "effect"
 import type { Caller } from "../identity/Authentication.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { decodeCursor, encodeCursor, invalidCursor, pageByTime } from "../platform/Cursor.js"
-import { BadRequest, Conflict, NotFound } from "../http/Errors.js"
+import { BadRequest, Conflict, type HttpError, NotFound } from "../http/Errors.js"
+import { type Answer, hotUseCase, ready, refused, type WarmSteps } from "../platform/Warm.js"
 import { prefixedId } from "../platform/Ids.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { dieOnErrors, orFailWith, transactionOf } from "../platform/Sql.js"
 import { RunId } from "./Domain.js"
-import { makeDirectAppends } from "./AppendDirect.js"
 import { newRunEvent, type RunEventInput, toRunEvent } from "./RunEvents.js"
+import { type NewRunEvent } from "./RunEventWriter.js"
 import { type RunEventRow, RunEventWriter, runNotFound } from "./RunEventWriter.js"
 import { Traces } from "./Traces.js"
 
@@ -73,6 +74,15 @@ export interface RunFilters {
   readonly kind?: string | undefined
   readonly external_id?: string | undefined
 }
+
+/** An append: the event for run `runId` of the workspace. */
+export interface AppendRequest {
+  readonly workspaceId: string
+  readonly runId: string
+  readonly input: RunEventInput
+}
+
+type RunEvent = ReturnType<typeof toRunEvent>
 
 export class Runs extends Effect.Service<Runs>()("runs/Runs", {
   effect: Effect.gen(function* () {
@@ -216,11 +226,23 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
         })
       )
 
-    const append = (workspaceId: string, runId: string, input: RunEventInput) =>
-      Effect.flatMap(newRunEvent(workspaceId, runId, input), (event) => Effect.map(writer.append(event), toRunEvent))
-
-    /** The direct path of run-event appends (AppendDirect.ts), over this service's writer. */
-    const direct = yield* makeDirectAppends(writer)
+    /**
+     * Appends one event to a run: the event is checked from memory (a bad `occurred_at` is refused), then
+     * handed to the group-committing writer, which answers the stored event or the 404/409 that refused it.
+     */
+    const appendRunEvent = hotUseCase({
+      initial: undefined,
+      steps: (request: AppendRequest): WarmSteps<undefined, NewRunEvent, HttpError, never, HttpError, never> => ({
+        step: () =>
+          Either.match(newRunEvent(request.workspaceId, request.runId, request.input), {
+            onLeft: refused,
+            onRight: ready
+          }),
+        load: absurd
+      }),
+      act: (_, event, answer: Answer<RunEvent, HttpError>) =>
+        writer.enqueue(event, (outcome) => answer(Exit.map(outcome, toRunEvent)))
+    })
 
     const events = (workspaceId: string, runId: string, limit: number, cursor: string | undefined) =>
       Effect.gen(function* () {
@@ -254,7 +276,7 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
         }
       })
 
-    return { create, list, update, append, direct, events, runTraces, detail }
+    return { create, list, update, appendRunEvent, events, runTraces, detail }
   }),
   dependencies: [RunEventWriter.Default]
 }) {}

@@ -9,7 +9,7 @@ import { HttpServer } from "@effect/platform"
 import { Context, Effect, Layer, Scope, Exit } from "effect"
 import { GuardrailApi } from "../../src/Api.js"
 import { featureOfGroup } from "../../src/identity/FeatureFlags.js"
-import { makeRouteTable } from "../../src/http/Pipeline.js"
+import { makeRouteTable } from "../../src/http/Routes.js"
 import {
   call,
   createKey,

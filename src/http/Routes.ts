@@ -1,0 +1,116 @@
+/**
+ * The route table, derived from the contract itself: each endpoint's group
+ * and name, method, path template, accepted body media type, body limit and
+ * schemas. The request pipeline finds each request's route here once, and
+ * the fast lane decodes and encodes with the same schemas the router does.
+ */
+import { HttpApi, HttpApiSchema } from "@effect/platform"
+import { Context, Option, type Schema } from "effect"
+
+export type BodyKind = "none" | "json" | "yaml" | "other"
+
+/** Endpoint annotation: the endpoint's own body limit instead of MAX_BODY_BYTES (file uploads above it, YAML documents below). */
+export class MaxBodyBytes extends Context.Tag("http/MaxBodyBytes")<MaxBodyBytes, number>() {}
+
+export interface RouteEntry {
+  readonly group: string
+  readonly endpoint: string
+  readonly method: string
+  readonly template: string
+  readonly pattern: RegExp
+  readonly body: BodyKind
+  /** Body limit of this endpoint, when it has its own. */
+  readonly maxBodyBytes: number | undefined
+  /** The contract's schemas of the endpoint's path parameters, body and success, and the success status. */
+  readonly pathSchema: Schema.Schema.AnyNoContext | undefined
+  readonly payloadSchema: Schema.Schema.AnyNoContext | undefined
+  readonly successSchema: Schema.Schema.AnyNoContext
+  readonly successStatus: number
+}
+
+const bodyKindOf = (method: string, payload: Option.Option<Schema.Schema.All>): BodyKind => {
+  if (method === "GET" || method === "HEAD" || Option.isNone(payload)) return "none"
+  const encoding = HttpApiSchema.getEncoding(payload.value.ast)
+  if (encoding.kind === "Json") return "json"
+  return encoding.contentType.includes("yaml") ? "yaml" : "other"
+}
+
+/** Reflection types an endpoint's schemas as `never`; the table holds them as the schemas of any value. */
+const untyped = (schema: Schema.Schema.All) => schema as unknown as Schema.Schema.AnyNoContext
+
+const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+
+export const makeRouteTable = (api: HttpApi.HttpApi.Any): ReadonlyArray<RouteEntry> => {
+  const routes: Array<RouteEntry> = []
+  HttpApi.reflect(api as HttpApi.HttpApi.AnyWithProps, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint, group }) => {
+      const source = escapeRegex(endpoint.path).replace(/:[A-Za-z_][A-Za-z0-9_]*/g, "[^/]+")
+      routes.push({
+        group: group.identifier,
+        endpoint: endpoint.name,
+        method: endpoint.method,
+        template: endpoint.path,
+        pattern: new RegExp(`^${source}/?$`),
+        body: bodyKindOf(endpoint.method, endpoint.payloadSchema),
+        maxBodyBytes: Context.getOption(endpoint.annotations, MaxBodyBytes).pipe(Option.getOrUndefined),
+        pathSchema: Option.getOrUndefined(Option.map(endpoint.pathSchema, untyped)),
+        payloadSchema: Option.getOrUndefined(Option.map(endpoint.payloadSchema, untyped)),
+        successSchema: untyped(endpoint.successSchema),
+        successStatus: HttpApiSchema.getStatusSuccess(endpoint.successSchema)
+      })
+    }
+  })
+  // Static segments win over parameters, as in the router.
+  return routes.sort((a, b) => (a.template.match(/:/g)?.length ?? 0) - (b.template.match(/:/g)?.length ?? 0))
+}
+
+export const pathOf = (url: string) => {
+  const query = url.indexOf("?")
+  return query === -1 ? url : url.slice(0, query)
+}
+
+// Routes without parameters by "METHOD /path": most requests are found here without a regex scan.
+const staticRoutes = new WeakMap<ReadonlyArray<RouteEntry>, ReadonlyMap<string, RouteEntry>>()
+
+const staticRoutesOf = (routes: ReadonlyArray<RouteEntry>) => {
+  let found = staticRoutes.get(routes)
+  if (found === undefined) {
+    const byPath = new Map<string, RouteEntry>()
+    for (const route of routes) {
+      const key = `${route.method} ${route.template}`
+      if (!route.template.includes(":") && !byPath.has(key)) byPath.set(key, route)
+    }
+    found = byPath
+    staticRoutes.set(routes, found)
+  }
+  return found
+}
+
+export const findRoute = (routes: ReadonlyArray<RouteEntry>, method: string, url: string) => {
+  const path = pathOf(url)
+  return (
+    staticRoutesOf(routes).get(`${method} ${path}`) ??
+    routes.find((route) => route.method === method && route.pattern.test(path))
+  )
+}
+
+/** `:name` segments of the route's template, read from the URL's path (percent-decoded, as the router does). */
+export const pathParams = (route: RouteEntry, url: string) => {
+  const params: Record<string, string> = {}
+  const template = route.template.split("/")
+  const path = pathOf(url).split("/")
+  template.forEach((segment, index) => {
+    if (segment.startsWith(":")) params[segment.slice(1)] = percentDecoded(path[index] ?? "")
+  })
+  return params
+}
+
+/** A path segment percent-decoded; a malformed escape is kept as sent (the path schema then refuses it). */
+const percentDecoded = (segment: string) => {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return segment
+  }
+}

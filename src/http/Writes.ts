@@ -1,0 +1,92 @@
+/**
+ * Writing answers to Node's response: the only code, besides the platform's
+ * own server, that writes a Node response. Used by the fast lane; every
+ * domain returns values (a decoded success, an HTTP error, or a platform
+ * response whose body is a stream) and never sees a response object.
+ */
+import { HttpServerResponse } from "@effect/platform"
+import { Cause, Either, Exit, Option, type ParseResult } from "effect"
+import type { ServerResponse } from "node:http"
+import { pipeline, Readable } from "node:stream"
+import { clientFaultOf } from "../platform/Sql.js"
+import { errorBodyOf, errorHeadersOf, type HttpError, internalErrorBody, isHttpError, statusOf } from "./Errors.js"
+
+/** What to send: a JSON body, or a platform response (bytes or a Node stream: the gateway's pass-through). */
+export type LaneAnswer =
+  | { readonly status: number; readonly json: unknown; readonly headers: Readonly<Record<string, string>> }
+  | { readonly status: number; readonly response: HttpServerResponse.HttpServerResponse }
+
+/** How an endpoint's success goes out: a platform response as is, or JSON encoded by the contract. */
+export interface SuccessEncoding {
+  readonly raw: boolean
+  readonly status: number
+  readonly encode: (value: unknown) => Either.Either<unknown, ParseResult.ParseError>
+}
+
+export const errorAnswer = (error: HttpError): LaneAnswer => ({
+  status: statusOf(error),
+  json: errorBodyOf(error),
+  headers: errorHeadersOf(error)
+})
+
+const internalError = (requestId: string): LaneAnswer => ({
+  status: 500,
+  json: internalErrorBody(requestId),
+  headers: {}
+})
+
+/**
+ * The answer to an outcome: its success, its HTTP error, the 4xx for a value
+ * the database refused (a `warning` to log), else the conventions' 500 (a
+ * `defect` to log).
+ */
+export const answerOf = (
+  outcome: Exit.Exit<unknown, HttpError>,
+  success: SuccessEncoding,
+  requestId: string
+): { readonly answer: LaneAnswer; readonly defect?: unknown; readonly warning?: unknown } => {
+  if (Exit.isSuccess(outcome)) {
+    const value = outcome.value
+    if (success.raw && HttpServerResponse.isServerResponse(value))
+      return { answer: { status: value.status, response: value } }
+    const encoded = success.encode(value)
+    return Either.isRight(encoded)
+      ? { answer: { status: success.status, json: encoded.right, headers: {} } }
+      : { answer: internalError(requestId), defect: encoded.left }
+  }
+  const failure = Cause.failureOption(outcome.cause)
+  if (Option.isSome(failure) && isHttpError(failure.value)) return { answer: errorAnswer(failure.value) }
+  const clientFault = clientFaultOf(Cause.squash(outcome.cause))
+  if (clientFault !== undefined) return { answer: errorAnswer(clientFault), warning: outcome.cause }
+  return { answer: internalError(requestId), defect: outcome.cause }
+}
+
+/** Writes a platform response: bytes, a Node stream piped with backpressure, or nothing. */
+const writePlatformResponse = (
+  response: ServerResponse,
+  answer: HttpServerResponse.HttpServerResponse,
+  requestId: string
+) => {
+  const body = answer.body
+  const headers: Record<string, string | number> = { ...answer.headers, "x-request-id": requestId }
+  if (body.contentType !== undefined) headers["content-type"] = body.contentType
+  if (body.contentLength !== undefined) headers["content-length"] = body.contentLength
+  response.writeHead(answer.status, headers)
+  if (body._tag === "Uint8Array") response.end(body.body)
+  // As the platform's server does: a body that fails (or is destroyed) destroys the response, and the other way round.
+  else if (body._tag === "Raw" && body.body instanceof Readable) pipeline(body.body, response, () => {})
+  else response.end()
+}
+
+/** Writes an answer with the request id. */
+export const writeAnswer = (response: ServerResponse, answer: LaneAnswer, requestId: string) => {
+  if ("response" in answer) return writePlatformResponse(response, answer.response, requestId)
+  const json = JSON.stringify(answer.json)
+  response.writeHead(answer.status, {
+    ...answer.headers,
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(json),
+    "x-request-id": requestId
+  })
+  response.end(json)
+}
