@@ -50,9 +50,7 @@ export interface StubUpstream {
 }
 
 const sse = (response: ServerResponse, data: unknown, event?: string) =>
-  response.write(
-    `${event === undefined ? "" : `event: ${event}\n`}data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`
-  )
+  response.write(`${event === undefined ? "" : `event: ${event}\n`}data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`)
 
 const chatChunk = (model: string, delta: Record<string, unknown>) => ({
   id: "chatcmpl-stub",
@@ -77,9 +75,7 @@ const chat = (body: Record<string, unknown>, response: ServerResponse, hold: Hol
         object: "chat.completion",
         created: 1_700_000_000,
         model,
-        choices: [
-          { index: 0, message: { role: "assistant", content: "Hello!" }, finish_reason: "stop", logprobs: null }
-        ],
+        choices: [{ index: 0, message: { role: "assistant", content: "Hello!" }, finish_reason: "stop", logprobs: null }],
         usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens }
       })
     )
@@ -91,14 +87,7 @@ const chat = (body: Record<string, unknown>, response: ServerResponse, hold: Hol
   const rest = () => {
     const options = body["stream_options"] as { include_usage?: boolean } | undefined
     if (options?.include_usage === true) {
-      sse(response, {
-        id: "chatcmpl-stub",
-        object: "chat.completion.chunk",
-        created: 1_700_000_000,
-        model,
-        choices: [],
-        usage
-      })
+      sse(response, { id: "chatcmpl-stub", object: "chat.completion.chunk", created: 1_700_000_000, model, choices: [], usage })
     }
     sse(response, "[DONE]")
     response.end()
@@ -128,34 +117,19 @@ const messages = (body: Record<string, unknown>, response: ServerResponse, hold:
   const input = model === "hang" ? HANG_INPUT_TOKENS : usage.input_tokens
   sse(
     response,
-    {
-      type: "message_start",
-      message: { ...message, content: [], stop_reason: null, usage: { input_tokens: input, output_tokens: 1 } }
-    },
+    { type: "message_start", message: { ...message, content: [], stop_reason: null, usage: { input_tokens: input, output_tokens: 1 } } },
     "message_start"
   )
-  sse(
-    response,
-    { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } },
-    "content_block_start"
-  )
+  sse(response, { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }, "content_block_start")
   for (const piece of ["Hel", "lo", "!"]) {
-    sse(
-      response,
-      { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: piece } },
-      "content_block_delta"
-    )
+    sse(response, { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: piece } }, "content_block_delta")
   }
   const rest = () => {
     sse(response, { type: "content_block_stop", index: 0 }, "content_block_stop")
     // Cumulative: output_tokens is the total so far, not an increment over message_start's 1.
     sse(
       response,
-      {
-        type: "message_delta",
-        delta: { stop_reason: "end_turn", stop_sequence: null },
-        usage: { output_tokens: usage.output_tokens }
-      },
+      { type: "message_delta", delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { output_tokens: usage.output_tokens } },
       "message_delta"
     )
     sse(response, { type: "message_stop" }, "message_stop")
