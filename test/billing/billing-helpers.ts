@@ -2,17 +2,21 @@
  * Helpers of the billing suites: LLM usage produced the way the gateway
  * produces it (an `llm-usage` message through the transactional outbox),
  * budget alert calls, and a loopback webhook receiver that verifies
- * Standard Webhooks signatures on its own (no code of the service).
+ * Standard Webhooks signatures on its own (no code of the service). API
+ * calls go through the typed client.
  */
+import type { HttpClientResponse } from "@effect/platform"
 import { expect } from "@effect/vitest"
-import { Effect } from "effect"
+import { Duration, Effect } from "effect"
 import { createHmac, randomUUID, timingSafeEqual } from "node:crypto"
 import { createServer, type IncomingHttpHeaders } from "node:http"
 import type { AddressInfo } from "node:net"
-import type { LlmUsageMessage } from "../../src/billing/Domain.js"
 import { Outbox } from "../../src/platform/Outbox.js"
 import { Topics } from "../../src/platform/Topics.js"
-import { call, expectStatus } from "../identity/http-helpers.js"
+import type { BudgetAlertId, CreateBudgetAlert, LlmUsageMessage, LlmUsageResponse } from "../../src/billing/Domain.js"
+import type { UpdateSettings } from "../../src/identity/Domain.js"
+import { agentYaml } from "../authorization-http/event-helpers.js"
+import type { GuardrailClient } from "../support/Api.js"
 
 export interface UsageInput {
   readonly workspaceId: string
@@ -60,51 +64,85 @@ export const publishUsage = (messages: ReadonlyArray<LlmUsageMessage>, eventIds?
     )
   )
 
-export interface AlertBody {
-  readonly id: string
-  readonly name: string
-  readonly meter: string
-  readonly threshold_type: string
-  readonly threshold_value: number
-  readonly window: string
-  readonly enabled: boolean
-  readonly principal_id: string | null
-  readonly webhook_url: string | null
-  readonly workspace_id: string
-  readonly created_at: string
-  readonly updated_at: string
-  readonly webhook_secret?: string
+/**
+ * The body of an answer as the service sent it, from a `withResponse: true` call: for what the client's
+ * decoding would hide (fields the schema does not know are dropped). The client reads the body as bytes,
+ * which the response keeps; `text` and `json` would read it a second time.
+ */
+export const sentText = (response: HttpClientResponse.HttpClientResponse) =>
+  Effect.map(response.arrayBuffer, (bytes) => new TextDecoder().decode(bytes))
+
+/** Like `sentText`, parsed as JSON. */
+export const sentJson = (response: HttpClientResponse.HttpClientResponse) =>
+  Effect.map(sentText(response), (text): unknown => JSON.parse(text))
+
+export type CreateAlertPayload = typeof CreateBudgetAlert.Type
+
+/** Creates a budget alert config; answers it with its webhook secret (shown this once). */
+export const createAlert = (api: GuardrailClient, payload: CreateAlertPayload) =>
+  api.budgetAlerts.createBudgetAlert({ payload })
+
+/** The firings of one budget alert config. */
+export const firingsOf = (api: GuardrailClient, id: BudgetAlertId) =>
+  Effect.map(api.budgetAlerts.listBudgetAlertFirings({ path: { id } }), (answer) => answer.firings)
+
+/** The webhook deliveries of one budget alert config, each with its attempts. */
+export const deliveriesOf = (api: GuardrailClient, id: BudgetAlertId) =>
+  Effect.map(api.budgetAlerts.listBudgetAlertDeliveries({ path: { id } }), (answer) => answer.deliveries)
+
+/** Merges `config` into the workspace settings' config. */
+export const patchSettings = (api: GuardrailClient, config: NonNullable<(typeof UpdateSettings.Type)["config"]>) =>
+  api.settings.updateSettings({ payload: { config } })
+
+/** Usage records of a raw (ungrouped) `GET /v1/llm-usage` answer; a grouped answer fails the test. */
+export const usageRecordsOf = (answer: typeof LlmUsageResponse.Type) => {
+  if (!("events" in answer)) return expect.fail(`expected usage records, got groups: ${JSON.stringify(answer)}`)
+  return answer
 }
 
-export interface FiringBody {
-  readonly id: string
-  readonly config_id: string
-  readonly meter: string
-  readonly currency: string
-  readonly cap_minor: number
-  readonly spent_minor: number
-  readonly window_start: string
-  readonly fired_at: string
-  readonly principal_id: string | null
-  readonly payload: Record<string, unknown>
+/** Groups of a `GET /v1/llm-usage?group_by=...` answer; an ungrouped answer fails the test. */
+export const usageGroupsOf = (answer: typeof LlmUsageResponse.Type) => {
+  if (!("groups" in answer)) return expect.fail(`expected groups, got usage records: ${JSON.stringify(answer)}`)
+  return answer
 }
 
-export const createAlert = (base: string, token: string, body: Record<string, unknown>) =>
-  Effect.map(
-    call(base, "POST", "/v1/financial/budget-alerts", { token, body }),
-    (response) => expectStatus(response, 201) as AlertBody & { webhook_secret: string }
+/** The ids of the workspace's usage records (newest 100). */
+export const usageIds = (api: GuardrailClient) =>
+  Effect.map(api.llmUsage.listLlmUsage({ urlParams: { limit: 100 } }), (answer) =>
+    usageRecordsOf(answer).events.map((event) => event.id)
   )
 
-export const firingsOf = (base: string, token: string, id: string) =>
-  Effect.map(
-    call(base, "GET", `/v1/financial/budget-alerts/${id}/firings`, { token }),
-    (response) => (expectStatus(response, 200) as { firings: Array<FiringBody> }).firings
-  )
+/** Creates agent `agentId` (the authorization suites' profile: its escalation trigger is "lawyer"). */
+export const createAgent = (api: GuardrailClient, agentId: string) =>
+  api.agents.createAgent({ payload: new TextEncoder().encode(agentYaml(agentId)) })
 
-export const patchSettings = (base: string, token: string, config: Record<string, unknown>) =>
-  Effect.map(call(base, "PATCH", "/v1/settings", { token, body: { config } }), (response) =>
-    expectStatus(response, 200)
-  )
+/** `POST /v1/events`: a reply of `agentId` in the tenant's workspace and default environment, decided. */
+export const proposeReply = (
+  owner: { readonly api: GuardrailClient; readonly workspaceId: string; readonly defaultEnvironmentId: string },
+  agentId: string,
+  content: string
+) =>
+  owner.api.events.authorizeEvent({
+    payload: {
+      kind: "output.proposed",
+      principal: { agent_id: agentId, environment_id: owner.defaultEnvironmentId, workspace_id: owner.workspaceId },
+      action: { operation: "reply", content }
+    }
+  })
+
+/**
+ * Retries `check` (an Effect that throws through `expect`, i.e. dies) every 100 ms until it passes or
+ * `timeout` passes; then answers its last outcome.
+ */
+export const until = <A, E, R>(check: Effect.Effect<A, E, R>, timeout: Duration.DurationInput = "10 seconds") =>
+  Effect.gen(function* () {
+    const deadline = Date.now() + Duration.toMillis(Duration.decode(timeout))
+    for (;;) {
+      const exit = yield* Effect.exit(check)
+      if (exit._tag === "Success" || Date.now() > deadline) return yield* exit
+      yield* Effect.sleep("100 millis")
+    }
+  })
 
 // ---- the webhook receiver
 
@@ -177,5 +215,7 @@ export const webhookReceiver = (statusFor: (attemptOfThisId: number) => number) 
   )
 
 /** Asserts the exact set of firing window starts. */
-export const expectWindows = (firings: ReadonlyArray<FiringBody>, windows: ReadonlyArray<string>) =>
-  expect(firings.map((firing) => firing.window_start).sort()).toEqual([...windows].sort())
+export const expectWindows = (
+  firings: ReadonlyArray<{ readonly window_start: string }>,
+  windows: ReadonlyArray<string>
+) => expect(firings.map((firing) => firing.window_start).sort()).toEqual([...windows].sort())

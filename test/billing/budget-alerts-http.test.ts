@@ -5,18 +5,12 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import {
-  call,
-  createKey,
-  expectError,
-  expectStatus,
-  expectValidation,
-  SERVER_OPTIONS,
-  TIMESTAMP,
-  tenant
-} from "../identity/http-helpers.js"
+import { SERVER_OPTIONS, TIMESTAMP } from "../identity/http-helpers.js"
+import { expectFailure, expectInvalid } from "../support/Api.js"
+import { call, expectError, expectValidation } from "../support/Raw.js"
+import { createKey, keyClient, tenant } from "../support/Tenants.js"
 import { baseUrl, testServer } from "../support/TestServer.js"
-import { type AlertBody, createAlert } from "./billing-helpers.js"
+import { createAlert, type CreateAlertPayload, sentJson, sentText } from "./billing-helpers.js"
 
 const ALERTS = "/v1/financial/budget-alerts"
 
@@ -25,7 +19,8 @@ layer(testServer("kafka", { HTTP_URL_ALLOWLIST: "127.0.0.1" }), SERVER_OPTIONS)(
     Effect.gen(function* () {
       const base = yield* baseUrl
       const owner = yield* tenant(base)
-      const created = yield* createAlert(base, owner.jwt, {
+      const alerts = owner.api.budgetAlerts
+      const created = yield* createAlert(owner.api, {
         name: "daily spend",
         threshold_type: "percent",
         threshold_value: 80,
@@ -45,7 +40,7 @@ layer(testServer("kafka", { HTTP_URL_ALLOWLIST: "127.0.0.1" }), SERVER_OPTIONS)(
       expect(created.created_at).toMatch(TIMESTAMP)
       expect(created.webhook_secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/)
 
-      const second = yield* createAlert(base, owner.jwt, {
+      const second = yield* createAlert(owner.api, {
         name: "agent actions",
         meter: "actions",
         threshold_type: "absolute",
@@ -57,27 +52,25 @@ layer(testServer("kafka", { HTTP_URL_ALLOWLIST: "127.0.0.1" }), SERVER_OPTIONS)(
       })
       expect(second.webhook_secret).not.toBe(created.webhook_secret)
 
-      const listed = expectStatus(yield* call(base, "GET", ALERTS, { token: owner.jwt }), 200) as {
-        configs: Array<AlertBody>
-      }
+      const [listed, listedResponse] = yield* alerts.listBudgetAlerts({ withResponse: true })
       expect(listed.configs.map((config) => config.id)).toEqual([second.id, created.id])
-      expect(JSON.stringify(listed)).not.toContain("whsec_")
+      // What was sent, not what the client decoded (decoding would drop a secret the answer leaked).
+      expect(yield* sentText(listedResponse)).not.toContain("whsec_")
       const { webhook_secret: _, ...secondWithoutSecret } = second
       expect(listed.configs[0]).toEqual(secondWithoutSecret)
 
       // PATCH: absent fields unchanged; narrowing fields may be set.
-      const patched = expectStatus(
-        yield* call(base, "PATCH", `${ALERTS}/${created.id}`, {
-          token: owner.jwt,
-          body: {
-            name: "daily spend (90%)",
-            threshold_value: 90,
-            principal_id: "key_1",
-            webhook_url: "http://127.0.0.1:9/x"
-          }
-        }),
-        200
-      ) as AlertBody
+      const path = { id: created.id }
+      const [patched, patchedResponse] = yield* alerts.updateBudgetAlert({
+        path,
+        payload: {
+          name: "daily spend (90%)",
+          threshold_value: 90,
+          principal_id: "key_1",
+          webhook_url: "http://127.0.0.1:9/x"
+        },
+        withResponse: true
+      })
       expect(patched).toMatchObject({
         id: created.id,
         name: "daily spend (90%)",
@@ -87,54 +80,32 @@ layer(testServer("kafka", { HTTP_URL_ALLOWLIST: "127.0.0.1" }), SERVER_OPTIONS)(
         principal_id: "key_1",
         webhook_url: "http://127.0.0.1:9/x"
       })
-      expect(patched).not.toHaveProperty("webhook_secret")
-      expect(
-        expectStatus(yield* call(base, "PATCH", `${ALERTS}/${created.id}`, { token: owner.jwt, body: {} }), 200)
-      ).toEqual(patched)
+      expect(yield* sentJson(patchedResponse)).not.toHaveProperty("webhook_secret")
+      expect(yield* alerts.updateBudgetAlert({ path, payload: {} })).toEqual(patched)
 
       // Clearing principal_id or webhook_url is refused with a message that says to recreate.
-      for (const field of ["principal_id", "webhook_url"]) {
-        const error = expectValidation(
-          yield* call(base, "PATCH", `${ALERTS}/${created.id}`, { token: owner.jwt, body: { [field]: null } }),
-          field
-        )
+      for (const [field, payload] of [
+        ["principal_id", { principal_id: null }],
+        ["webhook_url", { webhook_url: null }]
+      ] as const) {
+        const error = yield* expectInvalid(alerts.updateBudgetAlert({ path, payload }), field)
         expect(error.message).toMatch(/cannot be cleared/)
         expect(error.message).toMatch(/create a new one/)
       }
-      const unchanged = expectStatus(yield* call(base, "GET", ALERTS, { token: owner.jwt }), 200) as {
-        configs: Array<AlertBody>
-      }
+      const unchanged = yield* alerts.listBudgetAlerts({})
       expect(unchanged.configs.find((config) => config.id === created.id)).toEqual(patched)
 
       // Delete: 204, then 404 everywhere.
-      const deleted = yield* call(base, "DELETE", `${ALERTS}/${created.id}`, { token: owner.jwt })
+      const [, deleted] = yield* alerts.deleteBudgetAlert({ path, withResponse: true })
       expect(deleted.status).toBe(204)
-      expect(deleted.text).toBe("")
-      expectError(
-        yield* call(base, "DELETE", `${ALERTS}/${created.id}`, { token: owner.jwt }),
-        404,
-        "budget_alert_not_found"
-      )
-      expectError(
-        yield* call(base, "PATCH", `${ALERTS}/${created.id}`, { token: owner.jwt, body: { name: "x" } }),
-        404,
-        "budget_alert_not_found"
-      )
-      expectError(yield* call(base, "GET", `${ALERTS}/${created.id}/firings`, { token: owner.jwt }), 404)
-      expectError(yield* call(base, "GET", `${ALERTS}/${created.id}/deliveries`, { token: owner.jwt }), 404)
-      expect(
-        (
-          expectStatus(yield* call(base, "GET", ALERTS, { token: owner.jwt }), 200) as { configs: Array<AlertBody> }
-        ).configs.map((config) => config.id)
-      ).toEqual([second.id])
-      expect(
-        expectStatus(yield* call(base, "GET", `${ALERTS}/${second.id}/firings`, { token: owner.jwt }), 200)
-      ).toEqual({
-        firings: []
-      })
-      expect(
-        expectStatus(yield* call(base, "GET", `${ALERTS}/${second.id}/deliveries`, { token: owner.jwt }), 200)
-      ).toEqual({ deliveries: [] })
+      expect(yield* sentText(deleted)).toBe("")
+      yield* expectFailure(alerts.deleteBudgetAlert({ path }), 404, "budget_alert_not_found")
+      yield* expectFailure(alerts.updateBudgetAlert({ path, payload: { name: "x" } }), 404, "budget_alert_not_found")
+      yield* expectFailure(alerts.listBudgetAlertFirings({ path }), 404)
+      yield* expectFailure(alerts.listBudgetAlertDeliveries({ path }), 404)
+      expect((yield* alerts.listBudgetAlerts({})).configs.map((config) => config.id)).toEqual([second.id])
+      expect(yield* alerts.listBudgetAlertFirings({ path: { id: second.id } })).toEqual({ firings: [] })
+      expect(yield* alerts.listBudgetAlertDeliveries({ path: { id: second.id } })).toEqual({ deliveries: [] })
     })
   )
 
@@ -142,32 +113,40 @@ layer(testServer("kafka", { HTTP_URL_ALLOWLIST: "127.0.0.1" }), SERVER_OPTIONS)(
     Effect.gen(function* () {
       const base = yield* baseUrl
       const owner = yield* tenant(base)
-      const valid = { name: "n", threshold_type: "absolute", threshold_value: 5, window: "day" }
-      const bad: ReadonlyArray<readonly [Record<string, unknown>, string]> = [
+      const valid = { name: "n", threshold_type: "absolute", threshold_value: 5, window: "day" } as const
+      // Bodies the contract's schema refuses: the typed client cannot send them.
+      const malformed: ReadonlyArray<readonly [Record<string, unknown>, string]> = [
         [{ ...valid, name: undefined }, "name"],
         [{ ...valid, name: "" }, "name"],
         [{ ...valid, threshold_type: "ratio" }, "threshold_type"],
         [{ ...valid, threshold_value: 0 }, "threshold_value"],
         [{ ...valid, threshold_value: 2.5 }, "threshold_value"],
         [{ ...valid, window: "week" }, "window"],
-        [{ ...valid, meter: "tokens" }, "meter"],
+        [{ ...valid, meter: "tokens" }, "meter"]
+      ]
+      for (const [body, path] of malformed) {
+        expectValidation(yield* call(base, "POST", ALERTS, { token: owner.jwt, body }), path)
+      }
+      // Well-formed bodies the service refuses.
+      const refused: ReadonlyArray<readonly [CreateAlertPayload, string]> = [
         [{ ...valid, webhook_url: "http://hooks.example.com/x" }, "webhook_url"],
         [{ ...valid, webhook_url: "ftp://127.0.0.1/x" }, "webhook_url"],
         [{ ...valid, webhook_url: "not a url" }, "webhook_url"],
         [{ ...valid, webhook_url: "https://user:pw@hooks.example.com/x" }, "webhook_url"],
         [{ ...valid, principal_id: "  " }, "principal_id"]
       ]
-      for (const [body, path] of bad) {
-        expectValidation(yield* call(base, "POST", ALERTS, { token: owner.jwt, body }), path)
+      for (const [payload, path] of refused) {
+        yield* expectInvalid(createAlert(owner.api, payload), path)
       }
-      const alert = yield* createAlert(base, owner.jwt, { ...valid, webhook_url: "http://127.0.0.1:8/ok" })
-      expectValidation(
-        yield* call(base, "PATCH", `${ALERTS}/${alert.id}`, {
-          token: owner.jwt,
-          body: { webhook_url: "http://10.0.0.1/internal" }
+      const alert = yield* createAlert(owner.api, { ...valid, webhook_url: "http://127.0.0.1:8/ok" })
+      yield* expectInvalid(
+        owner.api.budgetAlerts.updateBudgetAlert({
+          path: { id: alert.id },
+          payload: { webhook_url: "http://10.0.0.1/internal" }
         }),
         "webhook_url"
       )
+      // A negative threshold and malformed JSON are refused by the schema and the parser: sent raw.
       expectValidation(
         yield* call(base, "PATCH", `${ALERTS}/${alert.id}`, { token: owner.jwt, body: { threshold_value: -1 } }),
         "threshold_value"
@@ -181,44 +160,36 @@ layer(testServer("kafka", { HTTP_URL_ALLOWLIST: "127.0.0.1" }), SERVER_OPTIONS)(
       const base = yield* baseUrl
       const owner = yield* tenant(base)
       const stranger = yield* tenant(base)
-      const alert = yield* createAlert(base, owner.jwt, {
+      const alert = yield* createAlert(owner.api, {
         name: "mine",
         threshold_type: "absolute",
         threshold_value: 5,
         window: "month"
       })
-      expect(
-        (expectStatus(yield* call(base, "GET", ALERTS, { token: stranger.jwt }), 200) as { configs: Array<unknown> })
-          .configs
-      ).toEqual([])
-      for (const [method, path, body] of [
-        ["PATCH", `${ALERTS}/${alert.id}`, { name: "theirs" }],
-        ["DELETE", `${ALERTS}/${alert.id}`, undefined],
-        ["GET", `${ALERTS}/${alert.id}/firings`, undefined],
-        ["GET", `${ALERTS}/${alert.id}/deliveries`, undefined]
-      ] as const) {
-        expectError(yield* call(base, method, path, { token: stranger.jwt, body }), 404, "budget_alert_not_found")
+      const path = { id: alert.id }
+      const theirs = stranger.api.budgetAlerts
+      expect((yield* theirs.listBudgetAlerts({})).configs).toEqual([])
+      for (const attempt of [
+        theirs.updateBudgetAlert({ path, payload: { name: "theirs" } }),
+        theirs.deleteBudgetAlert({ path }),
+        theirs.listBudgetAlertFirings({ path }),
+        theirs.listBudgetAlertDeliveries({ path })
+      ]) {
+        yield* expectFailure(attempt, 404, "budget_alert_not_found")
       }
 
-      const key = yield* createKey(base, owner)
-      expect(
-        (
-          expectStatus(yield* call(base, "GET", ALERTS, { token: key.plaintext_key }), 200) as {
-            configs: Array<AlertBody>
-          }
-        ).configs.map((config) => config.id)
-      ).toEqual([alert.id])
-      expectStatus(yield* call(base, "GET", `${ALERTS}/${alert.id}/firings`, { token: key.plaintext_key }), 200)
-      expectError(
-        yield* call(base, "POST", ALERTS, {
-          token: key.plaintext_key,
-          body: { name: "k", threshold_type: "absolute", threshold_value: 1, window: "day" }
+      const key = yield* keyClient(base, yield* createKey(owner))
+      expect((yield* key.budgetAlerts.listBudgetAlerts({})).configs.map((config) => config.id)).toEqual([alert.id])
+      yield* key.budgetAlerts.listBudgetAlertFirings({ path })
+      yield* expectFailure(
+        key.budgetAlerts.createBudgetAlert({
+          payload: { name: "k", threshold_type: "absolute", threshold_value: 1, window: "day" }
         }),
         403
       )
       // Delivery records are operational detail of the admin-managed webhook: admins only.
-      expectError(yield* call(base, "GET", `${ALERTS}/${alert.id}/deliveries`, { token: key.plaintext_key }), 403)
-      expectError(yield* call(base, "DELETE", `${ALERTS}/${alert.id}`, { token: key.plaintext_key }), 403)
+      yield* expectFailure(key.budgetAlerts.listBudgetAlertDeliveries({ path }), 403)
+      yield* expectFailure(key.budgetAlerts.deleteBudgetAlert({ path }), 403)
       expect((yield* call(base, "GET", ALERTS)).status).toBe(401)
     })
   )

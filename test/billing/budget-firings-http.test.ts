@@ -8,15 +8,20 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { call, expectStatus, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
-import { createAgent, propose, reply, until } from "../authorization-http/event-helpers.js"
+import { SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { tenant } from "../support/Tenants.js"
 import { baseUrl, testServer } from "../support/TestServer.js"
 import {
+  createAgent,
   createAlert,
+  deliveriesOf,
   expectWindows,
   firingsOf,
   patchSettings,
+  proposeReply,
   publishUsage,
+  until,
+  usageIds,
   usageMessage,
   verifyStandardWebhook,
   webhookReceiver
@@ -30,34 +35,6 @@ const SETTINGS = {
   WEBHOOK_ATTEMPT_TIMEOUT_MS: "50000"
 }
 
-interface DeliveryBody {
-  readonly id: string
-  readonly firing_id: string
-  readonly url: string
-  readonly status: string
-  readonly attempt_count: number
-  readonly next_attempt_at: string | null
-  readonly attempts: Array<{
-    attempt: number
-    attempted_at: string
-    duration_ms: number
-    response_status: number | null
-    error: string | null
-    succeeded: boolean
-  }>
-}
-
-const deliveriesOf = (base: string, token: string, id: string) =>
-  Effect.map(
-    call(base, "GET", `/v1/financial/budget-alerts/${id}/deliveries`, { token }),
-    (response) => (expectStatus(response, 200) as { deliveries: Array<DeliveryBody> }).deliveries
-  )
-
-const usageIds = (base: string, token: string) =>
-  Effect.map(call(base, "GET", "/v1/llm-usage?limit=100", { token }), (response) =>
-    (expectStatus(response, 200) as { events: Array<{ id: string }> }).events.map((event) => event.id)
-  )
-
 layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("budget alert firings and webhooks (Kafka event log)", (it) => {
   it.scoped("llm_spend fires once per config and window, redelivery included; webhooks are signed and retried", () =>
     Effect.gen(function* () {
@@ -66,23 +43,23 @@ layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("budget alert firings and w
       const ws = owner.workspaceId
       // The receiver fails the first two attempts of every webhook-id, then accepts.
       const receiver = yield* webhookReceiver((attempt) => (attempt <= 2 ? 500 : 200))
-      yield* patchSettings(base, owner.jwt, { llm_budget: { cap_minor: 100, currency: "usd", window: "month" } })
+      yield* patchSettings(owner.api, { llm_budget: { cap_minor: 100, currency: "usd", window: "month" } })
 
-      const half = yield* createAlert(base, owner.jwt, {
+      const half = yield* createAlert(owner.api, {
         name: "half the budget, daily",
         threshold_type: "percent",
         threshold_value: 50,
         window: "day",
         webhook_url: receiver.url
       })
-      const principalB = yield* createAlert(base, owner.jwt, {
+      const principalB = yield* createAlert(owner.api, {
         name: "prn_b monthly",
         threshold_type: "absolute",
         threshold_value: 30,
         window: "month",
         principal_id: "prn_b"
       })
-      const disabled = yield* createAlert(base, owner.jwt, {
+      const disabled = yield* createAlert(owner.api, {
         name: "off",
         threshold_type: "absolute",
         threshold_value: 1,
@@ -117,7 +94,7 @@ layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("budget alert firings and w
       })
       const firstEventIds = yield* publishUsage([u1, u2, u3, u4])
       yield* until(
-        Effect.map(firingsOf(base, owner.jwt, principalB.id), (firings) => expect(firings).toHaveLength(1)),
+        Effect.map(firingsOf(owner.api, principalB.id), (firings) => expect(firings).toHaveLength(1)),
         "30 seconds"
       )
 
@@ -141,14 +118,14 @@ layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("budget alert firings and w
       yield* publishUsage([u5, u6, sentinel])
       // One key, one partition, in order: once the sentinel is stored, everything before it was applied.
       yield* until(
-        Effect.map(usageIds(base, owner.jwt), (ids) => expect(ids).toContain(sentinel.id)),
+        Effect.map(usageIds(owner.api), (ids) => expect(ids).toContain(sentinel.id)),
         "30 seconds"
       )
-      expect((yield* usageIds(base, owner.jwt)).sort()).toEqual(
+      expect((yield* usageIds(owner.api)).sort()).toEqual(
         [u1.id, u2.id, u3.id, u4.id, u5.id, u6.id, sentinel.id].sort()
       )
 
-      const halfFirings = yield* firingsOf(base, owner.jwt, half.id)
+      const halfFirings = yield* firingsOf(owner.api, half.id)
       expectWindows(halfFirings, ["2026-05-10T00:00:00.000Z", "2026-05-11T00:00:00.000Z"])
       const firstDay = halfFirings.find((firing) => firing.window_start.startsWith("2026-05-10"))!
       expect(firstDay).toMatchObject({
@@ -160,14 +137,14 @@ layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("budget alert firings and w
         principal_id: null,
         payload: { threshold_type: "percent", threshold_value: 50, threshold_amount: 50, window: "day" }
       })
-      const prnB = yield* firingsOf(base, owner.jwt, principalB.id)
+      const prnB = yield* firingsOf(owner.api, principalB.id)
       expectWindows(prnB, ["2026-05-01T00:00:00.000Z"])
       expect(prnB[0]).toMatchObject({ spent_minor: 35, principal_id: "prn_b", cap_minor: 100 })
-      expect(yield* firingsOf(base, owner.jwt, disabled.id)).toEqual([])
+      expect(yield* firingsOf(owner.api, disabled.id)).toEqual([])
 
       // Two deliveries (one per firing), each: 500, 500, then 200 — all attempts recorded.
       const deliveries = yield* until(
-        Effect.map(deliveriesOf(base, owner.jwt, half.id), (list) => {
+        Effect.map(deliveriesOf(owner.api, half.id), (list) => {
           expect(list.map((delivery) => delivery.status)).toEqual(["succeeded", "succeeded"])
           return list
         }),
@@ -202,7 +179,7 @@ layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("budget alert firings and w
       expect(new Set(receiver.received.map((request) => request.headers["webhook-id"]))).toEqual(
         new Set(deliveries.map((delivery) => delivery.id))
       )
-      const body = JSON.parse(
+      const body: unknown = JSON.parse(
         receiver.received.find(
           (request) => request.headers["webhook-id"] === deliveries.find((d) => d.firing_id === firstDay.id)!.id
         )!.body
@@ -229,7 +206,7 @@ layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("budget alert firings and w
       const base = yield* baseUrl
       const owner = yield* tenant(base)
       const receiver = yield* webhookReceiver(() => 503)
-      const alert = yield* createAlert(base, owner.jwt, {
+      const alert = yield* createAlert(owner.api, {
         name: "any spend",
         threshold_type: "absolute",
         threshold_value: 1,
@@ -240,7 +217,7 @@ layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("budget alert firings and w
         usageMessage({ workspaceId: owner.workspaceId, effectiveAt: "2026-06-15T12:00:00.000Z", costMinor: 5 })
       ])
       const [delivery] = yield* until(
-        Effect.map(deliveriesOf(base, owner.jwt, alert.id), (list) => {
+        Effect.map(deliveriesOf(owner.api, alert.id), (list) => {
           expect(list.map((entry) => entry.status)).toEqual(["failed"])
           return list
         }),
@@ -274,14 +251,14 @@ layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("budget alert firings and w
       const owner = yield* tenant(base)
       const hanging = yield* webhookReceiver(() => 0)
       const healthy = yield* webhookReceiver(() => 204)
-      const stuck = yield* createAlert(base, owner.jwt, {
+      const stuck = yield* createAlert(owner.api, {
         name: "stuck receiver",
         threshold_type: "absolute",
         threshold_value: 1,
         window: "day",
         webhook_url: hanging.url
       })
-      const fine = yield* createAlert(base, owner.jwt, {
+      const fine = yield* createAlert(owner.api, {
         name: "healthy receiver",
         threshold_type: "absolute",
         // Crossed only by the second usage record, while the first firing's attempt hangs.
@@ -299,20 +276,20 @@ layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("budget alert firings and w
       const second = usageMessage({ workspaceId: owner.workspaceId, effectiveAt: "2026-07-02T09:00:00.000Z" })
       yield* publishUsage([second])
       yield* until(
-        Effect.map(usageIds(base, owner.jwt), (ids) => expect(ids).toContain(second.id)),
+        Effect.map(usageIds(owner.api), (ids) => expect(ids).toContain(second.id)),
         "30 seconds"
       )
       yield* until(
-        Effect.map(deliveriesOf(base, owner.jwt, fine.id), (list) =>
+        Effect.map(deliveriesOf(owner.api, fine.id), (list) =>
           expect(list.map((delivery) => delivery.status)).toEqual(["succeeded"])
         ),
         "30 seconds"
       )
       // The hanging attempt has not ended (no attempt recorded) while the other webhook was delivered.
-      const [pending] = yield* deliveriesOf(base, owner.jwt, stuck.id)
+      const [pending] = yield* deliveriesOf(owner.api, stuck.id)
       expect(pending!.status).toBe("pending")
       expect(pending!.attempts).toEqual([])
-      expect(yield* firingsOf(base, owner.jwt, stuck.id)).toHaveLength(2)
+      expect(yield* firingsOf(owner.api, stuck.id)).toHaveLength(2)
     })
   )
 
@@ -320,16 +297,16 @@ layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("budget alert firings and w
     Effect.gen(function* () {
       const base = yield* baseUrl
       const owner = yield* tenant(base)
-      yield* createAgent(base, owner, "support-bot")
-      yield* patchSettings(base, owner.jwt, { action_budget: { cap: 3 } })
-      const all = yield* createAlert(base, owner.jwt, {
+      yield* createAgent(owner.api, "support-bot")
+      yield* patchSettings(owner.api, { action_budget: { cap: 3 } })
+      const all = yield* createAlert(owner.api, {
         name: "all actions",
         meter: "actions",
         threshold_type: "percent",
         threshold_value: 100,
         window: "day"
       })
-      const otherAgent = yield* createAlert(base, owner.jwt, {
+      const otherAgent = yield* createAlert(owner.api, {
         name: "another agent",
         meter: "actions",
         threshold_type: "absolute",
@@ -337,18 +314,18 @@ layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("budget alert firings and w
         window: "day",
         principal_id: "billing-bot"
       })
-      const spendOnly = yield* createAlert(base, owner.jwt, {
+      const spendOnly = yield* createAlert(owner.api, {
         name: "spend",
         threshold_type: "absolute",
         threshold_value: 1,
         window: "day"
       })
-      for (let n = 0; n < 2; n++) yield* propose(base, owner, "support-bot", reply("Your order ships tomorrow."))
+      for (let n = 0; n < 2; n++) yield* proposeReply(owner, "support-bot", "Your order ships tomorrow.")
       yield* Effect.sleep("1 second")
-      expect(yield* firingsOf(base, owner.jwt, all.id)).toEqual([])
-      for (let n = 0; n < 2; n++) yield* propose(base, owner, "support-bot", reply("Your order ships tomorrow."))
+      expect(yield* firingsOf(owner.api, all.id)).toEqual([])
+      for (let n = 0; n < 2; n++) yield* proposeReply(owner, "support-bot", "Your order ships tomorrow.")
       const [firing] = yield* until(
-        Effect.map(firingsOf(base, owner.jwt, all.id), (firings) => {
+        Effect.map(firingsOf(owner.api, all.id), (firings) => {
           expect(firings).toHaveLength(1)
           return firings
         }),
@@ -363,9 +340,9 @@ layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("budget alert firings and w
         window_start: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate())).toISOString()
       })
       yield* Effect.sleep("500 millis")
-      expect(yield* firingsOf(base, owner.jwt, all.id)).toHaveLength(1)
-      expect(yield* firingsOf(base, owner.jwt, otherAgent.id)).toEqual([])
-      expect(yield* firingsOf(base, owner.jwt, spendOnly.id)).toEqual([])
+      expect(yield* firingsOf(owner.api, all.id)).toHaveLength(1)
+      expect(yield* firingsOf(owner.api, otherAgent.id)).toEqual([])
+      expect(yield* firingsOf(owner.api, spendOnly.id)).toEqual([])
     })
   )
 })

@@ -6,39 +6,20 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { call, createKey, expectStatus, expectValidation, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
-import { until } from "../authorization-http/event-helpers.js"
-import { baseUrl } from "../support/TestServer.js"
-import { testServer } from "../support/TestServer.js"
-import { publishUsage, usageMessage } from "./billing-helpers.js"
+import type { LlmUsageResponse } from "../../src/billing/Domain.js"
+import { SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { expectInvalid, type GuardrailClient } from "../support/Api.js"
+import { call, expectValidation } from "../support/Raw.js"
+import { createKey, keyClient, tenant } from "../support/Tenants.js"
+import { baseUrl, testServer } from "../support/TestServer.js"
+import { publishUsage, until, usageGroupsOf, usageMessage, usageRecordsOf } from "./billing-helpers.js"
 
-interface UsageEventBody {
-  readonly id: string
-  readonly principal_id: string | null
-  readonly model: string
-  readonly kind: string
-  readonly prompt_tokens: number
-  readonly completion_tokens: number
-  readonly cost_minor: number
-  readonly cost_usd_nanos: string
-  readonly effective_at: string
-  readonly unpriced: boolean
-  readonly workspace_id: string
-}
+type UsageAnswer = typeof LlmUsageResponse.Type
+type UsageQuery = Parameters<GuardrailClient["llmUsage"]["listLlmUsage"]>[0]["urlParams"]
 
-interface GroupBody {
-  readonly key: string | null
-  readonly prompt_tokens: number
-  readonly completion_tokens: number
-  readonly cost_minor: number
-  readonly cost_usd_nanos: string
-  readonly event_count: number
-}
+const usage = (api: GuardrailClient, urlParams: UsageQuery = {}) => api.llmUsage.listLlmUsage({ urlParams })
 
-const usage = (base: string, token: string, query: Record<string, string>) =>
-  call(base, "GET", `/v1/llm-usage?${new URLSearchParams(query).toString()}`, { token })
-
-const idsOf = (body: unknown) => (body as { events: Array<UsageEventBody> }).events.map((event) => event.id)
+const idsOf = (answer: UsageAnswer) => usageRecordsOf(answer).events.map((event) => event.id)
 
 layer(testServer("kafka"), SERVER_OPTIONS)("GET /v1/llm-usage (Kafka event log)", (it) => {
   it.effect("stores each usage record once, filters, pages and groups it", () =>
@@ -88,9 +69,7 @@ layer(testServer("kafka"), SERVER_OPTIONS)("GET /v1/llm-usage (Kafka event log)"
       })
       const firstIds = yield* publishUsage([e1, e2, e3, e4])
       yield* until(
-        Effect.map(usage(base, owner.jwt, {}), (response) =>
-          expect(idsOf(expectStatus(response, 200))).toHaveLength(4)
-        ),
+        Effect.map(usage(owner.api), (answer) => expect(idsOf(answer)).toHaveLength(4)),
         "30 seconds"
       )
       // Redelivery: the same records again (new event ids), and one with its very event id.
@@ -100,8 +79,8 @@ layer(testServer("kafka"), SERVER_OPTIONS)("GET /v1/llm-usage (Kafka event log)"
 
       // Same key, same partition, in order: once e5 is stored every duplicate before it was seen.
       const all = yield* until(
-        Effect.map(usage(base, owner.jwt, {}), (response) => {
-          const ids = idsOf(expectStatus(response, 200))
+        Effect.map(usage(owner.api), (answer) => {
+          const ids = idsOf(answer)
           expect(ids).toContain(e5.id)
           return ids
         }),
@@ -109,7 +88,7 @@ layer(testServer("kafka"), SERVER_OPTIONS)("GET /v1/llm-usage (Kafka event log)"
       )
       expect(all).toEqual([e5.id, e4.id, e3.id, e2.id, e1.id])
 
-      const listed = (expectStatus(yield* usage(base, owner.jwt, {}), 200) as { events: Array<UsageEventBody> }).events
+      const listed = usageRecordsOf(yield* usage(owner.api)).events
       expect(listed[2]).toMatchObject({
         id: e3.id,
         workspace_id: ws,
@@ -125,7 +104,7 @@ layer(testServer("kafka"), SERVER_OPTIONS)("GET /v1/llm-usage (Kafka event log)"
       })
 
       // Filters, alone and together; start inclusive, end exclusive, any RFC 3339 offset.
-      const cases: ReadonlyArray<readonly [Record<string, string>, ReadonlyArray<string>]> = [
+      const cases: ReadonlyArray<readonly [UsageQuery, ReadonlyArray<string>]> = [
         [{ principal_id: "prn_a" }, [e3.id, e1.id]],
         [{ model: "gpt-4o-mini" }, [e4.id, e3.id, e1.id]],
         [{ model: "GPT-4o-Mini" }, [e5.id]],
@@ -139,24 +118,20 @@ layer(testServer("kafka"), SERVER_OPTIONS)("GET /v1/llm-usage (Kafka event log)"
         [{ principal_id: "nobody" }, []]
       ]
       for (const [query, expected] of cases) {
-        expect(idsOf(expectStatus(yield* usage(base, owner.jwt, query), 200)), JSON.stringify(query)).toEqual(expected)
+        expect(idsOf(yield* usage(owner.api, query)), JSON.stringify(query)).toEqual(expected)
       }
 
       // Pages, newest first.
-      const first = expectStatus(yield* usage(base, owner.jwt, { limit: "2" }), 200) as { next_cursor?: string }
+      const first = usageRecordsOf(yield* usage(owner.api, { limit: 2 }))
       expect(idsOf(first)).toEqual([e5.id, e4.id])
-      const second = expectStatus(yield* usage(base, owner.jwt, { limit: "2", cursor: first.next_cursor! }), 200) as {
-        next_cursor?: string
-      }
+      const second = usageRecordsOf(yield* usage(owner.api, { limit: 2, cursor: first.next_cursor! }))
       expect(idsOf(second)).toEqual([e3.id, e2.id])
-      const third = expectStatus(yield* usage(base, owner.jwt, { limit: "2", cursor: second.next_cursor! }), 200) as {
-        next_cursor?: string
-      }
+      const third = usageRecordsOf(yield* usage(owner.api, { limit: 2, cursor: second.next_cursor! }))
       expect(idsOf(third)).toEqual([e1.id])
       expect(third.next_cursor).toBeUndefined()
 
       // group_by day: UTC days in order, exact sums (usd nanos beyond 2^53 stay exact).
-      const byDay = expectStatus(yield* usage(base, owner.jwt, { group_by: "day" }), 200)
+      const byDay = yield* usage(owner.api, { group_by: "day" })
       expect(byDay).toEqual({
         group_by: "day",
         groups: [
@@ -186,9 +161,9 @@ layer(testServer("kafka"), SERVER_OPTIONS)("GET /v1/llm-usage (Kafka event log)"
           }
         ]
       })
-      const byKey = (body: unknown) =>
-        [...(body as { groups: Array<GroupBody> }).groups].sort((a, b) => String(a.key).localeCompare(String(b.key)))
-      const byPrincipal = expectStatus(yield* usage(base, owner.jwt, { group_by: "principal" }), 200)
+      const byKey = (answer: UsageAnswer) =>
+        [...usageGroupsOf(answer).groups].sort((a, b) => String(a.key).localeCompare(String(b.key)))
+      const byPrincipal = usageGroupsOf(yield* usage(owner.api, { group_by: "principal" }))
       expect(byPrincipal.group_by).toBe("principal")
       expect(byKey(byPrincipal)).toEqual([
         { key: null, event_count: 1, prompt_tokens: 40, completion_tokens: 6, cost_minor: 2, cost_usd_nanos: "7" },
@@ -209,10 +184,7 @@ layer(testServer("kafka"), SERVER_OPTIONS)("GET /v1/llm-usage (Kafka event log)"
           cost_usd_nanos: "280000000"
         }
       ])
-      const byModel = expectStatus(
-        yield* usage(base, owner.jwt, { group_by: "model", start: "2026-03-01T12:00:00Z" }),
-        200
-      )
+      const byModel = usageGroupsOf(yield* usage(owner.api, { group_by: "model", start: "2026-03-01T12:00:00Z" }))
       expect(byModel.group_by).toBe("model")
       expect(byKey(byModel)).toEqual(
         [
@@ -242,19 +214,16 @@ layer(testServer("kafka"), SERVER_OPTIONS)("GET /v1/llm-usage (Kafka event log)"
           }
         ].sort((a, b) => a.key.localeCompare(b.key))
       )
-      expect(expectStatus(yield* usage(base, owner.jwt, { group_by: "day", principal_id: "nobody" }), 200)).toEqual({
+      expect(yield* usage(owner.api, { group_by: "day", principal_id: "nobody" })).toEqual({
         group_by: "day",
         groups: []
       })
 
       // Another workspace sees none of it; a runtime key of the workspace may read it.
-      expect(idsOf(expectStatus(yield* usage(base, other.jwt, {}), 200))).toEqual([])
-      expect(expectStatus(yield* usage(base, other.jwt, { group_by: "model" }), 200).groups).toEqual([])
-      const key = yield* createKey(base, owner)
-      expect(idsOf(expectStatus(yield* usage(base, key.plaintext_key, { kind: "guardrail" }), 200))).toEqual([
-        e4.id,
-        e3.id
-      ])
+      expect(idsOf(yield* usage(other.api))).toEqual([])
+      expect(usageGroupsOf(yield* usage(other.api, { group_by: "model" })).groups).toEqual([])
+      const key = yield* keyClient(base, yield* createKey(owner))
+      expect(idsOf(yield* usage(key, { kind: "guardrail" }))).toEqual([e4.id, e3.id])
     })
   )
 
@@ -262,7 +231,8 @@ layer(testServer("kafka"), SERVER_OPTIONS)("GET /v1/llm-usage (Kafka event log)"
     Effect.gen(function* () {
       const base = yield* baseUrl
       const owner = yield* tenant(base)
-      const bad: ReadonlyArray<readonly [Record<string, string>, string]> = [
+      // Values the contract's schema refuses: the typed client cannot send them.
+      const malformed: ReadonlyArray<readonly [Record<string, string>, string]> = [
         [{ start: "yesterday" }, "start"],
         [{ start: "2026-03-01" }, "start"],
         [{ start: "2026-03-01T00:00:00" }, "start"],
@@ -271,20 +241,22 @@ layer(testServer("kafka"), SERVER_OPTIONS)("GET /v1/llm-usage (Kafka event log)"
         [{ end: "2026-03-01T24:00:00Z" }, "end"],
         [{ start: "2026-03-01T00:00:00+25:00" }, "start"],
         [{ start: "1772323200000" }, "start"],
-        [{ start: "2026-03-02T00:00:00Z", end: "2026-03-01T00:00:00Z" }, "end"],
         [{ kind: "training" }, "kind"],
         [{ group_by: "week" }, "group_by"],
         [{ limit: "-1" }, "limit"],
-        [{ limit: "ten" }, "limit"],
-        [{ cursor: "not-a-cursor" }, "cursor"]
+        [{ limit: "ten" }, "limit"]
       ]
-      for (const [query, path] of bad) {
-        expectValidation(yield* usage(base, owner.jwt, query), path)
+      for (const [query, path] of malformed) {
+        expectValidation(
+          yield* call(base, "GET", `/v1/llm-usage?${new URLSearchParams(query).toString()}`, { token: owner.jwt }),
+          path
+        )
       }
+      // Well-formed values the service refuses.
+      yield* expectInvalid(usage(owner.api, { start: "2026-03-02T00:00:00Z", end: "2026-03-01T00:00:00Z" }), "end")
+      yield* expectInvalid(usage(owner.api, { cursor: "not-a-cursor" }), "cursor")
       // Lowercase separators are RFC 3339 too.
-      expect(expectStatus(yield* usage(base, owner.jwt, { start: "2026-03-01t00:00:00z" }), 200)).toEqual({
-        events: []
-      })
+      expect(yield* usage(owner.api, { start: "2026-03-01t00:00:00z" })).toEqual({ events: [] })
       expect((yield* call(base, "GET", "/v1/llm-usage")).status).toBe(401)
     })
   )

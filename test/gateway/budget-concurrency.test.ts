@@ -8,9 +8,11 @@
 import { afterAll, expect, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
-import { createKey, expectError, queryDatabase, SERVER_OPTIONS, type Tenant } from "../identity/http-helpers.js"
+import { queryDatabase, SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { eventually } from "../support/Eventually.js"
-import { type JsonResponse, request, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
+import { expectError, type JsonResponse, request } from "../support/Raw.js"
+import { createKey, type Tenant } from "../support/Tenants.js"
+import { testServerOver, testServerWithDatabase } from "../support/TestServer.js"
 import { awaitUsage, GATEWAY_SETTINGS, gatewayTenant, monthSpend, setBudget, setPrice } from "./gateway-helpers.js"
 import { startStubUpstream } from "./stub-upstream.js"
 
@@ -23,10 +25,10 @@ const CENT_NANOS = 10_000_000n
 const MAX_TOKENS = 1000
 
 /** A budget of 10 cents a month and a price that makes each strict request cost exactly 1 cent (input is free). */
-const prepare = (base: string, owner: Tenant) =>
+const prepare = (owner: Tenant) =>
   Effect.gen(function* () {
-    yield* setPrice(base, owner, "budget", 0, 1000)
-    yield* setBudget(base, owner, CAP_MINOR, "month")
+    yield* setPrice(owner, "budget", 0, 1000)
+    yield* setBudget(owner, CAP_MINOR, "month")
   })
 
 const fire = (urls: ReadonlyArray<string>, count: number, token: string, body: (i: number) => unknown) =>
@@ -45,9 +47,10 @@ const fire = (urls: ReadonlyArray<string>, count: number, token: string, body: (
 const tally = (responses: ReadonlyArray<JsonResponse>) => {
   const admitted = responses.filter((response) => response.status === 200)
   const refused = responses.filter((response) => response.status === 402)
-  expect(admitted.length + refused.length, responses.map((r) => `${r.status} ${r.text}`).find((t) => !/^(200|402)/.test(t))).toBe(
-    responses.length
-  )
+  expect(
+    admitted.length + refused.length,
+    responses.map((r) => `${r.status} ${r.text}`).find((t) => !/^(200|402)/.test(t))
+  ).toBe(responses.length)
   for (const response of refused) expectError(response, 402, "budget_exceeded")
   return { admitted: admitted.length, refused: refused.length }
 }
@@ -71,15 +74,20 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("str
     "200 concurrent strict requests at a cap that fits 10: exactly 10 admitted, spend never past the cap",
     () =>
       Effect.gen(function* () {
-        const { base, db, owner, gateway } = yield* gatewayTenant(stub.url)
-        const key = yield* createKey(base, owner)
-        yield* prepare(base, owner)
+        const { db, owner, gateway } = yield* gatewayTenant(stub.url)
+        const key = yield* createKey(owner)
+        yield* prepare(owner)
 
-        const responses = yield* fire([`${gateway.routeBase}/chat_style/chat/completions`], 200, key.plaintext_key, (i) => ({
-          model: "budget",
-          max_tokens: MAX_TOKENS,
-          messages: [{ role: "user", content: `request ${i}` }]
-        }))
+        const responses = yield* fire(
+          [`${gateway.routeBase}/chat_style/chat/completions`],
+          200,
+          key.plaintext_key,
+          (i) => ({
+            model: "budget",
+            max_tokens: MAX_TOKENS,
+            messages: [{ role: "user", content: `request ${i}` }]
+          })
+        )
         const { admitted, refused } = tally(responses)
         expect(admitted).toBe(CAP_MINOR)
         expect(refused).toBe(190)
@@ -100,16 +108,21 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("str
     "far from the cap calls draw from leases: 150 concurrent at a cap that fits 100 admit exactly 100, and the leases go back",
     () =>
       Effect.gen(function* () {
-        const { base, db, owner, gateway } = yield* gatewayTenant(stub.url)
-        const key = yield* createKey(base, owner)
-        yield* setPrice(base, owner, "budget", 0, 1000)
-        yield* setBudget(base, owner, 100, "month")
+        const { db, owner, gateway } = yield* gatewayTenant(stub.url)
+        const key = yield* createKey(owner)
+        yield* setPrice(owner, "budget", 0, 1000)
+        yield* setBudget(owner, 100, "month")
 
-        const responses = yield* fire([`${gateway.routeBase}/chat_style/chat/completions`], 150, key.plaintext_key, (i) => ({
-          model: "budget",
-          max_tokens: MAX_TOKENS,
-          messages: [{ role: "user", content: `request ${i}` }]
-        }))
+        const responses = yield* fire(
+          [`${gateway.routeBase}/chat_style/chat/completions`],
+          150,
+          key.plaintext_key,
+          (i) => ({
+            model: "budget",
+            max_tokens: MAX_TOKENS,
+            messages: [{ role: "user", content: `request ${i}` }]
+          })
+        )
         const { admitted, refused } = tally(responses)
         expect([admitted, refused]).toEqual([100, 50])
         // Leases held at most 20 calls each: fewer ledger reservations than calls.
@@ -129,8 +142,8 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("str
     () =>
       Effect.gen(function* () {
         const { base, db, owner, gateway } = yield* gatewayTenant(stub.url)
-        const key = yield* createKey(base, owner)
-        yield* prepare(base, owner)
+        const key = yield* createKey(owner)
+        yield* prepare(owner)
 
         const scope = yield* Scope.make()
         const context = yield* Layer.buildWithScope(testServerOver("database", db, GATEWAY_SETTINGS), scope)

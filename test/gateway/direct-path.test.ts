@@ -9,11 +9,12 @@
  * shows which path answered.
  */
 import { afterAll, expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
-import { call, createKey, expectError, expectStatus, SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { Effect, Redacted } from "effect"
+import { SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { eventually } from "../support/Eventually.js"
 import { sample, scrape } from "../support/Metrics.js"
-import { request } from "../support/TestServer.js"
+import { expectError, type JsonResponse, request } from "../support/Raw.js"
+import { createKey } from "../support/Tenants.js"
 import {
   awaitUsage,
   GATEWAY_SETTINGS,
@@ -53,6 +54,9 @@ const post = (url: string, key: string, body: unknown, headers: Record<string, s
     signal: AbortSignal.timeout(10_000)
   })
 
+/** A proxied call answered 200 (the proxy is called raw, as its users call it). */
+const expectOk = (response: JsonResponse) => expect(response.status, response.text).toBe(200)
+
 /** A usage record without what differs from call to call (ids and times). */
 const comparable = (usage: UsageMessage) => {
   const { id: _id, request_id: _request, effective_at: _at, ...rest } = usage
@@ -73,9 +77,9 @@ layer(testServerWithDatabase("database", { ...GATEWAY_SETTINGS, METRICS_TOKEN })
     it.effect("a warm call answers, records and settles exactly as the cold one before it", () =>
       Effect.gen(function* () {
         const { base, db, owner, gateway } = yield* gatewayTenant(stub.url)
-        const key = yield* createKey(base, owner)
-        yield* setPrice(base, owner, "stub-chat", 100_000, 300_000)
-        yield* setBudget(base, owner, 100_000, "month")
+        const key = yield* createKey(owner)
+        yield* setPrice(owner, "stub-chat", 100_000, 300_000)
+        yield* setBudget(owner, 100_000, "month")
         const url = `${gateway.routeBase}/chat_style/chat/completions`
         const body = { model: "stub-chat", max_tokens: 64, messages: [{ role: "user", content: "Say hello" }] }
 
@@ -109,26 +113,23 @@ layer(testServerWithDatabase("database", { ...GATEWAY_SETTINGS, METRICS_TOKEN })
     it.effect("changes apply at once: a new price, a new provider URL, a revoked key, a spent budget", () =>
       Effect.gen(function* () {
         const { base, db, owner, gateway } = yield* gatewayTenant(stub.url)
-        const key = yield* createKey(base, owner)
-        yield* setPrice(base, owner, "stub-chat", 100_000, 300_000)
+        const key = yield* createKey(owner)
+        yield* setPrice(owner, "stub-chat", 100_000, 300_000)
         const url = `${gateway.routeBase}/chat_style/chat/completions`
         const body = { model: "stub-chat", messages: [{ role: "user", content: "Say hello" }] }
-        for (let i = 0; i < 2; i++) expectStatus(yield* post(url, key.plaintext_key, body), 200)
+        for (let i = 0; i < 2; i++) expectOk(yield* post(url, key.plaintext_key, body))
 
         // A new price: the very next call is priced with it.
-        yield* setPrice(base, owner, "stub-chat", 0, 1_000_000)
-        expectStatus(yield* post(url, key.plaintext_key, body), 200)
+        yield* setPrice(owner, "stub-chat", 0, 1_000_000)
+        expectOk(yield* post(url, key.plaintext_key, body))
         const usage = yield* awaitUsage(db, owner.workspaceId, 3)
         expect(usage.map((record) => record.cost_usd_nanos)).toEqual(["21000000", "21000000", "30000000"])
 
         // A provider URL nobody listens on: the next call is 502, answered alike cold and warm.
-        expectStatus(
-          yield* call(base, "PATCH", `/v1/gateway/provider-connections/${gateway.connectionId}`, {
-            token: owner.jwt,
-            body: { base_url: "http://127.0.0.1:9/v1", provider_api_key: PROVIDER_KEY }
-          }),
-          200
-        )
+        yield* owner.api.providerConnections.updateProviderConnection({
+          path: { id: gateway.connectionId },
+          payload: { base_url: "http://127.0.0.1:9/v1", provider_api_key: Redacted.make(PROVIDER_KEY) }
+        })
         const before = yield* directCalls(base, "chat")
         const coldFailure = yield* post(url, key.plaintext_key, body)
         const warmFailure = yield* post(url, key.plaintext_key, body)
@@ -138,18 +139,12 @@ layer(testServerWithDatabase("database", { ...GATEWAY_SETTINGS, METRICS_TOKEN })
 
         // A budget already spent: refused (402) at once, and nothing reaches the provider.
         const requestsBefore = stub.requests.length
-        yield* setBudget(base, owner, 1, "month")
+        yield* setBudget(owner, 1, "month")
         expectError(yield* post(url, key.plaintext_key, { ...body, max_tokens: 10_000 }), 402, "budget_exceeded")
         expect(stub.requests.length).toBe(requestsBefore)
 
         // A revoked key: 401 on the next call.
-        expectStatus(
-          yield* call(base, "PATCH", "/v1/api-keys/batch/revoke", {
-            token: owner.jwt,
-            body: { ids: [key.api_key.id] }
-          }),
-          200
-        )
+        yield* owner.api.apiKeys.revokeApiKeys({ payload: { ids: [key.api_key.id] } })
         expectError(yield* post(url, key.plaintext_key, body), 401, "invalid_api_key")
       })
     )
@@ -157,10 +152,10 @@ layer(testServerWithDatabase("database", { ...GATEWAY_SETTINGS, METRICS_TOKEN })
     it.effect("a provider failure after admission is mapped as on the Effect path (5xx, 401)", () =>
       Effect.gen(function* () {
         const { base, owner, gateway } = yield* gatewayTenant(stub.url)
-        const key = yield* createKey(base, owner)
+        const key = yield* createKey(owner)
         const url = `${gateway.routeBase}/chat_style/chat/completions`
         for (const model of ["fail-500", "fail-500-empty", "fail-401"]) {
-          yield* setPrice(base, owner, model, 1, 1)
+          yield* setPrice(owner, model, 1, 1)
           const before = yield* directCalls(base, "chat")
           const cold = yield* post(url, key.plaintext_key, { model, messages: [] })
           const warm = yield* post(url, key.plaintext_key, { model, messages: [] })
@@ -174,8 +169,8 @@ layer(testServerWithDatabase("database", { ...GATEWAY_SETTINGS, METRICS_TOKEN })
     it.effect("a client that leaves mid-stream aborts the provider call, and the tokens seen are recorded", () =>
       Effect.gen(function* () {
         const { base, db, owner, gateway } = yield* gatewayTenant(stub.url)
-        const key = yield* createKey(base, owner)
-        yield* setPrice(base, owner, "hang", 1, 1)
+        const key = yield* createKey(owner)
+        yield* setPrice(owner, "hang", 1, 1)
         const leaveAfterFirstChunk = Effect.promise(async () => {
           const controller = new AbortController()
           const response = await fetch(`${gateway.routeBase}/messages_style/v1/messages`, {

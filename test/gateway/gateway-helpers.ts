@@ -1,8 +1,12 @@
 /** Helpers of the gateway suites: a connection and route to the stub, prices, budgets, usage events. */
 import { expect } from "@effect/vitest"
-import { Effect } from "effect"
-import { call, expectStatus, queryDatabase, tenant, type Tenant } from "../identity/http-helpers.js"
+import { Effect, Redacted } from "effect"
+import type { LlmUsageMessage } from "../../src/billing/Domain.js"
+import type { GatewayRouteId, ProviderConnectionId } from "../../src/gateway/Domain.js"
+import { queryDatabase } from "../identity/http-helpers.js"
+import type { GuardrailClient } from "../support/Api.js"
 import { eventually } from "../support/Eventually.js"
+import { tenant } from "../support/Tenants.js"
 import { baseUrl, TestDatabaseUrl } from "../support/TestServer.js"
 
 export const PROVIDER_KEY = "sk-stub-provider-secret-0123456789"
@@ -18,69 +22,61 @@ export const GATEWAY_SETTINGS = {
 }
 
 export interface Gateway {
-  readonly connectionId: string
-  readonly routeId: string
+  readonly connectionId: ProviderConnectionId
+  readonly routeId: GatewayRouteId
   /** `${base}/v1/gateway/${routeId}` */
   readonly routeBase: string
 }
 
 /** A connection to `upstreamUrl` and a route through it, created by `owner`. */
-export const setupGateway = (base: string, owner: Tenant, upstreamUrl: string, agentId = "support-bot") =>
+export const setupGateway = (
+  base: string,
+  owner: { readonly api: GuardrailClient },
+  upstreamUrl: string,
+  agentId = "support-bot"
+) =>
   Effect.gen(function* () {
-    const connection = expectStatus(
-      yield* call(base, "POST", "/v1/gateway/provider-connections", {
-        token: owner.jwt,
-        body: { display_name: "Stub", kind: "chat_compatible", provider_api_key: PROVIDER_KEY, base_url: upstreamUrl }
-      }),
-      201
-    ) as { id: string }
-    const route = expectStatus(
-      yield* call(base, "POST", "/v1/gateway/routes", {
-        token: owner.jwt,
-        body: { agent_id: agentId, display_name: "Stub route", provider_connection_id: connection.id }
-      }),
-      201
-    ) as { id: string }
-    return { connectionId: connection.id, routeId: route.id, routeBase: `${base}/v1/gateway/${route.id}` } satisfies Gateway
+    const connection = yield* owner.api.providerConnections.createProviderConnection({
+      payload: {
+        display_name: "Stub",
+        kind: "chat_compatible",
+        provider_api_key: Redacted.make(PROVIDER_KEY),
+        base_url: upstreamUrl
+      }
+    })
+    const route = yield* owner.api.gatewayRoutes.createGatewayRoute({
+      payload: { agent_id: agentId, display_name: "Stub route", provider_connection_id: connection.id }
+    })
+    return {
+      connectionId: connection.id,
+      routeId: route.id,
+      routeBase: `${base}/v1/gateway/${route.id}`
+    } satisfies Gateway
   })
 
-export const setPrice = (base: string, owner: Tenant, model: string, input: number, output: number) =>
-  Effect.map(
-    call(base, "PUT", `/v1/llm-pricing/${encodeURIComponent(model)}`, {
-      token: owner.jwt,
-      body: { input_per_million_minor: input, output_per_million_minor: output }
-    }),
-    (response) => expectStatus(response, 200)
-  )
+/**
+ * A path parameter as the service expects it on the wire: the typed client puts path values in the URL
+ * as they are, so a model name with spaces or slashes is encoded here.
+ */
+export const modelPath = (model: string) => ({ model: encodeURIComponent(model) })
 
-export const setBudget = (base: string, owner: Tenant, capMinor: number | null, window: "day" | "month" = "month") =>
-  Effect.map(
-    call(base, "PATCH", "/v1/settings", {
-      token: owner.jwt,
-      body: { config: { llm_budget: capMinor === null ? null : { cap_minor: capMinor, currency: "usd", window } } }
-    }),
-    (response) => expectStatus(response, 200)
-  )
+export const setPrice = (owner: { readonly api: GuardrailClient }, model: string, input: number, output: number) =>
+  owner.api.llmPricing.putLlmPrice({
+    path: modelPath(model),
+    payload: { input_per_million_minor: input, output_per_million_minor: output }
+  })
 
-export interface UsageMessage {
-  readonly schema_version: number
-  readonly id: string
-  readonly workspace_id: string
-  readonly api_key_id: string | null
-  readonly principal_id: string | null
-  readonly request_id: string
-  readonly kind: string
-  readonly model: string
-  readonly prompt_tokens: number
-  readonly completion_tokens: number
-  readonly currency: string
-  readonly cost_minor: number
-  readonly cost_usd_nanos: string
-  readonly effective_at: string
-  readonly unpriced: boolean
-  readonly agent_id: string | null
-  readonly metadata: Record<string, unknown>
-}
+export const setBudget = (
+  owner: { readonly api: GuardrailClient },
+  capMinor: number | null,
+  window: "day" | "month" = "month"
+) =>
+  owner.api.settings.updateSettings({
+    payload: { config: { llm_budget: capMinor === null ? null : { cap_minor: capMinor, currency: "usd", window } } }
+  })
+
+/** An llm-usage message as published (the topic's value). */
+export type UsageMessage = LlmUsageMessage
 
 /** Every llm-usage message of the workspace published so far (database event log). */
 export const usageMessages = (db: string, workspaceId: string) =>

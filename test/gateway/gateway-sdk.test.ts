@@ -10,8 +10,11 @@ import { afterAll, describe, expect, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { Context, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import OpenAI from "openai"
-import { call, createKey, expectError, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
+import { usageGroupsOf, usageRecordsOf } from "../billing/billing-helpers.js"
+import { SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { eventually } from "../support/Eventually.js"
+import { call, expectError } from "../support/Raw.js"
+import { createKey, tenant } from "../support/Tenants.js"
 import { baseUrl, TestDatabaseUrl, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
 import {
   awaitUsage,
@@ -33,59 +36,71 @@ const stubTenant = gatewayTenant(stub.url)
 
 layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gateway with the official SDKs", (it) => {
   describe("chat_style with the openai client", () => {
-    it.effect("answers a completion, sends the provider key upstream and the body unchanged, records priced usage", () =>
-      Effect.gen(function* () {
-        const { base, db, owner, gateway } = yield* stubTenant
-        const key = yield* createKey(base, owner)
-        yield* setPrice(base, owner, "  Stub-Chat ", 100_000, 300_000)
+    it.effect(
+      "answers a completion, sends the provider key upstream and the body unchanged, records priced usage",
+      () =>
+        Effect.gen(function* () {
+          const { db, owner, gateway } = yield* stubTenant
+          const key = yield* createKey(owner)
+          yield* setPrice(owner, "  Stub-Chat ", 100_000, 300_000)
 
-        const client = new OpenAI({ apiKey: key.plaintext_key, baseURL: `${gateway.routeBase}/chat_style`, maxRetries: 0 })
-        const request = { model: "Stub-Chat", messages: [{ role: "user" as const, content: "Say hello" }], temperature: 0.2 }
-        const completion = yield* Effect.promise(() => client.chat.completions.create(request))
-        expect(completion.choices[0]!.message.content).toBe("Hello!")
-        expect(completion.usage?.prompt_tokens).toBe(USAGE.chat.prompt_tokens)
+          const client = new OpenAI({
+            apiKey: key.plaintext_key,
+            baseURL: `${gateway.routeBase}/chat_style`,
+            maxRetries: 0
+          })
+          const request = {
+            model: "Stub-Chat",
+            messages: [{ role: "user" as const, content: "Say hello" }],
+            temperature: 0.2
+          }
+          const completion = yield* Effect.promise(() => client.chat.completions.create(request))
+          expect(completion.choices[0]!.message.content).toBe("Hello!")
+          expect(completion.usage?.prompt_tokens).toBe(USAGE.chat.prompt_tokens)
 
-        const seen = lastRequest()
-        expect(seen.path).toBe("/chat/completions")
-        expect(seen.headers["authorization"]).toBe(`Bearer ${PROVIDER_KEY}`)
-        expect(seen.headers["x-service-workspace-id"]).toBeUndefined()
-        expect(seen.body).toEqual(request)
+          const seen = lastRequest()
+          expect(seen.path).toBe("/chat/completions")
+          expect(seen.headers["authorization"]).toBe(`Bearer ${PROVIDER_KEY}`)
+          expect(seen.headers["x-service-workspace-id"]).toBeUndefined()
+          expect(seen.body).toEqual(request)
 
-        const [usage] = yield* awaitUsage(db, owner.workspaceId, 1)
-        // (12 x 100000 + 3 x 300000) cents per million tokens = 2.1 cents = 21,000,000 nanos.
-        expect(usage).toMatchObject({
-          schema_version: 1,
-          workspace_id: owner.workspaceId,
-          kind: "customer_inference",
-          model: "Stub-Chat",
-          api_key_id: key.api_key.id,
-          principal_id: key.api_key.id,
-          prompt_tokens: 12,
-          completion_tokens: 3,
-          currency: "usd",
-          cost_usd_nanos: "21000000",
-          cost_minor: 2,
-          unpriced: false,
-          agent_id: "support-bot"
+          const [usage] = yield* awaitUsage(db, owner.workspaceId, 1)
+          // (12 x 100000 + 3 x 300000) cents per million tokens = 2.1 cents = 21,000,000 nanos.
+          expect(usage).toMatchObject({
+            schema_version: 1,
+            workspace_id: owner.workspaceId,
+            kind: "customer_inference",
+            model: "Stub-Chat",
+            api_key_id: key.api_key.id,
+            principal_id: key.api_key.id,
+            prompt_tokens: 12,
+            completion_tokens: 3,
+            currency: "usd",
+            cost_usd_nanos: "21000000",
+            cost_minor: 2,
+            unpriced: false,
+            agent_id: "support-bot"
+          })
+          expect(usage!.request_id).toMatch(/\S/)
+          expect(usage!.metadata).toMatchObject({ dialect: "chat_style", route_id: gateway.routeId, stream: false })
+
+          // The stream worker stores it: GET /v1/llm-usage lists it and sums it by model.
+          const listed = yield* eventually(
+            Effect.flatMap(owner.api.llmUsage.listLlmUsage({ urlParams: {} }), (answer) => {
+              const { events } = usageRecordsOf(answer)
+              return events.length === 1 ? Effect.succeed(events[0]!) : Effect.fail(new Error(JSON.stringify(answer)))
+            }),
+            "20 seconds"
+          )
+          expect(listed).toMatchObject({ model: "Stub-Chat", prompt_tokens: 12, completion_tokens: 3, cost_minor: 2 })
+          const grouped = usageGroupsOf(yield* owner.api.llmUsage.listLlmUsage({ urlParams: { group_by: "model" } }))
+          expect(grouped).toMatchObject({
+            group_by: "model",
+            groups: [
+              { prompt_tokens: 12, completion_tokens: 3, cost_minor: 2, cost_usd_nanos: "21000000", event_count: 1 }
+            ]
+          })
         })
-        expect(usage!.request_id).toMatch(/\S/)
-        expect(usage!.metadata).toMatchObject({ dialect: "chat_style", route_id: gateway.routeId, stream: false })
-
-        // The stream worker stores it: GET /v1/llm-usage lists it and sums it by model.
-        const listed = yield* eventually(
-          Effect.flatMap(call(base, "GET", "/v1/llm-usage", { token: owner.jwt }), (response) => {
-            const events = (response.body as { events?: Array<Record<string, unknown>> }).events ?? []
-            return events.length === 1 ? Effect.succeed(events[0]!) : Effect.fail(new Error(response.text))
-          }),
-          "20 seconds"
-        )
-        expect(listed).toMatchObject({ model: "Stub-Chat", prompt_tokens: 12, completion_tokens: 3, cost_minor: 2 })
-        const grouped = yield* call(base, "GET", "/v1/llm-usage?group_by=model", { token: owner.jwt })
-        expect(grouped.body).toMatchObject({
-          group_by: "model",
-          groups: [{ prompt_tokens: 12, completion_tokens: 3, cost_minor: 2, cost_usd_nanos: "21000000", event_count: 1 }]
-        })
-      })
     )
 
     it.effect("streams chunk by chunk and asks the provider for stream usage", () =>
@@ -122,36 +137,59 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
   })
 
   describe("messages_style with the @anthropic-ai/sdk client", () => {
-    it.effect("answers a message (the client's own apiKey, sent as x-api-key) with x-api-key and anthropic-version upstream", () =>
-      Effect.gen(function* () {
-        const { base, db, owner, gateway } = yield* stubTenant
-        const key = yield* createKey(base, owner)
-        yield* setPrice(base, owner, "stub-claude", 300, 1500)
-        // Configured the way Anthropic's docs show: the runtime key as apiKey (x-api-key header).
-        const client = new Anthropic({ apiKey: key.plaintext_key, baseURL: `${gateway.routeBase}/messages_style`, maxRetries: 0 })
+    it.effect(
+      "answers a message (the client's own apiKey, sent as x-api-key) with x-api-key and anthropic-version upstream",
+      () =>
+        Effect.gen(function* () {
+          const { db, owner, gateway } = yield* stubTenant
+          const key = yield* createKey(owner)
+          yield* setPrice(owner, "stub-claude", 300, 1500)
+          // Configured the way Anthropic's docs show: the runtime key as apiKey (x-api-key header).
+          const client = new Anthropic({
+            apiKey: key.plaintext_key,
+            baseURL: `${gateway.routeBase}/messages_style`,
+            maxRetries: 0
+          })
 
-        const message = yield* Effect.promise(() =>
-          client.messages.create({ model: "stub-claude", max_tokens: 64, messages: [{ role: "user", content: "Hi" }] })
-        )
-        expect(message.content[0]).toMatchObject({ type: "text", text: "Hello!" })
-        const seen = lastRequest()
-        expect(seen.path).toBe("/v1/messages")
-        expect(seen.headers["x-api-key"]).toBe(PROVIDER_KEY)
-        expect(seen.headers["authorization"]).toBeUndefined()
-        // The client's anthropic-version is passed on (the gateway sets 2023-06-01 only when there is none).
-        expect(seen.headers["anthropic-version"]).toMatch(/^\d{4}-\d{2}-\d{2}$/)
-        expect(seen.body).toEqual({ model: "stub-claude", max_tokens: 64, messages: [{ role: "user", content: "Hi" }] })
+          const message = yield* Effect.promise(() =>
+            client.messages.create({
+              model: "stub-claude",
+              max_tokens: 64,
+              messages: [{ role: "user", content: "Hi" }]
+            })
+          )
+          expect(message.content[0]).toMatchObject({ type: "text", text: "Hello!" })
+          const seen = lastRequest()
+          expect(seen.path).toBe("/v1/messages")
+          expect(seen.headers["x-api-key"]).toBe(PROVIDER_KEY)
+          expect(seen.headers["authorization"]).toBeUndefined()
+          // The client's anthropic-version is passed on (the gateway sets 2023-06-01 only when there is none).
+          expect(seen.headers["anthropic-version"]).toMatch(/^\d{4}-\d{2}-\d{2}$/)
+          expect(seen.body).toEqual({
+            model: "stub-claude",
+            max_tokens: 64,
+            messages: [{ role: "user", content: "Hi" }]
+          })
 
-        const [usage] = yield* awaitUsage(db, owner.workspaceId, 1)
-        // 15 x 300 + 7 x 1500 = 15,000 -> x 10 nanos.
-        expect(usage).toMatchObject({ prompt_tokens: 15, completion_tokens: 7, cost_usd_nanos: "150000", cost_minor: 0 })
-      })
+          const [usage] = yield* awaitUsage(db, owner.workspaceId, 1)
+          // 15 x 300 + 7 x 1500 = 15,000 -> x 10 nanos.
+          expect(usage).toMatchObject({
+            prompt_tokens: 15,
+            completion_tokens: 7,
+            cost_usd_nanos: "150000",
+            cost_minor: 0
+          })
+        })
     )
 
     it.effect("streams events and counts cumulative message_delta usage once", () =>
       Effect.gen(function* () {
         const { db, owner, gateway } = yield* stubTenant
-        const client = new Anthropic({ authToken: owner.jwt, baseURL: `${gateway.routeBase}/messages_style`, maxRetries: 0 })
+        const client = new Anthropic({
+          authToken: owner.jwt,
+          baseURL: `${gateway.routeBase}/messages_style`,
+          maxRetries: 0
+        })
 
         const text = yield* Effect.promise(async () => {
           const stream = client.messages.stream({
@@ -172,26 +210,28 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
   })
 
   describe("upstream failures", () => {
-    it.effect("5xx with a body is 502 with that body; without one, the conventions' error body; 401 upstream is 502", () =>
-      Effect.gen(function* () {
-        const { base, owner, gateway } = yield* stubTenant
-        const path = `/v1/gateway/${gateway.routeId}/chat_style/chat/completions`
-        const send = (model: string) => call(base, "POST", path, { token: owner.jwt, body: { model, messages: [] } })
+    it.effect(
+      "5xx with a body is 502 with that body; without one, the conventions' error body; 401 upstream is 502",
+      () =>
+        Effect.gen(function* () {
+          const { base, owner, gateway } = yield* stubTenant
+          const path = `/v1/gateway/${gateway.routeId}/chat_style/chat/completions`
+          const send = (model: string) => call(base, "POST", path, { token: owner.jwt, body: { model, messages: [] } })
 
-        const withBody = yield* send("fail-500")
-        expect(withBody.status).toBe(502)
-        expect(withBody.body).toEqual({ error: { message: "stub upstream exploded", type: "server_error" } })
+          const withBody = yield* send("fail-500")
+          expect(withBody.status).toBe(502)
+          expect(withBody.body).toEqual({ error: { message: "stub upstream exploded", type: "server_error" } })
 
-        expectError(yield* send("fail-500-empty"), 502, "upstream_error")
-        expectError(yield* send("fail-401"), 502, "provider_auth_failed")
+          expectError(yield* send("fail-500-empty"), 502, "upstream_error")
+          expectError(yield* send("fail-401"), 502, "provider_auth_failed")
 
-        const plain = yield* call(base, "POST", `/v1/gateway/${gateway.routeId}/messages_style/v1/messages`, {
-          token: owner.jwt,
-          body: { model: "stub-claude", max_tokens: 5, messages: [] }
+          const plain = yield* call(base, "POST", `/v1/gateway/${gateway.routeId}/messages_style/v1/messages`, {
+            token: owner.jwt,
+            body: { model: "stub-claude", max_tokens: 5, messages: [] }
+          })
+          expect(plain.status, plain.text).toBe(200)
+          expect(lastRequest().headers["anthropic-version"]).toBe("2023-06-01")
         })
-        expect(plain.status, plain.text).toBe(200)
-        expect(lastRequest().headers["anthropic-version"]).toBe("2023-06-01")
-      })
     )
 
     it.effect("an unreachable provider is 502, one that does not answer 504 (after GATEWAY_UPSTREAM_TIMEOUT_MS)", () =>
@@ -218,7 +258,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
         )
         const address = Context.get(context, HttpServer.HttpServer).address
         const impatient = `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`
-        const key = yield* createKey(base, owner) // valid on both processes (session tokens are not)
+        const key = yield* createKey(owner) // valid on both processes (session tokens are not)
         const timedOut = expectError(
           yield* call(impatient, "POST", `/v1/gateway/${gateway.routeId}/messages_style/v1/messages`, {
             token: key.plaintext_key,
@@ -247,7 +287,11 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
         )
         const path = `/v1/gateway/${gateway.routeId}/chat_style/chat/completions`
         expectError(yield* call(base, "POST", path, { token: owner.jwt, body: [1, 2] }), 400, "validation_failed")
-        expectError(yield* call(base, "POST", path, { token: owner.jwt, body: { messages: [] } }), 400, "validation_failed")
+        expectError(
+          yield* call(base, "POST", path, { token: owner.jwt, body: { messages: [] } }),
+          400,
+          "validation_failed"
+        )
         expectError(yield* call(base, "POST", path, { token: owner.jwt, raw: "{nope" }), 400, "malformed_json")
         expectError(yield* call(base, "POST", path, { body: { model: "x" } }), 401)
         expect(stub.requests.length).toBe(before)
@@ -256,54 +300,59 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
   })
 
   describe("budgets at the gateway", () => {
-    it.effect("refuses an unpriced model under an active budget (402 model_unpriced), and a spent budget (402 budget_exceeded)", () =>
-      Effect.gen(function* () {
-        const { base, db, owner, gateway } = yield* stubTenant
-        const path = `/v1/gateway/${gateway.routeId}/chat_style/chat/completions`
-        yield* setBudget(base, owner, 1, "day")
-        const before = stub.requests.length
+    it.effect(
+      "refuses an unpriced model under an active budget (402 model_unpriced), and a spent budget (402 budget_exceeded)",
+      () =>
+        Effect.gen(function* () {
+          const { base, db, owner, gateway } = yield* stubTenant
+          const path = `/v1/gateway/${gateway.routeId}/chat_style/chat/completions`
+          yield* setBudget(owner, 1, "day")
+          const before = stub.requests.length
 
-        const unpriced = expectError(
-          yield* call(base, "POST", path, { token: owner.jwt, body: { model: "no-price", messages: [] } }),
-          402,
-          "model_unpriced"
-        )
-        expect(unpriced.message).toContain("no-price")
-        expect(stub.requests.length).toBe(before)
-
-        // 12 x 1,000,000 cents per million = 12 cents: one soft call overshoots the 1-cent cap, then the budget is spent.
-        yield* setPrice(base, owner, "stub-chat", 1_000_000, 0)
-        const soft = yield* call(base, "POST", path, { token: owner.jwt, body: { model: "stub-chat", messages: [] } })
-        expect(soft.status, soft.text).toBe(200)
-        yield* awaitUsage(db, owner.workspaceId, 1)
-        const refused = yield* eventually(
-          Effect.flatMap(
-            call(base, "POST", path, { token: owner.jwt, body: { model: "stub-chat", messages: [] } }),
-            (response) => (response.status === 402 ? Effect.succeed(response) : Effect.fail(response.text))
+          const unpriced = expectError(
+            yield* call(base, "POST", path, { token: owner.jwt, body: { model: "no-price", messages: [] } }),
+            402,
+            "model_unpriced"
           )
-        )
-        const error = expectError(refused, 402, "budget_exceeded")
-        const tomorrow = new Date()
-        tomorrow.setUTCHours(24, 0, 0, 0)
-        expect(error.details).toEqual([{ path: "reset_at", message: tomorrow.toISOString() }])
-        expect(error.message).toContain(tomorrow.toISOString())
+          expect(unpriced.message).toContain("no-price")
+          expect(stub.requests.length).toBe(before)
 
-        // Strict: max_tokens whose worst case exceeds what is left is refused too.
-        expectError(
-          yield* call(base, "POST", path, { token: owner.jwt, body: { model: "stub-chat", max_tokens: 5, messages: [] } }),
-          402,
-          "budget_exceeded"
-        )
-        // Without the budget, the same request passes (settings reach the gateway within its 1 s cache).
-        yield* setBudget(base, owner, null)
-        yield* eventually(
-          Effect.flatMap(
-            call(base, "POST", path, { token: owner.jwt, body: { model: "stub-chat", messages: [] } }),
-            (response) => (response.status === 200 ? Effect.void : Effect.fail(response.text))
-          ),
-          "30 seconds"
-        )
-      })
+          // 12 x 1,000,000 cents per million = 12 cents: one soft call overshoots the 1-cent cap, then the budget is spent.
+          yield* setPrice(owner, "stub-chat", 1_000_000, 0)
+          const soft = yield* call(base, "POST", path, { token: owner.jwt, body: { model: "stub-chat", messages: [] } })
+          expect(soft.status, soft.text).toBe(200)
+          yield* awaitUsage(db, owner.workspaceId, 1)
+          const refused = yield* eventually(
+            Effect.flatMap(
+              call(base, "POST", path, { token: owner.jwt, body: { model: "stub-chat", messages: [] } }),
+              (response) => (response.status === 402 ? Effect.succeed(response) : Effect.fail(response.text))
+            )
+          )
+          const error = expectError(refused, 402, "budget_exceeded")
+          const tomorrow = new Date()
+          tomorrow.setUTCHours(24, 0, 0, 0)
+          expect(error.details).toEqual([{ path: "reset_at", message: tomorrow.toISOString() }])
+          expect(error.message).toContain(tomorrow.toISOString())
+
+          // Strict: max_tokens whose worst case exceeds what is left is refused too.
+          expectError(
+            yield* call(base, "POST", path, {
+              token: owner.jwt,
+              body: { model: "stub-chat", max_tokens: 5, messages: [] }
+            }),
+            402,
+            "budget_exceeded"
+          )
+          // Without the budget, the same request passes (settings reach the gateway within its 1 s cache).
+          yield* setBudget(owner, null)
+          yield* eventually(
+            Effect.flatMap(
+              call(base, "POST", path, { token: owner.jwt, body: { model: "stub-chat", messages: [] } }),
+              (response) => (response.status === 200 ? Effect.void : Effect.fail(response.text))
+            ),
+            "30 seconds"
+          )
+        })
     )
   })
 

@@ -14,9 +14,12 @@ import { afterAll, expect, layer } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { connect } from "node:net"
 import OpenAI from "openai"
-import { createKey, expectError, SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { clientAt } from "../support/Api.js"
 import { eventually } from "../support/Eventually.js"
-import { request, TestDatabaseUrl, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
+import { expectError, request } from "../support/Raw.js"
+import { createKey } from "../support/Tenants.js"
+import { TestDatabaseUrl, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
 import { awaitUsage, GATEWAY_SETTINGS, gatewayTenant } from "./gateway-helpers.js"
 import { NO_NEWLINE_BYTES, startStubUpstream } from "./stub-upstream.js"
 
@@ -101,6 +104,13 @@ const untilServerCloses = (base: string, data: string) =>
       })
   )
 
+/** The service at `base` answers its liveness probe (200). */
+const expectAlive = (base: string) =>
+  Effect.gen(function* () {
+    const [, response] = yield* (yield* clientAt(base)).system.healthz({ withResponse: true })
+    expect(response.status).toBe(200)
+  })
+
 const portOf = (context: Context.Context<HttpServer.HttpServer>) => {
   const address = Context.get(context, HttpServer.HttpServer).address
   return `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`
@@ -111,9 +121,9 @@ layer(testServerWithDatabase("database", SETTINGS), SERVER_OPTIONS)("gateway str
     "calls in flight are capped per key and per workspace (429 with Retry-After); a slot frees when a call ends",
     () =>
       Effect.gen(function* () {
-        const { base, owner, gateway } = yield* gatewayTenant(stub.url)
-        const first = yield* createKey(base, owner)
-        const second = yield* createKey(base, owner)
+        const { owner, gateway } = yield* gatewayTenant(stub.url)
+        const first = yield* createKey(owner)
+        const second = yield* createKey(owner)
         const url = `${gateway.routeBase}/chat_style/chat/completions`
         const seenBefore = stub.requests.length
 
@@ -155,7 +165,7 @@ layer(testServerWithDatabase("database", SETTINGS), SERVER_OPTIONS)("gateway str
     () =>
       Effect.gen(function* () {
         const { base, db, owner, gateway } = yield* gatewayTenant(stub.url)
-        const key = yield* createKey(base, owner)
+        const key = yield* createKey(owner)
         const abortedBefore = stub.aborted.filter((model) => model === "no-newline").length
         // The provider sends 16 MiB without a newline and then holds the stream open.
         const stream = yield* openStream(
@@ -171,7 +181,7 @@ layer(testServerWithDatabase("database", SETTINGS), SERVER_OPTIONS)("gateway str
           () => stub.aborted.filter((model) => model === "no-newline").length > abortedBefore,
           "the provider's call closed"
         )
-        expect((yield* request(`${base}/healthz`)).status).toBe(200)
+        yield* expectAlive(base)
         const [usage] = yield* awaitUsage(db, owner.workspaceId, 1)
         expect(usage!.metadata).toMatchObject({ stream: true, upstream_error: "sse_line_too_long", cut_short: true })
       })
@@ -179,8 +189,8 @@ layer(testServerWithDatabase("database", SETTINGS), SERVER_OPTIONS)("gateway str
 
   it.effect("a client that sends its headers or its body too slowly is cut off (408); a long answer is not", () =>
     Effect.gen(function* () {
-      const { base, owner, gateway } = yield* gatewayTenant(stub.url)
-      const key = yield* createKey(base, owner) // valid on both processes (session tokens are not)
+      const { owner, gateway } = yield* gatewayTenant(stub.url)
+      const key = yield* createKey(owner) // valid on both processes (session tokens are not)
       const scope = yield* Scope.make()
       const context = yield* Layer.buildWithScope(
         testServerOver("database", yield* TestDatabaseUrl, SLOW_CLIENT_SETTINGS),
@@ -207,7 +217,7 @@ layer(testServerWithDatabase("database", SETTINGS), SERVER_OPTIONS)("gateway str
       const rest = yield* Effect.promise(stream.rest)
       expect(rest).toContain('"usage"')
       expect(rest.trim().endsWith("data: [DONE]")).toBe(true)
-      expect((yield* request(`${strict}/healthz`)).status).toBe(200)
+      yield* expectAlive(strict)
       yield* Scope.close(scope, Exit.void)
     })
   )
@@ -216,8 +226,8 @@ layer(testServerWithDatabase("database", SETTINGS), SERVER_OPTIONS)("gateway str
     "GATEWAY_MAX_STREAM_SECONDS ends a stream with the dialect's error event; the SDKs raise it; usage is recorded",
     () =>
       Effect.gen(function* () {
-        const { base, db, owner, gateway } = yield* gatewayTenant(stub.url)
-        const key = yield* createKey(base, owner) // valid on both processes (session tokens are not)
+        const { db, owner, gateway } = yield* gatewayTenant(stub.url)
+        const key = yield* createKey(owner) // valid on both processes (session tokens are not)
         const scope = yield* Scope.make()
         const context = yield* Layer.buildWithScope(
           testServerOver("database", yield* TestDatabaseUrl, { ...SETTINGS, GATEWAY_MAX_STREAM_SECONDS: "1" }),

@@ -17,19 +17,18 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, JSONSchema, type Schema } from "effect"
 import fc from "fast-check"
 import { AgentProfileDocument, PolicyDocument } from "../../src/catalog/Domain.js"
-import { baseUrl, type JsonResponse, TestDatabaseUrl, testServer, testServerWithDatabase } from "../support/TestServer.js"
+import { queryDatabase, SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { call, type CallOptions, type ErrorShape, isErrorBody, type JsonResponse } from "../support/Raw.js"
+import { createKey, INTERNAL_KEY, tenant } from "../support/Tenants.js"
+import { baseUrl, TestDatabaseUrl, testServer, testServerWithDatabase } from "../support/TestServer.js"
 import {
-  call,
-  type CallOptions,
-  createKey,
-  type ErrorShape,
-  INTERNAL_KEY,
-  isErrorBody,
-  queryDatabase,
-  SERVER_OPTIONS,
-  tenant
-} from "../identity/http-helpers.js"
-import { fieldPaths, fieldSchema, HOSTILE_VALUES, resolverOf, valueWith, WHOLE_BODY_VALUES } from "./oversized-inputs.js"
+  fieldPaths,
+  fieldSchema,
+  HOSTILE_VALUES,
+  resolverOf,
+  valueWith,
+  WHOLE_BODY_VALUES
+} from "./oversized-inputs.js"
 
 interface Operation {
   readonly method: string
@@ -68,7 +67,16 @@ const operationsOf = (doc: OpenApiDoc): ReadonlyArray<Operation> =>
   )
 
 const hostileString = fc.oneof(
-  fc.constantFrom("", " ", "a\u0000b", "\ud800", "'; drop table traces; --", "../../etc/passwd", "%00", "x".repeat(5000)),
+  fc.constantFrom(
+    "",
+    " ",
+    "a\u0000b",
+    "\ud800",
+    "'; drop table traces; --",
+    "../../etc/passwd",
+    "%00",
+    "x".repeat(5000)
+  ),
   fc.string({ maxLength: 20 })
 )
 const hostileValue = fc.oneof(
@@ -105,7 +113,7 @@ layer(testServer("database"), SERVER_OPTIONS)("no request produces a 5xx", (it) 
         expect(operations.length).toBeGreaterThan(80)
 
         const owner = yield* tenant(base)
-        const key = yield* createKey(base, owner)
+        const key = yield* createKey(owner)
         const credentials: ReadonlyArray<{ name: string; token?: string; headers?: Record<string, string> }> = [
           { name: "owner session", token: owner.jwt },
           { name: "runtime key", token: key.plaintext_key },
@@ -116,7 +124,8 @@ layer(testServer("database"), SERVER_OPTIONS)("no request produces a 5xx", (it) 
         // for last, so they cannot hide failures of the others behind 401s.
         const ending = /logout|password|api-keys\/\{[^}]+\}$|workspaces\/\{[^}]+\}$/
         const ordered = [...operations].sort(
-          (a, b) => Number(ending.test(a.path) && a.method !== "GET") - Number(ending.test(b.path) && b.method !== "GET")
+          (a, b) =>
+            Number(ending.test(a.path) && a.method !== "GET") - Number(ending.test(b.path) && b.method !== "GET")
         )
 
         const failures: Array<string> = []
@@ -124,7 +133,8 @@ layer(testServer("database"), SERVER_OPTIONS)("no request produces a 5xx", (it) 
         for (const operation of ordered) {
           for (const credential of credentials) {
             const ids = credential.name === "owner session" ? pathIds : pathIds.slice(0, 1)
-            const bodies = operation.method === "GET" || operation.method === "DELETE" ? [undefined] : bodiesFor(operation, seed++)
+            const bodies =
+              operation.method === "GET" || operation.method === "DELETE" ? [undefined] : bodiesFor(operation, seed++)
             for (const id of ids) {
               for (const raw of bodies) {
                 const response = yield* call(base, operation.method, fill(operation.path, id), {
@@ -195,7 +205,10 @@ const probesOf = (method: string, path: string, operation: OpenApiOperation, doc
           path: url,
           field: field.join("."),
           what: hostile.name,
-          raw: () => JSON.stringify(valueWith(bodySchema, field, hostile.value(fieldSchema(bodySchema, field, resolve)), resolve)),
+          raw: () =>
+            JSON.stringify(
+              valueWith(bodySchema, field, hostile.value(fieldSchema(bodySchema, field, resolve)), resolve)
+            ),
           validates: path === "/v1/policies/validate",
           document: yamlDocument !== undefined
         })
@@ -210,7 +223,13 @@ const probesOf = (method: string, path: string, operation: OpenApiOperation, doc
   }
   for (const parameter of operation.parameters ?? []) {
     if (parameter.in !== "query") continue
-    probes.push({ method, path: url, field: parameter.name, what: "10,000-character query value", query: `?${parameter.name}=${"q".repeat(10_000)}` })
+    probes.push({
+      method,
+      path: url,
+      field: parameter.name,
+      what: "10,000-character query value",
+      query: `?${parameter.name}=${"q".repeat(10_000)}`
+    })
   }
   return probes
 }
@@ -241,69 +260,83 @@ const tableCounts = (url: string) =>
     return counts
   })
 
-layer(testServerWithDatabase("database", { INTERNAL_API_KEY: INTERNAL_KEY }), SERVER_OPTIONS)("every input is bounded", (it) => {
-  it.effect(
-    "every operation, every field: a 1 MB string, 100,000 items, 10,000 keys, deep nesting, NUL: 400 naming the path (or 413), no 5xx, no row stored",
-    () =>
-      Effect.gen(function* () {
-        const base = yield* baseUrl
-        const databaseUrl = yield* TestDatabaseUrl
-        const doc = (yield* call(base, "GET", "/openapi.json")).body as OpenApiDoc & {
-          paths: Record<string, Record<string, OpenApiOperation>>
-        }
-        const owner = yield* tenant(base)
-        const key = yield* createKey(base, owner)
-        const credentials: ReadonlyArray<CallOptions> = [
-          { token: owner.jwt },
-          { token: key.plaintext_key },
-          { token: INTERNAL_KEY, headers: { "x-service-workspace-id": owner.workspaceId } }
-        ]
-        const probes = Object.entries(doc.paths).flatMap(([path, operations]) =>
-          Object.entries(operations).flatMap(([method, operation]) =>
-            probesOf(method.toUpperCase(), path, operation, doc)
+layer(testServerWithDatabase("database", { INTERNAL_API_KEY: INTERNAL_KEY }), SERVER_OPTIONS)(
+  "every input is bounded",
+  (it) => {
+    it.effect(
+      "every operation, every field: a 1 MB string, 100,000 items, 10,000 keys, deep nesting, NUL: 400 naming the path (or 413), no 5xx, no row stored",
+      () =>
+        Effect.gen(function* () {
+          const base = yield* baseUrl
+          const databaseUrl = yield* TestDatabaseUrl
+          const doc = (yield* call(base, "GET", "/openapi.json")).body as OpenApiDoc & {
+            paths: Record<string, Record<string, OpenApiOperation>>
+          }
+          const owner = yield* tenant(base)
+          const key = yield* createKey(owner)
+          const credentials: ReadonlyArray<CallOptions> = [
+            { token: owner.jwt },
+            { token: key.plaintext_key },
+            { token: INTERNAL_KEY, headers: { "x-service-workspace-id": owner.workspaceId } }
+          ]
+          const probes = Object.entries(doc.paths).flatMap(([path, operations]) =>
+            Object.entries(operations).flatMap(([method, operation]) =>
+              probesOf(method.toUpperCase(), path, operation, doc)
+            )
           )
-        )
-        expect(probes.length).toBeGreaterThan(1000)
-        const before = yield* tableCounts(databaseUrl)
+          expect(probes.length).toBeGreaterThan(1000)
+          const before = yield* tableCounts(databaseUrl)
 
-        const failures: Array<string> = []
-        yield* Effect.forEach(
-          probes,
-          (probe) =>
-            Effect.gen(function* () {
-              // The first credential the operation does not refuse (401/403) is the one whose answer counts.
-              let response: JsonResponse | undefined
-              const raw = probe.raw?.()
-              for (const credential of credentials) {
-                response = yield* call(base, probe.method, probe.path + (probe.query ?? ""), {
-                  ...credential,
-                  ...(raw === undefined ? {} : { raw })
-                }).pipe(
-                  // A connection the server dropped is a failure of this probe, reported with the others.
-                  Effect.catchAllDefect((defect) =>
-                    Effect.succeed({ status: 0, headers: new Headers(), body: null, text: `no answer: ${String(defect)}` })
+          const failures: Array<string> = []
+          yield* Effect.forEach(
+            probes,
+            (probe) =>
+              Effect.gen(function* () {
+                // The first credential the operation does not refuse (401/403) is the one whose answer counts.
+                let response: JsonResponse | undefined
+                const raw = probe.raw?.()
+                for (const credential of credentials) {
+                  response = yield* call(base, probe.method, probe.path + (probe.query ?? ""), {
+                    ...credential,
+                    ...(raw === undefined ? {} : { raw })
+                  }).pipe(
+                    // A connection the server dropped is a failure of this probe, reported with the others.
+                    Effect.catchAllDefect((defect) =>
+                      Effect.succeed({
+                        status: 0,
+                        headers: new Headers(),
+                        body: null,
+                        text: `no answer: ${String(defect)}`
+                      })
+                    )
                   )
-                )
-                if (response.status !== 401 && response.status !== 403) break
-              }
-              const answer = response!
-              const refused =
-                (answer.status === 400 && isErrorBody(answer.body) && answer.body.error.code === "validation_failed") ||
-                answer.status === 413 ||
-                (probe.validates === true && answer.status === 200 && (answer.body as { valid?: boolean }).valid === false)
-              const named =
-                answer.status === 413 ||
-                namesField(answer.body, probe.field) ||
-                (probe.document === true && namesField(answer.body, ""))
-              if (!refused || !named) {
-                failures.push(`${probe.method} ${probe.path} ${probe.field} [${probe.what}] -> ${answer.status} ${answer.text.slice(0, 300)}`)
-              }
-            }),
-          { concurrency: 4, discard: true }
-        )
-        expect(failures).toEqual([])
-        expect(yield* tableCounts(databaseUrl)).toEqual(before)
-      }),
-    600_000
-  )
-})
+                  if (response.status !== 401 && response.status !== 403) break
+                }
+                const answer = response!
+                const refused =
+                  (answer.status === 400 &&
+                    isErrorBody(answer.body) &&
+                    answer.body.error.code === "validation_failed") ||
+                  answer.status === 413 ||
+                  (probe.validates === true &&
+                    answer.status === 200 &&
+                    (answer.body as { valid?: boolean }).valid === false)
+                const named =
+                  answer.status === 413 ||
+                  namesField(answer.body, probe.field) ||
+                  (probe.document === true && namesField(answer.body, ""))
+                if (!refused || !named) {
+                  failures.push(
+                    `${probe.method} ${probe.path} ${probe.field} [${probe.what}] -> ${answer.status} ${answer.text.slice(0, 300)}`
+                  )
+                }
+              }),
+            { concurrency: 4, discard: true }
+          )
+          expect(failures).toEqual([])
+          expect(yield* tableCounts(databaseUrl)).toEqual(before)
+        }),
+      600_000
+    )
+  }
+)

@@ -7,23 +7,15 @@
  * traffic stays on loopback.
  */
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Redacted } from "effect"
 import { createServer, type Socket } from "node:net"
 import type { AddressInfo } from "node:net"
-import { createAgent, propose, reply, until } from "../authorization-http/event-helpers.js"
-import { createAlert } from "../billing/billing-helpers.js"
+import { createAgent, createAlert, deliveriesOf, proposeReply, until } from "../billing/billing-helpers.js"
 import { GATEWAY_SETTINGS, PROVIDER_KEY, setupGateway } from "../gateway/gateway-helpers.js"
-import {
-  call,
-  createKey,
-  expectError,
-  expectStatus,
-  expectValidation,
-  INTERNAL_KEY,
-  joinedAs,
-  SERVER_OPTIONS,
-  tenant
-} from "../identity/http-helpers.js"
+import { SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { expectInvalid, type GuardrailClient } from "../support/Api.js"
+import { call, expectError } from "../support/Raw.js"
+import { createKey, INTERNAL_KEY, joinedAs, keyClient, tenant } from "../support/Tenants.js"
 import { baseUrl, testServer } from "../support/TestServer.js"
 import { loopbackServer, scriptedResolver } from "./outbound-helpers.js"
 
@@ -33,12 +25,16 @@ const { resolver } = scriptedResolver({
   "internal.test": [["10.0.0.5"]]
 })
 
-const server = testServer("database", {
-  ...GATEWAY_SETTINGS,
-  HTTP_URL_ALLOWLIST: "127.0.0.1",
-  INTERNAL_API_KEY: INTERNAL_KEY,
-  WEBHOOK_MAX_ATTEMPTS: "1"
-}, resolver)
+const server = testServer(
+  "database",
+  {
+    ...GATEWAY_SETTINGS,
+    HTTP_URL_ALLOWLIST: "127.0.0.1",
+    INTERNAL_API_KEY: INTERNAL_KEY,
+    WEBHOOK_MAX_ATTEMPTS: "1"
+  },
+  resolver
+)
 
 /** A loopback TCP listener that only counts the connections it gets. */
 const connectionCounter = Effect.acquireRelease(
@@ -61,6 +57,7 @@ const connectionCounter = Effect.acquireRelease(
   (counter) => Effect.sync(counter.close)
 )
 
+/** A call through the proxy, as its users make it. */
 const chatCall = (routeBase: string, key: string) =>
   call(routeBase, "POST", "/chat_style/chat/completions", {
     token: key,
@@ -82,27 +79,34 @@ layer(server, SERVER_OPTIONS)("outbound calls", (it) => {
       const base = yield* baseUrl
       const owner = yield* tenant(base)
       for (const url of INTERNAL_URLS) {
-        const connection = yield* call(base, "POST", "/v1/gateway/provider-connections", {
-          token: owner.jwt,
-          body: { display_name: "x", kind: "chat_compatible", provider_api_key: PROVIDER_KEY, base_url: url }
-        })
-        expect(expectValidation(connection, "base_url").message, url).toContain("HTTP_URL_ALLOWLIST")
-        expectValidation(
-          yield* call(base, "POST", "/v1/financial/budget-alerts", {
-            token: owner.jwt,
-            body: { name: "a", threshold_type: "absolute", threshold_value: 1, window: "day", webhook_url: url }
+        const connection = yield* expectInvalid(
+          owner.api.providerConnections.createProviderConnection({
+            payload: {
+              display_name: "x",
+              kind: "chat_compatible",
+              provider_api_key: Redacted.make(PROVIDER_KEY),
+              base_url: url
+            }
+          }),
+          "base_url"
+        )
+        expect(connection.message, url).toContain("HTTP_URL_ALLOWLIST")
+        yield* expectInvalid(
+          createAlert(owner.api, {
+            name: "a",
+            threshold_type: "absolute",
+            threshold_value: 1,
+            window: "day",
+            webhook_url: url
           }),
           "webhook_url"
         )
-        expectValidation(
-          yield* call(base, "PATCH", "/v1/settings", { token: owner.jwt, body: { escalation_webhook_url: url } }),
+        yield* expectInvalid(
+          owner.api.settings.updateSettings({ payload: { escalation_webhook_url: url } }),
           "escalation_webhook_url"
         )
-        expectValidation(
-          yield* call(base, "POST", "/v1/knowledge-sources", {
-            token: owner.jwt,
-            body: { kind: "url", title: "Docs", location: url }
-          }),
+        yield* expectInvalid(
+          owner.api.knowledgeSources.createKnowledgeSource({ payload: { kind: "url", title: "Docs", location: url } }),
           "location"
         )
       }
@@ -113,23 +117,17 @@ layer(server, SERVER_OPTIONS)("outbound calls", (it) => {
     Effect.gen(function* () {
       const base = yield* baseUrl
       const owner = yield* tenant(base)
-      const draft = expectStatus(
-        yield* call(base, "POST", "/v1/knowledge-sources", { token: owner.jwt, body: { kind: "url", title: "Docs" } }),
-        201
-      )
+      const sources = owner.api.knowledgeSources
+      const draft = yield* sources.createKnowledgeSource({ payload: { kind: "url", title: "Docs" } })
       expect(draft).toMatchObject({ kind: "url", title: "Docs", status: "draft", location: null })
-      expectValidation(
-        yield* call(base, "POST", "/v1/knowledge-sources", {
-          token: owner.jwt,
-          body: { kind: "url", title: "Docs", location: "not a url" }
-        }),
+      yield* expectInvalid(
+        sources.createKnowledgeSource({ payload: { kind: "url", title: "Docs", location: "not a url" } }),
         "location"
       )
-      const located = yield* call(base, "POST", "/v1/knowledge-sources", {
-        token: owner.jwt,
-        body: { kind: "url", title: "Docs", location: "https://docs.example.com/guide" }
+      const located = yield* sources.createKnowledgeSource({
+        payload: { kind: "url", title: "Docs", location: "https://docs.example.com/guide" }
       })
-      expect(expectStatus(located, 201)).toMatchObject({ status: "draft", location: "https://docs.example.com/guide" })
+      expect(located).toMatchObject({ status: "draft", location: "https://docs.example.com/guide" })
     })
   )
 
@@ -142,7 +140,7 @@ layer(server, SERVER_OPTIONS)("outbound calls", (it) => {
         const counter = yield* connectionCounter
         // Saved while rebind.test answers a public address (nothing connects to it).
         const gateway = yield* setupGateway(base, owner, `https://rebind.test:${counter.port}/v1`)
-        const key = yield* createKey(base, owner)
+        const key = yield* createKey(owner)
         // Called when it answers loopback: refused in the socket's lookup, cold (Effect path) and warm (direct path).
         expectError(yield* chatCall(gateway.routeBase, key.plaintext_key), 502, "upstream_address_refused")
         expectError(yield* chatCall(gateway.routeBase, key.plaintext_key), 502, "upstream_address_refused")
@@ -157,7 +155,7 @@ layer(server, SERVER_OPTIONS)("outbound calls", (it) => {
       const sink = yield* loopbackServer(200)
       const redirector = yield* loopbackServer(307, `http://127.0.0.1:${sink.port}/v1/chat/completions`)
       const gateway = yield* setupGateway(base, owner, `http://127.0.0.1:${redirector.port}/v1`)
-      const key = yield* createKey(base, owner)
+      const key = yield* createKey(owner)
       expectError(yield* chatCall(gateway.routeBase, key.plaintext_key), 502, "upstream_redirect")
       expect(redirector.seen.map((seen) => seen.path)).toEqual(["/v1/chat/completions"])
       expect(sink.seen).toEqual([])
@@ -170,15 +168,11 @@ layer(server, SERVER_OPTIONS)("outbound calls", (it) => {
       const owner = yield* tenant(base)
       const sink = yield* loopbackServer(200)
       const redirector = yield* loopbackServer(307, `http://127.0.0.1:${sink.port}/internal`)
-      yield* createAgent(base, owner, "support-bot")
-      expectStatus(
-        yield* call(base, "PATCH", "/v1/settings", {
-          token: owner.jwt,
-          body: { escalation_webhook_url: `http://127.0.0.1:${redirector.port}/escalations` }
-        }),
-        200
-      )
-      const alert = yield* createAlert(base, owner.jwt, {
+      yield* createAgent(owner.api, "support-bot")
+      yield* owner.api.settings.updateSettings({
+        payload: { escalation_webhook_url: `http://127.0.0.1:${redirector.port}/escalations` }
+      })
+      const alert = yield* createAlert(owner.api, {
         name: "first action",
         meter: "actions",
         threshold_type: "absolute",
@@ -186,22 +180,13 @@ layer(server, SERVER_OPTIONS)("outbound calls", (it) => {
         window: "day",
         webhook_url: `http://127.0.0.1:${redirector.port}/budget`
       })
-      expect((yield* propose(base, owner, "support-bot", reply("I will ask our lawyer."))).status).toBe("escalated")
+      expect((yield* proposeReply(owner, "support-bot", "I will ask our lawyer.")).status).toBe("escalated")
       // The delivery's one attempt is recorded after its POST ended: a followed redirect would have reached the sink.
       const attempts = yield* until(
-        Effect.map(
-          call(base, "GET", `/v1/financial/budget-alerts/${alert.id}/deliveries`, { token: owner.jwt }),
-          (response) => {
-            const { deliveries } = expectStatus(response, 200) as {
-              deliveries: Array<{
-                status: string
-                attempts: Array<{ response_status: number | null; error: string | null }>
-              }>
-            }
-            expect(deliveries[0]?.status).toBe("failed")
-            return deliveries[0]!.attempts
-          }
-        ),
+        Effect.map(deliveriesOf(owner.api, alert.id), (deliveries) => {
+          expect(deliveries[0]?.status).toBe("failed")
+          return deliveries[0]!.attempts
+        }),
         "30 seconds"
       )
       expect(attempts).toHaveLength(1)
@@ -219,11 +204,8 @@ layer(server, SERVER_OPTIONS)("outbound calls", (it) => {
       const base = yield* baseUrl
       const owner = yield* tenant(base)
       const hook = "https://hooks.example.com/services/T000/B000/secret-token"
-      expectStatus(
-        yield* call(base, "PATCH", "/v1/settings", { token: owner.jwt, body: { escalation_webhook_url: hook } }),
-        200
-      )
-      yield* createAlert(base, owner.jwt, {
+      yield* owner.api.settings.updateSettings({ payload: { escalation_webhook_url: hook } })
+      yield* createAlert(owner.api, {
         name: "n",
         threshold_type: "absolute",
         threshold_value: 1,
@@ -232,28 +214,18 @@ layer(server, SERVER_OPTIONS)("outbound calls", (it) => {
       })
       const admin = yield* joinedAs(base, owner, "admin")
       const member = yield* joinedAs(base, owner, "member")
-      const key = yield* createKey(base, owner)
-      const seenBy = (token: string, workspace?: string) =>
-        Effect.gen(function* () {
-          const alerts = expectStatus(
-            yield* call(base, "GET", "/v1/financial/budget-alerts", { token, workspace }),
-            200
-          ) as { configs: Array<{ webhook_url: string | null }> }
-          return alerts.configs[0]!.webhook_url
-        })
-      const settingsSeenBy = (token: string, workspace?: string) =>
-        Effect.map(
-          call(base, "GET", "/v1/settings", { token, workspace }),
-          (response) =>
-            (expectStatus(response, 200) as { escalation_webhook_url: string | null }).escalation_webhook_url
-        )
-      expect(yield* seenBy(owner.jwt)).toBe(hook)
-      expect(yield* settingsSeenBy(owner.jwt)).toBe(hook)
-      expect(yield* seenBy(admin.jwt, owner.workspaceId)).toBe(hook)
-      expect(yield* settingsSeenBy(admin.jwt, owner.workspaceId)).toBe(hook)
-      expect(yield* seenBy(member.jwt, owner.workspaceId)).toBe("https://hooks.example.com/***")
-      expect(yield* settingsSeenBy(member.jwt, owner.workspaceId)).toBe("https://hooks.example.com/***")
-      expect(yield* seenBy(key.plaintext_key)).toBe("https://hooks.example.com/***")
+      const key = yield* keyClient(base, yield* createKey(owner))
+      const seenBy = (api: GuardrailClient) =>
+        Effect.map(api.budgetAlerts.listBudgetAlerts({}), (alerts) => alerts.configs[0]!.webhook_url)
+      const settingsSeenBy = (api: GuardrailClient) =>
+        Effect.map(api.settings.getSettings({}), (settings) => settings.escalation_webhook_url)
+      expect(yield* seenBy(owner.api)).toBe(hook)
+      expect(yield* settingsSeenBy(owner.api)).toBe(hook)
+      expect(yield* seenBy(admin.api)).toBe(hook)
+      expect(yield* settingsSeenBy(admin.api)).toBe(hook)
+      expect(yield* seenBy(member.api)).toBe("https://hooks.example.com/***")
+      expect(yield* settingsSeenBy(member.api)).toBe("https://hooks.example.com/***")
+      expect(yield* seenBy(key)).toBe("https://hooks.example.com/***")
     })
   )
 })
