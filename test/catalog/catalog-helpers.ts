@@ -165,9 +165,7 @@ export const guardrails = (caller: Caller, agentId: string) =>
  * contract does not name; tests of exact keys or of what a body must not
  * contain read `body` or `text`.
  */
-export const answered = <A, E, R>(
-  request: Effect.Effect<readonly [A, HttpClientResponse.HttpClientResponse], E, R>
-) =>
+export const answered = <A, E, R>(request: Effect.Effect<readonly [A, HttpClientResponse.HttpClientResponse], E, R>) =>
   Effect.flatMap(request, ([value, response]) =>
     // The client decoded the body from its bytes (read once, kept): read them again.
     Effect.map(response.arrayBuffer, (bytes) => {
@@ -186,6 +184,19 @@ export const answered = <A, E, R>(
 export const keysOf = (value: unknown) => {
   expect(typeof value === "object" && value !== null && !Array.isArray(value), JSON.stringify(value)).toBe(true)
   return Object.keys(value as object).sort()
+}
+
+/** The value at `key` of a JSON object (fails the test for anything else). */
+export const fieldOf = (value: unknown, key: string): unknown => {
+  keysOf(value)
+  return (value as Record<string, unknown>)[key]
+}
+
+/** The list at `key` of a JSON object, e.g. the rows of a list answer (fails the test for anything else). */
+export const rowsOf = (value: unknown, key: string): ReadonlyArray<unknown> => {
+  const rows = fieldOf(value, key)
+  expect(Array.isArray(rows), JSON.stringify(value)).toBe(true)
+  return rows as ReadonlyArray<unknown>
 }
 
 /** The parsed `source_yaml` of a policy. */
