@@ -9,20 +9,20 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { Outbox } from "../../src/platform/Outbox.js"
 import { Topics } from "../../src/platform/Topics.js"
-import {
-  appendEvent,
-  createAgent,
-  createPolicy,
-  createRun,
-  propose,
-  reply,
-  until
-} from "../authorization-http/event-helpers.js"
-import { call, expectError, expectStatus, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
+import type { CreateReviewEvent, TraceId } from "../../src/runs/Domain.js"
+import type { CreateView, Widget as WidgetSchema } from "../../src/analytics/Domain.js"
+import { answered, expectErrorShape } from "../catalog/catalog-helpers.js"
+import { SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { createAgent, createPolicy, propose, reply, until } from "../operations/traffic-helpers.js"
+import { clientAt, expectFailure } from "../support/Api.js"
+import { call, expectError } from "../support/Raw.js"
+import { tenant } from "../support/Tenants.js"
 import { baseUrl, testServer } from "../support/TestServer.js"
 import { byLabel, query, queryRaw, total } from "./analytics-helpers.js"
 
 const AGENT = "support-bot"
+
+type Widget = typeof WidgetSchema.Type
 
 layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
   it.effect("decisions, run events, reviews and LLM usage become metrics, facets and human-review analytics", () =>
@@ -30,34 +30,35 @@ layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
       const base = yield* baseUrl
       const owner = yield* tenant(base)
       const stranger = yield* tenant(base)
-      yield* createAgent(base, owner, AGENT)
-      yield* createPolicy(base, owner, "no-passwords", { value: "password" })
+      yield* createAgent(owner, AGENT)
+      yield* createPolicy(owner, "no-passwords", { value: "password" })
 
-      const chat = yield* createRun(base, owner, { agent_id: AGENT, kind: "chat_session" })
-      const flow = yield* createRun(base, owner, { agent_id: AGENT, kind: "workflow" })
-      for (const kind of ["user_turn", "agent_turn", "tool_call"]) yield* appendEvent(base, owner, chat.id, { kind })
-      for (const kind of ["user_turn", "agent_turn"]) yield* appendEvent(base, owner, flow.id, { kind })
+      const chat = yield* owner.api.runs.createRun({ payload: { agent_id: AGENT, kind: "chat_session" } })
+      const flow = yield* owner.api.runs.createRun({ payload: { agent_id: AGENT, kind: "workflow" } })
+      for (const kind of ["user_turn", "agent_turn", "tool_call"] as const) {
+        yield* owner.api.runs.appendRunEvent({ path: { id: chat.id }, payload: { kind } })
+      }
+      for (const kind of ["user_turn", "agent_turn"] as const) {
+        yield* owner.api.runs.appendRunEvent({ path: { id: flow.id }, payload: { kind } })
+      }
 
       const step = { metadata: { workflow_step: "checkout" } }
-      const refund = yield* propose(base, owner, AGENT, reply("I promise a full refund."), { run_id: chat.id })
-      const password = yield* propose(base, owner, AGENT, reply("Tell me your password."), step)
+      const refund = yield* propose(owner, AGENT, reply("I promise a full refund."), { run_id: chat.id })
+      const password = yield* propose(owner, AGENT, reply("Tell me your password."), step)
       const others = [
-        yield* propose(base, owner, AGENT, reply("That is a stupid idea.")),
-        yield* propose(base, owner, AGENT, reply("Let me get our lawyer.")),
-        yield* propose(base, owner, AGENT, reply("Your order ships tomorrow."), step),
-        yield* propose(base, owner, AGENT, reply("Your order ships today."))
+        yield* propose(owner, AGENT, reply("That is a stupid idea.")),
+        yield* propose(owner, AGENT, reply("Let me get our lawyer.")),
+        yield* propose(owner, AGENT, reply("Your order ships tomorrow."), step),
+        yield* propose(owner, AGENT, reply("Your order ships today."))
       ]
       const latencies = [refund, password, ...others].map((decision) => decision.latency_ms).sort((a, b) => a - b)
       expect([refund.effect, password.effect]).toEqual(["deny", "deny"])
       // Another workspace's traffic never shows up here.
-      yield* createAgent(base, stranger, AGENT)
-      yield* propose(base, stranger, AGENT, reply("I promise a full refund."))
+      yield* createAgent(stranger, AGENT)
+      yield* propose(stranger, AGENT, reply("I promise a full refund."))
 
-      const review = (traceId: string, body: Record<string, unknown>) =>
-        Effect.map(
-          call(base, "POST", `/v1/traces/${traceId}/review-events`, { token: owner.jwt, body }),
-          (response) => expectStatus(response, 201)
-        )
+      const review = (traceId: TraceId, payload: typeof CreateReviewEvent.Type) =>
+        owner.api.reviewEvents.createReviewEvent({ path: { trace_id: traceId }, payload })
       yield* review(password.trace_id, { outcome: "false_positive", reason_codes: ["too_strict", "context"] })
       yield* review(refund.trace_id, { outcome: "corrected", reason_codes: ["too_strict"] })
       yield* review(refund.trace_id, { outcome: "accepted" })
@@ -122,84 +123,109 @@ layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
       expect(yield* total(base, stranger, "trace_count")).toBe(1)
 
       // Grouping, filters and time series.
-      const byEffect = yield* query(base, owner, { metric: "trace_count", group_by: "effect" })
+      const byEffect = yield* query(owner, { metric: "trace_count", group_by: "effect" })
       expect(byLabel(byEffect)).toEqual({ deny: 2, permit: 2, rewrite: 1, defer: 1 })
       expect(byEffect.total).toBe(6)
       expect(byEffect.group_by).toBe("effect")
-      const byKind = yield* query(base, owner, { metric: "run_event_count", group_by: "run_kind" })
+      const byKind = yield* query(owner, { metric: "run_event_count", group_by: "run_kind" })
       expect(byLabel(byKind)).toEqual({ chat_session: 3, workflow: 2 })
-      const denied = yield* query(base, owner, {
+      const denied = yield* query(owner, {
         metric: "trace_count",
         filters: [{ dimension: "effect", values: ["deny", "rewrite"] }]
       })
       expect(denied.total).toBe(3)
       expect(denied.points).toEqual([{ label: "total", value: 3 }])
-      const byStep = yield* query(base, owner, { metric: "trace_count", group_by: "workflow_step" })
+      const byStep = yield* query(owner, { metric: "trace_count", group_by: "workflow_step" })
       expect(byLabel(byStep)).toMatchObject({ checkout: 2, "(none)": 4 })
-      const byModel = yield* query(base, owner, { metric: "llm_prompt_tokens", group_by: "model" })
+      const byModel = yield* query(owner, { metric: "llm_prompt_tokens", group_by: "model" })
       expect(byLabel(byModel)).toEqual({ "gpt-test": 120 })
 
       const now = Date.now()
       const hour = 3_600_000
       const start = new Date(now - 3 * hour).toISOString()
       const end = new Date(now + hour).toISOString()
-      const hourly = yield* query(base, owner, { metric: "trace_count", interval: "hour", start, end })
+      const hourly = yield* query(owner, { metric: "trace_count", interval: "hour", start, end })
       expect(hourly.points.length).toBeGreaterThanOrEqual(4)
       expect(hourly.points.reduce((sum, point) => sum + point.value, 0)).toBe(6)
       expect(hourly.total).toBe(6)
       const thisHour = new Date(Math.floor(now / hour) * hour).toISOString()
       expect(byLabel(hourly)[thisHour]).toBe(6)
-      const daily = yield* query(base, owner, { metric: "deny_count", interval: "day" })
+      const daily = yield* query(owner, { metric: "deny_count", interval: "day" })
       expect(daily.total).toBe(2)
       // A range over the last few minutes (minute buckets) and one that ended before anything happened.
       expect(
-        yield* total(base, owner, "trace_count", { start: new Date(now - 10 * 60_000).toISOString(), end: new Date(now + 60_000).toISOString() })
+        yield* total(base, owner, "trace_count", {
+          start: new Date(now - 10 * 60_000).toISOString(),
+          end: new Date(now + 60_000).toISOString()
+        })
       ).toBe(6)
       expect(
         yield* total(base, owner, "trace_count", { start: "2020-01-01T00:00:00.000Z", end: "2020-01-02T00:00:00.000Z" })
       ).toBe(0)
       // Ranges of days, hours and minutes together cover each event once.
       expect(
-        yield* total(base, owner, "trace_count", { start: "2020-01-01T00:07:00.000Z", end: new Date(now + 2 * 86_400_000).toISOString() })
+        yield* total(base, owner, "trace_count", {
+          start: "2020-01-01T00:07:00.000Z",
+          end: new Date(now + 2 * 86_400_000).toISOString()
+        })
       ).toBe(6)
 
       // Unknown names are 400, never 500.
-      expectError(yield* queryRaw(base, owner, { metric: "nope" }), 400, "unknown_metric")
-      expectError(yield* queryRaw(base, owner, { metric: "trace_count", group_by: "color" }), 400, "unknown_dimension")
-      expectError(
-        yield* queryRaw(base, owner, { metric: "trace_count", filters: [{ dimension: "color", values: ["x"] }] }),
+      yield* expectFailure(query(owner, { metric: "nope" }), 400, "unknown_metric")
+      yield* expectFailure(query(owner, { metric: "trace_count", group_by: "color" }), 400, "unknown_dimension")
+      yield* expectFailure(
+        query(owner, { metric: "trace_count", filters: [{ dimension: "color", values: ["x"] }] }),
         400,
         "unknown_dimension"
       )
-      expectError(yield* queryRaw(base, owner, { metric: "trace_count", start: "yesterday" }), 400, "validation_failed")
-      expectError(
-        yield* queryRaw(base, owner, { metric: "trace_count", start: "2026-01-02T00:00:00.000Z", end: "2026-01-01T00:00:00.000Z" }),
+      yield* expectFailure(
+        query(owner, { metric: "trace_count", start: "2026-01-02T00:00:00.000Z", end: "2026-01-01T00:00:00.000Z" }),
         400,
         "validation_failed"
       )
+      // Raw: bodies the contract's schema refuses (not a timestamp, an unknown interval, no metric).
+      expectError(yield* queryRaw(base, owner, { metric: "trace_count", start: "yesterday" }), 400, "validation_failed")
       expectError(yield* queryRaw(base, owner, { metric: "trace_count", interval: "week" }), 400)
       expectError(yield* queryRaw(base, owner, {}), 400)
 
       // Catalog: chart types, metrics, dimensions and the values seen in this workspace only.
-      const catalog = expectStatus(yield* call(base, "GET", "/v1/analytics/catalog", { token: owner.jwt }), 200) as {
-        chart_types: Array<string>
-        metrics: Array<{ metric: string; label: string; default_chart_type: string }>
-        dimensions: Array<{ dimension: string; label: string }>
-        facets: Array<{ dimension: string; label: string; values: Array<string> }>
-      }
+      const catalog = yield* owner.api.analytics.getCatalog()
       expect(catalog.chart_types).toEqual(["big_number", "line", "bar", "table", "pie"])
       const metricNames = catalog.metrics.map((metric) => metric.metric)
       for (const name of [
-        "trace_count", "permit_count", "deny_count", "defer_count", "rewrite_count", "block_rate", "p95_latency_ms",
-        "review_count", "false_positive_rate", "human_intervention_rate", "run_count", "run_event_count",
-        "llm_cost_minor", "llm_prompt_tokens", "llm_completion_tokens", "redteam_landed"
-      ]) expect(metricNames).toContain(name)
+        "trace_count",
+        "permit_count",
+        "deny_count",
+        "defer_count",
+        "rewrite_count",
+        "block_rate",
+        "p95_latency_ms",
+        "review_count",
+        "false_positive_rate",
+        "human_intervention_rate",
+        "run_count",
+        "run_event_count",
+        "llm_cost_minor",
+        "llm_prompt_tokens",
+        "llm_completion_tokens",
+        "redteam_landed"
+      ])
+        expect(metricNames).toContain(name)
       for (const metric of catalog.metrics) {
         expect(metric.label.length).toBeGreaterThan(0)
         expect(catalog.chart_types).toContain(metric.default_chart_type)
       }
       const dimensionNames = catalog.dimensions.map((dimension) => dimension.dimension)
-      for (const name of ["agent_id", "environment_id", "effect", "policy_id", "domain", "run_kind", "model", "principal_id"]) {
+      for (const name of [
+        "agent_id",
+        "environment_id",
+        "effect",
+        "policy_id",
+        "domain",
+        "run_kind",
+        "model",
+        "principal_id"
+      ]) {
         expect(dimensionNames).toContain(name)
       }
       const facet = (name: string) => catalog.facets.find((entry) => entry.dimension === name)?.values ?? []
@@ -207,11 +233,11 @@ layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
       expect(facet("policy_id")).toContain("no-passwords")
       expect([...facet("run_kind")].sort()).toEqual(["chat_session", "workflow"])
       expect(facet("model")).toEqual(["gpt-test"])
-      const strangerCatalog = expectStatus(yield* call(base, "GET", "/v1/analytics/catalog", { token: stranger.jwt }), 200) as typeof catalog
+      const strangerCatalog = yield* stranger.api.analytics.getCatalog()
       expect(strangerCatalog.facets.find((entry) => entry.dimension === "model")?.values).toEqual([])
 
       // Human-review analytics, from the aggregates.
-      const report = expectStatus(yield* call(base, "GET", "/v1/analytics/human-review", { token: owner.jwt }), 200) as any
+      const report = yield* owner.api.analytics.getHumanReview({ urlParams: {} })
       expect(report.summary).toEqual({
         trace_count: 6,
         automated_intervention_count: 4,
@@ -229,7 +255,9 @@ layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
         rejected_count: 0
       })
       expect(report.by_agent).toEqual([{ group: AGENT, human_intervention_count: 2, human_review_count: 3 }])
-      expect(report.by_run_kind).toEqual([{ group: "chat_session", human_intervention_count: 1, human_review_count: 2 }])
+      expect(report.by_run_kind).toEqual([
+        { group: "chat_session", human_intervention_count: 1, human_review_count: 2 }
+      ])
       expect(report.by_policy).toContainEqual({
         policy_id: "no-passwords",
         corrected_count: 0,
@@ -237,33 +265,32 @@ layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
         false_positive_count: 1
       })
       expect(report.by_workflow_step).toEqual([
-        { workflow_step: "checkout", corrected_count: 0, false_positive_count: 1, human_review_count: 1, rejected_count: 0 }
+        {
+          workflow_step: "checkout",
+          corrected_count: 0,
+          false_positive_count: 1,
+          human_review_count: 1,
+          rejected_count: 0
+        }
       ])
       expect(report.top_reasons).toEqual([
         { reason_code: "too_strict", count: 2 },
         { reason_code: "context", count: 1 }
       ])
-      const filtered = expectStatus(
-        yield* call(base, "GET", "/v1/analytics/human-review?policy_id=no-passwords&workflow_step=checkout", { token: owner.jwt }),
-        200
-      ) as any
+      const filtered = yield* owner.api.analytics.getHumanReview({
+        urlParams: { policy_id: "no-passwords", workflow_step: "checkout" }
+      })
       expect(filtered.summary).toMatchObject({ trace_count: 1, human_review_count: 1, human_intervention_count: 1 })
-      const byRunKind = expectStatus(
-        yield* call(base, "GET", "/v1/analytics/human-review?run_kind=chat_session&agent_id=support-bot", { token: owner.jwt }),
-        200
-      ) as any
+      const byRunKind = yield* owner.api.analytics.getHumanReview({
+        urlParams: { run_kind: "chat_session", agent_id: "support-bot" }
+      })
       expect(byRunKind.summary.human_review_count).toBe(2)
       expect(byRunKind.outcomes).toMatchObject({ corrected_count: 1, accepted_count: 1, false_positive_count: 0 })
-      const nobody = expectStatus(
-        yield* call(base, "GET", "/v1/analytics/human-review?agent_id=someone-else", { token: owner.jwt }),
-        200
-      ) as any
+      const nobody = yield* owner.api.analytics.getHumanReview({ urlParams: { agent_id: "someone-else" } })
       expect(nobody.summary).toMatchObject({ trace_count: 0, human_review_count: 0, false_positive_rate: 0 })
+      // Raw: a run kind the contract's schema refuses.
       expectError(yield* call(base, "GET", "/v1/analytics/human-review?run_kind=banana", { token: owner.jwt }), 400)
-      const strangerReport = expectStatus(
-        yield* call(base, "GET", "/v1/analytics/human-review", { token: stranger.jwt }),
-        200
-      ) as any
+      const strangerReport = yield* stranger.api.analytics.getHumanReview({ urlParams: {} })
       expect(strangerReport.summary).toMatchObject({ trace_count: 1, human_review_count: 0 })
     })
   )
@@ -299,7 +326,7 @@ layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
       )
       const late = yield* until(
         Effect.gen(function* () {
-          const result = yield* query(base, owner, { metric: "trace_count", group_by: "late" })
+          const result = yield* query(owner, { metric: "trace_count", group_by: "late" })
           expect(byLabel(result)).toEqual({ true: 2, false: 1 })
           return result
         }),
@@ -307,7 +334,7 @@ layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
       )
       expect(late.total).toBe(3)
       // Counted where they happened: the hour two hours ago holds the late ones.
-      const hourly = yield* query(base, owner, {
+      const hourly = yield* query(owner, {
         metric: "trace_count",
         interval: "hour",
         filters: [{ dimension: "late", values: ["true"] }]
@@ -323,7 +350,7 @@ layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
       const base = yield* baseUrl
       const owner = yield* tenant(base)
       const stranger = yield* tenant(base)
-      const widget = (id: string, extra: Record<string, unknown> = {}) => ({
+      const widget = (id: string, extra: Partial<Widget> = {}): Widget => ({
         id,
         title: `Widget ${id}`,
         metric: "trace_count",
@@ -332,85 +359,98 @@ layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
       })
       const config = {
         filters: [{ dimension: "agent_id", values: [AGENT] }],
-        widgets: [widget("a"), widget("b", { metric: "deny_count", chart_type: "line", group_by: "effect", layout: { x: 0, y: 0, w: 6, h: 4 } })]
+        widgets: [
+          widget("a"),
+          widget("b", {
+            metric: "deny_count",
+            chart_type: "line",
+            group_by: "effect",
+            layout: { x: 0, y: 0, w: 6, h: 4 }
+          })
+        ]
       }
-      const created = expectStatus(
-        yield* call(base, "POST", "/v1/analytics/views", { token: owner.jwt, body: { name: "Overview", config } }),
-        201
-      ) as any
+      const views = owner.api.analytics
+      const created = yield* views.createView({ payload: { name: "Overview", config } })
       expect(created).toMatchObject({ name: "Overview", is_default: false, config })
       expect(typeof created.id).toBe("string")
       expect(created.created_at).toMatch(/Z$/)
 
-      const rejects = (body: Record<string, unknown>, path: string) =>
-        Effect.map(call(base, "POST", "/v1/analytics/views", { token: owner.jwt, body }), (response) => {
-          const error = expectError(response, 400, "validation_failed")
-          expect(JSON.stringify(error.details ?? []), response.text).toContain(path)
+      const rejects = (payload: typeof CreateView.Type, path: string) =>
+        Effect.map(expectFailure(views.createView({ payload }), 400, "validation_failed"), (error) => {
+          expect(JSON.stringify(error.details ?? []), JSON.stringify(error)).toContain(path)
         })
-      yield* rejects({ name: "x", config: { filters: [], widgets: [widget("a"), widget("a")] } }, "config.widgets[1].id")
-      yield* rejects({ name: "x", config: { filters: [], widgets: [widget("a", { metric: "nope" })] } }, "config.widgets[0].metric")
-      yield* rejects({ name: "x", config: { filters: [], widgets: [widget("a", { chart_type: "radar" })] } }, "config.widgets[0].chart_type")
-      yield* rejects({ name: "x", config: { filters: [], widgets: [widget("a", { group_by: "color" })] } }, "config.widgets[0].group_by")
+      yield* rejects(
+        { name: "x", config: { filters: [], widgets: [widget("a"), widget("a")] } },
+        "config.widgets[1].id"
+      )
+      yield* rejects(
+        { name: "x", config: { filters: [], widgets: [widget("a", { metric: "nope" })] } },
+        "config.widgets[0].metric"
+      )
+      yield* rejects(
+        { name: "x", config: { filters: [], widgets: [widget("a", { chart_type: "radar" })] } },
+        "config.widgets[0].chart_type"
+      )
+      yield* rejects(
+        { name: "x", config: { filters: [], widgets: [widget("a", { group_by: "color" })] } },
+        "config.widgets[0].group_by"
+      )
       yield* rejects(
         { name: "x", config: { filters: [], widgets: [widget("a", { layout: { x: -1, y: 0, w: 1, h: 1 } })] } },
         "config.widgets[0].layout.x"
       )
-      yield* rejects({ name: "x", config: { filters: [{ dimension: "color", values: [] }], widgets: [] } }, "config.filters[0].dimension")
+      yield* rejects(
+        { name: "x", config: { filters: [{ dimension: "color", values: [] }], widgets: [] } },
+        "config.filters[0].dimension"
+      )
+      // Raw: bodies the contract's schema refuses (a fractional layout, no config).
       expectError(
         yield* call(base, "POST", "/v1/analytics/views", {
           token: owner.jwt,
-          body: { name: "x", config: { filters: [], widgets: [widget("a", { layout: { x: 0.5, y: 0, w: 1, h: 1 } })] } }
+          body: {
+            name: "x",
+            config: { filters: [], widgets: [{ ...widget("a"), layout: { x: 0.5, y: 0, w: 1, h: 1 } }] }
+          }
         }),
         400
       )
       expectError(yield* call(base, "POST", "/v1/analytics/views", { token: owner.jwt, body: { name: "x" } }), 400)
 
-      const second = expectStatus(
-        yield* call(base, "POST", "/v1/analytics/views", {
-          token: owner.jwt,
-          body: { name: "Second", config: { filters: [], widgets: [] }, is_default: true }
-        }),
-        201
-      ) as any
-      const listed = expectStatus(yield* call(base, "GET", "/v1/analytics/views", { token: owner.jwt }), 200) as any
-      expect(listed.views.map((view: any) => view.id)).toEqual([second.id, created.id])
-
-      const unchanged = expectStatus(
-        yield* call(base, "PATCH", `/v1/analytics/views/${created.id}`, { token: owner.jwt, body: {} }),
-        200
-      ) as any
-      expect(unchanged).toMatchObject({ name: "Overview", config })
-      const renamed = expectStatus(
-        yield* call(base, "PATCH", `/v1/analytics/views/${created.id}`, {
-          token: owner.jwt,
-          body: { name: "Renamed", is_default: true }
-        }),
-        200
-      ) as any
-      expect(renamed).toMatchObject({ name: "Renamed", is_default: true, config })
-      const afterDefault = expectStatus(yield* call(base, "GET", "/v1/analytics/views", { token: owner.jwt }), 200) as any
-      expect(afterDefault.views.filter((view: any) => view.is_default).map((view: any) => view.id)).toEqual([created.id])
-      const badPatch = yield* call(base, "PATCH", `/v1/analytics/views/${created.id}`, {
-        token: owner.jwt,
-        body: { config: { filters: [], widgets: [widget("z"), widget("z")] } }
+      const second = yield* views.createView({
+        payload: { name: "Second", config: { filters: [], widgets: [] }, is_default: true }
       })
-      expectError(badPatch, 400, "validation_failed")
+      const listed = yield* views.listViews()
+      expect(listed.views.map((view) => view.id)).toEqual([second.id, created.id])
+
+      const path = { id: created.id }
+      const unchanged = yield* views.updateView({ path, payload: {} })
+      expect(unchanged).toMatchObject({ name: "Overview", config })
+      const renamed = yield* views.updateView({ path, payload: { name: "Renamed", is_default: true } })
+      expect(renamed).toMatchObject({ name: "Renamed", is_default: true, config })
+      const afterDefault = yield* views.listViews()
+      expect(afterDefault.views.filter((view) => view.is_default).map((view) => view.id)).toEqual([created.id])
+      yield* expectFailure(
+        views.updateView({ path, payload: { config: { filters: [], widgets: [widget("z"), widget("z")] } } }),
+        400,
+        "validation_failed"
+      )
 
       // Another workspace sees none of it.
-      const theirs = expectStatus(yield* call(base, "GET", "/v1/analytics/views", { token: stranger.jwt }), 200) as any
+      const theirs = yield* stranger.api.analytics.listViews()
       expect(theirs.views).toEqual([])
-      expectError(yield* call(base, "PATCH", `/v1/analytics/views/${created.id}`, { token: stranger.jwt, body: {} }), 404, "view_not_found")
-      expectError(yield* call(base, "DELETE", `/v1/analytics/views/${created.id}`, { token: stranger.jwt }), 404, "view_not_found")
+      yield* expectFailure(stranger.api.analytics.updateView({ path, payload: {} }), 404, "view_not_found")
+      yield* expectFailure(stranger.api.analytics.deleteView({ path }), 404, "view_not_found")
 
-      const deleted = yield* call(base, "DELETE", `/v1/analytics/views/${created.id}`, { token: owner.jwt })
+      const deleted = yield* answered(views.deleteView({ path, withResponse: true }))
       expect(deleted.status, deleted.text).toBe(204)
       expect(deleted.text).toBe("")
-      expectError(yield* call(base, "DELETE", `/v1/analytics/views/${created.id}`, { token: owner.jwt }), 404, "view_not_found")
-      expectError(yield* call(base, "PATCH", `/v1/analytics/views/${created.id}`, { token: owner.jwt, body: {} }), 404)
-      const remaining = expectStatus(yield* call(base, "GET", "/v1/analytics/views", { token: owner.jwt }), 200) as any
-      expect(remaining.views.map((view: any) => view.id)).toEqual([second.id])
+      yield* expectFailure(views.deleteView({ path }), 404, "view_not_found")
+      yield* expectFailure(views.updateView({ path, payload: {} }), 404)
+      const remaining = yield* views.listViews()
+      expect(remaining.views.map((view) => view.id)).toEqual([second.id])
       // No credential: 401.
-      expectError(yield* call(base, "GET", "/v1/analytics/views"), 401)
+      const anonymous = yield* clientAt(base)
+      expectErrorShape(yield* expectFailure(anonymous.analytics.listViews(), 401))
     })
   )
 })

@@ -80,7 +80,8 @@ describe("range cover", () => {
           }
           expect(covered).toBe(length * minute)
           const sorted = [...segments].sort((a, b) => a.from.getTime() - b.from.getTime())
-          for (let i = 1; i < sorted.length; i++) expect(sorted[i]!.from.getTime()).toBeGreaterThanOrEqual(sorted[i - 1]!.to.getTime())
+          for (let i = 1; i < sorted.length; i++)
+            expect(sorted[i]!.from.getTime()).toBeGreaterThanOrEqual(sorted[i - 1]!.to.getTime())
           expect(sorted[0]!.from).toEqual(start)
           expect(sorted[sorted.length - 1]!.to).toEqual(end)
         }

@@ -8,32 +8,41 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { parse } from "yaml"
-import { call, expectError, expectStatus, expectValidation, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
+import { SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { expectFailure, expectInvalid } from "../support/Api.js"
+import { call, expectError, expectValidation } from "../support/Raw.js"
+import { tenant } from "../support/Tenants.js"
 import { uniqueName } from "../support/TestPlatform.js"
-import { baseUrl, request, testServer } from "../support/TestServer.js"
+import { baseUrl, testServer } from "../support/TestServer.js"
 import {
-  type AgentBody,
+  agentPath,
+  answered,
   createAgent,
   createPolicy,
   detailPaths,
+  document,
   documentOf,
+  expectErrorShape,
+  expectRawStatus,
   expectWellFormedDetails,
   FULL_AGENT_POLICY_COUNT,
   fullAgentJson,
   fullAgentYaml,
   generate,
+  getAgent,
   getPolicy,
   guardrails,
   ids,
   JSON_TYPE,
+  keysOf,
+  listAgents,
   listPolicies,
   minimalAgentYaml,
   POLICY_ID,
   policyYaml,
   sendText,
   setEnabled,
-  sortedKeys,
-  YAML
+  validatePolicy
 } from "./catalog-helpers.js"
 
 const AGENT_KEYS = [
@@ -51,7 +60,7 @@ const AGENT_KEYS = [
 ].sort()
 
 /** The full profile as the API returns it. */
-const expectedFullAgent = (agentId: string, displayName = "Support Bot"): AgentBody => ({
+const expectedFullAgent = (agentId: string, displayName = "Support Bot") => ({
   agent_id: agentId,
   display_name: displayName,
   system_prompt: "You help customers with orders.",
@@ -78,12 +87,14 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const response = yield* sendText(base, owner.jwt, "POST", "/v1/agents", fullAgentYaml("support-bot"))
-        const created = expectStatus(response, 201) as AgentBody
-        expect(created).toEqual(expectedFullAgent("support-bot"))
-        expect(sortedKeys(created)).toEqual(AGENT_KEYS)
-        const read = expectStatus(yield* call(base, "GET", "/v1/agents/support-bot", { token: owner.jwt }), 200)
-        expect(read).toEqual(created)
+        const created = yield* answered(
+          owner.api.agents.createAgent({ payload: document(fullAgentYaml("support-bot")), withResponse: true })
+        )
+        expect(created.status).toBe(201)
+        expect(created.body).toEqual(expectedFullAgent("support-bot"))
+        expect(keysOf(created.body)).toEqual(AGENT_KEYS)
+        const read = yield* getAgent(owner, "support-bot")
+        expect(read).toEqual(created.value)
       })
     )
 
@@ -91,14 +102,13 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
+        // The contract's client sends documents as application/yaml: JSON's own media type goes raw.
         const text = JSON.stringify(fullAgentJson("json-bot", "JSON Bot"), null, 2)
-        const created = expectStatus(yield* sendText(base, owner.jwt, "POST", "/v1/agents", text, JSON_TYPE), 201)
+        const created = expectRawStatus(yield* sendText(base, owner.jwt, "POST", "/v1/agents", text, JSON_TYPE), 201)
         expect(created).toEqual(expectedFullAgent("json-bot", "JSON Bot"))
         // JSON text sent as application/yaml is YAML 1.2, so it is accepted too.
         const asYaml = JSON.stringify(fullAgentJson("json-as-yaml"))
-        expect(expectStatus(yield* sendText(base, owner.jwt, "POST", "/v1/agents", asYaml, YAML), 201)).toEqual(
-          expectedFullAgent("json-as-yaml")
-        )
+        expect(yield* createAgent(owner, asYaml)).toEqual(expectedFullAgent("json-as-yaml"))
       })
     )
 
@@ -106,7 +116,7 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const created = yield* createAgent(base, owner.jwt, minimalAgentYaml("minimal-bot"))
+        const created = yield* createAgent(owner, minimalAgentYaml("minimal-bot"))
         expect(created).toEqual({
           agent_id: "minimal-bot",
           display_name: "Minimal Bot",
@@ -127,14 +137,11 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const empty = expectStatus(yield* call(base, "GET", "/v1/agents", { token: owner.jwt }), 200)
-        expect(empty).toEqual({ agents: [] })
-        yield* createAgent(base, owner.jwt, minimalAgentYaml("first-bot"))
+        expect(yield* owner.api.agents.listAgents()).toEqual({ agents: [] })
+        yield* createAgent(owner, minimalAgentYaml("first-bot"))
         yield* Effect.sleep("5 millis")
-        yield* createAgent(base, owner.jwt, fullAgentYaml("second-bot"))
-        const { agents } = expectStatus(yield* call(base, "GET", "/v1/agents", { token: owner.jwt }), 200) as {
-          agents: Array<AgentBody>
-        }
+        yield* createAgent(owner, fullAgentYaml("second-bot"))
+        const agents = yield* listAgents(owner)
         expect(agents.map((agent) => agent.agent_id)).toEqual(["second-bot", "first-bot"])
         expect(agents[0]).toEqual(expectedFullAgent("second-bot"))
       })
@@ -144,7 +151,7 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        expectError(yield* call(base, "GET", "/v1/agents/no-such-bot", { token: owner.jwt }), 404, "agent_not_found")
+        yield* expectFailure(getAgent(owner, "no-such-bot"), 404, "agent_not_found")
       })
     )
   })
@@ -155,12 +162,11 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
         const yaml = ["agent_id: 'bad id!'", "authority: {}", "scope: {}", "tone:", "  forbidden: [x]"].join("\n")
-        const response = yield* sendText(base, owner.jwt, "POST", "/v1/agents", yaml)
-        expectValidation(response, "agent_id")
-        expectWellFormedDetails(response)
-        expect(detailPaths(response)).toEqual(expect.arrayContaining(["agent_id", "display_name", "tone.target"]))
+        const error = yield* expectInvalid(createAgent(owner, yaml), "agent_id")
+        expectWellFormedDetails(error)
+        expect(detailPaths(error)).toEqual(expect.arrayContaining(["agent_id", "display_name", "tone.target"]))
         // Nothing was created.
-        expect(expectStatus(yield* call(base, "GET", "/v1/agents", { token: owner.jwt }), 200)).toEqual({ agents: [] })
+        expect(yield* owner.api.agents.listAgents()).toEqual({ agents: [] })
       })
     )
 
@@ -168,10 +174,11 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
+        // Raw: a JSON body (application/json), which the client does not send.
         const profile = { agent_id: "toneless", display_name: "T", authority: {}, scope: {}, tone: { forbidden: [] } }
         const response = yield* sendText(base, owner.jwt, "POST", "/v1/agents", JSON.stringify(profile), JSON_TYPE)
-        expectValidation(response, "tone.target")
-        expect(detailPaths(response)).toEqual(["tone.target"])
+        const error = expectValidation(response, "tone.target")
+        expect(detailPaths(error)).toEqual(["tone.target"])
       })
     )
 
@@ -187,9 +194,10 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
           tone: { target: "calm" },
           workflow_requirements: [{ name: "w", required_before: [], sensitive_steps: [true] }]
         }
+        // Raw: a JSON body (application/json), which the client does not send.
         const response = yield* sendText(base, owner.jwt, "POST", "/v1/agents", JSON.stringify(profile), JSON_TYPE)
-        expectValidation(response, "authority.cannot_promise.1")
-        expect(detailPaths(response)).toEqual(
+        const error = expectValidation(response, "authority.cannot_promise.1")
+        expect(detailPaths(error)).toEqual(
           expect.arrayContaining([
             "authority.cannot_promise.1",
             "scope.out_of_scope",
@@ -203,17 +211,14 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const broken = yield* sendText(
-          base,
-          owner.jwt,
-          "POST",
-          "/v1/agents",
-          "agent_id: a\ndisplay_name: d\nscope: content\n  tone: low\n"
+        const error = yield* expectInvalid(
+          createAgent(owner, "agent_id: a\ndisplay_name: d\nscope: content\n  tone: low\n"),
+          ""
         )
-        const error = expectValidation(broken, "")
         expect(error.message).toMatch(/YAML syntax error at line 3, column \d+/)
-        expectValidation(yield* sendText(base, owner.jwt, "POST", "/v1/agents", ""), "")
-        expectValidation(yield* sendText(base, owner.jwt, "POST", "/v1/agents", "- a\n- b\n"), "")
+        yield* expectInvalid(createAgent(owner, ""), "")
+        yield* expectInvalid(createAgent(owner, "- a\n- b\n"), "")
+        // Raw: broken JSON as application/json.
         expectValidation(yield* sendText(base, owner.jwt, "POST", "/v1/agents", '{"agent_id": "x",', JSON_TYPE), "")
       })
     )
@@ -222,6 +227,7 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
+        // Raw: media types the contract does not accept.
         const plain = yield* sendText(
           base,
           owner.jwt,
@@ -246,20 +252,14 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
           "text/plain"
         )
         expectError(put, 415, "unsupported_media_type")
-        expectError(yield* call(base, "GET", "/v1/agents/plain-bot", { token: owner.jwt }), 404, "agent_not_found")
+        yield* expectFailure(getAgent(owner, "plain-bot"), 404, "agent_not_found")
         const bytes = new Uint8Array([
           ...new TextEncoder().encode("agent_id: utf-bot\ndisplay_name: "),
           0xff,
           0xfe,
           0x0a
         ])
-        const invalidUtf8 = yield* request(`${base}/v1/agents`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${owner.jwt}`, "content-type": YAML },
-          body: bytes,
-          signal: AbortSignal.timeout(15_000)
-        })
-        expectValidation(invalidUtf8, "")
+        yield* expectInvalid(owner.api.agents.createAgent({ payload: bytes }), "")
       })
     )
 
@@ -271,23 +271,24 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
           // YAML escapes
           'agent_id: nul-bot\ndisplay_name: "a\\0b"\nauthority: {}\nscope: {}\ntone: {target: calm}\n',
           'agent_id: sur-bot\ndisplay_name: "a\\uD800b"\nauthority: {}\nscope: {}\ntone: {target: calm}\n',
-          // JSON escape, sent as JSON
-          JSON.stringify({
-            agent_id: "json-nul-bot",
-            display_name: "a\u0000b",
-            authority: {},
-            scope: {},
-            tone: { target: "t" }
-          }),
           // a raw NUL byte in the text
           'agent_id: raw-nul-bot\ndisplay_name: "a\u0000b"\nauthority: {}\nscope: {}\ntone: {target: calm}\n'
         ]
-        for (const [i, document] of documents.entries()) {
-          const response = yield* sendText(base, owner.jwt, "POST", "/v1/agents", document, i === 2 ? JSON_TYPE : YAML)
-          expect(response.status, `${JSON.stringify(document)}: ${response.text}`).toBe(400)
-          expectError(response, 400)
+        for (const text of documents) {
+          expectErrorShape(yield* expectFailure(createAgent(owner, text), 400))
         }
-        expect(expectStatus(yield* call(base, "GET", "/v1/agents", { token: owner.jwt }), 200)).toEqual({ agents: [] })
+        // JSON escape, sent as JSON (raw: application/json)
+        const json = JSON.stringify({
+          agent_id: "json-nul-bot",
+          display_name: "a\u0000b",
+          authority: {},
+          scope: {},
+          tone: { target: "t" }
+        })
+        const response = yield* sendText(base, owner.jwt, "POST", "/v1/agents", json, JSON_TYPE)
+        expect(response.status, `${JSON.stringify(json)}: ${response.text}`).toBe(400)
+        expectError(response, 400)
+        expect(yield* owner.api.agents.listAgents()).toEqual({ agents: [] })
       })
     )
   })
@@ -297,10 +298,14 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        yield* createAgent(base, owner.jwt, fullAgentYaml("dup-bot"))
-        const again = yield* sendText(base, owner.jwt, "POST", "/v1/agents", minimalAgentYaml("dup-bot", "Other"))
-        const error = expectError(again, 409, "agent_exists")
+        yield* createAgent(owner, fullAgentYaml("dup-bot"))
+        const error = yield* expectFailure(
+          createAgent(owner, minimalAgentYaml("dup-bot", "Other")),
+          409,
+          "agent_exists"
+        )
         expect(error.message).toContain("PUT /v1/agents/dup-bot")
+        // Raw: the same as application/json.
         const asJson = yield* sendText(
           base,
           owner.jwt,
@@ -310,13 +315,8 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
           JSON_TYPE
         )
         expectError(asJson, 409, "agent_exists")
-        expect(expectStatus(yield* call(base, "GET", "/v1/agents/dup-bot", { token: owner.jwt }), 200)).toEqual(
-          expectedFullAgent("dup-bot")
-        )
-        const { agents } = expectStatus(yield* call(base, "GET", "/v1/agents", { token: owner.jwt }), 200) as {
-          agents: Array<AgentBody>
-        }
-        expect(agents).toHaveLength(1)
+        expect(yield* getAgent(owner, "dup-bot")).toEqual(expectedFullAgent("dup-bot"))
+        expect(yield* listAgents(owner)).toHaveLength(1)
       })
     )
 
@@ -324,14 +324,10 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        yield* createAgent(base, owner.jwt, minimalAgentYaml("CaseBot", "Upper"))
-        yield* createAgent(base, owner.jwt, minimalAgentYaml("casebot", "Lower"))
-        expect(
-          expectStatus(yield* call(base, "GET", "/v1/agents/CaseBot", { token: owner.jwt }), 200).display_name
-        ).toBe("Upper")
-        expect(
-          expectStatus(yield* call(base, "GET", "/v1/agents/casebot", { token: owner.jwt }), 200).display_name
-        ).toBe("Lower")
+        yield* createAgent(owner, minimalAgentYaml("CaseBot", "Upper"))
+        yield* createAgent(owner, minimalAgentYaml("casebot", "Lower"))
+        expect((yield* getAgent(owner, "CaseBot")).display_name).toBe("Upper")
+        expect((yield* getAgent(owner, "casebot")).display_name).toBe("Lower")
       })
     )
 
@@ -339,18 +335,17 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        yield* createAgent(base, owner.jwt, fullAgentYaml("put-bot"))
-        const replaced = expectStatus(
-          yield* sendText(base, owner.jwt, "PUT", "/v1/agents/put-bot", minimalAgentYaml("put-bot", "Renamed")),
-          200
-        ) as AgentBody
+        yield* createAgent(owner, fullAgentYaml("put-bot"))
+        const replaced = yield* owner.api.agents.replaceAgent({
+          path: agentPath("put-bot"),
+          payload: document(minimalAgentYaml("put-bot", "Renamed"))
+        })
         expect(replaced.display_name).toBe("Renamed")
         expect(replaced.authority.cannot_promise).toEqual([])
         expect(replaced.system_prompt).toBeNull()
-        expect(expectStatus(yield* call(base, "GET", "/v1/agents/put-bot", { token: owner.jwt }), 200)).toEqual(
-          replaced
-        )
-        const back = expectStatus(
+        expect(yield* getAgent(owner, "put-bot")).toEqual(replaced)
+        // Raw: a JSON body (application/json).
+        const back = expectRawStatus(
           yield* sendText(
             base,
             owner.jwt,
@@ -362,10 +357,7 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
           200
         )
         expect(back).toEqual(expectedFullAgent("put-bot"))
-        const { agents } = expectStatus(yield* call(base, "GET", "/v1/agents", { token: owner.jwt }), 200) as {
-          agents: Array<AgentBody>
-        }
-        expect(agents).toHaveLength(1)
+        expect(yield* listAgents(owner)).toHaveLength(1)
       })
     )
 
@@ -373,19 +365,16 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        yield* createAgent(base, owner.jwt, fullAgentYaml("put-mismatch"))
-        const response = yield* sendText(
-          base,
-          owner.jwt,
-          "PUT",
-          "/v1/agents/put-mismatch",
-          minimalAgentYaml("someone-else")
+        yield* createAgent(owner, fullAgentYaml("put-mismatch"))
+        yield* expectInvalid(
+          owner.api.agents.replaceAgent({
+            path: agentPath("put-mismatch"),
+            payload: document(minimalAgentYaml("someone-else"))
+          }),
+          "agent_id"
         )
-        expectValidation(response, "agent_id")
-        expect(expectStatus(yield* call(base, "GET", "/v1/agents/put-mismatch", { token: owner.jwt }), 200)).toEqual(
-          expectedFullAgent("put-mismatch")
-        )
-        expectError(yield* call(base, "GET", "/v1/agents/someone-else", { token: owner.jwt }), 404, "agent_not_found")
+        expect(yield* getAgent(owner, "put-mismatch")).toEqual(expectedFullAgent("put-mismatch"))
+        yield* expectFailure(getAgent(owner, "someone-else"), 404, "agent_not_found")
       })
     )
 
@@ -393,21 +382,23 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        expectError(
-          yield* sendText(base, owner.jwt, "PUT", "/v1/agents/ghost-bot", minimalAgentYaml("ghost-bot")),
+        yield* expectFailure(
+          owner.api.agents.replaceAgent({
+            path: agentPath("ghost-bot"),
+            payload: document(minimalAgentYaml("ghost-bot"))
+          }),
           404,
           "agent_not_found"
         )
-        expectError(yield* call(base, "GET", "/v1/agents/ghost-bot", { token: owner.jwt }), 404, "agent_not_found")
-        yield* createAgent(base, owner.jwt, minimalAgentYaml("put-invalid"))
-        const invalid = yield* sendText(
-          base,
-          owner.jwt,
-          "PUT",
-          "/v1/agents/put-invalid",
-          "agent_id: put-invalid\ntone: {}\n"
+        yield* expectFailure(getAgent(owner, "ghost-bot"), 404, "agent_not_found")
+        yield* createAgent(owner, minimalAgentYaml("put-invalid"))
+        const invalid = yield* expectInvalid(
+          owner.api.agents.replaceAgent({
+            path: agentPath("put-invalid"),
+            payload: document("agent_id: put-invalid\ntone: {}\n")
+          }),
+          "tone.target"
         )
-        expectValidation(invalid, "tone.target")
         expect(detailPaths(invalid)).toEqual(
           expect.arrayContaining(["display_name", "authority", "scope", "tone.target"])
         )
@@ -420,30 +411,31 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const token = owner.jwt
-        yield* createAgent(base, token, fullAgentYaml("doomed-bot"))
-        const generated = yield* generate(base, token, "doomed-bot")
+        yield* createAgent(owner, fullAgentYaml("doomed-bot"))
+        const generated = yield* generate(owner, "doomed-bot")
         expect(generated).toHaveLength(FULL_AGENT_POLICY_COUNT)
         // One generated policy enabled by the user, one authored policy owned by the agent (enabled on create),
         // and one policy of nobody in particular.
-        yield* setEnabled(base, token, generated[0]!.id, true)
-        const authored = yield* createPolicy(base, token, policyYaml("doomed-authored", { owner: "doomed-bot" }))
+        yield* setEnabled(owner, generated[0]!.id, true)
+        const authored = yield* createPolicy(owner, policyYaml("doomed-authored", { owner: "doomed-bot" }))
         expect(authored.enabled).toBe(true)
-        const unrelated = yield* createPolicy(base, token, policyYaml("unrelated-policy"))
+        const unrelated = yield* createPolicy(owner, policyYaml("unrelated-policy"))
 
-        const response = yield* call(base, "DELETE", "/v1/agents/doomed-bot", { token })
-        expect(response.status, response.text).toBe(204)
-        expect(response.text).toBe("")
-        expectError(yield* call(base, "GET", "/v1/agents/doomed-bot", { token }), 404, "agent_not_found")
-        expectError(yield* call(base, "DELETE", "/v1/agents/doomed-bot", { token }), 404, "agent_not_found")
+        const deleted = yield* answered(
+          owner.api.agents.deleteAgent({ path: agentPath("doomed-bot"), withResponse: true })
+        )
+        expect(deleted.status, deleted.text).toBe(204)
+        expect(deleted.text).toBe("")
+        yield* expectFailure(getAgent(owner, "doomed-bot"), 404, "agent_not_found")
+        yield* expectFailure(owner.api.agents.deleteAgent({ path: agentPath("doomed-bot") }), 404, "agent_not_found")
 
         for (const policy of [...generated, authored]) {
-          const after = yield* getPolicy(base, token, policy.id)
+          const after = yield* getPolicy(owner, policy.id)
           expect(after, policy.id).toMatchObject({ enabled: false, owner_agent_id: "doomed-bot" })
           expect(after.source_yaml).toBe(policy.source_yaml)
         }
-        expect((yield* getPolicy(base, token, unrelated.id)).enabled).toBe(true)
-        expect(ids(yield* listPolicies(base, token))).toEqual(ids([...generated, authored, unrelated]))
+        expect((yield* getPolicy(owner, unrelated.id)).enabled).toBe(true)
+        expect(ids(yield* listPolicies(owner))).toEqual(ids([...generated, authored, unrelated]))
       })
     )
 
@@ -452,18 +444,14 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
         // A policy may name an agent that is not registered (yet).
-        const policy = yield* createPolicy(
-          base,
-          owner.jwt,
-          policyYaml("for-unregistered", { owner: "unregistered-bot" })
-        )
+        const policy = yield* createPolicy(owner, policyYaml("for-unregistered", { owner: "unregistered-bot" }))
         expect(policy.enabled).toBe(true)
-        expectError(
-          yield* call(base, "DELETE", "/v1/agents/unregistered-bot", { token: owner.jwt }),
+        yield* expectFailure(
+          owner.api.agents.deleteAgent({ path: agentPath("unregistered-bot") }),
           404,
           "agent_not_found"
         )
-        expect((yield* getPolicy(base, owner.jwt, policy.id)).enabled).toBe(true)
+        expect((yield* getPolicy(owner, policy.id)).enabled).toBe(true)
       })
     )
   })
@@ -473,20 +461,16 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const token = owner.jwt
-        yield* createAgent(base, token, fullAgentYaml("gen-bot"))
-        const generated = yield* generate(base, token, "gen-bot")
+        yield* createAgent(owner, fullAgentYaml("gen-bot"))
+        const generated = yield* generate(owner, "gen-bot")
         expect(generated).toHaveLength(FULL_AGENT_POLICY_COUNT)
         for (const policy of generated) {
           expect(policy.id).toMatch(POLICY_ID)
           expect(policy).toMatchObject({ enabled: false, owner_agent_id: "gen-bot" })
-          const document = documentOf(policy)
-          expect(document).toMatchObject({ id: policy.id, owner_agent_id: "gen-bot", enabled: false })
+          const parsed = documentOf(policy)
+          expect(parsed).toMatchObject({ id: policy.id, owner_agent_id: "gen-bot", enabled: false })
           // Each generated document passes the same validation as an authored one.
-          const validation = expectStatus(
-            yield* sendText(base, token, "POST", "/v1/policies/validate", policy.source_yaml),
-            200
-          )
+          const validation = yield* validatePolicy(owner, policy.source_yaml)
           expect(validation, policy.source_yaml).toEqual({ valid: true, policy_id: policy.id, errors: [] })
         }
         const byValue = (value: string) => {
@@ -517,11 +501,14 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
         expect(flow.document.match.target).toBe("operation")
 
         // GET .../guardrails lists exactly these (as summaries), and so does GET /v1/policies.
-        const listed = yield* guardrails(base, token, "gen-bot")
-        expect(ids(listed)).toEqual(ids(generated))
-        for (const summary of listed) expect(summary).not.toHaveProperty("source_yaml")
-        expect(ids(yield* listPolicies(base, token))).toEqual(ids(generated))
-        for (const policy of generated) expect((yield* getPolicy(base, token, policy.id)).enabled).toBe(false)
+        const listed = yield* answered(
+          owner.api.agents.listAgentGuardrails({ path: agentPath("gen-bot"), withResponse: true })
+        )
+        expect(ids(listed.value.policies)).toEqual(ids(generated))
+        // As sent: no summary carries source_yaml.
+        expect(listed.text).not.toContain('"source_yaml"')
+        expect(ids(yield* listPolicies(owner))).toEqual(ids(generated))
+        for (const policy of generated) expect((yield* getPolicy(owner, policy.id)).enabled).toBe(false)
       })
     )
 
@@ -529,23 +516,22 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const token = owner.jwt
-        yield* createAgent(base, token, fullAgentYaml("regen-bot"))
-        const first = yield* generate(base, token, "regen-bot")
+        yield* createAgent(owner, fullAgentYaml("regen-bot"))
+        const first = yield* generate(owner, "regen-bot")
         const enabled = first.find((policy) => documentOf(policy).match.value === "a full refund")!
-        yield* setEnabled(base, token, enabled.id, true)
+        yield* setEnabled(owner, enabled.id, true)
 
-        const second = yield* generate(base, token, "regen-bot")
+        const second = yield* generate(owner, "regen-bot")
         expect(ids(second)).toEqual(ids(first))
-        const third = yield* generate(base, token, "regen-bot")
+        const third = yield* generate(owner, "regen-bot")
         expect(ids(third)).toEqual(ids(first))
-        expect(yield* listPolicies(base, token)).toHaveLength(FULL_AGENT_POLICY_COUNT)
-        expect(yield* guardrails(base, token, "regen-bot")).toHaveLength(FULL_AGENT_POLICY_COUNT)
+        expect(yield* listPolicies(owner)).toHaveLength(FULL_AGENT_POLICY_COUNT)
+        expect(yield* guardrails(owner, "regen-bot")).toHaveLength(FULL_AGENT_POLICY_COUNT)
 
-        expect((yield* getPolicy(base, token, enabled.id)).enabled).toBe(true)
+        expect((yield* getPolicy(owner, enabled.id)).enabled).toBe(true)
         expect(third.find((policy) => policy.id === enabled.id)!.enabled).toBe(true)
         for (const policy of first.filter((policy) => policy.id !== enabled.id)) {
-          expect((yield* getPolicy(base, token, policy.id)).enabled, policy.id).toBe(false)
+          expect((yield* getPolicy(owner, policy.id)).enabled, policy.id).toBe(false)
         }
       })
     )
@@ -554,14 +540,13 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const token = owner.jwt
-        yield* createAgent(base, token, minimalAgentYaml("owner-bot"))
-        yield* createAgent(base, token, fullAgentYaml("other-bot"))
-        expect(yield* guardrails(base, token, "owner-bot")).toEqual([])
-        yield* generate(base, token, "other-bot")
-        const authored = yield* createPolicy(base, token, policyYaml("owner-bot-authored", { owner: "owner-bot" }))
-        yield* createPolicy(base, token, policyYaml("global-policy"))
-        const listed = yield* guardrails(base, token, "owner-bot")
+        yield* createAgent(owner, minimalAgentYaml("owner-bot"))
+        yield* createAgent(owner, fullAgentYaml("other-bot"))
+        expect(yield* guardrails(owner, "owner-bot")).toEqual([])
+        yield* generate(owner, "other-bot")
+        const authored = yield* createPolicy(owner, policyYaml("owner-bot-authored", { owner: "owner-bot" }))
+        yield* createPolicy(owner, policyYaml("global-policy"))
+        const listed = yield* guardrails(owner, "owner-bot")
         expect(listed).toEqual([
           {
             id: authored.id,
@@ -574,7 +559,7 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
           }
         ])
         // An agent with nothing to derive generates nothing.
-        expect(yield* generate(base, token, "owner-bot")).toEqual([])
+        expect(yield* generate(owner, "owner-bot")).toEqual([])
       })
     )
 
@@ -582,17 +567,9 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        expectError(
-          yield* call(base, "POST", "/v1/agents/nobody/guardrails/generate", { token: owner.jwt }),
-          404,
-          "agent_not_found"
-        )
-        expectError(
-          yield* call(base, "GET", "/v1/agents/nobody/guardrails", { token: owner.jwt }),
-          404,
-          "agent_not_found"
-        )
-        expect(yield* listPolicies(base, owner.jwt)).toEqual([])
+        yield* expectFailure(generate(owner, "nobody"), 404, "agent_not_found")
+        yield* expectFailure(guardrails(owner, "nobody"), 404, "agent_not_found")
+        expect(yield* listPolicies(owner)).toEqual([])
       })
     )
 
@@ -600,14 +577,13 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const token = owner.jwt
         const agents = ["support_bot", "support-bot", "support.bot", "Support-Bot"]
         const profile = (agentId: string) =>
           `agent_id: ${agentId}\ndisplay_name: ${agentId}\nauthority:\n  cannot_promise: [a full refund]\nscope: {}\ntone: {target: calm}\n`
-        for (const agentId of agents) yield* createAgent(base, token, profile(agentId))
+        for (const agentId of agents) yield* createAgent(owner, profile(agentId))
         const generatedIds: Array<string> = []
         for (const agentId of agents) {
-          const generated = yield* generate(base, token, agentId)
+          const generated = yield* generate(owner, agentId)
           expect(generated, agentId).toHaveLength(1)
           expect(generated[0]!.owner_agent_id).toBe(agentId)
           generatedIds.push(generated[0]!.id)
@@ -615,13 +591,13 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
         // Generating for one agent must not take over another agent's policy.
         expect(new Set(generatedIds).size, generatedIds.join(", ")).toBe(agents.length)
         for (const agentId of agents) {
-          const listed = yield* guardrails(base, token, agentId)
+          const listed = yield* guardrails(owner, agentId)
           expect(
             listed.map((policy) => policy.owner_agent_id),
             agentId
           ).toEqual([agentId])
         }
-        expect(yield* listPolicies(base, token)).toHaveLength(agents.length)
+        expect(yield* listPolicies(owner)).toHaveLength(agents.length)
       })
     )
 
@@ -629,12 +605,11 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const token = owner.jwt
         const phrases = ["全额退款", "终身保修", "a full refund!", "a full refund?"]
         const agentId = agentName("i18n")
         const yaml = `agent_id: ${agentId}\ndisplay_name: I18n\nauthority:\n  cannot_promise: ${JSON.stringify(phrases)}\nscope: {}\ntone: {target: calm}\n`
-        yield* createAgent(base, token, yaml)
-        const generated = yield* generate(base, token, agentId)
+        yield* createAgent(owner, yaml)
+        const generated = yield* generate(owner, agentId)
         expect(generated.map((policy) => documentOf(policy).match.value).sort()).toEqual([...phrases].sort())
         for (const policy of generated) expect(policy.id).toMatch(POLICY_ID)
       })
@@ -644,10 +619,10 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        yield* createAgent(base, owner.jwt, fullAgentYaml("yaml-bot"))
-        for (const policy of yield* generate(base, owner.jwt, "yaml-bot")) {
-          const document = parse(policy.source_yaml) as Record<string, unknown>
-          expect(document).toMatchObject({
+        yield* createAgent(owner, fullAgentYaml("yaml-bot"))
+        for (const policy of yield* generate(owner, "yaml-bot")) {
+          const parsed = parse(policy.source_yaml) as Record<string, unknown>
+          expect(parsed).toMatchObject({
             id: policy.id,
             description: policy.description,
             family: policy.family,

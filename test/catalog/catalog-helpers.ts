@@ -1,14 +1,16 @@
 /**
  * Helpers of the catalog HTTP suites: documents (agent profiles, policies)
- * as YAML or JSON text, and the calls that send them. Requests go through
- * `call` (15 s deadline) and errors are checked with the identity suites'
- * `expectError` / `expectValidation`.
+ * as YAML or JSON text, and the calls that send them through the contract's
+ * typed client (`owner.api`). `sendText` is the raw request, for what the
+ * client cannot send (JSON text or another media type on a YAML endpoint).
  */
 import { expect } from "@effect/vitest"
+import type { HttpClientResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { parse } from "yaml"
-import { call, expectStatus } from "../identity/http-helpers.js"
-import type { JsonResponse } from "../support/TestServer.js"
+import { AgentId, PolicyId } from "../../src/catalog/Domain.js"
+import type { GuardrailClient } from "../support/Api.js"
+import { call, type JsonResponse, SNAKE_CASE } from "../support/Raw.js"
 
 export const YAML = "application/yaml"
 export const JSON_TYPE = "application/json"
@@ -18,32 +20,9 @@ export const POLICY_ID = /^[a-z0-9][a-z0-9_.-]{0,127}$/
 export const SUMMARY_KEYS = ["action", "description", "enabled", "family", "id", "owner_agent_id", "severity"]
 export const DETAIL_KEYS = [...SUMMARY_KEYS, "source_yaml"].sort()
 
-export interface PolicySummaryBody {
-  readonly id: string
-  readonly description: string
-  readonly family: string
-  readonly severity: string
-  readonly action: string
-  readonly enabled: boolean
-  readonly owner_agent_id: string | null
-}
-
-export interface PolicyDetailBody extends PolicySummaryBody {
-  readonly source_yaml: string
-}
-
-export interface AgentBody {
-  readonly agent_id: string
-  readonly display_name: string
-  readonly system_prompt: string | null
-  readonly target_url: string | null
-  readonly authority: { readonly can_promise: Array<string>; readonly cannot_promise: Array<string> }
-  readonly scope: { readonly in_scope: Array<string>; readonly out_of_scope: Array<string> }
-  readonly tone: { readonly target: string; readonly forbidden: Array<string> }
-  readonly escalation_triggers: Array<string>
-  readonly knowledge_sources: Array<unknown>
-  readonly workflow_definition: unknown
-  readonly workflow_requirements: Array<unknown>
+/** Whoever calls the API: a tenant, a member, a runtime key's client. */
+export interface Caller {
+  readonly api: GuardrailClient
 }
 
 /** A minimal agent profile as YAML: the sample's required fields only. */
@@ -97,7 +76,7 @@ workflow_requirements:
 export const FULL_AGENT_POLICY_COUNT = 7
 
 /** The same full profile as a JSON value. */
-export const fullAgentJson = (agentId: string, displayName = "Support Bot") =>
+export const fullAgentJson = (agentId: string, displayName = "Support Bot"): unknown =>
   parse(fullAgentYaml(agentId, displayName))
 
 /** A valid policy document as YAML; `fields` override or add top-level lines (already YAML). */
@@ -126,7 +105,19 @@ export const policyYaml = (
     ...(options.action === "rewrite" ? ['rewrite: "[removed]"'] : [])
   ].join("\n") + "\n"
 
-/** Sends a text document (YAML or JSON text). */
+/** A document (YAML or JSON text) as the payload of the contract's document endpoints (sent as application/yaml). */
+export const document = (text: string) => new TextEncoder().encode(text)
+
+/** The path of an agent. */
+export const agentPath = (id: string) => ({ id: AgentId.make(id) })
+
+/** The path of a policy. */
+export const policyPath = (id: string) => ({ id: PolicyId.make(id) })
+
+/**
+ * Sends a text document raw: for what the typed client cannot send (JSON
+ * text as application/json, text/plain, another media type).
+ */
 export const sendText = (
   base: string,
   token: string,
@@ -137,47 +128,76 @@ export const sendText = (
   workspace?: string
 ) => call(base, method, path, { token, raw: text, contentType, workspace })
 
-export const createAgent = (base: string, token: string, yaml: string, workspace?: string) =>
-  Effect.map(
-    sendText(base, token, "POST", "/v1/agents", yaml, YAML, workspace),
-    (response) => expectStatus(response, 201) as AgentBody
+/** Asserts the status of a raw answer; answers its body. */
+export const expectRawStatus = (response: JsonResponse, status: number): unknown => {
+  expect(response.status, response.text).toBe(status)
+  return response.body
+}
+
+export const createAgent = (caller: Caller, yaml: string) => caller.api.agents.createAgent({ payload: document(yaml) })
+
+export const getAgent = (caller: Caller, id: string) => caller.api.agents.getAgent({ path: agentPath(id) })
+
+export const listAgents = (caller: Caller) => Effect.map(caller.api.agents.listAgents(), (body) => body.agents)
+
+export const createPolicy = (caller: Caller, yaml: string) =>
+  caller.api.policies.createPolicy({ payload: document(yaml) })
+
+export const validatePolicy = (caller: Caller, text: string) =>
+  caller.api.policies.validatePolicy({ payload: document(text) })
+
+export const getPolicy = (caller: Caller, id: string) => caller.api.policies.getPolicy({ path: policyPath(id) })
+
+export const listPolicies = (caller: Caller) => Effect.map(caller.api.policies.listPolicies(), (body) => body.policies)
+
+export const setEnabled = (caller: Caller, id: string, enabled: boolean) =>
+  caller.api.policies.setPolicyEnabled({ path: policyPath(id), payload: { enabled } })
+
+export const generate = (caller: Caller, agentId: string) =>
+  Effect.map(caller.api.agents.generateAgentGuardrails({ path: agentPath(agentId) }), (body) => body.generated)
+
+export const guardrails = (caller: Caller, agentId: string) =>
+  Effect.map(caller.api.agents.listAgentGuardrails({ path: agentPath(agentId) }), (body) => body.policies)
+
+/**
+ * A call made `withResponse`, with its answer as sent: the decoded value, the
+ * status and the body text (and its JSON). The decoded value drops keys the
+ * contract does not name; tests of exact keys or of what a body must not
+ * contain read `body` or `text`.
+ */
+export const answered = <A, E, R>(request: Effect.Effect<readonly [A, HttpClientResponse.HttpClientResponse], E, R>) =>
+  Effect.flatMap(request, ([value, response]) =>
+    // The client decoded the body from its bytes (read once, kept): read them again.
+    Effect.map(response.arrayBuffer, (bytes) => {
+      const text = new TextDecoder().decode(bytes)
+      return {
+        value,
+        status: response.status,
+        headers: response.headers,
+        text,
+        body: text === "" ? undefined : (JSON.parse(text) as unknown)
+      }
+    })
   )
 
-export const createPolicy = (base: string, token: string, yaml: string, workspace?: string) =>
-  Effect.map(
-    sendText(base, token, "POST", "/v1/policies", yaml, YAML, workspace),
-    (response) => expectStatus(response, 201) as PolicyDetailBody
-  )
+/** The sorted keys of a JSON object (fails the test for anything else). */
+export const keysOf = (value: unknown) => {
+  expect(typeof value === "object" && value !== null && !Array.isArray(value), JSON.stringify(value)).toBe(true)
+  return Object.keys(value as object).sort()
+}
 
-export const getPolicy = (base: string, token: string, id: string, workspace?: string) =>
-  Effect.map(
-    call(base, "GET", `/v1/policies/${encodeURIComponent(id)}`, { token, workspace }),
-    (response) => expectStatus(response, 200) as PolicyDetailBody
-  )
+/** The value at `key` of a JSON object (fails the test for anything else). */
+export const fieldOf = (value: unknown, key: string): unknown => {
+  keysOf(value)
+  return (value as Record<string, unknown>)[key]
+}
 
-export const listPolicies = (base: string, token: string, workspace?: string) =>
-  Effect.map(
-    call(base, "GET", "/v1/policies", { token, workspace }),
-    (response) => (expectStatus(response, 200) as { policies: Array<PolicySummaryBody> }).policies
-  )
-
-export const setEnabled = (base: string, token: string, id: string, enabled: boolean) =>
-  Effect.map(
-    call(base, "PATCH", `/v1/policies/${encodeURIComponent(id)}/enabled`, { token, body: { enabled } }),
-    (response) => expectStatus(response, 200) as PolicyDetailBody
-  )
-
-export const generate = (base: string, token: string, agentId: string) =>
-  Effect.map(
-    call(base, "POST", `/v1/agents/${encodeURIComponent(agentId)}/guardrails/generate`, { token }),
-    (response) => (expectStatus(response, 201) as { generated: Array<PolicyDetailBody> }).generated
-  )
-
-export const guardrails = (base: string, token: string, agentId: string) =>
-  Effect.map(
-    call(base, "GET", `/v1/agents/${encodeURIComponent(agentId)}/guardrails`, { token }),
-    (response) => (expectStatus(response, 200) as { policies: Array<PolicySummaryBody> }).policies
-  )
+/** The list at `key` of a JSON object, e.g. the rows of a list answer (fails the test for anything else). */
+export const rowsOf = (value: unknown, key: string): ReadonlyArray<unknown> => {
+  const rows = fieldOf(value, key)
+  expect(Array.isArray(rows), JSON.stringify(value)).toBe(true)
+  return rows as ReadonlyArray<unknown>
+}
 
 /** The parsed `source_yaml` of a policy. */
 export const documentOf = (policy: { readonly source_yaml: string }) =>
@@ -192,18 +212,25 @@ export const sortedKeys = (value: object) => Object.keys(value).sort()
 
 export const ids = (rows: ReadonlyArray<{ readonly id: string }>) => rows.map((row) => row.id).sort()
 
-/** The error detail paths of a response (empty when none). */
-export const detailPaths = (response: JsonResponse) =>
-  ((response.body as { error?: { details?: Array<{ path: string }> } }).error?.details ?? []).map(
-    (detail) => detail.path
-  )
+interface Details {
+  readonly details?: ReadonlyArray<{ readonly path: string; readonly message: string }> | undefined
+}
 
-/** Asserts every detail carries a string path and a non-empty message. */
-export const expectWellFormedDetails = (response: JsonResponse) => {
-  const details = (response.body as { error: { details?: Array<{ path: unknown; message: unknown }> } }).error.details
-  expect(Array.isArray(details), response.text).toBe(true)
-  for (const detail of details ?? []) {
-    expect(typeof detail.path, response.text).toBe("string")
-    expect(typeof detail.message === "string" && detail.message.length > 0, response.text).toBe(true)
+/** The detail paths of an error (empty when none). */
+export const detailPaths = (error: Details) => (error.details ?? []).map((detail) => detail.path)
+
+/** Asserts the error lists details, each with a string path and a non-empty message. */
+export const expectWellFormedDetails = (error: Details) => {
+  const text = JSON.stringify(error)
+  expect(Array.isArray(error.details), text).toBe(true)
+  for (const detail of error.details ?? []) {
+    expect(typeof detail.path, text).toBe("string")
+    expect(typeof detail.message === "string" && detail.message.length > 0, text).toBe(true)
   }
+}
+
+/** Asserts an error carries the conventions' snake_case code and a message (what `isErrorBody` checks of a raw body). */
+export const expectErrorShape = (error: { readonly code: string; readonly message: string }) => {
+  expect(error.code, error.message).toMatch(SNAKE_CASE)
+  expect(error.message.length, error.code).toBeGreaterThan(0)
 }

@@ -9,24 +9,54 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { call, createKey, expectError, expectStatus, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
+import type { PolicyDetail } from "../../src/catalog/Domain.js"
+import { SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { clientAt, expectFailure, type GuardrailClient } from "../support/Api.js"
+import { createKey, keyClient, tenant } from "../support/Tenants.js"
 import { baseUrl, testServer } from "../support/TestServer.js"
 import {
+  agentPath,
+  answered,
+  type Caller,
   createAgent,
   createPolicy,
+  document,
+  expectErrorShape,
   fullAgentYaml,
   generate,
+  getAgent,
   getPolicy,
   listPolicies,
   minimalAgentYaml,
-  type PolicyDetailBody,
+  policyPath,
   policyYaml,
-  sendText,
-  setEnabled,
-  YAML
+  setEnabled
 } from "./catalog-helpers.js"
 
-const LISTS = ["/v1/agents", "/v1/policies", "/v1/label-policies", "/v1/tool-metadata", "/v1/knowledge-sources"]
+const LISTS = ["agents", "policies", "label-policies", "tool-metadata", "knowledge-sources"] as const
+type List = (typeof LISTS)[number]
+
+/** `GET /v1/<list>` with its answer as sent (the decoded value and the body text). */
+const list = (
+  api: GuardrailClient,
+  name: List
+): Effect.Effect<{ readonly value: unknown; readonly text: string }, unknown> => {
+  switch (name) {
+    case "agents":
+      return answered(api.agents.listAgents({ withResponse: true }))
+    case "policies":
+      return answered(api.policies.listPolicies({ withResponse: true }))
+    case "label-policies":
+      return answered(api.labelPolicies.listLabelPolicies({ withResponse: true }))
+    case "tool-metadata":
+      return answered(api.toolMetadata.listToolMetadata({ withResponse: true }))
+    case "knowledge-sources":
+      return answered(api.knowledgeSources.listKnowledgeSources({ withResponse: true }))
+  }
+}
+
+const labelPath = (origin: string) => ({ origin })
+const toolPath = (tool: string) => ({ tool })
 
 /**
  * A tenant whose catalog holds items under ids shared with every other
@@ -36,123 +66,118 @@ const LISTS = ["/v1/agents", "/v1/policies", "/v1/label-policies", "/v1/tool-met
 const populated = (base: string, name: string) =>
   Effect.gen(function* () {
     const owner = yield* tenant(base)
-    const token = owner.jwt
-    yield* createAgent(base, token, fullAgentYaml("shared-bot", `${name} shared bot`))
-    yield* createAgent(base, token, minimalAgentYaml(`${name}-only-bot`, `${name} only bot`))
-    const generated = yield* generate(base, token, "shared-bot")
+    yield* createAgent(owner, fullAgentYaml("shared-bot", `${name} shared bot`))
+    yield* createAgent(owner, minimalAgentYaml(`${name}-only-bot`, `${name} only bot`))
+    const generated = yield* generate(owner, "shared-bot")
     const enabledGenerated = generated[0]!.id
-    yield* setEnabled(base, token, enabledGenerated, true)
-    yield* createPolicy(base, token, policyYaml("shared-policy", { description: `${name} shared policy` }))
-    yield* createPolicy(base, token, policyYaml(`${name}-only-policy`, { description: `${name} only policy` }))
-    yield* createPolicy(
-      base,
-      token,
-      policyYaml(`${name}-off-policy`, { description: `${name} off policy`, enabled: false })
-    )
+    yield* setEnabled(owner, enabledGenerated, true)
+    yield* createPolicy(owner, policyYaml("shared-policy", { description: `${name} shared policy` }))
+    yield* createPolicy(owner, policyYaml(`${name}-only-policy`, { description: `${name} only policy` }))
+    yield* createPolicy(owner, policyYaml(`${name}-off-policy`, { description: `${name} off policy`, enabled: false }))
     for (const origin of ["shared_origin", `${name}_only_origin`]) {
-      expectStatus(
-        yield* call(base, "POST", "/v1/label-policies", { token, body: { origin, trust: name, integrity: { name } } }),
-        200
-      )
+      yield* owner.api.labelPolicies.upsertLabelPolicy({ payload: { origin, trust: name, integrity: { name } } })
     }
     for (const tool of ["shared_tool", `${name}_only_tool`]) {
-      expectStatus(
-        yield* call(base, "POST", "/v1/tool-metadata", {
-          token,
-          body: { tool, reversible: false, side_effect: name }
-        }),
-        200
-      )
+      yield* owner.api.toolMetadata.upsertToolMetadata({ payload: { tool, reversible: false, side_effect: name } })
     }
-    const file = expectStatus(
-      yield* call(base, "POST", "/v1/knowledge-sources", {
-        token,
-        body: {
-          kind: "file",
-          title: `${name} handbook`,
-          file_name: `${name}.txt`,
-          media_type: "text/plain",
-          data_base64: Buffer.from(`${name} secret handbook`).toString("base64")
-        }
-      }),
-      201
-    ) as { id: string }
-    const url = expectStatus(
-      yield* call(base, "POST", "/v1/knowledge-sources", {
-        token,
-        body: { kind: "url", title: `${name} faq`, location: `https://${name}.example.com/faq` }
-      }),
-      201
-    ) as { id: string }
+    const file = yield* owner.api.knowledgeSources.createKnowledgeSource({
+      payload: {
+        kind: "file",
+        title: `${name} handbook`,
+        file_name: `${name}.txt`,
+        media_type: "text/plain",
+        data_base64: Buffer.from(`${name} secret handbook`).toString("base64")
+      }
+    })
+    const url = yield* owner.api.knowledgeSources.createKnowledgeSource({
+      payload: { kind: "url", title: `${name} faq`, location: `https://${name}.example.com/faq` }
+    })
     return { owner, name, generated, enabledGenerated, fileSourceId: file.id, urlSourceId: url.id }
   })
 
 type Populated = Effect.Effect.Success<ReturnType<typeof populated>>
 
 /** Everything a tenant's catalog holds, read by its owner: used to show that nothing changed. */
-const catalogOf = (base: string, t: Populated) =>
+const catalogOf = (t: Populated) =>
   Effect.gen(function* () {
-    const token = t.owner.jwt
+    const api = t.owner.api
     const lists: Record<string, unknown> = {}
-    for (const path of LISTS) lists[path] = expectStatus(yield* call(base, "GET", path, { token }), 200)
-    const policies = yield* listPolicies(base, token)
-    const details: Array<PolicyDetailBody> = []
-    for (const policy of policies) details.push(yield* getPolicy(base, token, policy.id))
+    for (const name of LISTS) lists[name] = (yield* list(api, name)).value
+    const policies = yield* listPolicies(t.owner)
+    const details: Array<PolicyDetail> = []
+    for (const policy of policies) details.push(yield* getPolicy(t.owner, policy.id))
     return {
       lists,
       details,
-      agents: [
-        expectStatus(yield* call(base, "GET", "/v1/agents/shared-bot", { token }), 200),
-        expectStatus(yield* call(base, "GET", `/v1/agents/${t.name}-only-bot`, { token }), 200)
-      ],
-      guardrails: expectStatus(yield* call(base, "GET", "/v1/agents/shared-bot/guardrails", { token }), 200),
+      agents: [yield* getAgent(t.owner, "shared-bot"), yield* getAgent(t.owner, `${t.name}-only-bot`)],
+      guardrails: yield* api.agents.listAgentGuardrails({ path: agentPath("shared-bot") }),
       labels: [
-        expectStatus(yield* call(base, "GET", "/v1/label-policies/shared_origin", { token }), 200),
-        expectStatus(yield* call(base, "GET", `/v1/label-policies/${t.name}_only_origin`, { token }), 200)
+        yield* api.labelPolicies.getLabelPolicy({ path: labelPath("shared_origin") }),
+        yield* api.labelPolicies.getLabelPolicy({ path: labelPath(`${t.name}_only_origin`) })
       ],
       tools: [
-        expectStatus(yield* call(base, "GET", "/v1/tool-metadata/shared_tool", { token }), 200),
-        expectStatus(yield* call(base, "GET", `/v1/tool-metadata/${t.name}_only_tool`, { token }), 200)
+        yield* api.toolMetadata.getToolMetadata({ path: toolPath("shared_tool") }),
+        yield* api.toolMetadata.getToolMetadata({ path: toolPath(`${t.name}_only_tool`) })
       ],
-      file: expectStatus(yield* call(base, "GET", `/v1/knowledge-sources/${t.fileSourceId}/file`, { token }), 200)
+      file: yield* api.knowledgeSources.getKnowledgeSourceFile({ path: { id: t.fileSourceId } })
     }
   })
 
-/** Every by-id route, aimed at `target`'s own ids: [method, path, body?, content type?]. */
-const byIdAttempts = (target: Populated): ReadonlyArray<readonly [string, string, string?, string?]> => {
+/** A call to make as some caller, named by its method and route. */
+type Attempt = readonly [route: string, call: (api: GuardrailClient) => Effect.Effect<unknown, unknown>]
+
+/** Every by-id route, aimed at `target`'s own ids. */
+const byIdAttempts = (target: Populated): ReadonlyArray<Attempt> => {
   const agent = `${target.name}-only-bot`
   const policy = `${target.name}-only-policy`
+  const offPolicy = `${target.name}-off-policy`
+  const origin = `${target.name}_only_origin`
+  const tool = `${target.name}_only_tool`
   return [
-    ["GET", `/v1/agents/${agent}`],
-    ["PUT", `/v1/agents/${agent}`, minimalAgentYaml(agent, "pwned"), YAML],
-    ["DELETE", `/v1/agents/${agent}`],
-    ["GET", `/v1/agents/${agent}/guardrails`],
-    ["POST", `/v1/agents/${agent}/guardrails/generate`],
-    ["GET", `/v1/policies/${policy}`],
-    ["DELETE", `/v1/policies/${policy}`],
-    ["PATCH", `/v1/policies/${policy}/enabled`, JSON.stringify({ enabled: false })],
-    ["PATCH", `/v1/policies/${target.name}-off-policy/enabled`, JSON.stringify({ enabled: true })],
-    ["PATCH", "/v1/policies/batch/enabled", JSON.stringify({ enabled: true, ids: [`${target.name}-off-policy`] })],
+    [`GET /v1/agents/${agent}`, (api) => api.agents.getAgent({ path: agentPath(agent) })],
+    [
+      `PUT /v1/agents/${agent}`,
+      (api) => api.agents.replaceAgent({ path: agentPath(agent), payload: document(minimalAgentYaml(agent, "pwned")) })
+    ],
+    [`DELETE /v1/agents/${agent}`, (api) => api.agents.deleteAgent({ path: agentPath(agent) })],
+    [`GET /v1/agents/${agent}/guardrails`, (api) => api.agents.listAgentGuardrails({ path: agentPath(agent) })],
+    [
+      `POST /v1/agents/${agent}/guardrails/generate`,
+      (api) => api.agents.generateAgentGuardrails({ path: agentPath(agent) })
+    ],
+    [`GET /v1/policies/${policy}`, (api) => api.policies.getPolicy({ path: policyPath(policy) })],
+    [`DELETE /v1/policies/${policy}`, (api) => api.policies.deletePolicy({ path: policyPath(policy) })],
+    [
+      `PATCH /v1/policies/${policy}/enabled`,
+      (api) => api.policies.setPolicyEnabled({ path: policyPath(policy), payload: { enabled: false } })
+    ],
+    [
+      `PATCH /v1/policies/${offPolicy}/enabled`,
+      (api) => api.policies.setPolicyEnabled({ path: policyPath(offPolicy), payload: { enabled: true } })
+    ],
+    [
+      "PATCH /v1/policies/batch/enabled",
+      (api) => api.policies.setPoliciesEnabled({ payload: { enabled: true, ids: [offPolicy] } })
+    ],
     // Generated ids are the same in every workspace that has a shared-bot: paired with an id only the target has.
-    ["PATCH", "/v1/policies/batch/enabled", JSON.stringify({ enabled: false, ids: [policy, target.enabledGenerated] })],
-    ["GET", `/v1/label-policies/${target.name}_only_origin`],
-    ["DELETE", `/v1/label-policies/${target.name}_only_origin`],
-    ["GET", `/v1/tool-metadata/${target.name}_only_tool`],
-    ["DELETE", `/v1/tool-metadata/${target.name}_only_tool`],
-    ["GET", `/v1/knowledge-sources/${target.fileSourceId}/file`],
-    ["GET", `/v1/knowledge-sources/${target.urlSourceId}/file`]
+    [
+      "PATCH /v1/policies/batch/enabled (with a generated id)",
+      (api) => api.policies.setPoliciesEnabled({ payload: { enabled: false, ids: [policy, target.enabledGenerated] } })
+    ],
+    [`GET /v1/label-policies/${origin}`, (api) => api.labelPolicies.getLabelPolicy({ path: labelPath(origin) })],
+    [`DELETE /v1/label-policies/${origin}`, (api) => api.labelPolicies.deleteLabelPolicy({ path: labelPath(origin) })],
+    [`GET /v1/tool-metadata/${tool}`, (api) => api.toolMetadata.getToolMetadata({ path: toolPath(tool) })],
+    [`DELETE /v1/tool-metadata/${tool}`, (api) => api.toolMetadata.deleteToolMetadata({ path: toolPath(tool) })],
+    [
+      `GET /v1/knowledge-sources/${target.fileSourceId}/file`,
+      (api) => api.knowledgeSources.getKnowledgeSourceFile({ path: { id: target.fileSourceId } })
+    ],
+    [
+      `GET /v1/knowledge-sources/${target.urlSourceId}/file`,
+      (api) => api.knowledgeSources.getKnowledgeSourceFile({ path: { id: target.urlSourceId } })
+    ]
   ]
 }
-
-const attempt = (
-  base: string,
-  token: string,
-  [method, path, body, contentType]: readonly [string, string, string?, string?]
-) =>
-  call(base, method, path, {
-    token,
-    ...(body === undefined ? {} : { raw: body, contentType: contentType ?? "application/json" })
-  })
 
 layer(testServer("database"), SERVER_OPTIONS)("catalog tenant isolation and access", (it) => {
   describe("across workspaces", () => {
@@ -161,25 +186,26 @@ layer(testServer("database"), SERVER_OPTIONS)("catalog tenant isolation and acce
         const base = yield* baseUrl
         const alpha = yield* populated(base, "alpha")
         const beta = yield* populated(base, "beta")
-        const before = yield* catalogOf(base, beta)
+        const before = yield* catalogOf(beta)
 
-        for (const target of byIdAttempts(beta)) {
-          const response = yield* attempt(base, alpha.owner.jwt, target)
-          expect(response.status, `${target[0]} ${target[1]}: ${response.text}`).toBe(404)
-          expectError(response, 404)
+        for (const [route, attempt] of byIdAttempts(beta)) {
+          const error = yield* expectFailure(attempt(alpha.owner.api), 404)
+          expectErrorShape(error)
           // Error messages may echo the requested id, never the other workspace's content.
-          expect(response.text).not.toContain("beta ")
+          expect(JSON.stringify(error), route).not.toContain("beta ")
         }
         // A batch mixing an own id with the other workspace's: 404, and the own policy is unchanged too.
-        const mixed = yield* call(base, "PATCH", "/v1/policies/batch/enabled", {
-          token: alpha.owner.jwt,
-          body: { enabled: true, ids: ["alpha-off-policy", "beta-off-policy"] }
-        })
-        expectError(mixed, 404, "policy_not_found")
-        expect((yield* getPolicy(base, alpha.owner.jwt, "alpha-off-policy")).enabled).toBe(false)
-        expect((yield* getPolicy(base, alpha.owner.jwt, alpha.enabledGenerated)).enabled).toBe(true)
+        yield* expectFailure(
+          alpha.owner.api.policies.setPoliciesEnabled({
+            payload: { enabled: true, ids: ["alpha-off-policy", "beta-off-policy"] }
+          }),
+          404,
+          "policy_not_found"
+        )
+        expect((yield* getPolicy(alpha.owner, "alpha-off-policy")).enabled).toBe(false)
+        expect((yield* getPolicy(alpha.owner, alpha.enabledGenerated)).enabled).toBe(true)
 
-        expect(yield* catalogOf(base, beta)).toEqual(before)
+        expect(yield* catalogOf(beta)).toEqual(before)
       })
     )
 
@@ -188,54 +214,43 @@ layer(testServer("database"), SERVER_OPTIONS)("catalog tenant isolation and acce
         const base = yield* baseUrl
         const alpha = yield* populated(base, "alpha")
         const beta = yield* populated(base, "beta")
-        const before = yield* catalogOf(base, beta)
-        const token = alpha.owner.jwt
+        const before = yield* catalogOf(beta)
+        const owner = alpha.owner
+        const api = owner.api
 
         // Reads of shared ids answer alpha's own rows.
-        expect(expectStatus(yield* call(base, "GET", "/v1/agents/shared-bot", { token }), 200).display_name).toBe(
-          "alpha shared bot"
+        expect((yield* getAgent(owner, "shared-bot")).display_name).toBe("alpha shared bot")
+        expect((yield* getPolicy(owner, "shared-policy")).description).toBe("alpha shared policy")
+        expect((yield* api.labelPolicies.getLabelPolicy({ path: labelPath("shared_origin") })).policy.trust).toBe(
+          "alpha"
         )
-        expect((yield* getPolicy(base, token, "shared-policy")).description).toBe("alpha shared policy")
-        expect(
-          expectStatus(yield* call(base, "GET", "/v1/label-policies/shared_origin", { token }), 200).policy.trust
-        ).toBe("alpha")
-        expect(
-          expectStatus(yield* call(base, "GET", "/v1/tool-metadata/shared_tool", { token }), 200).metadata.side_effect
-        ).toBe("alpha")
+        expect((yield* api.toolMetadata.getToolMetadata({ path: toolPath("shared_tool") })).metadata.side_effect).toBe(
+          "alpha"
+        )
 
         // Writes to shared ids change alpha's rows only.
-        expectStatus(
-          yield* sendText(base, token, "PUT", "/v1/agents/shared-bot", minimalAgentYaml("shared-bot", "alpha renamed")),
-          200
-        )
-        yield* generate(base, token, "shared-bot")
-        yield* setEnabled(base, token, "shared-policy", false)
-        expectStatus(
-          yield* call(base, "PATCH", "/v1/policies/batch/enabled", {
-            token,
-            body: { enabled: true, ids: alpha.generated.map((policy) => policy.id) }
-          }),
-          200
-        )
-        expectStatus(
-          yield* call(base, "POST", "/v1/label-policies", { token, body: { origin: "shared_origin", trust: "pwned" } }),
-          200
-        )
-        expectStatus(
-          yield* call(base, "POST", "/v1/tool-metadata", {
-            token,
-            body: { tool: "shared_tool", reversible: true, side_effect: "pwned" }
-          }),
-          200
-        )
-        expect((yield* call(base, "DELETE", "/v1/agents/shared-bot", { token })).status).toBe(204)
-        expect((yield* call(base, "DELETE", "/v1/policies/shared-policy", { token })).status).toBe(204)
-        expect((yield* call(base, "DELETE", "/v1/tool-metadata/shared_tool", { token })).status).toBe(204)
+        yield* api.agents.replaceAgent({
+          path: agentPath("shared-bot"),
+          payload: document(minimalAgentYaml("shared-bot", "alpha renamed"))
+        })
+        yield* generate(owner, "shared-bot")
+        yield* setEnabled(owner, "shared-policy", false)
+        yield* api.policies.setPoliciesEnabled({
+          payload: { enabled: true, ids: alpha.generated.map((policy) => policy.id) }
+        })
+        yield* api.labelPolicies.upsertLabelPolicy({ payload: { origin: "shared_origin", trust: "pwned" } })
+        yield* api.toolMetadata.upsertToolMetadata({
+          payload: { tool: "shared_tool", reversible: true, side_effect: "pwned" }
+        })
+        // Each answers 204 (the only success these routes declare).
+        yield* api.agents.deleteAgent({ path: agentPath("shared-bot") })
+        yield* api.policies.deletePolicy({ path: policyPath("shared-policy") })
+        yield* api.toolMetadata.deleteToolMetadata({ path: toolPath("shared_tool") })
         // Creating beta's own ids in alpha is fine: ids are unique per workspace only.
-        yield* createAgent(base, token, minimalAgentYaml("beta-only-bot", "alpha's copy"))
-        yield* createPolicy(base, token, policyYaml("beta-only-policy", { description: "alpha's copy" }))
+        yield* createAgent(owner, minimalAgentYaml("beta-only-bot", "alpha's copy"))
+        yield* createPolicy(owner, policyYaml("beta-only-policy", { description: "alpha's copy" }))
 
-        expect(yield* catalogOf(base, beta)).toEqual(before)
+        expect(yield* catalogOf(beta)).toEqual(before)
       })
     )
 
@@ -248,20 +263,19 @@ layer(testServer("database"), SERVER_OPTIONS)("catalog tenant isolation and acce
           [alpha, beta],
           [beta, alpha]
         ] as const) {
-          for (const path of LISTS) {
-            const response = yield* call(base, "GET", path, { token: reader.owner.jwt })
-            expectStatus(response, 200)
-            expect(response.text, path).not.toContain(other.name)
-            expect(response.text, path).toContain(reader.name)
+          const api = reader.owner.api
+          for (const name of LISTS) {
+            const { text } = yield* list(api, name)
+            expect(text, name).not.toContain(other.name)
+            expect(text, name).toContain(reader.name)
           }
-          const guardrails = yield* call(base, "GET", "/v1/agents/shared-bot/guardrails", { token: reader.owner.jwt })
-          expect(expectStatus(guardrails, 200).policies).toHaveLength(reader.generated.length)
-          expect(guardrails.text).not.toContain(other.name)
-          const sources = expectStatus(
-            yield* call(base, "GET", "/v1/knowledge-sources", { token: reader.owner.jwt }),
-            200
+          const guardrails = yield* answered(
+            api.agents.listAgentGuardrails({ path: agentPath("shared-bot"), withResponse: true })
           )
-          expect(sources.knowledge_sources.map((source: { id: string }) => source.id).sort()).toEqual(
+          expect(guardrails.value.policies).toHaveLength(reader.generated.length)
+          expect(guardrails.text).not.toContain(other.name)
+          const sources = yield* api.knowledgeSources.listKnowledgeSources()
+          expect(sources.knowledge_sources.map((source) => source.id).sort()).toEqual(
             [reader.fileSourceId, reader.urlSourceId].sort()
           )
         }
@@ -276,87 +290,113 @@ layer(testServer("database"), SERVER_OPTIONS)("catalog tenant isolation and acce
           const alpha = yield* populated(base, "alpha")
           const beta = yield* populated(base, "beta")
           const token = alpha.owner.jwt
-          const second = expectStatus(
-            yield* call(base, "POST", "/v1/team/my-workspaces", { token, body: { name: "Second" } }),
-            201
-          ) as { id: string }
-          const inSecond = (method: string, path: string, options: { raw?: string; contentType?: string } = {}) =>
-            call(base, method, path, { token, workspace: second.id, ...options })
+          const second = yield* alpha.owner.api.team.createWorkspace({ payload: { name: "Second" } })
+          const inSecond: Caller = { api: yield* clientAt(base, { token, workspace: second.id }) }
 
-          for (const path of LISTS) {
-            const response = yield* inSecond("GET", path)
-            expectStatus(response, 200)
-            expect(response.text, path).not.toContain("alpha")
+          for (const name of LISTS) {
+            const { text } = yield* list(inSecond.api, name)
+            expect(text, name).not.toContain("alpha")
           }
-          expectError(yield* inSecond("GET", "/v1/agents/shared-bot"), 404, "agent_not_found")
-          expectError(yield* inSecond("GET", "/v1/policies/shared-policy"), 404, "policy_not_found")
-          expectError(yield* inSecond("GET", `/v1/knowledge-sources/${alpha.fileSourceId}/file`), 404)
-          expectStatus(
-            yield* inSecond("POST", "/v1/agents", { raw: minimalAgentYaml("shared-bot", "second"), contentType: YAML }),
-            201
+          yield* expectFailure(getAgent(inSecond, "shared-bot"), 404, "agent_not_found")
+          yield* expectFailure(getPolicy(inSecond, "shared-policy"), 404, "policy_not_found")
+          yield* expectFailure(
+            inSecond.api.knowledgeSources.getKnowledgeSourceFile({ path: { id: alpha.fileSourceId } }),
+            404
           )
-          expectStatus(
-            yield* inSecond("POST", "/v1/policies", { raw: policyYaml("shared-policy"), contentType: YAML }),
-            201
-          )
+          yield* createAgent(inSecond, minimalAgentYaml("shared-bot", "second"))
+          yield* createPolicy(inSecond, policyYaml("shared-policy"))
           // The default workspace still answers its own rows.
-          expect(expectStatus(yield* call(base, "GET", "/v1/agents/shared-bot", { token }), 200).display_name).toBe(
-            "alpha shared bot"
-          )
-          expect((yield* getPolicy(base, token, "shared-policy")).description).toBe("alpha shared policy")
+          expect((yield* getAgent(alpha.owner, "shared-bot")).display_name).toBe("alpha shared bot")
+          expect((yield* getPolicy(alpha.owner, "shared-policy")).description).toBe("alpha shared policy")
 
           // Naming a workspace the user is not a member of: 404 on every catalog route.
-          for (const path of [...LISTS, "/v1/agents/shared-bot", "/v1/policies/shared-policy"]) {
-            const response = yield* call(base, "GET", path, { token, workspace: beta.owner.workspaceId })
-            expect(response.status, `${path}: ${response.text}`).toBe(404)
-            expectError(response, 404)
-            expect(response.text).not.toContain("beta ")
+          const foreign = yield* clientAt(base, { token, workspace: beta.owner.workspaceId })
+          const reads: ReadonlyArray<Attempt> = [
+            ...LISTS.map((name): Attempt => [`GET /v1/${name}`, (api) => list(api, name)]),
+            ["GET /v1/agents/shared-bot", (api) => api.agents.getAgent({ path: agentPath("shared-bot") })],
+            ["GET /v1/policies/shared-policy", (api) => api.policies.getPolicy({ path: policyPath("shared-policy") })]
+          ]
+          for (const [route, read] of reads) {
+            const error = yield* expectFailure(read(foreign), 404)
+            expectErrorShape(error)
+            expect(JSON.stringify(error), route).not.toContain("beta ")
           }
         })
     )
   })
 
   describe("access", () => {
-    const writeAttempts = (t: Populated): ReadonlyArray<readonly [string, string, string?, string?]> => [
-      ["POST", "/v1/agents", minimalAgentYaml("key-made-bot"), YAML],
-      ["PUT", "/v1/agents/shared-bot", minimalAgentYaml("shared-bot", "key renamed"), YAML],
-      ["DELETE", "/v1/agents/shared-bot"],
-      ["POST", "/v1/agents/shared-bot/guardrails/generate"],
-      ["POST", "/v1/policies", policyYaml("key-made-policy"), YAML],
-      ["POST", "/v1/policies/validate", policyYaml("key-checked-policy"), YAML],
-      ["POST", "/v1/policies/draft", JSON.stringify({ prompt: "never promise a refund" })],
-      ["DELETE", "/v1/policies/shared-policy"],
-      ["PATCH", "/v1/policies/shared-policy/enabled", JSON.stringify({ enabled: false })],
-      ["PATCH", "/v1/policies/batch/enabled", JSON.stringify({ enabled: false, ids: ["shared-policy"] })],
-      ["POST", "/v1/label-policies", JSON.stringify({ origin: "key_origin" })],
-      ["DELETE", "/v1/label-policies/shared_origin"],
-      ["POST", "/v1/tool-metadata", JSON.stringify({ tool: "key_tool", reversible: true, side_effect: "none" })],
-      ["DELETE", "/v1/tool-metadata/shared_tool"],
-      ["POST", "/v1/knowledge-sources", JSON.stringify({ kind: "text", title: "key", text: "key" })],
-      ["DELETE", `/v1/policies/${t.enabledGenerated}`]
+    const writeAttempts = (t: Populated): ReadonlyArray<Attempt> => [
+      ["POST /v1/agents", (api) => api.agents.createAgent({ payload: document(minimalAgentYaml("key-made-bot")) })],
+      [
+        "PUT /v1/agents/shared-bot",
+        (api) =>
+          api.agents.replaceAgent({
+            path: agentPath("shared-bot"),
+            payload: document(minimalAgentYaml("shared-bot", "key renamed"))
+          })
+      ],
+      ["DELETE /v1/agents/shared-bot", (api) => api.agents.deleteAgent({ path: agentPath("shared-bot") })],
+      [
+        "POST /v1/agents/shared-bot/guardrails/generate",
+        (api) => api.agents.generateAgentGuardrails({ path: agentPath("shared-bot") })
+      ],
+      ["POST /v1/policies", (api) => api.policies.createPolicy({ payload: document(policyYaml("key-made-policy")) })],
+      [
+        "POST /v1/policies/validate",
+        (api) => api.policies.validatePolicy({ payload: document(policyYaml("key-checked-policy")) })
+      ],
+      ["POST /v1/policies/draft", (api) => api.policies.draftPolicy({ payload: { prompt: "never promise a refund" } })],
+      ["DELETE /v1/policies/shared-policy", (api) => api.policies.deletePolicy({ path: policyPath("shared-policy") })],
+      [
+        "PATCH /v1/policies/shared-policy/enabled",
+        (api) => api.policies.setPolicyEnabled({ path: policyPath("shared-policy"), payload: { enabled: false } })
+      ],
+      [
+        "PATCH /v1/policies/batch/enabled",
+        (api) => api.policies.setPoliciesEnabled({ payload: { enabled: false, ids: ["shared-policy"] } })
+      ],
+      ["POST /v1/label-policies", (api) => api.labelPolicies.upsertLabelPolicy({ payload: { origin: "key_origin" } })],
+      [
+        "DELETE /v1/label-policies/shared_origin",
+        (api) => api.labelPolicies.deleteLabelPolicy({ path: labelPath("shared_origin") })
+      ],
+      [
+        "POST /v1/tool-metadata",
+        (api) =>
+          api.toolMetadata.upsertToolMetadata({ payload: { tool: "key_tool", reversible: true, side_effect: "none" } })
+      ],
+      [
+        "DELETE /v1/tool-metadata/shared_tool",
+        (api) => api.toolMetadata.deleteToolMetadata({ path: toolPath("shared_tool") })
+      ],
+      [
+        "POST /v1/knowledge-sources",
+        (api) => api.knowledgeSources.createKnowledgeSource({ payload: { kind: "text", title: "key", text: "key" } })
+      ],
+      [
+        `DELETE /v1/policies/${t.enabledGenerated}`,
+        (api) => api.policies.deletePolicy({ path: policyPath(t.enabledGenerated) })
+      ]
     ]
 
     it.effect("a runtime key reads every catalog list and item of its workspace", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
         const alpha = yield* populated(base, "alpha")
-        const key = (yield* createKey(base, alpha.owner)).plaintext_key
-        for (const path of LISTS) {
-          const withKey = yield* call(base, "GET", path, { token: key })
-          const withSession = yield* call(base, "GET", path, { token: alpha.owner.jwt })
-          expect(expectStatus(withKey, 200), path).toEqual(expectStatus(withSession, 200))
+        const key = yield* keyClient(base, yield* createKey(alpha.owner))
+        for (const name of LISTS) {
+          const withKey = yield* list(key, name)
+          const withSession = yield* list(alpha.owner.api, name)
+          expect(withKey.value, name).toEqual(withSession.value)
         }
-        for (const path of [
-          "/v1/agents/shared-bot",
-          "/v1/agents/shared-bot/guardrails",
-          "/v1/policies/shared-policy",
-          "/v1/policies/schema",
-          "/v1/label-policies/shared_origin",
-          "/v1/tool-metadata/shared_tool",
-          `/v1/knowledge-sources/${alpha.fileSourceId}/file`
-        ]) {
-          expectStatus(yield* call(base, "GET", path, { token: key }), 200)
-        }
+        yield* key.agents.getAgent({ path: agentPath("shared-bot") })
+        yield* key.agents.listAgentGuardrails({ path: agentPath("shared-bot") })
+        yield* key.policies.getPolicy({ path: policyPath("shared-policy") })
+        yield* key.policies.getPolicySchema()
+        yield* key.labelPolicies.getLabelPolicy({ path: labelPath("shared_origin") })
+        yield* key.toolMetadata.getToolMetadata({ path: toolPath("shared_tool") })
+        yield* key.knowledgeSources.getKnowledgeSourceFile({ path: { id: alpha.fileSourceId } })
       })
     )
 
@@ -364,14 +404,12 @@ layer(testServer("database"), SERVER_OPTIONS)("catalog tenant isolation and acce
       Effect.gen(function* () {
         const base = yield* baseUrl
         const alpha = yield* populated(base, "alpha")
-        const before = yield* catalogOf(base, alpha)
-        const key = (yield* createKey(base, alpha.owner)).plaintext_key
-        for (const target of writeAttempts(alpha)) {
-          const response = yield* attempt(base, key, target)
-          expect(response.status, `${target[0]} ${target[1]}: ${response.text}`).toBe(403)
-          expectError(response, 403, "forbidden_credential")
+        const before = yield* catalogOf(alpha)
+        const key = yield* keyClient(base, yield* createKey(alpha.owner))
+        for (const [, write] of writeAttempts(alpha)) {
+          expectErrorShape(yield* expectFailure(write(key), 403, "forbidden_credential"))
         }
-        expect(yield* catalogOf(base, alpha)).toEqual(before)
+        expect(yield* catalogOf(alpha)).toEqual(before)
       })
     )
 
@@ -380,16 +418,13 @@ layer(testServer("database"), SERVER_OPTIONS)("catalog tenant isolation and acce
         const base = yield* baseUrl
         const alpha = yield* populated(base, "alpha")
         const beta = yield* populated(base, "beta")
-        const key = (yield* createKey(base, alpha.owner)).plaintext_key
-        for (const target of byIdAttempts(beta).filter(([method]) => method === "GET")) {
-          const response = yield* attempt(base, key, target)
-          expect(response.status, `${target[1]}: ${response.text}`).toBe(404)
-          expectError(response, 404)
+        const key = yield* keyClient(base, yield* createKey(alpha.owner))
+        for (const [, read] of byIdAttempts(beta).filter(([route]) => route.startsWith("GET "))) {
+          expectErrorShape(yield* expectFailure(read(key), 404))
         }
-        for (const path of LISTS) {
-          const response = yield* call(base, "GET", path, { token: key })
-          expectStatus(response, 200)
-          expect(response.text).not.toContain("beta")
+        for (const name of LISTS) {
+          const { text } = yield* list(key, name)
+          expect(text, name).not.toContain("beta")
         }
       })
     )
@@ -398,20 +433,15 @@ layer(testServer("database"), SERVER_OPTIONS)("catalog tenant isolation and acce
       Effect.gen(function* () {
         const base = yield* baseUrl
         const alpha = yield* populated(base, "alpha")
-        const before = yield* catalogOf(base, alpha)
-        for (const target of [
-          ...LISTS.map((path) => ["GET", path] as const),
+        const before = yield* catalogOf(alpha)
+        const anonymous = yield* clientAt(base)
+        const attempts: ReadonlyArray<Attempt> = [
+          ...LISTS.map((name): Attempt => [`GET /v1/${name}`, (api) => list(api, name)]),
           ...writeAttempts(alpha),
-          ["GET", "/v1/agents/shared-bot"] as const
-        ]) {
-          const [method, path, body, contentType] = target as readonly [string, string, string?, string?]
-          const response = yield* call(base, method, path, {
-            ...(body === undefined ? {} : { raw: body, contentType: contentType ?? "application/json" })
-          })
-          expect(response.status, `${method} ${path}: ${response.text}`).toBe(401)
-          expectError(response, 401)
-        }
-        expect(yield* catalogOf(base, alpha)).toEqual(before)
+          ["GET /v1/agents/shared-bot", (api) => api.agents.getAgent({ path: agentPath("shared-bot") })]
+        ]
+        for (const [, attempt] of attempts) expectErrorShape(yield* expectFailure(attempt(anonymous), 401))
+        expect(yield* catalogOf(alpha)).toEqual(before)
       })
     )
   })

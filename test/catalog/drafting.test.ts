@@ -204,9 +204,10 @@ describe("redaction regexes", () => {
   it("every emitted regex compiles on the linear-time engine and cannot match empty text", () => {
     for (const [prompt] of samples) {
       const { match_value } = draftOf(prompt)
-      expect(Either.map(compileUserRegex(match_value, { caseSensitive: false }), (r) => r.engine), prompt).toEqual(
-        Either.right("re2")
-      )
+      expect(
+        Either.map(compileUserRegex(match_value, { caseSensitive: false }), (r) => r.engine),
+        prompt
+      ).toEqual(Either.right("re2"))
       expect(regexMatchesEmpty(match_value), prompt).toBe(false)
     }
   })

@@ -7,24 +7,33 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { call, expectError, expectStatus, expectValidation, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
-import { baseUrl, request, testServer } from "../support/TestServer.js"
+import { SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { expectFailure, expectInvalid } from "../support/Api.js"
+import { call, expectError, expectValidation } from "../support/Raw.js"
+import { tenant } from "../support/Tenants.js"
+import { baseUrl, testServer } from "../support/TestServer.js"
 import {
+  answered,
   createPolicy,
   DETAIL_KEYS,
   detailPaths,
+  document,
+  expectErrorShape,
+  expectRawStatus,
   expectWellFormedDetails,
+  fieldOf,
   getPolicy,
   ids,
   JSON_TYPE,
+  keysOf,
   listPolicies,
-  type PolicyDetailBody,
-  type PolicySummaryBody,
+  policyPath,
   policyYaml,
+  rowsOf,
   sendText,
   setEnabled,
-  sortedKeys,
   SUMMARY_KEYS,
+  validatePolicy,
   YAML
 } from "./catalog-helpers.js"
 
@@ -79,10 +88,11 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const response = yield* sendText(base, owner.jwt, "POST", "/v1/policies", QUIRKY_YAML)
-        const created = expectStatus(response, 201) as PolicyDetailBody
-        expect(sortedKeys(created)).toEqual(DETAIL_KEYS)
-        expect(created).toEqual({
+        const created = yield* answered(
+          owner.api.policies.createPolicy({ payload: document(QUIRKY_YAML), withResponse: true })
+        )
+        expect(keysOf(created.body)).toEqual(DETAIL_KEYS)
+        expect(created.body).toEqual({
           id: "quirky-policy",
           description: 'Never promise a "full" refund — remboursement intégral 💸',
           family: "content",
@@ -92,8 +102,8 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
           owner_agent_id: "support-bot",
           source_yaml: QUIRKY_YAML
         })
-        const read = yield* getPolicy(base, owner.jwt, "quirky-policy")
-        expect(read).toEqual(created)
+        const read = yield* getPolicy(owner, "quirky-policy")
+        expect(read).toEqual(created.value)
         expect(Buffer.from(read.source_yaml, "utf8").equals(Buffer.from(QUIRKY_YAML, "utf8"))).toBe(true)
       })
     )
@@ -102,8 +112,9 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
+        // Raw: the client sends documents as application/yaml.
         const text = JSON.stringify(JSON_DOCUMENT, null, 4) + "\n"
-        const created = expectStatus(yield* sendText(base, owner.jwt, "POST", "/v1/policies", text, JSON_TYPE), 201)
+        const created = expectRawStatus(yield* sendText(base, owner.jwt, "POST", "/v1/policies", text, JSON_TYPE), 201)
         expect(created).toEqual({
           id: "mask-card-numbers",
           description: "Mask card numbers in replies",
@@ -114,7 +125,7 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
           owner_agent_id: null,
           source_yaml: text
         })
-        expect((yield* getPolicy(base, owner.jwt, "mask-card-numbers")).source_yaml).toBe(text)
+        expect((yield* getPolicy(owner, "mask-card-numbers")).source_yaml).toBe(text)
       })
     )
 
@@ -122,9 +133,9 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        expect((yield* createPolicy(base, owner.jwt, policyYaml("default-on"))).enabled).toBe(true)
-        expect((yield* createPolicy(base, owner.jwt, policyYaml("starts-off", { enabled: false }))).enabled).toBe(false)
-        expect((yield* getPolicy(base, owner.jwt, "starts-off")).enabled).toBe(false)
+        expect((yield* createPolicy(owner, policyYaml("default-on"))).enabled).toBe(true)
+        expect((yield* createPolicy(owner, policyYaml("starts-off", { enabled: false }))).enabled).toBe(false)
+        expect((yield* getPolicy(owner, "starts-off")).enabled).toBe(false)
       })
     )
 
@@ -132,15 +143,13 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const first = yield* createPolicy(base, owner.jwt, policyYaml("taken-id"))
-        const again = yield* sendText(
-          base,
-          owner.jwt,
-          "POST",
-          "/v1/policies",
-          policyYaml("taken-id", { action: "defer", description: "Another one" })
+        const first = yield* createPolicy(owner, policyYaml("taken-id"))
+        yield* expectFailure(
+          createPolicy(owner, policyYaml("taken-id", { action: "defer", description: "Another one" })),
+          409,
+          "policy_exists"
         )
-        expectError(again, 409, "policy_exists")
+        // Raw: the same id as application/json.
         const asJson = yield* sendText(
           base,
           owner.jwt,
@@ -150,8 +159,8 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
           JSON_TYPE
         )
         expectError(asJson, 409, "policy_exists")
-        expect(yield* getPolicy(base, owner.jwt, "taken-id")).toEqual(first)
-        expect(yield* listPolicies(base, owner.jwt)).toHaveLength(1)
+        expect(yield* getPolicy(owner, "taken-id")).toEqual(first)
+        expect(yield* listPolicies(owner)).toHaveLength(1)
       })
     )
 
@@ -161,85 +170,86 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
         Effect.gen(function* () {
           const base = yield* baseUrl
           const owner = yield* tenant(base)
-          const response = yield* sendText(base, owner.jwt, "POST", "/v1/policies", FIVE_PROBLEMS)
-          expectValidation(response, "rewrite")
-          expectWellFormedDetails(response)
-          expect(detailPaths(response).sort()).toEqual([
-            "description",
-            "family",
-            "match.target",
-            "match.value",
-            "rewrite"
-          ])
-          const details = (response.body as { error: { details: Array<{ path: string; message: string }> } }).error
-            .details
-          expect(details.find((detail) => detail.path === "match.value")!.message).toMatch(/^Unsupported regex: invalid perl operator/)
-          expectError(yield* call(base, "GET", "/v1/policies/p1", { token: owner.jwt }), 404, "policy_not_found")
-          expect(yield* listPolicies(base, owner.jwt)).toEqual([])
+          const error = yield* expectInvalid(createPolicy(owner, FIVE_PROBLEMS), "rewrite")
+          expectWellFormedDetails(error)
+          expect(detailPaths(error).sort()).toEqual(["description", "family", "match.target", "match.value", "rewrite"])
+          expect(error.details!.find((detail) => detail.path === "match.value")!.message).toMatch(
+            /^Unsupported regex: invalid perl operator/
+          )
+          yield* expectFailure(getPolicy(owner, "p1"), 404, "policy_not_found")
+          expect(yield* listPolicies(owner)).toEqual([])
         })
     )
 
-    it.effect("each kind of problem names its own path: match.type, rewrite, match.value (a regex RE2 cannot run), id", () =>
-      Effect.gen(function* () {
-        const base = yield* baseUrl
-        const owner = yield* tenant(base)
-        const post = (text: string, contentType = YAML) =>
-          sendText(base, owner.jwt, "POST", "/v1/policies", text, contentType)
-        const badType = yield* post(policyYaml("bad-type").replace("type: literal", "type: glob"))
-        expectValidation(badType, "match.type")
-        expect(detailPaths(badType)).toEqual(["match.type"])
+    it.effect(
+      "each kind of problem names its own path: match.type, rewrite, match.value (a regex RE2 cannot run), id",
+      () =>
+        Effect.gen(function* () {
+          const base = yield* baseUrl
+          const owner = yield* tenant(base)
+          const post = (text: string) => createPolicy(owner, text)
+          const badType = yield* expectInvalid(
+            post(policyYaml("bad-type").replace("type: literal", "type: glob")),
+            "match.type"
+          )
+          expect(detailPaths(badType)).toEqual(["match.type"])
 
-        const noRewrite = yield* post(policyYaml("no-rewrite").replace("action: deny", "action: rewrite"))
-        expectValidation(noRewrite, "rewrite")
-        expect(detailPaths(noRewrite)).toEqual(["rewrite"])
+          const noRewrite = yield* expectInvalid(
+            post(policyYaml("no-rewrite").replace("action: deny", "action: rewrite")),
+            "rewrite"
+          )
+          expect(detailPaths(noRewrite)).toEqual(["rewrite"])
 
-        const unsafe = {
-          ...JSON_DOCUMENT,
-          id: "unsafe-regex",
-          match: { type: "regex", value: "(['\"]).*\\1", target: "content" }
-        }
-        const unsafeResponse = yield* post(JSON.stringify(unsafe), JSON_TYPE)
-        expectValidation(unsafeResponse, "match.value")
-        expect(detailPaths(unsafeResponse)).toEqual(["match.value"])
+          const unsafe = {
+            ...JSON_DOCUMENT,
+            id: "unsafe-regex",
+            match: { type: "regex", value: "(['\"]).*\\1", target: "content" }
+          }
+          // Raw: a JSON document as application/json.
+          const unsafeResponse = yield* sendText(
+            base,
+            owner.jwt,
+            "POST",
+            "/v1/policies",
+            JSON.stringify(unsafe),
+            JSON_TYPE
+          )
+          const unsafeError = expectValidation(unsafeResponse, "match.value")
+          expect(detailPaths(unsafeError)).toEqual(["match.value"])
 
-        expectValidation(yield* post(policyYaml("Bad-Id!")), "id")
-        expectValidation(yield* post(policyYaml("x").replace("severity: high", "severity: extreme")), "severity")
-        expectValidation(
-          yield* post(policyYaml("x").replace("  target: content", "  target: headers.x")),
-          "match.target"
-        )
-        expect(yield* listPolicies(base, owner.jwt)).toEqual([])
-      })
+          yield* expectInvalid(post(policyYaml("Bad-Id!")), "id")
+          yield* expectInvalid(post(policyYaml("x").replace("severity: high", "severity: extreme")), "severity")
+          yield* expectInvalid(
+            post(policyYaml("x").replace("  target: content", "  target: headers.x")),
+            "match.target"
+          )
+          expect(yield* listPolicies(owner)).toEqual([])
+        })
     )
 
     it.effect("syntax errors, an empty body and invalid UTF-8 are 400 with the empty path; text/plain is 415", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const syntax = yield* sendText(
-          base,
-          owner.jwt,
-          "POST",
-          "/v1/policies",
-          "id: a\ndescription: d\nfamily: content\n  severity: low\n"
+        const error = yield* expectInvalid(
+          createPolicy(owner, "id: a\ndescription: d\nfamily: content\n  severity: low\n"),
+          ""
         )
-        const error = expectValidation(syntax, "")
         expect(error.message).toContain("line 3, column 9")
-        expectValidation(yield* sendText(base, owner.jwt, "POST", "/v1/policies", ""), "")
+        yield* expectInvalid(createPolicy(owner, ""), "")
+        // Raw: a JSON list as application/json.
         expectValidation(yield* sendText(base, owner.jwt, "POST", "/v1/policies", "[1, 2]", JSON_TYPE), "")
-        const invalidUtf8 = yield* request(`${base}/v1/policies`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${owner.jwt}`, "content-type": YAML },
-          body: new Uint8Array([0x69, 0x64, 0x3a, 0x20, 0xc3, 0x28, 0x0a]),
-          signal: AbortSignal.timeout(15_000)
-        })
-        expectValidation(invalidUtf8, "")
+        yield* expectInvalid(
+          owner.api.policies.createPolicy({ payload: new Uint8Array([0x69, 0x64, 0x3a, 0x20, 0xc3, 0x28, 0x0a]) }),
+          ""
+        )
+        // Raw: a media type the contract does not accept.
         expectError(
           yield* sendText(base, owner.jwt, "POST", "/v1/policies", policyYaml("plain"), "text/plain"),
           415,
           "unsupported_media_type"
         )
-        expect(yield* listPolicies(base, owner.jwt)).toEqual([])
+        expect(yield* listPolicies(owner)).toEqual([])
       })
     )
 
@@ -247,23 +257,26 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const cases: ReadonlyArray<readonly [string, string]> = [
-          [policyYaml("nul-escape", { description: '"a\\0b"' }), YAML],
-          [policyYaml("surrogate-escape", { description: '"a\\uD800b"' }), YAML],
-          [policyYaml("raw-nul", { description: '"a\u0000b"' }), YAML],
-          [policyYaml("nul-in-value", { value: '"full\\0refund"' }), YAML],
-          [JSON.stringify({ ...JSON_DOCUMENT, id: "json-nul", description: "a\u0000b" }), JSON_TYPE]
+        const documents = [
+          policyYaml("nul-escape", { description: '"a\\0b"' }),
+          policyYaml("surrogate-escape", { description: '"a\\uD800b"' }),
+          policyYaml("raw-nul", { description: '"a\u0000b"' }),
+          policyYaml("nul-in-value", { value: '"full\\0refund"' })
         ]
-        for (const [text, contentType] of cases) {
-          const response = yield* sendText(base, owner.jwt, "POST", "/v1/policies", text, contentType)
-          expect(response.status, `${JSON.stringify(text)}: ${response.text}`).toBe(400)
-          expectError(response, 400)
+        for (const text of documents) {
+          expectErrorShape(yield* expectFailure(createPolicy(owner, text), 400))
           // validate reports the same document as invalid, never 500.
-          const checked = yield* sendText(base, owner.jwt, "POST", "/v1/policies/validate", text, contentType)
-          expect(checked.status, checked.text).toBe(200)
-          expect((checked.body as { valid: boolean }).valid, checked.text).toBe(false)
+          const checked = yield* validatePolicy(owner, text)
+          expect(checked.valid, JSON.stringify(checked)).toBe(false)
         }
-        expect(yield* listPolicies(base, owner.jwt)).toEqual([])
+        // Raw: a JSON document as application/json.
+        const json = JSON.stringify({ ...JSON_DOCUMENT, id: "json-nul", description: "a\u0000b" })
+        const response = yield* sendText(base, owner.jwt, "POST", "/v1/policies", json, JSON_TYPE)
+        expect(response.status, `${JSON.stringify(json)}: ${response.text}`).toBe(400)
+        expectError(response, 400)
+        const checked = yield* sendText(base, owner.jwt, "POST", "/v1/policies/validate", json, JSON_TYPE)
+        expect(fieldOf(expectRawStatus(checked, 200), "valid"), checked.text).toBe(false)
+        expect(yield* listPolicies(owner)).toEqual([])
       })
     )
 
@@ -274,8 +287,7 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
         // GET /v1/policies/schema serves the JSON Schema and PATCH /v1/policies/batch/enabled the batch:
         // a policy with such an id could never be read or toggled through its by-id routes.
         for (const id of ["schema", "batch"]) {
-          const response = yield* sendText(base, owner.jwt, "POST", "/v1/policies", policyYaml(id))
-          expectValidation(response, "id")
+          yield* expectInvalid(createPolicy(owner, policyYaml(id)), "id")
         }
       })
     )
@@ -286,17 +298,15 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const yaml = expectStatus(
-          yield* sendText(base, owner.jwt, "POST", "/v1/policies/validate", policyYaml("only-checked")),
-          200
-        )
+        const yaml = yield* validatePolicy(owner, policyYaml("only-checked"))
         expect(yaml).toEqual({ valid: true, policy_id: "only-checked", errors: [] })
-        const json = expectStatus(
+        // Raw: a JSON document as application/json.
+        const json = expectRawStatus(
           yield* sendText(base, owner.jwt, "POST", "/v1/policies/validate", JSON.stringify(JSON_DOCUMENT), JSON_TYPE),
           200
         )
         expect(json).toEqual({ valid: true, policy_id: "mask-card-numbers", errors: [] })
-        expect(yield* listPolicies(base, owner.jwt)).toEqual([])
+        expect(yield* listPolicies(owner)).toEqual([])
       })
     )
 
@@ -304,10 +314,7 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const result = expectStatus(
-          yield* sendText(base, owner.jwt, "POST", "/v1/policies/validate", FIVE_PROBLEMS),
-          200
-        ) as { valid: boolean; policy_id: string | null; errors: Array<{ path: string; message: string }> }
+        const result = yield* validatePolicy(owner, FIVE_PROBLEMS)
         expect(result.valid).toBe(false)
         expect(result.policy_id).toBe("p1")
         expect(result.errors.map((error) => error.path).sort()).toEqual([
@@ -323,8 +330,7 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
           message: "rewrite (the replacement text) is required when action is rewrite"
         })
         // The create endpoint reports the same list.
-        const created = yield* sendText(base, owner.jwt, "POST", "/v1/policies", FIVE_PROBLEMS)
-        const error = expectValidation(created, "rewrite")
+        const error = yield* expectInvalid(createPolicy(owner, FIVE_PROBLEMS), "rewrite")
         expect(error.details).toEqual(result.errors)
       })
     )
@@ -335,12 +341,7 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
         Effect.gen(function* () {
           const base = yield* baseUrl
           const owner = yield* tenant(base)
-          const validate = (text: string, contentType = YAML) =>
-            Effect.map(
-              sendText(base, owner.jwt, "POST", "/v1/policies/validate", text, contentType),
-              (response) =>
-                expectStatus(response, 200) as { valid: boolean; errors: Array<{ path: string; message: string }> }
-            )
+          const validate = (text: string) => validatePolicy(owner, text)
           const syntax = yield* validate("id: a\ndescription: d\nfamily: content\n  severity: low\n")
           expect(syntax.valid).toBe(false)
           expect(syntax.errors[0]).toEqual({
@@ -349,9 +350,18 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
           })
           const duplicate = yield* validate("id: a\nid: b\n")
           expect(duplicate.errors[0]!.message).toMatch(/^YAML syntax error at line 2, column 1: .*unique/)
-          const json = yield* validate('{\n  "id": "a"\n  "description": "d"\n}', JSON_TYPE)
-          expect(json.valid).toBe(false)
-          expect(json.errors[0]!.message).toMatch(/^YAML syntax error at line \d+, column \d+: /)
+          // Raw: broken JSON as application/json.
+          const jsonResponse = yield* sendText(
+            base,
+            owner.jwt,
+            "POST",
+            "/v1/policies/validate",
+            '{\n  "id": "a"\n  "description": "d"\n}',
+            JSON_TYPE
+          )
+          const json = expectRawStatus(jsonResponse, 200)
+          expect(fieldOf(json, "valid")).toBe(false)
+          expect(fieldOf(rowsOf(json, "errors")[0], "message")).toMatch(/^YAML syntax error at line \d+, column \d+: /)
           expect(yield* validate("")).toEqual({
             valid: false,
             policy_id: null,
@@ -369,15 +379,14 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        expect(expectStatus(yield* call(base, "GET", "/v1/policies", { token: owner.jwt }), 200)).toEqual({
-          policies: []
-        })
-        yield* createPolicy(base, owner.jwt, policyYaml("older"))
+        expect(yield* owner.api.policies.listPolicies()).toEqual({ policies: [] })
+        yield* createPolicy(owner, policyYaml("older"))
         yield* Effect.sleep("5 millis")
-        yield* createPolicy(base, owner.jwt, policyYaml("newer", { owner: "some-bot", enabled: false }))
-        const listed = yield* listPolicies(base, owner.jwt)
+        yield* createPolicy(owner, policyYaml("newer", { owner: "some-bot", enabled: false }))
+        const answer = yield* answered(owner.api.policies.listPolicies({ withResponse: true }))
+        const listed = answer.value.policies
         expect(listed.map((policy) => policy.id)).toEqual(["newer", "older"])
-        for (const policy of listed) expect(sortedKeys(policy)).toEqual(SUMMARY_KEYS)
+        for (const policy of rowsOf(answer.body, "policies")) expect(keysOf(policy)).toEqual(SUMMARY_KEYS)
         expect(listed[0]).toEqual({
           id: "newer",
           description: "Never promise a refund",
@@ -394,11 +403,7 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        expectError(
-          yield* call(base, "GET", "/v1/policies/never-created", { token: owner.jwt }),
-          404,
-          "policy_not_found"
-        )
+        yield* expectFailure(getPolicy(owner, "never-created"), 404, "policy_not_found")
       })
     )
 
@@ -406,20 +411,22 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        yield* createPolicy(base, owner.jwt, policyYaml("short-lived"))
-        yield* createPolicy(base, owner.jwt, policyYaml("survivor"))
-        const deleted = yield* call(base, "DELETE", "/v1/policies/short-lived", { token: owner.jwt })
+        yield* createPolicy(owner, policyYaml("short-lived"))
+        yield* createPolicy(owner, policyYaml("survivor"))
+        const deleted = yield* answered(
+          owner.api.policies.deletePolicy({ path: policyPath("short-lived"), withResponse: true })
+        )
         expect(deleted.status, deleted.text).toBe(204)
         expect(deleted.text).toBe("")
-        expectError(yield* call(base, "GET", "/v1/policies/short-lived", { token: owner.jwt }), 404, "policy_not_found")
-        expectError(
-          yield* call(base, "DELETE", "/v1/policies/short-lived", { token: owner.jwt }),
+        yield* expectFailure(getPolicy(owner, "short-lived"), 404, "policy_not_found")
+        yield* expectFailure(
+          owner.api.policies.deletePolicy({ path: policyPath("short-lived") }),
           404,
           "policy_not_found"
         )
-        expect(ids(yield* listPolicies(base, owner.jwt))).toEqual(["survivor"])
+        expect(ids(yield* listPolicies(owner))).toEqual(["survivor"])
         // The id is free again.
-        yield* createPolicy(base, owner.jwt, policyYaml("short-lived"))
+        yield* createPolicy(owner, policyYaml("short-lived"))
       })
     )
   })
@@ -429,13 +436,13 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const created = yield* createPolicy(base, owner.jwt, policyYaml("toggled"))
-        const off = yield* setEnabled(base, owner.jwt, "toggled", false)
+        const created = yield* createPolicy(owner, policyYaml("toggled"))
+        const off = yield* setEnabled(owner, "toggled", false)
         expect(off).toEqual({ ...created, enabled: false })
-        expect(yield* getPolicy(base, owner.jwt, "toggled")).toEqual(off)
-        const offAgain = yield* setEnabled(base, owner.jwt, "toggled", false)
+        expect(yield* getPolicy(owner, "toggled")).toEqual(off)
+        const offAgain = yield* setEnabled(owner, "toggled", false)
         expect(offAgain.enabled).toBe(false)
-        const on = yield* setEnabled(base, owner.jwt, "toggled", true)
+        const on = yield* setEnabled(owner, "toggled", true)
         expect(on).toEqual(created)
       })
     )
@@ -444,12 +451,9 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        yield* createPolicy(base, owner.jwt, policyYaml("patch-target"))
-        expectError(
-          yield* call(base, "PATCH", "/v1/policies/nobody-here/enabled", { token: owner.jwt, body: { enabled: true } }),
-          404,
-          "policy_not_found"
-        )
+        yield* createPolicy(owner, policyYaml("patch-target"))
+        yield* expectFailure(setEnabled(owner, "nobody-here", true), 404, "policy_not_found")
+        // Raw: bodies the contract's schema refuses.
         expectValidation(
           yield* call(base, "PATCH", "/v1/policies/patch-target/enabled", {
             token: owner.jwt,
@@ -461,7 +465,7 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
           yield* call(base, "PATCH", "/v1/policies/patch-target/enabled", { token: owner.jwt, body: {} }),
           "enabled"
         )
-        expect((yield* getPolicy(base, owner.jwt, "patch-target")).enabled).toBe(true)
+        expect((yield* getPolicy(owner, "patch-target")).enabled).toBe(true)
       })
     )
 
@@ -469,20 +473,20 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        for (const id of ["b1", "b2", "b3"]) yield* createPolicy(base, owner.jwt, policyYaml(id, { enabled: false }))
-        const response = yield* call(base, "PATCH", "/v1/policies/batch/enabled", {
-          token: owner.jwt,
-          body: { enabled: true, ids: ["b1", "b2", "b1"] }
-        })
-        const { policies } = expectStatus(response, 200) as { policies: Array<PolicySummaryBody> }
+        for (const id of ["b1", "b2", "b3"]) yield* createPolicy(owner, policyYaml(id, { enabled: false }))
+        const answer = yield* answered(
+          owner.api.policies.setPoliciesEnabled({
+            payload: { enabled: true, ids: ["b1", "b2", "b1"] },
+            withResponse: true
+          })
+        )
+        const { policies } = answer.value
         expect(ids(policies)).toEqual(["b1", "b2"])
-        for (const policy of policies) {
-          expect(sortedKeys(policy)).toEqual(SUMMARY_KEYS)
-          expect(policy.enabled).toBe(true)
-        }
-        expect((yield* getPolicy(base, owner.jwt, "b1")).enabled).toBe(true)
-        expect((yield* getPolicy(base, owner.jwt, "b2")).enabled).toBe(true)
-        expect((yield* getPolicy(base, owner.jwt, "b3")).enabled).toBe(false)
+        for (const policy of rowsOf(answer.body, "policies")) expect(keysOf(policy)).toEqual(SUMMARY_KEYS)
+        for (const policy of policies) expect(policy.enabled).toBe(true)
+        expect((yield* getPolicy(owner, "b1")).enabled).toBe(true)
+        expect((yield* getPolicy(owner, "b2")).enabled).toBe(true)
+        expect((yield* getPolicy(owner, "b3")).enabled).toBe(false)
       })
     )
 
@@ -490,19 +494,22 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        yield* createPolicy(base, owner.jwt, policyYaml("keep-on"))
-        yield* createPolicy(base, owner.jwt, policyYaml("keep-off", { enabled: false }))
+        yield* createPolicy(owner, policyYaml("keep-on"))
+        yield* createPolicy(owner, policyYaml("keep-off", { enabled: false }))
         for (const enabled of [false, true]) {
-          const response = yield* call(base, "PATCH", "/v1/policies/batch/enabled", {
-            token: owner.jwt,
-            body: { enabled, ids: ["keep-on", "keep-off", "does-not-exist"] }
-          })
-          const error = expectError(response, 404, "policy_not_found")
+          const error = yield* expectFailure(
+            owner.api.policies.setPoliciesEnabled({
+              payload: { enabled, ids: ["keep-on", "keep-off", "does-not-exist"] }
+            }),
+            404,
+            "policy_not_found"
+          )
           expect(error.message).toContain("does-not-exist")
           expect(error.message).not.toContain("keep-on")
-          expect((yield* getPolicy(base, owner.jwt, "keep-on")).enabled).toBe(true)
-          expect((yield* getPolicy(base, owner.jwt, "keep-off")).enabled).toBe(false)
+          expect((yield* getPolicy(owner, "keep-on")).enabled).toBe(true)
+          expect((yield* getPolicy(owner, "keep-off")).enabled).toBe(false)
         }
+        // Raw: bodies the contract's schema refuses.
         expectValidation(
           yield* call(base, "PATCH", "/v1/policies/batch/enabled", { token: owner.jwt, body: { enabled: true } }),
           "ids"
@@ -514,7 +521,7 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
           }),
           "enabled"
         )
-        expect((yield* getPolicy(base, owner.jwt, "keep-off")).enabled).toBe(false)
+        expect((yield* getPolicy(owner, "keep-off")).enabled).toBe(false)
       })
     )
   })
@@ -524,9 +531,10 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const response = yield* call(base, "GET", "/v1/policies/schema", { token: owner.jwt })
-        const schema = expectStatus(response, 200) as Record<string, unknown>
-        expect(response.headers.get("content-type")).toContain("application/json")
+        const answer = yield* answered(owner.api.policies.getPolicySchema({ withResponse: true }))
+        expect(answer.headers["content-type"]).toContain("application/json")
+        keysOf(answer.value) // a JSON object
+        const schema = answer.value as Record<string, unknown>
         expect(schema["$schema"]).toBe("http://json-schema.org/draft-07/schema#")
         // The root may be a local reference ("#/..." JSON pointer) into the document itself.
         const resolve = (node: Record<string, unknown>): Record<string, unknown> => {
@@ -539,13 +547,13 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
             .reduce<unknown>((at, key) => (at as Record<string, unknown>)[key], schema)
           return resolve(target as Record<string, unknown>)
         }
-        const document = resolve(schema)
-        expect(document["type"]).toBe("object")
-        const properties = document["properties"] as Record<string, Record<string, unknown>>
+        const root = resolve(schema)
+        expect(root["type"]).toBe("object")
+        const properties = root["properties"] as Record<string, Record<string, unknown>>
         expect(Object.keys(properties)).toEqual(
           expect.arrayContaining(["id", "description", "family", "severity", "action", "match", "enabled", "rewrite"])
         )
-        expect(document["required"]).toEqual(expect.arrayContaining(["id", "match", "action"]))
+        expect(root["required"]).toEqual(expect.arrayContaining(["id", "match", "action"]))
         expect(resolve(properties["action"]!)["enum"]).toEqual(["permit", "deny", "defer", "rewrite"])
         const match = resolve(properties["match"]!)
         expect(Object.keys(match["properties"] as object)).toEqual(
@@ -558,20 +566,19 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const response = yield* call(base, "POST", "/v1/policies/draft", {
-          token: owner.jwt,
-          body: { prompt: "never promise a refund" }
-        })
-        const { draft } = expectStatus(response, 200) as { draft: Record<string, unknown> }
-        expect(sortedKeys(draft)).toEqual(
+        const answer = yield* answered(
+          owner.api.policies.draftPolicy({ payload: { prompt: "never promise a refund" }, withResponse: true })
+        )
+        const { draft } = answer.value
+        expect(keysOf(fieldOf(answer.body, "draft"))).toEqual(
           ["action", "description", "id", "match_type", "match_value", "rewrite", "severity"].sort()
         )
-        expect(draft["action"]).toBe("deny")
-        expect(draft["id"]).toMatch(/^[a-z0-9][a-z0-9_.-]{0,127}$/)
-        expect(String(draft["match_value"]).toLowerCase()).toContain("refund")
-        expect(["literal", "regex", "any_of"]).toContain(draft["match_type"])
+        expect(draft.action).toBe("deny")
+        expect(draft.id).toMatch(/^[a-z0-9][a-z0-9_.-]{0,127}$/)
+        expect(draft.match_value.toLowerCase()).toContain("refund")
+        expect(["literal", "regex", "any_of"]).toContain(draft.match_type)
         // Nothing is created by drafting.
-        expect(yield* listPolicies(base, owner.jwt)).toEqual([])
+        expect(yield* listPolicies(owner)).toEqual([])
       })
     )
 
@@ -579,11 +586,11 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const response = yield* call(base, "POST", "/v1/policies/draft", {
-          token: owner.jwt,
-          body: { prompt: "qwzx blorp fnord zzzt" }
-        })
-        const error = expectError(response, 422, "draft_not_understood")
+        const error = yield* expectFailure(
+          owner.api.policies.draftPolicy({ payload: { prompt: "qwzx blorp fnord zzzt" } }),
+          422,
+          "draft_not_understood"
+        )
         expect(error.message).toContain("Never promise a refund")
         expect(error.message.split('"').length).toBeGreaterThan(4)
       })
@@ -593,6 +600,7 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
+        // Raw: bodies the contract's schema refuses, malformed JSON and another media type.
         for (const body of [{}, { prompt: "" }, { prompt: 42 }]) {
           expectValidation(yield* call(base, "POST", "/v1/policies/draft", { token: owner.jwt, body }), "prompt")
         }

@@ -31,7 +31,10 @@ const catastrophic: ReadonlyArray<{ readonly pattern: string; readonly refused: 
   { pattern: String.raw`.*x.*x.*x.*y`, refused: null },
   { pattern: String.raw`\d+\d*\d+x`, refused: null },
   // email- and URL-style patterns known for ReDoS
-  { pattern: String.raw`^([a-zA-Z0-9])(([\-.]|[_]+)?([a-zA-Z0-9]+))*(@){1}[a-z0-9]+[.]{1}(([a-z]{2,3})|([a-z]{2,3}[.]{1}[a-z]{2,3}))$`, refused: null },
+  {
+    pattern: String.raw`^([a-zA-Z0-9])(([\-.]|[_]+)?([a-zA-Z0-9]+))*(@){1}[a-z0-9]+[.]{1}(([a-z]{2,3})|([a-z]{2,3}[.]{1}[a-z]{2,3}))$`,
+    refused: null
+  },
   { pattern: String.raw`^[\w.+-]+@([\w-]+\.)+[\w-]{2,}$`, refused: null },
   { pattern: String.raw`^(https?://)?([\da-z.-]+)\.([a-z.]{2,6})([/\w .-]*)*/?$`, refused: null },
   // DFA blow-up shape (large automaton; RE2 bounds its memory and stays linear)

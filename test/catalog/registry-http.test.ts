@@ -7,49 +7,15 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { createHash, randomBytes } from "node:crypto"
-import {
-  call,
-  expectError,
-  expectStatus,
-  expectValidation,
-  isErrorBody,
-  SERVER_OPTIONS,
-  tenant,
-  TIMESTAMP
-} from "../identity/http-helpers.js"
+import { type KnowledgeSource, KnowledgeSourceId } from "../../src/catalog/Domain.js"
+import { SERVER_OPTIONS, TIMESTAMP } from "../identity/http-helpers.js"
+import { expectFailure, expectInvalid } from "../support/Api.js"
+import { call, expectError, expectValidation, isErrorBody } from "../support/Raw.js"
+import { tenant } from "../support/Tenants.js"
 import { baseUrl, testServer } from "../support/TestServer.js"
-import { sortedKeys } from "./catalog-helpers.js"
+import { answered, fieldOf, keysOf, rowsOf } from "./catalog-helpers.js"
 
 const MiB = 1024 * 1024
-
-interface LabelPolicyBody {
-  readonly enabled: boolean
-  readonly policy: { origin: string; confidentiality: unknown; integrity: unknown; trust: unknown }
-}
-
-interface ToolEntryBody {
-  readonly enabled: boolean
-  readonly metadata: Record<string, unknown> & { tool: string }
-}
-
-interface KnowledgeSourceBody {
-  readonly id: string
-  readonly kind: string
-  readonly title: string
-  readonly location: string | null
-  readonly status: string
-  readonly metadata: unknown
-  readonly created_at: string
-  readonly updated_at: string
-  readonly last_indexed_at: string | null
-}
-
-interface FileBody {
-  readonly file_name: string
-  readonly media_type: string
-  readonly byte_size: number
-  readonly data_base64: string
-}
 
 const KNOWLEDGE_SOURCE_KEYS = [
   "created_at",
@@ -74,23 +40,22 @@ const expectSameBytes = (actualBase64: string, expected: Buffer) => {
   expect(actualBase64 === expected.toString("base64")).toBe(true)
 }
 
+const sourcePath = (id: string) => ({ id: KnowledgeSourceId.make(id) })
+
 layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, knowledge sources over HTTP", (it) => {
   describe("label policies", () => {
     it.effect("POST upserts a label policy from flat fields; enabled defaults to true; GET reads it back", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
-        const owner = yield* tenant(base)
-        const token = owner.jwt
-        const response = yield* call(base, "POST", "/v1/label-policies", {
-          token,
-          body: {
+        const { api } = yield* tenant(base)
+        const created = yield* api.labelPolicies.upsertLabelPolicy({
+          payload: {
             origin: "web_page",
             confidentiality: "public",
             integrity: { level: "low", reasons: ["untrusted"] },
             trust: 0.25
           }
         })
-        const created = expectStatus(response, 200) as LabelPolicyBody
         expect(created).toEqual({
           enabled: true,
           policy: {
@@ -100,37 +65,26 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
             trust: 0.25
           }
         })
-        expect(expectStatus(yield* call(base, "GET", "/v1/label-policies/web_page", { token }), 200)).toEqual(created)
+        expect(yield* api.labelPolicies.getLabelPolicy({ path: { origin: "web_page" } })).toEqual(created)
       })
     )
 
     it.effect("a second upsert replaces the policy; absent fields become null; enabled false is kept", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
-        const owner = yield* tenant(base)
-        const token = owner.jwt
-        expectStatus(
-          yield* call(base, "POST", "/v1/label-policies", {
-            token,
-            body: { origin: "email", confidentiality: "secret", integrity: "high", trust: [1, 2] }
-          }),
-          200
-        )
-        const replaced = expectStatus(
-          yield* call(base, "POST", "/v1/label-policies", {
-            token,
-            body: { origin: "email", enabled: false, trust: null }
-          }),
-          200
-        )
+        const { api } = yield* tenant(base)
+        yield* api.labelPolicies.upsertLabelPolicy({
+          payload: { origin: "email", confidentiality: "secret", integrity: "high", trust: [1, 2] }
+        })
+        const replaced = yield* api.labelPolicies.upsertLabelPolicy({
+          payload: { origin: "email", enabled: false, trust: null }
+        })
         expect(replaced).toEqual({
           enabled: false,
           policy: { origin: "email", confidentiality: null, integrity: null, trust: null }
         })
-        expect(expectStatus(yield* call(base, "GET", "/v1/label-policies/email", { token }), 200)).toEqual(replaced)
-        const { policies } = expectStatus(yield* call(base, "GET", "/v1/label-policies", { token }), 200) as {
-          policies: Array<LabelPolicyBody>
-        }
+        expect(yield* api.labelPolicies.getLabelPolicy({ path: { origin: "email" } })).toEqual(replaced)
+        const { policies } = yield* api.labelPolicies.listLabelPolicies()
         expect(policies).toEqual([replaced])
       })
     )
@@ -138,33 +92,42 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
     it.effect("GET /v1/label-policies lists {policies}; by origin: unknown is 404; DELETE is 204 then 404", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
-        const owner = yield* tenant(base)
-        const token = owner.jwt
-        expect(expectStatus(yield* call(base, "GET", "/v1/label-policies", { token }), 200)).toEqual({ policies: [] })
+        const { api } = yield* tenant(base)
+        expect(yield* api.labelPolicies.listLabelPolicies()).toEqual({ policies: [] })
         for (const origin of ["user", "tool_output", "retrieval"]) {
-          expectStatus(yield* call(base, "POST", "/v1/label-policies", { token, body: { origin, trust: origin } }), 200)
+          yield* api.labelPolicies.upsertLabelPolicy({ payload: { origin, trust: origin } })
         }
-        const { policies } = expectStatus(yield* call(base, "GET", "/v1/label-policies", { token }), 200) as {
-          policies: Array<LabelPolicyBody>
+        const listed = yield* answered(api.labelPolicies.listLabelPolicies({ withResponse: true }))
+        expect(listed.value.policies.map((entry) => entry.policy.origin).sort()).toEqual([
+          "retrieval",
+          "tool_output",
+          "user"
+        ])
+        for (const entry of rowsOf(listed.body, "policies")) {
+          expect(keysOf(entry)).toEqual(["enabled", "policy"])
+          expect(keysOf(fieldOf(entry, "policy"))).toEqual(["confidentiality", "integrity", "origin", "trust"])
         }
-        expect(policies.map((entry) => entry.policy.origin).sort()).toEqual(["retrieval", "tool_output", "user"])
-        for (const entry of policies) {
-          expect(sortedKeys(entry)).toEqual(["enabled", "policy"])
-          expect(sortedKeys(entry.policy)).toEqual(["confidentiality", "integrity", "origin", "trust"])
-        }
-        expectError(
-          yield* call(base, "GET", "/v1/label-policies/unknown_origin", { token }),
+        yield* expectFailure(
+          api.labelPolicies.getLabelPolicy({ path: { origin: "unknown_origin" } }),
           404,
           "label_policy_not_found"
         )
-        const deleted = yield* call(base, "DELETE", "/v1/label-policies/user", { token })
+        const deleted = yield* answered(
+          api.labelPolicies.deleteLabelPolicy({ path: { origin: "user" }, withResponse: true })
+        )
         expect(deleted.status, deleted.text).toBe(204)
         expect(deleted.text).toBe("")
-        expectError(yield* call(base, "GET", "/v1/label-policies/user", { token }), 404, "label_policy_not_found")
-        expectError(yield* call(base, "DELETE", "/v1/label-policies/user", { token }), 404, "label_policy_not_found")
-        const after = expectStatus(yield* call(base, "GET", "/v1/label-policies", { token }), 200) as {
-          policies: Array<LabelPolicyBody>
-        }
+        yield* expectFailure(
+          api.labelPolicies.getLabelPolicy({ path: { origin: "user" } }),
+          404,
+          "label_policy_not_found"
+        )
+        yield* expectFailure(
+          api.labelPolicies.deleteLabelPolicy({ path: { origin: "user" } }),
+          404,
+          "label_policy_not_found"
+        )
+        const after = yield* api.labelPolicies.listLabelPolicies()
         expect(after.policies.map((entry) => entry.policy.origin).sort()).toEqual(["retrieval", "tool_output"])
       })
     )
@@ -174,6 +137,7 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
         const base = yield* baseUrl
         const owner = yield* tenant(base)
         const token = owner.jwt
+        // Raw: bodies and a path the contract's schema refuses.
         for (const origin of ["Web-Page", "web-page", "WebPage", "1st_party", "", "web page"]) {
           expectValidation(
             yield* call(base, "POST", "/v1/label-policies", { token, body: { origin, trust: 1 } }),
@@ -188,7 +152,7 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
         const byPath = yield* call(base, "GET", "/v1/label-policies/Web-Page", { token })
         expect([400, 404], byPath.text).toContain(byPath.status)
         expect(isErrorBody(byPath.body), byPath.text).toBe(true)
-        expect(expectStatus(yield* call(base, "GET", "/v1/label-policies", { token }), 200)).toEqual({ policies: [] })
+        expect(yield* owner.api.labelPolicies.listLabelPolicies()).toEqual({ policies: [] })
       })
     )
   })
@@ -214,72 +178,67 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
     it.effect("POST upserts metadata ({enabled, metadata}); enabled defaults to true; GET reads it back", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
-        const owner = yield* tenant(base)
-        const token = owner.jwt
-        const created = expectStatus(
-          yield* call(base, "POST", "/v1/tool-metadata", { token, body: refund }),
-          200
-        ) as ToolEntryBody
+        const { api } = yield* tenant(base)
+        const created = yield* api.toolMetadata.upsertToolMetadata({ payload: refund })
         expect(created.enabled).toBe(true)
         expect(created.metadata).toEqual(refund)
-        expect(expectStatus(yield* call(base, "GET", "/v1/tool-metadata/issue_refund", { token }), 200)).toEqual(
-          created
+        expect(yield* api.toolMetadata.getToolMetadata({ path: { tool: "issue_refund" } })).toEqual(created)
+        const minimal = yield* answered(
+          api.toolMetadata.upsertToolMetadata({
+            payload: { tool: "lookup_order", reversible: true, side_effect: "none", enabled: false },
+            withResponse: true
+          })
         )
-        const minimal = expectStatus(
-          yield* call(base, "POST", "/v1/tool-metadata", {
-            token,
-            body: { tool: "lookup_order", reversible: true, side_effect: "none", enabled: false }
-          }),
-          200
-        ) as ToolEntryBody
-        expect(minimal.enabled).toBe(false)
-        expect(minimal.metadata).toMatchObject({ tool: "lookup_order", reversible: true, side_effect: "none" })
-        expect(minimal.metadata).not.toHaveProperty("enabled")
+        expect(minimal.value.enabled).toBe(false)
+        expect(minimal.value.metadata).toMatchObject({ tool: "lookup_order", reversible: true, side_effect: "none" })
+        // As sent: the decoded metadata could not hold it.
+        expect(fieldOf(minimal.body, "metadata")).not.toHaveProperty("enabled")
       })
     )
 
     it.effect("a second upsert replaces the metadata; GET /v1/tool-metadata lists {tools}", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
-        const owner = yield* tenant(base)
-        const token = owner.jwt
-        expectStatus(yield* call(base, "POST", "/v1/tool-metadata", { token, body: refund }), 200)
+        const { api } = yield* tenant(base)
+        yield* api.toolMetadata.upsertToolMetadata({ payload: refund })
         const replacement = { tool: "issue_refund", reversible: true, side_effect: "none", enabled: false }
-        const replaced = expectStatus(
-          yield* call(base, "POST", "/v1/tool-metadata", { token, body: replacement }),
-          200
-        ) as ToolEntryBody
-        expect(replaced.enabled).toBe(false)
-        expect(replaced.metadata).toMatchObject({ tool: "issue_refund", reversible: true, side_effect: "none" })
-        expect(replaced.metadata).not.toHaveProperty("params")
-        expectStatus(
-          yield* call(base, "POST", "/v1/tool-metadata", {
-            token,
-            body: { tool: "send_email", reversible: false, side_effect: "external_message" }
-          }),
-          200
+        const replaced = yield* answered(
+          api.toolMetadata.upsertToolMetadata({ payload: replacement, withResponse: true })
         )
-        const { tools } = expectStatus(yield* call(base, "GET", "/v1/tool-metadata", { token }), 200) as {
-          tools: Array<ToolEntryBody>
-        }
+        expect(replaced.value.enabled).toBe(false)
+        expect(replaced.value.metadata).toMatchObject({ tool: "issue_refund", reversible: true, side_effect: "none" })
+        expect(fieldOf(replaced.body, "metadata")).not.toHaveProperty("params")
+        yield* api.toolMetadata.upsertToolMetadata({
+          payload: { tool: "send_email", reversible: false, side_effect: "external_message" }
+        })
+        const { tools } = yield* api.toolMetadata.listToolMetadata()
         expect(tools.map((entry) => entry.metadata.tool).sort()).toEqual(["issue_refund", "send_email"])
-        expect(tools.find((entry) => entry.metadata.tool === "issue_refund")).toEqual(replaced)
+        expect(tools.find((entry) => entry.metadata.tool === "issue_refund")).toEqual(replaced.value)
       })
     )
 
     it.effect("GET of an unknown tool is 404; DELETE is 204, then GET and DELETE are 404", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
-        const owner = yield* tenant(base)
-        const token = owner.jwt
-        expectError(yield* call(base, "GET", "/v1/tool-metadata/nope", { token }), 404, "tool_not_found")
-        expectStatus(yield* call(base, "POST", "/v1/tool-metadata", { token, body: refund }), 200)
-        const deleted = yield* call(base, "DELETE", "/v1/tool-metadata/issue_refund", { token })
+        const { api } = yield* tenant(base)
+        yield* expectFailure(api.toolMetadata.getToolMetadata({ path: { tool: "nope" } }), 404, "tool_not_found")
+        yield* api.toolMetadata.upsertToolMetadata({ payload: refund })
+        const deleted = yield* answered(
+          api.toolMetadata.deleteToolMetadata({ path: { tool: "issue_refund" }, withResponse: true })
+        )
         expect(deleted.status, deleted.text).toBe(204)
         expect(deleted.text).toBe("")
-        expectError(yield* call(base, "GET", "/v1/tool-metadata/issue_refund", { token }), 404, "tool_not_found")
-        expectError(yield* call(base, "DELETE", "/v1/tool-metadata/issue_refund", { token }), 404, "tool_not_found")
-        expect(expectStatus(yield* call(base, "GET", "/v1/tool-metadata", { token }), 200)).toEqual({ tools: [] })
+        yield* expectFailure(
+          api.toolMetadata.getToolMetadata({ path: { tool: "issue_refund" } }),
+          404,
+          "tool_not_found"
+        )
+        yield* expectFailure(
+          api.toolMetadata.deleteToolMetadata({ path: { tool: "issue_refund" } }),
+          404,
+          "tool_not_found"
+        )
+        expect(yield* api.toolMetadata.listToolMetadata()).toEqual({ tools: [] })
       })
     )
 
@@ -305,10 +264,11 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
             "params.0.allowed_sources.0.origin"
           ]
         ]
+        // Raw: every case is a body the contract's schema refuses.
         for (const [body, path] of cases) {
           expectValidation(yield* call(base, "POST", "/v1/tool-metadata", { token, body }), path)
         }
-        expect(expectStatus(yield* call(base, "GET", "/v1/tool-metadata", { token }), 200)).toEqual({ tools: [] })
+        expect(yield* owner.api.toolMetadata.listToolMetadata()).toEqual({ tools: [] })
       })
     )
   })
@@ -317,14 +277,20 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
     it.effect("a url source's location, when given, is an absolute URL; it starts as draft and has no file", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
-        const owner = yield* tenant(base)
-        const token = owner.jwt
-        const response = yield* call(base, "POST", "/v1/knowledge-sources", {
-          token,
-          body: { kind: "url", title: "Public FAQ", location: "https://example.com/faq", metadata: { team: "support" } }
-        })
-        const source = expectStatus(response, 201) as KnowledgeSourceBody
-        expect(sortedKeys(source)).toEqual(KNOWLEDGE_SOURCE_KEYS)
+        const { api } = yield* tenant(base)
+        const answer = yield* answered(
+          api.knowledgeSources.createKnowledgeSource({
+            payload: {
+              kind: "url",
+              title: "Public FAQ",
+              location: "https://example.com/faq",
+              metadata: { team: "support" }
+            },
+            withResponse: true
+          })
+        )
+        const source = answer.value
+        expect(keysOf(answer.body)).toEqual(KNOWLEDGE_SOURCE_KEYS)
         expect(source).toMatchObject({
           kind: "url",
           title: "Public FAQ",
@@ -336,14 +302,16 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
         expect(source.created_at).toMatch(TIMESTAMP)
         expect(source.updated_at).toMatch(TIMESTAMP)
         expect(typeof source.id).toBe("string")
-        expectError(
-          yield* call(base, "GET", `/v1/knowledge-sources/${source.id}/file`, { token }),
+        yield* expectFailure(
+          api.knowledgeSources.getKnowledgeSourceFile({ path: { id: source.id } }),
           404,
           "knowledge_source_has_no_file"
         )
         for (const location of ["", "example.com/faq", "/faq", "not a url"]) {
-          const body = { kind: "url", title: "Bad", location }
-          expectValidation(yield* call(base, "POST", "/v1/knowledge-sources", { token, body }), "location")
+          yield* expectInvalid(
+            api.knowledgeSources.createKnowledgeSource({ payload: { kind: "url", title: "Bad", location } }),
+            "location"
+          )
         }
       })
     )
@@ -351,29 +319,21 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
     it.effect("a text source needs text; its file is the text as UTF-8", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
-        const owner = yield* tenant(base)
-        const token = owner.jwt
-        expectValidation(
-          yield* call(base, "POST", "/v1/knowledge-sources", { token, body: { kind: "text", title: "Empty" } }),
+        const { api } = yield* tenant(base)
+        yield* expectInvalid(
+          api.knowledgeSources.createKnowledgeSource({ payload: { kind: "text", title: "Empty" } }),
           "text"
         )
-        expectValidation(
-          yield* call(base, "POST", "/v1/knowledge-sources", {
-            token,
-            body: { kind: "text", title: "Empty", text: "" }
-          }),
+        yield* expectInvalid(
+          api.knowledgeSources.createKnowledgeSource({ payload: { kind: "text", title: "Empty", text: "" } }),
           "text"
         )
         const text = "Refunds take 5–7 business days. Rückerstattung. 退款"
-        const source = expectStatus(
-          yield* call(base, "POST", "/v1/knowledge-sources", { token, body: { kind: "text", title: "Refunds", text } }),
-          201
-        ) as KnowledgeSourceBody
+        const source = yield* api.knowledgeSources.createKnowledgeSource({
+          payload: { kind: "text", title: "Refunds", text }
+        })
         expect(source).toMatchObject({ kind: "text", title: "Refunds", status: "draft" })
-        const file = expectStatus(
-          yield* call(base, "GET", `/v1/knowledge-sources/${source.id}/file`, { token }),
-          200
-        ) as FileBody
+        const file = yield* api.knowledgeSources.getKnowledgeSourceFile({ path: { id: source.id } })
         expect(Buffer.from(file.data_base64, "base64").toString("utf8")).toBe(text)
         expect(file.byte_size).toBe(Buffer.byteLength(text, "utf8"))
         expect(file.media_type).toContain("text/plain")
@@ -383,23 +343,18 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
     it.effect("a file source round-trips: GET /{id}/file answers what was sent", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
-        const owner = yield* tenant(base)
-        const token = owner.jwt
+        const { api } = yield* tenant(base)
         const data = Buffer.from(Array.from({ length: 1024 }, (_, i) => i % 256))
         const sent = {
           file_name: "policy handbook.pdf",
           media_type: "application/pdf",
           data_base64: data.toString("base64")
         }
-        const source = expectStatus(
-          yield* call(base, "POST", "/v1/knowledge-sources", {
-            token,
-            body: { kind: "file", title: "Handbook", ...sent }
-          }),
-          201
-        ) as KnowledgeSourceBody
+        const source = yield* api.knowledgeSources.createKnowledgeSource({
+          payload: { kind: "file", title: "Handbook", ...sent }
+        })
         expect(source).toMatchObject({ kind: "file", title: "Handbook", status: "draft" })
-        const file = expectStatus(yield* call(base, "GET", `/v1/knowledge-sources/${source.id}/file`, { token }), 200)
+        const file = yield* api.knowledgeSources.getKnowledgeSourceFile({ path: { id: source.id } })
         expect(file).toEqual({ ...sent, byte_size: data.length })
       })
     )
@@ -410,25 +365,28 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
         Effect.gen(function* () {
           const base = yield* baseUrl
           const owner = yield* tenant(base)
-          const token = owner.jwt
+          const { api } = owner
           const complete = {
             kind: "file",
             title: "F",
             file_name: "a.txt",
             media_type: "text/plain",
             data_base64: "aGk="
-          }
+          } as const
+          const { data_base64: _data, ...withoutData } = complete
+          const { file_name: _name, ...withoutName } = complete
+          const { media_type: _type, ...withoutType } = complete
+          const create = api.knowledgeSources.createKnowledgeSource
+          yield* expectInvalid(create({ payload: withoutData }), "data_base64")
+          yield* expectInvalid(create({ payload: withoutName }), "file_name")
+          yield* expectInvalid(create({ payload: withoutType }), "media_type")
+          yield* expectInvalid(create({ payload: { ...complete, data_base64: "!!not base64!!" } }), "data_base64")
+          // Raw: bodies the contract's schema refuses (no title, no kind, an unknown kind, an empty title).
           const without = (key: string) => Object.fromEntries(Object.entries(complete).filter(([k]) => k !== key))
-          for (const key of ["data_base64", "file_name", "media_type", "title", "kind"]) {
+          const token = owner.jwt
+          for (const key of ["title", "kind"]) {
             expectValidation(yield* call(base, "POST", "/v1/knowledge-sources", { token, body: without(key) }), key)
           }
-          expectValidation(
-            yield* call(base, "POST", "/v1/knowledge-sources", {
-              token,
-              body: { ...complete, data_base64: "!!not base64!!" }
-            }),
-            "data_base64"
-          )
           expectValidation(
             yield* call(base, "POST", "/v1/knowledge-sources", { token, body: { ...complete, kind: "pdf" } }),
             "kind"
@@ -437,12 +395,7 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
             yield* call(base, "POST", "/v1/knowledge-sources", { token, body: { ...complete, title: "" } }),
             "title"
           )
-          const { knowledge_sources } = expectStatus(
-            yield* call(base, "GET", "/v1/knowledge-sources", { token }),
-            200
-          ) as {
-            knowledge_sources: Array<KnowledgeSourceBody>
-          }
+          const { knowledge_sources } = yield* api.knowledgeSources.listKnowledgeSources()
           expect(knowledge_sources).toEqual([])
         })
     )
@@ -450,10 +403,9 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
     it.effect("GET /v1/knowledge-sources lists every source (newest first, no file data); unknown id file is 404", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
-        const owner = yield* tenant(base)
-        const token = owner.jwt
-        const created: Array<KnowledgeSourceBody> = []
-        for (const body of [
+        const { api } = yield* tenant(base)
+        const created: Array<KnowledgeSource> = []
+        for (const payload of [
           { kind: "url", title: "One", location: "https://example.com/1" },
           { kind: "text", title: "Two", text: "two" },
           {
@@ -463,20 +415,17 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
             media_type: "application/octet-stream",
             data_base64: "AAEC"
           }
-        ]) {
-          created.push(expectStatus(yield* call(base, "POST", "/v1/knowledge-sources", { token, body }), 201))
+        ] as const) {
+          created.push(yield* api.knowledgeSources.createKnowledgeSource({ payload }))
           yield* Effect.sleep("5 millis")
         }
-        const { knowledge_sources } = expectStatus(
-          yield* call(base, "GET", "/v1/knowledge-sources", { token }),
-          200
-        ) as {
-          knowledge_sources: Array<KnowledgeSourceBody>
+        const listed = yield* answered(api.knowledgeSources.listKnowledgeSources({ withResponse: true }))
+        expect(listed.value.knowledge_sources).toEqual([...created].reverse())
+        for (const source of rowsOf(listed.body, "knowledge_sources")) {
+          expect(keysOf(source)).toEqual(KNOWLEDGE_SOURCE_KEYS)
         }
-        expect(knowledge_sources).toEqual([...created].reverse())
-        for (const source of knowledge_sources) expect(sortedKeys(source)).toEqual(KNOWLEDGE_SOURCE_KEYS)
-        expectError(
-          yield* call(base, "GET", "/v1/knowledge-sources/ks_doesnotexist/file", { token }),
+        yield* expectFailure(
+          api.knowledgeSources.getKnowledgeSourceFile({ path: sourcePath("ks_doesnotexist") }),
           404,
           "knowledge_source_not_found"
         )
@@ -486,35 +435,26 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
     it.effect("a ~9 MiB file is accepted and read back intact; exactly 10 MiB is the decoded limit", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
-        const owner = yield* tenant(base)
-        const token = owner.jwt
+        const { api } = yield* tenant(base)
         const nine = randomBytes(9 * MiB)
-        const source = expectStatus(
-          yield* call(base, "POST", "/v1/knowledge-sources", {
-            token,
-            body: {
-              kind: "file",
-              title: "Nine",
-              file_name: "nine.bin",
-              media_type: "application/octet-stream",
-              data_base64: nine.toString("base64")
-            }
-          }),
-          201
-        ) as KnowledgeSourceBody
-        const file = expectStatus(
-          yield* call(base, "GET", `/v1/knowledge-sources/${source.id}/file`, { token }),
-          200
-        ) as FileBody
+        const source = yield* api.knowledgeSources.createKnowledgeSource({
+          payload: {
+            kind: "file",
+            title: "Nine",
+            file_name: "nine.bin",
+            media_type: "application/octet-stream",
+            data_base64: nine.toString("base64")
+          }
+        })
+        const file = yield* api.knowledgeSources.getKnowledgeSourceFile({ path: { id: source.id } })
         expect(file.file_name).toBe("nine.bin")
         expect(file.media_type).toBe("application/octet-stream")
         expect(file.byte_size).toBe(9 * MiB)
         expectSameBytes(file.data_base64, nine)
 
         const ten = randomBytes(10 * MiB)
-        const atLimit = yield* call(base, "POST", "/v1/knowledge-sources", {
-          token,
-          body: {
+        const tenSource = yield* api.knowledgeSources.createKnowledgeSource({
+          payload: {
             kind: "file",
             title: "Ten",
             file_name: "ten.bin",
@@ -522,11 +462,7 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
             data_base64: ten.toString("base64")
           }
         })
-        const tenSource = expectStatus(atLimit, 201) as KnowledgeSourceBody
-        const tenFile = expectStatus(
-          yield* call(base, "GET", `/v1/knowledge-sources/${tenSource.id}/file`, { token }),
-          200
-        ) as FileBody
+        const tenFile = yield* api.knowledgeSources.getKnowledgeSourceFile({ path: { id: tenSource.id } })
         expect(tenFile.byte_size).toBe(10 * MiB)
         expectSameBytes(tenFile.data_base64, ten)
       })
@@ -538,27 +474,25 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
         const owner = yield* tenant(base)
         const token = owner.jwt
         const body = (data: Buffer) => ({
-          kind: "file",
+          kind: "file" as const,
           title: "Too big",
           file_name: "big.bin",
           media_type: "application/octet-stream",
           data_base64: data.toString("base64")
         })
         // One byte over: the base64 still fits in the 14 MiB body, so the handler refuses it.
-        const overByOne = yield* call(base, "POST", "/v1/knowledge-sources", {
-          token,
-          body: body(randomBytes(10 * MiB + 1))
-        })
-        expectValidation(overByOne, "data_base64")
+        yield* expectInvalid(
+          owner.api.knowledgeSources.createKnowledgeSource({ payload: body(randomBytes(10 * MiB + 1)) }),
+          "data_base64"
+        )
+        // Raw: oversized bodies, beyond what the contract's schema lets the client send.
         // 11 MiB: about 14.7 MiB of base64, over the endpoint's body limit.
         const eleven = yield* call(base, "POST", "/v1/knowledge-sources", { token, body: body(randomBytes(11 * MiB)) })
         expect([400, 413], eleven.text).toContain(eleven.status)
         expect(isErrorBody(eleven.body), eleven.text.slice(0, 500)).toBe(true)
         if (eleven.status === 400) expectValidation(eleven, "data_base64")
         else expectError(eleven, 413, "payload_too_large")
-        expect(expectStatus(yield* call(base, "GET", "/v1/knowledge-sources", { token }), 200)).toEqual({
-          knowledge_sources: []
-        })
+        expect(yield* owner.api.knowledgeSources.listKnowledgeSources()).toEqual({ knowledge_sources: [] })
         // The raised limit is this endpoint's only: another JSON endpoint still refuses 2 MiB.
         const elsewhere = yield* call(base, "POST", "/v1/label-policies", {
           token,

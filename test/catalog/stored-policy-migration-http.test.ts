@@ -5,10 +5,13 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { call, expectStatus, expectValidation, queryDatabase, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
-import { createAgent, createPolicy, propose, reply } from "../authorization-http/event-helpers.js"
+import { queryDatabase, SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { createAgent, createPolicy, propose, reply } from "../operations/traffic-helpers.js"
+import { expectInvalid } from "../support/Api.js"
 import { eventually } from "../support/Eventually.js"
+import { tenant } from "../support/Tenants.js"
 import { baseUrl, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+import { getPolicy, listPolicies, setEnabled } from "./catalog-helpers.js"
 
 const AGENT = "support-bot"
 
@@ -28,40 +31,39 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("stored policies that 
       const base = yield* baseUrl
       const databaseUrl = yield* TestDatabaseUrl
       const owner = yield* tenant(base)
-      yield* createAgent(base, owner, AGENT)
+      yield* createAgent(owner, AGENT)
       yield* queryDatabase(
         databaseUrl,
         `insert into policies (workspace_id, id, description, family, severity, action, enabled, source_yaml, document)
          values ($1, $2, $3, $4, $5, $6, true, $7, $8)`,
-        [owner.workspaceId, LEGACY.id, LEGACY.description, LEGACY.family, LEGACY.severity, LEGACY.action,
-          JSON.stringify(LEGACY), JSON.stringify(LEGACY)]
+        [
+          owner.workspaceId,
+          LEGACY.id,
+          LEGACY.description,
+          LEGACY.family,
+          LEGACY.severity,
+          LEGACY.action,
+          JSON.stringify(LEGACY),
+          JSON.stringify(LEGACY)
+        ]
       )
       // A change through the API reloads the workspace's policies at the next decision.
-      yield* createPolicy(base, owner, "still-valid", { value: "top secret" })
-      expect((yield* propose(base, owner, AGENT, reply("top secret"))).effect).toBe("deny")
+      yield* createPolicy(owner, "still-valid", { value: "top secret" })
+      expect((yield* propose(owner, AGENT, reply("top secret"))).effect).toBe("deny")
 
       const detail = yield* eventually(
         Effect.gen(function* () {
-          const body = expectStatus(yield* call(base, "GET", `/v1/policies/${LEGACY.id}`, { token: owner.jwt }), 200) as {
-            enabled: boolean
-            invalid_reason?: string
-          }
+          const body = yield* getPolicy(owner, LEGACY.id)
           expect(body.enabled).toBe(false)
           return body
         })
       )
       expect(detail.invalid_reason).toMatch(/^match\.value: Unsupported regex: missing \]/)
-      const listed = expectStatus(yield* call(base, "GET", "/v1/policies", { token: owner.jwt }), 200) as {
-        policies: Array<{ id: string; invalid_reason?: string }>
-      }
-      expect(listed.policies.find((policy) => policy.id === LEGACY.id)?.invalid_reason).toBe(detail.invalid_reason)
-      expect(listed.policies.find((policy) => policy.id === "still-valid")).not.toHaveProperty("invalid_reason")
+      const listed = yield* listPolicies(owner)
+      expect(listed.find((policy) => policy.id === LEGACY.id)?.invalid_reason).toBe(detail.invalid_reason)
+      expect(listed.find((policy) => policy.id === "still-valid")).not.toHaveProperty("invalid_reason")
 
-      const enable = yield* call(base, "PATCH", `/v1/policies/${LEGACY.id}/enabled`, {
-        token: owner.jwt,
-        body: { enabled: true }
-      })
-      expectValidation(enable, "match.value")
+      yield* expectInvalid(setEnabled(owner, LEGACY.id, true), "match.value")
     })
   )
 })

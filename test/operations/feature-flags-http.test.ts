@@ -6,31 +6,37 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
-import { Context, Effect, Layer, Scope, Exit } from "effect"
+import { Cause, Context, Effect, Exit, Layer, Option, Scope } from "effect"
 import { GuardrailApi } from "../../src/Api.js"
 import { featureOfGroup } from "../../src/identity/FeatureFlags.js"
+import { isHttpError, statusOf } from "../../src/http/Errors.js"
 import { makeRouteTable } from "../../src/http/Routes.js"
-import {
-  call,
-  createKey,
-  expectError,
-  expectStatus,
-  expectValidation,
-  SERVER_OPTIONS,
-  signUp,
-  tenant
-} from "../identity/http-helpers.js"
+import { SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { expectErrorShape } from "../catalog/catalog-helpers.js"
+import { clientAt, expectFailure } from "../support/Api.js"
 import { eventually } from "../support/Eventually.js"
+import { call, expectError, expectValidation, isErrorBody } from "../support/Raw.js"
+import { createKey, keyClient, signUp, tenant } from "../support/Tenants.js"
 import { baseUrl, TestDatabaseUrl, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
 
 const gatedRoutes = makeRouteTable(GuardrailApi).filter((route) => featureOfGroup[route.group] !== undefined)
 const pathOf = (template: string) => template.replace(/:[A-Za-z_]+/g, "x")
 const JWT_SECRET = "feature-flags-test-secret-0123456789abcdef0123456789"
-/** Waits until `path` on the other instance answers `status`: the change notice has arrived (however loaded the machine). */
-const reachesBase = (base: string, token: string, path: string, status: number) =>
+/** The status a call answered: 200 for a success (the routes polled here declare no other), else its HTTP error's. */
+const statusOfCall = <A, E>(request: Effect.Effect<A, E>) =>
+  Effect.map(Effect.exit(request), (exit) =>
+    Exit.isSuccess(exit)
+      ? 200
+      : Option.match(Cause.failureOption(exit.cause), {
+          onNone: () => 0,
+          onSome: (error) => (isHttpError(error) ? statusOf(error) : 0)
+        })
+  )
+/** Waits until `request` to the other instance answers `status`: the change notice has arrived (however loaded the machine). */
+const reaches = <A, E>(request: Effect.Effect<A, E>, status: number) =>
   eventually(
-    Effect.flatMap(call(base, "GET", path, { token }), (response) =>
-      response.status === status ? Effect.void : Effect.fail(`still ${response.status}`)
+    Effect.flatMap(statusOfCall(request), (actual) =>
+      actual === status ? Effect.void : Effect.fail(`still ${actual}`)
     )
   )
 const bodyOf = (method: string) => (method === "GET" || method === "DELETE" ? {} : { body: {} })
@@ -55,71 +61,68 @@ layer(testServerWithDatabase("database", { JWT_SECRET }), SERVER_OPTIONS)("works
       )
       const address = Context.get(context, HttpServer.HttpServer).address
       const admin = `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`
-      const adminJwt = platformAdmin.jwt
-      const features = `/v1/admin/workspaces/${owner.workspaceId}/features`
+      const adminApi = yield* clientAt(admin, { token: platformAdmin.jwt })
+      const features = { path: { id: owner.workspaceId } }
 
       // Defaults: every feature on.
-      expect(expectStatus(yield* call(admin, "GET", features, { token: adminJwt }), 200)).toEqual({
+      expect(yield* adminApi.admin.getWorkspaceFeatures(features)).toEqual({
         workspace_id: owner.workspaceId,
         is_attacks_enabled: true,
         is_knowledge_base_enabled: true,
         is_mcp_gateway_enabled: true
       })
       expect(gatedRoutes.length).toBeGreaterThanOrEqual(10)
+      // Raw: every route of the gated groups, with placeholder ids and empty bodies.
       for (const route of gatedRoutes) {
         const response = yield* call(base, route.method, pathOf(route.template), {
           token: owner.jwt,
           ...bodyOf(route.method)
         })
-        const code = (response.body as { error?: { code?: string } }).error?.code
+        const code = isErrorBody(response.body) ? response.body.error.code : undefined
         expect(code, `${route.method} ${route.template}`).not.toBe("feature_disabled")
       }
 
       // Only a platform admin may read or set them; a workspace owner may not, even for their own workspace.
-      expectError(
-        yield* call(base, "PATCH", features, { token: owner.jwt, body: { is_attacks_enabled: false } }),
+      yield* expectFailure(
+        owner.api.admin.updateWorkspaceFeatures({ ...features, payload: { is_attacks_enabled: false } }),
         403,
         "platform_admin_required"
       )
-      expectError(yield* call(admin, "GET", features, { token: owner.jwt }), 403, "platform_admin_required")
-      expectError(yield* call(admin, "GET", features, {}), 401)
-      expectValidation(
-        yield* call(admin, "PATCH", features, { token: adminJwt, body: { is_attacks_enabled: "no" } }),
-        "is_attacks_enabled"
-      )
-      expectError(
-        yield* call(admin, "GET", "/v1/admin/workspaces/ws_missing/features", { token: adminJwt }),
+      const ownerAtAdmin = yield* clientAt(admin, { token: owner.jwt })
+      yield* expectFailure(ownerAtAdmin.admin.getWorkspaceFeatures(features), 403, "platform_admin_required")
+      const anonymousAtAdmin = yield* clientAt(admin)
+      expectErrorShape(yield* expectFailure(anonymousAtAdmin.admin.getWorkspaceFeatures(features), 401))
+      // Raw: a body the contract's schema refuses.
+      const invalid = yield* call(admin, "PATCH", `/v1/admin/workspaces/${owner.workspaceId}/features`, {
+        token: platformAdmin.jwt,
+        body: { is_attacks_enabled: "no" }
+      })
+      expectValidation(invalid, "is_attacks_enabled")
+      yield* expectFailure(
+        adminApi.admin.getWorkspaceFeatures({ path: { id: "ws_missing" } }),
         404,
         "workspace_not_found"
       )
 
-      const off = expectStatus(
-        yield* call(admin, "PATCH", features, {
-          token: adminJwt,
-          body: { is_attacks_enabled: false, is_knowledge_base_enabled: false, is_mcp_gateway_enabled: false }
-        }),
-        200
-      )
+      const off = yield* adminApi.admin.updateWorkspaceFeatures({
+        ...features,
+        payload: { is_attacks_enabled: false, is_knowledge_base_enabled: false, is_mcp_gateway_enabled: false }
+      })
       expect(off).toEqual({
         workspace_id: owner.workspaceId,
         is_attacks_enabled: false,
         is_knowledge_base_enabled: false,
         is_mcp_gateway_enabled: false
       })
-      const mine = expectStatus(
-        yield* call(base, "GET", "/v1/team/my-workspaces", {
-          token: owner.jwt,
-          headers: { "x-service-user-id": owner.user_id }
-        }),
-        200
-      )
+      const mine = yield* owner.api.team.listMyWorkspaces({ headers: { "x-service-user-id": owner.user_id } })
       expect(mine.workspaces[0]).toMatchObject({ is_attacks_enabled: false, is_knowledge_base_enabled: false })
       // The base instance cached the flags as on (every gated route answered above); the admin
       // instance's change notice (PostgreSQL NOTIFY) drops that entry within moments.
-      yield* reachesBase(base, owner.jwt, "/v1/gateway/routes", 403)
+      yield* reaches(owner.api.gatewayRoutes.listGatewayRoutes(), 403)
 
       // Every authenticated endpoint of a gated group answers 403 feature_disabled (public share links excepted).
       const gatedGroups = new Set<string>()
+      // Raw: every route of the gated groups, with placeholder ids and empty bodies.
       for (const route of gatedRoutes) {
         const anonymous = yield* call(base, route.method, pathOf(route.template), bodyOf(route.method))
         if (anonymous.status !== 401) continue // no credential needed (e.g. a shared report link)
@@ -134,30 +137,26 @@ layer(testServerWithDatabase("database", { JWT_SECRET }), SERVER_OPTIONS)("works
       // Every gated group was refused (gateway proxy, red-team reports and all).
       expect([...gatedGroups].sort()).toEqual(Object.keys(featureOfGroup).sort())
       // Runtime keys are turned away the same way.
-      const key = yield* createKey(base, owner)
-      expectError(
-        yield* call(base, "GET", "/v1/knowledge-sources", { token: key.plaintext_key }),
-        403,
-        "feature_disabled"
-      )
+      const key = yield* keyClient(base, yield* createKey(owner))
+      yield* expectFailure(key.knowledgeSources.listKnowledgeSources(), 403, "feature_disabled")
       // Ungated groups and other workspaces are untouched.
-      expectStatus(yield* call(base, "GET", "/v1/agents", { token: owner.jwt }), 200)
-      expectStatus(yield* call(base, "GET", "/v1/knowledge-sources", { token: other.jwt }), 200)
+      yield* owner.api.agents.listAgents()
+      yield* other.api.knowledgeSources.listKnowledgeSources()
 
       // Turning one back on reopens only its groups.
-      const partly = expectStatus(
-        yield* call(admin, "PATCH", features, { token: adminJwt, body: { is_knowledge_base_enabled: true } }),
-        200
-      )
+      const partly = yield* adminApi.admin.updateWorkspaceFeatures({
+        ...features,
+        payload: { is_knowledge_base_enabled: true }
+      })
       expect(partly).toMatchObject({
         is_attacks_enabled: false,
         is_knowledge_base_enabled: true,
         is_mcp_gateway_enabled: false
       })
-      yield* reachesBase(base, owner.jwt, "/v1/knowledge-sources", 200)
-      expectStatus(yield* call(base, "GET", "/v1/knowledge-sources", { token: owner.jwt }), 200)
-      expectError(yield* call(base, "GET", "/v1/gateway/routes", { token: owner.jwt }), 403, "feature_disabled")
-      expectError(yield* call(base, "GET", "/v1/redteam/jobs", { token: owner.jwt }), 403, "feature_disabled")
+      yield* reaches(owner.api.knowledgeSources.listKnowledgeSources(), 200)
+      yield* owner.api.knowledgeSources.listKnowledgeSources()
+      yield* expectFailure(owner.api.gatewayRoutes.listGatewayRoutes(), 403, "feature_disabled")
+      yield* expectFailure(owner.api.redteam.listJobs({ urlParams: {} }), 403, "feature_disabled")
 
       yield* Scope.close(scope, Exit.void)
     })

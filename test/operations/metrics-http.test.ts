@@ -7,10 +7,14 @@
 import { expect, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
-import { call, expectError, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
-import { baseUrl, TestDatabaseUrl, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
-import { createPolicy, propose, reply, until } from "../authorization-http/event-helpers.js"
+import { RunId } from "../../src/runs/Domain.js"
+import { SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { clientAt, expectFailure } from "../support/Api.js"
 import { sample, scrape as scrapeWith } from "../support/Metrics.js"
+import { call } from "../support/Raw.js"
+import { tenant } from "../support/Tenants.js"
+import { baseUrl, TestDatabaseUrl, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
+import { createPolicy, propose, reply, until } from "./traffic-helpers.js"
 
 const TOKEN = "metrics-token-0123456789abcdef0123456789"
 
@@ -21,19 +25,20 @@ layer(testServerWithDatabase("kafka", { METRICS_TOKEN: TOKEN }), SERVER_OPTIONS)
     Effect.gen(function* () {
       const base = yield* baseUrl
       const db = yield* TestDatabaseUrl
-      expectError(yield* call(base, "GET", "/metrics"), 401, "unauthenticated")
-      expectError(yield* call(base, "GET", "/metrics", { token: "wrong" }), 401, "unauthenticated")
+      yield* expectFailure((yield* clientAt(base)).metrics.metrics(), 401, "unauthenticated")
+      yield* expectFailure((yield* clientAt(base, { token: "wrong" })).metrics.metrics(), 401, "unauthenticated")
 
       const owner = yield* tenant(base)
-      yield* createPolicy(base, owner, "no-refunds", { value: "refund" })
+      yield* createPolicy(owner, "no-refunds", { value: "refund" })
       const before = yield* scrape(base)
       const count = (text: string, labels: Record<string, string>) =>
         sample(text, "guardrail_http_requests_total", labels) ?? 0
       const decisions = (text: string, effect: string) => sample(text, "guardrail_decisions_total", { effect }) ?? 0
 
-      for (let i = 0; i < 3; i++) yield* propose(base, owner, "bot", reply("Your order ships tomorrow."))
-      yield* propose(base, owner, "bot", reply("I promise a refund."))
-      yield* call(base, "GET", "/v1/runs/run_missing", { token: owner.jwt })
+      for (let i = 0; i < 3; i++) yield* propose(owner, "bot", reply("Your order ships tomorrow."))
+      yield* propose(owner, "bot", reply("I promise a refund."))
+      yield* Effect.ignore(owner.api.runs.getRun({ path: { id: RunId.make("run_missing") } }))
+      // Raw: a path outside the contract.
       yield* call(base, "GET", "/no/such/route")
 
       const after = yield* scrape(base)
@@ -80,7 +85,7 @@ layer(testServerWithDatabase("kafka", { METRICS_TOKEN: TOKEN }), SERVER_OPTIONS)
       const context = yield* Layer.buildWithScope(testServerOver("database", db), scope)
       const address = Context.get(context, HttpServer.HttpServer).address
       const plain = `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`
-      expectError(yield* call(plain, "GET", "/metrics", { token: TOKEN }), 404, "metrics_disabled")
+      yield* expectFailure((yield* clientAt(plain, { token: TOKEN })).metrics.metrics(), 404, "metrics_disabled")
       yield* Scope.close(scope, Exit.void)
     })
   )
@@ -93,7 +98,7 @@ layer(testServerWithDatabase("database", { METRICS_TOKEN: TOKEN }), SERVER_OPTIO
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        for (let i = 0; i < 3; i++) yield* propose(base, owner, "bot", reply(`answer ${i}`))
+        for (let i = 0; i < 3; i++) yield* propose(owner, "bot", reply(`answer ${i}`))
         yield* until(
           Effect.map(scrape(base), (text) => {
             expect(

@@ -10,30 +10,22 @@ import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect, Fiber, Queue, TestClock, TestContext } from "effect"
 import { retentionLoop, retentionTargets, type SweepReport } from "../../src/operations/Retention.js"
-import { call, expectStatus, queryDatabase, SERVER_OPTIONS, type Tenant, tenant } from "../identity/http-helpers.js"
+import { queryDatabase, SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { type Tenant, tenant } from "../support/Tenants.js"
 import { baseUrl, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
-import { propose, reply } from "../authorization-http/event-helpers.js"
+import { propose, reply } from "./traffic-helpers.js"
 
 /** Three decisions in a run, one run event and one review for each decision. */
-const activity = (base: string, owner: Tenant) =>
+const activity = (owner: Tenant) =>
   Effect.gen(function* () {
-    const run = expectStatus(
-      yield* call(base, "POST", "/v1/runs", { token: owner.jwt, body: { agent_id: "bot", kind: "chat_session" } }),
-      201
-    ) as { id: string }
+    const run = yield* owner.api.runs.createRun({ payload: { agent_id: "bot", kind: "chat_session" } })
     for (let i = 0; i < 3; i++) {
-      const decision = yield* propose(base, owner, "bot", reply(`answer ${i}`), { run_id: run.id })
-      expectStatus(
-        yield* call(base, "POST", `/v1/runs/${run.id}/events`, { token: owner.jwt, body: { kind: "agent_turn" } }),
-        201
-      )
-      expectStatus(
-        yield* call(base, "POST", `/v1/traces/${decision.trace_id}/review-events`, {
-          token: owner.jwt,
-          body: { outcome: "accepted" }
-        }),
-        201
-      )
+      const decision = yield* propose(owner, "bot", reply(`answer ${i}`), { run_id: run.id })
+      yield* owner.api.runs.appendRunEvent({ path: { id: run.id }, payload: { kind: "agent_turn" } })
+      yield* owner.api.reviewEvents.createReviewEvent({
+        path: { trace_id: decision.trace_id },
+        payload: { outcome: "accepted" }
+      })
     }
     return run.id
   })
@@ -42,9 +34,11 @@ const countsOf = (url: string, workspaceId: string) =>
   Effect.gen(function* () {
     const counts: Record<string, number> = {}
     for (const table of ["traces", "receipts", "run_events", "review_events", "runs"]) {
-      const rows = yield* queryDatabase<{ n: string }>(url, `select count(*)::text as n from ${table} where workspace_id = $1`, [
-        workspaceId
-      ])
+      const rows = yield* queryDatabase<{ n: string }>(
+        url,
+        `select count(*)::text as n from ${table} where workspace_id = $1`,
+        [workspaceId]
+      )
       counts[table] = Number(rows[0]!.n)
     }
     return counts
@@ -58,13 +52,13 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("retention_days", (it)
       const sql = yield* SqlClient.SqlClient
       const shortLived = yield* tenant(base)
       const longLived = yield* tenant(base)
-      expectStatus(yield* call(base, "PATCH", "/v1/settings", { token: shortLived.jwt, body: { retention_days: "30" } }), 200)
-      expectStatus(yield* call(base, "PATCH", "/v1/settings", { token: longLived.jwt, body: { retention_days: "365" } }), 200)
-      const runId = yield* activity(base, shortLived)
-      yield* activity(base, longLived)
+      yield* shortLived.api.settings.updateSettings({ payload: { retention_days: "30" } })
+      yield* longLived.api.settings.updateSettings({ payload: { retention_days: "365" } })
+      const runId = yield* activity(shortLived)
+      yield* activity(longLived)
       const full = { traces: 3, receipts: 3, run_events: 3, review_events: 3, runs: 1 }
       expect(yield* countsOf(url, shortLived.workspaceId)).toEqual(full)
-      const counters = yield* call(base, "GET", `/v1/runs/${runId}`, { token: shortLived.jwt })
+      const counters = yield* shortLived.api.runs.getRun({ path: { id: runId } })
 
       const reports = yield* Queue.unbounded<SweepReport>()
       yield* Effect.gen(function* () {
@@ -83,7 +77,10 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("retention_days", (it)
         for (let day = 1; day <= 29; day++) {
           yield* TestClock.adjust("1 day")
           const report = yield* Queue.take(reports)
-          expect(Object.values(report.deleted).every((count) => count === 0), `day ${day}`).toBe(true)
+          expect(
+            Object.values(report.deleted).every((count) => count === 0),
+            `day ${day}`
+          ).toBe(true)
         }
         expect(yield* Queue.size(reports)).toBe(0)
         expect(yield* countsOf(url, shortLived.workspaceId)).toEqual(full)
@@ -106,8 +103,8 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("retention_days", (it)
       }).pipe(Effect.provide(TestContext.TestContext))
 
       // The run and its counters (aggregates) are still served.
-      const after = expectStatus(yield* call(base, "GET", `/v1/runs/${runId}`, { token: shortLived.jwt }), 200)
-      expect(after.run.trace_count).toBe((counters.body as { run: { trace_count: number } }).run.trace_count)
+      const after = yield* shortLived.api.runs.getRun({ path: { id: runId } })
+      expect(after.run.trace_count).toBe(counters.run.trace_count)
       expect(after.events).toEqual([])
       expect(after.traces).toEqual([])
     })

@@ -10,9 +10,10 @@ import { Effect } from "effect"
 import { Kafka, logLevel } from "kafkajs"
 import { request as httpRequest } from "node:http"
 import { inject } from "vitest"
-import { call, expectStatus, queryDatabase, tenant } from "../identity/http-helpers.js"
-import { eventBody, propose, reply, until } from "../authorization-http/event-helpers.js"
+import { queryDatabase } from "../identity/http-helpers.js"
+import { tenant } from "../support/Tenants.js"
 import { startChildService } from "./child-service.js"
+import { eventBody, propose, reply, until } from "./traffic-helpers.js"
 
 /**
  * A POST whose body is sent in two halves: the second only when `release` resolves. It asks for
@@ -54,7 +55,11 @@ const slowPost = (url: string, token: string, body: string, release: Promise<voi
 
 const committedOffsets = (topicPrefix: string) =>
   Effect.promise(async () => {
-    const kafka = new Kafka({ clientId: "shutdown-test", brokers: [inject("kafkaBrokers")], logLevel: logLevel.NOTHING })
+    const kafka = new Kafka({
+      clientId: "shutdown-test",
+      brokers: [inject("kafkaBrokers")],
+      logLevel: logLevel.NOTHING
+    })
     const admin = kafka.admin()
     await admin.connect()
     try {
@@ -77,21 +82,17 @@ it.live(
       const service = yield* startChildService({ SHUTDOWN_DRAIN_SECONDS: "15" })
       const base = service.baseUrl
       const owner = yield* tenant(base)
-      const run = expectStatus(
-        yield* call(base, "POST", "/v1/runs", { token: owner.jwt, body: { agent_id: "bot", kind: "chat_session" } }),
-        201
-      ) as { id: string }
-      for (let i = 0; i < 4; i++) yield* propose(base, owner, "bot", reply(`answer ${i}`), { run_id: run.id })
+      const run = yield* owner.api.runs.createRun({ payload: { agent_id: "bot", kind: "chat_session" } })
+      for (let i = 0; i < 4; i++) yield* propose(owner, "bot", reply(`answer ${i}`), { run_id: run.id })
       // The run-counters consumer has applied the four decisions.
       yield* until(
-        Effect.map(call(base, "GET", `/v1/runs/${run.id}`, { token: owner.jwt }), (response) =>
-          expect(expectStatus(response, 200).run.trace_count).toBe(4)
-        ),
+        Effect.map(owner.api.runs.getRun({ path: { id: run.id } }), (detail) => expect(detail.run.trace_count).toBe(4)),
         "30 seconds"
       )
 
       let release = () => {}
       const released = new Promise<void>((resolve) => (release = resolve))
+      // Raw: a request whose body arrives in two halves, around SIGTERM.
       // A decision: it needs the API's services (the group-commit decision writer) until it is answered.
       let reached = () => {}
       const inService = new Promise<void>((resolve) => (reached = resolve))
@@ -111,7 +112,7 @@ it.live(
       const drainLine = service.logLines().find((line) => line["message"] === "shutdown: draining requests in flight")
       expect(drainLine?.["in_flight"]).toBe(1)
 
-      // A new request while draining is turned away, and told to close the connection.
+      // A new request while draining is turned away, and told to close the connection (raw: the connection header).
       const refused = yield* Effect.promise(() =>
         fetch(`${base}/healthz`).then(
           async (response) => ({
@@ -136,7 +137,12 @@ it.live(
       const exit = yield* Effect.promise(() => service.exited)
       const messages = service.logLines().map((line) => line["message"])
       const order = ["shutdown: draining requests in flight", "shutdown: requests drained", "all-in-one stopped"]
-      expect(order.map((message) => messages.indexOf(message)).every((index, i, all) => index >= 0 && (i === 0 || index > all[i - 1]!)), service.output().slice(-4000)).toBe(true)
+      expect(
+        order
+          .map((message) => messages.indexOf(message))
+          .every((index, i, all) => index >= 0 && (i === 0 || index > all[i - 1]!)),
+        service.output().slice(-4000)
+      ).toBe(true)
       expect([0, 130, 143, "SIGTERM"]).toContain(exit)
 
       // The answered decision is durable: its trace is stored, its event published or still in the outbox.
@@ -144,7 +150,10 @@ it.live(
       const traces = yield* queryDatabase(db, "select id from traces where run_id = $1", [run.id])
       expect(traces.map((row) => row["id"])).toContain(decision.trace_id)
       expect(traces).toHaveLength(5)
-      const pending = yield* queryDatabase<{ n: string }>(db, "select count(*)::text as n from outbox where topic = 'decisions'")
+      const pending = yield* queryDatabase<{ n: string }>(
+        db,
+        "select count(*)::text as n from outbox where topic = 'decisions'"
+      )
       const offsets = yield* committedOffsets(service.topicPrefix)
       // No decision event is lost: each is on the topic or still in the outbox. A stop
       // between the relay's publish and its delete leaves a row that is also on the

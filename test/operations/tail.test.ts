@@ -15,9 +15,10 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { Kafka, logLevel } from "kafkajs"
 import { AppConfig } from "../../src/platform/Config.js"
-import { appendEvent, createAgent, createRun, propose, reply } from "../authorization-http/event-helpers.js"
-import { SERVER_OPTIONS, tenant, UUID } from "../identity/http-helpers.js"
+import { SERVER_OPTIONS, UUID } from "../identity/http-helpers.js"
+import { tenant } from "../support/Tenants.js"
 import { baseUrl, TestDatabaseUrl, testServer, testServerWithDatabase } from "../support/TestServer.js"
+import { createAgent, propose, reply } from "./traffic-helpers.js"
 
 /** Each test starts tail processes (node + tsx, several seconds each on a busy machine). */
 const TEST_TIMEOUT = 120_000
@@ -110,158 +111,178 @@ const kafkaSettings = Effect.map(AppConfig, (config) => ({
 
 layer(testServer("kafka"), SERVER_OPTIONS)("npm run tail (Kafka)", (it) => {
   describe("decisions", () => {
-    it.scoped("prints each new decision of the chosen workspace as a JSON line, and only those", () =>
-      Effect.gen(function* () {
-        const base = yield* baseUrl
-        const settings = yield* kafkaSettings
-        const [mine, other] = yield* Effect.all([tenant(base), tenant(base)])
-        yield* createAgent(base, mine, AGENT)
-        yield* createAgent(base, other, AGENT)
+    it.scoped(
+      "prints each new decision of the chosen workspace as a JSON line, and only those",
+      () =>
+        Effect.gen(function* () {
+          const base = yield* baseUrl
+          const settings = yield* kafkaSettings
+          const [mine, other] = yield* Effect.all([tenant(base), tenant(base)])
+          yield* createAgent(mine, AGENT)
+          yield* createAgent(other, AGENT)
 
-        const filtered = yield* startTail(["decisions", "--workspace", mine.workspaceId], settings)
-        const everything = yield* startTail(["decisions"], settings)
-        yield* waitReady(filtered)
-        yield* waitReady(everything)
+          const filtered = yield* startTail(["decisions", "--workspace", mine.workspaceId], settings)
+          const everything = yield* startTail(["decisions"], settings)
+          yield* waitReady(filtered)
+          yield* waitReady(everything)
 
-        const theirs = yield* propose(base, other, AGENT, reply("Their order ships tomorrow."))
-        const permit = yield* propose(base, mine, AGENT, reply("Your order ships tomorrow."))
-        const deny = yield* propose(base, mine, AGENT, reply("I promise a full refund."))
-        expect([permit.effect, deny.effect]).toEqual(["permit", "deny"])
+          const theirs = yield* propose(other, AGENT, reply("Their order ships tomorrow."))
+          const permit = yield* propose(mine, AGENT, reply("Your order ships tomorrow."))
+          const deny = yield* propose(mine, AGENT, reply("I promise a full refund."))
+          expect([permit.effect, deny.effect]).toEqual(["permit", "deny"])
 
-        // The unfiltered tail sees all three, so the other workspace's decision has been published too.
-        const traceIds = (tail: Tail) => tail.lines.map((line) => line.value["trace_id"])
-        yield* waitUntil(
-          () => [theirs, permit, deny].every((decision) => traceIds(everything).includes(decision.trace_id)),
-          () => `unfiltered tail saw ${JSON.stringify(traceIds(everything))}; stderr ${everything.stderr()}`
-        )
-        yield* waitUntil(
-          () => filtered.lines.length >= 2,
-          () => `filtered tail saw ${JSON.stringify(filtered.lines)}`
-        )
-        yield* Effect.sleep("500 millis")
-        expect(traceIds(filtered)).toEqual([permit.trace_id, deny.trace_id])
-        for (const line of filtered.lines) {
-          expectLineShape(line, "decisions")
-          expect(line.key).toBe(mine.workspaceId)
-          expect(line.value["workspace_id"]).toBe(mine.workspaceId)
-        }
-        expect(filtered.lines.map((line) => line.value["effect"])).toEqual(["permit", "deny"])
-        expect(new Set(filtered.lines.map((line) => line.event_id)).size).toBe(2)
+          // The unfiltered tail sees all three, so the other workspace's decision has been published too.
+          const traceIds = (tail: Tail) => tail.lines.map((line) => line.value["trace_id"])
+          yield* waitUntil(
+            () => [theirs, permit, deny].every((decision) => traceIds(everything).includes(decision.trace_id)),
+            () => `unfiltered tail saw ${JSON.stringify(traceIds(everything))}; stderr ${everything.stderr()}`
+          )
+          yield* waitUntil(
+            () => filtered.lines.length >= 2,
+            () => `filtered tail saw ${JSON.stringify(filtered.lines)}`
+          )
+          yield* Effect.sleep("500 millis")
+          expect(traceIds(filtered)).toEqual([permit.trace_id, deny.trace_id])
+          for (const line of filtered.lines) {
+            expectLineShape(line, "decisions")
+            expect(line.key).toBe(mine.workspaceId)
+            expect(line.value["workspace_id"]).toBe(mine.workspaceId)
+          }
+          expect(filtered.lines.map((line) => line.value["effect"])).toEqual(["permit", "deny"])
+          expect(new Set(filtered.lines.map((line) => line.event_id)).size).toBe(2)
 
-        expect(yield* stop(filtered)).toBe(0)
-        expect(yield* stop(everything)).toBe(0)
-      }),
+          expect(yield* stop(filtered)).toBe(0)
+          expect(yield* stop(everything)).toBe(0)
+        }),
       TEST_TIMEOUT
     )
   })
 
   describe("run events", () => {
-    it.scoped("--from-beginning replays a run's events in sequence order", () =>
-      Effect.gen(function* () {
-        const base = yield* baseUrl
-        const settings = yield* kafkaSettings
-        const owner = yield* tenant(base)
-        const run = yield* createRun(base, owner, { agent_id: AGENT, kind: "chat_session" })
-        for (const kind of ["user_turn", "agent_turn", "tool_call"]) yield* appendEvent(base, owner, run.id, { kind })
+    it.scoped(
+      "--from-beginning replays a run's events in sequence order",
+      () =>
+        Effect.gen(function* () {
+          const base = yield* baseUrl
+          const settings = yield* kafkaSettings
+          const owner = yield* tenant(base)
+          const run = yield* owner.api.runs.createRun({ payload: { agent_id: AGENT, kind: "chat_session" } })
+          for (const kind of ["user_turn", "agent_turn", "tool_call"] as const) {
+            yield* owner.api.runs.appendRunEvent({ path: { id: run.id }, payload: { kind } })
+          }
 
-        const tail = yield* startTail(["run-events", "--from-beginning", "--workspace", owner.workspaceId], settings)
-        yield* waitUntil(
-          () => tail.lines.length >= 3,
-          () => `tail saw ${JSON.stringify(tail.lines)}; stderr ${tail.stderr()}`
-        )
-        expect(tail.lines.map((line) => [line.key, line.value["run_id"], line.value["sequence"], line.value["kind"]])).toEqual([
-          [run.id, run.id, 1, "user_turn"],
-          [run.id, run.id, 2, "agent_turn"],
-          [run.id, run.id, 3, "tool_call"]
-        ])
-        for (const line of tail.lines) expectLineShape(line, "run-events")
-        // One key, one partition: offsets increase.
-        expect(new Set(tail.lines.map((line) => line.partition)).size).toBe(1)
-        const offsets = tail.lines.map((line) => BigInt(line.offset))
-        expect(offsets[0]! < offsets[1]! && offsets[1]! < offsets[2]!).toBe(true)
-        expect(yield* stop(tail)).toBe(0)
-      }),
+          const tail = yield* startTail(["run-events", "--from-beginning", "--workspace", owner.workspaceId], settings)
+          yield* waitUntil(
+            () => tail.lines.length >= 3,
+            () => `tail saw ${JSON.stringify(tail.lines)}; stderr ${tail.stderr()}`
+          )
+          expect(
+            tail.lines.map((line) => [line.key, line.value["run_id"], line.value["sequence"], line.value["kind"]])
+          ).toEqual([
+            [run.id, run.id, 1, "user_turn"],
+            [run.id, run.id, 2, "agent_turn"],
+            [run.id, run.id, 3, "tool_call"]
+          ])
+          for (const line of tail.lines) expectLineShape(line, "run-events")
+          // One key, one partition: offsets increase.
+          expect(new Set(tail.lines.map((line) => line.partition)).size).toBe(1)
+          const offsets = tail.lines.map((line) => BigInt(line.offset))
+          expect(offsets[0]! < offsets[1]! && offsets[1]! < offsets[2]!).toBe(true)
+          expect(yield* stop(tail)).toBe(0)
+        }),
       TEST_TIMEOUT
     )
   })
 
   describe("consumer groups", () => {
-    it.scoped("SIGINT ends the tail with status 0 and leaves no consumer group on the broker", () =>
-      Effect.gen(function* () {
-        const settings = yield* kafkaSettings
-        const tail = yield* startTail(["config-changes", "--from-beginning"], settings)
-        yield* waitReady(tail)
-        const group = /group (\S+?)\)/.exec(tail.stderr())?.[1]
-        expect(group, tail.stderr()).toMatch(/tail-/)
-        expect(yield* stop(tail)).toBe(0)
+    it.scoped(
+      "SIGINT ends the tail with status 0 and leaves no consumer group on the broker",
+      () =>
+        Effect.gen(function* () {
+          const settings = yield* kafkaSettings
+          const tail = yield* startTail(["config-changes", "--from-beginning"], settings)
+          yield* waitReady(tail)
+          const group = /group (\S+?)\)/.exec(tail.stderr())?.[1]
+          expect(group, tail.stderr()).toMatch(/tail-/)
+          expect(yield* stop(tail)).toBe(0)
 
-        const admin = new Kafka({ brokers: settings.KAFKA_BROKERS.split(","), logLevel: logLevel.NOTHING }).admin()
-        yield* Effect.acquireRelease(Effect.promise(() => admin.connect()), () => Effect.promise(() => admin.disconnect()))
-        const { groups } = yield* Effect.promise(() => admin.listGroups())
-        expect(groups.map((entry) => entry.groupId)).not.toContain(group)
-      }),
+          const admin = new Kafka({ brokers: settings.KAFKA_BROKERS.split(","), logLevel: logLevel.NOTHING }).admin()
+          yield* Effect.acquireRelease(
+            Effect.promise(() => admin.connect()),
+            () => Effect.promise(() => admin.disconnect())
+          )
+          const { groups } = yield* Effect.promise(() => admin.listGroups())
+          expect(groups.map((entry) => entry.groupId)).not.toContain(group)
+        }),
       TEST_TIMEOUT
     )
 
-    it.scoped("an unknown topic is a usage error (status 2) naming the topics", () =>
-      Effect.gen(function* () {
-        const tail = yield* startTail(["no-such-topic"], yield* kafkaSettings)
-        const code = yield* Effect.promise(() => tail.exited)
-        expect(code).toBe(2)
-        expect(tail.stderr()).toContain("unknown topic no-such-topic")
-        expect(tail.stderr()).toContain("decisions, run-events, review-events")
-        expect(tail.lines).toEqual([])
-      }),
+    it.scoped(
+      "an unknown topic is a usage error (status 2) naming the topics",
+      () =>
+        Effect.gen(function* () {
+          const tail = yield* startTail(["no-such-topic"], yield* kafkaSettings)
+          const code = yield* Effect.promise(() => tail.exited)
+          expect(code).toBe(2)
+          expect(tail.stderr()).toContain("unknown topic no-such-topic")
+          expect(tail.stderr()).toContain("decisions, run-events, review-events")
+          expect(tail.lines).toEqual([])
+        }),
       TEST_TIMEOUT
     )
   })
 })
 
 layer(testServerWithDatabase("database"), SERVER_OPTIONS)("npm run tail (database event log)", (it) => {
-  it.scoped("without Kafka or DATABASE_URL (the embedded database) it says what to set and exits with status 2", () =>
-    Effect.gen(function* () {
-      const tail = yield* startTail(["decisions"], { DATA_DIR: "/nonexistent-guardrail-tail" })
-      expect(yield* Effect.promise(() => tail.exited)).toBe(2)
-      expect(tail.stderr()).toContain("DATABASE_URL")
-      expect(tail.lines).toEqual([])
-    }),
+  it.scoped(
+    "without Kafka or DATABASE_URL (the embedded database) it says what to set and exits with status 2",
+    () =>
+      Effect.gen(function* () {
+        const tail = yield* startTail(["decisions"], { DATA_DIR: "/nonexistent-guardrail-tail" })
+        expect(yield* Effect.promise(() => tail.exited)).toBe(2)
+        expect(tail.stderr()).toContain("DATABASE_URL")
+        expect(tail.lines).toEqual([])
+      }),
     TEST_TIMEOUT
   )
 
-  it.scoped("reads the event_log table: new decisions of the workspace as JSON lines", () =>
-    Effect.gen(function* () {
-      const base = yield* baseUrl
-      const databaseUrl = yield* TestDatabaseUrl
-      const owner = yield* tenant(base)
-      yield* createAgent(base, owner, AGENT)
-      const before = yield* propose(base, owner, AGENT, reply("Published before the tail started."))
+  it.scoped(
+    "reads the event_log table: new decisions of the workspace as JSON lines",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const databaseUrl = yield* TestDatabaseUrl
+        const owner = yield* tenant(base)
+        yield* createAgent(owner, AGENT)
+        const before = yield* propose(owner, AGENT, reply("Published before the tail started."))
 
-      const settings = { DATABASE_URL: databaseUrl, POLL_INTERVAL_MS: "50" }
-      const replay = yield* startTail(["decisions", "--from-beginning"], settings)
-      // Once the replay printed it, the first decision is in the log: a tail started now begins after it.
-      yield* waitUntil(
-        () => replay.lines.length >= 1,
-        () => `replay saw nothing; stderr ${replay.stderr()}`
-      )
-      const fresh = yield* startTail(["decisions", "--workspace", owner.workspaceId], settings)
-      yield* waitReady(fresh)
-      const after = yield* propose(base, owner, AGENT, reply("Your order ships tomorrow."))
-      yield* waitUntil(
-        () => fresh.lines.length >= 1 && replay.lines.length >= 2,
-        () => `tail saw ${JSON.stringify(fresh.lines)}, replay ${JSON.stringify(replay.lines)}; stderr ${fresh.stderr()}`
-      )
-      yield* Effect.sleep("300 millis")
+        const settings = { DATABASE_URL: databaseUrl, POLL_INTERVAL_MS: "50" }
+        const replay = yield* startTail(["decisions", "--from-beginning"], settings)
+        // Once the replay printed it, the first decision is in the log: a tail started now begins after it.
+        yield* waitUntil(
+          () => replay.lines.length >= 1,
+          () => `replay saw nothing; stderr ${replay.stderr()}`
+        )
+        const fresh = yield* startTail(["decisions", "--workspace", owner.workspaceId], settings)
+        yield* waitReady(fresh)
+        const after = yield* propose(owner, AGENT, reply("Your order ships tomorrow."))
+        yield* waitUntil(
+          () => fresh.lines.length >= 1 && replay.lines.length >= 2,
+          () =>
+            `tail saw ${JSON.stringify(fresh.lines)}, replay ${JSON.stringify(replay.lines)}; stderr ${fresh.stderr()}`
+        )
+        yield* Effect.sleep("300 millis")
 
-      expect(fresh.lines.map((line) => line.value["trace_id"])).toEqual([after.trace_id])
-      expect(replay.lines.map((line) => line.value["trace_id"])).toEqual([before.trace_id, after.trace_id])
-      for (const line of [...fresh.lines, ...replay.lines]) {
-        expectLineShape(line, "decisions")
-        expect(line.partition).toBe(0)
-        expect(line.key).toBe(owner.workspaceId)
-      }
-      expect(yield* stop(fresh)).toBe(0)
-      expect(yield* stop(replay)).toBe(0)
-    }),
+        expect(fresh.lines.map((line) => line.value["trace_id"])).toEqual([after.trace_id])
+        expect(replay.lines.map((line) => line.value["trace_id"])).toEqual([before.trace_id, after.trace_id])
+        for (const line of [...fresh.lines, ...replay.lines]) {
+          expectLineShape(line, "decisions")
+          expect(line.partition).toBe(0)
+          expect(line.key).toBe(owner.workspaceId)
+        }
+        expect(yield* stop(fresh)).toBe(0)
+        expect(yield* stop(replay)).toBe(0)
+      }),
     TEST_TIMEOUT
   )
 })
