@@ -8,35 +8,37 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import {
-  call,
-  createEnvironment,
-  createKey,
-  expectError,
-  expectStatus,
-  expectValidation,
-  SERVER_OPTIONS,
-  tenant,
-  type Tenant,
-  TIMESTAMP
-} from "../identity/http-helpers.js"
+import type { CheckerModeOverrides, EnvironmentId, UpdateSettings } from "../../src/identity/Domain.js"
+import { SERVER_OPTIONS, TIMESTAMP } from "../identity/http-helpers.js"
+import { clientAt, expectFailure } from "../support/Api.js"
+import { call, expectValidation } from "../support/Raw.js"
+import { createEnvironment, createKey, keyClient, tenant, type Tenant } from "../support/Tenants.js"
 import { baseUrl, testServer } from "../support/TestServer.js"
-import { type Action, createPolicy, propose, reasonsOf, reply, until, upsertTool } from "./event-helpers.js"
+import { type Action, createPolicy, jsonAt, propose, reasonsOf, reply, until, upsertTool } from "./event-helpers.js"
 
 const AGENT = "billing-bot"
 
 const refund = (amount: number): Action => ({ operation: "issue_refund", params: { order_id: "o-1", amount } })
 
-const setSettings = (base: string, owner: Tenant, body: Record<string, unknown>) =>
-  Effect.map(call(base, "PATCH", "/v1/settings", { token: owner.jwt, body }), (response) => expectStatus(response, 200))
+const setSettings = (owner: Tenant, body: typeof UpdateSettings.Type) =>
+  owner.api.settings.updateSettings({ payload: body })
 
-const setOverrides = (base: string, owner: Tenant, environmentId: string, body: Record<string, unknown>) =>
-  Effect.map(
-    call(base, "PUT", `/v1/environments/${environmentId}/checker-modes`, { token: owner.jwt, body }),
-    (response) => expectStatus(response, 200)
+const setOverrides = (owner: Tenant, environmentId: EnvironmentId, body: typeof CheckerModeOverrides.Type) =>
+  owner.api.environments.replaceCheckerModes({ path: { environment_id: environmentId }, payload: body })
+
+/** `POST /v1/approvals/{intent_id}/grant` with `token` (typed). */
+const grant = (
+  base: string,
+  token: string,
+  intentId: string,
+  body: { readonly note?: string; readonly ttl_seconds?: number } = {}
+) =>
+  Effect.flatMap(clientAt(base, { token }), (api) =>
+    api.receipts.grantApproval({ path: { intent_id: intentId }, payload: body })
   )
 
-const grant = (base: string, token: string, intentId: string, body: Record<string, unknown> = {}) =>
+/** The same grant sent raw: for ttl_seconds outside the contract's bounds. */
+const grantRaw = (base: string, token: string, intentId: string, body: Record<string, unknown>) =>
   call(base, "POST", `/v1/approvals/${encodeURIComponent(intentId)}/grant`, { token, body })
 
 /** A tenant whose `issue_refund` tool needs approval, with the approval checker in `mode`. */
@@ -45,7 +47,7 @@ const withApprovalTool = (base: string, mode: "off" | "observe" | "enforce", app
     const owner = yield* tenant(base)
     yield* upsertTool(base, owner, { tool: "issue_refund", reversible: false, side_effect: "payment", approval })
     yield* upsertTool(base, owner, { tool: "lookup_order", reversible: true, side_effect: "none" })
-    const settings = yield* setSettings(base, owner, { approval_checker_mode: mode })
+    const settings = yield* setSettings(owner, { approval_checker_mode: mode })
     expect(settings.approval_checker_mode).toBe(mode)
     return owner
   })
@@ -62,7 +64,7 @@ layer(testServer("database"), SERVER_OPTIONS)("approval grants (database event l
         expect(deferred.status).toBe("awaiting_approval")
         expect(deferred.domain).toBe("approval")
         expect(deferred.approval).toMatchObject({ required: true, tool: "issue_refund", approvers: [] })
-        expect(typeof deferred.approval.reason).toBe("string")
+        expect(typeof jsonAt(deferred.approval, "reason")).toBe("string")
         expect(reasonsOf(deferred)).toEqual(["approval:issue_refund"])
         expect(deferred.applied_grant).toBeNull()
         expect(deferred.lease).toBeNull()
@@ -72,10 +74,10 @@ layer(testServer("database"), SERVER_OPTIONS)("approval grants (database event l
         )
 
         const before = Date.now()
-        const granted = expectStatus(
-          yield* grant(base, owner.jwt, deferred.intent_id, { note: "customer verified", ttl_seconds: 600 }),
-          201
-        ) as { intent_id: string; granted_by: string; expires_at: string; created_at: string }
+        const granted = yield* grant(base, owner.jwt, deferred.intent_id, {
+          note: "customer verified",
+          ttl_seconds: 600
+        })
         expect(granted.intent_id).toBe(deferred.intent_id)
         expect(granted.granted_by).toBe(owner.user_id)
         expect(granted.expires_at).toMatch(TIMESTAMP)
@@ -112,7 +114,7 @@ layer(testServer("database"), SERVER_OPTIONS)("approval grants (database event l
         const owner = yield* withApprovalTool(base, "enforce")
         const deferred = yield* propose(base, owner, AGENT, refund(5))
         expect(deferred.effect).toBe("defer")
-        expectStatus(yield* grant(base, owner.jwt, deferred.intent_id, { ttl_seconds: 1 }), 201)
+        yield* grant(base, owner.jwt, deferred.intent_id, { ttl_seconds: 1 })
         expect((yield* propose(base, owner, AGENT, refund(5))).effect).toBe("permit")
         yield* Effect.sleep("1200 millis")
         const expired = yield* propose(base, owner, AGENT, refund(5))
@@ -131,15 +133,19 @@ layer(testServer("database"), SERVER_OPTIONS)("approval grants (database event l
         expect(deferred.effect).toBe("defer")
 
         // Another workspace granting the same intent id changes nothing here.
-        expectStatus(yield* grant(base, stranger.jwt, deferred.intent_id), 201)
+        yield* grant(base, stranger.jwt, deferred.intent_id)
         expect((yield* propose(base, owner, AGENT, refund(30))).effect).toBe("defer")
 
-        const key = yield* createKey(base, owner)
-        expectError(yield* grant(base, key.plaintext_key, deferred.intent_id), 403)
-        expectError(yield* grant(base, "", deferred.intent_id), 401)
-        expectValidation(yield* grant(base, owner.jwt, deferred.intent_id, { ttl_seconds: 0 }), "ttl_seconds")
+        const key = yield* createKey(owner)
+        const byKey = yield* keyClient(base, key)
+        yield* expectFailure(
+          byKey.receipts.grantApproval({ path: { intent_id: deferred.intent_id }, payload: {} }),
+          403
+        )
+        yield* expectFailure(grant(base, "", deferred.intent_id), 401)
+        expectValidation(yield* grantRaw(base, owner.jwt, deferred.intent_id, { ttl_seconds: 0 }), "ttl_seconds")
         expectValidation(
-          yield* grant(base, owner.jwt, deferred.intent_id, { ttl_seconds: 8 * 24 * 3600 }),
+          yield* grantRaw(base, owner.jwt, deferred.intent_id, { ttl_seconds: 8 * 24 * 3600 }),
           "ttl_seconds"
         )
         expect((yield* propose(base, owner, AGENT, refund(30))).effect).toBe("defer")
@@ -199,10 +205,10 @@ layer(testServer("database"), SERVER_OPTIONS)("approval grants (database event l
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* withApprovalTool(base, "enforce")
-        const relaxed = yield* createEnvironment(base, owner)
-        const strict = yield* createEnvironment(base, owner)
-        yield* setOverrides(base, owner, relaxed.id, { approval_checker_mode: "off" })
-        yield* setOverrides(base, owner, strict.id, { approval_checker_mode: "enforce" })
+        const relaxed = yield* createEnvironment(owner)
+        const strict = yield* createEnvironment(owner)
+        yield* setOverrides(owner, relaxed.id, { approval_checker_mode: "off" })
+        yield* setOverrides(owner, strict.id, { approval_checker_mode: "enforce" })
 
         expect((yield* propose(base, owner, AGENT, refund(10))).effect).toBe("defer")
         const inRelaxed = yield* propose(base, owner, AGENT, refund(10), { environment_id: relaxed.id })
@@ -210,7 +216,7 @@ layer(testServer("database"), SERVER_OPTIONS)("approval grants (database event l
         expect(inRelaxed.findings).toEqual([])
 
         // Workspace off: the default environment lets the refund through; the strict one still holds it.
-        yield* setSettings(base, owner, { approval_checker_mode: "off" })
+        yield* setSettings(owner, { approval_checker_mode: "off" })
         yield* until(
           Effect.map(propose(base, owner, AGENT, refund(11)), (decision) => expect(decision.effect).toBe("permit")),
           "30 seconds"
@@ -220,7 +226,7 @@ layer(testServer("database"), SERVER_OPTIONS)("approval grants (database event l
         expect(inStrict.status).toBe("awaiting_approval")
 
         // Observe override in the relaxed environment, then back to inheriting (null) the workspace's off.
-        yield* setOverrides(base, owner, relaxed.id, { approval_checker_mode: "observe" })
+        yield* setOverrides(owner, relaxed.id, { approval_checker_mode: "observe" })
         yield* until(
           Effect.map(propose(base, owner, AGENT, refund(12), { environment_id: relaxed.id }), (decision) => {
             expect(decision.effect).toBe("permit")
@@ -228,7 +234,7 @@ layer(testServer("database"), SERVER_OPTIONS)("approval grants (database event l
           }),
           "30 seconds"
         )
-        yield* setOverrides(base, owner, relaxed.id, { approval_checker_mode: null })
+        yield* setOverrides(owner, relaxed.id, { approval_checker_mode: null })
         yield* until(
           Effect.map(propose(base, owner, AGENT, refund(12), { environment_id: relaxed.id }), (decision) => {
             expect(decision.effect).toBe("permit")

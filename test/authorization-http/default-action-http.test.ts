@@ -5,7 +5,8 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { call, expectStatus, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
+import { SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { tenant } from "../support/Tenants.js"
 import { baseUrl, testServer } from "../support/TestServer.js"
 import { createPolicy, propose, reply } from "./event-helpers.js"
 
@@ -18,10 +19,7 @@ layer(testServer("database"), SERVER_OPTIONS)("default_action", (it) => {
       expect((yield* propose(base, owner, "bot", innocuous)).effect).toBe("permit")
 
       for (const defaultAction of ["deny", "defer"] as const) {
-        expectStatus(
-          yield* call(base, "PATCH", "/v1/settings", { token: owner.jwt, body: { default_action: defaultAction } }),
-          200
-        )
+        yield* owner.api.settings.updateSettings({ payload: { default_action: defaultAction } })
         // Settings reach decisions within a second (cached runtime config).
         yield* Effect.sleep("1100 millis")
         const decision = yield* propose(base, owner, "bot", innocuous)

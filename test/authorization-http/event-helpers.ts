@@ -1,15 +1,66 @@
 /**
- * Helpers of the authorization and runs HTTP suites: an agent profile and
- * policies as YAML, proposing events for a tenant (`POST /v1/events`), and
- * the response shapes of decisions, runs, run events, traces and reviews.
- * Requests go through the identity suites' `call` (15 s deadline).
+ * Helpers of the authorization and runs HTTP suites, over the contract's
+ * typed client: an agent profile and policies as YAML, proposing events for
+ * a tenant (`POST /v1/events`), runs and their events, paging, and reading
+ * the raw JSON of an answer where a test checks its exact keys.
+ *
+ * The helpers take `(base, owner)`: `owner.api` when the owner has a client
+ * (test/support/Tenants.ts), else a client signed in with `owner.jwt`.
  */
+import type { HttpClientResponse } from "@effect/platform"
 import { expect } from "@effect/vitest"
-import { Duration, Effect } from "effect"
-import { call, expectStatus, type Tenant } from "../identity/http-helpers.js"
-import type { JsonResponse } from "../support/TestServer.js"
+import { Duration, Effect, Schema } from "effect"
+import type { AuthorizationResponse, ProposedEvent } from "../../src/authorization/Domain.js"
+import { PolicyId, type UpsertToolMetadata } from "../../src/catalog/Domain.js"
+import { type CreateRun, CreateRunEvent, RunId } from "../../src/runs/Domain.js"
+import { clientAt, type GuardrailClient } from "../support/Api.js"
 
 export const YAML = "application/yaml"
+
+/** Who calls: a session, and the client acting for it when there is one. */
+export interface Owner {
+  readonly jwt: string
+  readonly api?: GuardrailClient
+}
+
+/** An owner with the ids of its workspace and default environment (a `Tenant`). */
+export interface EventTenant extends Owner {
+  readonly workspaceId: string
+  readonly defaultEnvironmentId: string
+}
+
+/** The owner's client: its own, else one signed in with its session. */
+export const apiOf = (base: string, owner: Owner): Effect.Effect<GuardrailClient> =>
+  owner.api === undefined ? clientAt(base, { token: owner.jwt }) : Effect.succeed(owner.api)
+
+/** A YAML (or JSON) document as the bytes the catalog's document endpoints take. */
+export const yamlBytes = (text: string) => new TextEncoder().encode(text)
+
+// ---- raw JSON of typed answers
+
+/** The answer's body as text, from the bytes the client already read (and keeps) to decode it. */
+export const bodyText = (response: HttpClientResponse.HttpClientResponse) =>
+  Effect.map(Effect.orDie(response.arrayBuffer), (bytes) => new TextDecoder().decode(bytes))
+
+/** A typed call made `withResponse`: answers the decoded value and the answer's JSON as sent. */
+export const withBody = <A, E, R>(call: Effect.Effect<readonly [A, HttpClientResponse.HttpClientResponse], E, R>) =>
+  Effect.flatMap(call, ([value, response]) =>
+    Effect.map(bodyText(response), (text) => [value, JSON.parse(text) as unknown] as const)
+  )
+
+/** The sorted keys of a JSON object (none for anything else). */
+export const keysOf = (value: unknown): Array<string> =>
+  typeof value === "object" && value !== null && !Array.isArray(value) ? Object.keys(value).sort() : []
+
+/** The value at `path` inside a JSON value (object keys and array indexes), or undefined. */
+export const jsonAt = (value: unknown, ...path: ReadonlyArray<string | number>): unknown => {
+  let at: unknown = value
+  for (const step of path) {
+    if (typeof at !== "object" || at === null) return undefined
+    at = Array.isArray(at) ? (typeof step === "number" ? at[step] : undefined) : (at as Record<string, unknown>)[step]
+  }
+  return at
+}
 
 // ---- documents
 
@@ -59,27 +110,25 @@ export const policyDocument = (id: string, options: PolicyOptions) =>
     ...(options.action === "rewrite" ? [`rewrite: ${JSON.stringify(options.rewrite ?? "[removed]")}`] : [])
   ].join("\n") + "\n"
 
-export const createAgent = (base: string, owner: { jwt: string }, agentId: string, yaml = agentYaml(agentId)) =>
-  Effect.map(call(base, "POST", "/v1/agents", { token: owner.jwt, raw: yaml, contentType: YAML }), (response) =>
-    expectStatus(response, 201)
+/** `POST /v1/agents` (201). */
+export const createAgent = (base: string, owner: Owner, agentId: string, yaml = agentYaml(agentId)) =>
+  Effect.flatMap(apiOf(base, owner), (api) => api.agents.createAgent({ payload: yamlBytes(yaml) }))
+
+/** `POST /v1/policies` (201). */
+export const createPolicy = (base: string, owner: Owner, id: string, options: PolicyOptions) =>
+  Effect.flatMap(apiOf(base, owner), (api) =>
+    api.policies.createPolicy({ payload: yamlBytes(policyDocument(id, options)) })
   )
 
-export const createPolicy = (base: string, owner: { jwt: string }, id: string, options: PolicyOptions) =>
-  Effect.map(
-    call(base, "POST", "/v1/policies", { token: owner.jwt, raw: policyDocument(id, options), contentType: YAML }),
-    (response) => expectStatus(response, 201) as { id: string; enabled: boolean }
+/** `PATCH /v1/policies/{id}/enabled` (200). */
+export const setPolicyEnabled = (base: string, owner: Owner, id: string, enabled: boolean) =>
+  Effect.flatMap(apiOf(base, owner), (api) =>
+    api.policies.setPolicyEnabled({ path: { id: PolicyId.make(id) }, payload: { enabled } })
   )
 
-export const setPolicyEnabled = (base: string, owner: { jwt: string }, id: string, enabled: boolean) =>
-  Effect.map(
-    call(base, "PATCH", `/v1/policies/${encodeURIComponent(id)}/enabled`, { token: owner.jwt, body: { enabled } }),
-    (response) => expectStatus(response, 200) as { id: string; enabled: boolean }
-  )
-
-export const upsertTool = (base: string, owner: { jwt: string }, metadata: Record<string, unknown>) =>
-  Effect.map(call(base, "POST", "/v1/tool-metadata", { token: owner.jwt, body: metadata }), (response) =>
-    expectStatus(response, 200)
-  )
+/** `POST /v1/tool-metadata` (200). */
+export const upsertTool = (base: string, owner: Owner, metadata: typeof UpsertToolMetadata.Type) =>
+  Effect.flatMap(apiOf(base, owner), (api) => api.toolMetadata.upsertToolMetadata({ payload: metadata }))
 
 // ---- proposed events
 
@@ -102,33 +151,8 @@ export interface EventExtras {
   readonly token?: string
 }
 
-export interface FindingBody {
-  readonly id: string
-  readonly policy_id: string | null
-  readonly requirement_id: string | null
-  readonly source: string
-  readonly reason: string
-  readonly remediation: string | null
-  readonly effect: string
-  readonly severity: string
-  readonly evidence: any
-}
-
-export interface DecisionBody {
-  readonly effect: "permit" | "deny" | "defer" | "rewrite"
-  readonly domain: string
-  readonly reason: string
-  readonly intent_id: string
-  readonly receipt_id: string
-  readonly trace_id: string
-  readonly latency_ms: number
-  readonly findings: ReadonlyArray<FindingBody>
-  readonly applied_grant: any
-  readonly approval: any
-  readonly lease: any
-  readonly status: any
-  readonly transformed_value: string | null
-}
+/** A decision as the client decodes it. */
+export type Decision = AuthorizationResponse
 
 export const DECISION_KEYS = [
   "applied_grant",
@@ -147,7 +171,12 @@ export const DECISION_KEYS = [
 ]
 
 /** The event body for `tenant` and `agentId` (principal from the tenant's workspace and default environment). */
-export const eventBody = (tenant: Tenant, agentId: string, action: Action, extras: EventExtras = {}) => {
+export const eventBody = (
+  tenant: EventTenant,
+  agentId: string,
+  action: Action,
+  extras: EventExtras = {}
+): typeof ProposedEvent.Type => {
   const { agent_id, environment_id, workspace_id, token: _token, ...rest } = extras
   return {
     kind: "output.proposed",
@@ -161,16 +190,26 @@ export const eventBody = (tenant: Tenant, agentId: string, action: Action, extra
   }
 }
 
-/** `POST /v1/events`, answering the raw response. */
-export const proposeRaw = (base: string, tenant: Tenant, agentId: string, action: Action, extras: EventExtras = {}) =>
-  call(base, "POST", "/v1/events", {
-    token: extras.token ?? tenant.jwt,
-    body: eventBody(tenant, agentId, action, extras)
-  })
+/** The client proposing for `tenant`: `token`'s (e.g. a runtime key) when given, else the tenant's. */
+const proposer = (base: string, tenant: Owner, token: string | undefined) =>
+  token === undefined ? apiOf(base, tenant) : clientAt(base, { token })
 
-/** Checks the invariants every decision carries. */
-export const expectDecisionShape = (decision: DecisionBody, text = JSON.stringify(decision)) => {
-  expect(Object.keys(decision).sort(), text).toEqual(DECISION_KEYS)
+/** `POST /v1/events` as a typed call, unchecked (for the answers that must fail). */
+export const proposeCall = (
+  base: string,
+  tenant: EventTenant,
+  agentId: string,
+  action: Action,
+  extras: EventExtras = {}
+) =>
+  Effect.flatMap(proposer(base, tenant, extras.token), (api) =>
+    api.events.authorizeEvent({ payload: eventBody(tenant, agentId, action, extras) })
+  )
+
+/** Checks the invariants every decision carries; `body` is the decision's JSON as sent. */
+export const expectDecisionShape = (decision: Decision, body: unknown) => {
+  const text = JSON.stringify(body)
+  expect(keysOf(body), text).toEqual(DECISION_KEYS)
   expect(["permit", "deny", "defer", "rewrite"], text).toContain(decision.effect)
   expect(decision.intent_id, text).toMatch(/^\S+$/)
   expect(decision.receipt_id, text).toMatch(/^\S+$/)
@@ -181,17 +220,20 @@ export const expectDecisionShape = (decision: DecisionBody, text = JSON.stringif
 }
 
 /** `POST /v1/events` that must answer 200 with a well-formed decision. */
-export const propose = (base: string, tenant: Tenant, agentId: string, action: Action, extras: EventExtras = {}) =>
-  Effect.map(proposeRaw(base, tenant, agentId, action, extras), (response) => {
-    const decision = expectStatus(response, 200) as DecisionBody
-    expectDecisionShape(decision, response.text)
+export const propose = (base: string, tenant: EventTenant, agentId: string, action: Action, extras: EventExtras = {}) =>
+  Effect.gen(function* () {
+    const api = yield* proposer(base, tenant, extras.token)
+    const [decision, body] = yield* withBody(
+      api.events.authorizeEvent({ payload: eventBody(tenant, agentId, action, extras), withResponse: true })
+    )
+    expectDecisionShape(decision, body)
     return decision
   })
 
 export const reply = (content: string): Action => ({ operation: "reply", content })
 
 /** The requirement ids (or policy ids) of a decision's findings. */
-export const reasonsOf = (decision: DecisionBody) =>
+export const reasonsOf = (decision: Decision) =>
   decision.findings.map((finding) => finding.policy_id ?? finding.requirement_id)
 
 /** Retries `check` (an Effect that throws through `expect`) every 100 ms until it passes or `timeout` passes. */
@@ -206,27 +248,6 @@ export const until = <A, E, R>(check: Effect.Effect<A, E, R>, timeout: Duration.
   })
 
 // ---- runs, traces and reviews
-
-export interface RunBody {
-  readonly id: string
-  readonly agent_id: string
-  readonly workspace_id: string
-  readonly environment: string
-  readonly environment_id: string
-  readonly external_id: string | null
-  readonly kind: string
-  readonly status: string
-  readonly blocked_count: number
-  readonly escalated_count: number
-  readonly rewritten_count: number
-  readonly trace_count: number
-  readonly p95_latency_ms: number
-  readonly metadata: unknown
-  readonly created_at: string
-  readonly started_at: string | null
-  readonly ended_at: string | null
-  readonly updated_at: string
-}
 
 export const RUN_KEYS = [
   "agent_id",
@@ -249,36 +270,6 @@ export const RUN_KEYS = [
   "workspace_id"
 ]
 
-export interface RunEventBody {
-  readonly id: string
-  readonly run_id: string
-  readonly workspace_id: string
-  readonly kind: string
-  readonly sequence: number
-  readonly label: string | null
-  readonly input_summary: string | null
-  readonly output_summary: string | null
-  readonly metadata: unknown
-  readonly created_at: string
-  readonly occurred_at: string
-}
-
-export interface TraceBody {
-  readonly trace_id: string
-  readonly run_id: string | null
-  readonly run_event_id: string | null
-  readonly session_id: string | null
-  readonly decision: string
-  readonly domain: string
-  readonly environment: string
-  readonly environment_id: string
-  readonly elapsed_ms: number
-  readonly latest_review_outcome: string | null
-  readonly latest_reviewed_at: string | null
-  readonly created_at: string
-  readonly payload: any
-}
-
 export const TRACE_KEYS = [
   "created_at",
   "decision",
@@ -295,90 +286,51 @@ export const TRACE_KEYS = [
   "trace_id"
 ]
 
-export interface ReviewBody {
-  readonly id: string
-  readonly trace_id: string
-  readonly run_id: string | null
-  readonly run_event_id: string | null
-  readonly workspace_id: string
-  readonly reviewer_id: string
-  readonly outcome: string
-  readonly reason_codes: ReadonlyArray<string>
-  readonly note: string | null
-  readonly metadata: unknown
-  readonly created_at: string
-}
+/** `POST /v1/runs` (201). */
+export const createRun = (base: string, owner: Owner, body: typeof CreateRun.Type) =>
+  Effect.flatMap(apiOf(base, owner), (api) => api.runs.createRun({ payload: body }))
 
-export const createRun = (base: string, owner: { jwt: string }, body: Record<string, unknown>) =>
-  Effect.map(
-    call(base, "POST", "/v1/runs", { token: owner.jwt, body }),
-    (response) => expectStatus(response, 201) as RunBody
-  )
+/** `GET /v1/runs/{id}` (200). */
+export const getRun = (base: string, owner: Owner, id: string) =>
+  Effect.flatMap(apiOf(base, owner), (api) => api.runs.getRun({ path: { id: RunId.make(id) } }))
 
-export const getRun = (base: string, owner: { jwt: string }, id: string) =>
-  Effect.map(call(base, "GET", `/v1/runs/${encodeURIComponent(id)}`, { token: owner.jwt }), (response) => {
-    const detail = expectStatus(response, 200) as {
-      run: RunBody
-      events: Array<RunEventBody>
-      traces: Array<TraceBody>
-      guardrail_usage: Array<unknown>
-      budget_decision: unknown
-      provider_usage: unknown
-    }
-    return detail
+/** A run event to append; its `kind` is checked against the contract's kinds before it is sent. */
+export type RunEventInput = Omit<typeof CreateRunEvent.Type, "kind"> & { readonly kind: string }
+
+/** `POST /v1/runs/{id}/events` (201). */
+export const appendEvent = (base: string, owner: Owner, runId: string, body: RunEventInput) =>
+  Effect.gen(function* () {
+    const api = yield* apiOf(base, owner)
+    const payload = yield* Schema.decodeUnknown(CreateRunEvent)(body)
+    return yield* api.runs.appendRunEvent({ path: { id: RunId.make(runId) }, payload })
   })
 
-export const appendEvent = (base: string, owner: { jwt: string }, runId: string, body: Record<string, unknown>) =>
-  Effect.map(
-    call(base, "POST", `/v1/runs/${encodeURIComponent(runId)}/events`, { token: owner.jwt, body }),
-    (response) => expectStatus(response, 201) as RunEventBody
-  )
+/** The cursor of the next page, as URL parameters to spread (none on the first page). */
+export type CursorParams = { readonly cursor?: string }
 
-/** GET of a list endpoint answering 200; `query` is appended as URL parameters. */
-export const list = <A>(
-  base: string,
-  owner: { jwt: string },
-  path: string,
-  key: string,
-  query: Record<string, string | number | undefined> = {}
-) =>
-  Effect.map(call(base, "GET", `${path}${queryString(query)}`, { token: owner.jwt }), (response) => {
-    const body = expectStatus(response, 200) as Record<string, unknown> & { next_cursor?: string }
-    expect(Array.isArray(body[key]), response.text).toBe(true)
-    return { items: body[key] as Array<A>, next_cursor: body.next_cursor, response }
-  })
-
-export const queryString = (query: Record<string, string | number | undefined>) => {
-  const params = new URLSearchParams()
-  for (const [key, value] of Object.entries(query)) if (value !== undefined) params.set(key, String(value))
-  const text = params.toString()
-  return text === "" ? "" : `?${text}`
-}
-
-/** Follows `next_cursor` from the first page to the last; answers every page. */
-export const allPages = <A>(
-  base: string,
-  owner: { jwt: string },
-  path: string,
-  key: string,
-  query: Record<string, string | number | undefined> = {},
+/**
+ * Follows `next_cursor` from the first page to the last of a list whose items are under `key`;
+ * answers every page.
+ */
+export const allPages = <K extends string, A, E, R>(
+  key: K,
+  page: (
+    cursor: CursorParams
+  ) => Effect.Effect<{ readonly [P in K]: ReadonlyArray<A> } & { readonly next_cursor?: string | undefined }, E, R>,
   maxPages = 200
 ) =>
   Effect.gen(function* () {
-    const pages: Array<Array<A>> = []
-    let cursor: string | undefined
+    const pages: Array<ReadonlyArray<A>> = []
+    let cursor: CursorParams = {}
     for (let i = 0; i < maxPages; i++) {
-      const page = yield* list<A>(base, owner, path, key, { ...query, cursor })
-      pages.push(page.items)
-      if (page.next_cursor === undefined) return pages
-      expect(typeof page.next_cursor).toBe("string")
-      cursor = page.next_cursor
+      const answer = yield* page(cursor)
+      pages.push(answer[key])
+      if (answer.next_cursor === undefined) return pages
+      expect(typeof answer.next_cursor).toBe("string")
+      cursor = { cursor: answer.next_cursor }
     }
     throw new Error(`more than ${maxPages} pages`)
   })
 
 /** A base64url cursor holding `text`: how the service's own cursors are encoded, forged. */
 export const forgedCursor = (text: string) => Buffer.from(text).toString("base64url")
-
-/** Asserts a response is not a server error (nothing a client sends may produce a 500). */
-export const expectNot5xx = (response: JsonResponse) => expect(response.status, response.text).toBeLessThan(500)

@@ -10,23 +10,19 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import {
-  call,
-  createEnvironment,
-  createKey,
-  expectError,
-  expectStatus,
-  expectValidation,
-  SERVER_OPTIONS,
-  tenant
-} from "../identity/http-helpers.js"
+import { PolicyId } from "../../src/catalog/Domain.js"
+import { SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { clientAt, expectFailure } from "../support/Api.js"
+import { call, expectError, expectValidation } from "../support/Raw.js"
+import { createEnvironment, createKey, tenant } from "../support/Tenants.js"
 import { baseUrl, testServer } from "../support/TestServer.js"
 import {
   createAgent,
   createPolicy,
   eventBody,
+  jsonAt,
   propose,
-  proposeRaw,
+  proposeCall,
   reasonsOf,
   reply,
   setPolicyEnabled,
@@ -238,7 +234,7 @@ layer(testServer("database"), SERVER_OPTIONS)("POST /v1/events (database event l
         const owner = yield* setUp(base)
         yield* createPolicy(base, owner, "no-coupons", { value: "coupon" })
         expect((yield* propose(base, owner, AGENT, reply("a coupon"))).effect).toBe("deny")
-        expectStatus(yield* call(base, "DELETE", "/v1/policies/no-coupons", { token: owner.jwt }), 204)
+        yield* owner.api.policies.deletePolicy({ path: { id: PolicyId.make("no-coupons") } })
         expect((yield* propose(base, owner, AGENT, reply("a coupon"))).effect).toBe("permit")
       })
     )
@@ -266,7 +262,7 @@ layer(testServer("database"), SERVER_OPTIONS)("POST /v1/events (database event l
         })
         expect(evil.effect).toBe("deny")
         expect(evil.findings[0]).toMatchObject({ policy_id: "no-evil-mail", source: "content" })
-        expect(evil.findings[0]!.evidence.matches).toEqual([{ target: "params.to", text: "@EVIL.example" }])
+        expect(jsonAt(evil.findings[0]!.evidence, "matches")).toEqual([{ target: "params.to", text: "@EVIL.example" }])
 
         const good = yield* propose(base, owner, AGENT, {
           operation: "send_email",
@@ -291,7 +287,7 @@ layer(testServer("database"), SERVER_OPTIONS)("POST /v1/events (database event l
           params: { items: ["SKU-1", "wpn-77", "SKU-3"] }
         })
         expect(items.effect).toBe("deny")
-        expect(items.findings[0]!.evidence.matches).toEqual([{ target: "params.items.1", text: "wpn" }])
+        expect(jsonAt(items.findings[0]!.evidence, "matches")).toEqual([{ target: "params.items.1", text: "wpn" }])
 
         // Content is not a params target: the same text in content does not match.
         const inContent = yield* propose(base, owner, AGENT, reply("write to boss@evil.example"))
@@ -312,7 +308,7 @@ layer(testServer("database"), SERVER_OPTIONS)("POST /v1/events (database event l
         expect(held.effect).toBe("defer")
         expect(held.status).toBe("decided")
         expect(reasonsOf(held)).toEqual(["hold-account-deletion"])
-        expect(held.findings[0]!.evidence.matches).toEqual([{ target: "operation", text: "delete_account" }])
+        expect(jsonAt(held.findings[0]!.evidence, "matches")).toEqual([{ target: "operation", text: "delete_account" }])
 
         const other = yield* propose(base, owner, AGENT, { operation: "lookup_order", params: { id: "o1" } })
         expect(other.effect).toBe("permit")
@@ -366,16 +362,16 @@ layer(testServer("database"), SERVER_OPTIONS)("POST /v1/events (database event l
         const owner = yield* setUp(base)
         const stranger = yield* tenant(base)
         for (const workspace_id of [stranger.workspaceId, "ws_does_not_exist"]) {
-          const response = yield* proposeRaw(base, owner, AGENT, reply("hello"), {
-            workspace_id,
-            environment_id: stranger.defaultEnvironmentId
-          })
-          expectError(response, 404)
+          yield* expectFailure(
+            proposeCall(base, owner, AGENT, reply("hello"), {
+              workspace_id,
+              environment_id: stranger.defaultEnvironmentId
+            }),
+            404
+          )
         }
         // Nothing was decided in the other workspace.
-        const traces = expectStatus(yield* call(base, "GET", "/v1/traces", { token: stranger.jwt }), 200) as {
-          traces: Array<unknown>
-        }
+        const traces = yield* stranger.api.traces.listTraces({ urlParams: {} })
         expect(traces.traces).toEqual([])
       })
     )
@@ -386,8 +382,11 @@ layer(testServer("database"), SERVER_OPTIONS)("POST /v1/events (database event l
         const owner = yield* setUp(base)
         const stranger = yield* tenant(base)
         for (const environment_id of ["env_nope", stranger.defaultEnvironmentId]) {
-          const response = yield* proposeRaw(base, owner, AGENT, reply("hello"), { environment_id })
-          expectError(response, 404, "environment_not_found")
+          yield* expectFailure(
+            proposeCall(base, owner, AGENT, reply("hello"), { environment_id }),
+            404,
+            "environment_not_found"
+          )
         }
       })
     )
@@ -398,9 +397,9 @@ layer(testServer("database"), SERVER_OPTIONS)("POST /v1/events (database event l
         const owner = yield* setUp(base)
         // A first decision loads the workspace's runtime configuration.
         yield* propose(base, owner, AGENT, reply("hello"))
-        const staging = yield* createEnvironment(base, owner)
-        const response = yield* proposeRaw(base, owner, AGENT, reply("hello"), { environment_id: staging.id })
-        expect(response.status, response.text).toBe(200)
+        const staging = yield* createEnvironment(owner)
+        // The typed call succeeds only on the contract's 200.
+        yield* proposeCall(base, owner, AGENT, reply("hello"), { environment_id: staging.id })
       })
     )
 
@@ -408,12 +407,15 @@ layer(testServer("database"), SERVER_OPTIONS)("POST /v1/events (database event l
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* setUp(base)
-        const staging = yield* createEnvironment(base, owner)
-        const stagingKey = yield* createKey(base, owner, { environment_id: staging.id })
-        const defaultKey = yield* createKey(base, owner)
+        const staging = yield* createEnvironment(owner)
+        const stagingKey = yield* createKey(owner, { environment_id: staging.id })
+        const defaultKey = yield* createKey(owner)
 
-        const mismatch = yield* proposeRaw(base, owner, AGENT, reply("hello"), { token: stagingKey.plaintext_key })
-        expectError(mismatch, 403, "environment_mismatch")
+        yield* expectFailure(
+          proposeCall(base, owner, AGENT, reply("hello"), { token: stagingKey.plaintext_key }),
+          403,
+          "environment_mismatch"
+        )
 
         const own = yield* propose(base, owner, AGENT, reply("I can give you a full refund"), {
           token: stagingKey.plaintext_key,
@@ -422,8 +424,8 @@ layer(testServer("database"), SERVER_OPTIONS)("POST /v1/events (database event l
         expect(own.effect).toBe("deny")
         const byDefaultKey = yield* propose(base, owner, AGENT, reply("hello"), { token: defaultKey.plaintext_key })
         expect(byDefaultKey.effect).toBe("permit")
-        expectError(
-          yield* proposeRaw(base, owner, AGENT, reply("hello"), {
+        yield* expectFailure(
+          proposeCall(base, owner, AGENT, reply("hello"), {
             token: defaultKey.plaintext_key,
             environment_id: staging.id
           }),
@@ -431,8 +433,8 @@ layer(testServer("database"), SERVER_OPTIONS)("POST /v1/events (database event l
           "environment_mismatch"
         )
         // No credential at all is 401.
-        const anonymous = yield* call(base, "POST", "/v1/events", { body: eventBody(owner, AGENT, reply("hello")) })
-        expectError(anonymous, 401)
+        const anonymous = yield* clientAt(base)
+        yield* expectFailure(anonymous.events.authorizeEvent({ payload: eventBody(owner, AGENT, reply("hello")) }), 401)
       })
     )
 

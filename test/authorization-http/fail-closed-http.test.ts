@@ -9,22 +9,14 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { call, expectStatus, queryDatabase, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
+import { queryDatabase, SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { tenant } from "../support/Tenants.js"
 import { baseUrl, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
-import {
-  createAgent,
-  createPolicy,
-  type DecisionBody,
-  propose,
-  reasonsOf,
-  reply,
-  type TraceBody,
-  upsertTool
-} from "./event-helpers.js"
+import { createAgent, createPolicy, type Decision, propose, reasonsOf, reply, upsertTool } from "./event-helpers.js"
 
 const AGENT = "support-bot"
 
-const expectFailClosed = (decision: DecisionBody) => {
+const expectFailClosed = (decision: Decision) => {
   expect(decision.effect).toBe("defer")
   expect(decision.transformed_value).toBeNull()
   expect(decision.findings).toHaveLength(1)
@@ -68,16 +60,11 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("fail closed when the 
         expectFailClosed(neverLoaded)
 
         // The fail-closed decision is still traced and signed.
-        const traces = expectStatus(yield* call(base, "GET", `/v1/traces?limit=1`, { token: fresh.jwt }), 200) as {
-          traces: Array<TraceBody>
-        }
+        const traces = yield* fresh.api.traces.listTraces({ urlParams: { limit: 1 } })
         expect(traces.traces.map((trace) => [trace.trace_id, trace.decision])).toEqual([
           [neverLoaded.trace_id, "defer"]
         ])
-        const receipt = expectStatus(
-          yield* call(base, "GET", `/v1/receipts/${neverLoaded.receipt_id}`, { token: fresh.jwt }),
-          200
-        ) as { jws: string }
+        const receipt = yield* fresh.api.receipts.getReceipt({ path: { id: neverLoaded.receipt_id } })
         const payload = JSON.parse(Buffer.from(receipt.jws.split(".")[1]!, "base64url").toString("utf8")) as {
           effect: string
         }

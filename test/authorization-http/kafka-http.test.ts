@@ -7,20 +7,12 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { compactVerify, createLocalJWKSet } from "jose"
-import { call, expectStatus, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
-import { baseUrl, request, testServer } from "../support/TestServer.js"
+import { SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { runCountersScenario } from "../runs/counters-scenario.js"
-import {
-  createAgent,
-  createPolicy,
-  list,
-  propose,
-  reasonsOf,
-  reply,
-  setPolicyEnabled,
-  type TraceBody,
-  until
-} from "./event-helpers.js"
+import { clientAt } from "../support/Api.js"
+import { tenant } from "../support/Tenants.js"
+import { baseUrl, testServer } from "../support/TestServer.js"
+import { createAgent, createPolicy, propose, reasonsOf, reply, setPolicyEnabled, until } from "./event-helpers.js"
 
 const AGENT = "support-bot"
 
@@ -54,18 +46,17 @@ layer(testServer("kafka"), SERVER_OPTIONS)("POST /v1/events (Kafka event log)", 
         "30 seconds"
       )
 
-      const traces = (yield* list<TraceBody>(base, owner, "/v1/traces", "traces", { session_id: "k-1" })).items
+      const { traces } = yield* owner.api.traces.listTraces({ urlParams: { session_id: "k-1" } })
       expect(traces.map((trace) => [trace.trace_id, trace.decision])).toEqual(
         [rewrite, escalated, deny, permit].map((decision) => [decision.trace_id, decision.effect])
       )
 
-      const jwks = expectStatus(yield* request(`${base}/.well-known/jwks.json`), 200)
+      const jwks = yield* (yield* clientAt(base)).receipts.jwks()
       for (const decision of [permit, deny, escalated, rewrite]) {
-        const receipt = expectStatus(
-          yield* call(base, "GET", `/v1/receipts/${decision.receipt_id}`, { token: owner.jwt }),
-          200
-        ) as { jws: string }
-        const verified = yield* Effect.promise(() => compactVerify(receipt.jws, createLocalJWKSet(jwks)))
+        const receipt = yield* owner.api.receipts.getReceipt({ path: { id: decision.receipt_id } })
+        const verified = yield* Effect.promise(() =>
+          compactVerify(receipt.jws, createLocalJWKSet({ keys: [...jwks.keys] }))
+        )
         const content = JSON.parse(new TextDecoder().decode(verified.payload)) as Record<string, unknown>
         expect(content).toMatchObject({
           effect: decision.effect,

@@ -8,26 +8,13 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader, importJWK, type JWK } from "jose"
-import {
-  call,
-  createKey,
-  expectError,
-  expectStatus,
-  SERVER_OPTIONS,
-  tenant,
-  TIMESTAMP
-} from "../identity/http-helpers.js"
-import { baseUrl, request, testServer } from "../support/TestServer.js"
-import { createAgent, createPolicy, type DecisionBody, propose, reply } from "./event-helpers.js"
+import { SERVER_OPTIONS, TIMESTAMP } from "../identity/http-helpers.js"
+import { clientAt, expectFailure, type GuardrailClient } from "../support/Api.js"
+import { createKey, keyClient, tenant } from "../support/Tenants.js"
+import { baseUrl, testServer } from "../support/TestServer.js"
+import { createAgent, createPolicy, type Decision, keysOf, propose, reply, withBody } from "./event-helpers.js"
 
 const AGENT = "support-bot"
-
-interface ReceiptBody {
-  readonly receipt_id: string
-  readonly trace_id: string
-  readonly jws: string
-  readonly created_at: string
-}
 
 interface SignedContent {
   readonly receipt_id: string
@@ -45,23 +32,24 @@ interface SignedContent {
 /** The public key set, fetched without any credential. */
 const fetchJwks = (base: string) =>
   Effect.gen(function* () {
-    const response = yield* request(`${base}/.well-known/jwks.json`)
-    const jwks = expectStatus(response, 200) as { keys: Array<JWK> }
-    expect(jwks.keys.length, response.text).toBeGreaterThan(0)
-    return jwks
+    const anonymous = yield* clientAt(base)
+    const jwks = yield* anonymous.receipts.jwks()
+    expect(jwks.keys.length, JSON.stringify(jwks)).toBeGreaterThan(0)
+    return { keys: jwks.keys.map((key): JWK => ({ ...key })) }
   })
 
-const fetchReceipt = (base: string, token: string, id: string) =>
-  Effect.map(call(base, "GET", `/v1/receipts/${encodeURIComponent(id)}`, { token }), (response) => {
-    const receipt = expectStatus(response, 200) as ReceiptBody
-    expect(Object.keys(receipt).sort()).toEqual(["created_at", "jws", "receipt_id", "trace_id"])
+/** `GET /v1/receipts/{id}` through `api` (a session's or a runtime key's client). */
+const fetchReceipt = (api: GuardrailClient, id: string) =>
+  Effect.gen(function* () {
+    const [receipt, body] = yield* withBody(api.receipts.getReceipt({ path: { id }, withResponse: true }))
+    expect(keysOf(body)).toEqual(["created_at", "jws", "receipt_id", "trace_id"])
     expect(receipt.created_at).toMatch(TIMESTAMP)
     return receipt
   })
 
 const verify = (jws: string, jwks: { keys: Array<JWK> }) =>
   Effect.tryPromise(async () => {
-    const { payload, protectedHeader } = await compactVerify(jws, createLocalJWKSet(jwks as never))
+    const { payload, protectedHeader } = await compactVerify(jws, createLocalJWKSet(jwks))
     return { content: JSON.parse(new TextDecoder().decode(payload)) as SignedContent, protectedHeader }
   })
 
@@ -99,7 +87,7 @@ layer(testServer("database"), SERVER_OPTIONS)("receipts (database event log)", (
         yield* createPolicy(base, owner, "mask-darn", { action: "rewrite", value: "darn" })
         const jwks = yield* fetchJwks(base)
 
-        const decisions: Array<DecisionBody> = [
+        const decisions: Array<Decision> = [
           yield* propose(base, owner, AGENT, reply("Your order ships tomorrow.")),
           yield* propose(base, owner, AGENT, reply("I promise a full refund.")),
           yield* propose(base, owner, AGENT, reply("Ask a lawyer.")),
@@ -108,7 +96,7 @@ layer(testServer("database"), SERVER_OPTIONS)("receipts (database event log)", (
         expect(decisions.map((decision) => decision.effect)).toEqual(["permit", "deny", "defer", "rewrite"])
 
         for (const decision of decisions) {
-          const receipt = yield* fetchReceipt(base, owner.jwt, decision.receipt_id)
+          const receipt = yield* fetchReceipt(owner.api, decision.receipt_id)
           expect(receipt.receipt_id).toBe(decision.receipt_id)
           expect(receipt.trace_id).toBe(decision.trace_id)
 
@@ -145,7 +133,7 @@ layer(testServer("database"), SERVER_OPTIONS)("receipts (database event log)", (
         const decision = yield* propose(base, owner, AGENT, reply("I promise a full refund."))
         expect(decision.effect).toBe("deny")
         const jwks = yield* fetchJwks(base)
-        const receipt = yield* fetchReceipt(base, owner.jwt, decision.receipt_id)
+        const receipt = yield* fetchReceipt(owner.api, decision.receipt_id)
         // The untouched receipt verifies.
         yield* verify(receipt.jws, jwks)
 
@@ -189,13 +177,14 @@ layer(testServer("database"), SERVER_OPTIONS)("receipts (database event log)", (
         const owner = yield* tenant(base)
         const stranger = yield* tenant(base)
         const decision = yield* propose(base, owner, AGENT, reply("hello"))
-        expectError(yield* call(base, "GET", `/v1/receipts/${decision.receipt_id}`, { token: stranger.jwt }), 404)
-        expectError(yield* call(base, "GET", "/v1/receipts/rcpt_missing", { token: owner.jwt }), 404)
-        expectError(yield* call(base, "GET", `/v1/receipts/${decision.receipt_id}`), 401)
+        yield* expectFailure(stranger.api.receipts.getReceipt({ path: { id: decision.receipt_id } }), 404)
+        yield* expectFailure(owner.api.receipts.getReceipt({ path: { id: "rcpt_missing" } }), 404)
+        const anonymous = yield* clientAt(base)
+        yield* expectFailure(anonymous.receipts.getReceipt({ path: { id: decision.receipt_id } }), 401)
         // The owner still reads it, and so does the workspace's runtime key.
-        yield* fetchReceipt(base, owner.jwt, decision.receipt_id)
-        const key = yield* createKey(base, owner)
-        yield* fetchReceipt(base, key.plaintext_key, decision.receipt_id)
+        yield* fetchReceipt(owner.api, decision.receipt_id)
+        const key = yield* createKey(owner)
+        yield* fetchReceipt(yield* keyClient(base, key), decision.receipt_id)
       })
     )
   })

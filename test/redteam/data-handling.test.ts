@@ -11,7 +11,11 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { createHash } from "node:crypto"
-import { call, expectStatus, queryDatabase, SERVER_OPTIONS, type Tenant, tenant } from "../identity/http-helpers.js"
+import type { JobId } from "../../src/redteam/Domain.js"
+import { queryDatabase, SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { bodyText, jsonAt, keysOf } from "../authorization-http/event-helpers.js"
+import { clientAt } from "../support/Api.js"
+import { type Tenant, tenant } from "../support/Tenants.js"
 import { baseUrl, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 import { DEMO, dispatch, waitForJob } from "./redteam-helpers.js"
 
@@ -34,25 +38,19 @@ interface AttackRow {
   readonly evidence: string
   readonly substrates: ReadonlyArray<{ kind: string; key: string; values: ReadonlyArray<string> }>
   readonly trace_id: string | null
-  readonly events: ReadonlyArray<{ actor: string; content_text: string; payload: any }>
-}
-
-interface Candidate {
-  readonly substrate: string
-  readonly policy: { id: string; enabled: boolean; source_yaml: string }
-  readonly verify: { passed: boolean; false_blocks: number; blocked_landed: number; landed_total: number }
+  readonly events: ReadonlyArray<{ actor: string; content_text: string; payload: unknown }>
 }
 
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex")
 
 /** Sets the mode, runs a quick job on the demo agent to completion, and answers its stored attack rows. */
-const jobIn = (base: string, url: string, owner: Tenant, mode: Mode) =>
+const jobIn = (url: string, owner: Tenant, mode: Mode) =>
   Effect.gen(function* () {
-    expectStatus(yield* call(base, "PATCH", "/v1/settings", { token: owner.jwt, body: { data_handling_mode: mode } }), 200)
+    yield* owner.api.settings.updateSettings({ payload: { data_handling_mode: mode } })
     // The pipeline's runtime-config cache (traces) refreshes within a second.
     yield* Effect.sleep("1100 millis")
-    const job = yield* dispatch(base, owner, { profile: "quick", target_url: DEMO })
-    yield* waitForJob(base, owner, job.id)
+    const job = yield* dispatch(owner, { profile: "quick", target_url: DEMO })
+    yield* waitForJob(owner, job.id)
     const rows = yield* queryDatabase<AttackRow>(
       url,
       "select seq, goal, prompt, reply, outcome, landed, evidence, substrates, trace_id, events from redteam_attacks where job_id = $1 order by seq",
@@ -61,33 +59,34 @@ const jobIn = (base: string, url: string, owner: Tenant, mode: Mode) =>
     return { id: job.id, rows }
   })
 
-/** What the API shows of a job: sessions with events, attack records, the report, the shared report (JSON and HTML). */
-const servedText = (base: string, owner: Tenant, jobId: string) =>
+/**
+ * What the API shows of a job: sessions with events, attack records, the report, the shared report (JSON and
+ * HTML). The text is the answers as sent, so a field outside the contract cannot hide a raw value.
+ */
+const servedText = (base: string, owner: Tenant, jobId: JobId) =>
   Effect.gen(function* () {
-    const sessions = expectStatus(yield* call(base, "GET", `/v1/redteam/jobs/${jobId}`, { token: owner.jwt }), 200)
-    const records = expectStatus(
-      yield* call(base, "GET", `/v1/redteam/attacks?job_id=${jobId}&limit=100`, { token: owner.jwt }),
-      200
-    )
-    const report = expectStatus(yield* call(base, "GET", `/v1/redteam/jobs/${jobId}/report`, { token: owner.jwt }), 200)
-    const link = expectStatus(
-      yield* call(base, "POST", "/v1/redteam/reports", { token: owner.jwt, body: { job_id: jobId } }),
-      201
-    )
-    const shared = expectStatus(yield* call(base, "GET", link.path), 200)
-    const html = yield* call(base, "GET", link.html_path)
-    expect(html.status).toBe(200)
+    const redteam = owner.api.redteam
+    const [sessions, sessionsAnswer] = yield* redteam.getJob({ path: { id: jobId }, withResponse: true })
+    const [records, recordsAnswer] = yield* redteam.listAttacks({
+      urlParams: { job_id: jobId, limit: 100 },
+      withResponse: true
+    })
+    const [report, reportAnswer] = yield* redteam.getReport({ path: { id: jobId }, urlParams: {}, withResponse: true })
+    const link = yield* owner.api.redteamReports.createShareLink({ payload: { job_id: jobId } })
+    const anonymous = yield* clientAt(base)
+    const [, sharedAnswer] = yield* anonymous.redteamReports.getSharedReport({
+      path: { token: link.token },
+      withResponse: true
+    })
+    const html = yield* anonymous.redteamReports.getSharedReportHtml({ path: { token: link.token } })
     expect(sessions.sessions.length).toBeGreaterThan(0)
     expect(records.records.length).toBe(sessions.sessions.length)
     expect(report.findings.length).toBeGreaterThan(0)
-    return { text: JSON.stringify({ sessions, records, report, shared }) + html.text, records: records.records as Array<any> }
+    const served = yield* Effect.forEach([sessionsAnswer, recordsAnswer, reportAnswer, sharedAnswer], bodyText)
+    return { text: served.join("") + html, records: records.records }
   })
 
-const harden = (base: string, owner: Tenant, jobId: string) =>
-  Effect.map(
-    call(base, "POST", `/v1/redteam/jobs/${jobId}/harden`, { token: owner.jwt, body: {} }),
-    (response) => expectStatus(response, 200) as { candidates: ReadonlyArray<Candidate>; rejections: ReadonlyArray<unknown> }
-  )
+const harden = (owner: Tenant, jobId: JobId) => owner.api.redteam.hardenJob({ path: { id: jobId }, payload: {} })
 
 const outcomes = (rows: ReadonlyArray<AttackRow>) => rows.map((row) => [row.seq, row.outcome, row.landed])
 
@@ -99,7 +98,7 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("red-team data handlin
       const owner = yield* tenant(base)
 
       // raw_allowed: the values the stricter modes must drop are really produced by this job.
-      const raw = yield* jobIn(base, url, owner, "raw_allowed")
+      const raw = yield* jobIn(url, owner, "raw_allowed")
       const rawStored = JSON.stringify(raw.rows)
       for (const value of [CANARY, CUSTOMER_EMAIL, CARD, RECIPIENTS[0]!]) expect(rawStored, value).toContain(value)
       const rawLanded = raw.rows.filter((row) => row.landed)
@@ -107,11 +106,12 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("red-team data handlin
       expect(rawLanded.some((row) => row.substrates.some((s) => s.values.includes(RECIPIENTS[0]!)))).toBe(true)
 
       // redacted: typed placeholders in place of every raw value, in the rows and in everything served.
-      const redacted = yield* jobIn(base, url, owner, "redacted")
+      const redacted = yield* jobIn(url, owner, "redacted")
       expect(outcomes(redacted.rows)).toEqual(outcomes(raw.rows))
       const redactedStored = JSON.stringify(redacted.rows)
       for (const value of RAW_VALUES) expect(redactedStored, value).not.toContain(value)
-      for (const placeholder of ["[EMAIL]", "[CANARY]", "[CARD]"]) expect(redactedStored, placeholder).toContain(placeholder)
+      for (const placeholder of ["[EMAIL]", "[CANARY]", "[CARD]"])
+        expect(redactedStored, placeholder).toContain(placeholder)
       const canaryReply = redacted.rows.find((row) => row.landed && row.reply?.includes("[CANARY]"))
       expect(canaryReply, "a system-prompt leak with its canary replaced").toBeDefined()
       expect(redacted.rows.every((row) => row.substrates.every((s) => s.values.length === 0))).toBe(true)
@@ -121,11 +121,13 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("red-team data handlin
       // The traces of the job's decisions keep no raw email either.
       const traceIds = redacted.rows.flatMap((row) => (row.trace_id === null ? [] : [row.trace_id]))
       expect(traceIds.length).toBeGreaterThan(0)
-      const traces = JSON.stringify(yield* queryDatabase(url, "select payload from traces where id = any($1)", [traceIds]))
+      const traces = JSON.stringify(
+        yield* queryDatabase(url, "select payload from traces where id = any($1)", [traceIds])
+      )
       for (const value of [CUSTOMER_EMAIL, ...RECIPIENTS]) expect(traces, value).not.toContain(value)
 
       // metadata_only: digests and lengths only, and they are the digests of what the raw job produced.
-      const metadata = yield* jobIn(base, url, owner, "metadata_only")
+      const metadata = yield* jobIn(url, owner, "metadata_only")
       expect(outcomes(metadata.rows)).toEqual(outcomes(raw.rows))
       const metadataStored = JSON.stringify(metadata.rows)
       for (const value of RAW_VALUES) expect(metadataStored, value).not.toContain(value)
@@ -137,8 +139,11 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("red-team data handlin
         expect(row.substrates.every((s) => s.values.length === 0)).toBe(true)
         for (const event of row.events) {
           expect(event.content_text).toMatch(DIGEST)
-          for (const toolCall of event.payload?.tool_calls ?? []) expect(Object.keys(toolCall.arguments).sort()).toEqual(["length", "sha256"])
-          if (event.payload?.arguments !== undefined) expect(Object.keys(event.payload.arguments).sort()).toEqual(["length", "sha256"])
+          const toolCalls = jsonAt(event.payload, "tool_calls")
+          const calls: ReadonlyArray<unknown> = Array.isArray(toolCalls) ? toolCalls : []
+          for (const toolCall of calls) expect(keysOf(jsonAt(toolCall, "arguments"))).toEqual(["length", "sha256"])
+          const args = jsonAt(event.payload, "arguments")
+          if (args !== undefined) expect(keysOf(args)).toEqual(["length", "sha256"])
         }
       }
       const metadataServed = yield* servedText(base, owner, metadata.id)
@@ -147,7 +152,7 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("red-team data handlin
 
       // Hardening: the stricter modes keep no substrate values, yet yield the same passed candidates
       // (same policy ids: same substrates and values, re-derived from a fresh replay).
-      const fromRedacted = yield* harden(base, owner, redacted.id)
+      const fromRedacted = yield* harden(owner, redacted.id)
       expect(fromRedacted.candidates.length).toBeGreaterThan(0)
       for (const candidate of fromRedacted.candidates) {
         expect(candidate.verify.passed, candidate.substrate).toBe(true)
@@ -158,9 +163,9 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("red-team data handlin
       const recipientPolicy = fromRedacted.candidates.find((c) => c.substrate.startsWith("param:send_email"))
       expect(recipientPolicy, JSON.stringify(fromRedacted.candidates.map((c) => c.substrate))).toBeDefined()
       expect(recipientPolicy!.policy.source_yaml).toContain(RECIPIENTS[0]!)
-      const fromMetadata = yield* harden(base, owner, metadata.id)
-      const fromRaw = yield* harden(base, owner, raw.id)
-      const idsOf = (result: { candidates: ReadonlyArray<Candidate> }) => result.candidates.map((c) => c.policy.id).sort()
+      const fromMetadata = yield* harden(owner, metadata.id)
+      const fromRaw = yield* harden(owner, raw.id)
+      const idsOf = (result: typeof fromRaw) => result.candidates.map((c) => c.policy.id).sort()
       expect(idsOf(fromRedacted)).toEqual(idsOf(fromRaw))
       expect(idsOf(fromMetadata)).toEqual(idsOf(fromRaw))
       expect(fromMetadata.candidates.every((c) => c.verify.passed)).toBe(true)

@@ -5,27 +5,13 @@
  * standard job lands nothing and its comparison lists every earlier finding as fixed.
  */
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
-import { call, expectStatus, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
+import { Effect, Schema } from "effect"
+import { Comparison } from "../../src/redteam/Domain.js"
+import { SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { tenant } from "../support/Tenants.js"
 import { baseUrl, testServer } from "../support/TestServer.js"
 import { total } from "../analytics/analytics-helpers.js"
 import { DEMO, dispatch, report, waitForJob } from "./redteam-helpers.js"
-
-interface Candidate {
-  readonly operation: string
-  readonly substrate: string
-  readonly evidence_seqs: ReadonlyArray<number>
-  readonly policy: { id: string; enabled: boolean; owner_agent_id: string | null; source_yaml: string }
-  readonly verify: {
-    blocked_landed: number
-    landed_total: number
-    variant_total: number
-    blocked_variants: number
-    control_total: number
-    false_blocks: number
-    passed: boolean
-  }
-}
 
 layer(testServer("database"), SERVER_OPTIONS)("red team on the demo agent", (it) => {
   it.effect("a standard job lands; hardening fixes every finding without false blocks", () =>
@@ -33,16 +19,16 @@ layer(testServer("database"), SERVER_OPTIONS)("red team on the demo agent", (it)
       const base = yield* baseUrl
       const owner = yield* tenant(base)
 
-      const first = yield* dispatch(base, owner, { profile: "standard", target_url: DEMO })
+      const first = yield* dispatch(owner, { profile: "standard", target_url: DEMO })
       expect(first.status).toBe("queued")
       expect(first.agent_id).toBeNull()
       expect(first.environment_id).toBe(owner.defaultEnvironmentId)
-      const done = yield* waitForJob(base, owner, first.id)
+      const done = yield* waitForJob(owner, first.id)
       expect(done.job.attacks).toBeGreaterThanOrEqual(90)
       expect(done.job.attacks).toBeLessThanOrEqual(100)
       expect(done.sessions).toHaveLength(done.job.attacks)
 
-      const before = yield* report(base, owner, first.id)
+      const before = yield* report(owner, first.id)
       const a = before.aggregates
       expect(a.total).toBe(a.landed + a.blocked + a.clean + a.errored)
       expect(a.errored).toBe(0)
@@ -56,10 +42,7 @@ layer(testServer("database"), SERVER_OPTIONS)("red team on the demo agent", (it)
       // Analytics counts each landed attack once (written with the attack record).
       expect(yield* total(base, owner, "redteam_landed")).toBe(a.landed)
 
-      const hardened = expectStatus(
-        yield* call(base, "POST", `/v1/redteam/jobs/${first.id}/harden`, { token: owner.jwt, body: {} }),
-        200
-      ) as { candidates: ReadonlyArray<Candidate>; rejections: ReadonlyArray<unknown>; unreachable: ReadonlyArray<string> }
+      const hardened = yield* owner.api.redteam.hardenJob({ path: { id: first.id }, payload: {} })
       expect(hardened.rejections, JSON.stringify(hardened.rejections)).toEqual([])
       expect(hardened.unreachable).toEqual([])
       expect(hardened.candidates.length).toBeGreaterThan(0)
@@ -71,7 +54,9 @@ layer(testServer("database"), SERVER_OPTIONS)("red team on the demo agent", (it)
         expect(candidate.verify.blocked_landed).toBe(candidate.verify.landed_total)
         expect(candidate.verify.false_blocks).toBe(0)
         expect(candidate.verify.control_total).toBeGreaterThan(0)
-        expect(candidate.verify.blocked_variants).toBeGreaterThanOrEqual(Math.ceil(candidate.verify.variant_total * 0.95))
+        expect(candidate.verify.blocked_variants).toBeGreaterThanOrEqual(
+          Math.ceil(candidate.verify.variant_total * 0.95)
+        )
         // Nothing is enabled automatically.
         expect(candidate.policy.enabled).toBe(false)
         expect(candidate.operation).toBe("create")
@@ -80,31 +65,30 @@ layer(testServer("database"), SERVER_OPTIONS)("red team on the demo agent", (it)
 
       // Candidates exist only disabled: a job now would still land.
       const ids = hardened.candidates.map((c) => c.policy.id)
-      const enabled = expectStatus(
-        yield* call(base, "PATCH", "/v1/policies/batch/enabled", { token: owner.jwt, body: { ids, enabled: true } }),
-        200
-      ) as { policies: ReadonlyArray<{ enabled: boolean }> }
+      const enabled = yield* owner.api.policies.setPoliciesEnabled({ payload: { ids, enabled: true } })
       expect(enabled.policies.every((p) => p.enabled)).toBe(true)
 
-      const second = yield* dispatch(base, owner, { profile: "standard", target_url: DEMO })
-      yield* waitForJob(base, owner, second.id)
-      const after = yield* report(base, owner, second.id, first.id)
+      const second = yield* dispatch(owner, { profile: "standard", target_url: DEMO })
+      yield* waitForJob(owner, second.id)
+      const after = yield* report(owner, second.id, first.id)
       expect(after.aggregates.landed).toBe(0)
       expect(after.aggregates.risk_level).toBe("none")
       expect(after.aggregates.blocked).toBe(a.landed)
       expect(after.comparison).not.toBeNull()
-      expect(after.comparison!.compare_job_id).toBe(first.id)
-      expect(after.comparison!.new).toEqual([])
-      expect(after.comparison!.persisting).toEqual([])
-      expect(after.comparison!.fixed.map((f) => f.attack).sort()).toEqual(
-        before.findings.filter((f) => f.landed).map((f) => f.attack).sort()
+      // `comparison` is free-form JSON in the contract: read with its own schema.
+      const comparison = Schema.decodeUnknownSync(Comparison)(after.comparison)
+      expect(comparison.compare_job_id).toBe(first.id)
+      expect(comparison.new).toEqual([])
+      expect(comparison.persisting).toEqual([])
+      expect(comparison.fixed.map((f) => f.attack).sort()).toEqual(
+        before.findings
+          .filter((f) => f.landed)
+          .map((f) => f.attack)
+          .sort()
       )
 
       // Hardening the same job again reuses the policies instead of duplicating them.
-      const again = expectStatus(
-        yield* call(base, "POST", `/v1/redteam/jobs/${first.id}/harden`, { token: owner.jwt, body: {} }),
-        200
-      ) as { candidates: ReadonlyArray<Candidate> }
+      const again = yield* owner.api.redteam.hardenJob({ path: { id: first.id }, payload: {} })
       expect(again.candidates.map((c) => c.operation).every((op) => op === "reuse")).toBe(true)
     })
   )

@@ -5,54 +5,57 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { call, expectStatus, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
+import { SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { jsonAt } from "../authorization-http/event-helpers.js"
+import { tenant } from "../support/Tenants.js"
 import { baseUrl, testServer } from "../support/TestServer.js"
 import { agentYaml, createAgent, demoAnswer, dispatch, stubTarget, waitForJob } from "./redteam-helpers.js"
 
-layer(testServer("database", { HTTP_URL_ALLOWLIST: "127.0.0.1" }), SERVER_OPTIONS)("red-team hardening rejections", (it) => {
-  it.effect("false_blocks and no_target_reply reject candidates, which are not created", () =>
-    Effect.scoped(
-      Effect.gen(function* () {
-        const base = yield* baseUrl
-        const owner = yield* tenant(base)
-        let up = true
-        // Signs every answer with its canary, benign ones included: a canary-deny candidate would stop controls.
-        const target = yield* stubTarget((_path, body) => {
-          if (!up) return { status: 503, body: { error: "maintenance" } }
-          const answer = demoAnswer(body)
-          return { status: 200, body: { ...answer, reply: `${answer.reply} [GR-CANARY-7F3A9C]` } }
+layer(testServer("database", { HTTP_URL_ALLOWLIST: "127.0.0.1" }), SERVER_OPTIONS)(
+  "red-team hardening rejections",
+  (it) => {
+    it.effect("false_blocks and no_target_reply reject candidates, which are not created", () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const base = yield* baseUrl
+          const owner = yield* tenant(base)
+          let up = true
+          // Signs every answer with its canary, benign ones included: a canary-deny candidate would stop controls.
+          const target = yield* stubTarget((_path, body) => {
+            if (!up) return { status: 503, body: { error: "maintenance" } }
+            const answer = demoAnswer(body)
+            return { status: 200, body: { ...answer, reply: `${answer.reply} [GR-CANARY-7F3A9C]` } }
+          })
+          yield* createAgent(owner, agentYaml("leaky-bot", `${target.url}/chat`))
+          const job = yield* dispatch(owner, {
+            profile: "quick",
+            target_url: `${target.url}/chat`,
+            agent_id: "leaky-bot"
+          })
+          yield* waitForJob(owner, job.id)
+
+          const result = yield* owner.api.redteam.hardenJob({ path: { id: job.id }, payload: {} })
+          const canary = result.rejections.find((r) => r.substrate === "content:canary")
+          expect(canary, JSON.stringify(result.rejections)).toBeDefined()
+          expect(canary!.reason).toBe("false_blocks")
+          expect(jsonAt(canary!.verify, "false_blocks")).toBe(jsonAt(canary!.verify, "control_total"))
+          expect(jsonAt(canary!.verify, "passed")).toBe(false)
+          expect(result.candidates.some((c) => c.substrate === "content:canary")).toBe(false)
+          // Others still pass (e.g. the planted recipients).
+          expect(result.candidates.some((c) => c.substrate.startsWith("param:send_email"))).toBe(true)
+
+          up = false
+          const down = yield* owner.api.redteam.hardenJob({ path: { id: job.id }, payload: {} })
+          expect(down.candidates).toEqual([])
+          expect(down.rejections.length).toBeGreaterThan(0)
+          expect(down.rejections.every((r) => r.reason === "no_target_reply")).toBe(true)
+
+          const policies = yield* owner.api.policies.listPolicies()
+          const created = policies.policies.filter((p) => p.id.startsWith("redteam.leaky-bot."))
+          expect(created.map((p) => p.id).sort()).toEqual(result.candidates.map((c) => c.policy.id).sort())
+          expect(created.every((p) => p.enabled === false)).toBe(true)
         })
-        yield* createAgent(base, owner, agentYaml("leaky-bot", `${target.url}/chat`))
-        const job = yield* dispatch(base, owner, { profile: "quick", target_url: `${target.url}/chat`, agent_id: "leaky-bot" })
-        yield* waitForJob(base, owner, job.id)
-
-        const result = expectStatus(
-          yield* call(base, "POST", `/v1/redteam/jobs/${job.id}/harden`, { token: owner.jwt, body: {} }),
-          200
-        )
-        const canary = result.rejections.find((r: any) => r.substrate === "content:canary")
-        expect(canary, JSON.stringify(result.rejections)).toBeDefined()
-        expect(canary.reason).toBe("false_blocks")
-        expect(canary.verify.false_blocks).toBe(canary.verify.control_total)
-        expect(canary.verify.passed).toBe(false)
-        expect(result.candidates.some((c: any) => c.substrate === "content:canary")).toBe(false)
-        // Others still pass (e.g. the planted recipients).
-        expect(result.candidates.some((c: any) => c.substrate.startsWith("param:send_email"))).toBe(true)
-
-        up = false
-        const down = expectStatus(
-          yield* call(base, "POST", `/v1/redteam/jobs/${job.id}/harden`, { token: owner.jwt, body: {} }),
-          200
-        )
-        expect(down.candidates).toEqual([])
-        expect(down.rejections.length).toBeGreaterThan(0)
-        expect(down.rejections.every((r: any) => r.reason === "no_target_reply")).toBe(true)
-
-        const policies = expectStatus(yield* call(base, "GET", "/v1/policies", { token: owner.jwt }), 200)
-        const created = policies.policies.filter((p: any) => p.id.startsWith("redteam.leaky-bot."))
-        expect(created.map((p: any) => p.id).sort()).toEqual(result.candidates.map((c: any) => c.policy.id).sort())
-        expect(created.every((p: any) => p.enabled === false)).toBe(true)
-      })
+      )
     )
-  )
-})
+  }
+)

@@ -4,11 +4,20 @@
  * static policies.
  */
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
-import { call, expectError, expectStatus, expectValidation, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
-import { request } from "../support/TestServer.js"
+import { Effect, Schema } from "effect"
+import { AgentId } from "../../src/catalog/Domain.js"
+import { Comparison, ShareToken } from "../../src/redteam/Domain.js"
+import { SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { jsonAt } from "../authorization-http/event-helpers.js"
+import { clientAt, expectFailure } from "../support/Api.js"
+import { call, expectValidation } from "../support/Raw.js"
+import { tenant } from "../support/Tenants.js"
 import { baseUrl, testServer } from "../support/TestServer.js"
 import { agentYaml, createAgent, DEMO, dispatch, report, waitForJob } from "./redteam-helpers.js"
+
+/** A report's `comparison` (free-form JSON in the contract) read with its own schema. */
+const comparisonOf = (report: { readonly comparison: unknown }) =>
+  Schema.decodeUnknownSync(Schema.NullOr(Comparison))(report.comparison)
 
 layer(testServer("database"), SERVER_OPTIONS)("red-team reports, share links and plans", (it) => {
   it.effect("share links: minted, read without credentials, scoped to the minting workspace, revoked -> 404", () =>
@@ -16,68 +25,80 @@ layer(testServer("database"), SERVER_OPTIONS)("red-team reports, share links and
       const base = yield* baseUrl
       const owner = yield* tenant(base)
       const stranger = yield* tenant(base)
-      const job = yield* dispatch(base, owner, { profile: "quick", target_url: DEMO })
-      yield* waitForJob(base, owner, job.id)
-      const own = yield* report(base, owner, job.id)
+      const anonymous = yield* clientAt(base)
+      const job = yield* dispatch(owner, { profile: "quick", target_url: DEMO })
+      yield* waitForJob(owner, job.id)
+      const own = yield* report(owner, job.id)
 
       // A job of another workspace cannot be shared or reported.
-      expectError(
-        yield* call(base, "POST", "/v1/redteam/reports", { token: stranger.jwt, body: { job_id: job.id } }),
+      yield* expectFailure(
+        stranger.api.redteamReports.createShareLink({ payload: { job_id: job.id } }),
         404,
         "job_not_found"
       )
-      expectError(yield* call(base, "GET", `/v1/redteam/jobs/${job.id}/report`, { token: stranger.jwt }), 404, "job_not_found")
+      yield* expectFailure(report(stranger, job.id), 404, "job_not_found")
+      // Bodies outside the contract (a lifetime over 90 days, no job) are sent raw.
       expectValidation(
-        yield* call(base, "POST", "/v1/redteam/reports", { token: owner.jwt, body: { job_id: job.id, expires_in_days: 91 } }),
+        yield* call(base, "POST", "/v1/redteam/reports", {
+          token: owner.jwt,
+          body: { job_id: job.id, expires_in_days: 91 }
+        }),
         "expires_in_days"
       )
       expectValidation(yield* call(base, "POST", "/v1/redteam/reports", { token: owner.jwt, body: {} }), "job_id")
-      expectError(yield* call(base, "POST", "/v1/redteam/reports", { body: { job_id: job.id } }), 401)
+      yield* expectFailure(anonymous.redteamReports.createShareLink({ payload: { job_id: job.id } }), 401)
 
-      const link = expectStatus(
-        yield* call(base, "POST", "/v1/redteam/reports", { token: owner.jwt, body: { job_id: job.id } }),
-        201
-      )
+      const link = yield* owner.api.redteamReports.createShareLink({ payload: { job_id: job.id } })
       expect(link.token).toMatch(/^rtr_[A-Za-z0-9_-]{43}$/)
       expect(link.path).toBe(`/v1/redteam/reports/${link.token}`)
       expect(link.html_path).toBe(`/r/${link.token}`)
       const days = (Date.parse(link.expires_at) - Date.parse(link.created_at)) / 86_400_000
       expect(days).toBeCloseTo(7, 2)
-      const long = expectStatus(
-        yield* call(base, "POST", "/v1/redteam/reports", { token: owner.jwt, body: { job_id: job.id, expires_in_days: 90 } }),
-        201
-      )
+      const long = yield* owner.api.redteamReports.createShareLink({ payload: { job_id: job.id, expires_in_days: 90 } })
       expect((Date.parse(long.expires_at) - Date.parse(long.created_at)) / 86_400_000).toBeCloseTo(90, 2)
 
       // No credential needed; a stranger's credential does not change whose report it is.
-      const shared = expectStatus(yield* call(base, "GET", link.path), 200)
+      // (`link.path` is the shared-report endpoint of `link.token`, as checked above.)
+      const shared = yield* anonymous.redteamReports.getSharedReport({ path: { token: link.token } })
       expect(shared.job.id).toBe(job.id)
       expect(shared.job.workspace_id).toBe(owner.workspaceId)
       expect(shared.aggregates).toEqual(own.aggregates)
-      const viaStranger = expectStatus(yield* call(base, "GET", link.path, { token: stranger.jwt }), 200)
+      const viaStranger = yield* stranger.api.redteamReports.getSharedReport({ path: { token: link.token } })
       expect(viaStranger.job.workspace_id).toBe(owner.workspaceId)
 
-      // The HTML page, escaped, beside the API.
-      const page = yield* request(`${base}${link.html_path}`)
-      expect(page.status).toBe(200)
-      expect(page.headers.get("content-type")).toMatch(/text\/html/)
-      expect(page.text).toContain("Red-team report")
-      expect(page.text).toContain(job.id)
-      expect(page.text).not.toMatch(/<script/i)
+      // The HTML page, escaped, beside the API (`link.html_path` is /r/{token}, as checked above).
+      const [page, pageResponse] = yield* anonymous.redteamReports.getSharedReportHtml({
+        path: { token: link.token },
+        withResponse: true
+      })
+      expect(pageResponse.status).toBe(200)
+      expect(pageResponse.headers["content-type"]).toMatch(/text\/html/)
+      expect(page).toContain("Red-team report")
+      expect(page).toContain(job.id)
+      expect(page).not.toMatch(/<script/i)
 
       // Tokens are stored hashed: a made-up token is 404, as is another workspace revoking it.
-      expectError(yield* call(base, "GET", `/v1/redteam/reports/rtr_${"x".repeat(43)}`), 404, "share_link_not_found")
-      expectError(
-        yield* call(base, "POST", `/v1/redteam/reports/${link.token}/revoke`, { token: stranger.jwt }),
+      yield* expectFailure(
+        anonymous.redteamReports.getSharedReport({ path: { token: ShareToken.make(`rtr_${"x".repeat(43)}`) } }),
         404,
         "share_link_not_found"
       )
-      expect((yield* call(base, "POST", `/v1/redteam/reports/${link.token}/revoke`, { token: owner.jwt })).status).toBe(204)
-      expectError(yield* call(base, "GET", link.path), 404, "share_link_not_found")
-      expect((yield* request(`${base}${link.html_path}`)).status).toBe(404)
-      expectError(yield* call(base, "POST", `/v1/redteam/reports/${link.token}/revoke`, { token: owner.jwt }), 404)
+      yield* expectFailure(
+        stranger.api.redteamReports.revokeShareLink({ path: { token: link.token } }),
+        404,
+        "share_link_not_found"
+      )
+      // The typed call succeeds only with the contract's 204.
+      yield* owner.api.redteamReports.revokeShareLink({ path: { token: link.token } })
+      yield* expectFailure(
+        anonymous.redteamReports.getSharedReport({ path: { token: link.token } }),
+        404,
+        "share_link_not_found"
+      )
+      yield* expectFailure(anonymous.redteamReports.getSharedReportHtml({ path: { token: link.token } }), 404)
+      yield* expectFailure(owner.api.redteamReports.revokeShareLink({ path: { token: link.token } }), 404)
       // The other link still works.
-      expect((yield* call(base, "GET", long.path)).status).toBe(200)
+      yield* anonymous.redteamReports.getSharedReport({ path: { token: long.token } })
     })
   )
 
@@ -85,38 +106,25 @@ layer(testServer("database"), SERVER_OPTIONS)("red-team reports, share links and
     Effect.gen(function* () {
       const base = yield* baseUrl
       const owner = yield* tenant(base)
-      const a = yield* dispatch(base, owner, { profile: "quick", target_url: DEMO })
-      const b = yield* dispatch(base, owner, { profile: "quick", target_url: DEMO })
-      yield* createAgent(base, owner, agentYaml("cmp-bot", DEMO))
-      const c = yield* dispatch(base, owner, { profile: "quick", target_url: DEMO, agent_id: "cmp-bot" })
-      yield* waitForJob(base, owner, a.id)
-      yield* waitForJob(base, owner, b.id)
-      yield* waitForJob(base, owner, c.id)
-      const same = yield* report(base, owner, b.id, a.id)
-      expect(same.comparison!.new).toEqual([])
-      expect(same.comparison!.fixed).toEqual([])
-      expect(same.comparison!.persisting.length).toBe(same.aggregates.landed)
-      expectError(
-        yield* call(base, "GET", `/v1/redteam/jobs/${b.id}/report?compare_job_id=${c.id}`, { token: owner.jwt }),
-        400,
-        "compare_job_mismatch"
-      )
-      expectError(
-        yield* call(base, "GET", `/v1/redteam/jobs/${b.id}/report?compare_job_id=${b.id}`, { token: owner.jwt }),
-        400,
-        "compare_job_mismatch"
-      )
-      expectError(yield* call(base, "GET", `/v1/redteam/jobs/rtj_nope/report`, { token: owner.jwt }), 404, "job_not_found")
-      const link = expectStatus(
-        yield* call(base, "POST", "/v1/redteam/reports", {
-          token: owner.jwt,
-          body: { job_id: b.id, compare_job_id: a.id }
-        }),
-        201
-      )
+      const a = yield* dispatch(owner, { profile: "quick", target_url: DEMO })
+      const b = yield* dispatch(owner, { profile: "quick", target_url: DEMO })
+      yield* createAgent(owner, agentYaml("cmp-bot", DEMO))
+      const c = yield* dispatch(owner, { profile: "quick", target_url: DEMO, agent_id: "cmp-bot" })
+      yield* waitForJob(owner, a.id)
+      yield* waitForJob(owner, b.id)
+      yield* waitForJob(owner, c.id)
+      const same = yield* report(owner, b.id, a.id)
+      const comparison = comparisonOf(same)
+      expect(comparison!.new).toEqual([])
+      expect(comparison!.fixed).toEqual([])
+      expect(comparison!.persisting.length).toBe(same.aggregates.landed)
+      yield* expectFailure(report(owner, b.id, c.id), 400, "compare_job_mismatch")
+      yield* expectFailure(report(owner, b.id, b.id), 400, "compare_job_mismatch")
+      yield* expectFailure(report(owner, "rtj_nope"), 404, "job_not_found")
+      const link = yield* owner.api.redteamReports.createShareLink({ payload: { job_id: b.id, compare_job_id: a.id } })
       expect(link.compare_job_id).toBe(a.id)
-      const shared = expectStatus(yield* call(base, "GET", link.path), 200)
-      expect(shared.comparison.compare_job_id).toBe(a.id)
+      const shared = yield* (yield* clientAt(base)).redteamReports.getSharedReport({ path: { token: link.token } })
+      expect(comparisonOf(shared)!.compare_job_id).toBe(a.id)
     })
   )
 
@@ -125,7 +133,6 @@ layer(testServer("database"), SERVER_OPTIONS)("red-team reports, share links and
       const base = yield* baseUrl
       const owner = yield* tenant(base)
       yield* createAgent(
-        base,
         owner,
         agentYaml(
           "plan-bot",
@@ -148,14 +155,12 @@ layer(testServer("database"), SERVER_OPTIONS)("red-team reports, share links and
 `
         )
       )
-      const plan = expectStatus(
-        yield* call(base, "POST", "/v1/agents/plan-bot/redteam/plan", { token: owner.jwt, body: { name: "baseline" } }),
-        201
-      )
+      const planBot = { id: AgentId.make("plan-bot") }
+      const plan = yield* owner.api.redteam.createPlan({ path: planBot, payload: { name: "baseline" } })
       expect(plan.name).toBe("baseline")
       expect(plan.agent_id).toBe("plan-bot")
       expect(plan.unmapped_node_types).toEqual(["quantum_oracle"])
-      const pairs = plan.paths.map((p: any) => `${p.source_category}->${p.sink_category}:${p.sink_node}`).sort()
+      const pairs = plan.paths.map((p) => `${p.source_category}->${p.sink_category}:${p.sink_node}`).sort()
       expect(pairs).toEqual(
         [
           "retrieval->authority_param:issue_refund",
@@ -166,42 +171,46 @@ layer(testServer("database"), SERVER_OPTIONS)("red-team reports, share links and
           "user_input->side_effecting_tool:send_email"
         ].sort()
       )
-      const techniques = new Set(plan.vectors.map((v: any) => v.technique))
-      for (const t of ["direct_injection", "indirect_injection", "tool_parameter_injection", "authority_escalation", "system_prompt_extraction"]) {
+      const techniques = new Set(plan.vectors.map((v) => v.technique))
+      for (const t of [
+        "direct_injection",
+        "indirect_injection",
+        "tool_parameter_injection",
+        "authority_escalation",
+        "system_prompt_extraction"
+      ]) {
         expect(techniques.has(t), t).toBe(true)
       }
-      expect(plan.vectors.some((v: any) => v.target_operation === "send_email" && v.source_path.source_node === "kb")).toBe(true)
+      expect(
+        plan.vectors.some((v) => v.target_operation === "send_email" && jsonAt(v.source_path, "source_node") === "kb")
+      ).toBe(true)
 
-      const unnamed = expectStatus(yield* call(base, "POST", "/v1/agents/plan-bot/redteam/plan", { token: owner.jwt, body: {} }), 201)
+      const unnamed = yield* owner.api.redteam.createPlan({ path: planBot, payload: {} })
       expect(unnamed.name).toMatch(/^plan-bot plan /)
-      const listed = expectStatus(yield* call(base, "GET", "/v1/agents/plan-bot/redteam/plans", { token: owner.jwt }), 200)
-      expect(listed.plans.map((p: any) => p.id)).toEqual([unnamed.id, plan.id])
-      expectError(yield* call(base, "POST", "/v1/agents/ghost/redteam/plan", { token: owner.jwt, body: {} }), 404, "agent_not_found")
+      const listed = yield* owner.api.redteam.listPlans({ path: planBot })
+      expect(listed.plans.map((p) => p.id)).toEqual([unnamed.id, plan.id])
+      const ghost = { id: AgentId.make("ghost") }
+      yield* expectFailure(owner.api.redteam.createPlan({ path: ghost, payload: {} }), 404, "agent_not_found")
       const stranger = yield* tenant(base)
-      expectError(yield* call(base, "DELETE", `/v1/redteam/plans/${plan.id}`, { token: stranger.jwt }), 404, "plan_not_found")
-      expect((yield* call(base, "DELETE", `/v1/redteam/plans/${plan.id}`, { token: owner.jwt })).status).toBe(204)
-      expectError(yield* call(base, "DELETE", `/v1/redteam/plans/${plan.id}`, { token: owner.jwt }), 404, "plan_not_found")
-      const after = expectStatus(yield* call(base, "GET", "/v1/agents/plan-bot/redteam/plans", { token: owner.jwt }), 200)
-      expect(after.plans.map((p: any) => p.id)).toEqual([unnamed.id])
+      yield* expectFailure(stranger.api.redteam.deletePlan({ path: { id: plan.id } }), 404, "plan_not_found")
+      // The typed call succeeds only with the contract's 204.
+      yield* owner.api.redteam.deletePlan({ path: { id: plan.id } })
+      yield* expectFailure(owner.api.redteam.deletePlan({ path: { id: plan.id } }), 404, "plan_not_found")
+      const after = yield* owner.api.redteam.listPlans({ path: planBot })
+      expect(after.plans.map((p) => p.id)).toEqual([unnamed.id])
 
       // Static policies: red-team oriented, owned by the agent, disabled; generating twice does not duplicate.
-      const generated = expectStatus(
-        yield* call(base, "POST", "/v1/agents/plan-bot/redteam/static-policies", { token: owner.jwt }),
-        201
-      )
+      const generated = yield* owner.api.redteam.generateStaticPolicies({ path: planBot })
       expect(generated.generated.length).toBeGreaterThanOrEqual(6)
-      expect(generated.generated.every((p: any) => p.enabled === false && p.owner_agent_id === "plan-bot")).toBe(true)
-      expect(generated.generated.some((p: any) => p.id.endsWith(".review-issue_refund"))).toBe(true)
-      const again = expectStatus(
-        yield* call(base, "POST", "/v1/agents/plan-bot/redteam/static-policies", { token: owner.jwt }),
-        201
-      )
-      expect(again.generated.map((p: any) => p.id)).toEqual(generated.generated.map((p: any) => p.id))
-      const policies = expectStatus(yield* call(base, "GET", "/v1/policies", { token: owner.jwt }), 200)
-      expect(policies.policies.filter((p: any) => p.id.startsWith("redteam-static.plan-bot.")).length).toBe(
+      expect(generated.generated.every((p) => p.enabled === false && p.owner_agent_id === "plan-bot")).toBe(true)
+      expect(generated.generated.some((p) => p.id.endsWith(".review-issue_refund"))).toBe(true)
+      const again = yield* owner.api.redteam.generateStaticPolicies({ path: planBot })
+      expect(again.generated.map((p) => p.id)).toEqual(generated.generated.map((p) => p.id))
+      const policies = yield* owner.api.policies.listPolicies()
+      expect(policies.policies.filter((p) => p.id.startsWith("redteam-static.plan-bot.")).length).toBe(
         generated.generated.length
       )
-      expectError(yield* call(base, "POST", "/v1/agents/ghost/redteam/static-policies", { token: owner.jwt }), 404)
+      yield* expectFailure(owner.api.redteam.generateStaticPolicies({ path: ghost }), 404)
     })
   )
 })

@@ -6,7 +6,8 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { call, expectStatus, queryDatabase, SERVER_OPTIONS, tenant } from "../identity/http-helpers.js"
+import { queryDatabase, SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { tenant } from "../support/Tenants.js"
 import { baseUrl, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 import { DEMO, dispatch, waitForJob } from "./redteam-helpers.js"
 
@@ -16,8 +17,8 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("red-team jobs across 
       const base = yield* baseUrl
       const databaseUrl = yield* TestDatabaseUrl
       const owner = yield* tenant(base)
-      const template = yield* dispatch(base, owner, { profile: "quick", target_url: DEMO })
-      const done = yield* waitForJob(base, owner, template.id)
+      const template = yield* dispatch(owner, { profile: "quick", target_url: DEMO })
+      const done = yield* waitForJob(owner, template.id)
       expect(done.job.attacks).toBe(20)
 
       // Simulate a worker that died mid-job: a copy of the job, running, with 5 of its attacks recorded and an old heartbeat.
@@ -44,18 +45,18 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("red-team jobs across 
       yield* queryDatabase(databaseUrl, `update redteam_jobs set attacks = 5 where id = 'rtj_crashed'`)
       yield* copy("rtj_hopeless", 3)
 
-      const resumed = yield* waitForJob(base, owner, "rtj_crashed", "completed", "60 seconds")
+      const resumed = yield* waitForJob(owner, "rtj_crashed", "completed", "60 seconds")
       expect(resumed.job.attacks).toBe(20)
-      expect(resumed.sessions.map((s: any) => s.seq)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1))
+      expect(resumed.sessions.map((s) => s.seq)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1))
       // The five recorded before the crash were kept, not run again.
-      expect(resumed.sessions.filter((s: any) => String(s.session_id).endsWith("-before-crash"))).toHaveLength(5)
+      expect(resumed.sessions.filter((s) => String(s.session_id).endsWith("-before-crash"))).toHaveLength(5)
       const [row] = yield* queryDatabase<{ resume_count: number }>(
         databaseUrl,
         `select resume_count from redteam_jobs where id = 'rtj_crashed'`
       )
       expect(row!.resume_count).toBe(1)
 
-      const failed = yield* waitForJob(base, owner, "rtj_hopeless", "failed", "60 seconds")
+      const failed = yield* waitForJob(owner, "rtj_hopeless", "failed", "60 seconds")
       expect(failed.job.error).toMatch(/stopped/)
     })
   )
@@ -65,8 +66,8 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("red-team jobs across 
       const base = yield* baseUrl
       const databaseUrl = yield* TestDatabaseUrl
       const owner = yield* tenant(base)
-      const job = yield* dispatch(base, owner, { profile: "quick", target_url: DEMO })
-      yield* waitForJob(base, owner, job.id)
+      const job = yield* dispatch(owner, { profile: "quick", target_url: DEMO })
+      yield* waitForJob(owner, job.id)
       yield* queryDatabase(
         databaseUrl,
         `insert into redteam_jobs (id, workspace_id, environment_id, agent_id, profile, target, agent_profile, status, created_at)
@@ -75,14 +76,13 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("red-team jobs across 
          from redteam_jobs, generate_series(1, 110) as n where id = $1`,
         [job.id]
       )
-      const page = expectStatus(yield* call(base, "GET", "/v1/redteam/jobs?limit=101", { token: owner.jwt }), 200)
+      const page = yield* owner.api.redteam.listJobs({ urlParams: { limit: 101 } })
       expect(page.jobs).toHaveLength(100)
-      expect(page.jobs[0].id).toBe(job.id)
+      expect(page.jobs[0]!.id).toBe(job.id)
       expect(page.next_cursor).toBeDefined()
-      const rest = expectStatus(
-        yield* call(base, "GET", `/v1/redteam/jobs?limit=100&cursor=${page.next_cursor}`, { token: owner.jwt }),
-        200
-      )
+      const rest = yield* owner.api.redteam.listJobs({
+        urlParams: { limit: 100, ...(page.next_cursor === undefined ? {} : { cursor: page.next_cursor }) }
+      })
       expect(rest.jobs).toHaveLength(11)
       expect(rest.next_cursor).toBeUndefined()
     })

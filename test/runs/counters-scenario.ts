@@ -5,17 +5,14 @@
  */
 import { expect } from "@effect/vitest"
 import { Effect } from "effect"
-import { tenant } from "../identity/http-helpers.js"
+import { tenant } from "../support/Tenants.js"
 import {
   createAgent,
   createPolicy,
   createRun,
   getRun,
-  list,
   propose,
   reply,
-  type RunBody,
-  type TraceBody,
   until
 } from "../authorization-http/event-helpers.js"
 
@@ -61,7 +58,7 @@ export const runCountersScenario = (base: string) =>
     const stranger = yield* tenant(base)
     yield* propose(base, stranger, AGENT, reply("I promise a full refund."), { run_id: run.id })
 
-    const traces = (yield* list<TraceBody>(base, owner, `/v1/runs/${run.id}/traces`, "traces")).items
+    const { traces } = yield* owner.api.runs.listRunTraces({ path: { id: run.id }, urlParams: {} })
     expect(traces).toHaveLength(6)
     const expectedP95 = p95(traces.map((trace) => trace.elapsed_ms))
 
@@ -97,7 +94,7 @@ export const runCountersScenario = (base: string) =>
       escalated_count: 1,
       p95_latency_ms: settled.p95_latency_ms
     })
-    const listed = (yield* list<RunBody>(base, owner, "/v1/runs", "runs")).items
+    const listed = (yield* owner.api.runs.listRuns({ urlParams: {} })).runs
     expect(listed.find((item) => item.id === run.id)).toMatchObject({ trace_count: 6, blocked_count: 2 })
     expect(listed.find((item) => item.id === other.id)).toMatchObject({ trace_count: otherRun.trace_count })
     return { owner, run: later }

@@ -9,17 +9,11 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { call, expectStatus, queryDatabase, SERVER_OPTIONS, tenant, type Tenant } from "../identity/http-helpers.js"
+import type { Run } from "../../src/runs/Domain.js"
+import { queryDatabase, SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { tenant, type Tenant } from "../support/Tenants.js"
 import { baseUrl, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
-import {
-  allPages,
-  createRun,
-  propose,
-  reply,
-  type ReviewBody,
-  type RunBody,
-  type TraceBody
-} from "../authorization-http/event-helpers.js"
+import { allPages, createRun, propose, reply } from "../authorization-http/event-helpers.js"
 
 const COUNT = 7
 
@@ -47,11 +41,11 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("paging within one mil
       const base = yield* baseUrl
       const databaseUrl = yield* TestDatabaseUrl
       const owner = yield* tenant(base)
-      const runs: Array<RunBody> = []
+      const runs: Array<Run> = []
       for (let i = 0; i < COUNT; i++) runs.push(yield* createRun(base, owner, { agent_id: "a", kind: "job" }))
       yield* squeezeIntoOneMillisecond(databaseUrl, "runs", owner)
 
-      const pages = yield* allPages<RunBody>(base, owner, "/v1/runs", "runs", { limit: 2 })
+      const pages = yield* allPages("runs", (cursor) => owner.api.runs.listRuns({ urlParams: { limit: 2, ...cursor } }))
       expectAllOnce(
         pages.map((page) => page.map((run) => run.id)),
         runs.map((run) => run.id)
@@ -71,12 +65,16 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("paging within one mil
       }
       yield* squeezeIntoOneMillisecond(databaseUrl, "traces", owner)
 
-      const pages = yield* allPages<TraceBody>(base, owner, "/v1/traces", "traces", { limit: 2 })
+      const pages = yield* allPages("traces", (cursor) =>
+        owner.api.traces.listTraces({ urlParams: { limit: 2, ...cursor } })
+      )
       expectAllOnce(
         pages.map((page) => page.map((trace) => trace.trace_id)),
         traceIds
       )
-      const runPages = yield* allPages<TraceBody>(base, owner, `/v1/runs/${run.id}/traces`, "traces", { limit: 3 })
+      const runPages = yield* allPages("traces", (cursor) =>
+        owner.api.runs.listRunTraces({ path: { id: run.id }, urlParams: { limit: 3, ...cursor } })
+      )
       expectAllOnce(
         runPages.map((page) => page.map((trace) => trace.trace_id)),
         traceIds
@@ -92,20 +90,19 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("paging within one mil
       const decision = yield* propose(base, owner, "a", reply("hello"))
       const reviewIds: Array<string> = []
       for (let i = 0; i < COUNT; i++) {
-        const response = yield* call(base, "POST", `/v1/traces/${decision.trace_id}/review-events`, {
-          token: owner.jwt,
-          body: { outcome: "accepted" }
+        const review = yield* owner.api.reviewEvents.createReviewEvent({
+          path: { trace_id: decision.trace_id },
+          payload: { outcome: "accepted" }
         })
-        reviewIds.push((expectStatus(response, 201) as ReviewBody).id)
+        reviewIds.push(review.id)
       }
       yield* squeezeIntoOneMillisecond(databaseUrl, "review_events", owner)
 
-      const pages = yield* allPages<ReviewBody>(
-        base,
-        owner,
-        `/v1/traces/${decision.trace_id}/review-events`,
-        "review_events",
-        { limit: 2 }
+      const pages = yield* allPages("review_events", (cursor) =>
+        owner.api.reviewEvents.listReviewEvents({
+          path: { trace_id: decision.trace_id },
+          urlParams: { limit: 2, ...cursor }
+        })
       )
       expectAllOnce(
         pages.map((page) => page.map((item) => item.id)),

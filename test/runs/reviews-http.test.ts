@@ -6,35 +6,29 @@
  * latest outcome and when it was given.
  */
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
-import {
-  call,
-  expectError,
-  expectStatus,
-  expectValidation,
-  SERVER_OPTIONS,
-  tenant,
-  type Tenant,
-  TIMESTAMP
-} from "../identity/http-helpers.js"
+import { Effect, Schema } from "effect"
+import { type CreateReviewEvent, ReviewEvent, TraceId } from "../../src/runs/Domain.js"
+import { SERVER_OPTIONS, TIMESTAMP } from "../identity/http-helpers.js"
+import { expectFailure } from "../support/Api.js"
+import { call, expectValidation } from "../support/Raw.js"
+import { tenant, type Tenant } from "../support/Tenants.js"
 import { baseUrl, testServer } from "../support/TestServer.js"
 import {
   allPages,
   appendEvent,
+  type CursorParams,
   createAgent,
   createRun,
-  expectNot5xx,
   forgedCursor,
   getRun,
-  list,
+  keysOf,
   propose,
   reply,
-  type ReviewBody,
-  type TraceBody
+  withBody
 } from "../authorization-http/event-helpers.js"
 
 const AGENT = "support-bot"
-const OUTCOMES = ["accepted", "corrected", "false_positive", "ignored", "missed_issue", "rejected"]
+const OUTCOMES = ["accepted", "corrected", "false_positive", "ignored", "missed_issue", "rejected"] as const
 const REVIEW_KEYS = [
   "created_at",
   "id",
@@ -49,19 +43,20 @@ const REVIEW_KEYS = [
   "workspace_id"
 ]
 
-const review = (base: string, owner: { jwt: string }, traceId: string, body: unknown) =>
+/** `POST /v1/traces/{trace_id}/review-events` (201). */
+const review = (owner: Tenant, traceId: TraceId, body: typeof CreateReviewEvent.Type) =>
+  owner.api.reviewEvents.createReviewEvent({ path: { trace_id: traceId }, payload: body })
+
+/** The same request sent raw: for bodies outside the contract. */
+const reviewRaw = (base: string, owner: Tenant, traceId: string, body: unknown) =>
   call(base, "POST", `/v1/traces/${encodeURIComponent(traceId)}/review-events`, { token: owner.jwt, body })
 
-const listReviews = (
-  base: string,
-  owner: Tenant,
-  traceId: string,
-  query: Record<string, string | number | undefined> = {}
-) => list<ReviewBody>(base, owner, `/v1/traces/${traceId}/review-events`, "review_events", query)
+const listReviews = (owner: Tenant, traceId: TraceId, query: { readonly limit?: number } & CursorParams = {}) =>
+  owner.api.reviewEvents.listReviewEvents({ path: { trace_id: traceId }, urlParams: query })
 
-const traceById = (base: string, owner: Tenant, traceId: string) =>
-  Effect.map(list<TraceBody>(base, owner, "/v1/traces", "traces", { limit: 100 }), (page) => {
-    const trace = page.items.find((item) => item.trace_id === traceId)
+const traceById = (owner: Tenant, traceId: TraceId) =>
+  Effect.map(owner.api.traces.listTraces({ urlParams: { limit: 100 } }), (page) => {
+    const trace = page.traces.find((item) => item.trace_id === traceId)
     expect(trace, `trace ${traceId} listed`).toBeDefined()
     return trace!
   })
@@ -80,14 +75,19 @@ layer(testServer("database"), SERVER_OPTIONS)("review events (database event log
           run_event_id: turn.id
         })
 
-        const response = yield* review(base, owner, decision.trace_id, {
-          outcome: "accepted",
-          reason_codes: ["policy_correct", "refund_promise"],
-          note: "Right call.",
-          metadata: { queue: "refunds", score: 0.9 }
-        })
-        const created = expectStatus(response, 201) as ReviewBody
-        expect(Object.keys(created).sort()).toEqual(REVIEW_KEYS)
+        const [created, body] = yield* withBody(
+          owner.api.reviewEvents.createReviewEvent({
+            path: { trace_id: decision.trace_id },
+            payload: {
+              outcome: "accepted",
+              reason_codes: ["policy_correct", "refund_promise"],
+              note: "Right call.",
+              metadata: { queue: "refunds", score: 0.9 }
+            },
+            withResponse: true
+          })
+        )
+        expect(keysOf(body)).toEqual(REVIEW_KEYS)
         expect(created).toMatchObject({
           trace_id: decision.trace_id,
           run_id: run.id,
@@ -101,11 +101,13 @@ layer(testServer("database"), SERVER_OPTIONS)("review events (database event log
         })
         expect(created.created_at).toMatch(TIMESTAMP)
 
-        // Only the outcome is required; the reviewer cannot be set from the body.
-        const minimal = expectStatus(
-          yield* review(base, owner, decision.trace_id, { outcome: "false_positive", reviewer_id: "someone-else" }),
-          201
-        ) as ReviewBody
+        // Only the outcome is required; the reviewer cannot be set from the body (sent raw: the contract has no such field).
+        const minimalResponse = yield* reviewRaw(base, owner, decision.trace_id, {
+          outcome: "false_positive",
+          reviewer_id: "someone-else"
+        })
+        expect(minimalResponse.status, minimalResponse.text).toBe(201)
+        const minimal = yield* Schema.decodeUnknown(ReviewEvent)(minimalResponse.body)
         expect(minimal.reviewer_id).toBe(owner.user_id)
         expect(minimal.reason_codes).toEqual([])
         expect(minimal.note).toBeNull()
@@ -113,10 +115,7 @@ layer(testServer("database"), SERVER_OPTIONS)("review events (database event log
 
         // A trace without a run gets null run ids.
         const loose = yield* propose(base, owner, AGENT, reply("hello"))
-        const looseReview = expectStatus(
-          yield* review(base, owner, loose.trace_id, { outcome: "ignored" }),
-          201
-        ) as ReviewBody
+        const looseReview = yield* review(owner, loose.trace_id, { outcome: "ignored" })
         expect(looseReview.run_id).toBeNull()
         expect(looseReview.run_event_id).toBeNull()
       })
@@ -128,19 +127,17 @@ layer(testServer("database"), SERVER_OPTIONS)("review events (database event log
         const owner = yield* tenant(base)
         const decision = yield* propose(base, owner, AGENT, reply("hello"))
         for (const outcome of OUTCOMES) {
-          expect(
-            (expectStatus(yield* review(base, owner, decision.trace_id, { outcome }), 201) as ReviewBody).outcome
-          ).toBe(outcome)
+          expect((yield* review(owner, decision.trace_id, { outcome })).outcome).toBe(outcome)
         }
         for (const outcome of ["approved", "ACCEPTED", "", 1, null]) {
-          expectValidation(yield* review(base, owner, decision.trace_id, { outcome }), "outcome")
+          expectValidation(yield* reviewRaw(base, owner, decision.trace_id, { outcome }), "outcome")
         }
-        expectValidation(yield* review(base, owner, decision.trace_id, {}), "outcome")
+        expectValidation(yield* reviewRaw(base, owner, decision.trace_id, {}), "outcome")
         expectValidation(
-          yield* review(base, owner, decision.trace_id, { outcome: "accepted", reason_codes: "x" }),
+          yield* reviewRaw(base, owner, decision.trace_id, { outcome: "accepted", reason_codes: "x" }),
           "reason_codes"
         )
-        expect((yield* listReviews(base, owner, decision.trace_id)).items).toHaveLength(OUTCOMES.length)
+        expect((yield* listReviews(owner, decision.trace_id)).review_events).toHaveLength(OUTCOMES.length)
       })
     )
 
@@ -150,14 +147,14 @@ layer(testServer("database"), SERVER_OPTIONS)("review events (database event log
         const owner = yield* tenant(base)
         const stranger = yield* tenant(base)
         const theirs = yield* propose(base, stranger, AGENT, reply("hello"))
-        for (const traceId of ["trc_does_not_exist", theirs.trace_id]) {
-          expectError(yield* review(base, owner, traceId, { outcome: "accepted" }), 404, "trace_not_found")
-          expectError(yield* call(base, "GET", `/v1/traces/${traceId}/review-events`, { token: owner.jwt }), 404)
+        for (const traceId of [TraceId.make("trc_does_not_exist"), theirs.trace_id]) {
+          yield* expectFailure(review(owner, traceId, { outcome: "accepted" }), 404, "trace_not_found")
+          yield* expectFailure(listReviews(owner, traceId), 404)
         }
         // The stranger's trace was not touched.
-        const trace = yield* traceById(base, stranger, theirs.trace_id)
+        const trace = yield* traceById(stranger, theirs.trace_id)
         expect(trace.latest_review_outcome).toBeNull()
-        expect((yield* listReviews(base, stranger, theirs.trace_id)).items).toEqual([])
+        expect((yield* listReviews(stranger, theirs.trace_id)).review_events).toEqual([])
       })
     )
   })
@@ -171,24 +168,24 @@ layer(testServer("database"), SERVER_OPTIONS)("review events (database event log
         const decision = yield* propose(base, owner, AGENT, reply("hello"), { run_id: run.id })
         const untouched = yield* propose(base, owner, AGENT, reply("hello again"))
 
-        const created: Array<ReviewBody> = []
-        for (const outcome of ["accepted", "corrected", "rejected"]) {
-          created.push(expectStatus(yield* review(base, owner, decision.trace_id, { outcome }), 201) as ReviewBody)
-          const trace = yield* traceById(base, owner, decision.trace_id)
+        const created: Array<ReviewEvent> = []
+        for (const outcome of ["accepted", "corrected", "rejected"] as const) {
+          created.push(yield* review(owner, decision.trace_id, { outcome }))
+          const trace = yield* traceById(owner, decision.trace_id)
           expect(trace.latest_review_outcome).toBe(outcome)
           expect(trace.latest_reviewed_at).toBe(created[created.length - 1]!.created_at)
         }
-        const listed = (yield* listReviews(base, owner, decision.trace_id)).items
+        const listed = (yield* listReviews(owner, decision.trace_id)).review_events
         expect(listed.map((item) => item.id)).toEqual(created.map((item) => item.id).reverse())
         expect(listed[0]).toEqual(created[2])
 
-        const other = yield* traceById(base, owner, untouched.trace_id)
+        const other = yield* traceById(owner, untouched.trace_id)
         expect(other.latest_review_outcome).toBeNull()
         expect(other.latest_reviewed_at).toBeNull()
         // The run detail and the run's traces show the review too.
         const detail = yield* getRun(base, owner, run.id)
         expect(detail.traces.map((trace) => trace.latest_review_outcome)).toEqual(["rejected"])
-        const runTraces = (yield* list<TraceBody>(base, owner, `/v1/runs/${run.id}/traces`, "traces")).items
+        const runTraces = (yield* owner.api.runs.listRunTraces({ path: { id: run.id }, urlParams: {} })).traces
         expect(runTraces[0]!.latest_reviewed_at).toBe(created[2]!.created_at)
       })
     )
@@ -200,19 +197,15 @@ layer(testServer("database"), SERVER_OPTIONS)("review events (database event log
         const decision = yield* propose(base, owner, AGENT, reply("hello"))
         const created = yield* Effect.forEach(
           Array.from({ length: 103 }, (_, i) => i),
-          (i) =>
-            Effect.map(
-              review(base, owner, decision.trace_id, { outcome: OUTCOMES[i % OUTCOMES.length], note: `n-${i}` }),
-              (response) => expectStatus(response, 201) as ReviewBody
-            ),
+          (i) => review(owner, decision.trace_id, { outcome: OUTCOMES[i % OUTCOMES.length]!, note: `n-${i}` }),
           { concurrency: 8 }
         )
-        const byDefault = yield* listReviews(base, owner, decision.trace_id)
-        expect(byDefault.items).toHaveLength(50)
-        const clamped = yield* listReviews(base, owner, decision.trace_id, { limit: 1000 })
-        expect(clamped.items).toHaveLength(100)
+        const byDefault = yield* listReviews(owner, decision.trace_id)
+        expect(byDefault.review_events).toHaveLength(50)
+        const clamped = yield* listReviews(owner, decision.trace_id, { limit: 1000 })
+        expect(clamped.review_events).toHaveLength(100)
         expect(typeof clamped.next_cursor).toBe("string")
-        const times = clamped.items.map((item) => item.created_at)
+        const times = clamped.review_events.map((item) => item.created_at)
         expect([...times].sort().reverse()).toEqual(times)
         for (const limit of ["-1", "many"]) {
           expectValidation(
@@ -222,14 +215,8 @@ layer(testServer("database"), SERVER_OPTIONS)("review events (database event log
             "limit"
           )
         }
-        const pages = yield* allPages<ReviewBody>(
-          base,
-          owner,
-          `/v1/traces/${decision.trace_id}/review-events`,
-          "review_events",
-          {
-            limit: 10
-          }
+        const pages = yield* allPages("review_events", (cursor) =>
+          listReviews(owner, decision.trace_id, { limit: 10, ...cursor })
         )
         const seen = pages.flat().map((item) => item.id)
         expect(new Set(seen).size).toBe(seen.length)
@@ -242,16 +229,9 @@ layer(testServer("database"), SERVER_OPTIONS)("review events (database event log
         const base = yield* baseUrl
         const owner = yield* tenant(base)
         const decision = yield* propose(base, owner, AGENT, reply("hello"))
-        expectStatus(yield* review(base, owner, decision.trace_id, { outcome: "accepted" }), 201)
+        yield* review(owner, decision.trace_id, { outcome: "accepted" })
         for (const cursor of ["garbage", forgedCursor('["not a time", "rvw_x"]'), forgedCursor("[1, 2]")]) {
-          const response = yield* call(
-            base,
-            "GET",
-            `/v1/traces/${decision.trace_id}/review-events?cursor=${encodeURIComponent(cursor)}`,
-            { token: owner.jwt }
-          )
-          expectNot5xx(response)
-          expectError(response, 400)
+          yield* expectFailure(listReviews(owner, decision.trace_id, { cursor }), 400)
         }
       })
     )

@@ -6,26 +6,21 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import {
-  call,
-  expectError,
-  expectStatus,
-  expectValidation,
-  SERVER_OPTIONS,
-  tenant,
-  type Tenant,
-  TIMESTAMP
-} from "../identity/http-helpers.js"
+import type { RunEvent, RunId } from "../../src/runs/Domain.js"
+import { SERVER_OPTIONS, TIMESTAMP } from "../identity/http-helpers.js"
+import { expectFailure, expectInvalid } from "../support/Api.js"
+import { call, expectValidation } from "../support/Raw.js"
+import { tenant, type Tenant } from "../support/Tenants.js"
 import { baseUrl, testServer } from "../support/TestServer.js"
 import {
   allPages,
   appendEvent,
   createRun,
-  expectNot5xx,
+  type CursorParams,
   forgedCursor,
   getRun,
-  list,
-  type RunEventBody
+  keysOf,
+  withBody
 } from "../authorization-http/event-helpers.js"
 
 const EVENT_KEYS = [
@@ -44,12 +39,8 @@ const EVENT_KEYS = [
 
 const KINDS = ["user_turn", "agent_turn", "tool_call", "tool_result", "retrieval", "handoff", "error", "custom"]
 
-const listEvents = (
-  base: string,
-  owner: Tenant,
-  runId: string,
-  query: Record<string, string | number | undefined> = {}
-) => list<RunEventBody>(base, owner, `/v1/runs/${runId}/events`, "events", query)
+const listEvents = (owner: Tenant, runId: RunId, query: { readonly limit?: number } & CursorParams = {}) =>
+  owner.api.runs.listRunEvents({ path: { id: runId }, urlParams: query })
 
 /** Appends `count` events, `concurrency` at a time. */
 const appendMany = (base: string, owner: Tenant, runId: string, count: number, concurrency = 10) =>
@@ -70,18 +61,20 @@ layer(testServer("database"), SERVER_OPTIONS)("run events (database event log)",
         const owner = yield* tenant(base)
         const run = yield* createRun(base, owner, { agent_id: "a", kind: "chat_session" })
 
-        const response = yield* call(base, "POST", `/v1/runs/${run.id}/events`, {
-          token: owner.jwt,
-          body: {
-            kind: "user_turn",
-            label: "greeting",
-            input_summary: "Hi, where is my order?",
-            metadata: { channel: "web" },
-            occurred_at: "2026-01-02T03:04:05.678Z"
-          }
-        })
-        const first = expectStatus(response, 201) as RunEventBody
-        expect(Object.keys(first).sort()).toEqual(EVENT_KEYS)
+        const [first, body] = yield* withBody(
+          owner.api.runs.appendRunEvent({
+            path: { id: run.id },
+            payload: {
+              kind: "user_turn",
+              label: "greeting",
+              input_summary: "Hi, where is my order?",
+              metadata: { channel: "web" },
+              occurred_at: "2026-01-02T03:04:05.678Z"
+            },
+            withResponse: true
+          })
+        )
+        expect(keysOf(body)).toEqual(EVENT_KEYS)
         expect(first).toMatchObject({
           run_id: run.id,
           workspace_id: owner.workspaceId,
@@ -95,7 +88,7 @@ layer(testServer("database"), SERVER_OPTIONS)("run events (database event log)",
         })
         expect(first.created_at).toMatch(TIMESTAMP)
 
-        const rest: Array<RunEventBody> = []
+        const rest: Array<RunEvent> = []
         for (const kind of KINDS.slice(1)) rest.push(yield* appendEvent(base, owner, run.id, { kind }))
         expect(sequences(rest)).toEqual(range(2, KINDS.length))
         // Without occurred_at the receipt time is used.
@@ -118,7 +111,13 @@ layer(testServer("database"), SERVER_OPTIONS)("run events (database event log)",
         const post = (body: unknown) => call(base, "POST", `/v1/runs/${run.id}/events`, { token: owner.jwt, body })
         for (const kind of ["thought", "USER_TURN", "", 1]) expectValidation(yield* post({ kind }), "kind")
         expectValidation(yield* post({}), "kind")
-        expectValidation(yield* post({ kind: "user_turn", occurred_at: "yesterday" }), "occurred_at")
+        yield* expectInvalid(
+          owner.api.runs.appendRunEvent({
+            path: { id: run.id },
+            payload: { kind: "user_turn", occurred_at: "yesterday" }
+          }),
+          "occurred_at"
+        )
         expectValidation(yield* post({ kind: "user_turn", label: 5 }), "label")
         expect((yield* appendEvent(base, owner, run.id, { kind: "user_turn" })).sequence).toBe(1)
       })
@@ -131,19 +130,16 @@ layer(testServer("database"), SERVER_OPTIONS)("run events (database event log)",
         const warming = yield* createRun(base, owner, { agent_id: "a", kind: "live_call", status: "warming" })
         expect((yield* appendEvent(base, owner, warming.id, { kind: "custom" })).sequence).toBe(1)
 
-        for (const terminal of ["completed", "failed", "canceled"]) {
+        for (const terminal of ["completed", "failed", "canceled"] as const) {
           const run = yield* createRun(base, owner, { agent_id: "a", kind: "job" })
           yield* appendEvent(base, owner, run.id, { kind: "user_turn" })
-          expectStatus(
-            yield* call(base, "PATCH", `/v1/runs/${run.id}`, { token: owner.jwt, body: { status: terminal } }),
-            200
+          yield* owner.api.runs.updateRun({ path: { id: run.id }, payload: { status: terminal } })
+          yield* expectFailure(
+            owner.api.runs.appendRunEvent({ path: { id: run.id }, payload: { kind: "agent_turn" } }),
+            409,
+            "run_ended"
           )
-          const refused = yield* call(base, "POST", `/v1/runs/${run.id}/events`, {
-            token: owner.jwt,
-            body: { kind: "agent_turn" }
-          })
-          expectError(refused, 409, "run_ended")
-          expect(sequences((yield* listEvents(base, owner, run.id)).items)).toEqual([1])
+          expect(sequences((yield* listEvents(owner, run.id)).events)).toEqual([1])
         }
       })
     )
@@ -153,22 +149,20 @@ layer(testServer("database"), SERVER_OPTIONS)("run events (database event log)",
         const base = yield* baseUrl
         const owner = yield* tenant(base)
         const run = yield* createRun(base, owner, { agent_id: "a", kind: "chat_session" })
-        const responses = yield* Effect.promise(() =>
-          Promise.all(
-            Array.from({ length: 50 }, (_, i) =>
-              fetch(`${base}/v1/runs/${run.id}/events`, {
-                method: "POST",
-                headers: { authorization: `Bearer ${owner.jwt}`, "content-type": "application/json" },
-                body: JSON.stringify({ kind: "custom", label: `concurrent-${i}` }),
-                signal: AbortSignal.timeout(30_000)
-              }).then(async (response) => ({ status: response.status, body: (await response.json()) as RunEventBody }))
-            )
-          )
+        // All 50 in flight at once; each typed call succeeds only with the contract's 201.
+        const appended = yield* Effect.forEach(
+          Array.from({ length: 50 }, (_, i) => i),
+          (i) =>
+            owner.api.runs.appendRunEvent({
+              path: { id: run.id },
+              payload: { kind: "custom", label: `concurrent-${i}` }
+            }),
+          { concurrency: "unbounded" }
         )
-        expect(responses.map((response) => response.status)).toEqual(Array(50).fill(201))
-        expect(sequences(responses.map((response) => response.body)).sort((a, b) => a - b)).toEqual(range(1, 50))
+        expect(appended).toHaveLength(50)
+        expect(sequences(appended).sort((a, b) => a - b)).toEqual(range(1, 50))
 
-        const listed = (yield* listEvents(base, owner, run.id, { limit: 200 })).items
+        const listed = (yield* listEvents(owner, run.id, { limit: 200 })).events
         expect(sequences(listed)).toEqual(range(1, 50))
         // Each label went to exactly one event.
         expect(new Set(listed.map((event) => event.label)).size).toBe(50)
@@ -186,14 +180,17 @@ layer(testServer("database"), SERVER_OPTIONS)("run events (database event log)",
         const run = yield* createRun(base, owner, { agent_id: "a", kind: "job" })
         yield* appendMany(base, owner, run.id, 205)
 
-        const byDefault = yield* listEvents(base, owner, run.id)
-        expect(sequences(byDefault.items)).toEqual(range(1, 50))
+        const byDefault = yield* listEvents(owner, run.id)
+        expect(sequences(byDefault.events)).toEqual(range(1, 50))
         expect(typeof byDefault.next_cursor).toBe("string")
 
-        const clamped = yield* listEvents(base, owner, run.id, { limit: 1000 })
-        expect(sequences(clamped.items)).toEqual(range(1, 200))
-        const tail = yield* listEvents(base, owner, run.id, { limit: 1000, cursor: clamped.next_cursor })
-        expect(sequences(tail.items)).toEqual(range(201, 205))
+        const clamped = yield* listEvents(owner, run.id, { limit: 1000 })
+        expect(sequences(clamped.events)).toEqual(range(1, 200))
+        const tail = yield* listEvents(owner, run.id, {
+          limit: 1000,
+          ...(clamped.next_cursor === undefined ? {} : { cursor: clamped.next_cursor })
+        })
+        expect(sequences(tail.events)).toEqual(range(201, 205))
         expect(tail.next_cursor).toBeUndefined()
 
         for (const limit of ["-1", "x"]) {
@@ -203,7 +200,7 @@ layer(testServer("database"), SERVER_OPTIONS)("run events (database event log)",
           )
         }
 
-        const pages = yield* allPages<RunEventBody>(base, owner, `/v1/runs/${run.id}/events`, "events", { limit: 30 })
+        const pages = yield* allPages("events", (cursor) => listEvents(owner, run.id, { limit: 30, ...cursor }))
         expect(pages).toHaveLength(7)
         expect(sequences(pages.flat())).toEqual(range(1, 205))
 
@@ -225,11 +222,7 @@ layer(testServer("database"), SERVER_OPTIONS)("run events (database event log)",
           forgedCursor('["99999999999999999999"]'),
           forgedCursor('["1", "2"]')
         ]) {
-          const response = yield* call(base, "GET", `/v1/runs/${run.id}/events?cursor=${encodeURIComponent(cursor)}`, {
-            token: owner.jwt
-          })
-          expectNot5xx(response)
-          expectError(response, 400)
+          yield* expectFailure(listEvents(owner, run.id, { cursor }), 400)
         }
       })
     )

@@ -7,41 +7,39 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import {
-  call,
-  createEnvironment,
-  createKey,
-  expectError,
-  expectStatus,
-  expectValidation,
-  SERVER_OPTIONS,
-  tenant,
-  type Tenant,
-  TIMESTAMP
-} from "../identity/http-helpers.js"
+import { type CreateRun, type ListRunsParams, RunId, type UpdateRun } from "../../src/runs/Domain.js"
+import { SERVER_OPTIONS, TIMESTAMP } from "../identity/http-helpers.js"
+import { expectFailure, expectInvalid } from "../support/Api.js"
+import { call, expectValidation } from "../support/Raw.js"
+import { createEnvironment, createKey, keyClient, tenant, type Tenant } from "../support/Tenants.js"
 import { baseUrl, testServer } from "../support/TestServer.js"
 import {
   allPages,
   appendEvent,
   createRun,
-  expectNot5xx,
+  type CursorParams,
   forgedCursor,
   getRun,
-  list,
+  jsonAt,
+  keysOf,
   propose,
   reply,
   RUN_KEYS,
-  type RunBody
+  withBody
 } from "../authorization-http/event-helpers.js"
 
-const patchRun = (base: string, owner: Tenant, id: string, body: Record<string, unknown>) =>
+const patchRun = (owner: Tenant, id: RunId, body: typeof UpdateRun.Type) =>
+  owner.api.runs.updateRun({ path: { id }, payload: body })
+
+/** `PATCH /v1/runs/{id}` sent raw: for bodies outside the contract. */
+const patchRunRaw = (base: string, owner: Tenant, id: string, body: Record<string, unknown>) =>
   call(base, "PATCH", `/v1/runs/${encodeURIComponent(id)}`, { token: owner.jwt, body })
 
-const listRuns = (base: string, owner: Tenant, query: Record<string, string | number | undefined> = {}) =>
-  list<RunBody>(base, owner, "/v1/runs", "runs", query)
+const listRuns = (owner: Tenant, query: typeof ListRunsParams.Type & { readonly limit?: number } & CursorParams = {}) =>
+  owner.api.runs.listRuns({ urlParams: query })
 
 /** Creates `count` runs, `parallel` at a time. */
-const createRuns = (base: string, owner: Tenant, count: number, body: (i: number) => Record<string, unknown>) =>
+const createRuns = (base: string, owner: Tenant, count: number, body: (i: number) => typeof CreateRun.Type) =>
   Effect.forEach(
     Array.from({ length: count }, (_, i) => i),
     (i) => createRun(base, owner, body(i)),
@@ -56,12 +54,10 @@ layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) 
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const response = yield* call(base, "POST", "/v1/runs", {
-          token: owner.jwt,
-          body: { agent_id: "support-bot", kind: "chat_session" }
-        })
-        const run = expectStatus(response, 201) as RunBody
-        expect(Object.keys(run).sort()).toEqual(RUN_KEYS)
+        const [run, body] = yield* withBody(
+          owner.api.runs.createRun({ payload: { agent_id: "support-bot", kind: "chat_session" }, withResponse: true })
+        )
+        expect(keysOf(body)).toEqual(RUN_KEYS)
         expect(run).toMatchObject({
           agent_id: "support-bot",
           workspace_id: owner.workspaceId,
@@ -99,7 +95,7 @@ layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) 
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        for (const kind of ["chat_session", "live_call", "workflow", "job", "other"]) {
+        for (const kind of ["chat_session", "live_call", "workflow", "job", "other"] as const) {
           expect((yield* createRun(base, owner, { agent_id: "a", kind })).kind).toBe(kind)
         }
         for (const kind of ["meeting", "CHAT_SESSION", "", 3, null]) {
@@ -110,7 +106,7 @@ layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) 
         }
         expectValidation(yield* call(base, "POST", "/v1/runs", { token: owner.jwt, body: { agent_id: "a" } }), "kind")
         expectValidation(yield* call(base, "POST", "/v1/runs", { token: owner.jwt, body: { kind: "job" } }), "agent_id")
-        expect((yield* listRuns(base, owner)).items).toHaveLength(5)
+        expect((yield* listRuns(owner)).runs).toHaveLength(5)
       })
     )
 
@@ -123,13 +119,18 @@ layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) 
         expect(warming.started_at).toBeNull()
         const running = yield* createRun(base, owner, { agent_id: "a", kind: "live_call", status: "running" })
         expect(running.started_at).toMatch(TIMESTAMP)
-        for (const status of ["completed", "failed", "canceled", "paused"]) {
-          expectValidation(
-            yield* call(base, "POST", "/v1/runs", { token: owner.jwt, body: { agent_id: "a", kind: "job", status } }),
-            "status"
-          )
+        // Terminal statuses are in the contract's enum but refused at creation; "paused" is outside it (sent raw).
+        for (const status of ["completed", "failed", "canceled"] as const) {
+          yield* expectInvalid(owner.api.runs.createRun({ payload: { agent_id: "a", kind: "job", status } }), "status")
         }
-        expect((yield* listRuns(base, owner)).items).toHaveLength(2)
+        expectValidation(
+          yield* call(base, "POST", "/v1/runs", {
+            token: owner.jwt,
+            body: { agent_id: "a", kind: "job", status: "paused" }
+          }),
+          "status"
+        )
+        expect((yield* listRuns(owner)).runs).toHaveLength(2)
       })
     )
 
@@ -138,24 +139,18 @@ layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) 
         const base = yield* baseUrl
         const owner = yield* tenant(base)
         const stranger = yield* tenant(base)
-        const staging = yield* createEnvironment(base, owner)
+        const staging = yield* createEnvironment(owner)
         const run = yield* createRun(base, owner, { agent_id: "a", kind: "job", environment_id: staging.id })
         expect(run.environment_id).toBe(staging.id)
         expect(run.environment).toBe(staging.slug)
         for (const environment_id of ["env_nope", stranger.defaultEnvironmentId]) {
-          expectError(
-            yield* call(base, "POST", "/v1/runs", {
-              token: owner.jwt,
-              body: { agent_id: "a", kind: "job", environment_id }
-            }),
+          yield* expectFailure(
+            owner.api.runs.createRun({ payload: { agent_id: "a", kind: "job", environment_id } }),
             404
           )
         }
-        const key = yield* createKey(base, owner, { environment_id: staging.id })
-        const byKey = expectStatus(
-          yield* call(base, "POST", "/v1/runs", { token: key.plaintext_key, body: { agent_id: "a", kind: "job" } }),
-          201
-        ) as RunBody
+        const key = yield* createKey(owner, { environment_id: staging.id })
+        const byKey = yield* (yield* keyClient(base, key)).runs.createRun({ payload: { agent_id: "a", kind: "job" } })
         expect(byKey.environment_id).toBe(staging.id)
         expect(byKey.workspace_id).toBe(owner.workspaceId)
       })
@@ -171,21 +166,21 @@ layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) 
         const a2 = yield* createRun(base, owner, { agent_id: "agent-a", kind: "job", status: "warming" })
         const b1 = yield* createRun(base, owner, { agent_id: "agent-b", kind: "chat_session", external_id: "x-1" })
         const b2 = yield* createRun(base, owner, { agent_id: "agent-b", kind: "workflow", external_id: "x-2" })
-        expectStatus(yield* patchRun(base, owner, b2.id, { status: "completed" }), 200)
+        yield* patchRun(owner, b2.id, { status: "completed" })
 
-        expect(idsOf((yield* listRuns(base, owner)).items)).toEqual([b2.id, b1.id, a2.id, a1.id])
-        expect(idsOf((yield* listRuns(base, owner, { agent_id: "agent-a" })).items)).toEqual([a2.id, a1.id])
-        expect(idsOf((yield* listRuns(base, owner, { agent_id: "agent-c" })).items)).toEqual([])
-        expect(idsOf((yield* listRuns(base, owner, { status: "running" })).items)).toEqual([b1.id, a1.id])
-        expect(idsOf((yield* listRuns(base, owner, { status: "warming" })).items)).toEqual([a2.id])
-        expect(idsOf((yield* listRuns(base, owner, { status: "completed" })).items)).toEqual([b2.id])
-        expect(idsOf((yield* listRuns(base, owner, { kind: "chat_session" })).items)).toEqual([b1.id, a1.id])
-        expect(idsOf((yield* listRuns(base, owner, { kind: "workflow" })).items)).toEqual([b2.id])
-        expect(idsOf((yield* listRuns(base, owner, { external_id: "x-1" })).items)).toEqual([b1.id, a1.id])
+        expect(idsOf((yield* listRuns(owner)).runs)).toEqual([b2.id, b1.id, a2.id, a1.id])
+        expect(idsOf((yield* listRuns(owner, { agent_id: "agent-a" })).runs)).toEqual([a2.id, a1.id])
+        expect(idsOf((yield* listRuns(owner, { agent_id: "agent-c" })).runs)).toEqual([])
+        expect(idsOf((yield* listRuns(owner, { status: "running" })).runs)).toEqual([b1.id, a1.id])
+        expect(idsOf((yield* listRuns(owner, { status: "warming" })).runs)).toEqual([a2.id])
+        expect(idsOf((yield* listRuns(owner, { status: "completed" })).runs)).toEqual([b2.id])
+        expect(idsOf((yield* listRuns(owner, { kind: "chat_session" })).runs)).toEqual([b1.id, a1.id])
+        expect(idsOf((yield* listRuns(owner, { kind: "workflow" })).runs)).toEqual([b2.id])
+        expect(idsOf((yield* listRuns(owner, { external_id: "x-1" })).runs)).toEqual([b1.id, a1.id])
         expect(
-          idsOf((yield* listRuns(base, owner, { external_id: "x-1", agent_id: "agent-b", kind: "chat_session" })).items)
+          idsOf((yield* listRuns(owner, { external_id: "x-1", agent_id: "agent-b", kind: "chat_session" })).runs)
         ).toEqual([b1.id])
-        expect(idsOf((yield* listRuns(base, owner, { agent_id: "agent-a", status: "completed" })).items)).toEqual([])
+        expect(idsOf((yield* listRuns(owner, { agent_id: "agent-a", status: "completed" })).runs)).toEqual([])
 
         for (const [name, value] of [
           ["status", "paused"],
@@ -195,7 +190,7 @@ layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) 
         }
         // Another workspace lists none of these.
         const stranger = yield* tenant(base)
-        expect((yield* listRuns(base, stranger)).items).toEqual([])
+        expect((yield* listRuns(stranger)).runs).toEqual([])
       })
     )
 
@@ -211,22 +206,25 @@ layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) 
             external_id: `e-${i}`
           }))
 
-          const firstDefault = yield* listRuns(base, owner)
-          expect(firstDefault.items).toHaveLength(50)
+          const firstDefault = yield* listRuns(owner)
+          expect(firstDefault.runs).toHaveLength(50)
           expect(typeof firstDefault.next_cursor).toBe("string")
 
-          const clamped = yield* listRuns(base, owner, { limit: 1000 })
-          expect(clamped.items).toHaveLength(100)
+          const clamped = yield* listRuns(owner, { limit: 1000 })
+          expect(clamped.runs).toHaveLength(100)
           expect(typeof clamped.next_cursor).toBe("string")
-          const rest = yield* listRuns(base, owner, { limit: 1000, cursor: clamped.next_cursor })
-          expect(rest.items).toHaveLength(5)
+          const rest = yield* listRuns(owner, {
+            limit: 1000,
+            ...(clamped.next_cursor === undefined ? {} : { cursor: clamped.next_cursor })
+          })
+          expect(rest.runs).toHaveLength(5)
           expect(rest.next_cursor).toBeUndefined()
 
           for (const limit of ["-1", "abc", "1.5"]) {
             expectValidation(yield* call(base, "GET", `/v1/runs?limit=${limit}`, { token: owner.jwt }), "limit")
           }
 
-          const pages = yield* allPages<RunBody>(base, owner, "/v1/runs", "runs", { limit: 7 })
+          const pages = yield* allPages("runs", (cursor) => listRuns(owner, { limit: 7, ...cursor }))
           expect(pages).toHaveLength(15)
           for (const page of pages) expect(page.length).toBeLessThanOrEqual(7)
           const seen = pages.flat().map((run) => run.id)
@@ -237,7 +235,9 @@ layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) 
           expect([...times].sort().reverse()).toEqual(times)
 
           // Paging composes with filters.
-          const filtered = yield* allPages<RunBody>(base, owner, "/v1/runs", "runs", { limit: 2, external_id: "e-7" })
+          const filtered = yield* allPages("runs", (cursor) =>
+            listRuns(owner, { limit: 2, external_id: "e-7", ...cursor })
+          )
           expect(filtered.flat().map((run) => run.external_id)).toEqual(["e-7"])
         })
     )
@@ -254,11 +254,7 @@ layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) 
           forgedCursor('["2026-01-01T00:00:00.000Z"]'),
           forgedCursor('["99999-99-99", "run_x"]')
         ]) {
-          const response = yield* call(base, "GET", `/v1/runs?cursor=${encodeURIComponent(cursor)}`, {
-            token: owner.jwt
-          })
-          expectNot5xx(response)
-          expectError(response, 400)
+          yield* expectFailure(listRuns(owner, { cursor }), 400)
         }
       })
     )
@@ -277,8 +273,8 @@ layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) 
           run_event_id: second.id
         })
 
-        const detail = yield* getRun(base, owner, run.id)
-        expect(Object.keys(detail).sort()).toEqual([
+        const [detail, body] = yield* withBody(owner.api.runs.getRun({ path: { id: run.id }, withResponse: true }))
+        expect(keysOf(body)).toEqual([
           "budget_decision",
           "events",
           "guardrail_usage",
@@ -287,7 +283,7 @@ layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) 
           "traces"
         ])
         expect(detail.run.id).toBe(run.id)
-        expect(Object.keys(detail.run).sort()).toEqual(RUN_KEYS)
+        expect(keysOf(jsonAt(body, "run"))).toEqual(RUN_KEYS)
         expect(detail.events.map((event) => [event.id, event.sequence])).toEqual([
           [first.id, 1],
           [second.id, 2]
@@ -296,8 +292,8 @@ layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) 
           [decision.trace_id, run.id, second.id]
         ])
         expect(detail.guardrail_usage).toEqual([])
-        expect(detail).toHaveProperty("budget_decision")
-        expect(detail).toHaveProperty("provider_usage")
+        expect(body).toHaveProperty("budget_decision")
+        expect(body).toHaveProperty("provider_usage")
       })
     )
 
@@ -307,16 +303,19 @@ layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) 
         const owner = yield* tenant(base)
         const stranger = yield* tenant(base)
         const theirs = yield* createRun(base, stranger, { agent_id: "a", kind: "job" })
-        for (const id of ["run_does_not_exist", theirs.id]) {
-          const attempts: ReadonlyArray<readonly [string, string, unknown?]> = [
-            ["GET", `/v1/runs/${id}`],
-            ["PATCH", `/v1/runs/${id}`, { status: "completed" }],
-            ["GET", `/v1/runs/${id}/events`],
-            ["POST", `/v1/runs/${id}/events`, { kind: "user_turn" }],
-            ["GET", `/v1/runs/${id}/traces`]
+        for (const id of [RunId.make("run_does_not_exist"), theirs.id]) {
+          const path = { id }
+          const runs = owner.api.runs
+          const attempts: ReadonlyArray<readonly [string, Effect.Effect<unknown, unknown>]> = [
+            ["GET /v1/runs/{id}", runs.getRun({ path })],
+            ["PATCH /v1/runs/{id}", runs.updateRun({ path, payload: { status: "completed" } })],
+            ["GET /v1/runs/{id}/events", runs.listRunEvents({ path, urlParams: {} })],
+            ["POST /v1/runs/{id}/events", runs.appendRunEvent({ path, payload: { kind: "user_turn" } })],
+            ["GET /v1/runs/{id}/traces", runs.listRunTraces({ path, urlParams: {} })]
           ]
-          for (const [method, path, body] of attempts) {
-            expectError(yield* call(base, method, path, { token: owner.jwt, body }), 404, "run_not_found")
+          for (const [route, attempt] of attempts) {
+            const error = yield* expectFailure(attempt, 404, "run_not_found")
+            expect(error.code, route).toBe("run_not_found")
           }
         }
         // Nothing changed in the other workspace.
@@ -333,23 +332,23 @@ layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) 
         const base = yield* baseUrl
         const owner = yield* tenant(base)
         const run = yield* createRun(base, owner, { agent_id: "a", kind: "live_call", status: "warming" })
-        const running = expectStatus(yield* patchRun(base, owner, run.id, { status: "running" }), 200) as RunBody
+        const running = yield* patchRun(owner, run.id, { status: "running" })
         expect(running.status).toBe("running")
         expect(running.started_at).toMatch(TIMESTAMP)
         expect(running.ended_at).toBeNull()
         expect(Date.parse(running.started_at!)).toBeGreaterThanOrEqual(Date.parse(run.created_at))
         expect(Date.parse(running.updated_at)).toBeGreaterThanOrEqual(Date.parse(run.updated_at))
 
-        const completed = expectStatus(yield* patchRun(base, owner, run.id, { status: "completed" }), 200) as RunBody
+        const completed = yield* patchRun(owner, run.id, { status: "completed" })
         expect(completed.status).toBe("completed")
         expect(completed.started_at).toBe(running.started_at)
         expect(completed.ended_at).toMatch(TIMESTAMP)
         expect(Date.parse(completed.ended_at!)).toBeGreaterThanOrEqual(Date.parse(running.started_at!))
         expect((yield* getRun(base, owner, run.id)).run).toEqual(completed)
 
-        for (const terminal of ["failed", "canceled"]) {
+        for (const terminal of ["failed", "canceled"] as const) {
           const other = yield* createRun(base, owner, { agent_id: "a", kind: "job" })
-          const ended = expectStatus(yield* patchRun(base, owner, other.id, { status: terminal }), 200) as RunBody
+          const ended = yield* patchRun(owner, other.id, { status: terminal })
           expect(ended.status).toBe(terminal)
           expect(ended.ended_at).toMatch(TIMESTAMP)
         }
@@ -360,19 +359,22 @@ layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) 
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        for (const terminal of ["completed", "failed", "canceled"]) {
+        for (const terminal of ["completed", "failed", "canceled"] as const) {
           const run = yield* createRun(base, owner, { agent_id: "a", kind: "job" })
-          const ended = expectStatus(yield* patchRun(base, owner, run.id, { status: terminal }), 200) as RunBody
-          for (const next of ["warming", "running", "completed", "failed", "canceled"].filter((s) => s !== terminal)) {
-            expectError(yield* patchRun(base, owner, run.id, { status: next }), 409, "invalid_transition")
+          const ended = yield* patchRun(owner, run.id, { status: terminal })
+          const others = (["warming", "running", "completed", "failed", "canceled"] as const).filter(
+            (s) => s !== terminal
+          )
+          for (const next of others) {
+            yield* expectFailure(patchRun(owner, run.id, { status: next }), 409, "invalid_transition")
           }
           const after = (yield* getRun(base, owner, run.id)).run
           expect(after.status).toBe(terminal)
           expect(after.ended_at).toBe(ended.ended_at)
         }
         const running = yield* createRun(base, owner, { agent_id: "a", kind: "job" })
-        expectError(yield* patchRun(base, owner, running.id, { status: "warming" }), 409, "invalid_transition")
-        expectValidation(yield* patchRun(base, owner, running.id, { status: "paused" }), "status")
+        yield* expectFailure(patchRun(owner, running.id, { status: "warming" }), 409, "invalid_transition")
+        expectValidation(yield* patchRunRaw(base, owner, running.id, { status: "paused" }), "status")
       })
     )
 
@@ -382,25 +384,25 @@ layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) 
         const owner = yield* tenant(base)
         const run = yield* createRun(base, owner, { agent_id: "a", kind: "job", metadata: { v: 1 } })
 
-        const unchanged = expectStatus(yield* patchRun(base, owner, run.id, {}), 200) as RunBody
+        const unchanged = yield* patchRun(owner, run.id, {})
         expect(unchanged).toEqual(run)
 
-        const updated = expectStatus(
-          yield* patchRun(base, owner, run.id, { metadata: { v: 2, nested: [1, { a: null }] }, external_id: "ext-9" }),
-          200
-        ) as RunBody
+        const updated = yield* patchRun(owner, run.id, {
+          metadata: { v: 2, nested: [1, { a: null }] },
+          external_id: "ext-9"
+        })
         expect(updated.metadata).toEqual({ v: 2, nested: [1, { a: null }] })
         expect(updated.external_id).toBe("ext-9")
         expect(updated.status).toBe("running")
         expect(updated.kind).toBe("job")
-        expect(idsOf((yield* listRuns(base, owner, { external_id: "ext-9" })).items)).toEqual([run.id])
+        expect(idsOf((yield* listRuns(owner, { external_id: "ext-9" })).runs)).toEqual([run.id])
 
-        const cleared = expectStatus(yield* patchRun(base, owner, run.id, { external_id: null }), 200) as RunBody
+        const cleared = yield* patchRun(owner, run.id, { external_id: null })
         expect(cleared.external_id).toBeNull()
         expect(cleared.metadata).toEqual({ v: 2, nested: [1, { a: null }] })
         expect((yield* getRun(base, owner, run.id)).run).toEqual(cleared)
 
-        expectValidation(yield* patchRun(base, owner, run.id, { external_id: 5 }), "external_id")
+        expectValidation(yield* patchRunRaw(base, owner, run.id, { external_id: 5 }), "external_id")
       })
     )
   })

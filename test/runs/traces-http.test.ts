@@ -8,36 +8,39 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import {
-  call,
-  expectError,
-  expectValidation,
-  SERVER_OPTIONS,
-  tenant,
-  type Tenant,
-  TIMESTAMP
-} from "../identity/http-helpers.js"
+import { SERVER_OPTIONS, TIMESTAMP } from "../identity/http-helpers.js"
+import { expectFailure } from "../support/Api.js"
+import { call, expectError, expectValidation } from "../support/Raw.js"
+import { tenant, type Tenant } from "../support/Tenants.js"
 import { baseUrl, testServer } from "../support/TestServer.js"
 import {
   allPages,
   appendEvent,
   createAgent,
   createRun,
-  type DecisionBody,
-  expectNot5xx,
+  type CursorParams,
+  type Decision,
   forgedCursor,
-  list,
+  jsonAt,
+  keysOf,
   propose,
-  proposeRaw,
+  proposeCall,
   reply,
   TRACE_KEYS,
-  type TraceBody
+  withBody
 } from "../authorization-http/event-helpers.js"
 
 const AGENT = "support-bot"
 
-const listTraces = (base: string, owner: Tenant, query: Record<string, string | number | undefined> = {}) =>
-  list<TraceBody>(base, owner, "/v1/traces", "traces", query)
+type TraceQuery = {
+  readonly session_id?: string
+  readonly agent_id?: string
+  readonly run_id?: string
+  readonly effect?: "permit" | "deny" | "defer" | "rewrite"
+  readonly limit?: number
+} & CursorParams
+
+const listTraces = (owner: Tenant, query: TraceQuery = {}) => owner.api.traces.listTraces({ urlParams: query })
 
 const traceIds = (traces: ReadonlyArray<{ trace_id: string }>) => traces.map((trace) => trace.trace_id)
 
@@ -56,7 +59,7 @@ layer(testServer("database"), SERVER_OPTIONS)("traces (database event log)", (it
         const base = yield* baseUrl
         const owner = yield* tenant(base)
         yield* createAgent(base, owner, AGENT)
-        expect((yield* listTraces(base, owner)).items).toEqual([])
+        expect((yield* listTraces(owner)).traces).toEqual([])
 
         const permit = yield* propose(base, owner, AGENT, reply("hello"), { metadata: { turn: 1 } })
         const deny = yield* propose(base, owner, AGENT, reply("I promise a full refund"))
@@ -64,11 +67,11 @@ layer(testServer("database"), SERVER_OPTIONS)("traces (database event log)", (it
         const rewrite = yield* propose(base, owner, AGENT, reply("that is stupid"))
         const decisions = [rewrite, defer, deny, permit]
 
-        const traces = (yield* listTraces(base, owner)).items
+        const [{ traces }, body] = yield* withBody(owner.api.traces.listTraces({ urlParams: {}, withResponse: true }))
         expect(traceIds(traces)).toEqual(traceIds(decisions))
         for (const [index, trace] of traces.entries()) {
           const decision = decisions[index]!
-          expect(Object.keys(trace).sort()).toEqual(TRACE_KEYS)
+          expect(keysOf(jsonAt(body, "traces", index))).toEqual(TRACE_KEYS)
           expect(trace.decision).toBe(decision.effect)
           expect(trace.domain).toBe(decision.domain)
           expect(trace.elapsed_ms).toBe(decision.latency_ms)
@@ -80,18 +83,18 @@ layer(testServer("database"), SERVER_OPTIONS)("traces (database event log)", (it
           expect(trace.latest_review_outcome).toBeNull()
           expect(trace.latest_reviewed_at).toBeNull()
           expect(trace.created_at).toMatch(TIMESTAMP)
-          expect(trace.payload.response.trace_id).toBe(decision.trace_id)
-          expect(trace.payload.response.effect).toBe(decision.effect)
-          expect(trace.payload.request.action.content).toBeDefined()
+          expect(jsonAt(trace.payload, "response", "trace_id")).toBe(decision.trace_id)
+          expect(jsonAt(trace.payload, "response", "effect")).toBe(decision.effect)
+          expect(jsonAt(trace.payload, "request", "action", "content")).toBeDefined()
         }
-        expect(traces[3]!.payload.request.metadata).toEqual({ turn: 1 })
+        expect(jsonAt(traces[3]!.payload, "request", "metadata")).toEqual({ turn: 1 })
 
         // A refused request (400/404) writes no trace.
         expectError(yield* call(base, "POST", "/v1/events", { token: owner.jwt, body: { kind: "nope" } }), 400)
-        expectError(yield* proposeRaw(base, owner, AGENT, reply("x"), { environment_id: "env_nope" }), 404)
-        expect((yield* listTraces(base, owner)).items).toHaveLength(4)
+        yield* expectFailure(proposeCall(base, owner, AGENT, reply("x"), { environment_id: "env_nope" }), 404)
+        expect((yield* listTraces(owner)).traces).toHaveLength(4)
         // Another workspace sees none of them.
-        expect((yield* listTraces(base, yield* tenant(base))).items).toEqual([])
+        expect((yield* listTraces(yield* tenant(base))).traces).toEqual([])
       })
     )
 
@@ -106,8 +109,7 @@ layer(testServer("database"), SERVER_OPTIONS)("traces (database event log)", (it
         const s2Permit = yield* propose(base, owner, "other-bot", reply("a full refund"), { session_id: "s-2" })
         const noSession = yield* propose(base, owner, AGENT, reply("hello"), { run_id: run.id })
 
-        const ids = (query: Record<string, string>) =>
-          Effect.map(listTraces(base, owner, query), (page) => traceIds(page.items))
+        const ids = (query: TraceQuery) => Effect.map(listTraces(owner, query), (page) => traceIds(page.traces))
         expect(yield* ids({ session_id: "s-1" })).toEqual(traceIds([s1Deny, s1Permit]))
         expect(yield* ids({ session_id: "s-2" })).toEqual(traceIds([s2Permit]))
         expect(yield* ids({ session_id: "s-3" })).toEqual([])
@@ -131,22 +133,22 @@ layer(testServer("database"), SERVER_OPTIONS)("traces (database event log)", (it
           const base = yield* baseUrl
           const owner = yield* tenant(base)
           yield* createAgent(base, owner, AGENT)
-          const decisions: ReadonlyArray<DecisionBody> = yield* decideMany(base, owner, 105)
+          const decisions: ReadonlyArray<Decision> = yield* decideMany(base, owner, 105)
 
-          const byDefault = yield* listTraces(base, owner)
-          expect(byDefault.items).toHaveLength(50)
+          const byDefault = yield* listTraces(owner)
+          expect(byDefault.traces).toHaveLength(50)
           expect(typeof byDefault.next_cursor).toBe("string")
 
-          const clamped = yield* listTraces(base, owner, { limit: 1000 })
-          expect(clamped.items.length).toBeLessThanOrEqual(100)
-          expect(clamped.items).toHaveLength(100)
+          const clamped = yield* listTraces(owner, { limit: 1000 })
+          expect(clamped.traces.length).toBeLessThanOrEqual(100)
+          expect(clamped.traces).toHaveLength(100)
           expect(typeof clamped.next_cursor).toBe("string")
 
           for (const limit of ["-1", "abc", "2.5"]) {
             expectValidation(yield* call(base, "GET", `/v1/traces?limit=${limit}`, { token: owner.jwt }), "limit")
           }
 
-          const pages = yield* allPages<TraceBody>(base, owner, "/v1/traces", "traces", { limit: 9 })
+          const pages = yield* allPages("traces", (cursor) => listTraces(owner, { limit: 9, ...cursor }))
           expect(pages).toHaveLength(12)
           const seen = traceIds(pages.flat())
           expect(new Set(seen).size).toBe(seen.length)
@@ -155,10 +157,9 @@ layer(testServer("database"), SERVER_OPTIONS)("traces (database event log)", (it
           expect([...times].sort().reverse()).toEqual(times)
 
           // Paging composes with a filter.
-          const session = yield* allPages<TraceBody>(base, owner, "/v1/traces", "traces", {
-            limit: 4,
-            session_id: "bulk-1"
-          })
+          const session = yield* allPages("traces", (cursor) =>
+            listTraces(owner, { limit: 4, session_id: "bulk-1", ...cursor })
+          )
           expect(session.flat()).toHaveLength(35)
           expect(new Set(session.flat().map((trace) => trace.session_id))).toEqual(new Set(["bulk-1"]))
         })
@@ -175,11 +176,7 @@ layer(testServer("database"), SERVER_OPTIONS)("traces (database event log)", (it
           forgedCursor("not a time|trc_x"),
           forgedCursor("|")
         ]) {
-          const response = yield* call(base, "GET", `/v1/traces?cursor=${encodeURIComponent(cursor)}`, {
-            token: owner.jwt
-          })
-          expectNot5xx(response)
-          expectError(response, 400)
+          yield* expectFailure(listTraces(owner, { cursor }), 400)
         }
       })
     )
@@ -204,7 +201,7 @@ layer(testServer("database"), SERVER_OPTIONS)("traces (database event log)", (it
         yield* propose(base, owner, AGENT, reply("hello"), { run_id: other.id })
         yield* propose(base, owner, AGENT, reply("hello"))
 
-        const traces = (yield* list<TraceBody>(base, owner, `/v1/runs/${run.id}/traces`, "traces")).items
+        const { traces } = yield* owner.api.runs.listRunTraces({ path: { id: run.id }, urlParams: {} })
         expect(traces.map((trace) => [trace.trace_id, trace.run_id, trace.run_event_id, trace.session_id])).toEqual([
           [runOnly.trace_id, run.id, null, null],
           [tied.trace_id, run.id, turn.id, "s-9"]
@@ -217,9 +214,11 @@ layer(testServer("database"), SERVER_OPTIONS)("traces (database event log)", (it
           (i) => propose(base, owner, AGENT, reply(`turn ${i}`), { run_id: other.id }),
           { concurrency: 8 }
         )
-        const clamped = yield* list<TraceBody>(base, owner, `/v1/runs/${other.id}/traces`, "traces", { limit: 500 })
-        expect(clamped.items).toHaveLength(100)
-        const pages = yield* allPages<TraceBody>(base, owner, `/v1/runs/${other.id}/traces`, "traces", { limit: 25 })
+        const runTraces = (query: { readonly limit?: number } & CursorParams) =>
+          owner.api.runs.listRunTraces({ path: { id: other.id }, urlParams: query })
+        const clamped = yield* runTraces({ limit: 500 })
+        expect(clamped.traces).toHaveLength(100)
+        const pages = yield* allPages("traces", (cursor) => runTraces({ limit: 25, ...cursor }))
         const seen = traceIds(pages.flat())
         expect(seen).toHaveLength(102)
         expect(new Set(seen).size).toBe(102)
@@ -227,8 +226,8 @@ layer(testServer("database"), SERVER_OPTIONS)("traces (database event log)", (it
         expectValidation(yield* call(base, "GET", `/v1/runs/${run.id}/traces?limit=-1`, { token: owner.jwt }), "limit")
 
         // The same traces under the run filter of /v1/traces.
-        const filtered = yield* listTraces(base, owner, { run_id: run.id })
-        expect(traceIds(filtered.items)).toEqual(traceIds(traces))
+        const filtered = yield* listTraces(owner, { run_id: run.id })
+        expect(traceIds(filtered.traces)).toEqual(traceIds(traces))
       })
     )
   })
