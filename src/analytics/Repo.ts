@@ -156,7 +156,7 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("analytics/An
           from analytics_buckets b cross join lateral jsonb_each_text(b.dims) d
           where b.workspace_id = ${workspaceId} and b.granularity = 'day'
           group by 1, 2 order by 1, sum(b.value) desc, 2`.pipe(Effect.flatMap(decodeDimensionValues)),
-      listViews,
+      listViews: (workspaceId: string) => listViews(workspaceId),
       findView: (workspaceId: string, id: string) => Effect.map(findView({ workspaceId, id }), Option.getOrUndefined),
       insertView: (row: Omit<ViewRow, "created_at" | "updated_at">) => insertView(row),
       updateView: (workspaceId: string, id: string, values: { name: string; is_default: boolean; config: unknown }) =>
