@@ -91,22 +91,21 @@ export class Aggregates extends Effect.Service<Aggregates>()("analytics/Aggregat
     const sql = yield* SqlClient.SqlClient
 
     /** Adds the deltas with the caller's connection (call inside its transaction). */
-    const addMany = (deltas: ReadonlyArray<AggregateDelta>) =>
-      Effect.gen(function* () {
-        const rows = rowsOf(deltas)
-        for (let start = 0; start < rows.length; start += CHUNK) {
-          const chunk = rows.slice(start, start + CHUNK).map((row) => ({
-            ...row,
-            sketch: row.sketch === null ? null : toPgArray(row.sketch)
-          }))
-          yield* sql`
+    const addMany = Effect.fn("Aggregates.addMany")(function* (deltas: ReadonlyArray<AggregateDelta>) {
+      const rows = rowsOf(deltas)
+      for (let start = 0; start < rows.length; start += CHUNK) {
+        const chunk = rows.slice(start, start + CHUNK).map((row) => ({
+          ...row,
+          sketch: row.sketch === null ? null : toPgArray(row.sketch)
+        }))
+        yield* sql`
             insert into analytics_buckets ${sql.insert(chunk)}
             on conflict (workspace_id, series, granularity, bucket_start, dims) do update
             set value = analytics_buckets.value + excluded.value,
                 sketch = analytics_sketch_merge(analytics_buckets.sketch, excluded.sketch),
                 updated_at = now()`
-        }
-      })
+      }
+    })
 
     /** Adds `value` to `series` for the workspace at `at` (a database failure is a defect). */
     const add = (workspaceId: string, at: Date, series: SeriesName, dims: Dimensions, value: number) =>
@@ -115,4 +114,3 @@ export class Aggregates extends Effect.Service<Aggregates>()("analytics/Aggregat
     return { add, addMany }
   })
 }) {}
-

@@ -11,22 +11,21 @@ import { Views } from "./Views.js"
 
 const FACET_VALUES = 100
 
-const catalog = (workspaceId: string) =>
-  Effect.gen(function* () {
-    const repo = yield* AnalyticsRepo
-    const seen = new Map<string, Array<string>>()
-    for (const row of yield* repo.dimensionValues(workspaceId)) {
-      const values = seen.get(row.dimension) ?? []
-      if (values.length < FACET_VALUES) values.push(row.value)
-      seen.set(row.dimension, values)
-    }
-    return {
-      chart_types: [...chartTypes],
-      dimensions: dimensions.map(({ dimension, label }) => ({ dimension, label })),
-      facets: dimensions.map(({ dimension, label }) => ({ dimension, label, values: seen.get(dimension) ?? [] })),
-      metrics: metrics.map(({ metric, label, default_chart_type }) => ({ metric, label, default_chart_type }))
-    }
-  })
+const catalog = Effect.fn("Analytics.catalog")(function* (workspaceId: string) {
+  const repo = yield* AnalyticsRepo
+  const seen = new Map<string, Array<string>>()
+  for (const row of yield* repo.dimensionValues(workspaceId)) {
+    const values = seen.get(row.dimension) ?? []
+    if (values.length < FACET_VALUES) values.push(row.value)
+    seen.set(row.dimension, values)
+  }
+  return {
+    chart_types: [...chartTypes],
+    dimensions: dimensions.map(({ dimension, label }) => ({ dimension, label })),
+    facets: dimensions.map(({ dimension, label }) => ({ dimension, label, values: seen.get(dimension) ?? [] })),
+    metrics: metrics.map(({ metric, label, default_chart_type }) => ({ metric, label, default_chart_type }))
+  }
+})
 
 export const AnalyticsHttpLive = HttpApiBuilder.group(GuardrailApi, "analytics", (handlers) =>
   Effect.gen(function* () {

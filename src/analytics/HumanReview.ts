@@ -25,95 +25,95 @@ export class HumanReview extends Effect.Service<HumanReview>()("analytics/HumanR
   effect: Effect.gen(function* () {
     const repo = yield* AnalyticsRepo
 
-    const report = (workspaceId: string, params: HumanReviewFilters) =>
-      Effect.gen(function* () {
-        const filters: Array<DimensionFilter> = []
-        for (const dimension of ["agent_id", "policy_id", "run_kind", "workflow_step"] as const) {
-          const value = params[dimension]
-          if (value !== undefined) filters.push({ dimension, values: [value] })
-        }
-        const segments = [{ granularity: "day" as const, from: ALL_TIME_START, to: ALL_TIME_END }]
-        /** Sums grouped by `groupBy`, as [group values, value] pairs. */
-        const sums = (sum: SeriesSum, groupBy: ReadonlyArray<string>) =>
-          Effect.map(repo.sums({ workspaceId, sum, filters, segments, groupBy, bucketed: false }), (rows) =>
-            rows.map((row) => [row.grp.split(GROUP_SEPARATOR), Number(row.value)] as const)
-          )
-        const total = (pairs: ReadonlyArray<readonly [ReadonlyArray<string>, number]>) =>
-          pairs.reduce((sum, [, value]) => sum + value, 0)
-
-        const reviewsBy = (dimension: string) => sums({ series: Series.reviews }, [dimension, "outcome"])
-        const byOutcome = yield* sums({ series: Series.reviews }, ["outcome"])
-        const traceCount = total(yield* sums({ series: Series.decisions }, []))
-        const automated = total(
-          yield* sums({ series: Series.decisions, where: { effect: ["deny", "defer", "rewrite"] } }, [])
+    const report = Effect.fn("HumanReview.report")(function* (workspaceId: string, params: HumanReviewFilters) {
+      const filters: Array<DimensionFilter> = []
+      for (const dimension of ["agent_id", "policy_id", "run_kind", "workflow_step"] as const) {
+        const value = params[dimension]
+        if (value !== undefined) filters.push({ dimension, values: [value] })
+      }
+      const segments = [{ granularity: "day" as const, from: ALL_TIME_START, to: ALL_TIME_END }]
+      /** Sums grouped by `groupBy`, as [group values, value] pairs. */
+      const sums = (sum: SeriesSum, groupBy: ReadonlyArray<string>) =>
+        Effect.map(repo.sums({ workspaceId, sum, filters, segments, groupBy, bucketed: false }), (rows) =>
+          rows.map((row) => [row.grp.split(GROUP_SEPARATOR), Number(row.value)] as const)
         )
-        const outcomeCount = (outcome: string) =>
-          total(byOutcome.filter(([[group]]) => group === outcome))
-        const reviewCount = total(byOutcome)
-        const interventionCount = total(byOutcome.filter(([[group]]) => isIntervention(group!)))
+      const total = (pairs: ReadonlyArray<readonly [ReadonlyArray<string>, number]>) =>
+        pairs.reduce((sum, [, value]) => sum + value, 0)
 
-        /** Per value of the first grouping dimension: counts by outcome. */
-        const tally = (pairs: ReadonlyArray<readonly [ReadonlyArray<string>, number]>) => {
-          const groups = new Map<string, Map<string, number>>()
-          for (const [[group, outcome], value] of pairs) {
-            if (group === undefined || group === NO_VALUE) continue
-            const counts = groups.get(group) ?? new Map<string, number>()
-            counts.set(outcome!, (counts.get(outcome!) ?? 0) + value)
-            groups.set(group, counts)
+      const reviewsBy = (dimension: string) => sums({ series: Series.reviews }, [dimension, "outcome"])
+      const byOutcome = yield* sums({ series: Series.reviews }, ["outcome"])
+      const traceCount = total(yield* sums({ series: Series.decisions }, []))
+      const automated = total(
+        yield* sums({ series: Series.decisions, where: { effect: ["deny", "defer", "rewrite"] } }, [])
+      )
+      const outcomeCount = (outcome: string) => total(byOutcome.filter(([[group]]) => group === outcome))
+      const reviewCount = total(byOutcome)
+      const interventionCount = total(byOutcome.filter(([[group]]) => isIntervention(group!)))
+
+      /** Per value of the first grouping dimension: counts by outcome. */
+      const tally = (pairs: ReadonlyArray<readonly [ReadonlyArray<string>, number]>) => {
+        const groups = new Map<string, Map<string, number>>()
+        for (const [[group, outcome], value] of pairs) {
+          if (group === undefined || group === NO_VALUE) continue
+          const counts = groups.get(group) ?? new Map<string, number>()
+          counts.set(outcome!, (counts.get(outcome!) ?? 0) + value)
+          groups.set(group, counts)
+        }
+        return groups
+      }
+      const countsOf = (counts: Map<string, number>) => ({
+        all: [...counts.values()].reduce((a, b) => a + b, 0),
+        interventions: [...counts].filter(([outcome]) => isIntervention(outcome)).reduce((a, [, n]) => a + n, 0),
+        of: (outcome: string) => counts.get(outcome) ?? 0
+      })
+      const grouped = (groups: Map<string, Map<string, number>>) =>
+        [...groups]
+          .map(([group, counts]) => ({
+            group,
+            human_intervention_count: countsOf(counts).interventions,
+            human_review_count: countsOf(counts).all
+          }))
+          .sort((a, b) => b.human_review_count - a.human_review_count || a.group.localeCompare(b.group))
+
+      const policyReviews = tally(yield* reviewsBy("policy_id"))
+      const escalations = new Map<string, number>()
+      for (const [[policy], value] of yield* sums({ series: Series.escalations }, ["policy_id"])) {
+        if (policy !== undefined && policy !== NO_VALUE) escalations.set(policy, value)
+      }
+      const policies = [...new Set([...policyReviews.keys(), ...escalations.keys()])].sort()
+      const steps = tally(yield* reviewsBy("workflow_step"))
+
+      return {
+        summary: {
+          trace_count: traceCount,
+          automated_intervention_count: automated,
+          human_intervention_count: interventionCount,
+          human_review_count: reviewCount,
+          false_positive_rate: reviewCount === 0 ? 0 : outcomeCount("false_positive") / reviewCount,
+          human_intervention_rate: traceCount === 0 ? 0 : interventionCount / traceCount
+        },
+        outcomes: {
+          accepted_count: outcomeCount(OUTCOMES[0]),
+          corrected_count: outcomeCount(OUTCOMES[1]),
+          false_positive_count: outcomeCount(OUTCOMES[2]),
+          ignored_count: outcomeCount(OUTCOMES[3]),
+          missed_issue_count: outcomeCount(OUTCOMES[4]),
+          rejected_count: outcomeCount(OUTCOMES[5])
+        },
+        by_agent: grouped(tally(yield* reviewsBy("agent_id"))),
+        by_run_kind: grouped(tally(yield* reviewsBy("run_kind"))),
+        by_policy: policies.map((policy_id) => {
+          const counts = countsOf(policyReviews.get(policy_id) ?? new Map())
+          return {
+            policy_id,
+            corrected_count: counts.of("corrected"),
+            escalation_count: escalations.get(policy_id) ?? 0,
+            false_positive_count: counts.of("false_positive")
           }
-          return groups
-        }
-        const countsOf = (counts: Map<string, number>) => ({
-          all: [...counts.values()].reduce((a, b) => a + b, 0),
-          interventions: [...counts].filter(([outcome]) => isIntervention(outcome)).reduce((a, [, n]) => a + n, 0),
-          of: (outcome: string) => counts.get(outcome) ?? 0
-        })
-        const grouped = (groups: Map<string, Map<string, number>>) =>
-          [...groups]
-            .map(([group, counts]) => ({
-              group,
-              human_intervention_count: countsOf(counts).interventions,
-              human_review_count: countsOf(counts).all
-            }))
-            .sort((a, b) => b.human_review_count - a.human_review_count || a.group.localeCompare(b.group))
-
-        const policyReviews = tally(yield* reviewsBy("policy_id"))
-        const escalations = new Map<string, number>()
-        for (const [[policy], value] of yield* sums({ series: Series.escalations }, ["policy_id"])) {
-          if (policy !== undefined && policy !== NO_VALUE) escalations.set(policy, value)
-        }
-        const policies = [...new Set([...policyReviews.keys(), ...escalations.keys()])].sort()
-        const steps = tally(yield* reviewsBy("workflow_step"))
-
-        return {
-          summary: {
-            trace_count: traceCount,
-            automated_intervention_count: automated,
-            human_intervention_count: interventionCount,
-            human_review_count: reviewCount,
-            false_positive_rate: reviewCount === 0 ? 0 : outcomeCount("false_positive") / reviewCount,
-            human_intervention_rate: traceCount === 0 ? 0 : interventionCount / traceCount
-          },
-          outcomes: {
-            accepted_count: outcomeCount(OUTCOMES[0]),
-            corrected_count: outcomeCount(OUTCOMES[1]),
-            false_positive_count: outcomeCount(OUTCOMES[2]),
-            ignored_count: outcomeCount(OUTCOMES[3]),
-            missed_issue_count: outcomeCount(OUTCOMES[4]),
-            rejected_count: outcomeCount(OUTCOMES[5])
-          },
-          by_agent: grouped(tally(yield* reviewsBy("agent_id"))),
-          by_run_kind: grouped(tally(yield* reviewsBy("run_kind"))),
-          by_policy: policies.map((policy_id) => {
-            const counts = countsOf(policyReviews.get(policy_id) ?? new Map())
-            return {
-              policy_id,
-              corrected_count: counts.of("corrected"),
-              escalation_count: escalations.get(policy_id) ?? 0,
-              false_positive_count: counts.of("false_positive")
-            }
-          }),
-          by_workflow_step: [...steps].sort(([a], [b]) => a.localeCompare(b)).map(([workflow_step, counts]) => {
+        }),
+        by_workflow_step: [...steps]
+          .sort(([a], [b]) => a.localeCompare(b))
+          .map(([workflow_step, counts]) => {
             const c = countsOf(counts)
             return {
               workflow_step,
@@ -123,13 +123,13 @@ export class HumanReview extends Effect.Service<HumanReview>()("analytics/HumanR
               rejected_count: c.of("rejected")
             }
           }),
-          top_reasons: (yield* sums({ series: Series.reviewReasons }, ["reason_code"]))
-            .filter(([[reason]]) => reason !== undefined && reason !== NO_VALUE)
-            .map(([[reason_code], count]) => ({ reason_code: reason_code!, count }))
-            .sort((a, b) => b.count - a.count || a.reason_code.localeCompare(b.reason_code))
-            .slice(0, 10)
-        }
-      })
+        top_reasons: (yield* sums({ series: Series.reviewReasons }, ["reason_code"]))
+          .filter(([[reason]]) => reason !== undefined && reason !== NO_VALUE)
+          .map(([[reason_code], count]) => ({ reason_code: reason_code!, count }))
+          .sort((a, b) => b.count - a.count || a.reason_code.localeCompare(b.reason_code))
+          .slice(0, 10)
+      }
+    })
 
     return { report }
   }),

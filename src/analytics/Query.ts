@@ -73,7 +73,11 @@ export const checkQuery = (query: MetricQuery) =>
   Effect.gen(function* () {
     const entry = metricNamed(query.metric)
     if (entry === undefined) {
-      return yield* invalid("unknown_metric", "metric", `unknown metric ${JSON.stringify(query.metric)}; see GET /v1/analytics/catalog`)
+      return yield* invalid(
+        "unknown_metric",
+        "metric",
+        `unknown metric ${JSON.stringify(query.metric)}; see GET /v1/analytics/catalog`
+      )
     }
     if (query.group_by !== undefined && !isDimension(query.group_by)) {
       return yield* invalid("unknown_dimension", "group_by", `unknown dimension ${JSON.stringify(query.group_by)}`)
@@ -101,95 +105,94 @@ export class AnalyticsQueries extends Effect.Service<AnalyticsQueries>()("analyt
   effect: Effect.gen(function* () {
     const repo = yield* AnalyticsRepo
 
-    const run = (workspaceId: string, query: MetricQuery) =>
-      Effect.gen(function* () {
-        const { entry, start, end } = yield* checkQuery(query)
-        const interval = query.interval
-        const segments: ReadonlyArray<Segment> =
-          interval === undefined
-            ? cover(start ?? ALL_TIME_START, end ?? ALL_TIME_END)
-            : [{ granularity: interval, from: bucketStart(start ?? ALL_TIME_START, interval), to: end ?? ALL_TIME_END }]
-        const groupBy = query.group_by === undefined ? [] : [query.group_by]
-        const select = (sum: SeriesSum) => ({
-          workspaceId,
-          sum,
-          filters: query.filters ?? [],
-          segments,
-          groupBy,
-          bucketed: interval !== undefined
-        })
-        const cells = new Map<string, { group: string; bucket: Date | null; value: number }>()
-        let total = 0
-        const definition = entry.definition
-        if (definition.kind === "sum") {
-          for (const row of yield* repo.sums(select(definition.of))) {
-            const value = Number(row.value)
-            cells.set(cellKey(row.grp, row.bucket), { group: row.grp, bucket: row.bucket, value })
-            total += value
-          }
-        } else if (definition.kind === "ratio") {
-          const parts = new Map<string, { group: string; bucket: Date | null; numerator: number; denominator: number }>()
-          const part = (row: { grp: string; bucket: Date | null }) => {
-            const key = cellKey(row.grp, row.bucket)
-            const found = parts.get(key) ?? { group: row.grp, bucket: row.bucket, numerator: 0, denominator: 0 }
-            parts.set(key, found)
-            return found
-          }
-          for (const row of yield* repo.sums(select(definition.numerator))) part(row).numerator += Number(row.value)
-          for (const row of yield* repo.sums(select(definition.denominator))) part(row).denominator += Number(row.value)
-          let numerator = 0
-          let denominator = 0
-          for (const [key, cell] of parts) {
-            numerator += cell.numerator
-            denominator += cell.denominator
-            cells.set(key, { ...cell, value: cell.denominator === 0 ? 0 : cell.numerator / cell.denominator })
-          }
-          total = denominator === 0 ? 0 : numerator / denominator
-        } else {
-          const sketches = new Map<string, { group: string; bucket: Date | null; sketch: Array<number> }>()
-          const all = emptySketch()
-          for (const row of yield* repo.sketches(select(definition.of))) {
-            const key = cellKey(row.grp, row.bucket)
-            const found = sketches.get(key) ?? { group: row.grp, bucket: row.bucket, sketch: emptySketch() }
-            sketches.set(key, found)
-            found.sketch[row.bin] = (found.sketch[row.bin] ?? 0) + Number(row.count)
-            all[row.bin] = (all[row.bin] ?? 0) + Number(row.count)
-          }
-          for (const [key, cell] of sketches) cells.set(key, { ...cell, value: quantile(cell.sketch, definition.q) })
-          total = quantile(all, definition.q)
-        }
-
-        if (interval !== undefined && groupBy.length === 0 && start !== undefined && end !== undefined) {
-          // A dense series for charts: every bucket of the range, zero where nothing was counted.
-          const step = unitMillis(interval)
-          const first = bucketStart(start, interval).getTime()
-          if ((end.getTime() - first) / step <= MAX_DENSE_POINTS) {
-            for (let at = first; at < end.getTime(); at += step) {
-              const bucket = new Date(at)
-              if (!cells.has(cellKey("", bucket))) cells.set(cellKey("", bucket), { group: "", bucket, value: 0 })
-            }
-          }
-        }
-
-        const ordered = [...cells.values()].sort((a, b) =>
-          interval !== undefined
-            ? a.bucket!.getTime() - b.bucket!.getTime() || a.group.localeCompare(b.group)
-            : b.value - a.value || a.group.localeCompare(b.group)
-        )
-        const points =
-          interval === undefined && groupBy.length === 0
-            ? [{ label: "total", value: total }]
-            : ordered.map((cell) => ({
-                label:
-                  interval === undefined
-                    ? cell.group
-                    : groupBy.length === 0
-                      ? cell.bucket!.toISOString()
-                      : `${cell.bucket!.toISOString()} ${cell.group}`,
-                value: cell.value
-              }))
-        return { metric: entry.metric, group_by: query.group_by ?? null, points, total }
+    const run = Effect.fn("AnalyticsQueries.run")(function* (workspaceId: string, query: MetricQuery) {
+      const { entry, start, end } = yield* checkQuery(query)
+      const interval = query.interval
+      const segments: ReadonlyArray<Segment> =
+        interval === undefined
+          ? cover(start ?? ALL_TIME_START, end ?? ALL_TIME_END)
+          : [{ granularity: interval, from: bucketStart(start ?? ALL_TIME_START, interval), to: end ?? ALL_TIME_END }]
+      const groupBy = query.group_by === undefined ? [] : [query.group_by]
+      const select = (sum: SeriesSum) => ({
+        workspaceId,
+        sum,
+        filters: query.filters ?? [],
+        segments,
+        groupBy,
+        bucketed: interval !== undefined
       })
+      const cells = new Map<string, { group: string; bucket: Date | null; value: number }>()
+      let total = 0
+      const definition = entry.definition
+      if (definition.kind === "sum") {
+        for (const row of yield* repo.sums(select(definition.of))) {
+          const value = Number(row.value)
+          cells.set(cellKey(row.grp, row.bucket), { group: row.grp, bucket: row.bucket, value })
+          total += value
+        }
+      } else if (definition.kind === "ratio") {
+        const parts = new Map<string, { group: string; bucket: Date | null; numerator: number; denominator: number }>()
+        const part = (row: { grp: string; bucket: Date | null }) => {
+          const key = cellKey(row.grp, row.bucket)
+          const found = parts.get(key) ?? { group: row.grp, bucket: row.bucket, numerator: 0, denominator: 0 }
+          parts.set(key, found)
+          return found
+        }
+        for (const row of yield* repo.sums(select(definition.numerator))) part(row).numerator += Number(row.value)
+        for (const row of yield* repo.sums(select(definition.denominator))) part(row).denominator += Number(row.value)
+        let numerator = 0
+        let denominator = 0
+        for (const [key, cell] of parts) {
+          numerator += cell.numerator
+          denominator += cell.denominator
+          cells.set(key, { ...cell, value: cell.denominator === 0 ? 0 : cell.numerator / cell.denominator })
+        }
+        total = denominator === 0 ? 0 : numerator / denominator
+      } else {
+        const sketches = new Map<string, { group: string; bucket: Date | null; sketch: Array<number> }>()
+        const all = emptySketch()
+        for (const row of yield* repo.sketches(select(definition.of))) {
+          const key = cellKey(row.grp, row.bucket)
+          const found = sketches.get(key) ?? { group: row.grp, bucket: row.bucket, sketch: emptySketch() }
+          sketches.set(key, found)
+          found.sketch[row.bin] = (found.sketch[row.bin] ?? 0) + Number(row.count)
+          all[row.bin] = (all[row.bin] ?? 0) + Number(row.count)
+        }
+        for (const [key, cell] of sketches) cells.set(key, { ...cell, value: quantile(cell.sketch, definition.q) })
+        total = quantile(all, definition.q)
+      }
+
+      if (interval !== undefined && groupBy.length === 0 && start !== undefined && end !== undefined) {
+        // A dense series for charts: every bucket of the range, zero where nothing was counted.
+        const step = unitMillis(interval)
+        const first = bucketStart(start, interval).getTime()
+        if ((end.getTime() - first) / step <= MAX_DENSE_POINTS) {
+          for (let at = first; at < end.getTime(); at += step) {
+            const bucket = new Date(at)
+            if (!cells.has(cellKey("", bucket))) cells.set(cellKey("", bucket), { group: "", bucket, value: 0 })
+          }
+        }
+      }
+
+      const ordered = [...cells.values()].sort((a, b) =>
+        interval !== undefined
+          ? a.bucket!.getTime() - b.bucket!.getTime() || a.group.localeCompare(b.group)
+          : b.value - a.value || a.group.localeCompare(b.group)
+      )
+      const points =
+        interval === undefined && groupBy.length === 0
+          ? [{ label: "total", value: total }]
+          : ordered.map((cell) => ({
+              label:
+                interval === undefined
+                  ? cell.group
+                  : groupBy.length === 0
+                    ? cell.bucket!.toISOString()
+                    : `${cell.bucket!.toISOString()} ${cell.group}`,
+              value: cell.value
+            }))
+      return { metric: entry.metric, group_by: query.group_by ?? null, points, total }
+    })
 
     return { run }
   }),

@@ -2,8 +2,8 @@
  * SQL of analytics: sums and merged latency sketches over aggregate buckets
  * (never raw traces), dimension values seen per workspace, and saved views.
  */
-import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
 import type { Granularity } from "./Aggregates.js"
 import type { SeriesSum } from "./Catalog.js"
@@ -34,15 +34,37 @@ export interface SumSelection {
 export const GROUP_SEPARATOR = "\u001f"
 export const NO_VALUE = "(none)"
 
-export interface ViewRow {
-  readonly id: string
-  readonly workspace_id: string
-  readonly name: string
-  readonly is_default: boolean
-  readonly config: unknown
-  readonly created_at: Date
-  readonly updated_at: Date
-}
+/** A sum per group (and bucket start when bucketed); `sum(value)::text`. */
+const SumRow = Schema.Struct({ grp: Schema.String, bucket: Schema.NullOr(Schema.DateFromSelf), value: Schema.String })
+
+/** A merged sketch bin per group (and bucket start when bucketed); `sum(...)::text`. */
+const SketchRow = Schema.Struct({
+  grp: Schema.String,
+  bucket: Schema.NullOr(Schema.DateFromSelf),
+  bin: Schema.Number,
+  count: Schema.String
+})
+
+const DimensionValueRow = Schema.Struct({ dimension: Schema.String, value: Schema.String })
+
+const ViewRow = Schema.Struct({
+  id: Schema.String,
+  workspace_id: Schema.String,
+  name: Schema.String,
+  is_default: Schema.Boolean,
+  config: Schema.Unknown,
+  created_at: Schema.DateFromSelf,
+  updated_at: Schema.DateFromSelf
+})
+export type ViewRow = typeof ViewRow.Type
+
+const NewView = ViewRow.pipe(Schema.omit("created_at", "updated_at"))
+const ViewKey = Schema.Struct({ workspaceId: Schema.String, id: Schema.String })
+const ViewValues = Schema.Struct({ name: Schema.String, is_default: Schema.Boolean, config: Schema.Unknown })
+
+const decodeSums = Schema.decodeUnknown(Schema.Array(SumRow))
+const decodeSketches = Schema.decodeUnknown(Schema.Array(SketchRow))
+const decodeDimensionValues = Schema.decodeUnknown(Schema.Array(DimensionValueRow))
 
 export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("analytics/AnalyticsRepo", {
   effect: Effect.gen(function* () {
@@ -69,58 +91,81 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("analytics/An
     const group = (selection: SumSelection) =>
       selection.groupBy.length === 0
         ? sql`''`
-        : sql`concat_ws(chr(31), ${sql.join(", ", false)(
-            selection.groupBy.map((dimension) => sql`coalesce(dims->>${dimension}, ${NO_VALUE})`)
-          )})`
+        : sql`concat_ws(chr(31), ${sql.join(
+            ", ",
+            false
+          )(selection.groupBy.map((dimension) => sql`coalesce(dims->>${dimension}, ${NO_VALUE})`))})`
 
     const bucket = (selection: SumSelection) => (selection.bucketed ? sql`bucket_start` : sql`null::timestamptz`)
+
+    const listViews = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: ViewRow,
+      execute: (workspaceId) => sql`select * from analytics_views where workspace_id = ${workspaceId}
+                                    order by created_at desc, id desc`
+    })
+    const findView = SqlSchema.findOne({
+      Request: ViewKey,
+      Result: ViewRow,
+      execute: ({ id, workspaceId }) =>
+        sql`select * from analytics_views where workspace_id = ${workspaceId} and id = ${id}`
+    })
+    const insertView = SqlSchema.single({
+      Request: NewView,
+      Result: ViewRow,
+      execute: (row) => sql`insert into analytics_views (id, workspace_id, name, is_default, config)
+                            values (${row.id}, ${row.workspace_id}, ${row.name}, ${row.is_default}, ${JSON.stringify(row.config)})
+                            returning *`
+    })
+    const updateView = SqlSchema.findOne({
+      Request: Schema.Struct({ key: ViewKey, values: ViewValues }),
+      Result: ViewRow,
+      execute: ({ key, values }) =>
+        sql`update analytics_views set name = ${values.name}, is_default = ${values.is_default},
+              config = ${JSON.stringify(values.config)}, updated_at = now()
+            where workspace_id = ${key.workspaceId} and id = ${key.id} returning *`
+    })
+    const deleteView = SqlSchema.findAll({
+      Request: ViewKey,
+      Result: Schema.Struct({ id: Schema.String }),
+      execute: ({ id, workspaceId }) =>
+        sql`delete from analytics_views where workspace_id = ${workspaceId} and id = ${id} returning id`
+    })
 
     return dieOnErrors({
       sums: (selection: SumSelection) =>
         selection.segments.length === 0
           ? Effect.succeed([])
-          : sql<{ grp: string; bucket: Date | null; value: string }>`
+          : sql`
               select ${group(selection)} as grp, ${bucket(selection)} as bucket, sum(value)::text as value
               from analytics_buckets where ${where(selection)}
-              group by 1, 2`,
+              group by 1, 2`.pipe(Effect.flatMap(decodeSums)),
       sketches: (selection: SumSelection) =>
         selection.segments.length === 0
           ? Effect.succeed([])
-          : sql<{ grp: string; bucket: Date | null; bin: number; count: string }>`
+          : sql`
               select t.grp, t.bucket, (u.i - 1)::int as bin, sum(u.c)::text as count
               from (select ${group(selection)} as grp, ${bucket(selection)} as bucket, sketch
                     from analytics_buckets where ${where(selection)} and sketch is not null) t
               cross join lateral unnest(t.sketch) with ordinality as u(c, i)
-              group by 1, 2, 3`,
+              group by 1, 2, 3`.pipe(Effect.flatMap(decodeSketches)),
       /** Values of each dimension seen in the workspace, most counted first. */
       dimensionValues: (workspaceId: string) =>
-        sql<{ dimension: string; value: string }>`
+        sql`
           select d.key as dimension, d.value as value
           from analytics_buckets b cross join lateral jsonb_each_text(b.dims) d
           where b.workspace_id = ${workspaceId} and b.granularity = 'day'
-          group by 1, 2 order by 1, sum(b.value) desc, 2`,
-      listViews: (workspaceId: string) =>
-        sql<ViewRow>`select * from analytics_views where workspace_id = ${workspaceId}
-                     order by created_at desc, id desc`,
-      findView: (workspaceId: string, id: string) =>
-        sql<ViewRow>`select * from analytics_views where workspace_id = ${workspaceId} and id = ${id}`.pipe(
-          Effect.map((rows) => rows[0])
-        ),
-      insertView: (row: Omit<ViewRow, "created_at" | "updated_at">) =>
-        sql<ViewRow>`insert into analytics_views (id, workspace_id, name, is_default, config)
-                     values (${row.id}, ${row.workspace_id}, ${row.name}, ${row.is_default}, ${JSON.stringify(row.config)})
-                     returning *`.pipe(Effect.map((rows) => rows[0]!)),
+          group by 1, 2 order by 1, sum(b.value) desc, 2`.pipe(Effect.flatMap(decodeDimensionValues)),
+      listViews: (workspaceId: string) => listViews(workspaceId),
+      findView: (workspaceId: string, id: string) => Effect.map(findView({ workspaceId, id }), Option.getOrUndefined),
+      insertView: (row: Omit<ViewRow, "created_at" | "updated_at">) => insertView(row),
       updateView: (workspaceId: string, id: string, values: { name: string; is_default: boolean; config: unknown }) =>
-        sql<ViewRow>`update analytics_views set name = ${values.name}, is_default = ${values.is_default},
-                       config = ${JSON.stringify(values.config)}, updated_at = now()
-                     where workspace_id = ${workspaceId} and id = ${id} returning *`.pipe(Effect.map((rows) => rows[0])),
+        Effect.map(updateView({ key: { workspaceId, id }, values }), Option.getOrUndefined),
       clearDefault: (workspaceId: string, exceptId: string) =>
         sql`update analytics_views set is_default = false, updated_at = now()
             where workspace_id = ${workspaceId} and is_default and id <> ${exceptId}`,
       deleteView: (workspaceId: string, id: string) =>
-        sql<{ id: string }>`delete from analytics_views where workspace_id = ${workspaceId} and id = ${id} returning id`.pipe(
-          Effect.map((rows) => rows.length > 0)
-        )
+        Effect.map(deleteView({ workspaceId, id }), (rows) => rows.length > 0)
     })
   })
 }) {}

@@ -31,13 +31,17 @@ export const configProblems = (config: ViewConfigInput, base = "config") => {
   const problems: Array<{ path: string; message: string }> = []
   config.filters.forEach((filter, index) => {
     if (!isDimension(filter.dimension)) {
-      problems.push({ path: `${base}.filters[${index}].dimension`, message: `unknown dimension ${JSON.stringify(filter.dimension)}` })
+      problems.push({
+        path: `${base}.filters[${index}].dimension`,
+        message: `unknown dimension ${JSON.stringify(filter.dimension)}`
+      })
     }
   })
   const seen = new Set<string>()
   config.widgets.forEach((widget, index) => {
     const path = `${base}.widgets[${index}]`
-    if (seen.has(widget.id)) problems.push({ path: `${path}.id`, message: `duplicate widget id ${JSON.stringify(widget.id)}` })
+    if (seen.has(widget.id))
+      problems.push({ path: `${path}.id`, message: `duplicate widget id ${JSON.stringify(widget.id)}` })
     seen.add(widget.id)
     if (metricNamed(widget.metric) === undefined) {
       problems.push({ path: `${path}.metric`, message: `unknown metric ${JSON.stringify(widget.metric)}` })
@@ -88,31 +92,31 @@ export class Views extends Effect.Service<Views>()("analytics/Views", {
     const repo = yield* AnalyticsRepo
     const transaction = transactionOf(yield* SqlClient.SqlClient)
 
-    const list = (workspaceId: string) =>
-      Effect.map(repo.listViews(workspaceId), (rows) => ({ views: rows.map(toView) }))
+    const list = Effect.fn("Views.list")(function* (workspaceId: string) {
+      return { views: (yield* repo.listViews(workspaceId)).map(toView) }
+    })
 
-    const create = (
+    const create = Effect.fn("Views.create")(function* (
       workspaceId: string,
       input: { readonly name: string; readonly config: ViewConfigInput; readonly is_default?: boolean | undefined }
-    ) =>
-      Effect.zipRight(
-        validated(input.config),
-        transaction(
-          Effect.gen(function* () {
-            const row = yield* repo.insertView({
-              id: prefixedId("view"),
-              workspace_id: workspaceId,
-              name: input.name,
-              is_default: input.is_default ?? false,
-              config: input.config
-            })
-            if (row.is_default) yield* repo.clearDefault(workspaceId, row.id)
-            return toView(row)
+    ) {
+      yield* validated(input.config)
+      return yield* transaction(
+        Effect.gen(function* () {
+          const row = yield* repo.insertView({
+            id: prefixedId("view"),
+            workspace_id: workspaceId,
+            name: input.name,
+            is_default: input.is_default ?? false,
+            config: input.config
           })
-        )
+          if (row.is_default) yield* repo.clearDefault(workspaceId, row.id)
+          return toView(row)
+        })
       )
+    })
 
-    const update = (
+    const update = Effect.fn("Views.update")(function* (
       workspaceId: string,
       id: string,
       patch: {
@@ -120,28 +124,28 @@ export class Views extends Effect.Service<Views>()("analytics/Views", {
         readonly config?: ViewConfigInput | undefined
         readonly is_default?: boolean | undefined
       }
-    ) =>
-      Effect.zipRight(
-        patch.config === undefined ? Effect.void : validated(patch.config),
-        transaction(
-          Effect.gen(function* () {
-            const current = yield* repo.findView(workspaceId, id)
-            if (current === undefined) return yield* viewNotFound(id)
-            const view = toView(current)
-            const row = yield* repo.updateView(workspaceId, id, {
-              name: patch.name ?? view.name,
-              is_default: patch.is_default ?? view.is_default,
-              config: patch.config ?? view.config
-            })
-            if (row === undefined) return yield* viewNotFound(id)
-            if (row.is_default) yield* repo.clearDefault(workspaceId, row.id)
-            return toView(row)
+    ) {
+      if (patch.config !== undefined) yield* validated(patch.config)
+      return yield* transaction(
+        Effect.gen(function* () {
+          const current = yield* repo.findView(workspaceId, id)
+          if (current === undefined) return yield* viewNotFound(id)
+          const view = toView(current)
+          const row = yield* repo.updateView(workspaceId, id, {
+            name: patch.name ?? view.name,
+            is_default: patch.is_default ?? view.is_default,
+            config: patch.config ?? view.config
           })
-        )
+          if (row === undefined) return yield* viewNotFound(id)
+          if (row.is_default) yield* repo.clearDefault(workspaceId, row.id)
+          return toView(row)
+        })
       )
+    })
 
-    const remove = (workspaceId: string, id: string) =>
-      Effect.flatMap(repo.deleteView(workspaceId, id), (deleted) => (deleted ? Effect.void : Effect.fail(viewNotFound(id))))
+    const remove = Effect.fn("Views.remove")(function* (workspaceId: string, id: string) {
+      if (!(yield* repo.deleteView(workspaceId, id))) return yield* viewNotFound(id)
+    })
 
     return { list, create, update, remove }
   }),

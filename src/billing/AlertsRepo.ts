@@ -1,38 +1,45 @@
 /** SQL of budget alert configs, meter totals and firings. Every query takes the workspace id. */
-import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
 
-export interface ConfigRow {
-  readonly id: string
-  readonly workspace_id: string
-  readonly name: string
-  readonly meter: string
-  readonly threshold_type: string
-  readonly threshold_value: string
-  readonly time_window: string
-  readonly enabled: boolean
-  readonly principal_id: string | null
-  readonly webhook_url: string | null
-  readonly secret_salt: string
-  readonly created_at: Date
-  readonly updated_at: Date
-}
+/** A budget alert config; `threshold_value` (bigint) is selected as text. */
+const ConfigRow = Schema.Struct({
+  id: Schema.String,
+  workspace_id: Schema.String,
+  name: Schema.String,
+  meter: Schema.String,
+  threshold_type: Schema.String,
+  threshold_value: Schema.String,
+  time_window: Schema.String,
+  enabled: Schema.Boolean,
+  principal_id: Schema.NullOr(Schema.String),
+  webhook_url: Schema.NullOr(Schema.String),
+  secret_salt: Schema.String,
+  created_at: Schema.DateFromSelf,
+  updated_at: Schema.DateFromSelf
+})
+export type ConfigRow = typeof ConfigRow.Type
 
-export interface FiringRow {
-  readonly id: string
-  readonly config_id: string
-  readonly workspace_id: string
-  readonly principal_id: string | null
-  readonly meter: string
-  readonly currency: string
-  readonly cap_minor: string
-  readonly spent_minor: string
-  readonly time_window: string
-  readonly window_start: Date
-  readonly fired_at: Date
-  readonly payload: unknown
-}
+/** A firing; `cap_minor` and `spent_minor` (bigint) are selected as text. */
+const FiringRow = Schema.Struct({
+  id: Schema.String,
+  config_id: Schema.String,
+  workspace_id: Schema.String,
+  principal_id: Schema.NullOr(Schema.String),
+  meter: Schema.String,
+  currency: Schema.String,
+  cap_minor: Schema.String,
+  spent_minor: Schema.String,
+  time_window: Schema.String,
+  window_start: Schema.DateFromSelf,
+  fired_at: Schema.DateFromSelf,
+  payload: Schema.Unknown
+})
+export type FiringRow = typeof FiringRow.Type
+
+/** A window total after an increment; `amount` (bigint) is selected as text. */
+const TotalRow = Schema.Struct({ time_window: Schema.String, principal_id: Schema.String, amount: Schema.String })
 
 export interface NewFiring {
   readonly id: string
@@ -65,71 +72,106 @@ export type ConfigChanges = Partial<
 const configColumns = `id, workspace_id, name, meter, threshold_type, threshold_value::text as threshold_value,
   time_window, enabled, principal_id, webhook_url, secret_salt, created_at, updated_at`
 
+const ConfigKey = Schema.Struct({ workspaceId: Schema.String, id: Schema.String })
+const IdRow = Schema.Struct({ id: Schema.String })
+
+const decodeConfigs = Schema.decodeUnknown(Schema.Array(ConfigRow))
+const decodeTotals = Schema.decodeUnknown(Schema.Array(TotalRow))
+const decodeIds = Schema.decodeUnknown(Schema.Array(IdRow))
+
 export class AlertsRepo extends Effect.Service<AlertsRepo>()("billing/AlertsRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const columns = sql.literal(configColumns)
 
+    const listConfigs = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: ConfigRow,
+      execute: (workspaceId) => sql`select ${columns} from budget_alert_configs
+                                    where workspace_id = ${workspaceId} order by created_at desc, id desc`
+    })
+    const findConfig = SqlSchema.findOne({
+      Request: ConfigKey,
+      Result: ConfigRow,
+      execute: ({ id, workspaceId }) =>
+        sql`select ${columns} from budget_alert_configs where workspace_id = ${workspaceId} and id = ${id}`
+    })
+    const deleteConfig = SqlSchema.findAll({
+      Request: ConfigKey,
+      Result: IdRow,
+      execute: ({ id, workspaceId }) =>
+        sql`delete from budget_alert_configs where workspace_id = ${workspaceId} and id = ${id} returning id`
+    })
+    const matchingConfigs = SqlSchema.findAll({
+      Request: Schema.Struct({
+        workspaceId: Schema.String,
+        meter: Schema.String,
+        principalId: Schema.NullOr(Schema.String)
+      }),
+      Result: ConfigRow,
+      execute: ({ meter, principalId, workspaceId }) =>
+        sql`select ${columns} from budget_alert_configs
+            where workspace_id = ${workspaceId} and meter = ${meter} and enabled
+            and (principal_id is null or principal_id = ${principalId ?? ""})`
+    })
+    const listFirings = SqlSchema.findAll({
+      Request: Schema.Struct({ workspaceId: Schema.String, configId: Schema.String }),
+      Result: FiringRow,
+      execute: ({ configId, workspaceId }) =>
+        sql`select id, config_id, workspace_id, principal_id, meter, currency,
+                   cap_minor::text as cap_minor, spent_minor::text as spent_minor,
+                   time_window, window_start, fired_at, payload
+            from budget_alert_firings
+            where workspace_id = ${workspaceId} and config_id = ${configId}
+            order by fired_at desc, id desc`
+    })
+
     return dieOnErrors({
       insertConfig: (
         row: Omit<ConfigRow, "created_at" | "updated_at" | "threshold_value"> & { threshold_value: number }
       ) =>
-        sql<ConfigRow>`insert into budget_alert_configs ${sql.insert(row)} returning ${columns}`.pipe(
+        sql`insert into budget_alert_configs ${sql.insert(row)} returning ${columns}`.pipe(
+          Effect.flatMap(decodeConfigs),
           Effect.map((rows) => rows[0]!)
         ),
 
-      listConfigs: (workspaceId: string) =>
-        sql<ConfigRow>`select ${columns} from budget_alert_configs
-                       where workspace_id = ${workspaceId} order by created_at desc, id desc`,
+      listConfigs: (workspaceId: string) => listConfigs(workspaceId),
 
-      findConfig: (workspaceId: string, id: string) =>
-        sql<ConfigRow>`select ${columns} from budget_alert_configs
-                       where workspace_id = ${workspaceId} and id = ${id}`.pipe(
-          Effect.map((rows) => Option.fromNullable(rows[0]))
-        ),
+      findConfig: (workspaceId: string, id: string) => findConfig({ workspaceId, id }),
 
       updateConfig: (workspaceId: string, id: string, changes: ConfigChanges) =>
-        sql<ConfigRow>`update budget_alert_configs
-                       set ${sql.update({ ...changes, updated_at: new Date() })}
-                       where workspace_id = ${workspaceId} and id = ${id} returning ${columns}`.pipe(
+        sql`update budget_alert_configs
+            set ${sql.update({ ...changes, updated_at: new Date() })}
+            where workspace_id = ${workspaceId} and id = ${id} returning ${columns}`.pipe(
+          Effect.flatMap(decodeConfigs),
           Effect.map((rows) => Option.fromNullable(rows[0]))
         ),
 
       deleteConfig: (workspaceId: string, id: string) =>
-        sql<{ id: string }>`delete from budget_alert_configs
-                            where workspace_id = ${workspaceId} and id = ${id} returning id`.pipe(
-          Effect.map((rows) => rows.length > 0)
-        ),
+        Effect.map(deleteConfig({ workspaceId, id }), (rows) => rows.length > 0),
 
       /** Enabled configs of a meter that watch the whole workspace or this principal. */
       matchingConfigs: (workspaceId: string, meter: string, principalId: string | null) =>
-        sql<ConfigRow>`select ${columns} from budget_alert_configs
-                       where workspace_id = ${workspaceId} and meter = ${meter} and enabled
-                       and (principal_id is null or principal_id = ${principalId ?? ""})`,
+        matchingConfigs({ workspaceId, meter, principalId }),
 
       /** Adds to the window totals; answers each row's new total. */
       addToTotals: (increments: ReadonlyArray<TotalIncrement>) =>
-        sql<{ time_window: string; principal_id: string; amount: string }>`
+        sql`
           insert into budget_meter_totals ${sql.insert(increments.map((increment) => ({ ...increment })))}
           on conflict (workspace_id, meter, time_window, window_start, principal_id)
           do update set amount = budget_meter_totals.amount + excluded.amount
-          returning time_window, principal_id, amount::text as amount`,
+          returning time_window, principal_id, amount::text as amount`.pipe(Effect.flatMap(decodeTotals)),
 
       /** Inserts the firing unless this config already fired in this window; answers whether it did now. */
       insertFiring: (firing: NewFiring) =>
-        sql<{ id: string }>`
+        sql`
           insert into budget_alert_firings ${sql.insert({ ...firing, payload: JSON.stringify(firing.payload) })}
           on conflict (config_id, time_window, window_start) do nothing returning id`.pipe(
+          Effect.flatMap(decodeIds),
           Effect.map((rows) => rows.length > 0)
         ),
 
-      listFirings: (workspaceId: string, configId: string) =>
-        sql<FiringRow>`select id, config_id, workspace_id, principal_id, meter, currency,
-                              cap_minor::text as cap_minor, spent_minor::text as spent_minor,
-                              time_window, window_start, fired_at, payload
-                       from budget_alert_firings
-                       where workspace_id = ${workspaceId} and config_id = ${configId}
-                       order by fired_at desc, id desc`
+      listFirings: (workspaceId: string, configId: string) => listFirings({ workspaceId, configId })
     })
   })
 }) {}

@@ -82,87 +82,91 @@ export class BudgetAlerts extends Effect.Service<BudgetAlerts>()("billing/Budget
     const find = (workspaceId: string, id: string) =>
       repo.findConfig(workspaceId, id).pipe(orFailWith(() => alertNotFound(id)))
 
-    const list = (workspaceId: string) => Effect.map(repo.listConfigs(workspaceId), (rows) => rows.map(toConfig))
+    const list = Effect.fn("BudgetAlerts.list")(function* (workspaceId: string) {
+      return (yield* repo.listConfigs(workspaceId)).map(toConfig)
+    })
 
-    const create = (workspaceId: string, input: typeof CreateBudgetAlert.Type) =>
-      Effect.gen(function* () {
-        yield* checkWebhookUrl(input.webhook_url)
-        yield* checkPrincipal(input.principal_id)
-        const row = yield* repo.insertConfig({
-          id: prefixedId("bal"),
-          workspace_id: workspaceId,
-          name: input.name,
-          meter: input.meter ?? "llm_spend",
-          threshold_type: input.threshold_type,
-          threshold_value: input.threshold_value,
-          time_window: input.window,
-          enabled: input.enabled ?? true,
-          principal_id: input.principal_id ?? null,
-          webhook_url: input.webhook_url ?? null,
-          secret_salt: randomToken(16)
-        })
-        return { ...toConfig(row), webhook_secret: deriveWebhookSecret(serviceSecret, row.id, row.secret_salt) }
+    const create = Effect.fn("BudgetAlerts.create")(function* (
+      workspaceId: string,
+      input: typeof CreateBudgetAlert.Type
+    ) {
+      yield* checkWebhookUrl(input.webhook_url)
+      yield* checkPrincipal(input.principal_id)
+      const row = yield* repo.insertConfig({
+        id: prefixedId("bal"),
+        workspace_id: workspaceId,
+        name: input.name,
+        meter: input.meter ?? "llm_spend",
+        threshold_type: input.threshold_type,
+        threshold_value: input.threshold_value,
+        time_window: input.window,
+        enabled: input.enabled ?? true,
+        principal_id: input.principal_id ?? null,
+        webhook_url: input.webhook_url ?? null,
+        secret_salt: randomToken(16)
       })
+      return { ...toConfig(row), webhook_secret: deriveWebhookSecret(serviceSecret, row.id, row.secret_salt) }
+    })
 
-    const update = (workspaceId: string, id: string, patch: typeof UpdateBudgetAlert.Type) =>
-      Effect.gen(function* () {
-        if (patch.principal_id === null) return yield* cannotClear("principal_id")
-        if (patch.webhook_url === null) return yield* cannotClear("webhook_url")
-        yield* checkWebhookUrl(patch.webhook_url)
-        yield* checkPrincipal(patch.principal_id)
-        const changes: ConfigChanges = {
-          ...(patch.name === undefined ? {} : { name: patch.name }),
-          ...(patch.meter === undefined ? {} : { meter: patch.meter }),
-          ...(patch.threshold_type === undefined ? {} : { threshold_type: patch.threshold_type }),
-          ...(patch.threshold_value === undefined ? {} : { threshold_value: patch.threshold_value }),
-          ...(patch.window === undefined ? {} : { time_window: patch.window }),
-          ...(patch.enabled === undefined ? {} : { enabled: patch.enabled }),
-          ...(patch.principal_id === undefined ? {} : { principal_id: patch.principal_id }),
-          ...(patch.webhook_url === undefined ? {} : { webhook_url: patch.webhook_url })
-        }
-        if (Object.keys(changes).length === 0) return toConfig(yield* find(workspaceId, id))
-        return toConfig(yield* repo.updateConfig(workspaceId, id, changes).pipe(orFailWith(() => alertNotFound(id))))
-      })
+    const update = Effect.fn("BudgetAlerts.update")(function* (
+      workspaceId: string,
+      id: string,
+      patch: typeof UpdateBudgetAlert.Type
+    ) {
+      if (patch.principal_id === null) return yield* cannotClear("principal_id")
+      if (patch.webhook_url === null) return yield* cannotClear("webhook_url")
+      yield* checkWebhookUrl(patch.webhook_url)
+      yield* checkPrincipal(patch.principal_id)
+      const changes: ConfigChanges = {
+        ...(patch.name === undefined ? {} : { name: patch.name }),
+        ...(patch.meter === undefined ? {} : { meter: patch.meter }),
+        ...(patch.threshold_type === undefined ? {} : { threshold_type: patch.threshold_type }),
+        ...(patch.threshold_value === undefined ? {} : { threshold_value: patch.threshold_value }),
+        ...(patch.window === undefined ? {} : { time_window: patch.window }),
+        ...(patch.enabled === undefined ? {} : { enabled: patch.enabled }),
+        ...(patch.principal_id === undefined ? {} : { principal_id: patch.principal_id }),
+        ...(patch.webhook_url === undefined ? {} : { webhook_url: patch.webhook_url })
+      }
+      if (Object.keys(changes).length === 0) return toConfig(yield* find(workspaceId, id))
+      return toConfig(yield* repo.updateConfig(workspaceId, id, changes).pipe(orFailWith(() => alertNotFound(id))))
+    })
 
-    const remove = (workspaceId: string, id: string) =>
-      Effect.flatMap(repo.deleteConfig(workspaceId, id), (deleted) =>
-        deleted ? Effect.void : Effect.fail(alertNotFound(id))
-      )
+    const remove = Effect.fn("BudgetAlerts.remove")(function* (workspaceId: string, id: string) {
+      if (!(yield* repo.deleteConfig(workspaceId, id))) return yield* alertNotFound(id)
+    })
 
-    const firings = (workspaceId: string, id: string) =>
-      Effect.gen(function* () {
-        yield* find(workspaceId, id)
-        return { firings: (yield* repo.listFirings(workspaceId, id)).map(toFiring) }
-      })
+    const firings = Effect.fn("BudgetAlerts.firings")(function* (workspaceId: string, id: string) {
+      yield* find(workspaceId, id)
+      return { firings: (yield* repo.listFirings(workspaceId, id)).map(toFiring) }
+    })
 
-    const deliveriesOf = (workspaceId: string, id: string) =>
-      Effect.gen(function* () {
-        yield* find(workspaceId, id)
-        const rows = yield* deliveries.listForConfig(workspaceId, id)
-        const attempts = yield* deliveries.attemptsOf(rows.map((row) => row.id))
-        return {
-          deliveries: rows.map((row) => ({
-            id: row.id,
-            firing_id: row.firing_id,
-            url: row.url,
-            status: row.status as "pending" | "succeeded" | "failed",
-            attempt_count: row.attempt_count,
-            next_attempt_at: row.status === "pending" ? toTimestampOrNull(row.next_attempt_at) : null,
-            created_at: toTimestamp(row.created_at),
-            updated_at: toTimestamp(row.updated_at),
-            attempts: attempts
-              .filter((attempt) => attempt.delivery_id === row.id)
-              .map((attempt) => ({
-                attempt: attempt.attempt,
-                attempted_at: toTimestamp(attempt.attempted_at),
-                duration_ms: attempt.duration_ms,
-                response_status: attempt.response_status,
-                error: attempt.error,
-                succeeded: attempt.succeeded
-              }))
-          }))
-        }
-      })
+    const deliveriesOf = Effect.fn("BudgetAlerts.deliveries")(function* (workspaceId: string, id: string) {
+      yield* find(workspaceId, id)
+      const rows = yield* deliveries.listForConfig(workspaceId, id)
+      const attempts = yield* deliveries.attemptsOf(rows.map((row) => row.id))
+      return {
+        deliveries: rows.map((row) => ({
+          id: row.id,
+          firing_id: row.firing_id,
+          url: row.url,
+          status: row.status as "pending" | "succeeded" | "failed",
+          attempt_count: row.attempt_count,
+          next_attempt_at: row.status === "pending" ? toTimestampOrNull(row.next_attempt_at) : null,
+          created_at: toTimestamp(row.created_at),
+          updated_at: toTimestamp(row.updated_at),
+          attempts: attempts
+            .filter((attempt) => attempt.delivery_id === row.id)
+            .map((attempt) => ({
+              attempt: attempt.attempt,
+              attempted_at: toTimestamp(attempt.attempted_at),
+              duration_ms: attempt.duration_ms,
+              response_status: attempt.response_status,
+              error: attempt.error,
+              succeeded: attempt.succeeded
+            }))
+        }))
+      }
+    })
 
     return { list, create, update, remove, firings, deliveries: deliveriesOf }
   }),

@@ -164,29 +164,28 @@ export class BudgetMeters extends Effect.Service<BudgetMeters>()("billing/Budget
      * the batch fires once, with the total at the crossing event as
      * `spent_minor`.
      */
-    const addAll = (events: Iterable<Metered>) =>
-      Effect.gen(function* () {
-        const groups = new Map<string, Metered & { readonly parts: Array<number> }>()
-        for (const event of events) {
-          if (event.amount <= 0) continue
-          const windows = allWindows.map((window) => windowStart(window, event.at).getTime())
-          const key = [event.workspaceId, event.meter, event.principalId ?? "", event.currency ?? "", ...windows].join(
-            "|"
-          )
-          const group = groups.get(key)
-          if (group === undefined) groups.set(key, { ...event, parts: [event.amount] })
-          else {
-            group.parts.push(event.amount)
-            groups.set(key, {
-              ...event,
-              amount: group.amount + event.amount,
-              at: event.at > group.at ? event.at : group.at,
-              parts: group.parts
-            })
-          }
+    const addAll = Effect.fn("BudgetMeters.addAll")(function* (events: Iterable<Metered>) {
+      const groups = new Map<string, Metered & { readonly parts: Array<number> }>()
+      for (const event of events) {
+        if (event.amount <= 0) continue
+        const windows = allWindows.map((window) => windowStart(window, event.at).getTime())
+        const key = [event.workspaceId, event.meter, event.principalId ?? "", event.currency ?? "", ...windows].join(
+          "|"
+        )
+        const group = groups.get(key)
+        if (group === undefined) groups.set(key, { ...event, parts: [event.amount] })
+        else {
+          group.parts.push(event.amount)
+          groups.set(key, {
+            ...event,
+            amount: group.amount + event.amount,
+            at: event.at > group.at ? event.at : group.at,
+            parts: group.parts
+          })
         }
-        for (const group of groups.values()) yield* addOne(group)
-      })
+      }
+      for (const group of groups.values()) yield* addOne(group)
+    })
 
     return { addAll }
   }),

@@ -5,7 +5,7 @@
  * can never reserve past the cap together.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
 
 export type WindowKind = "day" | "month"
@@ -24,6 +24,9 @@ export interface WindowKey {
   readonly start: Date
 }
 
+const decodeCommitted = Schema.decodeUnknown(Schema.Array(Schema.Struct({ committed: Schema.String })))
+const decodeIds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String })))
+
 export class BudgetRepo extends Effect.Service<BudgetRepo>()("billing/BudgetRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
@@ -36,9 +39,10 @@ export class BudgetRepo extends Effect.Service<BudgetRepo>()("billing/BudgetRepo
 
       /** Spend plus reservations of the window (0 when nothing was recorded yet). */
       committed: (key: WindowKey) =>
-        sql<{ committed: string }>`
+        sql`
           select (spent_usd_nanos + reserved_usd_nanos)::text as committed from llm_budget_ledger
           where workspace_id = ${key.workspaceId} and window_kind = ${key.kind} and window_start = ${key.start}`.pipe(
+          Effect.flatMap(decodeCommitted),
           Effect.map((rows) => BigInt(rows[0]?.committed ?? "0"))
         ),
 
@@ -51,7 +55,7 @@ export class BudgetRepo extends Effect.Service<BudgetRepo>()("billing/BudgetRepo
         // One statement, one round trip. A reservation lost with a database crash only forgets an in-flight
         // hold (its call still settles its spend), so its commit need not wait for the WAL flush:
         // set_config(..., true) turns synchronous_commit off for this statement's own transaction.
-        sql<{ id: string }>`
+        sql`
           with async_commit as (select set_config('synchronous_commit', 'off', true) as setting),
           admitted as (
             update llm_budget_ledger
@@ -64,7 +68,10 @@ export class BudgetRepo extends Effect.Service<BudgetRepo>()("billing/BudgetRepo
           insert into llm_budget_reservations (id, workspace_id, window_kind, window_start, amount_usd_nanos, expires_at)
           select ${input.id}, workspace_id, ${key.kind}, ${key.start}, ${input.amount.toString()}::bigint, ${input.expiresAt}
             from admitted
-          returning id`.pipe(Effect.map((rows) => Option.fromNullable(rows[0]?.id))),
+          returning id`.pipe(
+          Effect.flatMap(decodeIds),
+          Effect.map((rows) => Option.fromNullable(rows[0]?.id))
+        ),
 
       /**
        * Settles calls in one statement: adds each row's spend to its window
@@ -125,8 +132,11 @@ export class BudgetRepo extends Effect.Service<BudgetRepo>()("billing/BudgetRepo
              where l.workspace_id = r.workspace_id and l.window_kind = r.window_kind
                and l.window_start = r.window_start`.pipe(Effect.asVoid),
 
-      /** Releases every reservation past its expiry (left by a process that died mid-call). */
-      releaseExpired: sql<{ id: string }>`
+      /**
+       * Releases every reservation past its expiry (left by a process that died mid-call). Not a function, so
+       * `dieOnErrors` leaves it alone: its database failure stays a failure, a row that does not decode dies.
+       */
+      releaseExpired: sql`
         with released as (
           delete from llm_budget_reservations where expires_at < now()
           returning workspace_id, window_kind, window_start, amount_usd_nanos
@@ -138,7 +148,10 @@ export class BudgetRepo extends Effect.Service<BudgetRepo>()("billing/BudgetRepo
            set reserved_usd_nanos = l.reserved_usd_nanos - t.amount, updated_at = now()
           from totals t
          where l.workspace_id = t.workspace_id and l.window_kind = t.window_kind and l.window_start = t.window_start
-        returning l.workspace_id as id`.pipe(Effect.map((rows) => rows.length))
+        returning l.workspace_id as id`.pipe(
+        Effect.flatMap((rows) => Effect.orDie(decodeIds(rows))),
+        Effect.map((rows) => rows.length)
+      )
     })
   })
 }) {}

@@ -1,44 +1,83 @@
 /** SQL of budget alert webhook deliveries and their attempts. */
-import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
 
-export interface DeliveryRow {
-  readonly id: string
-  readonly firing_id: string
-  readonly config_id: string
-  readonly workspace_id: string
-  readonly url: string
-  readonly status: string
-  readonly attempt_count: number
-  readonly next_attempt_at: Date | null
-  readonly created_at: Date
-  readonly updated_at: Date
-}
+const DeliveryRow = Schema.Struct({
+  id: Schema.String,
+  firing_id: Schema.String,
+  config_id: Schema.String,
+  workspace_id: Schema.String,
+  url: Schema.String,
+  status: Schema.String,
+  attempt_count: Schema.Number,
+  next_attempt_at: Schema.NullOr(Schema.DateFromSelf),
+  created_at: Schema.DateFromSelf,
+  updated_at: Schema.DateFromSelf
+})
+export type DeliveryRow = typeof DeliveryRow.Type
 
 /** A due delivery, claimed for one attempt, with what signing it needs. */
-export interface ClaimedDelivery {
-  readonly id: string
-  readonly config_id: string
-  readonly url: string
-  readonly body: string
-  readonly attempt_count: number
-  readonly secret_salt: string
-}
+const ClaimedDelivery = Schema.Struct({
+  id: Schema.String,
+  config_id: Schema.String,
+  url: Schema.String,
+  body: Schema.String,
+  attempt_count: Schema.Number,
+  secret_salt: Schema.String
+})
+export type ClaimedDelivery = typeof ClaimedDelivery.Type
 
-export interface AttemptRow {
-  readonly delivery_id: string
-  readonly attempt: number
-  readonly attempted_at: Date
-  readonly duration_ms: number
-  readonly response_status: number | null
-  readonly error: string | null
-  readonly succeeded: boolean
-}
+const AttemptRow = Schema.Struct({
+  delivery_id: Schema.String,
+  attempt: Schema.Number,
+  attempted_at: Schema.DateFromSelf,
+  duration_ms: Schema.Number,
+  response_status: Schema.NullOr(Schema.Number),
+  error: Schema.NullOr(Schema.String),
+  succeeded: Schema.Boolean
+})
+export type AttemptRow = typeof AttemptRow.Type
 
 export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("billing/DeliveryRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+
+    const claimDue = SqlSchema.findAll({
+      Request: Schema.Struct({ limit: Schema.Number, leaseSeconds: Schema.Number }),
+      Result: ClaimedDelivery,
+      execute: ({ leaseSeconds, limit }) => sql`
+        with due as (
+          select id from webhook_deliveries
+          where status = 'pending' and next_attempt_at <= now()
+          order by next_attempt_at limit ${limit}
+          for update skip locked
+        ), claimed as (
+          update webhook_deliveries d set next_attempt_at = now() + make_interval(secs => ${leaseSeconds})
+          from due where d.id = due.id
+          returning d.id, d.config_id, d.url, d.body, d.attempt_count
+        )
+        select claimed.id, claimed.config_id, claimed.url, claimed.body, claimed.attempt_count, c.secret_salt
+        from claimed join budget_alert_configs c on c.id = claimed.config_id`
+    })
+
+    const listForConfig = SqlSchema.findAll({
+      Request: Schema.Struct({ workspaceId: Schema.String, configId: Schema.String }),
+      Result: DeliveryRow,
+      execute: ({ configId, workspaceId }) => sql`
+        select id, firing_id, config_id, workspace_id, url, status, attempt_count, next_attempt_at, created_at, updated_at
+        from webhook_deliveries where workspace_id = ${workspaceId} and config_id = ${configId}
+        order by created_at desc, id desc limit 100`
+    })
+
+    const attemptsOf = SqlSchema.findAll({
+      Request: Schema.Array(Schema.String),
+      Result: AttemptRow,
+      execute: (deliveryIds) => sql`
+        select delivery_id, attempt, attempted_at, duration_ms, response_status, error, succeeded
+        from webhook_delivery_attempts where delivery_id in ${sql.in(deliveryIds)}
+        order by delivery_id, attempt`
+    })
 
     return dieOnErrors({
       /** One delivery per firing; a second insert for the same firing changes nothing. */
@@ -57,20 +96,7 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("billing/Delive
        * Claims up to `limit` due deliveries for `leaseSeconds` (pushing their
        * next attempt out), so no other worker attempts them meanwhile.
        */
-      claimDue: (limit: number, leaseSeconds: number) =>
-        sql<ClaimedDelivery>`
-          with due as (
-            select id from webhook_deliveries
-            where status = 'pending' and next_attempt_at <= now()
-            order by next_attempt_at limit ${limit}
-            for update skip locked
-          ), claimed as (
-            update webhook_deliveries d set next_attempt_at = now() + make_interval(secs => ${leaseSeconds})
-            from due where d.id = due.id
-            returning d.id, d.config_id, d.url, d.body, d.attempt_count
-          )
-          select claimed.id, claimed.config_id, claimed.url, claimed.body, claimed.attempt_count, c.secret_salt
-          from claimed join budget_alert_configs c on c.id = claimed.config_id`,
+      claimDue: (limit: number, leaseSeconds: number) => claimDue({ limit, leaseSeconds }),
 
       /** Records one attempt and the delivery's state after it, together. */
       recordAttempt: (
@@ -87,19 +113,10 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("billing/Delive
           )
         ),
 
-      listForConfig: (workspaceId: string, configId: string) =>
-        sql<DeliveryRow>`
-          select id, firing_id, config_id, workspace_id, url, status, attempt_count, next_attempt_at, created_at, updated_at
-          from webhook_deliveries where workspace_id = ${workspaceId} and config_id = ${configId}
-          order by created_at desc, id desc limit 100`,
+      listForConfig: (workspaceId: string, configId: string) => listForConfig({ workspaceId, configId }),
 
       attemptsOf: (deliveryIds: ReadonlyArray<string>) =>
-        deliveryIds.length === 0
-          ? Effect.succeed([] as ReadonlyArray<AttemptRow>)
-          : sql<AttemptRow>`
-              select delivery_id, attempt, attempted_at, duration_ms, response_status, error, succeeded
-              from webhook_delivery_attempts where delivery_id in ${sql.in(deliveryIds)}
-              order by delivery_id, attempt`
+        deliveryIds.length === 0 ? Effect.succeed([] as ReadonlyArray<AttemptRow>) : attemptsOf(deliveryIds)
     })
   })
 }) {}

@@ -76,37 +76,32 @@ export class Pricing extends Effect.Service<Pricing>()("billing/Pricing", {
     // The gateway reads prices per request: cached until the workspace's prices change (in any instance).
     const cache = yield* makeNoticeCache<Option.Option<ModelPrice>>("llm_pricing")
 
-    const list = (workspaceId: string) => Effect.map(repo.list(workspaceId), (rows) => rows.map(toLlmPrice))
+    const list = Effect.fn("Pricing.list")(function* (workspaceId: string) {
+      return (yield* repo.list(workspaceId)).map(toLlmPrice)
+    })
 
-    const put = (
+    const put = Effect.fn("Pricing.put")(function* (
       workspaceId: string,
       rawModel: string,
       input: { readonly input_per_million_minor: number; readonly output_per_million_minor: number }
-    ) =>
-      Effect.gen(function* () {
-        const model = yield* checkedModel(rawModel)
-        const row = yield* repo.upsert(
-          workspaceId,
-          model,
-          input.input_per_million_minor,
-          input.output_per_million_minor
-        )
-        yield* cache.changed(workspaceId)
-        return toLlmPrice(row)
-      })
+    ) {
+      const model = yield* checkedModel(rawModel)
+      const row = yield* repo.upsert(workspaceId, model, input.input_per_million_minor, input.output_per_million_minor)
+      yield* cache.changed(workspaceId)
+      return toLlmPrice(row)
+    })
 
-    const remove = (workspaceId: string, rawModel: string) =>
-      Effect.gen(function* () {
-        const model = yield* checkedModel(rawModel)
-        const removed = yield* repo.remove(workspaceId, model)
-        yield* cache.changed(workspaceId)
-        if (!removed) {
-          return yield* new NotFound({
-            code: "price_not_found",
-            message: `No price is set for model ${model} in this workspace.`
-          })
-        }
-      })
+    const remove = Effect.fn("Pricing.remove")(function* (workspaceId: string, rawModel: string) {
+      const model = yield* checkedModel(rawModel)
+      const removed = yield* repo.remove(workspaceId, model)
+      yield* cache.changed(workspaceId)
+      if (!removed) {
+        return yield* new NotFound({
+          code: "price_not_found",
+          message: `No price is set for model ${model} in this workspace.`
+        })
+      }
+    })
 
     /** The price of a raw model string (normalized before lookup); none when unpriced. */
     const priceOf = (workspaceId: string, rawModel: string) => {

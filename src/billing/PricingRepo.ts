@@ -1,39 +1,67 @@
 /** SQL of the workspace's LLM prices. Every query takes the workspace id. */
-import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
 
-export interface PriceRow {
-  readonly model: string
-  readonly currency: string
+const PriceRow = Schema.Struct({
+  model: Schema.String,
+  currency: Schema.String,
   /** bigint columns arrive as strings from node-postgres. */
-  readonly input_per_million_minor: string | number
-  readonly output_per_million_minor: string | number
-}
+  input_per_million_minor: Schema.Union(Schema.String, Schema.Number),
+  output_per_million_minor: Schema.Union(Schema.String, Schema.Number)
+})
+export type PriceRow = typeof PriceRow.Type
+
+const ModelKey = Schema.Struct({ workspaceId: Schema.String, model: Schema.String })
 
 export class PricingRepo extends Effect.Service<PricingRepo>()("billing/PricingRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const columns = sql`model, currency, input_per_million_minor, output_per_million_minor`
+
+    const list = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: PriceRow,
+      execute: (workspaceId) =>
+        sql`select ${columns} from llm_prices where workspace_id = ${workspaceId} order by model`
+    })
+    const find = SqlSchema.findOne({
+      Request: ModelKey,
+      Result: PriceRow,
+      execute: ({ model, workspaceId }) =>
+        sql`select ${columns} from llm_prices where workspace_id = ${workspaceId} and model = ${model}`
+    })
+    const upsert = SqlSchema.single({
+      Request: Schema.Struct({
+        workspaceId: Schema.String,
+        model: Schema.String,
+        input: Schema.Number,
+        output: Schema.Number
+      }),
+      Result: PriceRow,
+      execute: ({ input, model, output, workspaceId }) =>
+        sql`insert into llm_prices (workspace_id, model, input_per_million_minor, output_per_million_minor)
+            values (${workspaceId}, ${model}, ${input}, ${output})
+            on conflict (workspace_id, model) do update
+              set input_per_million_minor = excluded.input_per_million_minor,
+                  output_per_million_minor = excluded.output_per_million_minor,
+                  updated_at = now()
+            returning ${columns}`
+    })
+    const remove = SqlSchema.findAll({
+      Request: ModelKey,
+      Result: Schema.Struct({ model: Schema.String }),
+      execute: ({ model, workspaceId }) =>
+        sql`delete from llm_prices where workspace_id = ${workspaceId} and model = ${model} returning model`
+    })
+
     return dieOnErrors({
-      list: (workspaceId: string) =>
-        sql<PriceRow>`select ${columns} from llm_prices where workspace_id = ${workspaceId} order by model`,
-      find: (workspaceId: string, model: string) =>
-        sql<PriceRow>`select ${columns} from llm_prices
-                      where workspace_id = ${workspaceId} and model = ${model}`.pipe(
-          Effect.map((rows) => Option.fromNullable(rows[0]))
-        ),
+      list: (workspaceId: string) => list(workspaceId),
+      find: (workspaceId: string, model: string) => find({ workspaceId, model }),
       upsert: (workspaceId: string, model: string, input: number, output: number) =>
-        sql<PriceRow>`insert into llm_prices (workspace_id, model, input_per_million_minor, output_per_million_minor)
-                      values (${workspaceId}, ${model}, ${input}, ${output})
-                      on conflict (workspace_id, model) do update
-                        set input_per_million_minor = excluded.input_per_million_minor,
-                            output_per_million_minor = excluded.output_per_million_minor,
-                            updated_at = now()
-                      returning ${columns}`.pipe(Effect.map((rows) => rows[0]!)),
+        upsert({ workspaceId, model, input, output }),
       remove: (workspaceId: string, model: string) =>
-        sql<{ model: string }>`delete from llm_prices where workspace_id = ${workspaceId} and model = ${model}
-                               returning model`.pipe(Effect.map((rows) => rows.length > 0))
+        Effect.map(remove({ workspaceId, model }), (rows) => rows.length > 0)
     })
   })
 }) {}

@@ -1,36 +1,44 @@
 /** SQL of LLM usage records. Every read takes the workspace id. */
 import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
 import type { LlmUsageMessage } from "./Domain.js"
 
-export interface UsageRow {
-  readonly id: string
-  readonly workspace_id: string
-  readonly api_key_id: string | null
-  readonly principal_id: string | null
-  readonly agent_id: string | null
-  readonly request_id: string
-  readonly kind: string
-  readonly model: string
-  readonly prompt_tokens: string
-  readonly completion_tokens: string
-  readonly currency: string
-  readonly cost_minor: string
-  readonly cost_usd_nanos: string
-  readonly unpriced: boolean
-  readonly effective_at: Date
-  readonly metadata: unknown
-}
+/** A usage record; the bigint and numeric columns are selected as text. */
+const UsageRow = Schema.Struct({
+  id: Schema.String,
+  workspace_id: Schema.String,
+  api_key_id: Schema.NullOr(Schema.String),
+  principal_id: Schema.NullOr(Schema.String),
+  agent_id: Schema.NullOr(Schema.String),
+  request_id: Schema.String,
+  kind: Schema.String,
+  model: Schema.String,
+  prompt_tokens: Schema.String,
+  completion_tokens: Schema.String,
+  currency: Schema.String,
+  cost_minor: Schema.String,
+  cost_usd_nanos: Schema.String,
+  unpriced: Schema.Boolean,
+  effective_at: Schema.DateFromSelf,
+  metadata: Schema.Unknown
+})
+export type UsageRow = typeof UsageRow.Type
 
-export interface GroupRow {
-  readonly key: string | null
-  readonly event_count: string
-  readonly prompt_tokens: string
-  readonly completion_tokens: string
-  readonly cost_minor: string
-  readonly cost_usd_nanos: string
-}
+/** Sums of one bucket, as text. */
+const GroupRow = Schema.Struct({
+  key: Schema.NullOr(Schema.String),
+  event_count: Schema.String,
+  prompt_tokens: Schema.String,
+  completion_tokens: Schema.String,
+  cost_minor: Schema.String,
+  cost_usd_nanos: Schema.String
+})
+export type GroupRow = typeof GroupRow.Type
+
+const decodeIds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String })))
+const decodeUsages = Schema.decodeUnknown(Schema.Array(UsageRow))
+const decodeGroups = Schema.decodeUnknown(Schema.Array(GroupRow))
 
 export interface UsageFilters {
   readonly principal_id?: string | undefined
@@ -68,7 +76,7 @@ export class UsageRepo extends Effect.Service<UsageRepo>()("billing/UsageRepo", 
       insertNew: (usages: ReadonlyArray<LlmUsageMessage>) =>
         usages.length === 0
           ? Effect.succeed(new Set<string>())
-          : sql<{ id: string }>`
+          : sql`
           insert into llm_usage_events ${sql.insert(
             usages.map((usage) => ({
               id: usage.id,
@@ -89,7 +97,10 @@ export class UsageRepo extends Effect.Service<UsageRepo>()("billing/UsageRepo", 
               metadata: JSON.stringify(usage.metadata ?? null)
             }))
           )}
-          on conflict (id) do nothing returning id`.pipe(Effect.map((rows) => new Set(rows.map((row) => row.id)))),
+          on conflict (id) do nothing returning id`.pipe(
+              Effect.flatMap(decodeIds),
+              Effect.map((rows) => new Set(rows.map((row) => row.id)))
+            ),
 
       /** Newest first, `limit + 1` rows after the (effective_at, id) cursor. */
       list: (
@@ -98,7 +109,7 @@ export class UsageRepo extends Effect.Service<UsageRepo>()("billing/UsageRepo", 
         limit: number,
         after: Option.Option<{ readonly at: string; readonly id: string }>
       ) =>
-        sql<UsageRow>`
+        sql`
           select id, workspace_id, api_key_id, principal_id, agent_id, request_id, kind, model,
                  prompt_tokens::text, completion_tokens::text, currency, cost_minor::text,
                  cost_usd_nanos::text, unpriced, effective_at, metadata
@@ -109,11 +120,11 @@ export class UsageRepo extends Effect.Service<UsageRepo>()("billing/UsageRepo", 
             onSome: ({ at, id }) => sql`and (effective_at, id) < (${at}::timestamptz, ${id})`
           })}
           order by effective_at desc, id desc
-          limit ${limit + 1}`,
+          limit ${limit + 1}`.pipe(Effect.flatMap(decodeUsages)),
 
       /** Sums per bucket, in key order (days chronologically). */
       groups: (workspaceId: string, filters: UsageFilters, groupBy: GroupBy) =>
-        sql<GroupRow>`
+        sql`
           select ${groupKey(groupBy)} as key,
                  count(*)::text as event_count,
                  coalesce(sum(prompt_tokens), 0)::text as prompt_tokens,
@@ -123,7 +134,7 @@ export class UsageRepo extends Effect.Service<UsageRepo>()("billing/UsageRepo", 
           from llm_usage_events
           where ${where(workspaceId, filters)}
           group by 1
-          order by 1 asc nulls last`
+          order by 1 asc nulls last`.pipe(Effect.flatMap(decodeGroups))
     })
   })
 }) {}

@@ -43,46 +43,50 @@ export class LlmUsage extends Effect.Service<LlmUsage>()("billing/LlmUsage", {
   effect: Effect.gen(function* () {
     const repo = yield* UsageRepo
 
-    const list = (workspaceId: string, query: UsageQuery, limit: number, cursor: string | undefined) =>
-      Effect.gen(function* () {
-        // RFC 3339 allows lowercase t/z; PostgreSQL wants them upper case.
-        const filters = {
-          ...query,
-          start: query.start?.toUpperCase(),
-          end: query.end?.toUpperCase()
+    const list = Effect.fn("LlmUsage.list")(function* (
+      workspaceId: string,
+      query: UsageQuery,
+      limit: number,
+      cursor: string | undefined
+    ) {
+      // RFC 3339 allows lowercase t/z; PostgreSQL wants them upper case.
+      const filters = {
+        ...query,
+        start: query.start?.toUpperCase(),
+        end: query.end?.toUpperCase()
+      }
+      if (
+        filters.start !== undefined &&
+        filters.end !== undefined &&
+        Date.parse(filters.start) > Date.parse(filters.end)
+      ) {
+        return yield* new BadRequest({
+          code: "validation_failed",
+          message: "end: must not be before start.",
+          details: [{ path: "end", message: "must not be before start" }]
+        })
+      }
+      if (query.group_by !== undefined) {
+        const groups = yield* repo.groups(workspaceId, filters, query.group_by)
+        return {
+          group_by: query.group_by,
+          groups: groups.map((row) => ({
+            key: row.key,
+            event_count: Number(row.event_count),
+            prompt_tokens: Number(row.prompt_tokens),
+            completion_tokens: Number(row.completion_tokens),
+            cost_minor: Number(row.cost_minor),
+            cost_usd_nanos: row.cost_usd_nanos
+          }))
         }
-        if (
-          filters.start !== undefined &&
-          filters.end !== undefined &&
-          Date.parse(filters.start) > Date.parse(filters.end)
-        ) {
-          return yield* new BadRequest({
-            code: "validation_failed",
-            message: "end: must not be before start.",
-            details: [{ path: "end", message: "must not be before start" }]
-          })
-        }
-        if (query.group_by !== undefined) {
-          const groups = yield* repo.groups(workspaceId, filters, query.group_by)
-          return {
-            group_by: query.group_by,
-            groups: groups.map((row) => ({
-              key: row.key,
-              event_count: Number(row.event_count),
-              prompt_tokens: Number(row.prompt_tokens),
-              completion_tokens: Number(row.completion_tokens),
-              cost_minor: Number(row.cost_minor),
-              cost_usd_nanos: row.cost_usd_nanos
-            }))
-          }
-        }
-        const { next, page } = yield* pageByTime(cursor, limit, (after) =>
-          Effect.map(repo.list(workspaceId, filters, limit, after), (rows) =>
-            rows.map((row) => ({ ...row, created_at: row.effective_at }))
-          )
+      }
+      const { next, page } = yield* pageByTime(cursor, limit, (after) =>
+        Effect.map(repo.list(workspaceId, filters, limit, after), (rows) =>
+          rows.map((row) => ({ ...row, created_at: row.effective_at }))
         )
-        return { events: page.map(toRecord), ...next }
-      })
+      )
+      return { events: page.map(toRecord), ...next }
+    })
 
     return { list }
   }),

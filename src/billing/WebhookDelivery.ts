@@ -113,48 +113,45 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(
         )
     }).pipe(Effect.forkScoped)
 
-    const attempt = (delivery: ClaimedDelivery) =>
-      Effect.gen(function* () {
-        const number = delivery.attempt_count + 1
-        const started = Date.now()
-        const outcome: Outcome = URL.canParse(delivery.url)
-          ? yield* post(
-              outbound,
-              delivery,
-              deriveWebhookSecret(serviceSecret, delivery.config_id, delivery.secret_salt),
-              config.webhookAttemptTimeoutMillis
-            )
-          : { responseStatus: null, refused: true, error: "webhook_url is not a URL" }
-        const succeeded = outcome.error === null
-        const status = succeeded
-          ? "succeeded"
-          : outcome.refused || number >= config.webhookMaxAttempts
-            ? "failed"
-            : "pending"
-        yield* deliveries.recordAttempt(
-          {
-            delivery_id: delivery.id,
-            attempt: number,
-            attempted_at: new Date(started),
-            duration_ms: Date.now() - started,
-            response_status: outcome.responseStatus,
-            error: outcome.error,
-            succeeded
-          },
-          {
-            status,
-            next_attempt_at:
-              status === "pending"
-                ? new Date(Date.now() + retryDelayMillis(number, config.webhookRetryBaseMillis))
-                : null
-          }
-        )
-        if (status === "failed") {
-          yield* Effect.logWarning("budget alert webhook delivery gave up").pipe(
-            Effect.annotateLogs({ delivery_id: delivery.id, attempts: number })
+    const attempt = Effect.fn("WebhookDelivery.attempt")(function* (delivery: ClaimedDelivery) {
+      const number = delivery.attempt_count + 1
+      const started = Date.now()
+      const outcome: Outcome = URL.canParse(delivery.url)
+        ? yield* post(
+            outbound,
+            delivery,
+            deriveWebhookSecret(serviceSecret, delivery.config_id, delivery.secret_salt),
+            config.webhookAttemptTimeoutMillis
           )
+        : { responseStatus: null, refused: true, error: "webhook_url is not a URL" }
+      const succeeded = outcome.error === null
+      const status = succeeded
+        ? "succeeded"
+        : outcome.refused || number >= config.webhookMaxAttempts
+          ? "failed"
+          : "pending"
+      yield* deliveries.recordAttempt(
+        {
+          delivery_id: delivery.id,
+          attempt: number,
+          attempted_at: new Date(started),
+          duration_ms: Date.now() - started,
+          response_status: outcome.responseStatus,
+          error: outcome.error,
+          succeeded
+        },
+        {
+          status,
+          next_attempt_at:
+            status === "pending" ? new Date(Date.now() + retryDelayMillis(number, config.webhookRetryBaseMillis)) : null
         }
-      })
+      )
+      if (status === "failed") {
+        yield* Effect.logWarning("budget alert webhook delivery gave up").pipe(
+          Effect.annotateLogs({ delivery_id: delivery.id, attempts: number })
+        )
+      }
+    })
 
     const idleMillis = Math.max(config.pollIntervalMillis * 2, 100)
     // Attempts run in fibers of their own (at most CLAIM_BATCH at once), so one slow receiver

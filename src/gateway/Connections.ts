@@ -89,10 +89,11 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
         updated_at: toTimestamp(row.updated_at)
       })
 
-    const listConnections = (workspaceId: string) =>
-      Effect.map(repo.listConnections(workspaceId), (rows) => rows.map(toConnection))
+    const listConnections = Effect.fn("Connections.listConnections")(function* (workspaceId: string) {
+      return (yield* repo.listConnections(workspaceId)).map(toConnection)
+    })
 
-    const createConnection = (
+    const createConnection = Effect.fn("Connections.createConnection")(function* (
       workspaceId: string,
       input: {
         readonly display_name: string
@@ -101,23 +102,22 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
         readonly base_url?: string | undefined
         readonly default_model?: string | null | undefined
       }
-    ) =>
-      Effect.gen(function* () {
-        const baseUrl = yield* checkBaseUrl(input.base_url ?? DEFAULT_BASE_URL[input.kind])
-        const id = prefixedId("pc")
-        const row = yield* repo.insertConnection({
-          id,
-          workspace_id: workspaceId,
-          display_name: input.display_name,
-          kind: input.kind,
-          base_url: baseUrl,
-          default_model: input.default_model ?? null,
-          encrypted_api_key: cipher.encrypt(workspaceId, id, input.provider_api_key)
-        })
-        return toConnection(row)
+    ) {
+      const baseUrl = yield* checkBaseUrl(input.base_url ?? DEFAULT_BASE_URL[input.kind])
+      const id = prefixedId("pc")
+      const row = yield* repo.insertConnection({
+        id,
+        workspace_id: workspaceId,
+        display_name: input.display_name,
+        kind: input.kind,
+        base_url: baseUrl,
+        default_model: input.default_model ?? null,
+        encrypted_api_key: cipher.encrypt(workspaceId, id, input.provider_api_key)
       })
+      return toConnection(row)
+    })
 
-    const updateConnection = (
+    const updateConnection = Effect.fn("Connections.updateConnection")(function* (
       workspaceId: string,
       id: string,
       patch: {
@@ -126,51 +126,49 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
         readonly base_url?: string | null | undefined
         readonly default_model?: string | null | undefined
       }
-    ) =>
-      Effect.gen(function* () {
-        const current = yield* repo.findConnection(workspaceId, id).pipe(orFailWith(() => connectionNotFound(id)))
-        const changes: { -readonly [K in keyof ConnectionChanges]: ConnectionChanges[K] } = {}
-        if (patch.display_name !== undefined) changes.display_name = patch.display_name
-        if (patch.default_model !== undefined) changes.default_model = patch.default_model
-        if (patch.base_url !== undefined) {
-          const baseUrl = yield* checkBaseUrl(patch.base_url ?? DEFAULT_BASE_URL[current.kind as ProviderKind])
-          // The stored key must not follow a new base_url to another server: moving it takes a key for it.
-          if (baseUrl !== current.base_url && patch.provider_api_key === undefined) {
-            return yield* new BadRequest({
-              code: "validation_failed",
-              message: "provider_api_key: changing base_url requires provider_api_key in the same request.",
-              details: [{ path: "provider_api_key", message: "required when base_url changes" }]
-            })
-          }
-          changes.base_url = baseUrl
+    ) {
+      const current = yield* repo.findConnection(workspaceId, id).pipe(orFailWith(() => connectionNotFound(id)))
+      const changes: { -readonly [K in keyof ConnectionChanges]: ConnectionChanges[K] } = {}
+      if (patch.display_name !== undefined) changes.display_name = patch.display_name
+      if (patch.default_model !== undefined) changes.default_model = patch.default_model
+      if (patch.base_url !== undefined) {
+        const baseUrl = yield* checkBaseUrl(patch.base_url ?? DEFAULT_BASE_URL[current.kind as ProviderKind])
+        // The stored key must not follow a new base_url to another server: moving it takes a key for it.
+        if (baseUrl !== current.base_url && patch.provider_api_key === undefined) {
+          return yield* new BadRequest({
+            code: "validation_failed",
+            message: "provider_api_key: changing base_url requires provider_api_key in the same request.",
+            details: [{ path: "provider_api_key", message: "required when base_url changes" }]
+          })
         }
-        if (patch.provider_api_key !== undefined) {
-          changes.encrypted_api_key = cipher.encrypt(workspaceId, id, patch.provider_api_key)
-        }
-        if (Object.keys(changes).length === 0) return toConnection(current)
-        const row = yield* repo
-          .updateConnection(workspaceId, id, changes)
-          .pipe(orFailWith(() => connectionNotFound(id)))
-        yield* targets.changed(workspaceId)
-        return toConnection(row)
-      })
+        changes.base_url = baseUrl
+      }
+      if (patch.provider_api_key !== undefined) {
+        changes.encrypted_api_key = cipher.encrypt(workspaceId, id, patch.provider_api_key)
+      }
+      if (Object.keys(changes).length === 0) return toConnection(current)
+      const row = yield* repo.updateConnection(workspaceId, id, changes).pipe(orFailWith(() => connectionNotFound(id)))
+      yield* targets.changed(workspaceId)
+      return toConnection(row)
+    })
 
     const checkConnection = (workspaceId: string, id: string) =>
       repo.findConnection(workspaceId, id).pipe(orFailWith(() => connectionNotFound(id, "provider_connection_id")))
 
-    const listRoutes = (workspaceId: string) => Effect.map(repo.listRoutes(workspaceId), (rows) => rows.map(toRoute))
+    const listRoutes = Effect.fn("Connections.listRoutes")(function* (workspaceId: string) {
+      return (yield* repo.listRoutes(workspaceId)).map(toRoute)
+    })
 
-    const createRoute = (
+    const createRoute = Effect.fn("Connections.createRoute")(function* (
       workspaceId: string,
       input: { readonly agent_id: string; readonly display_name: string; readonly provider_connection_id: string }
-    ) =>
-      Effect.gen(function* () {
-        yield* checkConnection(workspaceId, input.provider_connection_id)
-        const row = yield* repo.insertRoute({ id: prefixedId("gwr"), workspace_id: workspaceId, ...input })
-        return toRoute(row)
-      })
+    ) {
+      yield* checkConnection(workspaceId, input.provider_connection_id)
+      const row = yield* repo.insertRoute({ id: prefixedId("gwr"), workspace_id: workspaceId, ...input })
+      return toRoute(row)
+    })
 
-    const updateRoute = (
+    const updateRoute = Effect.fn("Connections.updateRoute")(function* (
       workspaceId: string,
       id: string,
       patch: {
@@ -178,15 +176,13 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
         readonly display_name?: string | undefined
         readonly provider_connection_id?: string | undefined
       }
-    ) =>
-      Effect.gen(function* () {
-        if (patch.provider_connection_id !== undefined)
-          yield* checkConnection(workspaceId, patch.provider_connection_id)
-        const changes = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined))
-        const row = yield* repo.updateRoute(workspaceId, id, changes).pipe(orFailWith(() => routeNotFound(id)))
-        yield* targets.changed(workspaceId)
-        return toRoute(row)
-      })
+    ) {
+      if (patch.provider_connection_id !== undefined) yield* checkConnection(workspaceId, patch.provider_connection_id)
+      const changes = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined))
+      const row = yield* repo.updateRoute(workspaceId, id, changes).pipe(orFailWith(() => routeNotFound(id)))
+      yield* targets.changed(workspaceId)
+      return toRoute(row)
+    })
 
     /** `target` from the cache alone (undefined when not cached). */
     const peekTarget = (workspaceId: string, routeId: string) => targets.peek(`${workspaceId}|${routeId}`)

@@ -1,39 +1,42 @@
 /** SQL of provider connections and gateway routes. Every query takes the workspace id. */
-import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
 
-export interface ConnectionRow {
-  readonly id: string
-  readonly workspace_id: string
-  readonly display_name: string
-  readonly kind: string
-  readonly base_url: string
-  readonly default_model: string | null
-  readonly encrypted_api_key: string
-  readonly created_at: Date
-  readonly updated_at: Date
-}
+const ConnectionRow = Schema.Struct({
+  id: Schema.String,
+  workspace_id: Schema.String,
+  display_name: Schema.String,
+  kind: Schema.String,
+  base_url: Schema.String,
+  default_model: Schema.NullOr(Schema.String),
+  encrypted_api_key: Schema.String,
+  created_at: Schema.DateFromSelf,
+  updated_at: Schema.DateFromSelf
+})
+export type ConnectionRow = typeof ConnectionRow.Type
 
-export interface RouteRow {
-  readonly id: string
-  readonly agent_id: string
-  readonly display_name: string
-  readonly provider_connection_id: string
-  readonly created_at: Date
-  readonly updated_at: Date
-}
+const RouteRow = Schema.Struct({
+  id: Schema.String,
+  agent_id: Schema.String,
+  display_name: Schema.String,
+  provider_connection_id: Schema.String,
+  created_at: Schema.DateFromSelf,
+  updated_at: Schema.DateFromSelf
+})
+export type RouteRow = typeof RouteRow.Type
 
 /** A route with its connection, as the proxy needs it. */
-export interface RouteTarget {
-  readonly route_id: string
-  readonly agent_id: string
-  readonly connection_id: string
-  readonly kind: string
-  readonly base_url: string
-  readonly default_model: string | null
-  readonly encrypted_api_key: string
-}
+const RouteTarget = Schema.Struct({
+  route_id: Schema.String,
+  agent_id: Schema.String,
+  connection_id: Schema.String,
+  kind: Schema.String,
+  base_url: Schema.String,
+  default_model: Schema.NullOr(Schema.String),
+  encrypted_api_key: Schema.String
+})
+export type RouteTarget = typeof RouteTarget.Type
 
 export interface ConnectionChanges {
   readonly display_name?: string
@@ -50,47 +53,74 @@ export interface RouteChanges {
 
 const first = <A>(rows: ReadonlyArray<A>) => Option.fromNullable(rows[0])
 
+const Key = Schema.Struct({ workspaceId: Schema.String, id: Schema.String })
+
+const decodeConnections = Schema.decodeUnknown(Schema.Array(ConnectionRow))
+const decodeRoutes = Schema.decodeUnknown(Schema.Array(RouteRow))
+
 export class GatewayRepo extends Effect.Service<GatewayRepo>()("gateway/GatewayRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const routeColumns = sql`id, agent_id, display_name, provider_connection_id, created_at, updated_at`
 
+    const listConnections = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: ConnectionRow,
+      execute: (workspaceId) => sql`select * from provider_connections where workspace_id = ${workspaceId}
+                                    order by created_at desc, id desc`
+    })
+    const findConnection = SqlSchema.findOne({
+      Request: Key,
+      Result: ConnectionRow,
+      execute: ({ id, workspaceId }) =>
+        sql`select * from provider_connections where workspace_id = ${workspaceId} and id = ${id}`
+    })
+    const listRoutes = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: RouteRow,
+      execute: (workspaceId) => sql`select ${routeColumns} from gateway_routes where workspace_id = ${workspaceId}
+                                    order by created_at desc, id desc`
+    })
+    const routeTarget = SqlSchema.findOne({
+      Request: Key,
+      Result: RouteTarget,
+      execute: ({ id, workspaceId }) => sql`
+        select r.id as route_id, r.agent_id, c.id as connection_id, c.kind, c.base_url, c.default_model,
+               c.encrypted_api_key
+          from gateway_routes r
+          join provider_connections c on c.id = r.provider_connection_id and c.workspace_id = r.workspace_id
+         where r.workspace_id = ${workspaceId} and r.id = ${id}`
+    })
+
     return dieOnErrors({
-      listConnections: (workspaceId: string) =>
-        sql<ConnectionRow>`select * from provider_connections where workspace_id = ${workspaceId}
-                           order by created_at desc, id desc`,
-      findConnection: (workspaceId: string, id: string) =>
-        sql<ConnectionRow>`select * from provider_connections where workspace_id = ${workspaceId} and id = ${id}`.pipe(
-          Effect.map(first)
-        ),
+      listConnections: (workspaceId: string) => listConnections(workspaceId),
+      findConnection: (workspaceId: string, id: string) => findConnection({ workspaceId, id }),
       insertConnection: (row: Omit<ConnectionRow, "created_at" | "updated_at">) =>
-        sql<ConnectionRow>`insert into provider_connections ${sql.insert(row)} returning *`.pipe(
+        sql`insert into provider_connections ${sql.insert(row)} returning *`.pipe(
+          Effect.flatMap(decodeConnections),
           Effect.map((rows) => rows[0]!)
         ),
       updateConnection: (workspaceId: string, id: string, changes: ConnectionChanges) =>
-        sql<ConnectionRow>`update provider_connections set ${sql.update({ ...changes, updated_at: new Date() })}
-                           where workspace_id = ${workspaceId} and id = ${id} returning *`.pipe(Effect.map(first)),
-
-      listRoutes: (workspaceId: string) =>
-        sql<RouteRow>`select ${routeColumns} from gateway_routes where workspace_id = ${workspaceId}
-                      order by created_at desc, id desc`,
-      insertRoute: (row: Omit<RouteRow, "created_at" | "updated_at"> & { readonly workspace_id: string }) =>
-        sql<RouteRow>`insert into gateway_routes ${sql.insert(row)} returning ${routeColumns}`.pipe(
-          Effect.map((rows) => rows[0]!)
-        ),
-      updateRoute: (workspaceId: string, id: string, changes: RouteChanges) =>
-        sql<RouteRow>`update gateway_routes set ${sql.update({ ...changes, updated_at: new Date() })}
-                      where workspace_id = ${workspaceId} and id = ${id} returning ${routeColumns}`.pipe(
+        sql`update provider_connections set ${sql.update({ ...changes, updated_at: new Date() })}
+            where workspace_id = ${workspaceId} and id = ${id} returning *`.pipe(
+          Effect.flatMap(decodeConnections),
           Effect.map(first)
         ),
 
-      routeTarget: (workspaceId: string, routeId: string) =>
-        sql<RouteTarget>`
-          select r.id as route_id, r.agent_id, c.id as connection_id, c.kind, c.base_url, c.default_model,
-                 c.encrypted_api_key
-            from gateway_routes r
-            join provider_connections c on c.id = r.provider_connection_id and c.workspace_id = r.workspace_id
-           where r.workspace_id = ${workspaceId} and r.id = ${routeId}`.pipe(Effect.map(first))
+      listRoutes: (workspaceId: string) => listRoutes(workspaceId),
+      insertRoute: (row: Omit<RouteRow, "created_at" | "updated_at"> & { readonly workspace_id: string }) =>
+        sql`insert into gateway_routes ${sql.insert(row)} returning ${routeColumns}`.pipe(
+          Effect.flatMap(decodeRoutes),
+          Effect.map((rows) => rows[0]!)
+        ),
+      updateRoute: (workspaceId: string, id: string, changes: RouteChanges) =>
+        sql`update gateway_routes set ${sql.update({ ...changes, updated_at: new Date() })}
+            where workspace_id = ${workspaceId} and id = ${id} returning ${routeColumns}`.pipe(
+          Effect.flatMap(decodeRoutes),
+          Effect.map(first)
+        ),
+
+      routeTarget: (workspaceId: string, routeId: string) => routeTarget({ workspaceId, id: routeId })
     })
   })
 }) {}

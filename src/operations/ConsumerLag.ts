@@ -5,13 +5,13 @@
  * use); with the database log, each group's position against the log's last
  * offset of the topic (one partition, `0`).
  */
-import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { type Admin, Kafka, logLevel } from "kafkajs"
 import { AppConfig, isKafkaEnabled } from "../platform/Config.js"
 import { allTopics } from "../platform/Topics.js"
 import type { Gauge, GaugeSample } from "./Metrics.js"
 import { kafkaConnectionOf } from "../platform/KafkaConnection.js"
+import { databaseLogLag } from "./Repo.js"
 
 const NAME = "guardrail_consumer_lag"
 const HELP = "Events in the log not yet processed by a consumer group, by group, topic and partition."
@@ -59,15 +59,8 @@ const kafkaLag = (admin: Admin, prefix: string) =>
     return samples
   })
 
-const databaseLag = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  sql<{ group_id: string; topic: string; lag: string }>`
-    select p.group_id, p.topic,
-           (select count(*) from event_log l where l.topic = p.topic and l."offset" > p.position)::text as lag
-    from consumer_positions p order by p.group_id, p.topic`.pipe(
-    Effect.map((rows) =>
-      rows.map((row) => ({ labels: { group: row.group_id, topic: row.topic, partition: "0" }, value: Number(row.lag) }))
-    )
-  )
+const databaseLag = Effect.map(databaseLogLag, (rows) =>
+  rows.map((row) => ({ labels: { group: row.group_id, topic: row.topic, partition: "0" }, value: row.lag }))
 )
 
 /** The consumer-lag gauge for this process's event log; scoped (the Kafka admin client is closed with the scope). */

@@ -5,9 +5,10 @@
  * (consumer lag, outbox backlog, budget reservations) are read from their
  * sources at scrape time. Other domains add a gauge with `registerGauge`.
  */
-import { SqlClient } from "@effect/sql"
+import type { SqlClient } from "@effect/sql"
 import { Effect, Metric, MetricBoundaries, MetricKey, MetricState } from "effect"
 import type { AppConfig } from "../platform/Config.js"
+import { budgetReservationsInFlight, outboxBacklog as outboxRows } from "./Repo.js"
 
 const requestsTotal = MetricKey.counter("guardrail_http_requests_total", {
   description: "HTTP requests answered, by method, route template and status."
@@ -95,11 +96,7 @@ export const registerGauge = (gauge: Gauge) => {
 const outboxBacklog: Gauge = {
   name: "guardrail_outbox_backlog",
   help: "Events committed to the outbox and not yet published to the event log.",
-  read: Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ count: string }>`select count(*)::text as count from outbox`.pipe(
-      Effect.map((rows) => [{ labels: {}, value: Number(rows[0]?.count ?? 0) }])
-    )
-  )
+  read: Effect.map(outboxRows, (count) => [{ labels: {}, value: count }])
 }
 
 /**
@@ -109,15 +106,7 @@ const outboxBacklog: Gauge = {
 const budgetReservations: Gauge = {
   name: "guardrail_budget_reservations_in_flight",
   help: "LLM budget reservations and leases holding budget (not yet settled, returned or expired).",
-  read: Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    const [exists] = yield* sql<{ exists: boolean }>`
-      select to_regclass('llm_budget_reservations') is not null as exists`
-    if (exists?.exists !== true) return [{ labels: {}, value: 0 }]
-    const rows = yield* sql<{ count: string }>`
-      select count(*)::text as count from llm_budget_reservations where expires_at > now() and amount_usd_nanos > 0`
-    return [{ labels: {}, value: Number(rows[0]?.count ?? 0) }]
-  })
+  read: Effect.map(budgetReservationsInFlight, (count) => [{ labels: {}, value: count }])
 }
 
 // ---- rendering
@@ -180,11 +169,10 @@ const renderGauge = (gauge: Gauge) =>
   )
 
 /** The whole exposition: effect metrics, then the built-in and registered gauges (`extra` first). */
-export const renderMetrics = (extra: ReadonlyArray<Gauge>) =>
-  Effect.gen(function* () {
-    const counters = yield* renderEffectMetrics
-    const gauges = yield* Effect.forEach([...extra, outboxBacklog, budgetReservations, ...registered], renderGauge, {
-      concurrency: 4
-    })
-    return `${[...counters, ...gauges].join("\n")}\n`
+export const renderMetrics = Effect.fn("Metrics.render")(function* (extra: ReadonlyArray<Gauge>) {
+  const counters = yield* renderEffectMetrics
+  const gauges = yield* Effect.forEach([...extra, outboxBacklog, budgetReservations, ...registered], renderGauge, {
+    concurrency: 4
   })
+  return `${[...counters, ...gauges].join("\n")}\n`
+})

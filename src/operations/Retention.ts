@@ -9,10 +9,10 @@
  * Other domains extend `retentionTargets` (or call `addRetentionTarget`) with
  * their event tables; a target whose table does not exist is skipped.
  */
-import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "../platform/Config.js"
 import { pruneEventPlumbing, type PruneWindows } from "./EventPruning.js"
+import { deleteExpiredBatch, presentTables, workspaceRetentions } from "./Repo.js"
 
 export interface RetentionTarget {
   readonly table: string
@@ -55,44 +55,30 @@ export interface SweepReport {
 const DAY_MILLIS = 24 * 60 * 60 * 1000
 
 /** One pass over every workspace and target. */
-export const sweep = (batchSize: number) =>
-  Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    const now = yield* Clock.currentTimeMillis
-    const present = yield* sql<{ name: string }>`
-      select c.relname as name from pg_class c
-      where c.relkind in ('r', 'p') and c.relname in ${sql.in(retentionTargets.map((target) => target.table))}
-        and pg_table_is_visible(c.oid)`
-    const targets = retentionTargets.filter((target) => present.some((row) => row.name === target.table))
-    const workspaces = yield* sql<{ workspace_id: string; retention_days: string }>`
-      select workspace_id, retention_days from workspace_settings order by workspace_id`
-    const deleted: Record<string, number> = Object.fromEntries(targets.map((target) => [target.table, 0]))
-    let batches = 0
-    for (const workspace of workspaces) {
-      const days = Number(workspace.retention_days)
-      if (!Number.isSafeInteger(days) || days <= 0) continue
-      const cutoff = new Date(now - days * DAY_MILLIS)
-      for (const target of targets) {
-        while (true) {
-          const table = sql(target.table)
-          const rows = yield* sql<{ count: string }>`
-            with doomed as (
-              select ctid from ${table}
-              where ${sql(target.workspaceColumn)} = ${workspace.workspace_id} and ${sql(target.timeColumn)} < ${cutoff}
-              limit ${batchSize}
-            ), gone as (delete from ${table} where ctid in (select ctid from doomed) returning 1)
-            select count(*)::text as count from gone`
-          const count = Number(rows[0]?.count ?? 0)
-          batches++
-          deleted[target.table] = (deleted[target.table] ?? 0) + count
-          if (count < batchSize) break
-          // Let other fibers (and other transactions) in between batches.
-          yield* Effect.yieldNow()
-        }
+export const sweep = Effect.fn("Retention.sweep")(function* (batchSize: number) {
+  const now = yield* Clock.currentTimeMillis
+  const present = yield* presentTables(retentionTargets.map((target) => target.table))
+  const targets = retentionTargets.filter((target) => present.includes(target.table))
+  const workspaces = yield* workspaceRetentions
+  const deleted: Record<string, number> = Object.fromEntries(targets.map((target) => [target.table, 0]))
+  let batches = 0
+  for (const workspace of workspaces) {
+    const days = Number(workspace.retention_days)
+    if (!Number.isSafeInteger(days) || days <= 0) continue
+    const cutoff = new Date(now - days * DAY_MILLIS)
+    for (const target of targets) {
+      while (true) {
+        const count = yield* deleteExpiredBatch(target, workspace.workspace_id, cutoff, batchSize)
+        batches++
+        deleted[target.table] = (deleted[target.table] ?? 0) + count
+        if (count < batchSize) break
+        // Let other fibers (and other transactions) in between batches.
+        yield* Effect.yieldNow()
       }
     }
-    return { at: new Date(now), deleted, batches } satisfies SweepReport
-  })
+  }
+  return { at: new Date(now), deleted, batches } satisfies SweepReport
+})
 
 /** Sweeps now and then every `interval`, forever; a failed sweep is logged and the schedule goes on. */
 export const retentionLoop = (

@@ -74,14 +74,25 @@ const isForGroup = (group: string) => (delivery: Delivery) => {
   return target === undefined || target === group
 }
 
+/** Rows that do not decode are a defect (the statement's own failure keeps its error channel). */
+const rowsOf = <A, I>(schema: Schema.Schema<A, I>) => {
+  const decode = Schema.decodeUnknown(schema)
+  return (rows: ReadonlyArray<unknown>) => Effect.orDie(decode(rows))
+}
+
+/** A batch's new dedupe records, decoded at once (`event_id` is a uuid selected as text). */
+const insertedRows = rowsOf(Schema.Array(Schema.Struct({ event_id: Schema.String })))
+/** The partition's position row (the upsert always answers it); `next_offset` (bigint) as text. */
+const positionRow = rowsOf(Schema.Tuple(Schema.Struct({ next_offset: Schema.String })))
+
 /** Inserts the dedupe records; answers the deliveries not applied before (first of each event id). */
 const freshOf = (group: string, batch: ReadonlyArray<Delivery>) =>
   Effect.gen(function* () {
     if (batch.length === 0) return []
     const sql = yield* SqlClient.SqlClient
-    const inserted = yield* sql<{ event_id: string }>`
+    const inserted = yield* sql`
       insert into processed_events ${sql.insert(batch.map((delivery) => ({ group_id: group, event_id: delivery.eventId })))}
-      on conflict do nothing returning event_id::text as event_id`
+      on conflict do nothing returning event_id::text as event_id`.pipe(Effect.flatMap(insertedRows))
     const fresh = new Set(inserted.map((row) => row.event_id))
     return batch.filter((delivery) => fresh.delete(delivery.eventId))
   })
@@ -112,13 +123,13 @@ const lockPosition = (group: string, first: Delivery) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const { kind, logId, physicalTopic } = first.source
-    const rows = yield* sql<{ next_offset: string }>`
+    const [position] = yield* sql`
       insert into consumer_partition_positions (group_id, log_kind, log_id, physical_topic, topic, partition, next_offset)
       values (${group}, ${kind}, ${logId}, ${physicalTopic}, ${first.topic}, ${first.partition}, 0)
       on conflict (group_id, log_kind, log_id, physical_topic, partition)
         do update set next_offset = consumer_partition_positions.next_offset
-      returning next_offset::text as next_offset`
-    const next = BigInt(rows[0]!.next_offset)
+      returning next_offset::text as next_offset`.pipe(Effect.flatMap(positionRow))
+    const next = BigInt(position.next_offset)
     const end = BigInt(first.logEnd)
     const annotations = { group, log_kind: kind, log_id: logId, topic: physicalTopic, partition: first.partition }
     if (end > BigInt(first.offset) && next > end) {
@@ -200,7 +211,7 @@ export const applyPartitionBatch = <E, R>(
         return fresh.length
       })
     )
-  })
+  }).pipe(Effect.withSpan("Consumer.applyPartitionBatch", { attributes: { group, size: batch.length } }))
 
 /** The undecodable event a failed batch names, if it is one of the batch's and not set aside yet. */
 const undecodableOf = (

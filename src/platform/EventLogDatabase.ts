@@ -9,7 +9,7 @@
  * reads that topic from the beginning rather than skip what is there.
  */
 import { SqlClient } from "@effect/sql"
-import { Chunk, Effect, Layer, Stream } from "effect"
+import { Chunk, Effect, Layer, Schema, Stream } from "effect"
 import { AppConfig } from "./Config.js"
 import { type Delivery, EventLog, EventLogError, type LogSource, type OutgoingEvent } from "./EventLog.js"
 import { makeSignal } from "./Signal.js"
@@ -17,15 +17,29 @@ import { makeSignal } from "./Signal.js"
 const APPEND_LOCK = 7_211_001
 const READ_BATCH = 500
 
-interface LogRow {
-  readonly offset: string
-  readonly topic: string
-  readonly key: string
-  readonly event_id: string
-  readonly value: string
-  readonly headers: string | Record<string, string>
-  readonly created_at: Date
+/** A log row; `offset` (bigserial) and `event_id` (uuid) are selected as text, `headers` is jsonb. */
+const LogRow = Schema.Struct({
+  offset: Schema.String,
+  topic: Schema.String,
+  key: Schema.String,
+  event_id: Schema.String,
+  value: Schema.String,
+  headers: Schema.Union(Schema.String, Schema.Record({ key: Schema.String, value: Schema.String })),
+  created_at: Schema.DateFromSelf
+})
+type LogRow = typeof LogRow.Type
+
+/** Rows that do not decode are a defect (the statement's own failure keeps its error channel). */
+const rowsOf = <A, I>(schema: Schema.Schema<A, I>) => {
+  const decode = Schema.decodeUnknown(schema)
+  return (rows: ReadonlyArray<unknown>) => Effect.orDie(decode(rows))
 }
+
+const identityRows = rowsOf(Schema.Array(Schema.Struct({ id: Schema.String })))
+const positionRows = rowsOf(Schema.Array(Schema.Struct({ topic: Schema.String, position: Schema.String })))
+const headRow = rowsOf(Schema.Tuple(Schema.Struct({ head: Schema.String })))
+/** A poll's rows, decoded at once, each with the log's end (`max("offset") + 1` as text). */
+const pollRows = rowsOf(Schema.Array(Schema.extend(LogRow, Schema.Struct({ log_end: Schema.String }))))
 
 const parseHeaders = (headers: LogRow["headers"]): Record<string, string> =>
   typeof headers === "string" ? (JSON.parse(headers) as Record<string, string>) : headers
@@ -37,8 +51,9 @@ export const EventLogDatabaseLive = Layer.effect(
     const config = yield* AppConfig
     const appended = yield* makeSignal
     const fail = (operation: string) => (cause: unknown) => new EventLogError({ operation, cause })
-    const [identity] = yield* sql<{ id: string }>`select id::text as id from event_log_identity`.pipe(
-      Effect.mapError(fail("identify"))
+    const [identity] = yield* sql`select id::text as id from event_log_identity`.pipe(
+      Effect.mapError(fail("identify")),
+      Effect.flatMap(identityRows)
     )
     const logId = identity?.id ?? "unidentified"
     const sources = new Map<string, LogSource>()
@@ -82,12 +97,12 @@ export const EventLogDatabaseLive = Layer.effect(
     const subscribe = (options: { group: string; topics: ReadonlyArray<string>; fromBeginning?: boolean }) =>
       Stream.unwrap(
         Effect.gen(function* () {
-          const stored = yield* sql<{ topic: string; position: string }>`
+          const stored = yield* sql`
             select topic, position::text as position from consumer_positions
-            where group_id = ${options.group} and topic in ${sql.in(options.topics)}`
-          const [{ head }] = yield* sql<{
-            head: string
-          }>`select coalesce(max("offset"), 0)::text as head from event_log`
+            where group_id = ${options.group} and topic in ${sql.in(options.topics)}`.pipe(Effect.flatMap(positionRows))
+          const [{ head }] = yield* sql`select coalesce(max("offset"), 0)::text as head from event_log`.pipe(
+            Effect.flatMap(headRow)
+          )
           const cursors = new Map<string, bigint>(
             options.topics.map((topic) => [topic, BigInt(options.fromBeginning === false ? head : "0")])
           )
@@ -123,12 +138,12 @@ export const EventLogDatabaseLive = Layer.effect(
 
           const poll = Effect.gen(function* () {
             const from = [...cursors.values()].reduce((a, b) => (a < b ? a : b))
-            const rows = yield* sql<LogRow & { log_end: string }>`
+            const rows = yield* sql`
               select "offset"::text as "offset", topic, key, event_id::text as event_id, value, headers, created_at,
                      (select max("offset") + 1 from event_log)::text as log_end
               from event_log
               where topic in ${sql.in(options.topics)} and "offset" > ${from.toString()}
-              order by event_log."offset" limit ${READ_BATCH}`
+              order by event_log."offset" limit ${READ_BATCH}`.pipe(Effect.flatMap(pollRows))
             const fresh = rows.filter((row) => BigInt(row.offset) > cursors.get(row.topic)!)
             for (const row of rows) {
               if (BigInt(row.offset) > cursors.get(row.topic)!) cursors.set(row.topic, BigInt(row.offset))

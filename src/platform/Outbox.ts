@@ -10,7 +10,7 @@
  * stops, releases the connection and competes for the lock again on a new one.
  */
 import { SqlClient } from "@effect/sql"
-import { Clock, Data, Duration, Effect, Layer, Schedule } from "effect"
+import { Clock, Data, Duration, Effect, Layer, Schedule, Schema } from "effect"
 import { AppConfig, isEmbeddedDatabase } from "./Config.js"
 import { EventLog } from "./EventLog.js"
 import { uuidv7 } from "./Ids.js"
@@ -29,14 +29,21 @@ export interface OutboxEvent {
   readonly headers?: Readonly<Record<string, string>>
 }
 
-interface OutboxRow {
-  readonly id: string
-  readonly event_id: string
-  readonly topic: string
-  readonly key: string
-  readonly value: string
-  readonly headers: string | Record<string, string>
-}
+/** A row to relay; `id` (bigserial) and `event_id` (uuid) are selected as text, `headers` is jsonb. */
+const OutboxRow = Schema.Struct({
+  id: Schema.String,
+  event_id: Schema.String,
+  topic: Schema.String,
+  key: Schema.String,
+  value: Schema.String,
+  headers: Schema.Union(Schema.String, Schema.Record({ key: Schema.String, value: Schema.String }))
+})
+
+/** A relay batch's rows, decoded at once; rows that do not decode are a defect. */
+const decodeOutboxRows = Schema.decodeUnknown(Schema.Array(OutboxRow))
+
+/** `count(*)::text`, as the number it counts. */
+const decodeCount = Schema.decodeUnknown(Schema.Tuple(Schema.Struct({ count: Schema.NumberFromString })))
 
 export class Outbox extends Effect.Service<Outbox>()("platform/Outbox", {
   scoped: Effect.gen(function* () {
@@ -71,8 +78,9 @@ export class Outbox extends Effect.Service<Outbox>()("platform/Outbox", {
           )
     }
 
-    const backlog = sql<{ count: string }>`select count(*)::text as count from outbox`.pipe(
-      Effect.map(([row]) => Number(row?.count ?? 0))
+    const backlog = sql`select count(*)::text as count from outbox`.pipe(
+      Effect.flatMap((rows) => Effect.orDie(decodeCount(rows))),
+      Effect.map(([row]) => row.count)
     )
 
     return { enqueue, insertStatement, backlog, written }
@@ -84,9 +92,11 @@ const relayBatch = (onRelayConnection: <A, E, R>(effect: Effect.Effect<A, E, R>)
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const log = yield* EventLog
-    const rows = yield* onRelayConnection(sql<OutboxRow>`
+    const rows = yield* onRelayConnection(sql`
       select id::text as id, event_id::text as event_id, topic, key, value, headers
-      from outbox order by outbox.id limit ${RELAY_BATCH}`)
+      from outbox order by outbox.id limit ${RELAY_BATCH}`).pipe(
+      Effect.flatMap((rows) => Effect.orDie(decodeOutboxRows(rows)))
+    )
     if (rows.length === 0) return 0
     yield* log.publish(
       rows.map((row) => ({

@@ -3,8 +3,8 @@
  * service inside its transaction (durable before the answer is sent), read
  * newest first with cursor paging.
  */
-import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { dieOnErrors } from "../platform/Sql.js"
 import { TraceId } from "./Domain.js"
@@ -27,21 +27,31 @@ export interface NewTrace {
   readonly payload: unknown
 }
 
-interface TraceRow {
-  readonly id: string
-  readonly run_id: string | null
-  readonly run_event_id: string | null
-  readonly session_id: string | null
-  readonly decision: string
-  readonly domain: string
-  readonly environment: string
-  readonly environment_id: string
-  readonly elapsed_ms: number
-  readonly latest_review_outcome: string | null
-  readonly latest_reviewed_at: Date | null
-  readonly created_at: Date
-  readonly payload: unknown
-}
+const TraceRow = Schema.Struct({
+  id: Schema.String,
+  run_id: Schema.NullOr(Schema.String),
+  run_event_id: Schema.NullOr(Schema.String),
+  session_id: Schema.NullOr(Schema.String),
+  decision: Schema.String,
+  domain: Schema.String,
+  environment: Schema.String,
+  environment_id: Schema.String,
+  elapsed_ms: Schema.Number,
+  latest_review_outcome: Schema.NullOr(Schema.String),
+  latest_reviewed_at: Schema.NullOr(Schema.DateFromSelf),
+  created_at: Schema.DateFromSelf,
+  payload: Schema.Unknown
+})
+type TraceRow = typeof TraceRow.Type
+
+/** What a review needs of its trace. */
+const TraceLink = Schema.Struct({
+  id: Schema.String,
+  run_id: Schema.NullOr(Schema.String),
+  run_event_id: Schema.NullOr(Schema.String)
+})
+
+const decodeTraces = Schema.decodeUnknown(Schema.Array(TraceRow))
 
 type ReviewOutcome = "accepted" | "corrected" | "false_positive" | "ignored" | "missed_issue" | "rejected"
 
@@ -91,6 +101,12 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
           payload: JSON.stringify(trace.payload)
         }))
       )}`
+    const findTrace = SqlSchema.findOne({
+      Request: Schema.Struct({ workspaceId: Schema.String, id: Schema.String }),
+      Result: TraceLink,
+      execute: ({ id, workspaceId }) =>
+        sql`select id, run_id, run_event_id from traces where workspace_id = ${workspaceId} and id = ${id}`
+    })
     const repo = dieOnErrors({
       list: (
         workspaceId: string,
@@ -98,7 +114,7 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
         limit: number,
         after: Option.Option<{ at: string; id: string }>
       ) =>
-        sql<TraceRow>`select id, run_id, run_event_id, session_id, decision, domain, environment, environment_id, elapsed_ms,
+        sql`select id, run_id, run_event_id, session_id, decision, domain, environment, environment_id, elapsed_ms,
                              latest_review_outcome, latest_reviewed_at, created_at, payload
                       from traces where workspace_id = ${workspaceId}
                       ${filters.sessionId === undefined ? sql`` : sql`and session_id = ${filters.sessionId}`}
@@ -106,24 +122,22 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
                       ${filters.agentId === undefined ? sql`` : sql`and agent_id = ${filters.agentId}`}
                       ${filters.effect === undefined ? sql`` : sql`and decision = ${filters.effect}`}
                       ${Option.isNone(after) ? sql`` : sql`and (created_at, id) < (${after.value.at}::timestamptz, ${after.value.id})`}
-                      order by created_at desc, id desc limit ${limit + 1}`,
-      find: (workspaceId: string, id: string) =>
-        sql<{ id: string; run_id: string | null; run_event_id: string | null }>`
-          select id, run_id, run_event_id from traces where workspace_id = ${workspaceId} and id = ${id}`.pipe(
-          Effect.map((rows) => Option.fromNullable(rows[0]))
-        ),
+                      order by created_at desc, id desc limit ${limit + 1}`.pipe(Effect.flatMap(decodeTraces)),
+      find: (workspaceId: string, id: string) => findTrace({ workspaceId, id }),
       setLatestReview: (workspaceId: string, id: string, outcome: string, at: Date) =>
         sql`update traces set latest_review_outcome = ${outcome}, latest_reviewed_at = ${at}
             where workspace_id = ${workspaceId} and id = ${id}`
     })
 
-    const list = (workspaceId: string, filters: TraceFilters, limit: number, cursor: string | undefined) =>
-      Effect.gen(function* () {
-        const { next, page } = yield* pageByTime(cursor, limit, (after) =>
-          repo.list(workspaceId, filters, limit, after)
-        )
-        return { traces: page.map(toTrace), ...next }
-      })
+    const list = Effect.fn("Traces.list")(function* (
+      workspaceId: string,
+      filters: TraceFilters,
+      limit: number,
+      cursor: string | undefined
+    ) {
+      const { next, page } = yield* pageByTime(cursor, limit, (after) => repo.list(workspaceId, filters, limit, after))
+      return { traces: page.map(toTrace), ...next }
+    })
 
     return { insertStatement, list, find: repo.find, setLatestReview: repo.setLatestReview }
   })
