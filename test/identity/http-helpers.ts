@@ -10,9 +10,10 @@
  */
 import type { HttpClientResponse } from "@effect/platform"
 import { expect } from "@effect/vitest"
-import { Effect } from "effect"
+import { Cause, Effect, Exit, Option } from "effect"
 import { request as httpRequest } from "node:http"
 import pg from "pg"
+import { type HttpError, isHttpError, statusOf } from "../../src/http/Errors.js"
 import { clientAt } from "../support/Api.js"
 import type { JsonResponse } from "../support/Raw.js"
 import * as Tenants from "../support/Tenants.js"
@@ -55,6 +56,33 @@ export const withRaw = <A, E, R>(call: Effect.Effect<[A, HttpClientResponse.Http
       body: text === "" ? undefined : (JSON.parse(text) as unknown)
     } satisfies WithRaw<A>
   })
+
+export interface Answer {
+  readonly status: number
+  /** The HTTP error the call failed with; undefined when it succeeded. */
+  readonly error: HttpError | undefined
+}
+
+/**
+ * Runs an API call whose outcome a test compares with others (concurrent
+ * calls, tables of credentials): answers `ok`, the success status the
+ * endpoint declares (the client refuses any other), or the status of the
+ * HTTP error it failed with, beside that error. Any other failure fails the test.
+ */
+export const answerOf = <A, E, R>(call: Effect.Effect<A, E, R>, ok: number) =>
+  Effect.gen(function* () {
+    const exit = yield* Effect.exit(call)
+    if (Exit.isSuccess(exit)) return { status: ok, error: undefined } satisfies Answer
+    const failure = Cause.failureOption(exit.cause)
+    if (Option.isSome(failure) && isHttpError(failure.value)) {
+      return { status: statusOf(failure.value), error: failure.value } satisfies Answer
+    }
+    return expect.fail(`expected an HTTP answer, got ${Cause.pretty(exit.cause)}`)
+  })
+
+/** A one-line account of an answer for assertion messages. */
+export const describeAnswer = ({ error, status }: Answer) =>
+  error === undefined ? `${status}` : `${status} ${error.code}: ${error.message}`
 
 // ---------------------------------------------------------------- raw requests from a chosen address
 
