@@ -57,8 +57,10 @@ export const withRaw = <A, E, R>(call: Effect.Effect<[A, HttpClientResponse.Http
     } satisfies WithRaw<A>
   })
 
-export interface Answer {
+export interface Answer<A = unknown> {
   readonly status: number
+  /** What the call answered; undefined when it failed. */
+  readonly value: A | undefined
   /** The HTTP error the call failed with; undefined when it succeeded. */
   readonly error: HttpError | undefined
 }
@@ -72,16 +74,16 @@ export interface Answer {
 export const answerOf = <A, E, R>(call: Effect.Effect<A, E, R>, ok: number) =>
   Effect.gen(function* () {
     const exit = yield* Effect.exit(call)
-    if (Exit.isSuccess(exit)) return { status: ok, error: undefined } satisfies Answer
+    if (Exit.isSuccess(exit)) return { status: ok, value: exit.value, error: undefined } satisfies Answer<A>
     const failure = Cause.failureOption(exit.cause)
     if (Option.isSome(failure) && isHttpError(failure.value)) {
-      return { status: statusOf(failure.value), error: failure.value } satisfies Answer
+      return { status: statusOf(failure.value), value: undefined, error: failure.value } satisfies Answer<A>
     }
     return expect.fail(`expected an HTTP answer, got ${Cause.pretty(exit.cause)}`)
   })
 
 /** A one-line account of an answer for assertion messages. */
-export const describeAnswer = ({ error, status }: Answer) =>
+export const describeAnswer = ({ error, status }: Answer<unknown>) =>
   error === undefined ? `${status}` : `${status} ${error.code}: ${error.message}`
 
 // ---------------------------------------------------------------- raw requests from a chosen address
