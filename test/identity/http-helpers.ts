@@ -218,15 +218,12 @@ export const signUp = (base: string, username = uniqueName("user")) =>
  * @deprecated Use `tenant` of test/support/Tenants.ts.
  */
 export const tenant = (base: string, username = uniqueName("tenant")) =>
-  Effect.map(
-    Tenants.tenant(base, username),
-    (signedUp): Tenant => ({
-      ...userOf(signedUp),
-      workspaceId: signedUp.workspaceId,
-      organizationId: signedUp.organizationId,
-      defaultEnvironmentId: signedUp.defaultEnvironmentId
-    })
-  )
+  Effect.map(Tenants.tenant(base, username), (signedUp): Tenant => ({
+    ...userOf(signedUp),
+    workspaceId: signedUp.workspaceId,
+    organizationId: signedUp.organizationId,
+    defaultEnvironmentId: signedUp.defaultEnvironmentId
+  }))
 
 /** The client of a session (or key) `owner.jwt` at `base`. */
 const clientOf = (base: string, owner: { readonly jwt: string }) =>
