@@ -6,8 +6,12 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { call, expectError, SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { call, expectError } from "../support/Raw.js"
 import { baseUrl, testServer } from "../support/TestServer.js"
+
+// Raw: the page and its assets are served beside the API, not part of its contract (no typed client method),
+// and what is checked is their bytes and headers.
 
 layer(testServer("database"), SERVER_OPTIONS)("dashboard page over HTTP", (it) => {
   describe("GET /dashboard", () => {

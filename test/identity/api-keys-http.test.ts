@@ -4,41 +4,21 @@
  * runtime key may and may not call, and `last_used_at` written in batches.
  */
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Redacted } from "effect"
+import { clientAt, expectFailure, type GuardrailClient } from "../support/Api.js"
+import { call, expectError, expectValidation } from "../support/Raw.js"
+import { createEnvironment, createKey, keyClient, sha256Hex, tenant } from "../support/Tenants.js"
 import { uniqueName } from "../support/TestPlatform.js"
 import { baseUrl, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
-import {
-  call,
-  createEnvironment,
-  createKey,
-  expectError,
-  expectStatus,
-  expectValidation,
-  queryDatabase,
-  SERVER_OPTIONS,
-  sha256Hex,
-  tenant,
-  TIMESTAMP
-} from "./http-helpers.js"
+import { answerOf, describeAnswer, queryDatabase, SERVER_OPTIONS, TIMESTAMP, withRaw } from "./http-helpers.js"
 
-interface ApiKeyBody {
-  readonly id: string
-  readonly name: string
-  readonly prefix: string
-  readonly status: string
-  readonly environment: string
-  readonly environment_id: string
-  readonly principal_id: string
-  readonly created_by: string
-  readonly created_at: string
-  readonly last_used_at: string | null
-}
-
-const listKeys = (base: string, token: string, workspace?: string) =>
-  Effect.map(call(base, "GET", "/v1/api-keys", { token, workspace }), (response) => {
-    const body = expectStatus(response, 200) as { api_keys: Array<ApiKeyBody> }
-    return { keys: body.api_keys, text: response.text }
-  })
+/** The workspace's keys as decoded, and the answer as sent (to show no plaintext is in it). */
+const listKeys = (owner: { readonly api: GuardrailClient }) =>
+  Effect.map(withRaw(owner.api.apiKeys.listApiKeys({ withResponse: true })), ({ body, text, value }) => ({
+    keys: value.api_keys,
+    text,
+    body
+  }))
 
 layer(testServerWithDatabase("database"), SERVER_OPTIONS)("API keys over HTTP", (it) => {
   // First, because it waits for the 10-second flush of last_used_at.
@@ -48,17 +28,17 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("API keys over HTTP", 
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const created = yield* createKey(base, owner)
-        expect((yield* listKeys(base, owner.jwt)).keys[0]!.last_used_at).toBeNull()
+        const created = yield* createKey(owner)
+        expect((yield* listKeys(owner)).keys[0]!.last_used_at).toBeNull()
 
         const usedFrom = Date.now()
-        expectStatus(yield* call(base, "GET", "/v1/environments", { token: created.plaintext_key }), 200)
+        yield* (yield* keyClient(base, created)).environments.listEnvironments({})
 
         const deadline = Date.now() + 15_000
         let lastUsed: string | null = null
         while (lastUsed === null && Date.now() < deadline) {
           yield* Effect.sleep("500 millis")
-          const { keys } = yield* listKeys(base, owner.jwt)
+          const { keys } = yield* listKeys(owner)
           lastUsed = keys.find((key) => key.id === created.api_key.id)!.last_used_at
         }
         expect(lastUsed, "last_used_at still null after 15 s").not.toBeNull()
@@ -75,9 +55,14 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("API keys over HTTP", 
         const base = yield* baseUrl
         const owner = yield* tenant(base)
         const name = uniqueName("ci key")
-        const response = yield* call(base, "POST", "/v1/api-keys", { token: owner.jwt, body: { name } })
-        const created = expectStatus(response, 201) as { api_key: ApiKeyBody; plaintext_key: string }
-        expect(Object.keys(created).sort()).toEqual(["api_key", "plaintext_key"])
+        const {
+          body,
+          status,
+          value: created
+        } = yield* withRaw(owner.api.apiKeys.createApiKey({ payload: { name }, withResponse: true }))
+        expect(status).toBe(201)
+        // The body as sent: decoding would drop any field the contract does not name.
+        expect(Object.keys(body as object).sort()).toEqual(["api_key", "plaintext_key"])
         // gr_live_ and at least 32 random bytes (43 base64url characters).
         expect(created.plaintext_key).toMatch(/^gr_live_[A-Za-z0-9_-]{43,}$/)
         const key = created.api_key
@@ -94,9 +79,9 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("API keys over HTTP", 
         expect(typeof key.id).toBe("string")
         expect(typeof key.principal_id).toBe("string")
         expect(key.created_at).toMatch(TIMESTAMP)
-        expect(JSON.stringify(key)).not.toContain(created.plaintext_key)
+        expect(JSON.stringify((body as { api_key: unknown }).api_key)).not.toContain(created.plaintext_key)
         // Every key is different.
-        const another = yield* createKey(base, owner)
+        const another = yield* createKey(owner)
         expect(another.plaintext_key).not.toBe(created.plaintext_key)
         expect(another.api_key.id).not.toBe(key.id)
       })
@@ -107,7 +92,7 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("API keys over HTTP", 
         const base = yield* baseUrl
         const db = yield* TestDatabaseUrl
         const owner = yield* tenant(base)
-        const created = yield* createKey(base, owner)
+        const created = yield* createKey(owner)
         const rows = yield* queryDatabase<{ row: string; key_hash: string; prefix: string }>(
           db,
           "select row_to_json(k)::text as row, key_hash, prefix from api_keys k where id = $1",
@@ -141,10 +126,10 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("API keys over HTTP", 
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const staging = yield* createEnvironment(base, owner, "staging")
-        const created = yield* createKey(base, owner, { environment_id: staging.id })
+        const staging = yield* createEnvironment(owner, "staging")
+        const created = yield* createKey(owner, { environment_id: staging.id })
         expect(created.api_key).toMatchObject({ environment_id: staging.id, environment: "staging" })
-        const listed = (yield* listKeys(base, owner.jwt)).keys.find((key) => key.id === created.api_key.id)
+        const listed = (yield* listKeys(owner)).keys.find((key) => key.id === created.api_key.id)
         expect(listed).toMatchObject({ environment_id: staging.id, environment: "staging" })
       })
     )
@@ -155,16 +140,17 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("API keys over HTTP", 
         const owner = yield* tenant(base)
         const other = yield* tenant(base)
         for (const environment_id of ["env_does_not_exist", other.defaultEnvironmentId, ""]) {
-          const response = yield* call(base, "POST", "/v1/api-keys", {
-            token: owner.jwt,
-            body: { name: "k", environment_id }
-          })
-          expectError(response, 404, "environment_not_found")
+          yield* expectFailure(
+            owner.api.apiKeys.createApiKey({ payload: { name: "k", environment_id } }),
+            404,
+            "environment_not_found"
+          )
         }
-        expect((yield* listKeys(base, owner.jwt)).keys).toEqual([])
+        expect((yield* listKeys(owner)).keys).toEqual([])
       })
     )
 
+    // Raw: bodies the schema refuses, malformed JSON and a wrong media type.
     it.effect("a missing, empty or non-string name, or a non-string environment_id, answers 400 naming it", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
@@ -186,16 +172,16 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("API keys over HTTP", 
           415,
           "unsupported_media_type"
         )
-        expect((yield* listKeys(base, owner.jwt)).keys).toEqual([])
+        expect((yield* listKeys(owner)).keys).toEqual([])
       })
     )
 
     it.effect("without a credential answers 401", () =>
       Effect.gen(function* () {
-        const base = yield* baseUrl
-        expectError(yield* call(base, "POST", "/v1/api-keys", { body: { name: "k" } }), 401)
-        expectError(yield* call(base, "GET", "/v1/api-keys"), 401)
-        expectError(yield* call(base, "PATCH", "/v1/api-keys/batch/revoke", { body: { ids: [] } }), 401)
+        const anonymous = yield* clientAt(yield* baseUrl)
+        yield* expectFailure(anonymous.apiKeys.createApiKey({ payload: { name: "k" } }), 401)
+        yield* expectFailure(anonymous.apiKeys.listApiKeys({}), 401)
+        yield* expectFailure(anonymous.apiKeys.revokeApiKeys({ payload: { ids: [] } }), 401)
       })
     )
   })
@@ -205,13 +191,14 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("API keys over HTTP", 
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const first = yield* createKey(base, owner)
-        const second = yield* createKey(base, owner)
-        const { keys, text } = yield* listKeys(base, owner.jwt)
+        const first = yield* createKey(owner)
+        const second = yield* createKey(owner)
+        const { body, keys, text } = yield* listKeys(owner)
         expect(keys.map((key) => key.id)).toEqual([second.api_key.id, first.api_key.id])
-        for (const key of keys) {
+        for (const key of keys) expect(key.prefix).toHaveLength(12)
+        // The keys as sent: decoding would drop a plaintext_key field.
+        for (const key of (body as { api_keys: ReadonlyArray<object> }).api_keys) {
           expect(key).not.toHaveProperty("plaintext_key")
-          expect(key.prefix).toHaveLength(12)
         }
         expect(text).not.toContain(first.plaintext_key)
         expect(text).not.toContain(second.plaintext_key)
@@ -225,16 +212,10 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("API keys over HTTP", 
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const key = yield* createKey(base, owner)
-        const response = yield* call(base, "GET", "/v1/environments", { token: key.plaintext_key })
-        const body = expectStatus(response, 200)
-        expect(body.environments.map((e: { id: string }) => e.id)).toEqual([owner.defaultEnvironmentId])
-        expectStatus(
-          yield* call(base, "GET", `/v1/environments/${owner.defaultEnvironmentId}/checker-modes`, {
-            token: key.plaintext_key
-          }),
-          200
-        )
+        const key = yield* keyClient(base, yield* createKey(owner))
+        const { environments } = yield* key.environments.listEnvironments({})
+        expect(environments.map((e) => e.id)).toEqual([owner.defaultEnvironmentId])
+        yield* key.environments.getCheckerModes({ path: { environment_id: owner.defaultEnvironmentId } })
       })
     )
 
@@ -242,38 +223,55 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("API keys over HTTP", 
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const key = yield* createKey(base, owner)
-        const staging = yield* createEnvironment(base, owner)
-        const token = key.plaintext_key
-        const forbidden: ReadonlyArray<readonly [string, string, unknown?]> = [
-          ["GET", "/v1/api-keys"],
-          ["POST", "/v1/api-keys", { name: "from a key" }],
-          ["PATCH", "/v1/api-keys/batch/revoke", { ids: [key.api_key.id] }],
-          ["GET", "/v1/team/members"],
-          ["POST", "/v1/team/invites", { email: "someone@example.com", role: "admin" }],
-          ["POST", "/v1/team/my-workspaces", { name: "from a key" }],
-          ["GET", "/v1/gateway/provider-connections"],
-          ["POST", "/v1/gateway/provider-connections", { display_name: "x" }],
-          ["GET", "/v1/settings"],
-          ["PATCH", "/v1/settings", { default_action: "deny" }],
-          ["POST", "/v1/environments", { name: "x", slug: "from-key" }],
-          ["PATCH", `/v1/environments/${staging.id}`, { name: "renamed" }],
-          ["DELETE", `/v1/environments/${staging.id}`],
-          ["PUT", `/v1/environments/${staging.id}/checker-modes`, { approval_checker_mode: "enforce" }]
+        const created = yield* createKey(owner)
+        const staging = yield* createEnvironment(owner)
+        const key = yield* keyClient(base, created)
+        const forbidden: ReadonlyArray<readonly [string, Effect.Effect<unknown, unknown>]> = [
+          ["GET /v1/api-keys", key.apiKeys.listApiKeys({})],
+          ["POST /v1/api-keys", key.apiKeys.createApiKey({ payload: { name: "from a key" } })],
+          ["PATCH /v1/api-keys/batch/revoke", key.apiKeys.revokeApiKeys({ payload: { ids: [created.api_key.id] } })],
+          ["GET /v1/team/members", key.team.listMembers({})],
+          [
+            "POST /v1/team/invites",
+            key.team.createInvite({ payload: { email: "someone@example.com", role: "admin" } })
+          ],
+          ["POST /v1/team/my-workspaces", key.team.createWorkspace({ payload: { name: "from a key" } })],
+          ["GET /v1/gateway/provider-connections", key.providerConnections.listProviderConnections({})],
+          [
+            "POST /v1/gateway/provider-connections",
+            key.providerConnections.createProviderConnection({
+              payload: { display_name: "x", kind: "chat_compatible", provider_api_key: Redacted.make("sk-test") }
+            })
+          ],
+          ["GET /v1/settings", key.settings.getSettings({})],
+          ["PATCH /v1/settings", key.settings.updateSettings({ payload: { default_action: "deny" } })],
+          ["POST /v1/environments", key.environments.createEnvironment({ payload: { name: "x", slug: "from-key" } })],
+          [
+            "PATCH /v1/environments/{id}",
+            key.environments.updateEnvironment({ path: { id: staging.id }, payload: { name: "renamed" } })
+          ],
+          ["DELETE /v1/environments/{id}", key.environments.deleteEnvironment({ path: { id: staging.id } })],
+          [
+            "PUT /v1/environments/{id}/checker-modes",
+            key.environments.replaceCheckerModes({
+              path: { environment_id: staging.id },
+              payload: { approval_checker_mode: "enforce" }
+            })
+          ]
         ]
-        for (const [method, path, body] of forbidden) {
-          const response = yield* call(base, method, path, { token, body })
-          expect(response.status, `${method} ${path}: ${response.text}`).toBe(403)
-          expectError(response, 403, "forbidden_credential")
+        for (const [label, attempt] of forbidden) {
+          const answer = yield* answerOf(attempt, 200)
+          expect(answer.status, `${label}: ${describeAnswer(answer)}`).toBe(403)
+          expect(answer.error?.code).toBe("forbidden_credential")
         }
         // Nothing changed: the key is active, the environment is there, settings untouched.
-        const { keys } = yield* listKeys(base, owner.jwt)
+        const { keys } = yield* listKeys(owner)
         expect(keys.map((k) => k.status)).toEqual(["active"])
-        const settings = expectStatus(yield* call(base, "GET", "/v1/settings", { token: owner.jwt }), 200)
+        const settings = yield* owner.api.settings.getSettings({})
         expect(settings.default_action).toBe("permit")
-        const environments = expectStatus(yield* call(base, "GET", "/v1/environments", { token: owner.jwt }), 200)
-        expect(environments.environments.map((e: { slug: string; name: string }) => e.slug)).toContain(staging.slug)
-        expect(environments.environments.find((e: { id: string }) => e.id === staging.id).name).toBe(staging.name)
+        const { environments } = yield* owner.api.environments.listEnvironments({})
+        expect(environments.map((e) => e.slug)).toContain(staging.slug)
+        expect(environments.find((e) => e.id === staging.id)!.name).toBe(staging.name)
       })
     )
 
@@ -282,17 +280,15 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("API keys over HTTP", 
         const base = yield* baseUrl
         const owner = yield* tenant(base)
         const other = yield* tenant(base)
-        const key = yield* createKey(base, owner)
-        const response = yield* call(base, "GET", "/v1/environments", {
-          token: key.plaintext_key,
-          workspace: other.workspaceId
-        })
-        if (response.status === 200) {
-          const ids = (response.body as { environments: Array<{ id: string }> }).environments.map((e) => e.id)
+        const key = yield* createKey(owner)
+        const elsewhere = yield* clientAt(base, { token: key.plaintext_key, workspace: other.workspaceId })
+        const answer = yield* answerOf(elsewhere.environments.listEnvironments({}), 200)
+        if (answer.value !== undefined) {
+          const ids = answer.value.environments.map((e) => e.id)
           expect(ids).not.toContain(other.defaultEnvironmentId)
           expect(ids).toEqual([owner.defaultEnvironmentId])
         } else {
-          expectError(response, 404)
+          expect(answer.status, describeAnswer(answer)).toBe(404)
         }
       })
     )
@@ -301,7 +297,7 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("API keys over HTTP", 
       Effect.gen(function* () {
         const base = yield* baseUrl
         for (const token of [`gr_live_${"x".repeat(43)}`, "gr_live_", `gr_live_${sha256Hex("nope")}`]) {
-          expectError(yield* call(base, "GET", "/v1/environments", { token }), 401)
+          yield* expectFailure((yield* clientAt(base, { token })).environments.listEnvironments({}), 401)
         }
       })
     )
@@ -312,27 +308,28 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("API keys over HTTP", 
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const doomed = yield* createKey(base, owner)
-        const alsoDoomed = yield* createKey(base, owner)
-        const kept = yield* createKey(base, owner)
+        const doomed = yield* createKey(owner)
+        const alsoDoomed = yield* createKey(owner)
+        const kept = yield* createKey(owner)
         // Warm the key cache: the revoke must not be hidden by it.
-        expectStatus(yield* call(base, "GET", "/v1/environments", { token: doomed.plaintext_key }), 200)
+        yield* (yield* keyClient(base, doomed)).environments.listEnvironments({})
 
-        const response = yield* call(base, "PATCH", "/v1/api-keys/batch/revoke", {
-          token: owner.jwt,
-          body: { ids: [doomed.api_key.id, alsoDoomed.api_key.id, doomed.api_key.id] }
-        })
-        const body = expectStatus(response, 200) as { api_keys: Array<ApiKeyBody> }
-        expect(body.api_keys.map((key) => key.id).sort()).toEqual([doomed.api_key.id, alsoDoomed.api_key.id].sort())
-        for (const key of body.api_keys) expect(key.status).toBe("revoked")
-        expect(response.text).not.toContain(doomed.plaintext_key)
+        const { text, value: revoked } = yield* withRaw(
+          owner.api.apiKeys.revokeApiKeys({
+            payload: { ids: [doomed.api_key.id, alsoDoomed.api_key.id, doomed.api_key.id] },
+            withResponse: true
+          })
+        )
+        expect(revoked.api_keys.map((key) => key.id).sort()).toEqual([doomed.api_key.id, alsoDoomed.api_key.id].sort())
+        for (const key of revoked.api_keys) expect(key.status).toBe("revoked")
+        expect(text).not.toContain(doomed.plaintext_key)
 
-        for (const token of [doomed.plaintext_key, alsoDoomed.plaintext_key]) {
-          expectError(yield* call(base, "GET", "/v1/environments", { token }), 401, "invalid_api_key")
+        for (const key of [doomed, alsoDoomed]) {
+          yield* expectFailure((yield* keyClient(base, key)).environments.listEnvironments({}), 401, "invalid_api_key")
         }
-        expectStatus(yield* call(base, "GET", "/v1/environments", { token: kept.plaintext_key }), 200)
+        yield* (yield* keyClient(base, kept)).environments.listEnvironments({})
 
-        const statuses = Object.fromEntries((yield* listKeys(base, owner.jwt)).keys.map((key) => [key.id, key.status]))
+        const statuses = Object.fromEntries((yield* listKeys(owner)).keys.map((key) => [key.id, key.status]))
         expect(statuses).toEqual({
           [doomed.api_key.id]: "revoked",
           [alsoDoomed.api_key.id]: "revoked",
@@ -340,17 +337,11 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("API keys over HTTP", 
         })
 
         // Revoking again is harmless.
-        const again = expectStatus(
-          yield* call(base, "PATCH", "/v1/api-keys/batch/revoke", {
-            token: owner.jwt,
-            body: { ids: [doomed.api_key.id] }
-          }),
-          200
-        )
-        expect(again.api_keys.map((key: ApiKeyBody) => key.status)).toEqual(["revoked"])
+        const again = yield* owner.api.apiKeys.revokeApiKeys({ payload: { ids: [doomed.api_key.id] } })
+        expect(again.api_keys.map((key) => key.status)).toEqual(["revoked"])
         // Still refused a while later (no cache brings it back).
         yield* Effect.sleep("100 millis")
-        expectError(yield* call(base, "GET", "/v1/environments", { token: doomed.plaintext_key }), 401)
+        yield* expectFailure((yield* keyClient(base, doomed)).environments.listEnvironments({}), 401)
       })
     )
 
@@ -358,15 +349,15 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("API keys over HTTP", 
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const key = yield* createKey(base, owner)
-        const response = yield* call(base, "PATCH", "/v1/api-keys/batch/revoke", {
-          token: owner.jwt,
-          body: { ids: [key.api_key.id, "key_does_not_exist"] }
-        })
-        const error = expectError(response, 404, "api_key_not_found")
+        const key = yield* createKey(owner)
+        const error = yield* expectFailure(
+          owner.api.apiKeys.revokeApiKeys({ payload: { ids: [key.api_key.id, "key_does_not_exist"] } }),
+          404,
+          "api_key_not_found"
+        )
         expect(error.message).toContain("key_does_not_exist")
-        expect((yield* listKeys(base, owner.jwt)).keys.map((k) => k.status)).toEqual(["active"])
-        expectStatus(yield* call(base, "GET", "/v1/environments", { token: key.plaintext_key }), 200)
+        expect((yield* listKeys(owner)).keys.map((k) => k.status)).toEqual(["active"])
+        yield* (yield* keyClient(base, key)).environments.listEnvironments({})
       })
     )
 
@@ -374,14 +365,12 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("API keys over HTTP", 
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const body = expectStatus(
-          yield* call(base, "PATCH", "/v1/api-keys/batch/revoke", { token: owner.jwt, body: { ids: [] } }),
-          200
-        )
+        const { body } = yield* withRaw(owner.api.apiKeys.revokeApiKeys({ payload: { ids: [] }, withResponse: true }))
         expect(body).toEqual({ api_keys: [] })
       })
     )
 
+    // Raw: bodies the schema refuses, malformed JSON and a wrong media type.
     it.effect("a body without an ids array of strings answers 400 naming ids; a wrong content type 415", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
@@ -405,16 +394,17 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("API keys over HTTP", 
   })
 
   describe("large batches", () => {
+    // Raw: 70,000 ids are above the contract's 1,000, so the client would not send them.
     it.effect("a revoke naming 70,000 ids answers a 4xx (too many, or not found), not 500", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const key = yield* createKey(base, owner)
+        const key = yield* createKey(owner)
         const ids = [key.api_key.id, ...Array.from({ length: 70_000 }, (_, i) => `key_${i}`)]
         const response = yield* call(base, "PATCH", "/v1/api-keys/batch/revoke", { token: owner.jwt, body: { ids } })
         expect([400, 404], response.text.slice(0, 300)).toContain(response.status)
         expectError(response, response.status)
-        expect((yield* listKeys(base, owner.jwt)).keys.map((k) => k.status)).toEqual(["active"])
+        expect((yield* listKeys(owner)).keys.map((k) => k.status)).toEqual(["active"])
       })
     )
   })
@@ -424,27 +414,23 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("API keys over HTTP", 
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const staging = yield* createEnvironment(base, owner)
-        const key = yield* createKey(base, owner, { environment_id: staging.id })
-        expectError(
-          yield* call(base, "DELETE", `/v1/environments/${staging.id}`, { token: owner.jwt }),
+        const staging = yield* createEnvironment(owner)
+        const key = yield* createKey(owner, { environment_id: staging.id })
+        yield* expectFailure(
+          owner.api.environments.deleteEnvironment({ path: { id: staging.id } }),
           409,
           "environment_in_use"
         )
-        expectStatus(
-          yield* call(base, "PATCH", "/v1/api-keys/batch/revoke", {
-            token: owner.jwt,
-            body: { ids: [key.api_key.id] }
-          }),
-          200
+        yield* owner.api.apiKeys.revokeApiKeys({ payload: { ids: [key.api_key.id] } })
+        const deleted = yield* withRaw(
+          owner.api.environments.deleteEnvironment({ path: { id: staging.id }, withResponse: true })
         )
-        const deleted = yield* call(base, "DELETE", `/v1/environments/${staging.id}`, { token: owner.jwt })
         expect(deleted.status, deleted.text).toBe(204)
         expect(deleted.text).toBe("")
-        const environments = expectStatus(yield* call(base, "GET", "/v1/environments", { token: owner.jwt }), 200)
-        expect(environments.environments.map((e: { id: string }) => e.id)).not.toContain(staging.id)
+        const { environments } = yield* owner.api.environments.listEnvironments({})
+        expect(environments.map((e) => e.id)).not.toContain(staging.id)
         // The key list still answers (the revoked key may stay listed or go, but no error).
-        expectStatus(yield* call(base, "GET", "/v1/api-keys", { token: owner.jwt }), 200)
+        yield* owner.api.apiKeys.listApiKeys({})
       })
     )
   })

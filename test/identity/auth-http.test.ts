@@ -13,21 +13,10 @@ import { SignJWT } from "jose"
 import { randomUUID } from "node:crypto"
 import { uniqueName } from "../support/TestPlatform.js"
 import { baseUrl, TestDatabaseUrl, testServer, testServerWithDatabase } from "../support/TestServer.js"
-import {
-  call,
-  createKey,
-  expectError,
-  expectStatus,
-  expectValidation,
-  INTERNAL_KEY,
-  oauthSession,
-  queryDatabase,
-  SERVER_OPTIONS,
-  sha256Hex,
-  signUp,
-  TIMESTAMP,
-  UUID
-} from "./http-helpers.js"
+import { clientAt, expectFailure } from "../support/Api.js"
+import { call, expectError, expectValidation } from "../support/Raw.js"
+import { createKey, INTERNAL_KEY, oauthSession, sha256Hex, signUp } from "../support/Tenants.js"
+import { answerOf, describeAnswer, queryDatabase, SERVER_OPTIONS, TIMESTAMP, UUID, withRaw } from "./http-helpers.js"
 
 const JWT_SECRET = "auth-http-test-jwt-secret-0123456789abcdefghijklmnop"
 
@@ -62,22 +51,30 @@ const badDigests: ReadonlyArray<readonly [string, unknown]> = [
   ["null", null]
 ]
 
+/** The anonymous client, for the auth endpoints. */
+const anonymous = Effect.flatMap(baseUrl, (base) => clientAt(base))
+
 layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTTP", (it) => {
   describe("POST /v1/auth/signup", () => {
     it.effect("answers 200 with a Session {jwt, user_id (UUID), username}", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
         const username = uniqueName("Signup")
-        const response = yield* call(base, "POST", "/v1/auth/signup", {
-          body: { username, password: sha256Hex("pw") }
-        })
-        const session = expectStatus(response, 200)
-        expect(Object.keys(session).sort()).toEqual(["jwt", "user_id", "username"])
+        const {
+          body,
+          status,
+          value: session
+        } = yield* withRaw(
+          (yield* anonymous).auth.signup({ payload: { username, password: sha256Hex("pw") }, withResponse: true })
+        )
+        expect(status).toBe(200)
+        // The body as sent: decoding would drop any field the contract does not name.
+        expect(Object.keys(body as object).sort()).toEqual(["jwt", "user_id", "username"])
         expect(session.user_id).toMatch(UUID)
         expect(session.username).toBe(username)
         expect(session.jwt.split(".")).toHaveLength(3)
         // The session works at once.
-        expectStatus(yield* call(base, "GET", "/v1/settings", { token: session.jwt }), 200)
+        yield* (yield* clientAt(base, { token: session.jwt })).settings.getSettings({})
       })
     )
 
@@ -87,25 +84,19 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
         const db = yield* TestDatabaseUrl
         const user = yield* signUp(base)
 
-        const mine = expectStatus(
-          yield* call(base, "GET", "/v1/team/my-workspaces", {
-            token: user.jwt,
-            headers: { "x-service-user-id": user.user_id }
-          }),
-          200
-        )
+        const mine = yield* user.api.team.listMyWorkspaces({ headers: { "x-service-user-id": user.user_id } })
         expect(mine.is_platform_admin).toBe(false)
         expect(mine.workspaces).toHaveLength(1)
-        const workspace = mine.workspaces[0]
+        const workspace = mine.workspaces[0]!
         expect(workspace).toMatchObject({ role: "owner" })
         expect(typeof workspace.id).toBe("string")
         expect(typeof workspace.organization_id).toBe("string")
         expect(typeof workspace.slug).toBe("string")
         expect(typeof workspace.name).toBe("string")
 
-        const environments = expectStatus(yield* call(base, "GET", "/v1/environments", { token: user.jwt }), 200)
-        expect(environments.environments).toHaveLength(1)
-        expect(environments.environments[0]).toMatchObject({ is_default: true, slug: "production" })
+        const { environments } = yield* user.api.environments.listEnvironments({})
+        expect(environments).toHaveLength(1)
+        expect(environments[0]).toMatchObject({ is_default: true, slug: "production" })
 
         // The organization is the user's, with the user as its owner.
         const organizationMembers = yield* queryDatabase(
@@ -137,10 +128,7 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
         expect(row!.password_hash).not.toContain(first.password)
         // Same digest, another user: another salt, another hash.
         const username = uniqueName("same_pw")
-        const second = expectStatus(
-          yield* call(base, "POST", "/v1/auth/signup", { body: { username, password: first.password } }),
-          200
-        )
+        const second = yield* (yield* anonymous).auth.signup({ payload: { username, password: first.password } })
         const [other] = yield* queryDatabase<{ password_hash: string }>(
           db,
           "select password_hash from users where id = $1",
@@ -155,44 +143,53 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
       () =>
         Effect.gen(function* () {
           const base = yield* baseUrl
+          const api = yield* anonymous
           const user = yield* signUp(base, uniqueName("Taken"))
           for (const username of [user.username, user.username.toUpperCase(), user.username.toLowerCase()]) {
-            const response = yield* call(base, "POST", "/v1/auth/signup", {
-              body: { username, password: sha256Hex("other") }
-            })
-            expectError(response, 409, "username_taken")
+            yield* expectFailure(
+              api.auth.signup({ payload: { username, password: sha256Hex("other") } }),
+              409,
+              "username_taken"
+            )
           }
           // " name " must not become a look-alike second account: 409 (trimmed) or 400 (refused), never 200.
+          // Raw: the client itself refuses a username that is not trimmed.
           const padded = yield* call(base, "POST", "/v1/auth/signup", {
             body: { username: ` ${user.username} `, password: sha256Hex("other") }
           })
           expect([400, 409], padded.text).toContain(padded.status)
           expectError(padded, padded.status)
           // The original account is untouched: its password still logs in.
-          expectStatus(
-            yield* call(base, "POST", "/v1/auth/login", { body: { username: user.username, password: user.password } }),
-            200
-          )
+          yield* api.auth.login({ payload: { username: user.username, password: user.password } })
         })
     )
 
     it.effect("concurrent signups of one username: exactly one succeeds, the others answer 409", () =>
       Effect.gen(function* () {
-        const base = yield* baseUrl
+        const api = yield* anonymous
         const username = uniqueName("racer")
-        const responses = yield* Effect.all(
+        const answers = yield* Effect.all(
           Array.from({ length: 6 }, (_, i) =>
-            call(base, "POST", "/v1/auth/signup", {
-              body: { username: i % 2 === 0 ? username : username.toUpperCase(), password: sha256Hex(`pw ${i}`) }
-            })
+            answerOf(
+              api.auth.signup({
+                payload: {
+                  username: i % 2 === 0 ? username : username.toUpperCase(),
+                  password: sha256Hex(`pw ${i}`)
+                }
+              }),
+              200
+            )
           ),
           { concurrency: "unbounded" }
         )
-        expect(responses.map((response) => response.status).sort()).toEqual([200, 409, 409, 409, 409, 409])
-        for (const response of responses.filter((r) => r.status === 409)) expectError(response, 409, "username_taken")
+        expect(answers.map((answer) => answer.status).sort(), answers.map(describeAnswer).join("; ")).toEqual([
+          200, 409, 409, 409, 409, 409
+        ])
+        for (const answer of answers.filter((a) => a.status === 409)) expect(answer.error?.code).toBe("username_taken")
       })
     )
 
+    // Raw from here to the end of the block: these bodies break the schema on purpose, which the client refuses to send.
     it.effect("a password that is not a 64-character hex digest answers 400 naming password", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
@@ -248,13 +245,12 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
       Effect.gen(function* () {
         const base = yield* baseUrl
         const user = yield* signUp(base)
-        const response = yield* call(base, "POST", "/v1/auth/login", {
-          body: { username: user.username, password: user.password }
+        const session = yield* (yield* anonymous).auth.login({
+          payload: { username: user.username, password: user.password }
         })
-        const session = expectStatus(response, 200)
         expect(session).toMatchObject({ user_id: user.user_id, username: user.username })
         expect(typeof session.jwt).toBe("string")
-        expectStatus(yield* call(base, "GET", "/v1/environments", { token: session.jwt }), 200)
+        yield* (yield* clientAt(base, { token: session.jwt })).environments.listEnvironments({})
       })
     )
 
@@ -262,10 +258,10 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
       Effect.gen(function* () {
         const base = yield* baseUrl
         const user = yield* signUp(base, uniqueName("MixedCase"))
-        const response = yield* call(base, "POST", "/v1/auth/login", {
-          body: { username: user.username.toLowerCase(), password: user.password.toUpperCase() }
+        const session = yield* (yield* anonymous).auth.login({
+          payload: { username: user.username.toLowerCase(), password: user.password.toUpperCase() }
         })
-        expect(expectStatus(response, 200).user_id).toBe(user.user_id)
+        expect(session.user_id).toBe(user.user_id)
       })
     )
 
@@ -276,6 +272,7 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
         const email = `${uniqueName("oauthonly")}@example.com`
         const oauthUser = yield* oauthSession(base, { email, provider: "google", provider_subject: randomUUID() })
 
+        // Raw: the three error bodies are compared whole, as sent.
         const wrongPassword = yield* call(base, "POST", "/v1/auth/login", {
           body: { username: user.username, password: sha256Hex("wrong") }
         })
@@ -295,6 +292,7 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
       })
     )
 
+    // Raw: bodies the schema refuses, malformed JSON and a wrong media type.
     it.effect("a bad digest answers 400 naming password; a missing username 400; a wrong content type 415", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
@@ -324,44 +322,31 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
     it.effect("answers 200 with a new session; sessions issued before the change answer 401", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
+        const api = yield* anonymous
         const user = yield* signUp(base)
-        const loginBefore = expectStatus(
-          yield* call(base, "POST", "/v1/auth/login", { body: { username: user.username, password: user.password } }),
-          200
-        )
+        const loginBefore = yield* api.auth.login({ payload: { username: user.username, password: user.password } })
         const newPassword = sha256Hex("new secret")
-        const changed = expectStatus(
-          yield* call(base, "POST", "/v1/auth/password", {
-            body: { username: user.username, current_password: user.password, new_password: newPassword }
-          }),
-          200
-        )
+        const changed = yield* api.auth.changePassword({
+          payload: { username: user.username, current_password: user.password, new_password: newPassword }
+        })
         expect(changed).toMatchObject({ user_id: user.user_id, username: user.username })
 
         // Both older sessions are over; the new one works.
         for (const old of [user.jwt, loginBefore.jwt]) {
-          expectError(yield* call(base, "GET", "/v1/settings", { token: old }), 401)
-          expectError(yield* call(base, "GET", "/v1/api-keys", { token: old }), 401)
-          expectError(
-            yield* call(base, "GET", "/v1/team/my-workspaces", {
-              token: old,
-              headers: { "x-service-user-id": user.user_id }
-            }),
-            401
-          )
+          const before = yield* clientAt(base, { token: old })
+          yield* expectFailure(before.settings.getSettings({}), 401)
+          yield* expectFailure(before.apiKeys.listApiKeys({}), 401)
+          yield* expectFailure(before.team.listMyWorkspaces({ headers: { "x-service-user-id": user.user_id } }), 401)
         }
-        expectStatus(yield* call(base, "GET", "/v1/settings", { token: changed.jwt }), 200)
+        yield* (yield* clientAt(base, { token: changed.jwt })).settings.getSettings({})
 
         // The old password no longer logs in; the new one does.
-        expectError(
-          yield* call(base, "POST", "/v1/auth/login", { body: { username: user.username, password: user.password } }),
+        yield* expectFailure(
+          api.auth.login({ payload: { username: user.username, password: user.password } }),
           401,
           "invalid_credentials"
         )
-        expectStatus(
-          yield* call(base, "POST", "/v1/auth/login", { body: { username: user.username, password: newPassword } }),
-          200
-        )
+        yield* api.auth.login({ payload: { username: user.username, password: newPassword } })
       })
     )
 
@@ -369,6 +354,7 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
       Effect.gen(function* () {
         const base = yield* baseUrl
         const user = yield* signUp(base)
+        // Raw: the two error bodies are compared whole, as sent.
         const wrong = yield* call(base, "POST", "/v1/auth/password", {
           body: { username: user.username, current_password: sha256Hex("nope"), new_password: sha256Hex("x") }
         })
@@ -379,14 +365,12 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
         expectError(unknown, 401, "invalid_credentials")
         expect(unknown.body).toEqual(wrong.body)
         // The session from before still works and the password is unchanged.
-        expectStatus(yield* call(base, "GET", "/v1/settings", { token: user.jwt }), 200)
-        expectStatus(
-          yield* call(base, "POST", "/v1/auth/login", { body: { username: user.username, password: user.password } }),
-          200
-        )
+        yield* user.api.settings.getSettings({})
+        yield* (yield* anonymous).auth.login({ payload: { username: user.username, password: user.password } })
       })
     )
 
+    // Raw: bodies the schema refuses and a wrong media type.
     it.effect("bad digests answer 400 naming the field; a missing username 400; a wrong content type 415", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
@@ -427,17 +411,12 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
         const session = yield* oauthSession(base, { email, provider: "google", provider_subject: randomUUID() })
         expect(session.user_id).toMatch(UUID)
         expect(typeof session.username).toBe("string")
-        const mine = expectStatus(
-          yield* call(base, "GET", "/v1/team/my-workspaces", {
-            token: session.jwt,
-            headers: { "x-service-user-id": session.user_id }
-          }),
-          200
-        )
+        const api = yield* clientAt(base, { token: session.jwt })
+        const mine = yield* api.team.listMyWorkspaces({ headers: { "x-service-user-id": session.user_id } })
         expect(mine.workspaces).toHaveLength(1)
-        expect(mine.workspaces[0].role).toBe("owner")
-        const environments = expectStatus(yield* call(base, "GET", "/v1/environments", { token: session.jwt }), 200)
-        expect(environments.environments).toEqual([expect.objectContaining({ is_default: true, slug: "production" })])
+        expect(mine.workspaces[0]!.role).toBe("owner")
+        const { environments } = yield* api.environments.listEnvironments({})
+        expect(environments).toEqual([expect.objectContaining({ is_default: true, slug: "production" })])
       })
     )
 
@@ -471,7 +450,7 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
         expect(other.user_id).not.toBe(first.user_id)
         // Every session it answered works.
         for (const session of [first, again, linked, other]) {
-          expectStatus(yield* call(base, "GET", "/v1/settings", { token: session.jwt }), 200)
+          yield* (yield* clientAt(base, { token: session.jwt })).settings.getSettings({})
         }
       })
     )
@@ -498,7 +477,7 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
       Effect.gen(function* () {
         const base = yield* baseUrl
         const user = yield* signUp(base)
-        const key = yield* createKey(base, user)
+        const key = yield* createKey(user)
         const body = { email: `${uniqueName("x")}@example.com`, provider: "google", provider_subject: randomUUID() }
         for (const token of [
           undefined,
@@ -508,8 +487,7 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
           "",
           INTERNAL_KEY.slice(0, -1)
         ]) {
-          const response = yield* call(base, "POST", "/v1/identity/oauth-session", { token, body })
-          expectError(response, 401)
+          yield* expectFailure((yield* clientAt(base, { token })).auth.oauthSession({ payload: body }), 401)
         }
         // Nothing was created for that identity: the internal key now creates a fresh user.
         const created = yield* oauthSession(base, body)
@@ -520,18 +498,16 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
     it.effect("the internal key is refused by non-internal endpoints (401)", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
-        for (const [method, path] of [
-          ["GET", "/v1/settings"],
-          ["GET", "/v1/api-keys"],
-          ["GET", "/v1/environments"],
-          ["GET", "/v1/team/members"]
-        ] as const) {
-          expectError(yield* call(base, method, path, { token: INTERNAL_KEY }), 401)
-        }
-        expectError(yield* call(base, "POST", "/v1/api-keys", { token: INTERNAL_KEY, body: { name: "k" } }), 401)
+        const internal = yield* clientAt(base, { token: INTERNAL_KEY })
+        yield* expectFailure(internal.settings.getSettings({}), 401)
+        yield* expectFailure(internal.apiKeys.listApiKeys({}), 401)
+        yield* expectFailure(internal.environments.listEnvironments({}), 401)
+        yield* expectFailure(internal.team.listMembers({}), 401)
+        yield* expectFailure(internal.apiKeys.createApiKey({ payload: { name: "k" } }), 401)
       })
     )
 
+    // Raw: bodies the schema refuses (the client would not send them).
     it.effect("missing or empty fields answer 400 naming the field", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
@@ -562,6 +538,7 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
 
     // Users are linked by email: a blank email would link every identity sent with a blank
     // email to one account. The server trims the email, so "   " is an empty email: a 400.
+    // Raw: the client itself refuses an email that is not trimmed.
     it.effect("a blank email answers 400 naming email (no account is created or linked)", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
@@ -577,24 +554,24 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
     it.effect("concurrent calls for one new identity answer the same user", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
+        const internal = yield* clientAt(base, { token: INTERNAL_KEY })
         const body = {
           email: `${uniqueName("race")}@example.com`,
           provider: "google",
           provider_subject: randomUUID()
         }
-        const responses = yield* Effect.all(
-          Array.from({ length: 6 }, () =>
-            call(base, "POST", "/v1/identity/oauth-session", { token: INTERNAL_KEY, body })
-          ),
+        const sessions = yield* Effect.all(
+          Array.from({ length: 6 }, () => internal.auth.oauthSession({ payload: body })),
           { concurrency: "unbounded" }
         )
-        const userIds = responses.map((response) => expectStatus(response, 200).user_id as string)
+        const userIds = sessions.map((session) => session.user_id)
         expect(new Set(userIds).size, JSON.stringify(userIds)).toBe(1)
         // And later calls agree with them.
         expect((yield* oauthSession(base, body)).user_id).toBe(userIds[0])
       })
     )
 
+    // Raw: a wrong media type and malformed JSON.
     it.effect("a wrong content type answers 415, malformed JSON 400", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
@@ -638,9 +615,8 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
           ["unknown gr_live_ key", { authorization: `Bearer gr_live_${"A".repeat(43)}` }]
         ]
         for (const [label, headers] of cases) {
-          const response = yield* call(base, "GET", "/v1/settings", { headers })
-          expect(response.status, `${label}: ${response.text}`).toBe(401)
-          expectError(response, 401)
+          const answer = yield* answerOf((yield* clientAt(base, { headers })).settings.getSettings({}), 200)
+          expect(answer.status, `${label}: ${describeAnswer(answer)}`).toBe(401)
         }
       })
     )
@@ -652,10 +628,8 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
           const base = yield* baseUrl
           const user = yield* signUp(base)
           // Sanity: a token forged with the configured secret and the user's claims is accepted.
-          expectStatus(
-            yield* call(base, "GET", "/v1/settings", { token: yield* forge({ sub: user.user_id, pwv: 1 }) }),
-            200
-          )
+          const forged = yield* clientAt(base, { token: yield* forge({ sub: user.user_id, pwv: 1 }) })
+          yield* forged.settings.getSettings({})
           const cases: ReadonlyArray<readonly [string, string]> = [
             ["expired", yield* forge({ sub: user.user_id, pwv: 1, exp: Math.floor(Date.now() / 1000) - 60 })],
             // Without exp a token signed with the secret would be valid forever.
@@ -670,9 +644,8 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
             ["string pwv", yield* forge({ sub: user.user_id, pwv: "1" })]
           ]
           for (const [label, token] of cases) {
-            const response = yield* call(base, "GET", "/v1/settings", { token })
-            expect(response.status, `${label}: ${response.text}`).toBe(401)
-            expectError(response, 401)
+            const answer = yield* answerOf((yield* clientAt(base, { token })).settings.getSettings({}), 200)
+            expect(answer.status, `${label}: ${describeAnswer(answer)}`).toBe(401)
           }
         })
     )
@@ -682,35 +655,31 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
         const base = yield* baseUrl
         const user = yield* signUp(base)
         const other = yield* signUp(base)
-        const second = expectStatus(
-          yield* call(base, "POST", "/v1/team/my-workspaces", { token: user.jwt, body: { name: "Second" } }),
-          201
-        )
-        const othersWorkspace = expectStatus(
-          yield* call(base, "GET", "/v1/team/my-workspaces", {
-            token: other.jwt,
-            headers: { "x-service-user-id": other.user_id }
-          }),
-          200
-        ).workspaces[0].id as string
+        const second = yield* user.api.team.createWorkspace({ payload: { name: "Second" } })
+        const othersWorkspaces = yield* other.api.team.listMyWorkspaces({
+          headers: { "x-service-user-id": other.user_id }
+        })
+        const othersWorkspace = othersWorkspaces.workspaces[0]!.id
 
         // The header selects the second workspace: its environments are not the default workspace's.
-        const inDefault = expectStatus(yield* call(base, "GET", "/v1/environments", { token: user.jwt }), 200)
-        const inSecond = expectStatus(
-          yield* call(base, "GET", "/v1/environments", { token: user.jwt, workspace: second.id }),
-          200
-        )
+        const inDefault = yield* user.api.environments.listEnvironments({})
+        const secondWorkspace = yield* clientAt(base, { token: user.jwt, workspace: second.id })
+        const inSecond = yield* secondWorkspace.environments.listEnvironments({})
         expect(inSecond.environments).toHaveLength(1)
-        expect(inSecond.environments[0].id).not.toBe(inDefault.environments[0].id)
+        expect(inSecond.environments[0]!.id).not.toBe(inDefault.environments[0]!.id)
 
         for (const workspace of [othersWorkspace, "ws_does_not_exist", "", " "].filter((w) => w.trim() !== "")) {
-          for (const [method, path] of [
-            ["GET", "/v1/settings"],
-            ["GET", "/v1/environments"],
-            ["GET", "/v1/api-keys"],
-            ["GET", "/v1/team/members"]
-          ] as const) {
-            expectError(yield* call(base, method, path, { token: user.jwt, workspace }), 404, "workspace_not_found")
+          const elsewhere = yield* clientAt(base, { token: user.jwt, workspace })
+          const attempts: ReadonlyArray<readonly [string, Effect.Effect<unknown, unknown>]> = [
+            ["GET /v1/settings", elsewhere.settings.getSettings({})],
+            ["GET /v1/environments", elsewhere.environments.listEnvironments({})],
+            ["GET /v1/api-keys", elsewhere.apiKeys.listApiKeys({})],
+            ["GET /v1/team/members", elsewhere.team.listMembers({})]
+          ]
+          for (const [label, attempt] of attempts) {
+            const answer = yield* answerOf(attempt, 200)
+            expect(answer.status, `${label}: ${describeAnswer(answer)}`).toBe(404)
+            expect(answer.error?.code).toBe("workspace_not_found")
           }
         }
       })
@@ -720,11 +689,11 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
       Effect.gen(function* () {
         const base = yield* baseUrl
         const user = yield* signUp(base)
-        const settings = expectStatus(yield* call(base, "GET", "/v1/settings", { token: user.jwt }), 200)
+        const settings = yield* user.api.settings.getSettings({})
         expect(settings.updated_at).toMatch(TIMESTAMP)
-        const environments = expectStatus(yield* call(base, "GET", "/v1/environments", { token: user.jwt }), 200)
-        expect(environments.environments[0].created_at).toMatch(TIMESTAMP)
-        expect(environments.environments[0].updated_at).toMatch(TIMESTAMP)
+        const { environments } = yield* user.api.environments.listEnvironments({})
+        expect(environments[0]!.created_at).toMatch(TIMESTAMP)
+        expect(environments[0]!.updated_at).toMatch(TIMESTAMP)
       })
     )
   })
@@ -740,13 +709,12 @@ layer(testServer("database", { SESSION_TTL_SECONDS: "1" }), SERVER_OPTIONS)(
         const base = yield* baseUrl
         const user = yield* signUp(base)
         yield* Effect.sleep("2200 millis")
-        expectError(yield* call(base, "GET", "/v1/settings", { token: user.jwt }), 401)
+        yield* expectFailure(user.api.settings.getSettings({}), 401)
         // A fresh login works again.
-        const again = expectStatus(
-          yield* call(base, "POST", "/v1/auth/login", { body: { username: user.username, password: user.password } }),
-          200
-        )
-        expectStatus(yield* call(base, "GET", "/v1/settings", { token: again.jwt }), 200)
+        const again = yield* (yield* clientAt(base)).auth.login({
+          payload: { username: user.username, password: user.password }
+        })
+        yield* (yield* clientAt(base, { token: again.jwt })).settings.getSettings({})
       })
     )
   }
@@ -766,7 +734,7 @@ layer(testServer("database"), SERVER_OPTIONS)("auth over HTTP (no INTERNAL_API_K
         { authorization: `Bearer ${user.jwt}` },
         { authorization: `Bearer ${INTERNAL_KEY}` }
       ]) {
-        expectError(yield* call(base, "POST", "/v1/identity/oauth-session", { headers, body }), 401)
+        yield* expectFailure((yield* clientAt(base, { headers })).auth.oauthSession({ payload: body }), 401)
       }
     })
   )

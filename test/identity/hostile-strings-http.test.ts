@@ -7,17 +7,13 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import type { EnvironmentId } from "../../src/identity/Domain.js"
+import { clientAt, type GuardrailClient } from "../support/Api.js"
+import { call, isErrorBody, SNAKE_CASE } from "../support/Raw.js"
+import { createEnvironment, INTERNAL_KEY, sha256Hex, tenant } from "../support/Tenants.js"
 import { uniqueName } from "../support/TestPlatform.js"
 import { baseUrl, testServer } from "../support/TestServer.js"
-import {
-  call,
-  createEnvironment,
-  INTERNAL_KEY,
-  isErrorBody,
-  SERVER_OPTIONS,
-  sha256Hex,
-  tenant
-} from "./http-helpers.js"
+import { answerOf, describeAnswer, SERVER_OPTIONS } from "./http-helpers.js"
 
 const NUL = "a\u0000b"
 
@@ -29,91 +25,111 @@ interface Case {
   readonly credential: "owner" | "internal" | "none"
   /** Acceptable statuses (all 4xx). */
   readonly statuses: ReadonlyArray<number>
+  /** The call through the typed client; none for a NUL in the path, which is sent raw. */
+  readonly send?: (api: GuardrailClient, environment: EnvironmentId) => Effect.Effect<unknown, unknown>
 }
 
+/** A case sent through the typed client, `body` its payload. */
+const typed = <Body>(
+  method: string,
+  path: string,
+  body: Body,
+  credential: Case["credential"],
+  statuses: ReadonlyArray<number>,
+  send: (api: GuardrailClient, environment: EnvironmentId, payload: Body) => Effect.Effect<unknown, unknown>
+): Case => ({ method, path, body, credential, statuses, send: (api, environment) => send(api, environment, body) })
+
 const cases: ReadonlyArray<Case> = [
+  // Raw: a NUL in a path id (%00), which the client does not send.
   { method: "GET", path: "/v1/environments/%00/checker-modes", credential: "owner", statuses: [400, 404] },
   { method: "PUT", path: "/v1/environments/%00/checker-modes", body: {}, credential: "owner", statuses: [400, 404] },
   { method: "PATCH", path: "/v1/environments/%00", body: {}, credential: "owner", statuses: [400, 404] },
   { method: "DELETE", path: "/v1/environments/%00", credential: "owner", statuses: [400, 404] },
-  { method: "PATCH", path: "/v1/environments/{env}", body: { name: NUL }, credential: "owner", statuses: [400] },
-  { method: "PATCH", path: "/v1/environments/{env}", body: { description: NUL }, credential: "owner", statuses: [400] },
-  { method: "POST", path: "/v1/environments", body: { name: NUL, slug: "nul" }, credential: "owner", statuses: [400] },
-  {
-    method: "POST",
-    path: "/v1/environments",
-    body: { name: "n", slug: "nul2", description: NUL },
-    credential: "owner",
-    statuses: [400]
-  },
-  { method: "POST", path: "/v1/api-keys", body: { name: NUL }, credential: "owner", statuses: [400] },
-  {
-    method: "POST",
-    path: "/v1/api-keys",
-    body: { name: "k", environment_id: NUL },
-    credential: "owner",
-    statuses: [400, 404]
-  },
-  {
-    method: "PATCH",
-    path: "/v1/api-keys/batch/revoke",
-    body: { ids: [NUL] },
-    credential: "owner",
-    statuses: [400, 404]
-  },
-  { method: "POST", path: "/v1/team/my-workspaces", body: { name: NUL }, credential: "owner", statuses: [400] },
-  { method: "POST", path: "/v1/team/invites", body: { email: "a\u0000@b.co" }, credential: "owner", statuses: [400] },
-  { method: "PATCH", path: "/v1/settings", body: { config: { note: NUL } }, credential: "owner", statuses: [400] },
-  { method: "PATCH", path: "/v1/settings", body: { config: { [NUL]: 1 } }, credential: "owner", statuses: [400] },
-  {
-    method: "PATCH",
-    path: "/v1/settings",
-    body: { escalation_webhook_url: "https://hooks.example.com/\u0000" },
-    credential: "owner",
-    statuses: [400]
-  },
-  {
-    method: "POST",
-    path: "/v1/auth/signup",
-    body: { username: NUL, password: sha256Hex("x") },
-    credential: "none",
-    statuses: [400]
-  },
-  {
-    method: "POST",
-    path: "/v1/auth/login",
-    body: { username: NUL, password: sha256Hex("x") },
-    credential: "none",
-    statuses: [400, 401]
-  },
-  {
-    method: "POST",
-    path: "/v1/auth/password",
-    body: { username: NUL, current_password: sha256Hex("x"), new_password: sha256Hex("y") },
-    credential: "none",
-    statuses: [400, 401]
-  },
-  {
-    method: "POST",
-    path: "/v1/identity/oauth-session",
-    body: { email: `${NUL}@example.com`, provider: "google", provider_subject: "s" },
-    credential: "internal",
-    statuses: [400]
-  },
-  {
-    method: "POST",
-    path: "/v1/identity/oauth-session",
-    body: { email: "nul@example.com", provider: NUL, provider_subject: "s" },
-    credential: "internal",
-    statuses: [400]
-  },
-  {
-    method: "POST",
-    path: "/v1/identity/oauth-session",
-    body: { email: "nul@example.com", provider: "google", provider_subject: NUL },
-    credential: "internal",
-    statuses: [400]
-  }
+  typed("PATCH", "/v1/environments/{env}", { name: NUL }, "owner", [400], (api, id, payload) =>
+    api.environments.updateEnvironment({ path: { id }, payload })
+  ),
+  typed("PATCH", "/v1/environments/{env}", { description: NUL }, "owner", [400], (api, id, payload) =>
+    api.environments.updateEnvironment({ path: { id }, payload })
+  ),
+  typed("POST", "/v1/environments", { name: NUL, slug: "nul" }, "owner", [400], (api, _, payload) =>
+    api.environments.createEnvironment({ payload })
+  ),
+  typed("POST", "/v1/environments", { name: "n", slug: "nul2", description: NUL }, "owner", [400], (api, _, payload) =>
+    api.environments.createEnvironment({ payload })
+  ),
+  typed("POST", "/v1/api-keys", { name: NUL }, "owner", [400], (api, _, payload) =>
+    api.apiKeys.createApiKey({ payload })
+  ),
+  typed("POST", "/v1/api-keys", { name: "k", environment_id: NUL }, "owner", [400, 404], (api, _, payload) =>
+    api.apiKeys.createApiKey({ payload })
+  ),
+  typed("PATCH", "/v1/api-keys/batch/revoke", { ids: [NUL] }, "owner", [400, 404], (api, _, payload) =>
+    api.apiKeys.revokeApiKeys({ payload })
+  ),
+  typed("POST", "/v1/team/my-workspaces", { name: NUL }, "owner", [400], (api, _, payload) =>
+    api.team.createWorkspace({ payload })
+  ),
+  // The client always sends a role; the server's default is member.
+  typed(
+    "POST",
+    "/v1/team/invites",
+    { email: "a\u0000@b.co", role: "member" } as const,
+    "owner",
+    [400],
+    (api, _, payload) => api.team.createInvite({ payload })
+  ),
+  typed("PATCH", "/v1/settings", { config: { note: NUL } }, "owner", [400], (api, _, payload) =>
+    api.settings.updateSettings({ payload })
+  ),
+  typed("PATCH", "/v1/settings", { config: { [NUL]: 1 } }, "owner", [400], (api, _, payload) =>
+    api.settings.updateSettings({ payload })
+  ),
+  typed(
+    "PATCH",
+    "/v1/settings",
+    { escalation_webhook_url: "https://hooks.example.com/\u0000" },
+    "owner",
+    [400],
+    (api, _, payload) => api.settings.updateSettings({ payload })
+  ),
+  typed("POST", "/v1/auth/signup", { username: NUL, password: sha256Hex("x") }, "none", [400], (api, _, payload) =>
+    api.auth.signup({ payload })
+  ),
+  typed("POST", "/v1/auth/login", { username: NUL, password: sha256Hex("x") }, "none", [400, 401], (api, _, payload) =>
+    api.auth.login({ payload })
+  ),
+  typed(
+    "POST",
+    "/v1/auth/password",
+    { username: NUL, current_password: sha256Hex("x"), new_password: sha256Hex("y") },
+    "none",
+    [400, 401],
+    (api, _, payload) => api.auth.changePassword({ payload })
+  ),
+  typed(
+    "POST",
+    "/v1/identity/oauth-session",
+    { email: `${NUL}@example.com`, provider: "google", provider_subject: "s" },
+    "internal",
+    [400],
+    (api, _, payload) => api.auth.oauthSession({ payload })
+  ),
+  typed(
+    "POST",
+    "/v1/identity/oauth-session",
+    { email: "nul@example.com", provider: NUL, provider_subject: "s" },
+    "internal",
+    [400],
+    (api, _, payload) => api.auth.oauthSession({ payload })
+  ),
+  typed(
+    "POST",
+    "/v1/identity/oauth-session",
+    { email: "nul@example.com", provider: "google", provider_subject: NUL },
+    "internal",
+    [400],
+    (api, _, payload) => api.auth.oauthSession({ payload })
+  )
 ]
 
 layer(testServer("database", { INTERNAL_API_KEY: INTERNAL_KEY }), SERVER_OPTIONS)("NUL characters", (it) => {
@@ -122,14 +138,22 @@ layer(testServer("database", { INTERNAL_API_KEY: INTERNAL_KEY }), SERVER_OPTIONS
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base, uniqueName("nul"))
-        const environment = yield* createEnvironment(base, owner)
+        const environment = yield* createEnvironment(owner)
         const token = c.credential === "owner" ? owner.jwt : c.credential === "internal" ? INTERNAL_KEY : undefined
-        const response = yield* call(base, c.method, c.path.replace("{env}", environment.id), { token, body: c.body })
-        expect(c.statuses, response.text).toContain(response.status)
-        expect(isErrorBody(response.body), response.text).toBe(true)
+        if (c.send === undefined) {
+          const response = yield* call(base, c.method, c.path.replace("{env}", environment.id), { token, body: c.body })
+          expect(c.statuses, response.text).toContain(response.status)
+          expect(isErrorBody(response.body), response.text).toBe(true)
+        } else {
+          const answer = yield* answerOf(c.send(yield* clientAt(base, { token }), environment.id), 200)
+          expect(answer.error, `a success: ${JSON.stringify(answer.value)}`).toBeDefined()
+          expect(c.statuses, describeAnswer(answer)).toContain(answer.status)
+          // The error body: a snake_case code and a message.
+          expect(answer.error?.code, describeAnswer(answer)).toMatch(SNAKE_CASE)
+          expect(answer.error?.message, describeAnswer(answer)).not.toBe("")
+        }
         // The owner's workspace is intact afterwards.
-        const settings = yield* call(base, "GET", "/v1/settings", { token: owner.jwt })
-        expect(settings.status, settings.text).toBe(200)
+        yield* owner.api.settings.getSettings({})
       })
     )
   }

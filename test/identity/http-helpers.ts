@@ -1,199 +1,92 @@
 /**
- * Helpers of the identity HTTP suites: requests with a deadline, the error
- * body check, users signed up over the API, and direct reads of the
- * database behind a `testServerWithDatabase` server.
+ * Helpers of the identity HTTP suites: the suites' server options, timestamp
+ * and id patterns, a typed-client call together with the raw answer it
+ * decoded (`withRaw`), requests from a chosen loopback address (`postFrom`),
+ * and direct reads of the database behind a `testServerWithDatabase` server.
+ *
+ * The other exports are the former request helpers, kept for the suites that
+ * still import them from here: they are now thin adapters over
+ * test/support/{Api,Tenants,Raw}.ts, which new code imports instead.
  */
+import type { HttpClientResponse } from "@effect/platform"
 import { expect } from "@effect/vitest"
-import { Effect } from "effect"
-import { createHash } from "node:crypto"
+import { Cause, Effect, Exit, Option } from "effect"
 import { request as httpRequest } from "node:http"
 import pg from "pg"
+import { type HttpError, isHttpError, statusOf } from "../../src/http/Errors.js"
+import { clientAt } from "../support/Api.js"
+import type { JsonResponse } from "../support/Raw.js"
+import * as Tenants from "../support/Tenants.js"
 import { uniqueName } from "../support/TestPlatform.js"
-import { type JsonResponse, request } from "../support/TestServer.js"
 
 export const SERVER_OPTIONS = { timeout: "180 seconds", excludeTestServices: true } as const
 
-export const INTERNAL_KEY = "internal-test-key-0123456789abcdef0123456789abcdef"
-
-export interface ErrorShape {
-  readonly error: {
-    readonly code: string
-    readonly message: string
-    readonly details?: ReadonlyArray<{ readonly path: string; readonly message: string }>
-  }
-}
-
-export const SNAKE_CASE = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/
 /** RFC 3339 in UTC with milliseconds. */
 export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
-/** True when `body` is the conventions' error body `{error: {code, message}}` with a snake_case code. */
-export const isErrorBody = (body: unknown): body is ErrorShape => {
-  if (typeof body !== "object" || body === null) return false
-  const error = (body as { error?: unknown }).error
-  if (typeof error !== "object" || error === null) return false
-  const { code, message } = error as { code?: unknown; message?: unknown }
-  return typeof code === "string" && SNAKE_CASE.test(code) && typeof message === "string" && message.length > 0
-}
+// ---------------------------------------------------------------- typed calls, with what they decoded
 
-export const sha256Hex = (plaintext: string) => createHash("sha256").update(plaintext).digest("hex")
-
-export interface CallOptions {
-  readonly token?: string | undefined
-  /** Serialized as JSON with `content-type: application/json` unless `raw` is given. */
-  readonly body?: unknown
-  /** A body sent as is, with `contentType` (default `application/json`). */
-  readonly raw?: string | undefined
-  readonly contentType?: string | undefined
-  readonly headers?: Record<string, string> | undefined
-  readonly workspace?: string | undefined
+export interface WithRaw<A> {
+  /** What the typed client decoded. */
+  readonly value: A
+  readonly status: number
+  readonly headers: HttpClientResponse.HttpClientResponse["headers"]
+  /** The answer's body as sent, before decoding (which drops fields the contract does not name). */
+  readonly text: string
+  /** `text` parsed as JSON (undefined for an empty body). */
+  readonly body: unknown
 }
 
 /**
- * One request to `base + path` with a 15 s deadline (a hang fails fast and
- * the connection is dropped so the server can still shut down).
+ * Runs a typed-client call made with `withResponse: true`; answers the decoded
+ * value beside the raw answer, for checks decoding would hide (the exact keys
+ * of a body, a secret that must not appear anywhere in it, an empty 204 body).
  */
-export const call = (base: string, method: string, path: string, options: CallOptions = {}) => {
-  const headers: Record<string, string> = { ...options.headers }
-  if (options.token !== undefined) headers["authorization"] = `Bearer ${options.token}`
-  if (options.workspace !== undefined) headers["x-service-workspace-id"] = options.workspace
-  let body: string | undefined
-  if (options.raw !== undefined) {
-    body = options.raw
-    headers["content-type"] = options.contentType ?? "application/json"
-  } else if (options.body !== undefined) {
-    body = JSON.stringify(options.body)
-    headers["content-type"] = options.contentType ?? "application/json"
-  }
-  return request(`${base}${path}`, {
-    method,
-    headers,
-    ...(body === undefined ? {} : { body }),
-    signal: AbortSignal.timeout(15_000)
-  })
-}
-
-/** Asserts the response is `status` with the error body carrying `code`; answers the error. */
-export const expectError = (response: JsonResponse, status: number, code?: string) => {
-  expect(response.status, response.text).toBe(status)
-  expect(isErrorBody(response.body), response.text).toBe(true)
-  const { error } = response.body as ErrorShape
-  if (code !== undefined) expect(error.code, response.text).toBe(code)
-  return error
-}
-
-/** Asserts a 400 `validation_failed` whose details name `path`. */
-export const expectValidation = (response: JsonResponse, path: string) => {
-  const error = expectError(response, 400, "validation_failed")
-  expect(
-    error.details?.map((detail) => detail.path),
-    response.text
-  ).toContain(path)
-  return error
-}
-
-export const expectStatus = (response: JsonResponse, status: number) => {
-  expect(response.status, response.text).toBe(status)
-  return response.body as any
-}
-
-export interface User {
-  readonly jwt: string
-  readonly user_id: string
-  readonly username: string
-  /** The password digest the user signed up with. */
-  readonly password: string
-}
-
-/** Signs up a fresh user (with its personal workspace) and answers its session. */
-export const signUp = (base: string, username = uniqueName("user")) =>
+export const withRaw = <A, E, R>(call: Effect.Effect<[A, HttpClientResponse.HttpClientResponse], E, R>) =>
   Effect.gen(function* () {
-    const password = sha256Hex(`${username} secret`)
-    const response = yield* call(base, "POST", "/v1/auth/signup", { body: { username, password } })
-    expect(response.status, response.text).toBe(200)
-    const session = response.body as { jwt: string; user_id: string; username: string }
-    return { ...session, password } satisfies User
-  })
-
-export interface Tenant extends User {
-  readonly workspaceId: string
-  readonly organizationId: string
-  readonly defaultEnvironmentId: string
-}
-
-/** A signed-up user with the ids of its personal workspace and default environment. */
-export const tenant = (base: string, username = uniqueName("tenant")) =>
-  Effect.gen(function* () {
-    const user = yield* signUp(base, username)
-    const mine = yield* call(base, "GET", "/v1/team/my-workspaces", {
-      token: user.jwt,
-      headers: { "x-service-user-id": user.user_id }
-    })
-    const { workspaces } = expectStatus(mine, 200) as { workspaces: Array<{ id: string; organization_id: string }> }
-    expect(workspaces).toHaveLength(1)
-    const environments = expectStatus(yield* call(base, "GET", "/v1/environments", { token: user.jwt }), 200) as {
-      environments: Array<{ id: string; is_default: boolean }>
-    }
-    const defaultEnvironment = environments.environments.find((environment) => environment.is_default)
-    expect(defaultEnvironment).toBeDefined()
+    const [value, response] = yield* call
+    // The client decoded the body from its (cached) array buffer.
+    const text = new TextDecoder().decode(yield* response.arrayBuffer)
     return {
-      ...user,
-      workspaceId: workspaces[0]!.id,
-      organizationId: workspaces[0]!.organization_id,
-      defaultEnvironmentId: defaultEnvironment!.id
-    } satisfies Tenant
+      value,
+      status: response.status,
+      headers: response.headers,
+      text,
+      body: text === "" ? undefined : (JSON.parse(text) as unknown)
+    } satisfies WithRaw<A>
   })
 
-/** A runtime key created by `owner` (optionally bound to `environment_id`); answers the create response. */
-export const createKey = (base: string, owner: { jwt: string }, body: Record<string, unknown> = {}) =>
-  Effect.gen(function* () {
-    const response = yield* call(base, "POST", "/v1/api-keys", {
-      token: owner.jwt,
-      body: { name: uniqueName("key"), ...body }
-    })
-    return expectStatus(response, 201) as {
-      api_key: { id: string; prefix: string; environment_id: string; environment: string; status: string }
-      plaintext_key: string
-    }
-  })
+export interface Answer<A = unknown> {
+  readonly status: number
+  /** What the call answered; undefined when it failed. */
+  readonly value: A | undefined
+  /** The HTTP error the call failed with; undefined when it succeeded. */
+  readonly error: HttpError | undefined
+}
 
 /**
- * A user of `role` in `owner`'s workspace: invited by the owner, the invite accepted through the trusted web
- * client (the server needs INTERNAL_API_KEY = INTERNAL_KEY). Acts there with `workspace: owner.workspaceId`.
+ * Runs an API call whose outcome a test compares with others (concurrent
+ * calls, tables of credentials): answers `ok`, the success status the
+ * endpoint declares (the client refuses any other), or the status of the
+ * HTTP error it failed with, beside that error. Any other failure fails the test.
  */
-export const joinedAs = (base: string, owner: Tenant, role: "admin" | "member") =>
+export const answerOf = <A, E, R>(call: Effect.Effect<A, E, R>, ok: number) =>
   Effect.gen(function* () {
-    const user = yield* signUp(base)
-    const email = `${uniqueName(role)}@example.com`
-    expectStatus(yield* call(base, "POST", "/v1/team/invites", { token: owner.jwt, body: { email, role } }), 201)
-    const mine = expectStatus(
-      yield* call(base, "GET", "/v1/team/my-workspaces", {
-        token: INTERNAL_KEY,
-        headers: { "x-service-user-id": user.user_id, "x-service-user-email": email }
-      }),
-      200
-    ) as { workspaces: ReadonlyArray<{ readonly id: string; readonly role: string }> }
-    expect(mine.workspaces.find((w) => w.id === owner.workspaceId)?.role).toBe(role)
-    return user
-  })
-/** A new environment in the caller's (default or given) workspace. */
-export const createEnvironment = (
-  base: string,
-  owner: { jwt: string },
-  slug = uniqueName("env").replaceAll("_", "-")
-) =>
-  Effect.gen(function* () {
-    const response = yield* call(base, "POST", "/v1/environments", { token: owner.jwt, body: { name: slug, slug } })
-    return expectStatus(response, 201) as { id: string; slug: string; name: string; is_default: boolean }
+    const exit = yield* Effect.exit(call)
+    if (Exit.isSuccess(exit)) return { status: ok, value: exit.value, error: undefined } satisfies Answer<A>
+    const failure = Cause.failureOption(exit.cause)
+    if (Option.isSome(failure) && isHttpError(failure.value)) {
+      return { status: statusOf(failure.value), value: undefined, error: failure.value } satisfies Answer<A>
+    }
+    return expect.fail(`expected an HTTP answer, got ${Cause.pretty(exit.cause)}`)
   })
 
-/** A session for an OAuth identity, through the internal endpoint. */
-export const oauthSession = (base: string, input: { email: string; provider: string; provider_subject: string }) =>
-  Effect.gen(function* () {
-    const response = yield* call(base, "POST", "/v1/identity/oauth-session", { token: INTERNAL_KEY, body: input })
-    return expectStatus(response, 200) as { jwt: string; user_id: string; username: string }
-  })
+/** A one-line account of an answer for assertion messages. */
+export const describeAnswer = ({ error, status }: Answer<unknown>) =>
+  error === undefined ? `${status}` : `${status} ${error.code}: ${error.message}`
+
+// ---------------------------------------------------------------- raw requests from a chosen address
 
 export interface RawResponse {
   readonly status: number
@@ -204,7 +97,8 @@ export interface RawResponse {
 
 /**
  * A JSON POST over node:http from the given local (loopback) address, so a
- * test can be several client addresses at once. Fails after 15 s.
+ * test can be several client addresses at once (the typed client cannot pick
+ * its source address). Fails after 15 s.
  */
 export const postFrom = (base: string, localAddress: string, path: string, body: unknown) =>
   Effect.async<RawResponse, Error>((resume) => {
@@ -243,6 +137,8 @@ export const postFrom = (base: string, localAddress: string, path: string, body:
     req.end()
   })
 
+// ---------------------------------------------------------------- the database
+
 /** Runs one query against the database at `url`; answers the rows. */
 export const queryDatabase = <Row = Record<string, unknown>>(
   url: string,
@@ -258,3 +154,114 @@ export const queryDatabase = <Row = Record<string, unknown>>(
       await client.end()
     }
   })
+
+// ---------------------------------------------------------------- former helpers (use test/support instead)
+
+/** @deprecated Import from test/support/Tenants.ts. */
+export const INTERNAL_KEY = Tenants.INTERNAL_KEY
+/** @deprecated Import from test/support/Tenants.ts. */
+export const sha256Hex = Tenants.sha256Hex
+
+export {
+  /** @deprecated Import from test/support/Raw.ts. */
+  call,
+  /** @deprecated Import from test/support/Raw.ts. */
+  type CallOptions,
+  /** @deprecated Import from test/support/Raw.ts. */
+  type ErrorShape,
+  /** @deprecated Import from test/support/Raw.ts. */
+  expectError,
+  /** @deprecated Import from test/support/Raw.ts. */
+  expectValidation,
+  /** @deprecated Import from test/support/Raw.ts. */
+  isErrorBody,
+  /** @deprecated Import from test/support/Raw.ts. */
+  SNAKE_CASE
+} from "../support/Raw.js"
+
+/**
+ * Asserts the response is `status`; answers its body, unchecked.
+ * @deprecated Call the API through the typed client (test/support/Api.ts), whose answers are typed.
+ */
+export const expectStatus = (response: JsonResponse, status: number): unknown => {
+  expect(response.status, response.text).toBe(status)
+  return response.body
+}
+
+/** @deprecated Use `User` of test/support/Tenants.ts (it carries the user's client). */
+export interface User {
+  readonly jwt: string
+  readonly user_id: string
+  readonly username: string
+  /** The password digest the user signed up with. */
+  readonly password: string
+}
+
+/** @deprecated Use `Tenant` of test/support/Tenants.ts (it carries the user's client). */
+export interface Tenant extends User {
+  readonly workspaceId: string
+  readonly organizationId: string
+  readonly defaultEnvironmentId: string
+}
+
+const userOf = ({ jwt, password, user_id, username }: Tenants.User): User => ({ jwt, user_id, username, password })
+
+/**
+ * Signs up a fresh user (with its personal workspace) and answers its session.
+ * @deprecated Use `signUp` of test/support/Tenants.ts.
+ */
+export const signUp = (base: string, username = uniqueName("user")) =>
+  Effect.map(Tenants.signUp(base, username), userOf)
+
+/**
+ * A signed-up user with the ids of its personal workspace and default environment.
+ * @deprecated Use `tenant` of test/support/Tenants.ts.
+ */
+export const tenant = (base: string, username = uniqueName("tenant")) =>
+  Effect.map(Tenants.tenant(base, username), (signedUp): Tenant => ({
+    ...userOf(signedUp),
+    workspaceId: signedUp.workspaceId,
+    organizationId: signedUp.organizationId,
+    defaultEnvironmentId: signedUp.defaultEnvironmentId
+  }))
+
+/** The client of a session (or key) `owner.jwt` at `base`. */
+const clientOf = (base: string, owner: { readonly jwt: string }) =>
+  Effect.map(clientAt(base, { token: owner.jwt }), (api) => ({ api }))
+
+/**
+ * A runtime key created by `owner` (optionally bound to `environment_id`); answers the create response.
+ * @deprecated Use `createKey` of test/support/Tenants.ts.
+ */
+export const createKey = (
+  base: string,
+  owner: { readonly jwt: string },
+  body: { readonly name?: string; readonly environment_id?: string } = {}
+) => Effect.flatMap(clientOf(base, owner), (client) => Tenants.createKey(client, body))
+
+/**
+ * A user of `role` in `owner`'s workspace: invited by the owner, the invite accepted through the trusted web
+ * client (the server needs INTERNAL_API_KEY = INTERNAL_KEY). Acts there with `workspace: owner.workspaceId`.
+ * @deprecated Use `joinedAs` of test/support/Tenants.ts.
+ */
+export const joinedAs = (base: string, owner: Tenant, role: "admin" | "member") =>
+  Effect.gen(function* () {
+    const { api } = yield* clientOf(base, owner)
+    return userOf(yield* Tenants.joinedAs(base, { ...owner, api }, role))
+  })
+
+/**
+ * A new environment in the caller's (default or given) workspace.
+ * @deprecated Use `createEnvironment` of test/support/Tenants.ts.
+ */
+export const createEnvironment = (
+  base: string,
+  owner: { readonly jwt: string },
+  slug = uniqueName("env").replaceAll("_", "-")
+) => Effect.flatMap(clientOf(base, owner), (client) => Tenants.createEnvironment(client, slug))
+
+/**
+ * A session for an OAuth identity, through the internal endpoint.
+ * @deprecated Use `oauthSession` of test/support/Tenants.ts.
+ */
+export const oauthSession = Tenants.oauthSession

@@ -7,19 +7,12 @@
 import { expect, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { clientAt, expectFailure } from "../support/Api.js"
+import { isErrorBody } from "../support/Raw.js"
+import { sha256Hex, signUp } from "../support/Tenants.js"
 import { uniqueName } from "../support/TestPlatform.js"
 import { baseUrl, TestDatabaseUrl, testServer, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
-import {
-  call,
-  expectStatus,
-  isErrorBody,
-  postFrom,
-  queryDatabase,
-  type RawResponse,
-  SERVER_OPTIONS,
-  sha256Hex,
-  signUp
-} from "./http-helpers.js"
+import { postFrom, queryDatabase, type RawResponse, SERVER_OPTIONS } from "./http-helpers.js"
 
 const storedHash = (db: string, userId: string) =>
   Effect.map(
@@ -31,6 +24,8 @@ const storedHash = (db: string, userId: string) =>
     (rows) => rows[0]!
   )
 
+// Sign-ins and signups that must meet a limit go out raw through `postFrom`: each from a loopback address the
+// typed client cannot choose, and the 429 answers are checked for their Retry-After header.
 const expectRateLimited = (response: RawResponse) => {
   expect(response.status, response.text).toBe(429)
   expect(isErrorBody(response.body), response.text).toBe(true)
@@ -59,18 +54,20 @@ layer(testServerWithDatabase("database", { PASSWORD_SCRYPT_LOG_N: "10" }), SERVE
         const second = `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`
 
         // The old hash still verifies there, and is replaced by one of the new cost.
-        const login = { body: { username: user.username, password: user.password } }
-        expectStatus(yield* call(second, "POST", "/v1/auth/login", login), 200)
+        const atSecond = yield* clientAt(second)
+        const atFirst = yield* clientAt(base)
+        const login = { payload: { username: user.username, password: user.password } }
+        yield* atSecond.auth.login(login)
         const after = yield* storedHash(db, user.user_id)
         expect(after.password_hash).toMatch(/^scrypt\$2048\$8\$1\$/)
         expect(after.password_version).toBe(before.password_version)
         // The new hash verifies on both instances; sessions issued before still work.
-        expectStatus(yield* call(second, "POST", "/v1/auth/login", login), 200)
-        expectStatus(yield* call(base, "POST", "/v1/auth/login", login), 200)
-        expectStatus(yield* call(base, "GET", "/v1/settings", { token: user.jwt }), 200)
+        yield* atSecond.auth.login(login)
+        yield* atFirst.auth.login(login)
+        yield* user.api.settings.getSettings({})
         // A wrong password changes nothing.
-        const wrong = { body: { username: user.username, password: sha256Hex("wrong") } }
-        expect((yield* call(second, "POST", "/v1/auth/login", wrong)).status).toBe(401)
+        const wrong = { payload: { username: user.username, password: sha256Hex("wrong") } }
+        yield* expectFailure(atSecond.auth.login(wrong), 401)
         yield* Scope.close(scope, Exit.void)
       })
     )
@@ -102,11 +99,9 @@ layer(
       expect(statuses.filter((status) => status === 429).length, statuses.join(",")).toBeGreaterThanOrEqual(1)
       for (const response of responses.filter((r) => r.status === 429)) expectRateLimited(response)
       // A refused sign-in was not a failed guess: each user signs in afterwards, one at a time.
+      const anonymous = yield* clientAt(base)
       for (const user of users) {
-        expectStatus(
-          yield* call(base, "POST", "/v1/auth/login", { body: { username: user.username, password: user.password } }),
-          200
-        )
+        yield* anonymous.auth.login({ payload: { username: user.username, password: user.password } })
       }
     })
   )

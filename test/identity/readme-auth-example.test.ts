@@ -25,7 +25,10 @@ layer(testServer("database"), { timeout: "120 seconds", excludeTestServices: tru
           timeout: 60_000
         })
       )
-      const lines = output.trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>)
+      const lines = output
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
       // signup, environments, settings, environments via key, api-keys via key, api-keys via session
       expect(lines).toHaveLength(6)
       expect(lines[0]).toHaveProperty("jwt")

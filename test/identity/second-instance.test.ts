@@ -8,7 +8,9 @@ import { expect, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { baseUrl, TestDatabaseUrl, testServerWithDatabase, testServerWithRelayOver } from "../support/TestServer.js"
-import { call, createKey, expectError, expectStatus, SERVER_OPTIONS, tenant } from "./http-helpers.js"
+import { clientAt, expectFailure } from "../support/Api.js"
+import { createKey, keyClient, tenant } from "../support/Tenants.js"
+import { SERVER_OPTIONS } from "./http-helpers.js"
 
 layer(testServerWithDatabase("database"), SERVER_OPTIONS)("a second instance over the same database", (it) => {
   it.effect(
@@ -18,7 +20,7 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("a second instance ove
         const base = yield* baseUrl
         const db = yield* TestDatabaseUrl
         const owner = yield* tenant(base)
-        const key = yield* createKey(base, owner)
+        const key = yield* createKey(owner)
 
         const scope = yield* Scope.make()
         const context = yield* Layer.buildWithScope(testServerWithRelayOver("database", db), scope)
@@ -26,30 +28,19 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("a second instance ove
         const second = `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`
 
         // Same users (a fresh login there) and the same runtime keys.
-        const session = expectStatus(
-          yield* call(second, "POST", "/v1/auth/login", {
-            body: { username: owner.username, password: owner.password }
-          }),
-          200
-        )
-        const environments = expectStatus(yield* call(second, "GET", "/v1/environments", { token: session.jwt }), 200)
-        expect(environments.environments[0].id).toBe(owner.defaultEnvironmentId)
-        expectStatus(yield* call(second, "GET", "/v1/environments", { token: key.plaintext_key }), 200)
+        const session = yield* (yield* clientAt(second)).auth.login({
+          payload: { username: owner.username, password: owner.password }
+        })
+        const sessionAtSecond = yield* clientAt(second, { token: session.jwt })
+        const { environments } = yield* sessionAtSecond.environments.listEnvironments({})
+        expect(environments[0]!.id).toBe(owner.defaultEnvironmentId)
+        const keyAtSecond = yield* keyClient(second, key)
+        yield* keyAtSecond.environments.listEnvironments({})
 
         // A revocation on the first instance reaches the second within its key cache TTL (5 s).
-        expectStatus(
-          yield* call(base, "PATCH", "/v1/api-keys/batch/revoke", {
-            token: owner.jwt,
-            body: { ids: [key.api_key.id] }
-          }),
-          200
-        )
+        yield* owner.api.apiKeys.revokeApiKeys({ payload: { ids: [key.api_key.id] } })
         yield* Effect.sleep("5500 millis")
-        expectError(
-          yield* call(second, "GET", "/v1/environments", { token: key.plaintext_key }),
-          401,
-          "invalid_api_key"
-        )
+        yield* expectFailure(keyAtSecond.environments.listEnvironments({}), 401, "invalid_api_key")
 
         // Shutting the second instance down does not hang on the relay lock the first one holds.
         // A hang never ends; the bound only has to be far above a loaded machine's shutdown time.

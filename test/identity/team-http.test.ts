@@ -5,78 +5,54 @@
  * from PLATFORM_ADMIN_USER_IDS (a second server over the same database).
  */
 import { describe, expect, layer } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { HttpServer } from "@effect/platform"
 import { randomUUID } from "node:crypto"
-import { uniqueName } from "../support/TestPlatform.js"
-import { baseUrl, TestDatabaseUrl, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
+import { Invite, WorkspaceMembership } from "../../src/identity/Domain.js"
+import { clientAt, expectFailure, type GuardrailClient } from "../support/Api.js"
+import { call, expectError, expectValidation } from "../support/Raw.js"
 import {
-  call,
   createEnvironment,
   createKey,
-  expectError,
-  expectStatus,
-  expectValidation,
   INTERNAL_KEY,
   joinedAs,
   oauthSession,
-  SERVER_OPTIONS,
   sha256Hex,
   signUp,
-  tenant,
-  TIMESTAMP
-} from "./http-helpers.js"
+  tenant
+} from "../support/Tenants.js"
+import { uniqueName } from "../support/TestPlatform.js"
+import { baseUrl, TestDatabaseUrl, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
+import { answerOf, describeAnswer, SERVER_OPTIONS, TIMESTAMP, withRaw } from "./http-helpers.js"
 
-interface Membership {
-  readonly id: string
-  readonly name: string
-  readonly slug: string
-  readonly organization_id: string
-  readonly role: string
-  readonly is_attacks_enabled: boolean
-  readonly is_knowledge_base_enabled: boolean
-  readonly is_mcp_gateway_enabled: boolean
-}
-
-interface MyWorkspaces {
-  readonly is_platform_admin: boolean
-  readonly workspaces: ReadonlyArray<Membership>
-}
-
+/** GET /v1/team/my-workspaces for `userId` with `token` (none: anonymous), naming `email` when given. */
 const myWorkspaces = (
   base: string,
   userId: string,
   options: { readonly token?: string | undefined; readonly email?: string | undefined } = {}
 ) =>
-  call(base, "GET", "/v1/team/my-workspaces", {
-    token: options.token,
-    headers: {
-      "x-service-user-id": userId,
-      ...(options.email === undefined ? {} : { "x-service-user-email": options.email })
-    }
-  })
-
-const invite = (base: string, owner: { jwt: string }, email: string, role?: string, workspace?: string) =>
-  Effect.map(
-    call(base, "POST", "/v1/team/invites", {
-      token: owner.jwt,
-      workspace,
-      body: role === undefined ? { email } : { email, role }
-    }),
-    (response) => expectStatus(response, 201) as { id: string; email: string; role: string; status: string }
-  )
-
-const members = (base: string, owner: { jwt: string }, workspace?: string) =>
-  Effect.map(
-    call(base, "GET", "/v1/team/members", { token: owner.jwt, workspace }),
-    (response) =>
-      expectStatus(response, 200) as {
-        members: Array<{ user_id: string; username: string; role: string; joined_at: string }>
-        invites: Array<{ id: string; email: string; role: string; status: string; workspace_id: string }>
+  Effect.flatMap(clientAt(base, { token: options.token }), (api) =>
+    api.team.listMyWorkspaces({
+      headers: {
+        "x-service-user-id": userId,
+        ...(options.email === undefined ? {} : { "x-service-user-email": options.email })
       }
+    })
   )
 
-const expectMembership = (membership: Membership) => {
+/**
+ * POST /v1/team/invites. The client always sends a role (the contract's default applies on the server's
+ * side only), so `member` stands for "no role given" here; the test of the default sends its body raw.
+ */
+const invite = (
+  owner: { readonly api: GuardrailClient },
+  email: string,
+  role: "owner" | "admin" | "member" = "member"
+) => owner.api.team.createInvite({ payload: { email, role } })
+
+const members = (owner: { readonly api: GuardrailClient }) => owner.api.team.listMembers({})
+
+const expectMembership = (membership: WorkspaceMembership) => {
   expect(typeof membership.id).toBe("string")
   expect(typeof membership.name).toBe("string")
   expect(typeof membership.slug).toBe("string")
@@ -95,8 +71,11 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
       Effect.gen(function* () {
         const base = yield* baseUrl
         const user = yield* tenant(base)
-        const body = expectStatus(yield* myWorkspaces(base, user.user_id, { token: user.jwt }), 200) as MyWorkspaces
-        expect(Object.keys(body).sort()).toEqual(["is_platform_admin", "workspaces"])
+        const { body: sent, value: body } = yield* withRaw(
+          user.api.team.listMyWorkspaces({ headers: { "x-service-user-id": user.user_id }, withResponse: true })
+        )
+        // The body as sent: decoding would drop any field the contract does not name.
+        expect(Object.keys(sent as object).sort()).toEqual(["is_platform_admin", "workspaces"])
         expect(body.is_platform_admin).toBe(false)
         expect(body.workspaces).toHaveLength(1)
         expectMembership(body.workspaces[0]!)
@@ -107,7 +86,7 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
         })
         // An upper-case UUID is the same user.
         const upper = yield* myWorkspaces(base, user.user_id.toUpperCase(), { token: user.jwt })
-        expect(expectStatus(upper, 200).workspaces).toEqual(body.workspaces)
+        expect(upper.workspaces).toEqual(body.workspaces)
       })
     )
 
@@ -115,7 +94,7 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
       Effect.gen(function* () {
         const base = yield* baseUrl
         const user = yield* tenant(base)
-        const body = expectStatus(yield* myWorkspaces(base, user.user_id, { token: INTERNAL_KEY }), 200) as MyWorkspaces
+        const body = yield* myWorkspaces(base, user.user_id, { token: INTERNAL_KEY })
         expect(body.workspaces.map((w) => w.id)).toEqual([user.workspaceId])
         expect(body.is_platform_admin).toBe(false)
       })
@@ -126,25 +105,22 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
         const base = yield* baseUrl
         const user = yield* tenant(base)
         const other = yield* signUp(base)
-        const key = yield* createKey(base, user)
+        const key = yield* createKey(user)
         for (const token of [other.jwt, key.plaintext_key, "garbage", `${INTERNAL_KEY}x`, undefined]) {
-          const response = yield* myWorkspaces(base, user.user_id, { token })
-          expect([401, 403], `${String(token).slice(0, 12)}: ${response.text}`).toContain(response.status)
-          expectError(response, response.status)
-          expect(response.text).not.toContain(user.workspaceId)
+          const answer = yield* answerOf(myWorkspaces(base, user.user_id, { token }), 200)
+          expect([401, 403], `${String(token).slice(0, 12)}: ${describeAnswer(answer)}`).toContain(answer.status)
+          expect(`${answer.error?.message} ${JSON.stringify(answer.error?.details)}`).not.toContain(user.workspaceId)
         }
         // A session after a password change: the old one is over.
-        const changed = expectStatus(
-          yield* call(base, "POST", "/v1/auth/password", {
-            body: { username: user.username, current_password: user.password, new_password: sha256Hex("new") }
-          }),
-          200
-        )
-        expectError(yield* myWorkspaces(base, user.user_id, { token: user.jwt }), 401)
-        expectStatus(yield* myWorkspaces(base, user.user_id, { token: changed.jwt }), 200)
+        const changed = yield* (yield* clientAt(base)).auth.changePassword({
+          payload: { username: user.username, current_password: user.password, new_password: sha256Hex("new") }
+        })
+        yield* expectFailure(myWorkspaces(base, user.user_id, { token: user.jwt }), 401)
+        yield* myWorkspaces(base, user.user_id, { token: changed.jwt })
       })
     )
 
+    // Raw: the client itself refuses to send a missing or non-UUID header the contract requires.
     it.effect("a missing or non-UUID X-SERVICE-User-Id answers 400 naming the header", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
@@ -152,7 +128,13 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
         const missing = yield* call(base, "GET", "/v1/team/my-workspaces", { token: user.jwt })
         expectValidation(missing, "x-service-user-id")
         for (const id of ["not-a-uuid", "123", `${user.user_id}0`]) {
-          expectValidation(yield* myWorkspaces(base, id, { token: user.jwt }), "x-service-user-id")
+          expectValidation(
+            yield* call(base, "GET", "/v1/team/my-workspaces", {
+              token: user.jwt,
+              headers: { "x-service-user-id": id }
+            }),
+            "x-service-user-id"
+          )
         }
       })
     )
@@ -163,16 +145,13 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
         const alice = yield* tenant(base)
         const carol = yield* tenant(base)
         const email = `${uniqueName("Eve")}@Example.com`
-        const fromAlice = yield* invite(base, alice, email, "admin")
+        const fromAlice = yield* invite(alice, email, "admin")
         expect(fromAlice).toMatchObject({ email: email.toLowerCase(), role: "admin", status: "pending" })
-        yield* invite(base, carol, email.toUpperCase(), "member")
+        yield* invite(carol, email.toUpperCase(), "member")
         // Eve signs in through OAuth with that email (any case).
         const eve = yield* oauthSession(base, { email, provider: "google", provider_subject: randomUUID() })
 
-        const first = expectStatus(
-          yield* myWorkspaces(base, eve.user_id, { token: eve.jwt, email: email.toLowerCase() }),
-          200
-        ) as MyWorkspaces
+        const first = yield* myWorkspaces(base, eve.user_id, { token: eve.jwt, email: email.toLowerCase() })
         for (const membership of first.workspaces) expectMembership(membership)
         const roles = Object.fromEntries(first.workspaces.map((w) => [w.id, w.role]))
         expect(roles[alice.workspaceId]).toBe("admin")
@@ -180,18 +159,15 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
         expect(first.workspaces).toHaveLength(3)
 
         // Again: nothing new, nothing doubled.
-        const second = expectStatus(
-          yield* myWorkspaces(base, eve.user_id, { token: eve.jwt, email }),
-          200
-        ) as MyWorkspaces
+        const second = yield* myWorkspaces(base, eve.user_id, { token: eve.jwt, email })
         expect(second.workspaces.map((w) => w.id).sort()).toEqual(first.workspaces.map((w) => w.id).sort())
 
         // The inviting workspace sees the invite accepted and Eve as admin.
-        const team = yield* members(base, alice)
+        const team = yield* members(alice)
         expect(team.invites.find((i) => i.id === fromAlice.id)?.status).toBe("accepted")
         expect(team.members.find((m) => m.user_id === eve.user_id)?.role).toBe("admin")
         // Eve can now work in Alice's workspace with the header.
-        expectStatus(yield* call(base, "GET", "/v1/api-keys", { token: eve.jwt, workspace: alice.workspaceId }), 200)
+        yield* (yield* clientAt(base, { token: eve.jwt, workspace: alice.workspaceId })).apiKeys.listApiKeys({})
       })
     )
 
@@ -201,11 +177,8 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
         const alice = yield* tenant(base)
         const bob = yield* signUp(base)
         const email = `${uniqueName("bob")}@example.com`
-        yield* invite(base, alice, email)
-        const body = expectStatus(
-          yield* myWorkspaces(base, bob.user_id, { token: INTERNAL_KEY, email }),
-          200
-        ) as MyWorkspaces
+        yield* invite(alice, email)
+        const body = yield* myWorkspaces(base, bob.user_id, { token: INTERNAL_KEY, email })
         expect(body.workspaces.find((w) => w.id === alice.workspaceId)?.role).toBe("member")
       })
     )
@@ -217,25 +190,19 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
         const base = yield* baseUrl
         const alice = yield* tenant(base)
         const victimEmail = `${uniqueName("victim")}@example.com`
-        const sent = yield* invite(base, alice, victimEmail, "admin")
+        const sent = yield* invite(alice, victimEmail, "admin")
         // The victim exists with that email (OAuth); the attacker signed up with a password.
         yield* oauthSession(base, { email: victimEmail, provider: "google", provider_subject: randomUUID() })
         const mallory = yield* signUp(base)
 
         // The header is optional: the call succeeds with Mallory's own memberships and accepts nothing.
-        const response = expectStatus(
-          yield* myWorkspaces(base, mallory.user_id, { token: mallory.jwt, email: victimEmail }),
-          200
-        ) as MyWorkspaces
+        const response = yield* myWorkspaces(base, mallory.user_id, { token: mallory.jwt, email: victimEmail })
         expect(response.workspaces.map((w) => w.id)).toHaveLength(1)
         expect(response.workspaces.map((w) => w.id)).not.toContain(alice.workspaceId)
         // Mallory is not a member and the invite is still the victim's to accept.
-        expectError(
-          yield* call(base, "GET", "/v1/environments", { token: mallory.jwt, workspace: alice.workspaceId }),
-          404,
-          "workspace_not_found"
-        )
-        const team = yield* members(base, alice)
+        const inAlices = yield* clientAt(base, { token: mallory.jwt, workspace: alice.workspaceId })
+        yield* expectFailure(inAlices.environments.listEnvironments({}), 404, "workspace_not_found")
+        const team = yield* members(alice)
         expect(team.members.map((m) => m.user_id)).not.toContain(mallory.user_id)
         expect(team.invites.find((i) => i.id === sent.id)?.status).toBe("pending")
       })
@@ -248,15 +215,12 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
         // Bob signed up with a password: no provider ever verified an email of his.
         const bob = yield* signUp(base)
         const email = `${uniqueName("bob")}@example.com`
-        const sent = yield* invite(base, alice, email)
-        const own = expectStatus(yield* myWorkspaces(base, bob.user_id, { token: bob.jwt, email }), 200) as MyWorkspaces
+        const sent = yield* invite(alice, email)
+        const own = yield* myWorkspaces(base, bob.user_id, { token: bob.jwt, email })
         expect(own.workspaces.map((w) => w.id)).not.toContain(alice.workspaceId)
-        expect((yield* members(base, alice)).invites.find((i) => i.id === sent.id)?.status).toBe("pending")
+        expect((yield* members(alice)).invites.find((i) => i.id === sent.id)?.status).toBe("pending")
         // The trusted web client, having verified the address itself, vouches with the internal key.
-        const vouched = expectStatus(
-          yield* myWorkspaces(base, bob.user_id, { token: INTERNAL_KEY, email }),
-          200
-        ) as MyWorkspaces
+        const vouched = yield* myWorkspaces(base, bob.user_id, { token: INTERNAL_KEY, email })
         expect(vouched.workspaces.map((w) => w.id)).toContain(alice.workspaceId)
       })
     )
@@ -266,10 +230,9 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
         const base = yield* baseUrl
         const alice = yield* tenant(base)
         const email = `${uniqueName("nouser")}@example.com`
-        const sent = yield* invite(base, alice, email)
-        const response = yield* myWorkspaces(base, randomUUID(), { token: INTERNAL_KEY, email })
-        expectError(response, 404)
-        const team = yield* members(base, alice)
+        const sent = yield* invite(alice, email)
+        yield* expectFailure(myWorkspaces(base, randomUUID(), { token: INTERNAL_KEY, email }), 404)
+        const team = yield* members(alice)
         expect(team.invites.find((i) => i.id === sent.id)?.status).toBe("pending")
       })
     )
@@ -280,32 +243,32 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
       Effect.gen(function* () {
         const base = yield* baseUrl
         const user = yield* tenant(base)
+        // Raw: the name is padded on purpose (the server trims it); the client refuses an untrimmed name.
         const response = yield* call(base, "POST", "/v1/team/my-workspaces", {
           token: user.jwt,
           body: { name: "  Acme Support  " }
         })
-        const created = expectStatus(response, 201) as Membership
+        expect(response.status, response.text).toBe(201)
+        const created = Schema.decodeUnknownSync(WorkspaceMembership)(response.body)
         expectMembership(created)
         expect(created.role).toBe("owner")
         expect(created.name).toBe("Acme Support")
         expect(created.id).not.toBe(user.workspaceId)
         expect(created.organization_id).not.toBe(user.organizationId)
 
-        const mine = expectStatus(yield* myWorkspaces(base, user.user_id, { token: user.jwt }), 200) as MyWorkspaces
+        const mine = yield* myWorkspaces(base, user.user_id, { token: user.jwt })
         expect(mine.workspaces.map((w) => w.id).sort()).toEqual([user.workspaceId, created.id].sort())
 
         // The new workspace has its default environment and settings, and the caller is its owner.
-        const environments = expectStatus(
-          yield* call(base, "GET", "/v1/environments", { token: user.jwt, workspace: created.id }),
-          200
-        )
-        expect(environments.environments).toEqual([expect.objectContaining({ is_default: true, slug: "production" })])
-        expectStatus(yield* call(base, "GET", "/v1/settings", { token: user.jwt, workspace: created.id }), 200)
-        const team = yield* members(base, user, created.id)
+        const inCreated = yield* clientAt(base, { token: user.jwt, workspace: created.id })
+        const { environments } = yield* inCreated.environments.listEnvironments({})
+        expect(environments).toEqual([expect.objectContaining({ is_default: true, slug: "production" })])
+        yield* inCreated.settings.getSettings({})
+        const team = yield* members({ api: inCreated })
         expect(team.members).toEqual([expect.objectContaining({ user_id: user.user_id, role: "owner" })])
         // The default workspace is still the default.
-        const defaults = expectStatus(yield* call(base, "GET", "/v1/environments", { token: user.jwt }), 200)
-        expect(defaults.environments[0].id).toBe(user.defaultEnvironmentId)
+        const defaults = yield* user.api.environments.listEnvironments({})
+        expect(defaults.environments[0]!.id).toBe(user.defaultEnvironmentId)
       })
     )
 
@@ -314,6 +277,7 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
         const base = yield* baseUrl
         const user = yield* signUp(base)
         const path = "/v1/team/my-workspaces"
+        // Raw: bodies the schema refuses and a wrong media type.
         for (const body of [{}, { name: "" }, { name: "   " }, { name: 7 }, { name: "x".repeat(201) }]) {
           expectValidation(yield* call(base, "POST", path, { token: user.jwt, body }), "name")
         }
@@ -326,8 +290,8 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
           415,
           "unsupported_media_type"
         )
-        expectError(yield* call(base, "POST", path, { body: { name: "x" } }), 401)
-        const mine = expectStatus(yield* myWorkspaces(base, user.user_id, { token: user.jwt }), 200) as MyWorkspaces
+        yield* expectFailure((yield* clientAt(base)).team.createWorkspace({ payload: { name: "x" } }), 401)
+        const mine = yield* myWorkspaces(base, user.user_id, { token: user.jwt })
         expect(mine.workspaces).toHaveLength(1)
       })
     )
@@ -341,8 +305,10 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
           const base = yield* baseUrl
           const owner = yield* tenant(base)
           const email = `${uniqueName("New.Hire")}@Example.COM`
+          // Raw: without a role, to see the default; the client always sends one.
           const response = yield* call(base, "POST", "/v1/team/invites", { token: owner.jwt, body: { email } })
-          const created = expectStatus(response, 201)
+          expect(response.status, response.text).toBe(201)
+          const created = Schema.decodeUnknownSync(Invite)(response.body)
           expect(created).toMatchObject({
             workspace_id: owner.workspaceId,
             email: email.toLowerCase(),
@@ -352,8 +318,9 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
           expect(typeof created.id).toBe("string")
           expect(created.created_at).toMatch(TIMESTAMP)
 
-          const team = yield* members(base, owner)
-          expect(team.members).toEqual([
+          // The members as sent, compared whole: decoding would drop any field the contract does not name.
+          const { body: team } = yield* withRaw(owner.api.team.listMembers({ withResponse: true }))
+          expect((team as { members: unknown }).members).toEqual([
             {
               user_id: owner.user_id,
               username: owner.username,
@@ -361,10 +328,13 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
               joined_at: expect.stringMatching(TIMESTAMP)
             }
           ])
-          expect(team.invites).toEqual([expect.objectContaining({ id: created.id, status: "pending" })])
+          expect((team as { invites: unknown }).invites).toEqual([
+            expect.objectContaining({ id: created.id, status: "pending" })
+          ])
         })
     )
 
+    // Raw: bodies the schema refuses and a wrong media type.
     it.effect("a bad email or role answers 400 naming it; a wrong content type 415", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
@@ -387,7 +357,7 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
           415,
           "unsupported_media_type"
         )
-        expect((yield* members(base, owner)).invites).toEqual([])
+        expect((yield* members(owner)).invites).toEqual([])
       })
     )
   })
@@ -396,10 +366,11 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
     it.effect("without a credential the team endpoints answer 401", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
-        expectError(yield* call(base, "GET", "/v1/team/members"), 401)
-        expectError(yield* call(base, "POST", "/v1/team/invites", { body: { email: "a@b.co" } }), 401)
-        expectError(yield* call(base, "POST", "/v1/team/my-workspaces", { body: { name: "x" } }), 401)
-        expectError(yield* myWorkspaces(base, randomUUID()), 401)
+        const anonymous = yield* clientAt(base)
+        yield* expectFailure(anonymous.team.listMembers({}), 401)
+        yield* expectFailure(anonymous.team.createInvite({ payload: { email: "a@b.co", role: "member" } }), 401)
+        yield* expectFailure(anonymous.team.createWorkspace({ payload: { name: "x" } }), 401)
+        yield* expectFailure(myWorkspaces(base, randomUUID()), 401)
       })
     )
   })
@@ -409,49 +380,62 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const staging = yield* createEnvironment(base, owner)
-        const key = yield* createKey(base, owner)
+        const staging = yield* createEnvironment(owner)
+        const key = yield* createKey(owner)
         const member = yield* joinedAs(base, owner, "member")
-        const ws = owner.workspaceId
-        const token = member.jwt
+        // Acts in the owner's workspace.
+        const { api } = member
 
-        const allowed: ReadonlyArray<readonly [string, string, number]> = [
-          ["GET", "/v1/settings", 200],
-          ["GET", "/v1/environments", 200],
-          ["GET", `/v1/environments/${staging.id}/checker-modes`, 200],
-          ["GET", "/v1/team/members", 200]
+        const allowed: ReadonlyArray<readonly [string, Effect.Effect<unknown, unknown>]> = [
+          ["GET /v1/settings", api.settings.getSettings({})],
+          ["GET /v1/environments", api.environments.listEnvironments({})],
+          [
+            "GET /v1/environments/{id}/checker-modes",
+            api.environments.getCheckerModes({ path: { environment_id: staging.id } })
+          ],
+          ["GET /v1/team/members", api.team.listMembers({})]
         ]
-        for (const [method, path, status] of allowed) {
-          const response = yield* call(base, method, path, { token, workspace: ws })
-          expect(response.status, `${method} ${path}: ${response.text}`).toBe(status)
+        for (const [label, attempt] of allowed) {
+          const answer = yield* answerOf(attempt, 200)
+          expect(answer.status, `${label}: ${describeAnswer(answer)}`).toBe(200)
         }
-        const forbidden: ReadonlyArray<readonly [string, string, unknown?]> = [
-          ["GET", "/v1/api-keys"],
-          ["POST", "/v1/api-keys", { name: "member key" }],
-          ["PATCH", "/v1/api-keys/batch/revoke", { ids: [key.api_key.id] }],
-          ["PATCH", "/v1/settings", { default_action: "deny" }],
-          ["PATCH", "/v1/settings", {}],
-          ["POST", "/v1/environments", { name: "m", slug: "member-env" }],
-          ["PATCH", `/v1/environments/${staging.id}`, { name: "renamed" }],
-          ["DELETE", `/v1/environments/${staging.id}`],
-          ["PUT", `/v1/environments/${staging.id}/checker-modes`, { approval_checker_mode: "enforce" }],
-          ["POST", "/v1/team/invites", { email: "friend@example.com", role: "owner" }]
+        const forbidden: ReadonlyArray<readonly [string, Effect.Effect<unknown, unknown>]> = [
+          ["GET /v1/api-keys", api.apiKeys.listApiKeys({})],
+          ["POST /v1/api-keys", api.apiKeys.createApiKey({ payload: { name: "member key" } })],
+          ["PATCH /v1/api-keys/batch/revoke", api.apiKeys.revokeApiKeys({ payload: { ids: [key.api_key.id] } })],
+          ["PATCH /v1/settings", api.settings.updateSettings({ payload: { default_action: "deny" } })],
+          ["PATCH /v1/settings {}", api.settings.updateSettings({ payload: {} })],
+          ["POST /v1/environments", api.environments.createEnvironment({ payload: { name: "m", slug: "member-env" } })],
+          [
+            "PATCH /v1/environments/{id}",
+            api.environments.updateEnvironment({ path: { id: staging.id }, payload: { name: "renamed" } })
+          ],
+          ["DELETE /v1/environments/{id}", api.environments.deleteEnvironment({ path: { id: staging.id } })],
+          [
+            "PUT /v1/environments/{id}/checker-modes",
+            api.environments.replaceCheckerModes({
+              path: { environment_id: staging.id },
+              payload: { approval_checker_mode: "enforce" }
+            })
+          ],
+          ["POST /v1/team/invites", api.team.createInvite({ payload: { email: "friend@example.com", role: "owner" } })]
         ]
-        for (const [method, path, body] of forbidden) {
-          const response = yield* call(base, method, path, { token, workspace: ws, body })
-          expect(response.status, `${method} ${path}: ${response.text}`).toBe(403)
-          expectError(response, 403, "insufficient_role")
+        for (const [label, attempt] of forbidden) {
+          const answer = yield* answerOf(attempt, 200)
+          expect(answer.status, `${label}: ${describeAnswer(answer)}`).toBe(403)
+          expect(answer.error?.code).toBe("insufficient_role")
         }
         // Nothing changed.
-        const settings = expectStatus(yield* call(base, "GET", "/v1/settings", { token: owner.jwt }), 200)
+        const settings = yield* owner.api.settings.getSettings({})
         expect(settings.default_action).toBe("permit")
-        const keys = expectStatus(yield* call(base, "GET", "/v1/api-keys", { token: owner.jwt }), 200)
-        expect(keys.api_keys.map((k: { status: string }) => k.status)).toEqual(["active"])
-        expect((yield* members(base, owner)).invites.map((i) => i.email)).not.toContain("friend@example.com")
+        const keys = yield* owner.api.apiKeys.listApiKeys({})
+        expect(keys.api_keys.map((k) => k.status)).toEqual(["active"])
+        expect((yield* members(owner)).invites.map((i) => i.email)).not.toContain("friend@example.com")
         // In its own personal workspace the member is the owner.
-        expectStatus(yield* call(base, "GET", "/v1/api-keys", { token }), 200)
+        const own = yield* clientAt(base, { token: member.jwt })
+        yield* own.apiKeys.listApiKeys({})
         // And may create workspaces of its own.
-        expectStatus(yield* call(base, "POST", "/v1/team/my-workspaces", { token, body: { name: "Mine" } }), 201)
+        yield* own.team.createWorkspace({ payload: { name: "Mine" } })
       })
     )
 
@@ -460,40 +444,20 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
         const base = yield* baseUrl
         const owner = yield* tenant(base)
         const admin = yield* joinedAs(base, owner, "admin")
-        const ws = owner.workspaceId
-        const token = admin.jwt
-        expectStatus(yield* call(base, "GET", "/v1/api-keys", { token, workspace: ws }), 200)
-        const key = expectStatus(
-          yield* call(base, "POST", "/v1/api-keys", { token, workspace: ws, body: { name: "admin key" } }),
-          201
-        )
+        // Acts in the owner's workspace.
+        const { api } = admin
+        yield* api.apiKeys.listApiKeys({})
+        const key = yield* api.apiKeys.createApiKey({ payload: { name: "admin key" } })
         expect(key.api_key.created_by).toBe(admin.user_id)
-        expectStatus(
-          yield* call(base, "PATCH", "/v1/settings", { token, workspace: ws, body: { default_action: "defer" } }),
-          200
-        )
-        const environment = expectStatus(
-          yield* call(base, "POST", "/v1/environments", { token, workspace: ws, body: { name: "QA", slug: "qa" } }),
-          201
-        )
-        expectStatus(
-          yield* call(base, "PUT", `/v1/environments/${environment.id}/checker-modes`, {
-            token,
-            workspace: ws,
-            body: { flow_checker_mode: "observe" }
-          }),
-          200
-        )
-        expectStatus(
-          yield* call(base, "POST", "/v1/team/invites", {
-            token,
-            workspace: ws,
-            body: { email: `${uniqueName("x")}@example.com`, role: "member" }
-          }),
-          201
-        )
+        yield* api.settings.updateSettings({ payload: { default_action: "defer" } })
+        const environment = yield* api.environments.createEnvironment({ payload: { name: "QA", slug: "qa" } })
+        yield* api.environments.replaceCheckerModes({
+          path: { environment_id: environment.id },
+          payload: { flow_checker_mode: "observe" }
+        })
+        yield* api.team.createInvite({ payload: { email: `${uniqueName("x")}@example.com`, role: "member" } })
         // The owner sees the admin's changes.
-        const settings = expectStatus(yield* call(base, "GET", "/v1/settings", { token: owner.jwt }), 200)
+        const settings = yield* owner.api.settings.getSettings({})
         expect(settings.default_action).toBe("defer")
       })
     )
@@ -506,10 +470,7 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
         const db = yield* TestDatabaseUrl
         const admin = yield* signUp(base)
         const plain = yield* signUp(base)
-        expect(
-          (expectStatus(yield* myWorkspaces(base, admin.user_id, { token: admin.jwt }), 200) as MyWorkspaces)
-            .is_platform_admin
-        ).toBe(false)
+        expect((yield* myWorkspaces(base, admin.user_id, { token: admin.jwt })).is_platform_admin).toBe(false)
 
         const context = yield* Layer.build(
           testServerOver("database", db, {
@@ -523,34 +484,16 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
         const baseB = `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`
 
         // Sessions of server B (its JWT secret is its own): log in there.
-        const adminB = expectStatus(
-          yield* call(baseB, "POST", "/v1/auth/login", {
-            body: { username: admin.username, password: admin.password }
-          }),
-          200
-        )
-        const plainB = expectStatus(
-          yield* call(baseB, "POST", "/v1/auth/login", {
-            body: { username: plain.username, password: plain.password }
-          }),
-          200
-        )
-        const asAdmin = expectStatus(
-          yield* myWorkspaces(baseB, admin.user_id, { token: adminB.jwt }),
-          200
-        ) as MyWorkspaces
+        const anonymousB = yield* clientAt(baseB)
+        const adminB = yield* anonymousB.auth.login({ payload: { username: admin.username, password: admin.password } })
+        const plainB = yield* anonymousB.auth.login({ payload: { username: plain.username, password: plain.password } })
+        const asAdmin = yield* myWorkspaces(baseB, admin.user_id, { token: adminB.jwt })
         expect(asAdmin.is_platform_admin).toBe(true)
         expect(asAdmin.workspaces).toHaveLength(1)
-        const asPlain = expectStatus(
-          yield* myWorkspaces(baseB, plain.user_id, { token: plainB.jwt }),
-          200
-        ) as MyWorkspaces
+        const asPlain = yield* myWorkspaces(baseB, plain.user_id, { token: plainB.jwt })
         expect(asPlain.is_platform_admin).toBe(false)
         // Through the internal key too.
-        const viaInternal = expectStatus(
-          yield* myWorkspaces(baseB, admin.user_id, { token: INTERNAL_KEY }),
-          200
-        ) as MyWorkspaces
+        const viaInternal = yield* myWorkspaces(baseB, admin.user_id, { token: INTERNAL_KEY })
         expect(viaInternal.is_platform_admin).toBe(true)
       })
     )

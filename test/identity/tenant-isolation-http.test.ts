@@ -6,65 +6,68 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { clientAt, expectFailure, type GuardrailClient } from "../support/Api.js"
+import { createEnvironment, createKey, INTERNAL_KEY, keyClient, tenant } from "../support/Tenants.js"
 import { uniqueName } from "../support/TestPlatform.js"
 import { baseUrl, testServer } from "../support/TestServer.js"
-import {
-  call,
-  createEnvironment,
-  createKey,
-  expectError,
-  expectStatus,
-  INTERNAL_KEY,
-  SERVER_OPTIONS,
-  tenant,
-  type Tenant
-} from "./http-helpers.js"
+import { answerOf, describeAnswer, SERVER_OPTIONS, withRaw } from "./http-helpers.js"
 
 /** A tenant with a second environment (with checker modes), a key bound to it, a default key and an invite. */
 const populated = (base: string) =>
   Effect.gen(function* () {
     const owner = yield* tenant(base)
-    const staging = yield* createEnvironment(base, owner, "staging")
-    expectStatus(
-      yield* call(base, "PUT", `/v1/environments/${staging.id}/checker-modes`, {
-        token: owner.jwt,
-        body: { approval_checker_mode: "enforce" }
-      }),
-      200
-    )
-    const stagingKey = yield* createKey(base, owner, { environment_id: staging.id })
-    const defaultKey = yield* createKey(base, owner)
+    const staging = yield* createEnvironment(owner, "staging")
+    yield* owner.api.environments.replaceCheckerModes({
+      path: { environment_id: staging.id },
+      payload: { approval_checker_mode: "enforce" }
+    })
+    const stagingKey = yield* createKey(owner, { environment_id: staging.id })
+    const defaultKey = yield* createKey(owner)
     const inviteEmail = `${uniqueName("invitee")}@example.com`
-    expectStatus(
-      yield* call(base, "POST", "/v1/team/invites", { token: owner.jwt, body: { email: inviteEmail, role: "admin" } }),
-      201
-    )
-    expectStatus(
-      yield* call(base, "PATCH", "/v1/settings", {
-        token: owner.jwt,
-        body: { default_action: "defer", config: { marker: owner.workspaceId } }
-      }),
-      200
-    )
+    yield* owner.api.team.createInvite({ payload: { email: inviteEmail, role: "admin" } })
+    yield* owner.api.settings.updateSettings({
+      payload: { default_action: "defer", config: { marker: owner.workspaceId } }
+    })
     return { owner, staging, stagingKey, defaultKey, inviteEmail }
   })
 
 type Populated = Effect.Effect.Success<ReturnType<typeof populated>>
 
-/** Everything `tenant` owns, read by its owner: used to show that nothing changed. */
-const snapshot = (base: string, t: Populated) =>
+/**
+ * Everything `tenant` owns, read by its owner: used to show that nothing changed. `raw` holds the bodies as
+ * sent (compared whole, and searched for the other tenant's ids: decoding would drop unnamed fields).
+ */
+const snapshot = (t: Populated) =>
   Effect.gen(function* () {
-    const token = t.owner.jwt
+    const { api } = t.owner
+    const environments = yield* withRaw(api.environments.listEnvironments({ withResponse: true }))
+    const keys = yield* withRaw(api.apiKeys.listApiKeys({ withResponse: true }))
+    const settings = yield* withRaw(api.settings.getSettings({ withResponse: true }))
+    const members = yield* withRaw(api.team.listMembers({ withResponse: true }))
+    const modes = yield* withRaw(
+      api.environments.getCheckerModes({ path: { environment_id: t.staging.id }, withResponse: true })
+    )
     return {
-      environments: expectStatus(yield* call(base, "GET", "/v1/environments", { token }), 200),
-      keys: expectStatus(yield* call(base, "GET", "/v1/api-keys", { token }), 200),
-      settings: expectStatus(yield* call(base, "GET", "/v1/settings", { token }), 200),
-      members: expectStatus(yield* call(base, "GET", "/v1/team/members", { token }), 200),
-      modes: expectStatus(yield* call(base, "GET", `/v1/environments/${t.staging.id}/checker-modes`, { token }), 200)
+      environments: environments.value,
+      keys: keys.value,
+      settings: settings.value,
+      members: members.value,
+      modes: modes.value,
+      raw: {
+        environments: environments.body,
+        keys: keys.body,
+        settings: settings.body,
+        members: members.body,
+        modes: modes.body
+      }
     }
   })
 
 const idsOf = (rows: ReadonlyArray<{ id: string }>) => rows.map((row) => row.id)
+
+/** An error's message and details, to search for what must not leak. */
+const errorText = (answer: { readonly error: { readonly message: string; readonly details?: unknown } | undefined }) =>
+  `${answer.error?.message} ${JSON.stringify(answer.error?.details)}`
 
 layer(testServer("database", { INTERNAL_API_KEY: INTERNAL_KEY }), SERVER_OPTIONS)("tenant isolation", (it) => {
   it.effect("every by-id route answers 404 with the other workspace's ids, and changes nothing there", () =>
@@ -72,26 +75,34 @@ layer(testServer("database", { INTERNAL_API_KEY: INTERNAL_KEY }), SERVER_OPTIONS
       const base = yield* baseUrl
       const a = yield* populated(base)
       const b = yield* populated(base)
-      const before = yield* snapshot(base, b)
+      const before = yield* snapshot(b)
 
-      const token = a.owner.jwt
+      const { api } = a.owner
       const otherEnvironments = [b.staging.id, b.owner.defaultEnvironmentId]
       for (const id of otherEnvironments) {
-        const attempts: ReadonlyArray<readonly [string, string, unknown?]> = [
-          ["PATCH", `/v1/environments/${id}`, { name: "pwned", description: "pwned" }],
-          ["DELETE", `/v1/environments/${id}`],
-          ["GET", `/v1/environments/${id}/checker-modes`],
+        const attempts: ReadonlyArray<readonly [string, Effect.Effect<unknown, unknown>]> = [
           [
-            "PUT",
-            `/v1/environments/${id}/checker-modes`,
-            { approval_checker_mode: "off", flow_checker_mode: "enforce" }
+            `PATCH /v1/environments/${id}`,
+            api.environments.updateEnvironment({ path: { id }, payload: { name: "pwned", description: "pwned" } })
+          ],
+          [`DELETE /v1/environments/${id}`, api.environments.deleteEnvironment({ path: { id } })],
+          [
+            `GET /v1/environments/${id}/checker-modes`,
+            api.environments.getCheckerModes({ path: { environment_id: id } })
+          ],
+          [
+            `PUT /v1/environments/${id}/checker-modes`,
+            api.environments.replaceCheckerModes({
+              path: { environment_id: id },
+              payload: { approval_checker_mode: "off", flow_checker_mode: "enforce" }
+            })
           ]
         ]
-        for (const [method, path, body] of attempts) {
-          const response = yield* call(base, method, path, { token, body })
-          expect(response.status, `${method} ${path}: ${response.text}`).toBe(404)
-          expectError(response, 404, "environment_not_found")
-          expect(response.text).not.toContain("pwned")
+        for (const [label, attempt] of attempts) {
+          const answer = yield* answerOf(attempt, 200)
+          expect(answer.status, `${label}: ${describeAnswer(answer)}`).toBe(404)
+          expect(answer.error?.code).toBe("environment_not_found")
+          expect(errorText(answer)).not.toContain("pwned")
         }
       }
 
@@ -101,28 +112,27 @@ layer(testServer("database", { INTERNAL_API_KEY: INTERNAL_KEY }), SERVER_OPTIONS
         [b.defaultKey.api_key.id, b.stagingKey.api_key.id],
         [a.defaultKey.api_key.id, b.defaultKey.api_key.id]
       ]) {
-        const response = yield* call(base, "PATCH", "/v1/api-keys/batch/revoke", { token, body: { ids } })
-        expectError(response, 404, "api_key_not_found")
+        yield* expectFailure(api.apiKeys.revokeApiKeys({ payload: { ids } }), 404, "api_key_not_found")
       }
-      expectStatus(yield* call(base, "GET", "/v1/environments", { token: b.defaultKey.plaintext_key }), 200)
-      expectStatus(yield* call(base, "GET", "/v1/environments", { token: a.defaultKey.plaintext_key }), 200)
+      yield* (yield* keyClient(base, b.defaultKey)).environments.listEnvironments({})
+      yield* (yield* keyClient(base, a.defaultKey)).environments.listEnvironments({})
 
       // A key bound to the other workspace's environment cannot be created.
-      expectError(
-        yield* call(base, "POST", "/v1/api-keys", { token, body: { name: "x", environment_id: b.staging.id } }),
+      yield* expectFailure(
+        api.apiKeys.createApiKey({ payload: { name: "x", environment_id: b.staging.id } }),
         404,
         "environment_not_found"
       )
 
       // Runtime keys of A cannot reach B's environments either.
       for (const key of [a.defaultKey, a.stagingKey]) {
-        expectError(
-          yield* call(base, "GET", `/v1/environments/${b.staging.id}/checker-modes`, { token: key.plaintext_key }),
+        yield* expectFailure(
+          (yield* keyClient(base, key)).environments.getCheckerModes({ path: { environment_id: b.staging.id } }),
           404
         )
       }
 
-      expect(yield* snapshot(base, b)).toEqual(before)
+      expect((yield* snapshot(b)).raw).toEqual(before.raw)
     })
   )
 
@@ -131,31 +141,47 @@ layer(testServer("database", { INTERNAL_API_KEY: INTERNAL_KEY }), SERVER_OPTIONS
       const base = yield* baseUrl
       const a = yield* populated(base)
       const b = yield* populated(base)
-      const before = yield* snapshot(base, b)
-      const routes: ReadonlyArray<readonly [string, string, unknown?]> = [
-        ["GET", "/v1/api-keys"],
-        ["POST", "/v1/api-keys", { name: "planted" }],
-        ["PATCH", "/v1/api-keys/batch/revoke", { ids: [b.defaultKey.api_key.id] }],
-        ["PATCH", "/v1/api-keys/batch/revoke", { ids: [] }],
-        ["GET", "/v1/settings"],
-        ["PATCH", "/v1/settings", { default_action: "permit", config: { marker: null } }],
-        ["GET", "/v1/environments"],
-        ["POST", "/v1/environments", { name: "planted", slug: "planted" }],
-        ["PATCH", `/v1/environments/${b.staging.id}`, { name: "planted" }],
-        ["DELETE", `/v1/environments/${b.staging.id}`],
-        ["GET", `/v1/environments/${b.staging.id}/checker-modes`],
-        ["PUT", `/v1/environments/${b.staging.id}/checker-modes`, {}],
-        ["GET", "/v1/team/members"],
-        ["POST", "/v1/team/invites", { email: "planted@example.com", role: "owner" }],
-        ["POST", "/v1/team/my-workspaces", { name: "planted" }]
+      const before = yield* snapshot(b)
+      const api: GuardrailClient = yield* clientAt(base, { token: a.owner.jwt, workspace: b.owner.workspaceId })
+      const routes: ReadonlyArray<readonly [string, Effect.Effect<unknown, unknown>]> = [
+        ["GET /v1/api-keys", api.apiKeys.listApiKeys({})],
+        ["POST /v1/api-keys", api.apiKeys.createApiKey({ payload: { name: "planted" } })],
+        ["PATCH /v1/api-keys/batch/revoke", api.apiKeys.revokeApiKeys({ payload: { ids: [b.defaultKey.api_key.id] } })],
+        ["PATCH /v1/api-keys/batch/revoke (none)", api.apiKeys.revokeApiKeys({ payload: { ids: [] } })],
+        ["GET /v1/settings", api.settings.getSettings({})],
+        [
+          "PATCH /v1/settings",
+          api.settings.updateSettings({ payload: { default_action: "permit", config: { marker: null } } })
+        ],
+        ["GET /v1/environments", api.environments.listEnvironments({})],
+        [
+          "POST /v1/environments",
+          api.environments.createEnvironment({ payload: { name: "planted", slug: "planted" } })
+        ],
+        [
+          "PATCH /v1/environments/{id}",
+          api.environments.updateEnvironment({ path: { id: b.staging.id }, payload: { name: "planted" } })
+        ],
+        ["DELETE /v1/environments/{id}", api.environments.deleteEnvironment({ path: { id: b.staging.id } })],
+        [
+          "GET /v1/environments/{id}/checker-modes",
+          api.environments.getCheckerModes({ path: { environment_id: b.staging.id } })
+        ],
+        [
+          "PUT /v1/environments/{id}/checker-modes",
+          api.environments.replaceCheckerModes({ path: { environment_id: b.staging.id }, payload: {} })
+        ],
+        ["GET /v1/team/members", api.team.listMembers({})],
+        ["POST /v1/team/invites", api.team.createInvite({ payload: { email: "planted@example.com", role: "owner" } })],
+        ["POST /v1/team/my-workspaces", api.team.createWorkspace({ payload: { name: "planted" } })]
       ]
-      for (const [method, path, body] of routes) {
-        const response = yield* call(base, method, path, { token: a.owner.jwt, workspace: b.owner.workspaceId, body })
-        expect(response.status, `${method} ${path}: ${response.text}`).toBe(404)
-        expectError(response, 404, "workspace_not_found")
-        expect(response.text).not.toContain(b.defaultKey.api_key.prefix)
+      for (const [label, attempt] of routes) {
+        const answer = yield* answerOf(attempt, 200)
+        expect(answer.status, `${label}: ${describeAnswer(answer)}`).toBe(404)
+        expect(answer.error?.code).toBe("workspace_not_found")
+        expect(errorText(answer)).not.toContain(b.defaultKey.api_key.prefix)
       }
-      expect(yield* snapshot(base, b)).toEqual(before)
+      expect((yield* snapshot(b)).raw).toEqual(before.raw)
     })
   )
 
@@ -166,14 +192,14 @@ layer(testServer("database", { INTERNAL_API_KEY: INTERNAL_KEY }), SERVER_OPTIONS
       const b = yield* populated(base)
       const check = (me: Populated, other: Populated) =>
         Effect.gen(function* () {
-          const mine = yield* snapshot(base, me)
-          const text = JSON.stringify(mine)
+          const mine = yield* snapshot(me)
+          const text = JSON.stringify(mine.raw)
           expect(idsOf(mine.keys.api_keys).sort()).toEqual([me.defaultKey.api_key.id, me.stagingKey.api_key.id].sort())
           expect(idsOf(mine.environments.environments).sort()).toEqual(
             [me.owner.defaultEnvironmentId, me.staging.id].sort()
           )
-          expect(mine.members.members.map((m: { user_id: string }) => m.user_id)).toEqual([me.owner.user_id])
-          expect(mine.members.invites.map((i: { email: string }) => i.email)).toEqual([me.inviteEmail])
+          expect(mine.members.members.map((m) => m.user_id)).toEqual([me.owner.user_id])
+          expect(mine.members.invites.map((i) => i.email)).toEqual([me.inviteEmail])
           expect(mine.settings.config).toEqual({ marker: me.owner.workspaceId })
           for (const leak of [
             other.owner.workspaceId,
@@ -188,19 +214,12 @@ layer(testServer("database", { INTERNAL_API_KEY: INTERNAL_KEY }), SERVER_OPTIONS
             expect(text).not.toContain(leak)
           }
           // Through a runtime key as well.
-          const viaKey = expectStatus(
-            yield* call(base, "GET", "/v1/environments", { token: me.stagingKey.plaintext_key }),
-            200
-          )
+          const viaKey = yield* (yield* keyClient(base, me.stagingKey)).environments.listEnvironments({})
           expect(idsOf(viaKey.environments).sort()).toEqual([me.owner.defaultEnvironmentId, me.staging.id].sort())
           // my-workspaces lists only the user's own.
-          const workspaces = expectStatus(
-            yield* call(base, "GET", "/v1/team/my-workspaces", {
-              token: me.owner.jwt,
-              headers: { "x-service-user-id": me.owner.user_id }
-            }),
-            200
-          )
+          const workspaces = yield* me.owner.api.team.listMyWorkspaces({
+            headers: { "x-service-user-id": me.owner.user_id }
+          })
           expect(idsOf(workspaces.workspaces)).toEqual([me.owner.workspaceId])
         })
       yield* check(a, b)
@@ -213,21 +232,15 @@ layer(testServer("database", { INTERNAL_API_KEY: INTERNAL_KEY }), SERVER_OPTIONS
       const base = yield* baseUrl
       const a = yield* populated(base)
       const b = yield* populated(base)
-      const both: Tenant = yield* tenant(base)
+      const both = yield* tenant(base)
       const email = `${uniqueName("both")}@example.com`
       for (const t of [a, b]) {
-        expectStatus(
-          yield* call(base, "POST", "/v1/team/invites", { token: t.owner.jwt, body: { email, role: "admin" } }),
-          201
-        )
+        yield* t.owner.api.team.createInvite({ payload: { email, role: "admin" } })
       }
-      const joined = expectStatus(
-        yield* call(base, "GET", "/v1/team/my-workspaces", {
-          token: INTERNAL_KEY,
-          headers: { "x-service-user-id": both.user_id, "x-service-user-email": email }
-        }),
-        200
-      )
+      const internal = yield* clientAt(base, { token: INTERNAL_KEY })
+      const joined = yield* internal.team.listMyWorkspaces({
+        headers: { "x-service-user-id": both.user_id, "x-service-user-email": email }
+      })
       expect(idsOf(joined.workspaces).sort()).toEqual(
         [both.workspaceId, a.owner.workspaceId, b.owner.workspaceId].sort()
       )
@@ -235,35 +248,17 @@ layer(testServer("database", { INTERNAL_API_KEY: INTERNAL_KEY }), SERVER_OPTIONS
         [a, b],
         [b, a]
       ] as const) {
-        const keys = expectStatus(
-          yield* call(base, "GET", "/v1/api-keys", { token: both.jwt, workspace: me.owner.workspaceId }),
-          200
-        )
+        const there = yield* clientAt(base, { token: both.jwt, workspace: me.owner.workspaceId })
+        const keys = yield* there.apiKeys.listApiKeys({})
         expect(idsOf(keys.api_keys).sort()).toEqual([me.defaultKey.api_key.id, me.stagingKey.api_key.id].sort())
-        const environments = expectStatus(
-          yield* call(base, "GET", "/v1/environments", { token: both.jwt, workspace: me.owner.workspaceId }),
-          200
-        )
+        const environments = yield* there.environments.listEnvironments({})
         expect(idsOf(environments.environments)).not.toContain(other.staging.id)
         // By-id routes still check the selected workspace: the other's environment is 404 here.
-        expectError(
-          yield* call(base, "GET", `/v1/environments/${other.staging.id}/checker-modes`, {
-            token: both.jwt,
-            workspace: me.owner.workspaceId
-          }),
-          404
-        )
-        expectError(
-          yield* call(base, "PATCH", "/v1/api-keys/batch/revoke", {
-            token: both.jwt,
-            workspace: me.owner.workspaceId,
-            body: { ids: [other.defaultKey.api_key.id] }
-          }),
-          404
-        )
+        yield* expectFailure(there.environments.getCheckerModes({ path: { environment_id: other.staging.id } }), 404)
+        yield* expectFailure(there.apiKeys.revokeApiKeys({ payload: { ids: [other.defaultKey.api_key.id] } }), 404)
       }
       // Without the header: the user's own default workspace, none of theirs.
-      const own = expectStatus(yield* call(base, "GET", "/v1/environments", { token: both.jwt }), 200)
+      const own = yield* both.api.environments.listEnvironments({})
       expect(idsOf(own.environments)).toEqual([both.defaultEnvironmentId])
     })
   )

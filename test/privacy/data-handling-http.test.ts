@@ -8,10 +8,11 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { createHash } from "node:crypto"
-import { call, expectStatus, queryDatabase, SERVER_OPTIONS, type Tenant, tenant } from "../identity/http-helpers.js"
+import type { ProposedEvent } from "../../src/authorization/Domain.js"
+import { queryDatabase, SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { type Tenant, tenant } from "../support/Tenants.js"
 import { uniqueName } from "../support/TestPlatform.js"
 import { baseUrl, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
-import { createPolicy, propose } from "../authorization-http/event-helpers.js"
 import { readTopics } from "./kafka-read.js"
 
 const PREFIX = `${uniqueName("priv")}.`
@@ -32,42 +33,69 @@ interface Trail {
   readonly reviewId: string
 }
 
+/** A literal content policy as YAML (values JSON-quoted). */
+const policyYaml = (id: string, action: "deny" | "rewrite", value: string, rewrite?: string) =>
+  [
+    `id: ${id}`,
+    `description: ${JSON.stringify(`policy ${id}`)}`,
+    "family: content",
+    "severity: high",
+    `action: ${action}`,
+    "match:",
+    "  type: literal",
+    `  value: ${JSON.stringify(value)}`,
+    "  target: content",
+    ...(rewrite === undefined ? [] : [`rewrite: ${JSON.stringify(rewrite)}`])
+  ].join("\n") + "\n"
+
+const createPolicy = (owner: Tenant, yaml: string) =>
+  owner.api.policies.createPolicy({ payload: new TextEncoder().encode(yaml) })
+
+/** POST /v1/events: the bot proposes `action` in the owner's workspace and default environment. */
+const propose = (
+  owner: Tenant,
+  action: (typeof ProposedEvent.Type)["action"],
+  extras: { readonly run_id: string; readonly metadata?: unknown }
+) =>
+  owner.api.events.authorizeEvent({
+    payload: {
+      kind: "output.proposed",
+      principal: { agent_id: "bot", environment_id: owner.defaultEnvironmentId, workspace_id: owner.workspaceId },
+      action,
+      ...extras
+    }
+  })
+
 /** Sets the mode, waits for the runtime-config cache (1 s), and leaves a trail of every kind of record. */
-const leaveTrail = (base: string, owner: Tenant, mode: Mode) =>
+const leaveTrail = (owner: Tenant, mode: Mode) =>
   Effect.gen(function* () {
-    expectStatus(yield* call(base, "PATCH", "/v1/settings", { token: owner.jwt, body: { data_handling_mode: mode } }), 200)
+    yield* owner.api.settings.updateSettings({ payload: { data_handling_mode: mode } })
     yield* Effect.sleep("1100 millis")
-    const run = expectStatus(
-      yield* call(base, "POST", "/v1/runs", { token: owner.jwt, body: { agent_id: "bot", kind: "chat_session" } }),
-      201
-    ) as { id: string }
+    const run = yield* owner.api.runs.createRun({ payload: { agent_id: "bot", kind: "chat_session" } })
     // Decided on the raw content: the rewrite policy matches "darn", the deny policy the raw key.
     const rewritten = yield* propose(
-      base,
       owner,
-      "bot",
       { operation: "reply", content: CONTENT, params: { to: EMAIL, card: CARD } },
       { run_id: run.id, metadata: { customer_phone: PHONE, workflow_step: "checkout" } }
     )
     expect(rewritten.effect).toBe("rewrite")
     expect(rewritten.transformed_value).toContain(EMAIL) // the caller gets its own content back
-    const denied = yield* propose(base, owner, "bot", { operation: "reply", content: `my key is ${API_KEY}` }, { run_id: run.id })
+    const denied = yield* propose(owner, { operation: "reply", content: `my key is ${API_KEY}` }, { run_id: run.id })
     expect(denied.effect).toBe("deny")
     expect(denied.findings.map((finding) => finding.policy_id)).toEqual(["no-openai-keys"])
-    expectStatus(
-      yield* call(base, "POST", `/v1/runs/${run.id}/events`, {
-        token: owner.jwt,
-        body: { kind: "user_turn", input_summary: CONTENT, output_summary: `wrote to ${EMAIL}`, metadata: { card: CARD } }
-      }),
-      201
-    )
-    const review = expectStatus(
-      yield* call(base, "POST", `/v1/traces/${rewritten.trace_id}/review-events`, {
-        token: owner.jwt,
-        body: { outcome: "accepted", note: `checked with ${EMAIL}`, metadata: { iban: IBAN } }
-      }),
-      201
-    ) as { id: string }
+    yield* owner.api.runs.appendRunEvent({
+      path: { id: run.id },
+      payload: {
+        kind: "user_turn",
+        input_summary: CONTENT,
+        output_summary: `wrote to ${EMAIL}`,
+        metadata: { card: CARD }
+      }
+    })
+    const review = yield* owner.api.reviewEvents.createReviewEvent({
+      path: { trace_id: rewritten.trace_id },
+      payload: { outcome: "accepted", note: `checked with ${EMAIL}`, metadata: { iban: IBAN } }
+    })
     return { runId: run.id, traceIds: [rewritten.trace_id, denied.trace_id], reviewId: review.id } satisfies Trail
   })
 
@@ -83,7 +111,9 @@ const storedText = (url: string, trail: Trail) =>
       "select label, input_summary, output_summary, metadata from run_events where run_id = $1",
       [trail.runId]
     )
-    const reviews = yield* queryDatabase(url, "select note, metadata from review_events where id = $1", [trail.reviewId])
+    const reviews = yield* queryDatabase(url, "select note, metadata from review_events where id = $1", [
+      trail.reviewId
+    ])
     expect(traces).toHaveLength(2)
     expect(receipts).toHaveLength(2)
     expect(events).toHaveLength(1)
@@ -114,38 +144,40 @@ const topicText = (trail: Trail) =>
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
 
 layer(testServerWithDatabase("kafka", { KAFKA_TOPIC_PREFIX: PREFIX }), SERVER_OPTIONS)("data_handling_mode", (it) => {
-  it.effect("raw_allowed stores content as sent; redacted and metadata_only keep no raw value in the database or Kafka", () =>
-    Effect.gen(function* () {
-      const base = yield* baseUrl
-      const url = yield* TestDatabaseUrl
-      const owner = yield* tenant(base)
-      yield* createPolicy(base, owner, "mask-darn", { action: "rewrite", value: "darn", rewrite: "[bleep]" })
-      yield* createPolicy(base, owner, "no-openai-keys", { action: "deny", value: API_KEY })
+  it.effect(
+    "raw_allowed stores content as sent; redacted and metadata_only keep no raw value in the database or Kafka",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const url = yield* TestDatabaseUrl
+        const owner = yield* tenant(base)
+        yield* createPolicy(owner, policyYaml("mask-darn", "rewrite", "darn", "[bleep]"))
+        yield* createPolicy(owner, policyYaml("no-openai-keys", "deny", API_KEY))
 
-      const raw = yield* leaveTrail(base, owner, "raw_allowed")
-      const rawStored = yield* storedText(url, raw)
-      for (const value of [EMAIL, PHONE, CARD, IBAN, API_KEY, JWT]) expect(rawStored).toContain(value)
+        const raw = yield* leaveTrail(owner, "raw_allowed")
+        const rawStored = yield* storedText(url, raw)
+        for (const value of [EMAIL, PHONE, CARD, IBAN, API_KEY, JWT]) expect(rawStored).toContain(value)
 
-      const redacted = yield* leaveTrail(base, owner, "redacted")
-      const redactedStored = yield* storedText(url, redacted)
-      for (const value of RAW_VALUES) expect(redactedStored, value).not.toContain(value)
-      for (const placeholder of ["[EMAIL]", "[PHONE]", "[CARD]", "[IBAN]", "[API_KEY]", "[JWT]"]) {
-        expect(redactedStored, placeholder).toContain(placeholder)
-      }
-      // Structure survives: the rewritten value and the policy ids are still there, redacted.
-      expect(redactedStored).toContain("[bleep]")
-      expect(redactedStored).toContain("no-openai-keys")
-      const redactedTopics = yield* topicText(redacted)
-      for (const value of RAW_VALUES) expect(redactedTopics, value).not.toContain(value)
+        const redacted = yield* leaveTrail(owner, "redacted")
+        const redactedStored = yield* storedText(url, redacted)
+        for (const value of RAW_VALUES) expect(redactedStored, value).not.toContain(value)
+        for (const placeholder of ["[EMAIL]", "[PHONE]", "[CARD]", "[IBAN]", "[API_KEY]", "[JWT]"]) {
+          expect(redactedStored, placeholder).toContain(placeholder)
+        }
+        // Structure survives: the rewritten value and the policy ids are still there, redacted.
+        expect(redactedStored).toContain("[bleep]")
+        expect(redactedStored).toContain("no-openai-keys")
+        const redactedTopics = yield* topicText(redacted)
+        for (const value of RAW_VALUES) expect(redactedTopics, value).not.toContain(value)
 
-      const digestOnly = yield* leaveTrail(base, owner, "metadata_only")
-      const digestStored = yield* storedText(url, digestOnly)
-      for (const value of RAW_VALUES) expect(digestStored, value).not.toContain(value)
-      expect(digestStored).not.toContain("[EMAIL]") // not even a redacted copy: only digests
-      expect(digestStored).toContain(sha256(CONTENT))
-      expect(digestStored).toContain(`"length":${CONTENT.length}`)
-      const digestTopics = yield* topicText(digestOnly)
-      for (const value of RAW_VALUES) expect(digestTopics, value).not.toContain(value)
-    })
+        const digestOnly = yield* leaveTrail(owner, "metadata_only")
+        const digestStored = yield* storedText(url, digestOnly)
+        for (const value of RAW_VALUES) expect(digestStored, value).not.toContain(value)
+        expect(digestStored).not.toContain("[EMAIL]") // not even a redacted copy: only digests
+        expect(digestStored).toContain(sha256(CONTENT))
+        expect(digestStored).toContain(`"length":${CONTENT.length}`)
+        const digestTopics = yield* topicText(digestOnly)
+        for (const value of RAW_VALUES) expect(digestTopics, value).not.toContain(value)
+      })
   )
 })

@@ -20,7 +20,11 @@ export const readTopics = (
   timeoutMs = 20_000
 ) =>
   Effect.promise(async () => {
-    const kafka = new Kafka({ clientId: uniqueName("reader"), brokers: [inject("kafkaBrokers")], logLevel: logLevel.NOTHING })
+    const kafka = new Kafka({
+      clientId: uniqueName("reader"),
+      brokers: [inject("kafkaBrokers")],
+      logLevel: logLevel.NOTHING
+    })
     const consumer = kafka.consumer({ groupId: uniqueName("reader") })
     const messages: Array<TopicMessage> = []
     await consumer.connect()

@@ -51,9 +51,7 @@ describe("redactText", () => {
     })
   }
   it("replaces every occurrence of several kinds in one text", () => {
-    expect(redactText("a@b.io, +33 1 23 45 67 89, 4242424242424242, c@d.org")).toBe(
-      "[EMAIL], [PHONE], [CARD], [EMAIL]"
-    )
+    expect(redactText("a@b.io, +33 1 23 45 67 89, 4242424242424242, c@d.org")).toBe("[EMAIL], [PHONE], [CARD], [EMAIL]")
   })
 })
 
