@@ -4,11 +4,10 @@
  * answers 403 `feature_disabled` for a gated group of a workspace whose flag
  * is off. Platform admins (PLATFORM_ADMIN_USER_IDS) set them.
  */
-import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
 import { Forbidden, NotFound } from "../http/Errors.js"
-import { dieOnErrors } from "../platform/Sql.js"
+import { IdentityRepo } from "./Repo.js"
 
 export type FeatureFlag = "is_attacks_enabled" | "is_knowledge_base_enabled" | "is_mcp_gateway_enabled"
 
@@ -34,48 +33,39 @@ const featureNames: Record<FeatureFlag, string> = {
 
 export class WorkspaceFeatures extends Effect.Service<WorkspaceFeatures>()("identity/WorkspaceFeatures", {
   scoped: Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
+    const repo = yield* IdentityRepo
     // Read on every gateway call: cached until a change notice (any instance's PATCH) drops the entry.
     const cache = yield* makeNoticeCache<Option.Option<FeatureFlags>>(NOTICE_TOPIC)
-    const repo = dieOnErrors({
-      find: (workspaceId: string) =>
-        sql<FeatureFlags>`select is_attacks_enabled, is_knowledge_base_enabled, is_mcp_gateway_enabled
-                          from workspaces where id = ${workspaceId}`.pipe(
-          Effect.map((rows) => Option.fromNullable(rows[0]))
-        ),
-      update: (workspaceId: string, values: Partial<FeatureFlags>) =>
-        sql<FeatureFlags>`update workspaces set ${sql.update(values)} where id = ${workspaceId}
-                          returning is_attacks_enabled, is_knowledge_base_enabled, is_mcp_gateway_enabled`.pipe(
-          Effect.map((rows) => Option.fromNullable(rows[0]))
-        )
-    })
 
     const notFound = (id: string) =>
       new NotFound({ code: "workspace_not_found", message: `Workspace ${id} does not exist.` })
 
-    const flagsOf = (workspaceId: string) =>
-      Effect.flatMap(repo.find(workspaceId), (found) =>
+    const flagsOf = Effect.fn("WorkspaceFeatures.flagsOf")((workspaceId: string) =>
+      Effect.flatMap(repo.findFeatureFlags(workspaceId), (found) =>
         Option.match(found, {
           onNone: () => Effect.fail(notFound(workspaceId)),
           onSome: (flags) => Effect.succeed({ workspace_id: workspaceId, ...flags })
         })
       )
+    )
 
-    const setFlags = (workspaceId: string, patch: { readonly [K in FeatureFlag]?: boolean | undefined }) =>
-      Effect.gen(function* () {
-        const values = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined))
-        if (Object.keys(values).length === 0) return yield* flagsOf(workspaceId)
-        const updated = yield* repo.update(workspaceId, values)
-        yield* cache.changed(workspaceId)
-        if (Option.isNone(updated)) return yield* notFound(workspaceId)
-        return { workspace_id: workspaceId, ...updated.value }
-      })
+    const setFlags = Effect.fn("WorkspaceFeatures.setFlags")(function* (
+      workspaceId: string,
+      patch: { readonly [K in FeatureFlag]?: boolean | undefined }
+    ) {
+      const values = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined))
+      if (Object.keys(values).length === 0) return yield* flagsOf(workspaceId)
+      const updated = yield* repo.updateFeatureFlags(workspaceId, values)
+      yield* cache.changed(workspaceId)
+      if (Option.isNone(updated)) return yield* notFound(workspaceId)
+      return { workspace_id: workspaceId, ...updated.value }
+    })
 
     /** Fails with 403 `feature_disabled` when `group` is gated by a flag that is off for the workspace. */
-    const checkGroup = (workspaceId: string, group: string) => {
+    const checkGroup = Effect.fn("WorkspaceFeatures.checkGroup")((workspaceId: string, group: string) => {
       const flag = featureOfGroup[group]
       if (flag === undefined) return Effect.void
-      return Effect.flatMap(cache.get(workspaceId, repo.find(workspaceId)), (found) =>
+      return Effect.flatMap(cache.get(workspaceId, repo.findFeatureFlags(workspaceId)), (found) =>
         Option.isSome(found) && !found.value[flag]
           ? Effect.fail(
               new Forbidden({
@@ -86,7 +76,7 @@ export class WorkspaceFeatures extends Effect.Service<WorkspaceFeatures>()("iden
             )
           : Effect.void
       )
-    }
+    })
 
     /** `checkGroup` from the cache alone: true when open, false when closed, undefined when not cached. */
     const peekGroup = (workspaceId: string, group: string): boolean | undefined => {
@@ -97,5 +87,6 @@ export class WorkspaceFeatures extends Effect.Service<WorkspaceFeatures>()("iden
     }
 
     return { flagsOf, setFlags, checkGroup, peekGroup }
-  })
+  }),
+  dependencies: [IdentityRepo.Default]
 }) {}
