@@ -93,6 +93,8 @@ export class SettingsRepo extends Effect.Service<SettingsRepo>()("identity/Setti
         sql`select ${environmentColumns} from environments e where e.workspace_id = ${workspaceId} and e.id = ${id}`
     })
     const decodeEnvironments = Schema.decodeUnknown(Schema.Array(EnvironmentRow))
+    const decodeSettings = Schema.decodeUnknown(Schema.Array(SettingsRow))
+    const decodeApiKeys = Schema.decodeUnknown(Schema.Array(ApiKeyRow))
     const activeKeysInEnvironment = SqlSchema.single({
       Request: InWorkspace,
       Result: Schema.Struct({ count: Schema.NumberFromString }),
@@ -100,10 +102,6 @@ export class SettingsRepo extends Effect.Service<SettingsRepo>()("identity/Setti
         sql`select count(*)::text as count from api_keys
             where workspace_id = ${workspaceId} and environment_id = ${id} and status = 'active'`
     })
-
-    const decodeSettings = Schema.decodeUnknown(Schema.Array(SettingsRow))
-
-    const decodeApiKeys = Schema.decodeUnknown(Schema.Array(ApiKeyRow))
 
     return dieOnErrors({
       // ---- environments
