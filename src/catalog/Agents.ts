@@ -63,7 +63,7 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
     const repo = yield* CatalogRepo
     const changes = yield* ConfigChanges
 
-    const find = (workspaceId: string, agentId: string) =>
+    const find = Effect.fn("Agents.find")((workspaceId: string, agentId: string) =>
       repo.findAgent(workspaceId, agentId).pipe(
         Effect.flatMap(
           Option.match({
@@ -72,33 +72,32 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
           })
         )
       )
+    )
 
-    const create = (workspaceId: string, body: Uint8Array) =>
-      Effect.gen(function* () {
-        const { profile, sourceText } = yield* parseProfile(body)
-        const row = { agentId: profile.agent_id, displayName: profile.display_name, profile, sourceText }
-        const inserted = yield* changes.change(workspaceId, "agents", repo.insertAgent(workspaceId, row))
-        if (!inserted) {
-          return yield* new Conflict({
-            code: "agent_exists",
-            message: `Agent ${profile.agent_id} already exists; replace it with PUT /v1/agents/${profile.agent_id}.`
-          })
-        }
-        return profile
-      })
+    const create = Effect.fn("Agents.create")(function* (workspaceId: string, body: Uint8Array) {
+      const { profile, sourceText } = yield* parseProfile(body)
+      const row = { agentId: profile.agent_id, displayName: profile.display_name, profile, sourceText }
+      const inserted = yield* changes.change(workspaceId, "agents", repo.insertAgent(workspaceId, row))
+      if (!inserted) {
+        return yield* new Conflict({
+          code: "agent_exists",
+          message: `Agent ${profile.agent_id} already exists; replace it with PUT /v1/agents/${profile.agent_id}.`
+        })
+      }
+      return profile
+    })
 
-    const replace = (workspaceId: string, agentId: string, body: Uint8Array) =>
-      Effect.gen(function* () {
-        const { profile, sourceText } = yield* parseProfile(body)
-        if (profile.agent_id !== agentId) {
-          return yield* invalidDocument([{ path: "agent_id", message: `must equal the path's agent id ${agentId}` }])
-        }
-        const row = { agentId, displayName: profile.display_name, profile, sourceText }
-        const replaced = yield* changes.change(workspaceId, "agents", repo.replaceAgent(workspaceId, row))
-        return replaced ? profile : yield* agentNotFound(agentId)
-      })
+    const replace = Effect.fn("Agents.replace")(function* (workspaceId: string, agentId: string, body: Uint8Array) {
+      const { profile, sourceText } = yield* parseProfile(body)
+      if (profile.agent_id !== agentId) {
+        return yield* invalidDocument([{ path: "agent_id", message: `must equal the path's agent id ${agentId}` }])
+      }
+      const row = { agentId, displayName: profile.display_name, profile, sourceText }
+      const replaced = yield* changes.change(workspaceId, "agents", repo.replaceAgent(workspaceId, row))
+      return replaced ? profile : yield* agentNotFound(agentId)
+    })
 
-    const remove = (workspaceId: string, agentId: string) =>
+    const remove = Effect.fn("Agents.remove")((workspaceId: string, agentId: string) =>
       changes
         .change(
           workspaceId,
@@ -108,55 +107,57 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
           )
         )
         .pipe(Effect.flatMap((deleted) => (deleted ? Effect.void : Effect.fail(agentNotFound(agentId)))))
+    )
 
-    const guardrails = (workspaceId: string, agentId: string) =>
+    const guardrails = Effect.fn("Agents.guardrails")((workspaceId: string, agentId: string) =>
       Effect.zipRight(
         find(workspaceId, agentId),
         Effect.map(repo.listPolicies(workspaceId, { ownerAgentId: agentId }), (rows) => rows.map(toPolicySummary))
       )
+    )
 
     /** Upserts the policies derived from the profile (disabled, stable ids: regenerating does not duplicate). */
-    const generate = (workspaceId: string, agentId: string) =>
-      Effect.gen(function* () {
-        const profile = yield* find(workspaceId, agentId)
-        const generated = generateFromProfile(profile)
-        const rows = yield* changes.change(
-          workspaceId,
-          "policies",
-          Effect.forEach(generated, (policy) =>
-            repo.upsertGeneratedPolicy(workspaceId, {
-              id: String(policy.document["id"]),
-              description: String(policy.document["description"]),
-              family: String(policy.document["family"]),
-              severity: String(policy.document["severity"]),
-              action: String(policy.document["action"]),
-              enabled: false,
-              ownerAgentId: agentId,
-              sourceYaml: policy.sourceYaml,
-              document: policy.document,
-              origin: "agent_profile"
-            })
-          ).pipe(
-            // Inside the transaction: an id held by an authored policy rolls the whole generation back.
-            Effect.flatMap((upserted) => {
-              const taken = generated.filter((_, index) => Option.isNone(upserted[index]!))
-              return taken.length === 0
-                ? Effect.succeed(upserted.flatMap((row) => Option.toArray(row)))
-                : Effect.fail(
-                    new Conflict({
-                      code: "policy_id_taken",
-                      message: `Authored policies already use the generated id(s) ${taken.map((policy) => String(policy.document["id"])).join(", ")}; rename them and generate again.`
-                    })
-                  )
-            })
-          )
+    const generate = Effect.fn("Agents.generate")(function* (workspaceId: string, agentId: string) {
+      const profile = yield* find(workspaceId, agentId)
+      const generated = generateFromProfile(profile)
+      const rows = yield* changes.change(
+        workspaceId,
+        "policies",
+        Effect.forEach(generated, (policy) =>
+          repo.upsertGeneratedPolicy(workspaceId, {
+            id: String(policy.document["id"]),
+            description: String(policy.document["description"]),
+            family: String(policy.document["family"]),
+            severity: String(policy.document["severity"]),
+            action: String(policy.document["action"]),
+            enabled: false,
+            ownerAgentId: agentId,
+            sourceYaml: policy.sourceYaml,
+            document: policy.document,
+            origin: "agent_profile"
+          })
+        ).pipe(
+          // Inside the transaction: an id held by an authored policy rolls the whole generation back.
+          Effect.flatMap((upserted) => {
+            const taken = generated.filter((_, index) => Option.isNone(upserted[index]!))
+            return taken.length === 0
+              ? Effect.succeed(upserted.flatMap((row) => Option.toArray(row)))
+              : Effect.fail(
+                  new Conflict({
+                    code: "policy_id_taken",
+                    message: `Authored policies already use the generated id(s) ${taken.map((policy) => String(policy.document["id"])).join(", ")}; rename them and generate again.`
+                  })
+                )
+          })
         )
-        return rows.map(toPolicyDetail)
-      })
+      )
+      return rows.map(toPolicyDetail)
+    })
 
     return {
-      list: (workspaceId: string) =>
-        Effect.map(repo.listAgents(workspaceId), (rows) => rows.map((row) => row.profile as AgentProfile)),
+      list: Effect.fn("Agents.list")((workspaceId: string) =>
+        Effect.map(repo.listAgents(workspaceId), (rows) => rows.map((row) => row.profile as AgentProfile))
+      ),
       find,
       create,
       replace,

@@ -60,7 +60,10 @@ export class ConfigChanges extends Effect.Service<ConfigChanges>()("catalog/Conf
             }
           ])
         )
-      ).pipe(Effect.tap(() => snapshot.invalidate(workspaceId)))
+      ).pipe(
+        Effect.tap(() => snapshot.invalidate(workspaceId)),
+        Effect.withSpan("ConfigChanges.change", { attributes: { resource } })
+      )
 
     return { change }
   })

@@ -67,39 +67,38 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
       return { valid: checked.valid, policy_id: checked.policy_id, errors: checked.errors }
     }
 
-    const create = (workspaceId: string, body: Uint8Array) =>
-      Effect.gen(function* () {
-        const checked = checkDocument(body)
-        if (!checked.valid) return yield* validationFailed(checked.errors)
-        const document = checked.value
-        const id = String(document["id"])
-        const inserted = yield* changes.change(
-          workspaceId,
-          "policies",
-          repo.insertPolicy(workspaceId, {
-            id,
-            description: String(document["description"]),
-            family: String(document["family"]),
-            severity: String(document["severity"]),
-            action: String(document["action"]),
-            enabled: document["enabled"] !== false,
-            ownerAgentId: typeof document["owner_agent_id"] === "string" ? document["owner_agent_id"] : null,
-            sourceYaml: new TextDecoder().decode(body),
-            document,
-            origin: null
-          })
-        )
-        if (!inserted) {
-          return yield* new Conflict({
-            code: "policy_exists",
-            message: `A policy with id ${id} already exists in this workspace.`,
-            details: [{ path: "id", message: "already taken" }]
-          })
-        }
-        return yield* detail(workspaceId, id)
-      })
+    const create = Effect.fn("Policies.create")(function* (workspaceId: string, body: Uint8Array) {
+      const checked = checkDocument(body)
+      if (!checked.valid) return yield* validationFailed(checked.errors)
+      const document = checked.value
+      const id = String(document["id"])
+      const inserted = yield* changes.change(
+        workspaceId,
+        "policies",
+        repo.insertPolicy(workspaceId, {
+          id,
+          description: String(document["description"]),
+          family: String(document["family"]),
+          severity: String(document["severity"]),
+          action: String(document["action"]),
+          enabled: document["enabled"] !== false,
+          ownerAgentId: typeof document["owner_agent_id"] === "string" ? document["owner_agent_id"] : null,
+          sourceYaml: new TextDecoder().decode(body),
+          document,
+          origin: null
+        })
+      )
+      if (!inserted) {
+        return yield* new Conflict({
+          code: "policy_exists",
+          message: `A policy with id ${id} already exists in this workspace.`,
+          details: [{ path: "id", message: "already taken" }]
+        })
+      }
+      return yield* detail(workspaceId, id)
+    })
 
-    const detail = (workspaceId: string, id: string) =>
+    const detail = Effect.fn("Policies.detail")((workspaceId: string, id: string) =>
       repo
         .findPolicies(workspaceId, [id])
         .pipe(
@@ -107,28 +106,33 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
             rows[0] === undefined ? Effect.fail(policyNotFound([id])) : Effect.succeed(toPolicyDetail(rows[0]))
           )
         )
+    )
 
-    const remove = (workspaceId: string, id: string) =>
+    const remove = Effect.fn("Policies.remove")((workspaceId: string, id: string) =>
       changes
         .change(workspaceId, "policies", repo.deletePolicy(workspaceId, id))
         .pipe(Effect.flatMap((deleted) => (deleted ? Effect.void : Effect.fail(policyNotFound([id])))))
+    )
 
     /** All-or-nothing: an unknown id is a 404 that changes nothing. */
-    const setEnabled = (workspaceId: string, ids: ReadonlyArray<string>, enabled: boolean) =>
-      Effect.gen(function* () {
-        const unique = [...new Set(ids)]
-        if (unique.length === 0) return []
-        const found = yield* repo.findPolicies(workspaceId, unique)
-        const missing = unique.filter((id) => !found.some((row) => row.id === id))
-        if (missing.length > 0) return yield* policyNotFound(missing)
-        // A stored document that no longer compiles is not enabled again (docs/policies.md).
-        const invalid = enabled ? found.flatMap((row) => storedDocumentErrors(row)) : []
-        if (invalid.length > 0) return yield* validationFailed(invalid)
-        yield* changes.change(workspaceId, "policies", repo.setEnabled(workspaceId, unique, enabled))
-        return (yield* repo.findPolicies(workspaceId, unique)).map(toPolicySummary)
-      })
+    const setEnabled = Effect.fn("Policies.setEnabled")(function* (
+      workspaceId: string,
+      ids: ReadonlyArray<string>,
+      enabled: boolean
+    ) {
+      const unique = [...new Set(ids)]
+      if (unique.length === 0) return []
+      const found = yield* repo.findPolicies(workspaceId, unique)
+      const missing = unique.filter((id) => !found.some((row) => row.id === id))
+      if (missing.length > 0) return yield* policyNotFound(missing)
+      // A stored document that no longer compiles is not enabled again (docs/policies.md).
+      const invalid = enabled ? found.flatMap((row) => storedDocumentErrors(row)) : []
+      if (invalid.length > 0) return yield* validationFailed(invalid)
+      yield* changes.change(workspaceId, "policies", repo.setEnabled(workspaceId, unique, enabled))
+      return (yield* repo.findPolicies(workspaceId, unique)).map(toPolicySummary)
+    })
 
-    const draft = (prompt: string) =>
+    const draft = Effect.fn("Policies.draft")((prompt: string) =>
       Option.match(draftPolicy(prompt), {
         onNone: () =>
           Effect.fail(
@@ -150,9 +154,12 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
             }
           })
       })
+    )
 
     return {
-      list: (workspaceId: string) => Effect.map(repo.listPolicies(workspaceId), (rows) => rows.map(toPolicySummary)),
+      list: Effect.fn("Policies.list")((workspaceId: string) =>
+        Effect.map(repo.listPolicies(workspaceId), (rows) => rows.map(toPolicySummary))
+      ),
       validate,
       create,
       detail,

@@ -78,25 +78,27 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
     const changes = yield* ConfigChanges
     const outbound = yield* OutboundGuard
 
-    const upsertLabelPolicy = (
-      workspaceId: string,
-      input: { readonly origin: string; readonly enabled?: boolean | undefined } & Record<string, unknown>
-    ) =>
-      changes
-        .change(
-          workspaceId,
-          "label_policies",
-          repo.upsertLabelPolicy(workspaceId, {
-            origin: input.origin,
-            enabled: input.enabled ?? true,
-            confidentiality: orNull(input["confidentiality"]),
-            integrity: orNull(input["integrity"]),
-            trust: orNull(input["trust"])
-          })
-        )
-        .pipe(Effect.map(toLabelPolicy))
+    const upsertLabelPolicy = Effect.fn("Registry.upsertLabelPolicy")(
+      (
+        workspaceId: string,
+        input: { readonly origin: string; readonly enabled?: boolean | undefined } & Record<string, unknown>
+      ) =>
+        changes
+          .change(
+            workspaceId,
+            "label_policies",
+            repo.upsertLabelPolicy(workspaceId, {
+              origin: input.origin,
+              enabled: input.enabled ?? true,
+              confidentiality: orNull(input["confidentiality"]),
+              integrity: orNull(input["integrity"]),
+              trust: orNull(input["trust"])
+            })
+          )
+          .pipe(Effect.map(toLabelPolicy))
+    )
 
-    const labelPolicy = (workspaceId: string, origin: string) =>
+    const labelPolicy = Effect.fn("Registry.labelPolicy")((workspaceId: string, origin: string) =>
       repo.findLabelPolicy(workspaceId, origin).pipe(
         Effect.flatMap(
           Option.match({
@@ -105,13 +107,15 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
           })
         )
       )
+    )
 
-    const deleteLabelPolicy = (workspaceId: string, origin: string) =>
+    const deleteLabelPolicy = Effect.fn("Registry.deleteLabelPolicy")((workspaceId: string, origin: string) =>
       changes
         .change(workspaceId, "label_policies", repo.deleteLabelPolicy(workspaceId, origin))
         .pipe(Effect.flatMap((deleted) => (deleted ? Effect.void : Effect.fail(notFound("label policy", origin)))))
+    )
 
-    const upsertToolMetadata = (
+    const upsertToolMetadata = Effect.fn("Registry.upsertToolMetadata")((
       workspaceId: string,
       input: { readonly tool: string; readonly enabled?: boolean | undefined } & Record<string, unknown>
     ) => {
@@ -123,9 +127,9 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
           repo.upsertToolMetadata(workspaceId, { tool: input.tool, enabled: enabled ?? true, metadata })
         )
         .pipe(Effect.map(toToolMetadataEntry))
-    }
+    })
 
-    const toolMetadata = (workspaceId: string, tool: string) =>
+    const toolMetadata = Effect.fn("Registry.toolMetadata")((workspaceId: string, tool: string) =>
       repo.findToolMetadata(workspaceId, tool).pipe(
         Effect.flatMap(
           Option.match({
@@ -134,11 +138,13 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
           })
         )
       )
+    )
 
-    const deleteToolMetadata = (workspaceId: string, tool: string) =>
+    const deleteToolMetadata = Effect.fn("Registry.deleteToolMetadata")((workspaceId: string, tool: string) =>
       changes
         .change(workspaceId, "tool_metadata", repo.deleteToolMetadata(workspaceId, tool))
         .pipe(Effect.flatMap((deleted) => (deleted ? Effect.void : Effect.fail(notFound("tool", tool)))))
+    )
 
     /** Checks the fields each kind needs and answers the stored file, if any. */
     const sourceFile = (input: NewKnowledgeSource) =>
@@ -169,25 +175,27 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
         return { name: input.file_name, mediaType: input.media_type, data: data.value }
       })
 
-    const createKnowledgeSource = (workspaceId: string, input: NewKnowledgeSource) =>
-      Effect.gen(function* () {
-        const file = yield* sourceFile(input)
-        const row = yield* changes.change(
-          workspaceId,
-          "knowledge_sources",
-          repo.insertKnowledgeSource(workspaceId, {
-            id: prefixedId("ks"),
-            kind: input.kind,
-            title: input.title,
-            location: input.location ?? null,
-            metadata: input.metadata ?? {},
-            file
-          })
-        )
-        return toKnowledgeSource(row)
-      })
+    const createKnowledgeSource = Effect.fn("Registry.createKnowledgeSource")(function* (
+      workspaceId: string,
+      input: NewKnowledgeSource
+    ) {
+      const file = yield* sourceFile(input)
+      const row = yield* changes.change(
+        workspaceId,
+        "knowledge_sources",
+        repo.insertKnowledgeSource(workspaceId, {
+          id: prefixedId("ks"),
+          kind: input.kind,
+          title: input.title,
+          location: input.location ?? null,
+          metadata: input.metadata ?? {},
+          file
+        })
+      )
+      return toKnowledgeSource(row)
+    })
 
-    const knowledgeSourceFile = (workspaceId: string, id: string) =>
+    const knowledgeSourceFile = Effect.fn("Registry.knowledgeSourceFile")((workspaceId: string, id: string) =>
       repo.findKnowledgeSourceFile(workspaceId, id).pipe(
         Effect.flatMap(
           Option.match({
@@ -209,20 +217,24 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
           })
         )
       )
+    )
 
     return {
-      listLabelPolicies: (workspaceId: string) =>
-        Effect.map(repo.listLabelPolicies(workspaceId), (rows) => rows.map(toLabelPolicy)),
+      listLabelPolicies: Effect.fn("Registry.listLabelPolicies")((workspaceId: string) =>
+        Effect.map(repo.listLabelPolicies(workspaceId), (rows) => rows.map(toLabelPolicy))
+      ),
       upsertLabelPolicy,
       labelPolicy,
       deleteLabelPolicy,
-      listToolMetadata: (workspaceId: string) =>
-        Effect.map(repo.listToolMetadata(workspaceId), (rows) => rows.map(toToolMetadataEntry)),
+      listToolMetadata: Effect.fn("Registry.listToolMetadata")((workspaceId: string) =>
+        Effect.map(repo.listToolMetadata(workspaceId), (rows) => rows.map(toToolMetadataEntry))
+      ),
       upsertToolMetadata,
       toolMetadata,
       deleteToolMetadata,
-      listKnowledgeSources: (workspaceId: string) =>
-        Effect.map(repo.listKnowledgeSources(workspaceId), (rows) => rows.map(toKnowledgeSource)),
+      listKnowledgeSources: Effect.fn("Registry.listKnowledgeSources")((workspaceId: string) =>
+        Effect.map(repo.listKnowledgeSources(workspaceId), (rows) => rows.map(toKnowledgeSource))
+      ),
       createKnowledgeSource,
       knowledgeSourceFile
     }

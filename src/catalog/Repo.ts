@@ -1,56 +1,70 @@
 /** SQL of the catalog. Every query takes the workspace id. */
-import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
 
-export interface AgentRow {
-  readonly agent_id: string
-  readonly profile: unknown
-  readonly source_text: string
-}
+const AgentRow = Schema.Struct({ agent_id: Schema.String, profile: Schema.Unknown, source_text: Schema.String })
+export type AgentRow = typeof AgentRow.Type
 
-export interface PolicyRow {
-  readonly id: string
-  readonly description: string
-  readonly family: string
-  readonly severity: string
-  readonly action: string
-  readonly enabled: boolean
-  readonly owner_agent_id: string | null
-  readonly source_yaml: string
-  readonly document: unknown
-  readonly origin: string | null
-  readonly invalid_reason: string | null
-}
+const PolicyRow = Schema.Struct({
+  id: Schema.String,
+  description: Schema.String,
+  family: Schema.String,
+  severity: Schema.String,
+  action: Schema.String,
+  enabled: Schema.Boolean,
+  owner_agent_id: Schema.NullOr(Schema.String),
+  source_yaml: Schema.String,
+  document: Schema.Unknown,
+  origin: Schema.NullOr(Schema.String),
+  invalid_reason: Schema.NullOr(Schema.String)
+})
+export type PolicyRow = typeof PolicyRow.Type
 
-export interface LabelPolicyRow {
-  readonly origin: string
-  readonly enabled: boolean
-  readonly confidentiality: unknown
-  readonly integrity: unknown
-  readonly trust: unknown
-}
+const LabelPolicyRow = Schema.Struct({
+  origin: Schema.String,
+  enabled: Schema.Boolean,
+  confidentiality: Schema.Unknown,
+  integrity: Schema.Unknown,
+  trust: Schema.Unknown
+})
+export type LabelPolicyRow = typeof LabelPolicyRow.Type
 
-export interface ToolMetadataRow {
-  readonly tool: string
-  readonly enabled: boolean
-  readonly metadata: unknown
-}
+const ToolMetadataRow = Schema.Struct({ tool: Schema.String, enabled: Schema.Boolean, metadata: Schema.Unknown })
+export type ToolMetadataRow = typeof ToolMetadataRow.Type
 
-export interface KnowledgeSourceRow {
-  readonly id: string
-  readonly kind: string
-  readonly title: string
-  readonly location: string | null
-  readonly status: string
-  readonly metadata: unknown
-  readonly file_name: string | null
-  readonly media_type: string | null
-  readonly byte_size: number | null
-  readonly created_at: Date
-  readonly updated_at: Date
-  readonly last_indexed_at: Date | null
-}
+const KnowledgeSourceRow = Schema.Struct({
+  id: Schema.String,
+  kind: Schema.String,
+  title: Schema.String,
+  location: Schema.NullOr(Schema.String),
+  status: Schema.String,
+  metadata: Schema.Unknown,
+  file_name: Schema.NullOr(Schema.String),
+  media_type: Schema.NullOr(Schema.String),
+  byte_size: Schema.NullOr(Schema.Number),
+  created_at: Schema.DateFromSelf,
+  updated_at: Schema.DateFromSelf,
+  last_indexed_at: Schema.NullOr(Schema.DateFromSelf)
+})
+export type KnowledgeSourceRow = typeof KnowledgeSourceRow.Type
+
+/** `bytea`, as node-postgres returns it. */
+const BufferFromSelf = Schema.declare((value: unknown): value is Buffer => Buffer.isBuffer(value), {
+  identifier: "BufferFromSelf"
+})
+
+const KnowledgeSourceFileRow = Schema.Struct({
+  file_name: Schema.NullOr(Schema.String),
+  media_type: Schema.NullOr(Schema.String),
+  byte_size: Schema.NullOr(Schema.Number),
+  data: Schema.NullOr(BufferFromSelf)
+})
+
+/** A workspace and one key in it (an agent id, an origin, a tool, a source id). */
+const ByKey = Schema.Struct({ workspaceId: Schema.String, key: Schema.String })
+
+const first = <A>(rows: ReadonlyArray<A>) => Option.fromNullable(rows[0])
 
 export interface NewPolicy {
   readonly id: string
@@ -65,7 +79,6 @@ export interface NewPolicy {
   readonly origin: string | null
 }
 
-const first = <A>(rows: ReadonlyArray<A>) => Option.fromNullable(rows[0])
 const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value))
 
 export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogRepo", {
@@ -74,6 +87,37 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
     const policyColumns = sql`id, description, family, severity, action, enabled, owner_agent_id, source_yaml, document, origin, invalid_reason`
     const sourceColumns = sql`id, kind, title, location, status, metadata, file_name, media_type, byte_size,
                               created_at, updated_at, last_indexed_at`
+    const labelColumns = sql`origin, enabled, confidentiality, integrity, trust`
+    const decodePolicies = Schema.decodeUnknown(Schema.Array(PolicyRow))
+    const decodeLabelPolicies = Schema.decodeUnknown(Schema.Array(LabelPolicyRow))
+    const decodeToolMetadata = Schema.decodeUnknown(Schema.Array(ToolMetadataRow))
+    const decodeKnowledgeSources = Schema.decodeUnknown(Schema.Array(KnowledgeSourceRow))
+
+    const findAgent = SqlSchema.findOne({
+      Request: ByKey,
+      Result: AgentRow,
+      execute: ({ key, workspaceId }) =>
+        sql`select agent_id, profile, source_text from agents where workspace_id = ${workspaceId} and agent_id = ${key}`
+    })
+    const findLabelPolicy = SqlSchema.findOne({
+      Request: ByKey,
+      Result: LabelPolicyRow,
+      execute: ({ key, workspaceId }) =>
+        sql`select ${labelColumns} from label_policies where workspace_id = ${workspaceId} and origin = ${key}`
+    })
+    const findToolMetadata = SqlSchema.findOne({
+      Request: ByKey,
+      Result: ToolMetadataRow,
+      execute: ({ key, workspaceId }) =>
+        sql`select tool, enabled, metadata from tool_metadata where workspace_id = ${workspaceId} and tool = ${key}`
+    })
+    const findKnowledgeSourceFile = SqlSchema.findOne({
+      Request: ByKey,
+      Result: KnowledgeSourceFileRow,
+      execute: ({ key, workspaceId }) =>
+        sql`select file_name, media_type, byte_size, data from knowledge_sources
+            where workspace_id = ${workspaceId} and id = ${key}`
+    })
 
     return dieOnErrors({
       // ---- agents
@@ -94,12 +138,14 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
             where workspace_id = ${workspaceId} and agent_id = ${agent.agentId} returning agent_id`.pipe(
           Effect.map((rows) => rows.length === 1)
         ),
-      listAgents: (workspaceId: string) =>
-        sql<AgentRow>`select agent_id, profile, source_text from agents where workspace_id = ${workspaceId}
-                      order by created_at desc, agent_id`,
-      findAgent: (workspaceId: string, agentId: string) =>
-        sql<AgentRow>`select agent_id, profile, source_text from agents
-                      where workspace_id = ${workspaceId} and agent_id = ${agentId}`.pipe(Effect.map(first)),
+      listAgents: SqlSchema.findAll({
+        Request: Schema.String,
+        Result: AgentRow,
+        execute: (workspaceId) =>
+          sql`select agent_id, profile, source_text from agents where workspace_id = ${workspaceId}
+              order by created_at desc, agent_id`
+      }),
+      findAgent: (workspaceId: string, agentId: string) => findAgent({ workspaceId, key: agentId }),
       deleteAgent: (workspaceId: string, agentId: string) =>
         sql`delete from agents where workspace_id = ${workspaceId} and agent_id = ${agentId} returning agent_id`.pipe(
           Effect.map((rows) => rows.length === 1)
@@ -116,7 +162,7 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
             on conflict do nothing returning id`.pipe(Effect.map((rows) => rows.length === 1)),
       /** Replaces a generated policy's document, keeping whether it is enabled; `None` when an authored policy holds the id. */
       upsertGeneratedPolicy: (workspaceId: string, policy: NewPolicy) =>
-        sql<PolicyRow>`insert into policies (workspace_id, id, description, family, severity, action, enabled,
+        sql`insert into policies (workspace_id, id, description, family, severity, action, enabled,
                                   owner_agent_id, source_yaml, document, origin)
             values (${workspaceId}, ${policy.id}, ${policy.description}, ${policy.family}, ${policy.severity},
                     ${policy.action}, false, ${policy.ownerAgentId}, ${policy.sourceYaml}, ${json(policy.document)},
@@ -125,14 +171,16 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
               severity = excluded.severity, action = excluded.action, owner_agent_id = excluded.owner_agent_id,
               source_yaml = excluded.source_yaml, document = excluded.document, invalid_reason = null, updated_at = now()
             where policies.origin = 'agent_profile'
-            returning ${policyColumns}`.pipe(Effect.map(first)),
+            returning ${policyColumns}`.pipe(Effect.flatMap(decodePolicies), Effect.map(first)),
       listPolicies: (workspaceId: string, filter: { ownerAgentId?: string; enabledOnly?: boolean } = {}) =>
-        sql<PolicyRow>`select ${policyColumns} from policies where workspace_id = ${workspaceId}
-                       ${filter.ownerAgentId === undefined ? sql`` : sql`and owner_agent_id = ${filter.ownerAgentId}`}
-                       ${filter.enabledOnly === true ? sql`and enabled` : sql``}
-                       order by created_at desc, id`,
+        sql`select ${policyColumns} from policies where workspace_id = ${workspaceId}
+            ${filter.ownerAgentId === undefined ? sql`` : sql`and owner_agent_id = ${filter.ownerAgentId}`}
+            ${filter.enabledOnly === true ? sql`and enabled` : sql``}
+            order by created_at desc, id`.pipe(Effect.flatMap(decodePolicies)),
       findPolicies: (workspaceId: string, ids: ReadonlyArray<string>) =>
-        sql<PolicyRow>`select ${policyColumns} from policies where workspace_id = ${workspaceId} and id in ${sql.in(ids)}`,
+        sql`select ${policyColumns} from policies where workspace_id = ${workspaceId} and id in ${sql.in(ids)}`.pipe(
+          Effect.flatMap(decodePolicies)
+        ),
       setEnabled: (workspaceId: string, ids: ReadonlyArray<string>, enabled: boolean) =>
         sql`update policies set enabled = ${enabled}, updated_at = now()
             where workspace_id = ${workspaceId} and id in ${sql.in(ids)}`,
@@ -150,19 +198,23 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
 
       // ---- label policies
       upsertLabelPolicy: (workspaceId: string, row: LabelPolicyRow) =>
-        sql<LabelPolicyRow>`insert into label_policies (workspace_id, origin, enabled, confidentiality, integrity, trust)
+        sql`insert into label_policies (workspace_id, origin, enabled, confidentiality, integrity, trust)
             values (${workspaceId}, ${row.origin}, ${row.enabled}, ${json(row.confidentiality)}, ${json(row.integrity)},
                     ${json(row.trust)})
             on conflict (workspace_id, origin) do update set enabled = excluded.enabled,
               confidentiality = excluded.confidentiality, integrity = excluded.integrity, trust = excluded.trust,
               updated_at = now()
-            returning origin, enabled, confidentiality, integrity, trust`.pipe(Effect.map((rows) => rows[0]!)),
-      listLabelPolicies: (workspaceId: string) =>
-        sql<LabelPolicyRow>`select origin, enabled, confidentiality, integrity, trust from label_policies
-                            where workspace_id = ${workspaceId} order by origin`,
-      findLabelPolicy: (workspaceId: string, origin: string) =>
-        sql<LabelPolicyRow>`select origin, enabled, confidentiality, integrity, trust from label_policies
-                            where workspace_id = ${workspaceId} and origin = ${origin}`.pipe(Effect.map(first)),
+            returning ${labelColumns}`.pipe(
+          Effect.flatMap(decodeLabelPolicies),
+          Effect.map((rows) => rows[0]!)
+        ),
+      listLabelPolicies: SqlSchema.findAll({
+        Request: Schema.String,
+        Result: LabelPolicyRow,
+        execute: (workspaceId) =>
+          sql`select ${labelColumns} from label_policies where workspace_id = ${workspaceId} order by origin`
+      }),
+      findLabelPolicy: (workspaceId: string, origin: string) => findLabelPolicy({ workspaceId, key: origin }),
       deleteLabelPolicy: (workspaceId: string, origin: string) =>
         sql`delete from label_policies where workspace_id = ${workspaceId} and origin = ${origin} returning origin`.pipe(
           Effect.map((rows) => rows.length === 1)
@@ -170,17 +222,21 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
 
       // ---- tool metadata
       upsertToolMetadata: (workspaceId: string, row: ToolMetadataRow) =>
-        sql<ToolMetadataRow>`insert into tool_metadata (workspace_id, tool, enabled, metadata)
+        sql`insert into tool_metadata (workspace_id, tool, enabled, metadata)
             values (${workspaceId}, ${row.tool}, ${row.enabled}, ${json(row.metadata)})
             on conflict (workspace_id, tool) do update set enabled = excluded.enabled, metadata = excluded.metadata,
               updated_at = now()
-            returning tool, enabled, metadata`.pipe(Effect.map((rows) => rows[0]!)),
-      listToolMetadata: (workspaceId: string) =>
-        sql<ToolMetadataRow>`select tool, enabled, metadata from tool_metadata where workspace_id = ${workspaceId}
-                             order by tool`,
-      findToolMetadata: (workspaceId: string, tool: string) =>
-        sql<ToolMetadataRow>`select tool, enabled, metadata from tool_metadata
-                             where workspace_id = ${workspaceId} and tool = ${tool}`.pipe(Effect.map(first)),
+            returning tool, enabled, metadata`.pipe(
+          Effect.flatMap(decodeToolMetadata),
+          Effect.map((rows) => rows[0]!)
+        ),
+      listToolMetadata: SqlSchema.findAll({
+        Request: Schema.String,
+        Result: ToolMetadataRow,
+        execute: (workspaceId) =>
+          sql`select tool, enabled, metadata from tool_metadata where workspace_id = ${workspaceId} order by tool`
+      }),
+      findToolMetadata: (workspaceId: string, tool: string) => findToolMetadata({ workspaceId, key: tool }),
       deleteToolMetadata: (workspaceId: string, tool: string) =>
         sql`delete from tool_metadata where workspace_id = ${workspaceId} and tool = ${tool} returning tool`.pipe(
           Effect.map((rows) => rows.length === 1)
@@ -198,19 +254,23 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
           file: { name: string; mediaType: string; data: Buffer } | null
         }
       ) =>
-        sql<KnowledgeSourceRow>`insert into knowledge_sources (id, workspace_id, kind, title, location, metadata,
+        sql`insert into knowledge_sources (id, workspace_id, kind, title, location, metadata,
                                   file_name, media_type, byte_size, data)
             values (${source.id}, ${workspaceId}, ${source.kind}, ${source.title}, ${source.location},
                     ${json(source.metadata ?? {})}, ${source.file?.name ?? null}, ${source.file?.mediaType ?? null},
                     ${source.file?.data.length ?? null}, ${source.file?.data ?? null})
-            returning ${sourceColumns}`.pipe(Effect.map((rows) => rows[0]!)),
-      listKnowledgeSources: (workspaceId: string) =>
-        sql<KnowledgeSourceRow>`select ${sourceColumns} from knowledge_sources where workspace_id = ${workspaceId}
-                                order by created_at desc, id desc`,
-      findKnowledgeSourceFile: (workspaceId: string, id: string) =>
-        sql<{ file_name: string | null; media_type: string | null; byte_size: number | null; data: Buffer | null }>`
-          select file_name, media_type, byte_size, data from knowledge_sources
-          where workspace_id = ${workspaceId} and id = ${id}`.pipe(Effect.map(first))
+            returning ${sourceColumns}`.pipe(
+          Effect.flatMap(decodeKnowledgeSources),
+          Effect.map((rows) => rows[0]!)
+        ),
+      listKnowledgeSources: SqlSchema.findAll({
+        Request: Schema.String,
+        Result: KnowledgeSourceRow,
+        execute: (workspaceId) =>
+          sql`select ${sourceColumns} from knowledge_sources where workspace_id = ${workspaceId}
+              order by created_at desc, id desc`
+      }),
+      findKnowledgeSourceFile: (workspaceId: string, id: string) => findKnowledgeSourceFile({ workspaceId, key: id })
     })
   })
 }) {}

@@ -45,7 +45,9 @@ export class CatalogSnapshot extends Effect.Service<CatalogSnapshot>()("catalog/
         for (const { row, policy } of compiled) {
           const errors = policy?.errors ?? [{ path: "", message: "the stored document does not decode" }]
           if (errors.length === 0) continue
-          const reason = errors.map((error) => `${error.path === "" ? "document" : error.path}: ${error.message}`).join("; ")
+          const reason = errors
+            .map((error) => `${error.path === "" ? "document" : error.path}: ${error.message}`)
+            .join("; ")
           yield* Effect.logWarning("disabling a stored policy that no longer compiles").pipe(
             Effect.annotateLogs({ workspace_id: workspaceId, policy_id: row.id, reason })
           )
@@ -54,23 +56,22 @@ export class CatalogSnapshot extends Effect.Service<CatalogSnapshot>()("catalog/
         return compiled.flatMap(({ policy }) => (policy !== undefined && policy.errors.length === 0 ? [policy] : []))
       })
 
-    const load = (workspaceId: string) =>
-      Effect.gen(function* () {
-        const { agents, labels, policies, tools } = yield* Effect.all({
-          policies: repo.listPolicies(workspaceId, { enabledOnly: true }),
-          agents: repo.listAgents(workspaceId),
-          labels: repo.listLabelPolicies(workspaceId),
-          tools: repo.listToolMetadata(workspaceId)
-        })
-        return {
-          workspaceId,
-          loadedAt: new Date(),
-          policies: yield* compileEnabled(workspaceId, policies),
-          agents: new Map(agents.map((row) => [row.agent_id, row.profile])),
-          labelPolicies: new Map(labels.filter((row) => row.enabled).map((row) => [row.origin, row])),
-          tools: new Map(tools.filter((row) => row.enabled).map((row) => [row.tool, row]))
-        } satisfies Snapshot
+    const load = Effect.fn("CatalogSnapshot.load")(function* (workspaceId: string) {
+      const { agents, labels, policies, tools } = yield* Effect.all({
+        policies: repo.listPolicies(workspaceId, { enabledOnly: true }),
+        agents: repo.listAgents(workspaceId),
+        labels: repo.listLabelPolicies(workspaceId),
+        tools: repo.listToolMetadata(workspaceId)
       })
+      return {
+        workspaceId,
+        loadedAt: new Date(),
+        policies: yield* compileEnabled(workspaceId, policies),
+        agents: new Map(agents.map((row) => [row.agent_id, row.profile])),
+        labelPolicies: new Map(labels.filter((row) => row.enabled).map((row) => [row.origin, row])),
+        tools: new Map(tools.filter((row) => row.enabled).map((row) => [row.tool, row]))
+      } satisfies Snapshot
+    })
 
     const get = (workspaceId: string): Effect.Effect<Snapshot> =>
       Effect.suspend(() => {
@@ -92,7 +93,7 @@ export class CatalogSnapshot extends Effect.Service<CatalogSnapshot>()("catalog/
             return Effect.zipRight(Deferred.done(pending, exit), exit)
           })
         )
-      })
+      }).pipe(Effect.withSpan("CatalogSnapshot.get"))
 
     const invalidate = (workspaceId: string) =>
       Effect.sync(() => {

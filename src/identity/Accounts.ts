@@ -46,24 +46,26 @@ export class Accounts extends Effect.Service<Accounts>()("identity/Accounts", {
         })
       )
 
-    const signup = (input: { readonly username: string; readonly password: string }, clientAddress: string) =>
-      Effect.gen(function* () {
-        const addressKey = [`address:${clientAddress}`]
-        const wait = yield* throttle.signups.take(addressKey)
-        if (wait > 0) {
-          return yield* tooManyRequests(wait, `Too many signups from your address; retry in ${wait} seconds.`)
-        }
-        const username = input.username.trim()
-        // Refused for lack of a hashing slot: no account was made, so the signup does not count.
-        const passwordHash = yield* passwords
-          .hash(input.password)
-          .pipe(Effect.tapError(() => throttle.signups.giveBack(addressKey)))
-        const created = yield* createUser(username, null, passwordHash)
-        if (Option.isNone(created)) {
-          return yield* new Conflict({ code: "username_taken", message: `The username ${username} is already taken.` })
-        }
-        return yield* session(created.value, created.value.password_version)
-      })
+    const signup = Effect.fn("Accounts.signup")(function* (
+      input: { readonly username: string; readonly password: string },
+      clientAddress: string
+    ) {
+      const addressKey = [`address:${clientAddress}`]
+      const wait = yield* throttle.signups.take(addressKey)
+      if (wait > 0) {
+        return yield* tooManyRequests(wait, `Too many signups from your address; retry in ${wait} seconds.`)
+      }
+      const username = input.username.trim()
+      // Refused for lack of a hashing slot: no account was made, so the signup does not count.
+      const passwordHash = yield* passwords
+        .hash(input.password)
+        .pipe(Effect.tapError(() => throttle.signups.giveBack(addressKey)))
+      const created = yield* createUser(username, null, passwordHash)
+      if (Option.isNone(created)) {
+        return yield* new Conflict({ code: "username_taken", message: `The username ${username} is already taken.` })
+      }
+      return yield* session(created.value, created.value.password_version)
+    })
 
     /**
      * Checks a username and password digest, throttling attempts per username
@@ -96,54 +98,53 @@ export class Accounts extends Effect.Service<Accounts>()("identity/Accounts", {
         return user.value
       })
 
-    const login = (input: { readonly username: string; readonly password: string }, clientAddress: string) =>
-      Effect.flatMap(authenticate(input.username, input.password, clientAddress), (user) =>
-        session(user, user.password_version)
-      )
+    const login = Effect.fn("Accounts.login")(
+      (input: { readonly username: string; readonly password: string }, clientAddress: string) =>
+        Effect.flatMap(authenticate(input.username, input.password, clientAddress), (user) =>
+          session(user, user.password_version)
+        )
+    )
 
-    const changePassword = (
+    const changePassword = Effect.fn("Accounts.changePassword")(function* (
       input: { readonly username: string; readonly current_password: string; readonly new_password: string },
       clientAddress: string
-    ) =>
-      Effect.gen(function* () {
-        const user = yield* authenticate(input.username, input.current_password, clientAddress)
-        const version = yield* repo.setPassword(user.id, yield* passwords.hash(input.new_password))
-        return yield* session(user, version)
-      })
+    ) {
+      const user = yield* authenticate(input.username, input.current_password, clientAddress)
+      const version = yield* repo.setPassword(user.id, yield* passwords.hash(input.new_password))
+      return yield* session(user, version)
+    })
 
     /** Finds the user by provider subject, else links by email, else creates one; answers a session. */
-    const oauthSession = (input: {
-      readonly email: string
-      readonly provider: string
-      readonly provider_subject: string
-    }) =>
-      inTransaction(
-        Effect.gen(function* () {
-          const email = input.email.trim().toLowerCase()
-          // Concurrent first sign-ins of one identity (or one email) must create one user.
-          yield* repo.lockKey(`oauth:${input.provider}:${input.provider_subject}`)
-          yield* repo.lockKey(`email:${email}`)
-          const linked = yield* repo.findUserByIdentity(input.provider, input.provider_subject)
-          const user = Option.isSome(linked)
-            ? linked.value
-            : yield* Effect.gen(function* () {
-                const byEmail = yield* repo.findUserByEmail(email)
-                if (Option.isSome(byEmail)) return byEmail.value
-                for (let attempt = 0; ; attempt++) {
-                  const username = attempt === 0 ? email : `${email}-${attempt}`
-                  const created = yield* createUser(username, email, null)
-                  if (Option.isSome(created)) return created.value
-                }
-              })
-          yield* repo.insertIdentity({
-            provider: input.provider,
-            subject: input.provider_subject,
-            userId: user.id,
-            email
+    const oauthSession = Effect.fn("Accounts.oauthSession")(
+      (input: { readonly email: string; readonly provider: string; readonly provider_subject: string }) =>
+        inTransaction(
+          Effect.gen(function* () {
+            const email = input.email.trim().toLowerCase()
+            // Concurrent first sign-ins of one identity (or one email) must create one user.
+            yield* repo.lockKey(`oauth:${input.provider}:${input.provider_subject}`)
+            yield* repo.lockKey(`email:${email}`)
+            const linked = yield* repo.findUserByIdentity(input.provider, input.provider_subject)
+            const user = Option.isSome(linked)
+              ? linked.value
+              : yield* Effect.gen(function* () {
+                  const byEmail = yield* repo.findUserByEmail(email)
+                  if (Option.isSome(byEmail)) return byEmail.value
+                  for (let attempt = 0; ; attempt++) {
+                    const username = attempt === 0 ? email : `${email}-${attempt}`
+                    const created = yield* createUser(username, email, null)
+                    if (Option.isSome(created)) return created.value
+                  }
+                })
+            yield* repo.insertIdentity({
+              provider: input.provider,
+              subject: input.provider_subject,
+              userId: user.id,
+              email
+            })
+            return yield* session(user, user.password_version)
           })
-          return yield* session(user, user.password_version)
-        })
-      )
+        )
+    )
 
     return { signup, login, changePassword, oauthSession }
   }),

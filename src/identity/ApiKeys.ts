@@ -13,7 +13,7 @@ import { prefixedId, randomToken } from "../platform/Ids.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import type { Caller } from "./Authentication.js"
 import { ApiKeyId } from "./Domain.js"
-import { type ApiKeyRow, IdentityRepo } from "./Repo.js"
+import { type ApiKeyRow, SettingsRepo } from "./SettingsRepo.js"
 
 export const LIVE_KEY_PREFIX = "gr_live_"
 const LAST_USED_FLUSH = Duration.seconds(10)
@@ -41,7 +41,7 @@ export interface ResolvedKey {
 
 export class ApiKeys extends Effect.Service<ApiKeys>()("identity/ApiKeys", {
   scoped: Effect.gen(function* () {
-    const repo = yield* IdentityRepo
+    const repo = yield* SettingsRepo
     const cache = yield* makeNoticeCache<Option.Option<ResolvedKey>>("api_keys")
     const lastUsed = new Map<string, Date>()
 
@@ -49,80 +49,85 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("identity/ApiKeys", {
       const batch = [...lastUsed].map(([id, at]) => ({ id, at }))
       lastUsed.clear()
       return repo.touchApiKeys(batch)
-    }).pipe(Effect.catchAll((error) => Effect.logWarning("could not record API key use", error)))
+    }).pipe(
+      Effect.catchAll((error) => Effect.logWarning("could not record API key use", error)),
+      Effect.withSpan("ApiKeys.flushLastUsed")
+    )
     yield* Effect.forkScoped(flushLastUsed.pipe(Effect.repeat(Schedule.spaced(LAST_USED_FLUSH))))
     yield* Effect.addFinalizer(() => flushLastUsed)
 
-    const create = (caller: Caller, input: { readonly name: string; readonly environment_id?: string | undefined }) =>
-      Effect.gen(function* () {
-        const environment =
-          input.environment_id === undefined
-            ? yield* repo.findDefaultEnvironment(caller.workspaceId)
-            : yield* repo.findEnvironment(caller.workspaceId, input.environment_id)
-        if (Option.isNone(environment)) {
-          return yield* new NotFound({
-            code: "environment_not_found",
-            message: `Environment ${input.environment_id ?? "(default)"} does not exist in this workspace.`,
-            details: [{ path: "environment_id", message: "not an environment of this workspace" }]
-          })
-        }
-        const plaintext = `${LIVE_KEY_PREFIX}${randomToken(32)}`
-        const id = prefixedId("key")
-        yield* repo.insertApiKey({
-          id,
-          workspaceId: caller.workspaceId,
-          environmentId: environment.value.id,
-          name: input.name,
-          prefix: plaintext.slice(0, 12),
-          keyHash: hashKey(plaintext),
-          createdBy: caller.userId ?? caller.principalId
+    const create = Effect.fn("ApiKeys.create")(function* (
+      caller: Caller,
+      input: { readonly name: string; readonly environment_id?: string | undefined }
+    ) {
+      const environment =
+        input.environment_id === undefined
+          ? yield* repo.findDefaultEnvironment(caller.workspaceId)
+          : yield* repo.findEnvironment(caller.workspaceId, input.environment_id)
+      if (Option.isNone(environment)) {
+        return yield* new NotFound({
+          code: "environment_not_found",
+          message: `Environment ${input.environment_id ?? "(default)"} does not exist in this workspace.`,
+          details: [{ path: "environment_id", message: "not an environment of this workspace" }]
         })
-        const [row] = yield* repo.listApiKeys(caller.workspaceId, [id])
-        return { api_key: toApiKey(row!), plaintext_key: plaintext }
+      }
+      const plaintext = `${LIVE_KEY_PREFIX}${randomToken(32)}`
+      const id = prefixedId("key")
+      yield* repo.insertApiKey({
+        id,
+        workspaceId: caller.workspaceId,
+        environmentId: environment.value.id,
+        name: input.name,
+        prefix: plaintext.slice(0, 12),
+        keyHash: hashKey(plaintext),
+        createdBy: caller.userId ?? caller.principalId
       })
+      const [row] = yield* repo.listApiKeys(caller.workspaceId, [id])
+      return { api_key: toApiKey(row!), plaintext_key: plaintext }
+    })
 
-    const list = (workspaceId: string) => Effect.map(repo.listApiKeys(workspaceId), (rows) => rows.map(toApiKey))
+    const list = Effect.fn("ApiKeys.list")((workspaceId: string) =>
+      Effect.map(repo.listApiKeys(workspaceId), (rows) => rows.map(toApiKey))
+    )
 
     /** All-or-nothing: an id that is not a key of this workspace is a 404 that revokes nothing. */
-    const revoke = (workspaceId: string, ids: ReadonlyArray<string>) =>
-      Effect.gen(function* () {
-        const unique = [...new Set(ids)]
-        if (unique.length === 0) return []
-        const found = yield* repo.listApiKeys(workspaceId, unique)
-        const missing = unique.filter((id) => !found.some((row) => row.id === id))
-        if (missing.length > 0) {
-          return yield* new NotFound({
-            code: "api_key_not_found",
-            message: `No API key ${missing.join(", ")} in this workspace; nothing was revoked.`,
-            details: missing.map((id) => ({ path: "ids", message: `${id} not found` }))
-          })
-        }
-        yield* repo.revokeApiKeys(workspaceId, unique)
-        // Cached by key hash, which a revocation does not name: every instance drops them all.
-        yield* cache.changedAll
-        return (yield* repo.listApiKeys(workspaceId, unique)).map(toApiKey)
-      })
+    const revoke = Effect.fn("ApiKeys.revoke")(function* (workspaceId: string, ids: ReadonlyArray<string>) {
+      const unique = [...new Set(ids)]
+      if (unique.length === 0) return []
+      const found = yield* repo.listApiKeys(workspaceId, unique)
+      const missing = unique.filter((id) => !found.some((row) => row.id === id))
+      if (missing.length > 0) {
+        return yield* new NotFound({
+          code: "api_key_not_found",
+          message: `No API key ${missing.join(", ")} in this workspace; nothing was revoked.`,
+          details: missing.map((id) => ({ path: "ids", message: `${id} not found` }))
+        })
+      }
+      yield* repo.revokeApiKeys(workspaceId, unique)
+      // Cached by key hash, which a revocation does not name: every instance drops them all.
+      yield* cache.changedAll
+      return (yield* repo.listApiKeys(workspaceId, unique)).map(toApiKey)
+    })
 
     /** Resolves an active key from its plaintext; `None` when unknown or revoked. */
-    const authenticate = (plaintext: string) =>
-      Effect.gen(function* () {
-        const hash = hashKey(plaintext)
-        const key = yield* cache.get(
-          hash,
-          repo.findActiveKeyByHash(hash).pipe(
-            Effect.map(
-              Option.map((row): ResolvedKey => ({
-                id: row.id,
-                workspaceId: row.workspace_id,
-                environmentId: row.environment_id
-              }))
-            )
+    const authenticate = Effect.fn("ApiKeys.authenticate")(function* (plaintext: string) {
+      const hash = hashKey(plaintext)
+      const key = yield* cache.get(
+        hash,
+        repo.findActiveKeyByHash(hash).pipe(
+          Effect.map(
+            Option.map((row): ResolvedKey => ({
+              id: row.id,
+              workspaceId: row.workspace_id,
+              environmentId: row.environment_id
+            }))
           )
         )
-        const now = Date.now()
-        if (Option.isSome(key)) lastUsed.set(key.value.id, new Date(now))
-        return key
-      })
+      )
+      const now = Date.now()
+      if (Option.isSome(key)) lastUsed.set(key.value.id, new Date(now))
+      return key
+    })
 
     /** `authenticate` from the cache alone: undefined when the key is not cached (then call `authenticate`). */
     const peek = (plaintext: string) => {
@@ -133,5 +138,5 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("identity/ApiKeys", {
 
     return { create, list, revoke, authenticate, peek, flushLastUsed }
   }),
-  dependencies: [IdentityRepo.Default]
+  dependencies: [SettingsRepo.Default]
 }) {}

@@ -44,20 +44,19 @@ export class Credentials extends Effect.Service<Credentials>()("identity/Credent
       Option.isSome(internalKey) && credential !== "" && timingSafeEqual(digest(credential), internalKey.value)
 
     /** The user of a valid session JWT issued after the user's last password change. */
-    const sessionUser = (credential: string) =>
-      Effect.gen(function* () {
-        const claims = yield* tokens.verify(credential)
-        if (Option.isNone(claims)) return yield* missingCredential
-        const user = yield* repo.findUserById(claims.value.userId)
-        if (Option.isNone(user)) return yield* missingCredential
-        if (user.value.password_version !== claims.value.passwordVersion) {
-          return yield* new Unauthorized({
-            code: "session_expired",
-            message: "This session ended when the password changed; sign in again."
-          })
-        }
-        return user.value
-      })
+    const sessionUser = Effect.fn("Credentials.sessionUser")(function* (credential: string) {
+      const claims = yield* tokens.verify(credential)
+      if (Option.isNone(claims)) return yield* missingCredential
+      const user = yield* repo.findUserById(claims.value.userId)
+      if (Option.isNone(user)) return yield* missingCredential
+      if (user.value.password_version !== claims.value.passwordVersion) {
+        return yield* new Unauthorized({
+          code: "session_expired",
+          message: "This session ended when the password changed; sign in again."
+        })
+      }
+      return user.value
+    })
 
     const fromSession = (credential: string, workspaceHeader: string | undefined) =>
       Effect.gen(function* () {
@@ -91,12 +90,13 @@ export class Credentials extends Effect.Service<Credentials>()("identity/Credent
       })
 
     /** A user session or runtime key; the internal key is not accepted here. */
-    const resolve = (credential: string, workspaceHeader: string | undefined) =>
+    const resolve = Effect.fn("Credentials.resolve")((credential: string, workspaceHeader: string | undefined) =>
       credential === ""
         ? Effect.fail(missingCredential)
         : credential.startsWith(LIVE_KEY_PREFIX)
           ? fromRuntimeKey(credential)
           : fromSession(credential, workspaceHeader)
+    )
 
     return { isInternalKey, sessionUser, resolve }
   }),

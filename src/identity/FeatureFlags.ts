@@ -4,11 +4,10 @@
  * answers 403 `feature_disabled` for a gated group of a workspace whose flag
  * is off. Platform admins (PLATFORM_ADMIN_USER_IDS) set them.
  */
-import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
 import { Forbidden, NotFound } from "../http/Errors.js"
-import { dieOnErrors } from "../platform/Sql.js"
+import { IdentityRepo } from "./Repo.js"
 
 export type FeatureFlag = "is_attacks_enabled" | "is_knowledge_base_enabled" | "is_mcp_gateway_enabled"
 
@@ -45,49 +44,41 @@ export const groupClosed = (flags: Option.Option<FeatureFlags>, group: string): 
 
 export class WorkspaceFeatures extends Effect.Service<WorkspaceFeatures>()("identity/WorkspaceFeatures", {
   scoped: Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
+    const repo = yield* IdentityRepo
     // Read on every gateway call: cached until a change notice (any instance's PATCH) drops the entry.
     const cache = yield* makeNoticeCache<Option.Option<FeatureFlags>>(NOTICE_TOPIC)
-    const repo = dieOnErrors({
-      find: (workspaceId: string) =>
-        sql<FeatureFlags>`select is_attacks_enabled, is_knowledge_base_enabled, is_mcp_gateway_enabled
-                          from workspaces where id = ${workspaceId}`.pipe(
-          Effect.map((rows) => Option.fromNullable(rows[0]))
-        ),
-      update: (workspaceId: string, values: Partial<FeatureFlags>) =>
-        sql<FeatureFlags>`update workspaces set ${sql.update(values)} where id = ${workspaceId}
-                          returning is_attacks_enabled, is_knowledge_base_enabled, is_mcp_gateway_enabled`.pipe(
-          Effect.map((rows) => Option.fromNullable(rows[0]))
-        )
-    })
 
     const notFound = (id: string) =>
       new NotFound({ code: "workspace_not_found", message: `Workspace ${id} does not exist.` })
 
-    const flagsOf = (workspaceId: string) =>
-      Effect.flatMap(repo.find(workspaceId), (found) =>
+    const flagsOf = Effect.fn("WorkspaceFeatures.flagsOf")((workspaceId: string) =>
+      Effect.flatMap(repo.findFeatureFlags(workspaceId), (found) =>
         Option.match(found, {
           onNone: () => Effect.fail(notFound(workspaceId)),
           onSome: (flags) => Effect.succeed({ workspace_id: workspaceId, ...flags })
         })
       )
+    )
 
-    const setFlags = (workspaceId: string, patch: { readonly [K in FeatureFlag]?: boolean | undefined }) =>
-      Effect.gen(function* () {
-        const values = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined))
-        if (Object.keys(values).length === 0) return yield* flagsOf(workspaceId)
-        const updated = yield* repo.update(workspaceId, values)
-        yield* cache.changed(workspaceId)
-        if (Option.isNone(updated)) return yield* notFound(workspaceId)
-        return { workspace_id: workspaceId, ...updated.value }
-      })
+    const setFlags = Effect.fn("WorkspaceFeatures.setFlags")(function* (
+      workspaceId: string,
+      patch: { readonly [K in FeatureFlag]?: boolean | undefined }
+    ) {
+      const values = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined))
+      if (Object.keys(values).length === 0) return yield* flagsOf(workspaceId)
+      const updated = yield* repo.updateFeatureFlags(workspaceId, values)
+      yield* cache.changed(workspaceId)
+      if (Option.isNone(updated)) return yield* notFound(workspaceId)
+      return { workspace_id: workspaceId, ...updated.value }
+    })
 
     /** The workspace's flags (cached until a change notice); none for a workspace that does not exist. */
-    const flags = (workspaceId: string) => cache.get(workspaceId, repo.find(workspaceId))
+    const flags = (workspaceId: string) => cache.get(workspaceId, repo.findFeatureFlags(workspaceId))
 
     /** `flags` from the cache alone: undefined when not cached. */
     const cachedFlags = (workspaceId: string) => cache.peek(workspaceId)
 
     return { flagsOf, setFlags, flags, cachedFlags }
-  })
+  }),
+  dependencies: [IdentityRepo.Default]
 }) {}

@@ -79,13 +79,13 @@ export class Passwords extends Effect.Service<Passwords>()("identity/Passwords",
     /** A hash of a random secret: verifying against it costs what a real check costs, so unknown users take as long. */
     const decoy = yield* Effect.cached(hashUnlimited(randomBytes(32).toString("hex")))
 
-    const hash = (digest: string) => withSlot(hashUnlimited(digest))
+    const hash = Effect.fn("Passwords.hash")((digest: string) => withSlot(hashUnlimited(digest)))
 
     /**
      * Compares in constant time; a malformed stored hash never matches. `null`
      * (unknown user, or one without a password) is checked against the decoy.
      */
-    const verify = (digest: string, stored: string | null) =>
+    const verify = Effect.fn("Passwords.verify")((digest: string, stored: string | null) =>
       withSlot(
         Effect.gen(function* () {
           const parsed = parse(stored ?? (yield* decoy))
@@ -101,6 +101,7 @@ export class Passwords extends Effect.Service<Passwords>()("identity/Passwords",
           return { matches, outdated } satisfies Verification
         })
       )
+    )
 
     return { hash, verify }
   })

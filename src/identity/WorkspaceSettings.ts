@@ -10,7 +10,7 @@ import { prefixedId } from "../platform/Ids.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { EnvironmentId } from "./Domain.js"
-import { type EnvironmentRow, IdentityRepo, type SettingsRow } from "./Repo.js"
+import { type EnvironmentRow, SettingsRepo, type SettingsRow } from "./SettingsRepo.js"
 
 type CheckerMode = "off" | "observe" | "enforce"
 type Modes = { readonly [K in "approval" | "flow" | "memory" | "param"]: CheckerMode | null }
@@ -77,7 +77,7 @@ export interface RuntimeConfig {
 
 export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("identity/WorkspaceSettings", {
   scoped: Effect.gen(function* () {
-    const repo = yield* IdentityRepo
+    const repo = yield* SettingsRepo
     const outbound = yield* OutboundGuard
     // Hot paths (decisions, gateway admission, run events) read a workspace's settings and environments on every
     // request: cached until a change here, or in any other instance, drops them (src/platform/ChangeNotices.ts).
@@ -88,11 +88,12 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
       (effect: Effect.Effect<A, E, R>) =>
         Effect.tap(effect, () => runtimeCache.changed(workspaceId))
 
-    const settingsOf = (workspaceId: string) =>
+    const settingsOf = Effect.fn("WorkspaceSettings.settingsOf")((workspaceId: string) =>
       repo.findSettings(workspaceId).pipe(Effect.flatMap(Effect.orDie), Effect.map(toSettings))
+    )
 
-    const updateSettings = (workspaceId: string, patch: SettingsPatch) =>
-      Effect.gen(function* () {
+    const updateSettings = Effect.fn("WorkspaceSettings.updateSettings")(
+      function* (workspaceId: string, patch: SettingsPatch) {
         // https (plain http only to allowlisted hosts), never an internal address (the outbound guard).
         if (typeof patch.escalation_webhook_url === "string") {
           yield* outbound.validateUrl(patch.escalation_webhook_url, "escalation_webhook_url")
@@ -111,66 +112,73 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
         }
         if (Object.keys(values).length === 0) return yield* settingsOf(workspaceId)
         return toSettings(yield* Effect.orDie(yield* repo.updateSettings(workspaceId, values)))
-      }).pipe(changed(workspaceId))
+      },
+      (effect, workspaceId) => effect.pipe(changed(workspaceId))
+    )
 
     const environment = (workspaceId: string, id: string) =>
       repo.findEnvironment(workspaceId, id).pipe(orFailWith(() => environmentNotFound(id)))
 
-    const listEnvironments = (workspaceId: string) =>
+    const listEnvironments = Effect.fn("WorkspaceSettings.listEnvironments")((workspaceId: string) =>
       Effect.map(repo.listEnvironments(workspaceId), (rows) => rows.map(toEnvironment))
+    )
 
-    const createEnvironment = (
-      workspaceId: string,
-      input: { readonly name: string; readonly slug: string; readonly description?: string | null | undefined }
-    ) =>
-      repo
-        .insertEnvironment({
-          id: prefixedId("env"),
-          workspaceId,
-          name: input.name,
-          slug: input.slug,
-          description: input.description ?? null,
-          isDefault: false
-        })
-        .pipe(
-          Effect.flatMap(
-            Option.match({
-              onNone: () =>
-                Effect.fail(
-                  new Conflict({
-                    code: "environment_slug_taken",
-                    message: `This workspace already has an environment with slug ${input.slug}.`,
-                    details: [{ path: "slug", message: "already taken" }]
-                  })
-                ),
-              onSome: (row) => Effect.succeed(toEnvironment(row))
-            })
-          ),
-          changed(workspaceId)
-        )
+    const createEnvironment = Effect.fn("WorkspaceSettings.createEnvironment")(
+      (
+        workspaceId: string,
+        input: { readonly name: string; readonly slug: string; readonly description?: string | null | undefined }
+      ) =>
+        repo
+          .insertEnvironment({
+            id: prefixedId("env"),
+            workspaceId,
+            name: input.name,
+            slug: input.slug,
+            description: input.description ?? null,
+            isDefault: false
+          })
+          .pipe(
+            Effect.flatMap(
+              Option.match({
+                onNone: () =>
+                  Effect.fail(
+                    new Conflict({
+                      code: "environment_slug_taken",
+                      message: `This workspace already has an environment with slug ${input.slug}.`,
+                      details: [{ path: "slug", message: "already taken" }]
+                    })
+                  ),
+                onSome: (row) => Effect.succeed(toEnvironment(row))
+              })
+            ),
+            changed(workspaceId)
+          )
+    )
 
-    const updateEnvironment = (
-      workspaceId: string,
-      id: string,
-      patch: { readonly name?: string | undefined; readonly description?: string | null | undefined }
-    ) =>
-      repo
-        .updateEnvironment(workspaceId, id, {
-          ...(patch.name === undefined ? {} : { name: patch.name }),
-          ...(patch.description === undefined ? {} : { description: patch.description })
-        })
-        .pipe(
-          Effect.flatMap(
-            Option.match({
-              onNone: () => Effect.fail(environmentNotFound(id)),
-              onSome: (row) => Effect.succeed(toEnvironment(row))
-            })
-          ),
-          changed(workspaceId)
-        )
+    const updateEnvironment = Effect.fn("WorkspaceSettings.updateEnvironment")(
+      (
+        workspaceId: string,
+        id: string,
+        patch: { readonly name?: string | undefined; readonly description?: string | null | undefined }
+      ) =>
+        repo
+          .updateEnvironment(workspaceId, id, {
+            ...(patch.name === undefined ? {} : { name: patch.name }),
+            ...(patch.description === undefined ? {} : { description: patch.description })
+          })
+          .pipe(
+            Effect.flatMap(
+              Option.match({
+                onNone: () => Effect.fail(environmentNotFound(id)),
+                onSome: (row) => Effect.succeed(toEnvironment(row))
+              })
+            ),
+            changed(workspaceId)
+          )
+    )
 
-    const deleteEnvironment = (workspaceId: string, id: string) =>
-      Effect.gen(function* () {
+    const deleteEnvironment = Effect.fn("WorkspaceSettings.deleteEnvironment")(
+      function* (workspaceId: string, id: string) {
         const found = yield* environment(workspaceId, id)
         if (found.is_default) {
           return yield* new Conflict({
@@ -186,20 +194,26 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
           })
         }
         yield* repo.deleteEnvironment(workspaceId, id)
-      }).pipe(changed(workspaceId))
+      },
+      (effect, workspaceId) => effect.pipe(changed(workspaceId))
+    )
 
-    const checkerModes = (workspaceId: string, id: string) => Effect.map(environment(workspaceId, id), toCheckerModes)
+    const checkerModes = Effect.fn("WorkspaceSettings.checkerModes")((workspaceId: string, id: string) =>
+      Effect.map(environment(workspaceId, id), toCheckerModes)
+    )
 
-    const replaceCheckerModes = (workspaceId: string, id: string, modes: Modes) =>
-      repo.replaceCheckerModes(workspaceId, id, modes).pipe(
-        Effect.flatMap(
-          Option.match({
-            onNone: () => Effect.fail(environmentNotFound(id)),
-            onSome: (row) => Effect.succeed(toCheckerModes(row))
-          })
-        ),
-        changed(workspaceId)
-      )
+    const replaceCheckerModes = Effect.fn("WorkspaceSettings.replaceCheckerModes")(
+      (workspaceId: string, id: string, modes: Modes) =>
+        repo.replaceCheckerModes(workspaceId, id, modes).pipe(
+          Effect.flatMap(
+            Option.match({
+              onNone: () => Effect.fail(environmentNotFound(id)),
+              onSome: (row) => Effect.succeed(toCheckerModes(row))
+            })
+          ),
+          changed(workspaceId)
+        )
+    )
 
     const readRuntimeConfig = (workspaceId: string): Effect.Effect<RuntimeConfig> =>
       Effect.all({ settings: settingsOf(workspaceId), environments: repo.listEnvironments(workspaceId) }).pipe(
@@ -215,11 +229,14 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
       )
 
     /** What hot paths need of a workspace: its settings and its environments with overrides (cached). */
-    const runtimeConfig = (workspaceId: string) => runtimeCache.get(workspaceId, readRuntimeConfig(workspaceId))
+    const runtimeConfig = Effect.fn("WorkspaceSettings.runtimeConfig")((workspaceId: string) =>
+      runtimeCache.get(workspaceId, readRuntimeConfig(workspaceId))
+    )
 
     /** The same read from the database (and cached anew): for a caller that found something missing in the cached copy. */
-    const reloadRuntimeConfig = (workspaceId: string) =>
+    const reloadRuntimeConfig = Effect.fn("WorkspaceSettings.reloadRuntimeConfig")((workspaceId: string) =>
       runtimeCache.reload(workspaceId, readRuntimeConfig(workspaceId))
+    )
 
     /** `runtimeConfig` from the cache alone (undefined when not cached). */
     const peekRuntimeConfig = (workspaceId: string) => runtimeCache.peek(workspaceId)
@@ -238,5 +255,5 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
       replaceCheckerModes
     }
   }),
-  dependencies: [IdentityRepo.Default, OutboundGuard.Default]
+  dependencies: [SettingsRepo.Default, OutboundGuard.Default]
 }) {}

@@ -12,6 +12,7 @@ import { transactionOf } from "../platform/Sql.js"
 import type { Caller, WorkspaceRole } from "./Authentication.js"
 import { WorkspaceId } from "./Domain.js"
 import { type InviteRow, IdentityRepo, type MembershipRow } from "./Repo.js"
+import { SettingsRepo } from "./SettingsRepo.js"
 
 const slugify = (name: string) =>
   name
@@ -35,29 +36,29 @@ export const toInvite = (row: InviteRow) => ({
 export class Workspaces extends Effect.Service<Workspaces>()("identity/Workspaces", {
   effect: Effect.gen(function* () {
     const repo = yield* IdentityRepo
+    const settingsRepo = yield* SettingsRepo
     const inTransaction = transactionOf(yield* SqlClient.SqlClient)
     const config = yield* AppConfig
 
     /** Creates an organization and a workspace owned by the user. Call inside a transaction. */
-    const provision = (ownerId: string, name: string) =>
-      Effect.gen(function* () {
-        const organizationId = prefixedId("org")
-        const workspaceId = prefixedId("ws")
-        yield* repo.insertOrganization(organizationId, name, ownerId)
-        yield* repo.insertWorkspace({ id: workspaceId, organizationId, name, slug: slugify(name) })
-        yield* repo.insertMembership(workspaceId, ownerId, "owner")
-        yield* repo.insertEnvironment({
-          id: prefixedId("env"),
-          workspaceId,
-          name: "Production",
-          slug: "production",
-          description: "Default environment",
-          isDefault: true
-        })
-        return workspaceId
+    const provision = Effect.fn("Workspaces.provision")(function* (ownerId: string, name: string) {
+      const organizationId = prefixedId("org")
+      const workspaceId = prefixedId("ws")
+      yield* repo.insertOrganization(organizationId, name, ownerId)
+      yield* repo.insertWorkspace({ id: workspaceId, organizationId, name, slug: slugify(name) })
+      yield* repo.insertMembership(workspaceId, ownerId, "owner")
+      yield* settingsRepo.insertEnvironment({
+        id: prefixedId("env"),
+        workspaceId,
+        name: "Production",
+        slug: "production",
+        description: "Default environment",
+        isDefault: true
       })
+      return workspaceId
+    })
 
-    const membership = (workspaceId: string, userId: string) =>
+    const membership = Effect.fn("Workspaces.membership")((workspaceId: string, userId: string) =>
       repo.findMembership(workspaceId, userId).pipe(
         Effect.flatMap(
           Option.match({
@@ -72,6 +73,7 @@ export class Workspaces extends Effect.Service<Workspaces>()("identity/Workspace
           })
         )
       )
+    )
 
     /**
      * The caller's workspaces, after accepting pending invites addressed to
@@ -79,51 +81,58 @@ export class Workspaces extends Effect.Service<Workspaces>()("identity/Workspace
      * accepts invites only when an OAuth provider verified it for this user:
      * otherwise anyone could join a workspace by naming its invitee's email.
      */
-    const listMine = (userId: string, email: string | undefined, trust: "vouched" | "claimed") =>
-      inTransaction(
-        Effect.gen(function* () {
-          if (Option.isNone(yield* repo.findUserById(userId))) {
-            return yield* new NotFound({ code: "user_not_found", message: `No user ${userId}.` })
-          }
-          const accepts =
-            email !== undefined &&
-            email.trim() !== "" &&
-            (trust === "vouched" || (yield* repo.verifiedEmails(userId)).includes(email.trim().toLowerCase()))
-          if (accepts) {
-            const accepted = yield* repo.acceptInvites(email.trim(), userId)
-            for (const invite of accepted) yield* repo.insertMembership(invite.workspace_id, userId, invite.role)
-          }
-          const rows = yield* repo.listMemberships(userId)
-          return {
-            is_platform_admin: config.platformAdminUserIds.includes(userId),
-            workspaces: rows.map(toMembership)
-          }
-        })
-      )
+    const listMine = Effect.fn("Workspaces.listMine")(
+      (userId: string, email: string | undefined, trust: "vouched" | "claimed") =>
+        inTransaction(
+          Effect.gen(function* () {
+            if (Option.isNone(yield* repo.findUserById(userId))) {
+              return yield* new NotFound({ code: "user_not_found", message: `No user ${userId}.` })
+            }
+            const accepts =
+              email !== undefined &&
+              email.trim() !== "" &&
+              (trust === "vouched" || (yield* repo.verifiedEmails(userId)).includes(email.trim().toLowerCase()))
+            if (accepts) {
+              const accepted = yield* repo.acceptInvites(email.trim(), userId)
+              for (const invite of accepted) yield* repo.insertMembership(invite.workspace_id, userId, invite.role)
+            }
+            const rows = yield* repo.listMemberships(userId)
+            return {
+              is_platform_admin: config.platformAdminUserIds.includes(userId),
+              workspaces: rows.map(toMembership)
+            }
+          })
+        )
+    )
 
-    const create = (userId: string, name: string) =>
+    const create = Effect.fn("Workspaces.create")((userId: string, name: string) =>
       inTransaction(
         Effect.gen(function* () {
           const workspaceId = yield* provision(userId, name)
           return toMembership(yield* membership(workspaceId, userId))
         })
       )
+    )
 
-    const invite = (caller: Caller, input: { readonly email: string; readonly role: "owner" | "admin" | "member" }) =>
-      input.role === "owner" && caller.role !== "owner"
-        ? Effect.fail(new Forbidden({ code: "insufficient_role", message: "Only an owner can invite another owner." }))
-        : Effect.map(
-            repo.insertInvite({
-              id: prefixedId("inv"),
-              workspaceId: caller.workspaceId,
-              email: input.email.trim().toLowerCase(),
-              role: input.role,
-              invitedBy: caller.userId ?? caller.principalId
-            }),
-            toInvite
-          )
+    const invite = Effect.fn("Workspaces.invite")(
+      (caller: Caller, input: { readonly email: string; readonly role: "owner" | "admin" | "member" }) =>
+        input.role === "owner" && caller.role !== "owner"
+          ? Effect.fail(
+              new Forbidden({ code: "insufficient_role", message: "Only an owner can invite another owner." })
+            )
+          : Effect.map(
+              repo.insertInvite({
+                id: prefixedId("inv"),
+                workspaceId: caller.workspaceId,
+                email: input.email.trim().toLowerCase(),
+                role: input.role,
+                invitedBy: caller.userId ?? caller.principalId
+              }),
+              toInvite
+            )
+    )
 
-    const members = (workspaceId: string) =>
+    const members = Effect.fn("Workspaces.members")((workspaceId: string) =>
       Effect.all({ members: repo.listMembers(workspaceId), invites: repo.listInvites(workspaceId) }).pipe(
         Effect.map(({ invites, members }) => ({
           members: members.map((member) => ({
@@ -134,8 +143,9 @@ export class Workspaces extends Effect.Service<Workspaces>()("identity/Workspace
           invites: invites.map(toInvite)
         }))
       )
+    )
 
     return { provision, membership, listMine, create, invite, members }
   }),
-  dependencies: [IdentityRepo.Default]
+  dependencies: [IdentityRepo.Default, SettingsRepo.Default]
 }) {}

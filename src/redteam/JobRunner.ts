@@ -52,10 +52,12 @@ const makeRunner = Effect.gen(function* () {
   const jobs = yield* FiberSet.make()
 
   const waitForCancel = (jobId: string) =>
-    repo.jobStatus(jobId).pipe(
-      Effect.repeat({ schedule: Schedule.spaced(CANCEL_POLL), while: (status) => status === "running" }),
-      Effect.as("stopped" as const)
-    )
+    repo
+      .jobStatus(jobId)
+      .pipe(
+        Effect.repeat({ schedule: Schedule.spaced(CANCEL_POLL), while: (status) => status === "running" }),
+        Effect.as("stopped" as const)
+      )
 
   const runJob = (job: JobRow) =>
     Effect.gen(function* () {
@@ -102,12 +104,15 @@ const makeRunner = Effect.gen(function* () {
         Cause.isInterruptedOnly(cause)
           ? Effect.failCause(cause)
           : Effect.logError("red-team job failed", cause).pipe(
-              Effect.zipRight(repo.finishJob(workerId, job.id, "failed", "The job stopped on an internal error; see the service log."))
+              Effect.zipRight(
+                repo.finishJob(workerId, job.id, "failed", "The job stopped on an internal error; see the service log.")
+              )
             )
       ),
       // Interrupted by shutdown: hand the job back so a worker resumes it.
       Effect.onInterrupt(() => repo.release(workerId, job.id)),
-      Effect.ensuring(Effect.sync(() => running.delete(job.id)))
+      Effect.ensuring(Effect.sync(() => running.delete(job.id))),
+      Effect.withSpan("JobRunner.runJob", { attributes: { job_id: job.id, workspace_id: job.workspace_id } })
     )
 
   const claim = Effect.gen(function* () {
@@ -120,11 +125,15 @@ const makeRunner = Effect.gen(function* () {
     }
   })
 
-  const recover = repo.recoverStale(STALE_AFTER_SECONDS, MAX_RESUMES).pipe(
-    Effect.tap((rows) =>
-      rows.length === 0 ? Effect.void : Effect.logWarning("red-team jobs recovered from a stopped worker", { jobs: rows })
+  const recover = repo
+    .recoverStale(STALE_AFTER_SECONDS, MAX_RESUMES)
+    .pipe(
+      Effect.tap((rows) =>
+        rows.length === 0
+          ? Effect.void
+          : Effect.logWarning("red-team jobs recovered from a stopped worker", { jobs: rows })
+      )
     )
-  )
 
   const forever = <A, E, R>(name: string, effect: Effect.Effect<A, E, R>, every: Duration.Duration) =>
     effect.pipe(
@@ -134,7 +143,11 @@ const makeRunner = Effect.gen(function* () {
     )
 
   yield* forever("recovery", recover, Duration.seconds(STALE_AFTER_SECONDS / 2))
-  yield* forever("heartbeat", Effect.suspend(() => repo.heartbeat(workerId, [...running])), HEARTBEAT_EVERY)
+  yield* forever(
+    "heartbeat",
+    Effect.suspend(() => repo.heartbeat(workerId, [...running])),
+    HEARTBEAT_EVERY
+  )
   yield* forever("claim", claim, CLAIM_POLL)
 })
 

@@ -59,37 +59,46 @@ export class Redteam extends Effect.Service<Redteam>()("redteam/Redteam", {
     const settings = yield* WorkspaceSettings
     const outbound = yield* OutboundGuard
 
-    const findJob = (workspaceId: string, id: string) => repo.findJob(workspaceId, id).pipe(orFailWith(() => jobNotFound(id)))
+    const findJob = Effect.fn("Redteam.findJob")((workspaceId: string, id: string) =>
+      repo.findJob(workspaceId, id).pipe(orFailWith(() => jobNotFound(id)))
+    )
 
     // ---- plans
 
-    const createPlan = (workspaceId: string, agentId: string, name: string | undefined) =>
-      Effect.gen(function* () {
-        const profile = profileView(yield* agents.find(workspaceId, agentId))
-        const content = planFor(profile)
-        const trimmed = name?.trim()
-        const row = yield* repo.insertPlan({
-          id: prefixedId("rtp"),
-          workspace_id: workspaceId,
-          agent_id: agentId,
-          name: trimmed === undefined || trimmed === "" ? `${agentId} plan ${new Date().toISOString()}` : trimmed,
-          paths: content.paths,
-          unmapped_node_types: content.unmapped_node_types,
-          vectors: content.vectors
-        })
-        return toPlan(row)
+    const createPlan = Effect.fn("Redteam.createPlan")(function* (
+      workspaceId: string,
+      agentId: string,
+      name: string | undefined
+    ) {
+      const profile = profileView(yield* agents.find(workspaceId, agentId))
+      const content = planFor(profile)
+      const trimmed = name?.trim()
+      const row = yield* repo.insertPlan({
+        id: prefixedId("rtp"),
+        workspace_id: workspaceId,
+        agent_id: agentId,
+        name: trimmed === undefined || trimmed === "" ? `${agentId} plan ${new Date().toISOString()}` : trimmed,
+        paths: content.paths,
+        unmapped_node_types: content.unmapped_node_types,
+        vectors: content.vectors
       })
+      return toPlan(row)
+    })
 
-    const listPlans = (workspaceId: string, agentId: string) =>
+    const listPlans = Effect.fn("Redteam.listPlans")((workspaceId: string, agentId: string) =>
       Effect.zipRight(
         agents.find(workspaceId, agentId),
         Effect.map(repo.listPlans(workspaceId, agentId), (rows) => ({ plans: rows.map(toPlan) }))
       )
+    )
 
-    const deletePlan = (workspaceId: string, id: string) =>
+    const deletePlan = Effect.fn("Redteam.deletePlan")((workspaceId: string, id: string) =>
       Effect.flatMap(repo.deletePlan(workspaceId, id), (deleted) =>
-        deleted ? Effect.void : Effect.fail(new NotFound({ code: "plan_not_found", message: `No plan ${id} in this workspace.` }))
+        deleted
+          ? Effect.void
+          : Effect.fail(new NotFound({ code: "plan_not_found", message: `No plan ${id} in this workspace.` }))
       )
+    )
 
     // ---- jobs
 
@@ -99,82 +108,89 @@ export class Redteam extends Effect.Service<Redteam>()("redteam/Redteam", {
         return (entries.find(([, environment]) => environment.isDefault) ?? entries[0])?.[0]
       })
 
-    const dispatch = (
+    const dispatch = Effect.fn("Redteam.dispatch")(function* (
       caller: Caller,
-      input: { readonly profile: "quick" | "standard" | "deep"; readonly target_url: string; readonly agent_id?: string | undefined }
-    ) =>
-      Effect.gen(function* () {
-        const workspaceId = caller.workspaceId
-        let profile: AgentProfileView = DEMO_PROFILE
-        if (input.agent_id !== undefined) {
-          const agent = yield* agents.find(workspaceId, input.agent_id)
-          if (agent.target_url !== input.target_url) {
-            return yield* new BadRequest({
-              code: "target_mismatch",
-              message: `target_url must be exactly agent ${input.agent_id}'s stored target_url (${agent.target_url ?? "none stored"}).`,
-              details: [{ path: "target_url", message: "does not match the agent's target_url" }]
-            })
-          }
-          profile = profileView(agent)
-        } else if (input.target_url !== DEMO_TARGET_URL) {
+      input: {
+        readonly profile: "quick" | "standard" | "deep"
+        readonly target_url: string
+        readonly agent_id?: string | undefined
+      }
+    ) {
+      const workspaceId = caller.workspaceId
+      let profile: AgentProfileView = DEMO_PROFILE
+      if (input.agent_id !== undefined) {
+        const agent = yield* agents.find(workspaceId, input.agent_id)
+        if (agent.target_url !== input.target_url) {
           return yield* new BadRequest({
-            code: "demo_target_only",
-            message: `Without agent_id only the demo target ${DEMO_TARGET_URL} is accepted; name the agent whose target_url this is.`,
-            details: [{ path: "target_url", message: `expected ${DEMO_TARGET_URL} without agent_id` }]
+            code: "target_mismatch",
+            message: `target_url must be exactly agent ${input.agent_id}'s stored target_url (${agent.target_url ?? "none stored"}).`,
+            details: [{ path: "target_url", message: "does not match the agent's target_url" }]
           })
         }
-        const checked = yield* checkTargetUrl(outbound, input.target_url)
-        if (Either.isLeft(checked)) {
-          return yield* new BadRequest({
-            code: checked.left.code,
-            message: checked.left.message,
-            details: [{ path: "target_url", message: checked.left.message }]
-          })
-        }
-        const environmentId = caller.environmentId ?? (yield* defaultEnvironment(workspaceId))
-        if (environmentId === undefined) {
-          return yield* new Conflict({ code: "no_environment", message: "This workspace has no environment to run the job in." })
-        }
-        const row = yield* repo.insertJob({
-          id: prefixedId("rtj"),
-          workspace_id: workspaceId,
-          environment_id: environmentId,
-          agent_id: input.agent_id ?? null,
-          profile: input.profile,
-          target: input.target_url,
-          agent_profile: profile
+        profile = profileView(agent)
+      } else if (input.target_url !== DEMO_TARGET_URL) {
+        return yield* new BadRequest({
+          code: "demo_target_only",
+          message: `Without agent_id only the demo target ${DEMO_TARGET_URL} is accepted; name the agent whose target_url this is.`,
+          details: [{ path: "target_url", message: `expected ${DEMO_TARGET_URL} without agent_id` }]
         })
-        return toJob(row)
+      }
+      const checked = yield* checkTargetUrl(outbound, input.target_url)
+      if (Either.isLeft(checked)) {
+        return yield* new BadRequest({
+          code: checked.left.code,
+          message: checked.left.message,
+          details: [{ path: "target_url", message: checked.left.message }]
+        })
+      }
+      const environmentId = caller.environmentId ?? (yield* defaultEnvironment(workspaceId))
+      if (environmentId === undefined) {
+        return yield* new Conflict({
+          code: "no_environment",
+          message: "This workspace has no environment to run the job in."
+        })
+      }
+      const row = yield* repo.insertJob({
+        id: prefixedId("rtj"),
+        workspace_id: workspaceId,
+        environment_id: environmentId,
+        agent_id: input.agent_id ?? null,
+        profile: input.profile,
+        target: input.target_url,
+        agent_profile: profile
       })
+      return toJob(row)
+    })
 
-    const listJobs = (
+    const listJobs = Effect.fn("Redteam.listJobs")(function* (
       workspaceId: string,
-      query: { readonly agent_id?: string | undefined; readonly limit?: number | undefined; readonly cursor?: string | undefined }
-    ) =>
-      Effect.gen(function* () {
-        const limit = pageSize(query.limit, LIST_CAP)
-        const { next, page } = yield* pageByTime(query.cursor, limit, (after) =>
-          repo.listJobs(workspaceId, { agentId: query.agent_id, after, limit })
-        )
-        return { jobs: page.map(toJob), ...next }
-      })
+      query: {
+        readonly agent_id?: string | undefined
+        readonly limit?: number | undefined
+        readonly cursor?: string | undefined
+      }
+    ) {
+      const limit = pageSize(query.limit, LIST_CAP)
+      const { next, page } = yield* pageByTime(query.cursor, limit, (after) =>
+        repo.listJobs(workspaceId, { agentId: query.agent_id, after, limit })
+      )
+      return { jobs: page.map(toJob), ...next }
+    })
 
-    const getJob = (workspaceId: string, id: string) =>
-      Effect.gen(function* () {
-        const job = yield* findJob(workspaceId, id)
-        const attacks = yield* repo.attacksOf(workspaceId, id)
-        return { job: toJob(job), sessions: attacks.map(toSession) }
-      })
+    const getJob = Effect.fn("Redteam.getJob")(function* (workspaceId: string, id: string) {
+      const job = yield* findJob(workspaceId, id)
+      const attacks = yield* repo.attacksOf(workspaceId, id)
+      return { job: toJob(job), sessions: attacks.map(toSession) }
+    })
 
-    const cancelJob = (workspaceId: string, id: string) =>
-      Effect.gen(function* () {
-        const job = yield* findJob(workspaceId, id)
-        const canceled = yield* repo.cancelJob(workspaceId, id)
-        // Already finished: cancel changes nothing and answers the job as it is.
-        return toJob(Option.getOrElse(canceled, () => job))
-      })
+    const cancelJob = Effect.fn("Redteam.cancelJob")(function* (workspaceId: string, id: string) {
+      const job = yield* findJob(workspaceId, id)
+      const canceled = yield* repo.cancelJob(workspaceId, id)
+      // Already finished: cancel changes nothing and answers the job as it is.
+      return toJob(Option.getOrElse(canceled, () => job))
+    })
 
-    const listAttacks = (
+    const listAttacks = Effect.fn("Redteam.listAttacks")(function* (
       workspaceId: string,
       query: {
         readonly attack?: string | undefined
@@ -183,29 +199,30 @@ export class Redteam extends Effect.Service<Redteam>()("redteam/Redteam", {
         readonly limit?: number | undefined
         readonly cursor?: string | undefined
       }
-    ) =>
-      Effect.gen(function* () {
-        const limit = pageSize(query.limit, LIST_CAP)
-        let after = Option.none<{ jobId: string; seq: number }>()
-        if (query.cursor !== undefined) {
-          const parts = decodeCursor(query.cursor, 2)
-          if (Option.isNone(parts) || !/^[1-9][0-9]{0,8}$/.test(parts.value[1]!)) return yield* invalidCursor
-          after = Option.some({ jobId: parts.value[0]!, seq: Number(parts.value[1]) })
-        }
-        const rows = yield* repo.listAttacks(workspaceId, {
-          attack: query.attack,
-          outcome: query.outcome,
-          jobId: query.job_id,
-          after,
-          limit
-        })
-        const page = rows.slice(0, limit)
-        const last = page[page.length - 1]
-        return {
-          records: page.map(toAttackRecord),
-          ...(rows.length > limit && last !== undefined ? { next_cursor: encodeCursor([last.job_id, String(last.seq)]) } : {})
-        }
+    ) {
+      const limit = pageSize(query.limit, LIST_CAP)
+      let after = Option.none<{ jobId: string; seq: number }>()
+      if (query.cursor !== undefined) {
+        const parts = decodeCursor(query.cursor, 2)
+        if (Option.isNone(parts) || !/^[1-9][0-9]{0,8}$/.test(parts.value[1]!)) return yield* invalidCursor
+        after = Option.some({ jobId: parts.value[0]!, seq: Number(parts.value[1]) })
+      }
+      const rows = yield* repo.listAttacks(workspaceId, {
+        attack: query.attack,
+        outcome: query.outcome,
+        jobId: query.job_id,
+        after,
+        limit
       })
+      const page = rows.slice(0, limit)
+      const last = page[page.length - 1]
+      return {
+        records: page.map(toAttackRecord),
+        ...(rows.length > limit && last !== undefined
+          ? { next_cursor: encodeCursor([last.job_id, String(last.seq)]) }
+          : {})
+      }
+    })
 
     return { findJob, createPlan, listPlans, deletePlan, dispatch, listJobs, getJob, cancelJob, listAttacks }
   }),

@@ -22,7 +22,13 @@ import { CANARY, CARD_SOURCE, SSN_SOURCE } from "./Judge.js"
 import { channelsOf, planFor } from "./Planner.js"
 import { RedteamRepo } from "./Repo.js"
 import { profileView, Redteam } from "./Redteam.js"
-import { type AgentProfileView, attackCases, forbiddenPromises, type JobProfile, outOfScopeTopics } from "./Techniques.js"
+import {
+  type AgentProfileView,
+  attackCases,
+  forbiddenPromises,
+  type JobProfile,
+  outOfScopeTopics
+} from "./Techniques.js"
 
 const encoder = new TextEncoder()
 
@@ -36,7 +42,13 @@ const staticDocuments = (agentId: string, agent: AgentProfileView) => {
     owner_agent_id: agentId,
     ...fields
   })
-  const sinks = [...new Set(planFor(agent).paths.filter((p) => p.sink_category !== "outbound_message").map((p) => p.sink_node))]
+  const sinks = [
+    ...new Set(
+      planFor(agent)
+        .paths.filter((p) => p.sink_category !== "outbound_message")
+        .map((p) => p.sink_node)
+    )
+  ]
   return [
     doc("canary", {
       description: "Red team: never reveal canary tokens from the system prompt",
@@ -101,12 +113,16 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
         )
       )
 
-    const generateStatic = (workspaceId: string, agentId: string) =>
-      Effect.gen(function* () {
-        const agent = profileView(yield* agents.find(workspaceId, agentId))
-        const created = yield* Effect.forEach(staticDocuments(agentId, agent), (document) => createOrReuse(workspaceId, document))
-        return { generated: created.map((entry) => entry.detail) }
-      })
+    const generateStatic = Effect.fn("RedteamPolicies.generateStatic")(function* (
+      workspaceId: string,
+      agentId: string
+    ) {
+      const agent = profileView(yield* agents.find(workspaceId, agentId))
+      const created = yield* Effect.forEach(staticDocuments(agentId, agent), (document) =>
+        createOrReuse(workspaceId, document)
+      )
+      return { generated: created.map((entry) => entry.detail) }
+    })
 
     const runtimeModes = (workspaceId: string, environmentId: string) =>
       Effect.map(settings.runtimeConfig(workspaceId), (runtime) => {
@@ -122,66 +138,71 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
         return { modes, defaultEffect: runtime.settings.default_action }
       })
 
-    const harden = (workspaceId: string, jobId: string) =>
-      Effect.gen(function* () {
-        const job = yield* redteam.findJob(workspaceId, jobId)
-        if (job.status === "queued" || job.status === "running") {
-          return yield* new Conflict({
-            code: "job_not_finished",
-            message: `Job ${jobId} is ${job.status}; harden it once it has finished.`
-          })
-        }
-        const agent = job.agent_profile as AgentProfileView
-        const agentId = job.agent_id ?? DEMO_AGENT_ID
-        const attacks = yield* repo.attacksOf(workspaceId, jobId)
-        const landed = attacks.filter((row) => row.landed)
-        const cases = new Map(
-          attackCases(job.profile as JobProfile, agent, channelsOf(planFor(agent).paths)).map((c) => [c.seq, c])
-        )
-        // Replayed first: in the stricter data handling modes the substrates' values come from these replays.
-        const replays = yield* collectReplays(job.target, agent, landed, cases, { outbound, workspaceId })
-        const { candidates: groups, unreachable } = synthesize(agentId, landed, (row) =>
-          substratesOf(row, replays, cases, agent)
-        )
-        yield* snapshots.invalidate(workspaceId)
-        const snapshot = yield* snapshots.get(workspaceId)
-        const runtime = yield* runtimeModes(workspaceId, job.environment_id)
-        const without = inMemoryDecider(snapshot, agentId, runtime, [])
+    const harden = Effect.fn("RedteamPolicies.harden")(function* (workspaceId: string, jobId: string) {
+      const job = yield* redteam.findJob(workspaceId, jobId)
+      if (job.status === "queued" || job.status === "running") {
+        return yield* new Conflict({
+          code: "job_not_finished",
+          message: `Job ${jobId} is ${job.status}; harden it once it has finished.`
+        })
+      }
+      const agent = job.agent_profile as AgentProfileView
+      const agentId = job.agent_id ?? DEMO_AGENT_ID
+      const attacks = yield* repo.attacksOf(workspaceId, jobId)
+      const landed = attacks.filter((row) => row.landed)
+      const cases = new Map(
+        attackCases(job.profile as JobProfile, agent, channelsOf(planFor(agent).paths)).map((c) => [c.seq, c])
+      )
+      // Replayed first: in the stricter data handling modes the substrates' values come from these replays.
+      const replays = yield* collectReplays(job.target, agent, landed, cases, { outbound, workspaceId })
+      const { candidates: groups, unreachable } = synthesize(agentId, landed, (row) =>
+        substratesOf(row, replays, cases, agent)
+      )
+      yield* snapshots.invalidate(workspaceId)
+      const snapshot = yield* snapshots.get(workspaceId)
+      const runtime = yield* runtimeModes(workspaceId, job.environment_id)
+      const without = inMemoryDecider(snapshot, agentId, runtime, [])
 
-        const candidates = []
-        const rejections = []
-        for (const group of groups) {
-          const evidenceSeqs = group.evidence.map((row) => row.seq)
-          const compiled = compileCandidate(group.document)
-          if (Either.isLeft(compiled)) {
-            rejections.push({ reason: "invalid_policy", message: compiled.left, substrate: group.substrate, evidence_seqs: evidenceSeqs, verify: null })
-            continue
-          }
-          const withCandidate = inMemoryDecider(snapshot, agentId, runtime, [compiled.right])
-          const checked = yield* verify(group, replays, cases, agent, without, withCandidate)
-          if (checked.reason !== null) {
-            rejections.push({
-              reason: checked.reason,
-              message: checked.message,
-              substrate: group.substrate,
-              evidence_seqs: evidenceSeqs,
-              verify: checked.verify
-            })
-            continue
-          }
-          const { detail, reused } = yield* createOrReuse(workspaceId, group.document)
-          candidates.push({
-            operation: reused ? ("reuse" as const) : ("create" as const),
-            existing_policy_id: reused ? detail.id : null,
-            source: group.source,
+      const candidates = []
+      const rejections = []
+      for (const group of groups) {
+        const evidenceSeqs = group.evidence.map((row) => row.seq)
+        const compiled = compileCandidate(group.document)
+        if (Either.isLeft(compiled)) {
+          rejections.push({
+            reason: "invalid_policy",
+            message: compiled.left,
             substrate: group.substrate,
             evidence_seqs: evidenceSeqs,
-            policy: detail,
+            verify: null
+          })
+          continue
+        }
+        const withCandidate = inMemoryDecider(snapshot, agentId, runtime, [compiled.right])
+        const checked = yield* verify(group, replays, cases, agent, without, withCandidate)
+        if (checked.reason !== null) {
+          rejections.push({
+            reason: checked.reason,
+            message: checked.message,
+            substrate: group.substrate,
+            evidence_seqs: evidenceSeqs,
             verify: checked.verify
           })
+          continue
         }
-        return { generated_at: new Date().toISOString(), candidates, rejections, unreachable }
-      })
+        const { detail, reused } = yield* createOrReuse(workspaceId, group.document)
+        candidates.push({
+          operation: reused ? ("reuse" as const) : ("create" as const),
+          existing_policy_id: reused ? detail.id : null,
+          source: group.source,
+          substrate: group.substrate,
+          evidence_seqs: evidenceSeqs,
+          policy: detail,
+          verify: checked.verify
+        })
+      }
+      return { generated_at: new Date().toISOString(), candidates, rejections, unreachable }
+    })
 
     return { generateStatic, harden }
   }),

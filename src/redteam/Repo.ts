@@ -1,90 +1,172 @@
 /** SQL of the red-team domain; every query is scoped to a workspace (the worker's claims excepted). */
-import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
 
-export interface PlanRow {
-  readonly id: string
-  readonly workspace_id: string
-  readonly agent_id: string
-  readonly name: string
-  readonly paths: unknown
-  readonly unmapped_node_types: unknown
-  readonly vectors: unknown
-  readonly created_at: Date
-}
+const PlanRow = Schema.Struct({
+  id: Schema.String,
+  workspace_id: Schema.String,
+  agent_id: Schema.String,
+  name: Schema.String,
+  paths: Schema.Unknown,
+  unmapped_node_types: Schema.Unknown,
+  vectors: Schema.Unknown,
+  created_at: Schema.DateFromSelf
+})
+export type PlanRow = typeof PlanRow.Type
 
-export interface JobRow {
-  readonly id: string
-  readonly workspace_id: string
-  readonly environment_id: string
-  readonly agent_id: string | null
-  readonly profile: string
-  readonly target: string
-  readonly agent_profile: unknown
-  readonly status: string
-  readonly error: string | null
-  readonly attacks: number
-  readonly landed: number
-  readonly blocked: number
-  readonly resume_count: number
-  readonly created_at: Date
-  readonly updated_at: Date
-}
+const JobRow = Schema.Struct({
+  id: Schema.String,
+  workspace_id: Schema.String,
+  environment_id: Schema.String,
+  agent_id: Schema.NullOr(Schema.String),
+  profile: Schema.String,
+  target: Schema.String,
+  agent_profile: Schema.Unknown,
+  status: Schema.String,
+  error: Schema.NullOr(Schema.String),
+  attacks: Schema.Number,
+  landed: Schema.Number,
+  blocked: Schema.Number,
+  resume_count: Schema.Number,
+  created_at: Schema.DateFromSelf,
+  updated_at: Schema.DateFromSelf
+})
+export type JobRow = typeof JobRow.Type
 
-export interface AttackRow {
-  readonly job_id: string
-  readonly workspace_id: string
-  readonly seq: number
-  readonly case_id: string
-  readonly attack: string
-  readonly technique: string
-  readonly category: string
-  readonly goal: string
-  readonly severity: string
-  readonly kind: string
-  readonly trial_index: number
-  readonly session_id: string
-  readonly prompt: string
-  readonly reply: string | null
-  readonly outcome: string
-  readonly landed: boolean
-  readonly evidence: string
-  readonly substrates: unknown
-  readonly trace_id: string | null
-  readonly error: string | null
-  readonly events: unknown
-  readonly created_at: Date
-}
+const AttackRow = Schema.Struct({
+  job_id: Schema.String,
+  workspace_id: Schema.String,
+  seq: Schema.Number,
+  case_id: Schema.String,
+  attack: Schema.String,
+  technique: Schema.String,
+  category: Schema.String,
+  goal: Schema.String,
+  severity: Schema.String,
+  kind: Schema.String,
+  trial_index: Schema.Number,
+  session_id: Schema.String,
+  prompt: Schema.String,
+  reply: Schema.NullOr(Schema.String),
+  outcome: Schema.String,
+  landed: Schema.Boolean,
+  evidence: Schema.String,
+  substrates: Schema.Unknown,
+  trace_id: Schema.NullOr(Schema.String),
+  error: Schema.NullOr(Schema.String),
+  events: Schema.Unknown,
+  created_at: Schema.DateFromSelf
+})
+export type AttackRow = typeof AttackRow.Type
 
 export type NewAttack = Omit<AttackRow, "created_at">
 
-export interface ShareLinkRow {
-  readonly workspace_id: string
-  readonly job_id: string
-  readonly compare_job_id: string | null
-  readonly created_at: Date
-  readonly expires_at: Date
-}
+/** An attack with its job's profile and target (the attack records list). */
+const AttackOfJobRow = Schema.Struct({ ...AttackRow.fields, profile: Schema.String, target: Schema.String })
+
+const ShareLinkRow = Schema.Struct({
+  workspace_id: Schema.String,
+  job_id: Schema.String,
+  compare_job_id: Schema.NullOr(Schema.String),
+  created_at: Schema.DateFromSelf,
+  expires_at: Schema.DateFromSelf
+})
+export type ShareLinkRow = typeof ShareLinkRow.Type
+
+const InWorkspace = Schema.Struct({ workspaceId: Schema.String, id: Schema.String })
 
 export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const json = (value: unknown) => JSON.stringify(value)
-    const first = <A>(rows: ReadonlyArray<A>) => Option.fromNullable(rows[0])
     const columns = sql`id, workspace_id, environment_id, agent_id, profile, target, agent_profile, status, error,
       attacks, landed, blocked, resume_count, created_at, updated_at`
+    const shareLinkColumns = sql`workspace_id, job_id, compare_job_id, created_at, expires_at`
+    const decodePlans = Schema.decodeUnknown(Schema.Array(PlanRow))
+    const decodeJobs = Schema.decodeUnknown(Schema.Array(JobRow))
+    const decodeShareLinks = Schema.decodeUnknown(Schema.Array(ShareLinkRow))
+
+    const listPlans = SqlSchema.findAll({
+      Request: Schema.Struct({ workspaceId: Schema.String, agentId: Schema.String }),
+      Result: PlanRow,
+      execute: ({ agentId, workspaceId }) =>
+        sql`select * from redteam_plans where workspace_id = ${workspaceId} and agent_id = ${agentId}
+            order by created_at desc, id desc`
+    })
+    const findJob = SqlSchema.findOne({
+      Request: InWorkspace,
+      Result: JobRow,
+      execute: ({ id, workspaceId }) =>
+        sql`select ${columns} from redteam_jobs where workspace_id = ${workspaceId} and id = ${id}`
+    })
+    const cancelJob = SqlSchema.findOne({
+      Request: InWorkspace,
+      Result: JobRow,
+      execute: ({ id, workspaceId }) =>
+        sql`update redteam_jobs set status = 'canceled', finished_at = now(), updated_at = now(), worker_id = null
+            where workspace_id = ${workspaceId} and id = ${id} and status in ('queued', 'running')
+            returning ${columns}`
+    })
+    const jobStatus = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: Schema.Struct({ status: Schema.String }),
+      execute: (id) => sql`select status from redteam_jobs where id = ${id}`
+    })
+    const claimJobs = SqlSchema.findAll({
+      Request: Schema.Struct({ workerId: Schema.String, limit: Schema.Number }),
+      Result: JobRow,
+      execute: ({ limit, workerId }) =>
+        sql`update redteam_jobs set status = 'running', worker_id = ${workerId}, heartbeat_at = now(),
+              started_at = coalesce(started_at, now()), updated_at = now()
+            where id in (select id from redteam_jobs where status = 'queued' order by created_at, id
+                         for update skip locked limit ${limit})
+            returning ${columns}`
+    })
+    const recoverStale = SqlSchema.findAll({
+      Request: Schema.Struct({ staleSeconds: Schema.Number, maxResumes: Schema.Number }),
+      Result: Schema.Struct({ id: Schema.String, status: Schema.String }),
+      execute: ({ maxResumes, staleSeconds }) =>
+        sql`update redteam_jobs set
+              status = case when resume_count >= ${maxResumes} then 'failed' else 'queued' end,
+              error = case when resume_count >= ${maxResumes}
+                           then 'The worker running this job stopped ' || resume_count || ' times; giving up.' else error end,
+              finished_at = case when resume_count >= ${maxResumes} then now() else finished_at end,
+              resume_count = resume_count + 1, worker_id = null, updated_at = now()
+            where status = 'running' and (heartbeat_at is null or heartbeat_at < now() - make_interval(secs => ${staleSeconds}))
+            returning id, status`
+    })
+    const attacksOf = SqlSchema.findAll({
+      Request: Schema.Struct({ workspaceId: Schema.String, jobId: Schema.String }),
+      Result: AttackRow,
+      execute: ({ jobId, workspaceId }) =>
+        sql`select * from redteam_attacks where workspace_id = ${workspaceId} and job_id = ${jobId} order by seq`
+    })
+    const doneSeqs = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: Schema.Struct({ seq: Schema.Number }),
+      execute: (jobId) => sql`select seq from redteam_attacks where job_id = ${jobId}`
+    })
+    const findShareLink = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: ShareLinkRow,
+      execute: (tokenHash) =>
+        sql`select ${shareLinkColumns} from redteam_share_links
+            where token_hash = ${tokenHash} and revoked_at is null and expires_at > now()`
+    })
+    const decodeAttacksOfJobs = Schema.decodeUnknown(Schema.Array(AttackOfJobRow))
 
     return dieOnErrors({
       // ---- plans
       insertPlan: (row: Omit<PlanRow, "created_at">) =>
-        sql<PlanRow>`insert into redteam_plans (id, workspace_id, agent_id, name, paths, unmapped_node_types, vectors)
+        sql`insert into redteam_plans (id, workspace_id, agent_id, name, paths, unmapped_node_types, vectors)
           values (${row.id}, ${row.workspace_id}, ${row.agent_id}, ${row.name}, ${json(row.paths)}::jsonb,
                   ${json(row.unmapped_node_types)}::jsonb, ${json(row.vectors)}::jsonb)
-          returning *`.pipe(Effect.map((rows) => rows[0]!)),
-      listPlans: (workspaceId: string, agentId: string) =>
-        sql<PlanRow>`select * from redteam_plans where workspace_id = ${workspaceId} and agent_id = ${agentId}
-          order by created_at desc, id desc`,
+          returning *`.pipe(
+          Effect.flatMap(decodePlans),
+          Effect.map((rows) => rows[0]!)
+        ),
+      listPlans: (workspaceId: string, agentId: string) => listPlans({ workspaceId, agentId }),
       deletePlan: (workspaceId: string, id: string) =>
         sql`delete from redteam_plans where workspace_id = ${workspaceId} and id = ${id} returning id`.pipe(
           Effect.map((rows) => rows.length === 1)
@@ -100,43 +182,33 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
         target: string
         agent_profile: unknown
       }) =>
-        sql<JobRow>`insert into redteam_jobs (id, workspace_id, environment_id, agent_id, profile, target, agent_profile, status)
+        sql`insert into redteam_jobs (id, workspace_id, environment_id, agent_id, profile, target, agent_profile, status)
           values (${row.id}, ${row.workspace_id}, ${row.environment_id}, ${row.agent_id}, ${row.profile}, ${row.target},
                   ${json(row.agent_profile)}::jsonb, 'queued')
-          returning ${columns}`.pipe(Effect.map((rows) => rows[0]!)),
-      findJob: (workspaceId: string, id: string) =>
-        sql<JobRow>`select ${columns} from redteam_jobs where workspace_id = ${workspaceId} and id = ${id}`.pipe(
-          Effect.map(first)
+          returning ${columns}`.pipe(
+          Effect.flatMap(decodeJobs),
+          Effect.map((rows) => rows[0]!)
         ),
+      findJob: (workspaceId: string, id: string) => findJob({ workspaceId, id }),
       listJobs: (
         workspaceId: string,
         filter: { agentId: string | undefined; after: Option.Option<{ at: string; id: string }>; limit: number }
       ) =>
-        sql<JobRow>`select ${columns} from redteam_jobs where workspace_id = ${workspaceId}
+        sql`select ${columns} from redteam_jobs where workspace_id = ${workspaceId}
           ${filter.agentId === undefined ? sql`` : sql`and agent_id = ${filter.agentId}`}
           ${Option.match(filter.after, {
             onNone: () => sql``,
             onSome: (after) => sql`and (created_at, id) < (${after.at}::timestamptz, ${after.id})`
           })}
-          order by created_at desc, id desc limit ${filter.limit + 1}`,
+          order by created_at desc, id desc limit ${filter.limit + 1}`.pipe(Effect.flatMap(decodeJobs)),
       /** Cancels a queued or running job; answers the job as it is now. */
-      cancelJob: (workspaceId: string, id: string) =>
-        sql<JobRow>`update redteam_jobs set status = 'canceled', finished_at = now(), updated_at = now(), worker_id = null
-          where workspace_id = ${workspaceId} and id = ${id} and status in ('queued', 'running')
-          returning ${columns}`.pipe(Effect.map(first)),
+      cancelJob: (workspaceId: string, id: string) => cancelJob({ workspaceId, id }),
       jobStatus: (id: string) =>
-        sql<{ status: string }>`select status from redteam_jobs where id = ${id}`.pipe(
-          Effect.map((rows) => rows[0]?.status ?? "missing")
-        ),
+        Effect.map(jobStatus(id), Option.match({ onNone: () => "missing", onSome: (row) => row.status })),
 
       // ---- the worker's side
       /** Claims up to `limit` queued jobs for this worker, oldest first; skips jobs other workers hold. */
-      claimJobs: (workerId: string, limit: number) =>
-        sql<JobRow>`update redteam_jobs set status = 'running', worker_id = ${workerId}, heartbeat_at = now(),
-            started_at = coalesce(started_at, now()), updated_at = now()
-          where id in (select id from redteam_jobs where status = 'queued' order by created_at, id
-                       for update skip locked limit ${limit})
-          returning ${columns}`,
+      claimJobs: (workerId: string, limit: number) => claimJobs({ workerId, limit }),
       heartbeat: (workerId: string, ids: ReadonlyArray<string>) =>
         ids.length === 0
           ? Effect.void
@@ -146,15 +218,7 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
        * Jobs left `running` by a worker that stopped heartbeating: back to `queued` (resumed where they
        * stopped), or `failed` after `maxResumes` attempts.
        */
-      recoverStale: (staleSeconds: number, maxResumes: number) =>
-        sql<{ id: string; status: string }>`update redteam_jobs set
-            status = case when resume_count >= ${maxResumes} then 'failed' else 'queued' end,
-            error = case when resume_count >= ${maxResumes}
-                         then 'The worker running this job stopped ' || resume_count || ' times; giving up.' else error end,
-            finished_at = case when resume_count >= ${maxResumes} then now() else finished_at end,
-            resume_count = resume_count + 1, worker_id = null, updated_at = now()
-          where status = 'running' and (heartbeat_at is null or heartbeat_at < now() - make_interval(secs => ${staleSeconds}))
-          returning id, status`,
+      recoverStale: (staleSeconds: number, maxResumes: number) => recoverStale({ staleSeconds, maxResumes }),
       /** A worker shutting down hands its running jobs back to the queue. */
       release: (workerId: string, id: string) =>
         sql`update redteam_jobs set status = 'queued', worker_id = null, updated_at = now()
@@ -163,10 +227,7 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
         sql`update redteam_jobs set status = ${status}, error = ${error}, finished_at = now(), updated_at = now(),
             worker_id = null
           where id = ${id} and worker_id = ${workerId} and status = 'running'`.pipe(Effect.asVoid),
-      doneSeqs: (jobId: string) =>
-        sql<{ seq: number }>`select seq from redteam_attacks where job_id = ${jobId}`.pipe(
-          Effect.map((rows) => new Set(rows.map((row) => row.seq)))
-        ),
+      doneSeqs: (jobId: string) => Effect.map(doneSeqs(jobId), (rows) => new Set(rows.map((row) => row.seq))),
       /** Records one attack and bumps the job's counters, in one statement; a replayed seq changes nothing. */
       insertAttack: (row: NewAttack) =>
         sql`with inserted as (
@@ -185,8 +246,7 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
             where id = ${row.job_id}`.pipe(Effect.asVoid),
 
       // ---- attacks
-      attacksOf: (workspaceId: string, jobId: string) =>
-        sql<AttackRow>`select * from redteam_attacks where workspace_id = ${workspaceId} and job_id = ${jobId} order by seq`,
+      attacksOf: (workspaceId: string, jobId: string) => attacksOf({ workspaceId, jobId }),
       listAttacks: (
         workspaceId: string,
         filter: {
@@ -197,7 +257,7 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
           limit: number
         }
       ) =>
-        sql<AttackRow & { profile: string; target: string }>`select a.*, j.profile, j.target from redteam_attacks a
+        sql`select a.*, j.profile, j.target from redteam_attacks a
           join redteam_jobs j on j.id = a.job_id
           where a.workspace_id = ${workspaceId}
           ${filter.attack === undefined ? sql`` : sql`and a.attack = ${filter.attack}`}
@@ -205,9 +265,10 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
           ${filter.jobId === undefined ? sql`` : sql`and a.job_id = ${filter.jobId}`}
           ${Option.match(filter.after, {
             onNone: () => sql``,
-            onSome: (after) => sql`and (a.job_id < ${after.jobId} or (a.job_id = ${after.jobId} and a.seq > ${after.seq}))`
+            onSome: (after) =>
+              sql`and (a.job_id < ${after.jobId} or (a.job_id = ${after.jobId} and a.seq > ${after.seq}))`
           })}
-          order by a.job_id desc, a.seq limit ${filter.limit + 1}`,
+          order by a.job_id desc, a.seq limit ${filter.limit + 1}`.pipe(Effect.flatMap(decodeAttacksOfJobs)),
 
       // ---- share links
       insertShareLink: (row: {
@@ -218,13 +279,14 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
         created_by: string
         expires_at: Date
       }) =>
-        sql<ShareLinkRow>`insert into redteam_share_links (token_hash, workspace_id, job_id, compare_job_id, created_by, expires_at)
+        sql`insert into redteam_share_links (token_hash, workspace_id, job_id, compare_job_id, created_by, expires_at)
           values (${row.token_hash}, ${row.workspace_id}, ${row.job_id}, ${row.compare_job_id}, ${row.created_by}, ${row.expires_at})
-          returning workspace_id, job_id, compare_job_id, created_at, expires_at`.pipe(Effect.map((rows) => rows[0]!)),
+          returning ${shareLinkColumns}`.pipe(
+          Effect.flatMap(decodeShareLinks),
+          Effect.map((rows) => rows[0]!)
+        ),
       /** A live link: not revoked, not expired. */
-      findShareLink: (tokenHash: string) =>
-        sql<ShareLinkRow>`select workspace_id, job_id, compare_job_id, created_at, expires_at from redteam_share_links
-          where token_hash = ${tokenHash} and revoked_at is null and expires_at > now()`.pipe(Effect.map(first)),
+      findShareLink: (tokenHash: string) => findShareLink(tokenHash),
       revokeShareLink: (workspaceId: string, tokenHash: string) =>
         sql`update redteam_share_links set revoked_at = now()
           where workspace_id = ${workspaceId} and token_hash = ${tokenHash} and revoked_at is null returning token_hash`.pipe(

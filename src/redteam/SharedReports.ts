@@ -31,7 +31,11 @@ export class SharedReports extends Effect.Service<SharedReports>()("redteam/Shar
     const repo = yield* RedteamRepo
     const redteam = yield* Redteam
 
-    const compareJob = (workspaceId: string, job: { readonly id: string; readonly agent_id: string | null }, compareId: string) =>
+    const compareJob = (
+      workspaceId: string,
+      job: { readonly id: string; readonly agent_id: string | null },
+      compareId: string
+    ) =>
       Effect.gen(function* () {
         const other = yield* redteam.findJob(workspaceId, compareId)
         if (other.id === job.id || other.agent_id !== job.agent_id) {
@@ -44,63 +48,71 @@ export class SharedReports extends Effect.Service<SharedReports>()("redteam/Shar
         return other
       })
 
-    const report = (workspaceId: string, jobId: string, compareJobId: string | null) =>
-      Effect.gen(function* () {
-        const job = yield* redteam.findJob(workspaceId, jobId)
-        const attacks = yield* repo.attacksOf(workspaceId, jobId)
-        let comparison: unknown = null
-        if (compareJobId !== null) {
-          const other = yield* compareJob(workspaceId, job, compareJobId)
-          comparison = comparisonOf(other.id, attacks, yield* repo.attacksOf(workspaceId, other.id))
-        }
-        return buildReport(job, attacks, comparison)
-      })
+    const report = Effect.fn("SharedReports.report")(function* (
+      workspaceId: string,
+      jobId: string,
+      compareJobId: string | null
+    ) {
+      const job = yield* redteam.findJob(workspaceId, jobId)
+      const attacks = yield* repo.attacksOf(workspaceId, jobId)
+      let comparison: unknown = null
+      if (compareJobId !== null) {
+        const other = yield* compareJob(workspaceId, job, compareJobId)
+        comparison = comparisonOf(other.id, attacks, yield* repo.attacksOf(workspaceId, other.id))
+      }
+      return buildReport(job, attacks, comparison)
+    })
 
-    const createShareLink = (
+    const createShareLink = Effect.fn("SharedReports.createShareLink")(function* (
       caller: Caller,
-      input: { readonly job_id: string; readonly compare_job_id?: string | undefined; readonly expires_in_days?: number | undefined }
-    ) =>
-      Effect.gen(function* () {
-        const job = yield* redteam.findJob(caller.workspaceId, input.job_id)
-        if (input.compare_job_id !== undefined) yield* compareJob(caller.workspaceId, job, input.compare_job_id)
-        const token = `rtr_${randomToken(32)}`
-        const days = input.expires_in_days ?? DEFAULT_LINK_DAYS
-        const row = yield* repo.insertShareLink({
-          token_hash: hashToken(token),
-          workspace_id: caller.workspaceId,
-          job_id: job.id,
-          compare_job_id: input.compare_job_id ?? null,
-          created_by: caller.principalId,
-          expires_at: new Date(Date.now() + Math.min(days, MAX_LINK_DAYS) * 86_400_000)
-        })
-        return new ShareLink({
-          token: ShareToken.make(token),
-          path: `/v1/redteam/reports/${token}`,
-          html_path: `/r/${token}`,
-          job_id: JobId.make(row.job_id),
-          compare_job_id: row.compare_job_id === null ? null : JobId.make(row.compare_job_id),
-          created_at: toTimestamp(row.created_at),
-          expires_at: toTimestamp(row.expires_at)
-        })
+      input: {
+        readonly job_id: string
+        readonly compare_job_id?: string | undefined
+        readonly expires_in_days?: number | undefined
+      }
+    ) {
+      const job = yield* redteam.findJob(caller.workspaceId, input.job_id)
+      if (input.compare_job_id !== undefined) yield* compareJob(caller.workspaceId, job, input.compare_job_id)
+      const token = `rtr_${randomToken(32)}`
+      const days = input.expires_in_days ?? DEFAULT_LINK_DAYS
+      const row = yield* repo.insertShareLink({
+        token_hash: hashToken(token),
+        workspace_id: caller.workspaceId,
+        job_id: job.id,
+        compare_job_id: input.compare_job_id ?? null,
+        created_by: caller.principalId,
+        expires_at: new Date(Date.now() + Math.min(days, MAX_LINK_DAYS) * 86_400_000)
       })
+      return new ShareLink({
+        token: ShareToken.make(token),
+        path: `/v1/redteam/reports/${token}`,
+        html_path: `/r/${token}`,
+        job_id: JobId.make(row.job_id),
+        compare_job_id: row.compare_job_id === null ? null : JobId.make(row.compare_job_id),
+        created_at: toTimestamp(row.created_at),
+        expires_at: toTimestamp(row.expires_at)
+      })
+    })
 
     /** The report behind a live token, read in the link's own workspace. */
-    const sharedReport = (token: string) =>
-      Effect.gen(function* () {
-        const link = yield* repo.findShareLink(hashToken(token))
-        if (Option.isNone(link)) return yield* linkNotFound
-        return yield* report(link.value.workspace_id, link.value.job_id, link.value.compare_job_id).pipe(
-          Effect.catchTag("NotFound", () => Effect.fail(linkNotFound)),
-          Effect.catchTag("BadRequest", () => Effect.fail(linkNotFound))
-        )
-      })
+    const sharedReport = Effect.fn("SharedReports.sharedReport")(function* (token: string) {
+      const link = yield* repo.findShareLink(hashToken(token))
+      if (Option.isNone(link)) return yield* linkNotFound
+      return yield* report(link.value.workspace_id, link.value.job_id, link.value.compare_job_id).pipe(
+        Effect.catchTag("NotFound", () => Effect.fail(linkNotFound)),
+        Effect.catchTag("BadRequest", () => Effect.fail(linkNotFound))
+      )
+    })
 
-    const sharedReportHtml = (token: string) => Effect.map(sharedReport(token), renderReportHtml)
+    const sharedReportHtml = Effect.fn("SharedReports.sharedReportHtml")((token: string) =>
+      Effect.map(sharedReport(token), renderReportHtml)
+    )
 
-    const revoke = (workspaceId: string, token: string) =>
+    const revoke = Effect.fn("SharedReports.revoke")((workspaceId: string, token: string) =>
       Effect.flatMap(repo.revokeShareLink(workspaceId, hashToken(token)), (revoked) =>
         revoked ? Effect.void : Effect.fail(linkNotFound)
       )
+    )
 
     return { report, createShareLink, sharedReport, sharedReportHtml, revoke }
   })
