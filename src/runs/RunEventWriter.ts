@@ -13,11 +13,12 @@ import { Effect, Exit, Schema } from "effect"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { Conflict, NotFound } from "../http/Errors.js"
 import { makeGroupCommit } from "../platform/GroupCommit.js"
+import { type RunEventRow, RunsRepo } from "./Repo.js"
 import { Outbox } from "../platform/Outbox.js"
 import { transactionOf } from "../platform/Sql.js"
 import { Topics } from "../platform/Topics.js"
 import { type DataHandlingMode, keepJson, keepOptionalString } from "../privacy/Redaction.js"
-import { RunEventKind, RunEventMessage, type RunKind } from "./Domain.js"
+import { RunEventKind, RunEventMessage } from "./Domain.js"
 
 const encodeRunEventMessage = Schema.encodeSync(RunEventMessage)
 
@@ -28,26 +29,12 @@ export interface NewRunEvent {
   readonly id: string
   readonly workspaceId: string
   readonly runId: string
-  readonly kind: string
+  readonly kind: typeof RunEventKind.Type
   readonly label: string | null
   readonly inputSummary: string | null
   readonly outputSummary: string | null
   readonly metadata: unknown
   readonly occurredAt: Date
-}
-
-export interface RunEventRow {
-  readonly id: string
-  readonly run_id: string
-  readonly workspace_id: string
-  readonly sequence: number
-  readonly kind: string
-  readonly label: string | null
-  readonly input_summary: string | null
-  readonly output_summary: string | null
-  readonly metadata: unknown
-  readonly occurred_at: Date
-  readonly created_at: Date
 }
 
 /** An append's outcome: its stored row, the 404/409 that refused it, or a defect. */
@@ -60,9 +47,9 @@ export const runNotFound = (id: string) =>
 
 export class RunEventWriter extends Effect.Service<RunEventWriter>()("runs/RunEventWriter", {
   scoped: Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    const transaction = transactionOf(sql)
+    const transaction = transactionOf(yield* SqlClient.SqlClient)
     const outbox = yield* Outbox
+    const repo = yield* RunsRepo
     const settings = yield* WorkspaceSettings
     const runKey = (workspaceId: string, runId: string) => `${workspaceId}/${runId}`
 
@@ -70,8 +57,6 @@ export class RunEventWriter extends Effect.Service<RunEventWriter>()("runs/RunEv
     const commit = (batch: ReadonlyArray<NewRunEvent>) =>
       transaction(
         Effect.gen(function* () {
-          const runIds = [...new Set(batch.map((event) => event.runId))]
-          const workspaceIds = [...new Set(batch.map((event) => event.workspaceId))]
           const counts = new Map<string, { id: string; workspace_id: string; count: number }>()
           for (const event of batch) {
             const key = runKey(event.workspaceId, event.runId)
@@ -79,30 +64,7 @@ export class RunEventWriter extends Effect.Service<RunEventWriter>()("runs/RunEv
             if (entry === undefined) counts.set(key, { id: event.runId, workspace_id: event.workspaceId, count: 1 })
             else entry.count += 1
           }
-          // One round trip: lock the batch's runs in id order (no lock-order cycle between writers), then bump
-          // each open run's last_sequence by its number of events here. Runs not found are 404, ended ones 409.
-          const locked = yield* sql<{
-            id: string
-            workspace_id: string
-            agent_id: string
-            environment_id: string
-            kind: RunKind
-            status: string
-            last_sequence: number | null
-          }>`
-            with locked as (
-              select id, workspace_id, agent_id, environment_id, kind, status from runs
-              where workspace_id in ${sql.in(workspaceIds)} and id in ${sql.in(runIds)} order by id for update
-            ), bumped as (
-              update runs set last_sequence = runs.last_sequence + bump.count::int, updated_at = now()
-              from ${sql.updateValues([...counts.values()], "bump")}, locked
-              where runs.id = bump.id and runs.workspace_id = bump.workspace_id
-                and locked.id = runs.id and locked.workspace_id = runs.workspace_id
-                and locked.status not in ${sql.in([...TERMINAL])}
-              returning runs.id, runs.workspace_id, runs.last_sequence
-            )
-            select locked.*, bumped.last_sequence from locked
-            left join bumped on bumped.id = locked.id and bumped.workspace_id = locked.workspace_id`
+          const locked = yield* repo.lockAndBump([...counts.values()], [...TERMINAL])
           const runs = new Map(locked.map((run) => [runKey(run.workspace_id, run.id), run]))
           const outcomes: Array<Exit.Exit<RunEventRow, NotFound | Conflict>> = []
           const accepted: Array<{ readonly index: number; readonly event: NewRunEvent }> = []
@@ -168,17 +130,13 @@ export class RunEventWriter extends Effect.Service<RunEventWriter>()("runs/RunEv
                 agent_id: run.agent_id,
                 environment_id: run.environment_id,
                 run_kind: run.kind,
-                kind: row.kind as typeof RunEventKind.Type,
+                kind: row.kind,
                 sequence: row.sequence,
                 occurred_at: row.occurred_at.toISOString()
               })
             }
           })
-          // The events and their outbox rows in one statement.
-          const inserted = yield* sql<RunEventRow>`
-            with inserted as (insert into run_events ${sql.insert(rows)} returning *),
-                 queued as (${outbox.insertStatement(messages)})
-            select * from inserted`
+          const inserted = yield* repo.insertEvents(rows, messages)
           const byId = new Map(inserted.map((row) => [row.id, row]))
           for (const { index, event } of accepted) outcomes[index] = Exit.succeed(byId.get(event.id)!)
           return outcomes
@@ -186,5 +144,6 @@ export class RunEventWriter extends Effect.Service<RunEventWriter>()("runs/RunEv
       ).pipe(Effect.tap((outcomes) => (outcomes.some(Exit.isSuccess) ? outbox.written.fire : Effect.void)))
 
     return yield* makeGroupCommit({ name: "run event", maxBatch: MAX_BATCH, retryAlone: true, commit })
-  })
+  }),
+  dependencies: [RunsRepo.Default]
 }) {}

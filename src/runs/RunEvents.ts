@@ -4,7 +4,8 @@ import { BadRequest } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { RunEventId, type RunEventKind as RunEventKinds, RunId } from "./Domain.js"
-import type { NewRunEvent, RunEventRow } from "./RunEventWriter.js"
+import type { RunEventRow } from "./Repo.js"
+import type { NewRunEvent } from "./RunEventWriter.js"
 
 type RunEventKind = typeof RunEventKinds.Type
 
@@ -52,7 +53,7 @@ export const toRunEvent = (row: RunEventRow) => ({
   id: RunEventId.make(row.id),
   run_id: RunId.make(row.run_id),
   workspace_id: row.workspace_id,
-  kind: row.kind as RunEventKind,
+  kind: row.kind,
   sequence: row.sequence,
   label: row.label,
   input_summary: row.input_summary,

@@ -14,36 +14,15 @@ import { BadRequest, Conflict, type HttpError, NotFound } from "../http/Errors.j
 import { type Answer, hotUseCase, ready, refused, type WarmSteps } from "../platform/Warm.js"
 import { prefixedId } from "../platform/Ids.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
-import { dieOnErrors, orFailWith, transactionOf } from "../platform/Sql.js"
-import { RunId } from "./Domain.js"
+import { orFailWith, transactionOf } from "../platform/Sql.js"
+import { RunId, type RunKind, type RunStatus as RunStatuses } from "./Domain.js"
+
+type RunStatus = typeof RunStatuses.Type
 import { newRunEvent, type RunEventInput, toRunEvent } from "./RunEvents.js"
 import { type NewRunEvent } from "./RunEventWriter.js"
-import { type RunEventRow, RunEventWriter, runNotFound } from "./RunEventWriter.js"
+import { RunEventWriter, runNotFound } from "./RunEventWriter.js"
+import { type RunFilters, type RunRow, RunsRepo } from "./Repo.js"
 import { Traces } from "./Traces.js"
-
-type RunStatus = "warming" | "running" | "completed" | "failed" | "canceled"
-type RunKind = "chat_session" | "live_call" | "workflow" | "job" | "other"
-
-interface RunRow {
-  readonly id: string
-  readonly workspace_id: string
-  readonly agent_id: string
-  readonly environment_id: string
-  readonly environment: string
-  readonly external_id: string | null
-  readonly kind: string
-  readonly status: string
-  readonly metadata: unknown
-  readonly blocked_count: number
-  readonly escalated_count: number
-  readonly rewritten_count: number
-  readonly trace_count: number
-  readonly p95_latency_ms: number
-  readonly created_at: Date
-  readonly started_at: Date | null
-  readonly ended_at: Date | null
-  readonly updated_at: Date
-}
 
 const TERMINAL: ReadonlySet<string> = new Set(["completed", "failed", "canceled"])
 
@@ -54,8 +33,8 @@ const toRun = (row: RunRow) => ({
   environment: row.environment,
   environment_id: row.environment_id,
   external_id: row.external_id,
-  kind: row.kind as RunKind,
-  status: row.status as RunStatus,
+  kind: row.kind,
+  status: row.status,
   blocked_count: row.blocked_count,
   escalated_count: row.escalated_count,
   rewritten_count: row.rewritten_count,
@@ -68,13 +47,6 @@ const toRun = (row: RunRow) => ({
   updated_at: toTimestamp(row.updated_at)
 })
 
-export interface RunFilters {
-  readonly agent_id?: string | undefined
-  readonly status?: string | undefined
-  readonly kind?: string | undefined
-  readonly external_id?: string | undefined
-}
-
 /** An append: the event for run `runId` of the workspace. */
 export interface AppendRequest {
   readonly workspaceId: string
@@ -86,57 +58,12 @@ type RunEvent = ReturnType<typeof toRunEvent>
 
 export class Runs extends Effect.Service<Runs>()("runs/Runs", {
   effect: Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    const transaction = transactionOf(sql)
+    const transaction = transactionOf(yield* SqlClient.SqlClient)
     const settings = yield* WorkspaceSettings
     const traces = yield* Traces
     const writer = yield* RunEventWriter
-    const json = (value: unknown) => JSON.stringify(value ?? null)
 
-    const repo = dieOnErrors({
-      insert: (
-        row: Omit<
-          RunRow,
-          | "blocked_count"
-          | "escalated_count"
-          | "rewritten_count"
-          | "trace_count"
-          | "p95_latency_ms"
-          | "created_at"
-          | "updated_at"
-          | "ended_at"
-        >
-      ) =>
-        sql<RunRow>`insert into runs (id, workspace_id, agent_id, environment_id, environment, external_id, kind, status,
-                                      metadata, started_at)
-          values (${row.id}, ${row.workspace_id}, ${row.agent_id}, ${row.environment_id}, ${row.environment},
-                  ${row.external_id}, ${row.kind}, ${row.status}, ${json(row.metadata)}, ${row.started_at})
-          returning *`.pipe(Effect.map((rows) => rows[0]!)),
-      find: (workspaceId: string, id: string, lock = false) =>
-        sql<RunRow>`select * from runs where workspace_id = ${workspaceId} and id = ${id}
-                    ${lock ? sql`for update` : sql``}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
-      list: (
-        workspaceId: string,
-        filters: RunFilters,
-        limit: number,
-        after: Option.Option<{ readonly at: string; readonly id: string }>
-      ) =>
-        sql<RunRow>`select * from runs where workspace_id = ${workspaceId}
-          ${filters.agent_id === undefined ? sql`` : sql`and agent_id = ${filters.agent_id}`}
-          ${filters.status === undefined ? sql`` : sql`and status = ${filters.status}`}
-          ${filters.kind === undefined ? sql`` : sql`and kind = ${filters.kind}`}
-          ${filters.external_id === undefined ? sql`` : sql`and external_id = ${filters.external_id}`}
-          ${Option.isNone(after) ? sql`` : sql`and (created_at, id) < (${after.value.at}::timestamptz, ${after.value.id})`}
-          order by created_at desc, id desc limit ${limit + 1}`,
-      update: (workspaceId: string, id: string, values: Record<string, unknown>) =>
-        sql<RunRow>`update runs set ${sql.update(values)}, updated_at = now()
-                    where workspace_id = ${workspaceId} and id = ${id} returning *`.pipe(
-          Effect.map((rows) => rows[0]!)
-        ),
-      listEvents: (workspaceId: string, runId: string, limit: number, afterSequence: number) =>
-        sql<RunEventRow>`select * from run_events where workspace_id = ${workspaceId} and run_id = ${runId}
-                         and sequence > ${afterSequence} order by sequence limit ${limit + 1}`
-    })
+    const repo = yield* RunsRepo
 
     const find = (workspaceId: string, id: string) => repo.find(workspaceId, id).pipe(orFailWith(() => runNotFound(id)))
 
@@ -221,7 +148,7 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
             if (TERMINAL.has(patch.status)) values["ended_at"] = new Date()
           }
           if (patch.external_id !== undefined) values["external_id"] = patch.external_id
-          if (patch.metadata !== undefined) values["metadata"] = json(patch.metadata)
+          if (patch.metadata !== undefined) values["metadata"] = JSON.stringify(patch.metadata ?? null)
           return toRun(Object.keys(values).length === 0 ? current : yield* repo.update(workspaceId, id, values))
         })
       )
@@ -278,5 +205,5 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
 
     return { create, list, update, appendRunEvent, events, runTraces, detail }
   }),
-  dependencies: [RunEventWriter.Default]
+  dependencies: [RunEventWriter.Default, RunsRepo.Default]
 }) {}
