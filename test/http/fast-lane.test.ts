@@ -1,17 +1,24 @@
 /**
- * The fast lane (src/platform/FastLane.ts) answers `POST /v1/events`,
- * `POST /v1/runs/{id}/events` and the gateway's proxy routes of the
- * ordinary shape (streaming and budgets: test/gateway); the same requests sent
- * with a chunked body (no Content-Length) take the full request pipeline and
- * the HttpApi router. Both must answer alike: same statuses, same error
- * bodies, same decisions, and the lane stamps `x-request-id` too.
+ * The fast lane (src/http/Lane.ts) answers every hot endpoint (src/http/Hot.ts):
+ * `POST /v1/events`, `POST /v1/runs/{id}/events` and the gateway's proxy
+ * routes of the ordinary shape (streaming and budgets: test/gateway); the
+ * same requests sent with a chunked body (no Content-Length) take the full
+ * request pipeline and the HttpApi router. Both must answer alike: same
+ * statuses, same error bodies, same decisions and usage records, and the
+ * lane stamps `x-request-id` too.
  */
-import { describe, expect, layer } from "@effect/vitest"
+import { afterAll, describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { SERVER_OPTIONS, tenant, type Tenant } from "../identity/http-helpers.js"
+import { SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { createAgent, createRun, eventBody, reply } from "../authorization-http/event-helpers.js"
+import { awaitUsage, GATEWAY_SETTINGS, gatewayTenant, type UsageMessage } from "../gateway/gateway-helpers.js"
+import { startStubUpstream, USAGE } from "../gateway/stub-upstream.js"
 import { bothWays, post } from "../support/LaneRequests.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { createKey, tenant, type Tenant } from "../support/Tenants.js"
+import { baseUrl, testServer, testServerWithDatabase } from "../support/TestServer.js"
+
+const stub = await startStubUpstream()
+afterAll(() => stub.close())
 
 const withoutIds = (body: Record<string, unknown>) => {
   const { intent_id: _i, receipt_id: _r, trace_id: _t, latency_ms: _l, ...rest } = body
@@ -49,7 +56,11 @@ layer(testServer("database"), SERVER_OPTIONS)("fast lane and pipeline answer ali
         const base = yield* baseUrl
         const owner = yield* setUp(base)
         const text = JSON.stringify(eventBody(owner, AGENT, reply("Hello")))
-        const answer = yield* post(base, "/v1/events", text, { token: owner.jwt, chunked: false, requestId: "trace-42.a" })
+        const answer = yield* post(base, "/v1/events", text, {
+          token: owner.jwt,
+          chunked: false,
+          requestId: "trace-42.a"
+        })
         expect(answer.status).toBe(200)
         expect(answer.requestId).toBe("trace-42.a")
       })
@@ -110,4 +121,49 @@ layer(testServer("database"), SERVER_OPTIONS)("fast lane and pipeline answer ali
       })
     )
   })
+})
+
+/** A usage record without what differs from call to call (ids and times). */
+const comparable = (usage: UsageMessage) => {
+  const { id: _id, request_id: _request, effective_at: _at, ...rest } = usage
+  return rest
+}
+
+layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("the gateway either way", (it) => {
+  it.effect("a proxied call answers and is recorded alike on the lane and the pipeline, in both dialects", () =>
+    Effect.gen(function* () {
+      const { base, db, owner, gateway } = yield* gatewayTenant(stub.url)
+      const key = yield* createKey(owner)
+      const dialects = [
+        [
+          "chat_style/chat/completions",
+          { model: "stub-chat", max_tokens: 5, messages: [{ role: "user", content: "hi" }] }
+        ],
+        [
+          "messages_style/v1/messages",
+          { model: "stub-messages", max_tokens: 5, messages: [{ role: "user", content: "hi" }] }
+        ]
+      ] as const
+      for (const [suffix, body] of dialects) {
+        const path = `/v1/gateway/${gateway.routeId}/${suffix}`
+        const [lane, pipeline] = yield* bothWays(base, path, JSON.stringify(body), key.plaintext_key)
+        expect([lane.status, pipeline.status], suffix).toEqual([200, 200])
+        expect(lane.body, suffix).toEqual(pipeline.body)
+        expect(lane.requestId).toMatch(/^req_/)
+      }
+      // Two calls a dialect, each recorded once with the same usage, whichever way it came in.
+      const usage = yield* awaitUsage(db, owner.workspaceId, 4)
+      for (const [dialect, promptTokens] of [
+        ["chat_style", USAGE.chat.prompt_tokens],
+        ["messages_style", USAGE.messages.input_tokens]
+      ] as const) {
+        const [first, second, ...rest] = usage
+          .filter((record) => JSON.stringify(record.metadata).includes(`"dialect":"${dialect}"`))
+          .map(comparable)
+        expect(rest).toEqual([])
+        expect(first).toEqual(second)
+        expect(first?.prompt_tokens).toBe(promptTokens)
+      }
+    })
+  )
 })
