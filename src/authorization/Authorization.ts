@@ -201,7 +201,7 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
         answer(Exit.succeed(recorded ? response : unrecordedAnswer(response)))
       })
 
-    const authorizeEvent = hotUseCase({ initial: {}, steps, act: commit })
+    const authorizeEvent = hotUseCase({ name: "Authorization.authorizeEvent", initial: {}, steps, act: commit })
 
     /** Decides one proposed event in Effect code (the red-team runner's agent): the same use case. */
     const authorize = (caller: Caller, event: ProposedEventInput) =>

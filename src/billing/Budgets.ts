@@ -101,41 +101,44 @@ export class Budgets extends Effect.Service<Budgets>()("billing/Budgets", {
      * where a lease no longer fits, each call reserves exactly its own worst
      * case, so no process can hold back budget another could still spend.
      */
-    const reserve = (workspaceId: string, budget: LlmBudget, worstCase: bigint, holdFor: Duration.Duration) =>
-      Effect.gen(function* () {
-        const at = new Date()
-        const key = keyOf(workspaceId, budget, at)
-        const drawn = leases.draw(key, budget, worstCase, holdFor)
-        if (drawn !== undefined) return drawn
-        yield* ensureWindow(key)
-        const leased = yield* leases.take(key, budget, worstCase, holdFor)
-        if (Option.isSome(leased)) return leased.value
-        const id = prefixedId("rsv")
-        const reserved = yield* repo.reserve(key, {
-          id,
-          amount: worstCase,
-          cap: minorToNanos(budget.capMinor),
-          expiresAt: new Date(at.getTime() + Duration.toMillis(holdFor))
-        })
-        if (Option.isNone(reserved)) {
-          return yield* refusal(
-            budget,
-            at,
-            "This request's worst-case cost (from max_tokens) does not fit in what is left of the LLM budget."
-          )
-        }
-        return { id, amount: worstCase, window: key.kind, windowStart: key.start, leased: false } satisfies Reservation
+    const reserve = Effect.fn("Budgets.reserve")(function* (
+      workspaceId: string,
+      budget: LlmBudget,
+      worstCase: bigint,
+      holdFor: Duration.Duration
+    ) {
+      const at = new Date()
+      const key = keyOf(workspaceId, budget, at)
+      const drawn = leases.draw(key, budget, worstCase, holdFor)
+      if (drawn !== undefined) return drawn
+      yield* ensureWindow(key)
+      const leased = yield* leases.take(key, budget, worstCase, holdFor)
+      if (Option.isSome(leased)) return leased.value
+      const id = prefixedId("rsv")
+      const reserved = yield* repo.reserve(key, {
+        id,
+        amount: worstCase,
+        cap: minorToNanos(budget.capMinor),
+        expiresAt: new Date(at.getTime() + Duration.toMillis(holdFor))
       })
+      if (Option.isNone(reserved)) {
+        return yield* refusal(
+          budget,
+          at,
+          "This request's worst-case cost (from max_tokens) does not fit in what is left of the LLM budget."
+        )
+      }
+      return { id, amount: worstCase, window: key.kind, windowStart: key.start, leased: false } satisfies Reservation
+    })
 
     /** Soft admission: admitted while spend + reserved is below the cap. */
-    const admitSoft = (workspaceId: string, budget: LlmBudget) =>
-      Effect.gen(function* () {
-        const at = new Date()
-        const committed = yield* repo.committed(keyOf(workspaceId, budget, at))
-        if (committed >= minorToNanos(budget.capMinor)) {
-          return yield* refusal(budget, at, "The LLM budget is spent.")
-        }
-      })
+    const admitSoft = Effect.fn("Budgets.admitSoft")(function* (workspaceId: string, budget: LlmBudget) {
+      const at = new Date()
+      const committed = yield* repo.committed(keyOf(workspaceId, budget, at))
+      if (committed >= minorToNanos(budget.capMinor)) {
+        return yield* refusal(budget, at, "The LLM budget is spent.")
+      }
+    })
 
     /**
      * Records calls' actual costs and releases their reservations, in one
@@ -143,38 +146,37 @@ export class Budgets extends Effect.Service<Budgets>()("billing/Budgets", {
      * spanned midnight). Run it in the transaction that records the calls'
      * usage events, so both commit together.
      */
-    const settle = (settlements: ReadonlyArray<Settlement>) =>
-      Effect.gen(function* () {
-        const rows = new Map<string, { workspaceId: string; kind: WindowKind; start: Date; spent: bigint }>()
-        const current: Array<string> = []
-        const earlier: Array<string> = []
-        const drawn = new Map<string, bigint>()
-        for (const item of settlements) {
-          for (const kind of ["day", "month"] as const) {
-            const start = windowStart(kind, item.at)
-            const key = `${item.workspaceId}|${kind}|${start.toISOString()}`
-            const row = rows.get(key) ?? { workspaceId: item.workspaceId, kind, start, spent: 0n }
-            rows.set(key, { ...row, spent: row.spent + item.actual })
-          }
-          if (Option.isSome(item.reservation)) {
-            const reservation = item.reservation.value
-            if (reservation.leased) {
-              drawn.set(reservation.id, (drawn.get(reservation.id) ?? 0n) + reservation.amount)
-              continue
-            }
-            const same = reservation.windowStart.getTime() === windowStart(reservation.window, item.at).getTime()
-            ;(same ? current : earlier).push(reservation.id)
-          }
+    const settle = Effect.fn("Budgets.settle")(function* (settlements: ReadonlyArray<Settlement>) {
+      const rows = new Map<string, { workspaceId: string; kind: WindowKind; start: Date; spent: bigint }>()
+      const current: Array<string> = []
+      const earlier: Array<string> = []
+      const drawn = new Map<string, bigint>()
+      for (const item of settlements) {
+        for (const kind of ["day", "month"] as const) {
+          const start = windowStart(kind, item.at)
+          const key = `${item.workspaceId}|${kind}|${start.toISOString()}`
+          const row = rows.get(key) ?? { workspaceId: item.workspaceId, kind, start, spent: 0n }
+          rows.set(key, { ...row, spent: row.spent + item.actual })
         }
-        const sorted = [...rows.entries()]
-          .filter(([, row]) => row.spent > 0n || current.length > 0)
-          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-          .map(([, row]) => row)
-        if (sorted.length > 0) yield* repo.settle(sorted, current)
-        // After `settle`, which locked the same ledger rows in sorted order: no lock-order cycle between processes.
-        for (const [leaseId, amount] of drawn) yield* repo.shrink(leaseId, amount)
-        for (const id of earlier) yield* repo.release(id)
-      })
+        if (Option.isSome(item.reservation)) {
+          const reservation = item.reservation.value
+          if (reservation.leased) {
+            drawn.set(reservation.id, (drawn.get(reservation.id) ?? 0n) + reservation.amount)
+            continue
+          }
+          const same = reservation.windowStart.getTime() === windowStart(reservation.window, item.at).getTime()
+          ;(same ? current : earlier).push(reservation.id)
+        }
+      }
+      const sorted = [...rows.entries()]
+        .filter(([, row]) => row.spent > 0n || current.length > 0)
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([, row]) => row)
+      if (sorted.length > 0) yield* repo.settle(sorted, current)
+      // After `settle`, which locked the same ledger rows in sorted order: no lock-order cycle between processes.
+      for (const [leaseId, amount] of drawn) yield* repo.shrink(leaseId, amount)
+      for (const id of earlier) yield* repo.release(id)
+    })
 
     /** `activeBudget` from the settings cache alone (undefined when not cached). */
     const peekBudget = (workspaceId: string) => {

@@ -240,7 +240,7 @@ export class GatewayProxy extends Effect.Service<GatewayProxy>()("gateway/Gatewa
       }
     }
 
-    return { forward: hotUseCase({ initial: {}, steps, act: start }) }
+    return { forward: hotUseCase({ name: "GatewayProxy.forward", initial: {}, steps, act: start }) }
   }),
   dependencies: [
     Connections.Default,

@@ -70,7 +70,7 @@ export class Authenticator extends Effect.Service<Authenticator>()("identity/Aut
           : Effect.map(features.flags(need.workspaceId), (flags) => ({ ...loaded, flags }))
     })
 
-    return warmUseCase({ initial: {}, steps })
+    return warmUseCase({ name: "Authenticator.authenticate", initial: {}, steps })
   }),
   dependencies: [Credentials.Default, ApiKeys.Default, WorkspaceFeatures.Default]
 }) {}

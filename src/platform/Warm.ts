@@ -86,11 +86,13 @@ export interface WarmUseCase<In, A, E> {
 }
 
 export const warmUseCase = <In, L, A, E, N>(definition: {
+  /** The span of the Effect path, `Domain.useCase`. */
+  readonly name: string
   readonly initial: L
   readonly steps: (input: In) => WarmSteps<L, A, E, N, E, never>
 }): WarmUseCase<In, A, E> => ({
   now: (input) => definition.steps(input).step(definition.initial),
-  settle: (input) => settleValue(definition.steps(input), definition.initial)
+  settle: (input) => settleValue(definition.steps(input), definition.initial).pipe(Effect.withSpan(definition.name))
 })
 
 /** How a use case answers its request: once, now or later. */
@@ -116,6 +118,8 @@ export interface HotUseCase<In, A, E> {
 }
 
 export const hotUseCase = <In, L, R, N, A, E>(definition: {
+  /** The span of the Effect path, `Domain.useCase` (the direct path runs no Effect, so it has none). */
+  readonly name: string
   readonly initial: L
   readonly steps: (input: In) => WarmSteps<L, R, E, N, E, never>
   readonly act: (input: In, ready: R, answer: Answer<A, E>) => (() => void) | void
@@ -136,7 +140,7 @@ export const hotUseCase = <In, L, R, N, A, E>(definition: {
         (closed) => Effect.sync(closed)
       )
       return yield* Deferred.await(outcome)
-    })
+    }).pipe(Effect.withSpan(definition.name))
 })
 
 /** A use case over another input: `toInput` reads what it needs from the input at hand. */

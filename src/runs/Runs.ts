@@ -67,7 +67,7 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
 
     const find = (workspaceId: string, id: string) => repo.find(workspaceId, id).pipe(orFailWith(() => runNotFound(id)))
 
-    const create = (
+    const create = Effect.fn("Runs.create")(function* (
       caller: Caller,
       input: {
         readonly agent_id: string
@@ -77,50 +77,51 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
         readonly environment_id?: string | undefined
         readonly metadata?: unknown
       }
-    ) =>
-      Effect.gen(function* () {
-        const status = input.status ?? "running"
-        if (TERMINAL.has(status)) {
-          return yield* new BadRequest({
-            code: "validation_failed",
-            message: "status: a run starts warming or running",
-            details: [{ path: "status", message: "a run starts warming or running" }]
-          })
-        }
-        const config = yield* settings.runtimeConfig(caller.workspaceId)
-        const environmentId =
-          input.environment_id ??
-          caller.environmentId ??
-          [...config.environments].find(([, environment]) => environment.isDefault)?.[0]
-        const environment = environmentId === undefined ? undefined : config.environments.get(environmentId)
-        if (environmentId === undefined || environment === undefined) {
-          return yield* new NotFound({
-            code: "environment_not_found",
-            message: `Environment ${input.environment_id ?? ""} does not exist in this workspace.`
-          })
-        }
-        const row = yield* repo.insert({
-          id: prefixedId("run"),
-          workspace_id: caller.workspaceId,
-          agent_id: input.agent_id,
-          environment_id: environmentId,
-          environment: environment.slug,
-          external_id: input.external_id ?? null,
-          kind: input.kind,
-          status,
-          metadata: input.metadata ?? null,
-          started_at: status === "running" ? new Date() : null
+    ) {
+      const status = input.status ?? "running"
+      if (TERMINAL.has(status)) {
+        return yield* new BadRequest({
+          code: "validation_failed",
+          message: "status: a run starts warming or running",
+          details: [{ path: "status", message: "a run starts warming or running" }]
         })
-        return toRun(row)
+      }
+      const config = yield* settings.runtimeConfig(caller.workspaceId)
+      const environmentId =
+        input.environment_id ??
+        caller.environmentId ??
+        [...config.environments].find(([, environment]) => environment.isDefault)?.[0]
+      const environment = environmentId === undefined ? undefined : config.environments.get(environmentId)
+      if (environmentId === undefined || environment === undefined) {
+        return yield* new NotFound({
+          code: "environment_not_found",
+          message: `Environment ${input.environment_id ?? ""} does not exist in this workspace.`
+        })
+      }
+      const row = yield* repo.insert({
+        id: prefixedId("run"),
+        workspace_id: caller.workspaceId,
+        agent_id: input.agent_id,
+        environment_id: environmentId,
+        environment: environment.slug,
+        external_id: input.external_id ?? null,
+        kind: input.kind,
+        status,
+        metadata: input.metadata ?? null,
+        started_at: status === "running" ? new Date() : null
       })
+      return toRun(row)
+    })
 
-    const list = (workspaceId: string, filters: RunFilters, limit: number, cursor: string | undefined) =>
-      Effect.gen(function* () {
-        const { next, page } = yield* pageByTime(cursor, limit, (after) =>
-          repo.list(workspaceId, filters, limit, after)
-        )
-        return { runs: page.map(toRun), ...next }
-      })
+    const list = Effect.fn("Runs.list")(function* (
+      workspaceId: string,
+      filters: RunFilters,
+      limit: number,
+      cursor: string | undefined
+    ) {
+      const { next, page } = yield* pageByTime(cursor, limit, (after) => repo.list(workspaceId, filters, limit, after))
+      return { runs: page.map(toRun), ...next }
+    })
 
     const update = (
       workspaceId: string,
@@ -151,13 +152,14 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
           if (patch.metadata !== undefined) values["metadata"] = JSON.stringify(patch.metadata ?? null)
           return toRun(Object.keys(values).length === 0 ? current : yield* repo.update(workspaceId, id, values))
         })
-      )
+      ).pipe(Effect.withSpan("Runs.update"))
 
     /**
      * Appends one event to a run: the event is checked from memory (a bad `occurred_at` is refused), then
      * handed to the group-committing writer, which answers the stored event or the 404/409 that refused it.
      */
     const appendRunEvent = hotUseCase({
+      name: "Runs.appendRunEvent",
       initial: undefined,
       steps: (request: AppendRequest): WarmSteps<undefined, NewRunEvent, HttpError, never, HttpError, never> => ({
         step: () =>
@@ -171,37 +173,42 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
         writer.enqueue(event, (outcome) => answer(Exit.map(outcome, toRunEvent)))
     })
 
-    const events = (workspaceId: string, runId: string, limit: number, cursor: string | undefined) =>
-      Effect.gen(function* () {
-        yield* find(workspaceId, runId)
-        const after = cursor === undefined ? Option.some(["0"]) : decodeCursor(cursor, 1)
-        if (Option.isNone(after) || !/^\d{1,9}$/.test(after.value[0]!)) return yield* invalidCursor
-        const rows = yield* repo.listEvents(workspaceId, runId, limit, Number(after.value[0]))
-        const page = rows.slice(0, limit)
-        const last = page[page.length - 1]
-        return {
-          events: page.map(toRunEvent),
-          ...(rows.length > limit && last !== undefined ? { next_cursor: encodeCursor([String(last.sequence)]) } : {})
-        }
-      })
+    const events = Effect.fn("Runs.events")(function* (
+      workspaceId: string,
+      runId: string,
+      limit: number,
+      cursor: string | undefined
+    ) {
+      yield* find(workspaceId, runId)
+      const after = cursor === undefined ? Option.some(["0"]) : decodeCursor(cursor, 1)
+      if (Option.isNone(after) || !/^\d{1,9}$/.test(after.value[0]!)) return yield* invalidCursor
+      const rows = yield* repo.listEvents(workspaceId, runId, limit, Number(after.value[0]))
+      const page = rows.slice(0, limit)
+      const last = page[page.length - 1]
+      return {
+        events: page.map(toRunEvent),
+        ...(rows.length > limit && last !== undefined ? { next_cursor: encodeCursor([String(last.sequence)]) } : {})
+      }
+    })
 
     const runTraces = (workspaceId: string, runId: string, limit: number, cursor: string | undefined) =>
-      Effect.zipRight(find(workspaceId, runId), traces.list(workspaceId, { runId }, limit, cursor))
+      Effect.zipRight(find(workspaceId, runId), traces.list(workspaceId, { runId }, limit, cursor)).pipe(
+        Effect.withSpan("Runs.runTraces")
+      )
 
-    const detail = (workspaceId: string, runId: string) =>
-      Effect.gen(function* () {
-        const run = yield* find(workspaceId, runId)
-        const { events: eventPage } = yield* events(workspaceId, runId, 200, undefined)
-        const { traces: tracePage } = yield* traces.list(workspaceId, { runId }, 100, undefined)
-        return {
-          run: toRun(run),
-          events: eventPage,
-          traces: tracePage,
-          guardrail_usage: [],
-          budget_decision: null,
-          provider_usage: null
-        }
-      })
+    const detail = Effect.fn("Runs.detail")(function* (workspaceId: string, runId: string) {
+      const run = yield* find(workspaceId, runId)
+      const { events: eventPage } = yield* events(workspaceId, runId, 200, undefined)
+      const { traces: tracePage } = yield* traces.list(workspaceId, { runId }, 100, undefined)
+      return {
+        run: toRun(run),
+        events: eventPage,
+        traces: tracePage,
+        guardrail_usage: [],
+        budget_decision: null,
+        provider_usage: null
+      }
+    })
 
     return { create, list, update, appendRunEvent, events, runTraces, detail }
   }),
