@@ -9,6 +9,7 @@ import { NodeRuntime } from "@effect/platform-node"
 import { Duration, Effect, Layer } from "effect"
 import { AppConfig, isEmbeddedDatabase } from "../../src/platform/Config.js"
 import { guardRepeatedSignals, lifecycleLog } from "../../src/platform/Lifecycle.js"
+import { TracingLive } from "../../src/operations/Tracing.js"
 import { LoggingLive } from "../../src/platform/Logging.js"
 import { OutboxRelayLive } from "../../src/platform/Outbox.js"
 import { PlatformCoreLive } from "../../src/platform/Platform.js"
@@ -34,6 +35,7 @@ const StreamWorkersHere = Layer.unwrapEffect(
 Layer.mergeAll(HttpServerLive, StreamWorkersHere).pipe(
   Layer.provide(PlatformCoreLive),
   Layer.provideMerge(lifecycleLog("all-in-one")),
+  Layer.provide(TracingLive),
   Layer.provide(LoggingLive),
   Layer.launch,
   NodeRuntime.runMain({ disablePrettyLogger: true })

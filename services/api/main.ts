@@ -2,6 +2,7 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { Layer } from "effect"
 import { guardRepeatedSignals, lifecycleLog } from "../../src/platform/Lifecycle.js"
+import { TracingLive } from "../../src/operations/Tracing.js"
 import { LoggingLive } from "../../src/platform/Logging.js"
 import { PlatformLive } from "../../src/platform/Platform.js"
 import { HttpServerLive } from "../../src/Server.js"
@@ -11,6 +12,7 @@ guardRepeatedSignals()
 HttpServerLive.pipe(
   Layer.provide(PlatformLive),
   Layer.provideMerge(lifecycleLog("api")),
+  Layer.provide(TracingLive),
   Layer.provide(LoggingLive),
   Layer.launch,
   NodeRuntime.runMain({ disablePrettyLogger: true })

@@ -2,10 +2,18 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { Layer } from "effect"
 import { guardRepeatedSignals, lifecycleLog } from "../../src/platform/Lifecycle.js"
+import { TracingLive } from "../../src/operations/Tracing.js"
 import { LoggingLive } from "../../src/platform/Logging.js"
 import { PlatformLive } from "../../src/platform/Platform.js"
 import { StreamWorkersLive } from "../../src/StreamWorkers.js"
 
 guardRepeatedSignals()
 
-StreamWorkersLive.pipe(Layer.provide(PlatformLive), Layer.provideMerge(lifecycleLog("stream-worker")), Layer.provide(LoggingLive), Layer.launch, NodeRuntime.runMain({ disablePrettyLogger: true }))
+StreamWorkersLive.pipe(
+  Layer.provide(PlatformLive),
+  Layer.provideMerge(lifecycleLog("stream-worker")),
+  Layer.provide(TracingLive),
+  Layer.provide(LoggingLive),
+  Layer.launch,
+  NodeRuntime.runMain({ disablePrettyLogger: true })
+)

@@ -221,7 +221,12 @@ export const makeLane = (options: LaneOptions): LaneListener => {
         Scope.make(),
         (scope) => respond(text, scope),
         (scope, exit) => Scope.close(scope, exit)
-      ).pipe(Effect.ensuring(Effect.sync(leave)), Effect.annotateLogs({ request_id: requestId, route: route.template }))
+      ).pipe(
+        Effect.ensuring(Effect.sync(leave)),
+        // The same server span the platform's handler opens for the requests it serves.
+        Effect.withSpan("http.server POST", { kind: "server", attributes: { "http.route": route.template } }),
+        Effect.annotateLogs({ request_id: requestId, route: route.template })
+      )
       const fiber = runFork(program)
       // A client gone before its answer interrupts the handler, as the platform's server does.
       response.once("close", () => {

@@ -214,7 +214,10 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       /** How long a client may take to send a whole request (headers and body); not the response. */
       httpRequestTimeoutMillis: yield* positiveInteger("HTTP_REQUEST_TIMEOUT_MS", 30_000),
       /** How long a client may take to send a request's headers (slow-header clients are cut off). */
-      httpHeadersTimeoutMillis: yield* positiveInteger("HTTP_HEADERS_TIMEOUT_MS", 10_000)
+      httpHeadersTimeoutMillis: yield* positiveInteger("HTTP_HEADERS_TIMEOUT_MS", 10_000),
+      /** An OTLP/HTTP collector (spans go to `<endpoint>/v1/traces` as JSON); unset, spans are not exported. */
+      otlpEndpoint: yield* Config.option(Config.url("OTEL_EXPORTER_OTLP_ENDPOINT")),
+      otelServiceName: yield* Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault("guardrail-service"))
     }
   })
 }) {}

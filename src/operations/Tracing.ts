@@ -1,0 +1,33 @@
+/**
+ * Span export: every use case is a span (`Effect.fn("Domain.useCase")`,
+ * the hot endpoints' Effect paths, the platform's `http.server` spans, SQL
+ * statements), so a trace of a request shows its steps. With
+ * OTEL_EXPORTER_OTLP_ENDPOINT set they are exported over OTLP/HTTP as JSON
+ * (`@effect/opentelemetry`'s OtlpTracer, no OpenTelemetry SDK); unset
+ * (the default), nothing is exported and spans cost only their bookkeeping.
+ * The collector is operator configuration, like KAFKA_BROKERS, so it is not
+ * subject to the outbound guard (which screens tenants' URLs).
+ */
+import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
+import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
+import { FetchHttpClient } from "@effect/platform"
+import { type Duration, Effect, Layer, Option } from "effect"
+import { AppConfig } from "../platform/Config.js"
+
+/** Spans of this process to the OTLP collector at `endpoint` (every `exportInterval`). */
+export const otlpTracing = (endpoint: URL, serviceName: string, exportInterval?: Duration.DurationInput) =>
+  OtlpTracer.layer({
+    url: new URL("v1/traces", endpoint.href.endsWith("/") ? endpoint : `${endpoint.href}/`).href,
+    resource: { serviceName },
+    exportInterval
+  }).pipe(Layer.provide(OtlpSerialization.layerJson), Layer.provide(FetchHttpClient.layer))
+
+/** OTEL_EXPORTER_OTLP_ENDPOINT's collector, or nothing when it is unset. */
+export const TracingLive = Layer.unwrapEffect(
+  Effect.map(AppConfig, (config) =>
+    Option.match(config.otlpEndpoint, {
+      onNone: () => Layer.empty,
+      onSome: (endpoint) => otlpTracing(endpoint, config.otelServiceName)
+    })
+  )
+).pipe(Layer.provide(AppConfig.Default))
