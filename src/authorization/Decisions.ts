@@ -1,7 +1,6 @@
 /**
- * The pure steps of one decision, shared by `Authorization.authorize` (the
- * Effect path) and the direct path of `POST /v1/events`
- * (DecideDirect.ts): the intent id, the checker modes of an environment,
+ * The pure parts of one decision (Authorization.ts's warm steps): the
+ * intent id, the checker modes of an environment,
  * the evaluation over a catalog snapshot, and what a decision produces (the
  * answer, its signed receipt, the trace and `decisions` event to commit, and
  * an escalation notice to send).

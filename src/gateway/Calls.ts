@@ -1,6 +1,5 @@
 /**
- * The pure steps of one proxied call, shared by the proxy's Effect path
- * (Proxy.ts) and its direct path (ProxyDirect.ts): reading the provider
+ * The pure parts of one proxied call (Proxy.ts): reading the provider
  * request, completing it (default model, streamed usage), the upstream
  * headers, the client's answer, and the call's usage record.
  */

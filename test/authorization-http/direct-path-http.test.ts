@@ -1,6 +1,6 @@
 /**
- * The direct paths of `POST /v1/events` (src/authorization/DecideDirect.ts)
- * and `POST /v1/runs/{id}/events` (src/runs/AppendDirect.ts): once a runtime
+ * The direct runs of `POST /v1/events` (src/authorization/Authorization.ts)
+ * and `POST /v1/runs/{id}/events` (src/runs/Runs.ts): once a runtime
  * key's request has warmed the caches, the next ones are answered without a
  * fiber. A user must not be able to tell the two paths apart: the same
  * decisions, findings, receipts and traces; changes to policies and keys

@@ -1,5 +1,5 @@
 /**
- * The proxy's direct path (src/gateway/ProxyDirect.ts): once a runtime
+ * The proxy's direct run (src/gateway/Proxy.ts's warm steps): once a runtime
  * key's call has warmed the caches (key, flags, route, price, budget lease),
  * the next calls are proxied without a fiber. What a user sees must not tell
  * the two paths apart: the same answers and headers, the same usage records

@@ -1,6 +1,6 @@
 /**
  * Requests sent so the fast lane takes them (Content-Length) or the full request pipeline does
- * (chunked, no Content-Length); see src/platform/FastLane.ts.
+ * (chunked, no Content-Length); see src/http/Lane.ts.
  */
 import { Effect } from "effect"
 import { request as httpRequest } from "node:http"
