@@ -54,6 +54,13 @@ export const serveApi = <E, R>(lane: Effect.Effect<LaneListener, E, R>) =>
         if (!offer(request, response)) handler(request, response)
       }
       server.on("request", listener)
-      yield* Effect.addFinalizer(() => Effect.sync(() => server.off("request", listener)))
+      // Released after the drain (docs/operations.md): what is still connected then is idle keep-alive
+      // connections, or an answer past the drain limit; neither may hold the shutdown for the keep-alive timeout.
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          server.off("request", listener)
+          server.closeAllConnections()
+        })
+      )
     })
   ).pipe(Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer]))

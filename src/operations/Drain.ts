@@ -55,7 +55,8 @@ export const drainOnShutdown = (traffic: Traffic, limit: Duration.DurationInput)
         traffic.draining = true
         const waiting = traffic.inFlight
         yield* Effect.logInfo("shutdown: draining requests in flight").pipe(Effect.annotateLogs({ in_flight: waiting }))
-        const finished = yield* untilIdle(traffic).pipe(Effect.timeout(limit), Effect.isSuccess)
+        // Finalizers run uninterruptibly: the wait must be made interruptible, or the time limit could not end it.
+        const finished = yield* untilIdle(traffic).pipe(Effect.interruptible, Effect.timeout(limit), Effect.isSuccess)
         yield* finished
           ? Effect.logInfo("shutdown: requests drained")
           : Effect.logWarning("shutdown: drain time limit reached").pipe(

@@ -170,3 +170,36 @@ it.live(
     }).pipe(Effect.scoped),
   180_000
 )
+
+it.live(
+  "a request still in flight when the drain limit is reached does not hold the shutdown: its connection is closed",
+  () =>
+    Effect.gen(function* () {
+      // The request timeout is far longer than the test: only the shutdown itself can end the request.
+      const service = yield* startChildService({ SHUTDOWN_DRAIN_SECONDS: "2", HTTP_REQUEST_TIMEOUT_MS: "600000" })
+      const owner = yield* tenant(service.baseUrl)
+      let reached = () => {}
+      const inService = new Promise<void>((resolve) => (reached = resolve))
+      // Its second half never comes.
+      const stuck = slowPost(
+        `${service.baseUrl}/v1/events`,
+        owner.jwt,
+        JSON.stringify(eventBody(owner, "bot", reply("never finished"))),
+        new Promise<void>(() => {}),
+        reached
+      ).then(
+        (answer) => `answered ${answer.status}`,
+        (error: Error) => `failed: ${error.message}`
+      )
+      yield* Effect.promise(() => inService)
+      service.child.kill("SIGTERM")
+      const exit = yield* Effect.promise(() => service.exited)
+      expect([0, 130, 143, "SIGTERM"]).toContain(exit)
+      // The client saw its connection closed rather than an answer.
+      expect(yield* Effect.promise(() => stuck)).toMatch(/^failed: /)
+      const messages = service.logLines().map((line) => line["message"])
+      expect(messages).toContain("shutdown: drain time limit reached")
+      expect(messages).toContain("all-in-one stopped")
+    }).pipe(Effect.scoped),
+  90_000
+)
