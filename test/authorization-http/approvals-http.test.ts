@@ -9,11 +9,11 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { CheckerModeOverrides, EnvironmentId, UpdateSettings } from "../../src/identity/Domain.js"
-import { SERVER_OPTIONS, TIMESTAMP } from "../identity/http-helpers.js"
+import { TIMESTAMP } from "../support/Formats.js"
 import { clientAt, expectFailure } from "../support/Api.js"
 import { call, expectValidation } from "../support/Raw.js"
 import { createEnvironment, createKey, keyClient, tenant, type Tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import { type Action, createPolicy, jsonAt, propose, reasonsOf, reply, until, upsertTool } from "./event-helpers.js"
 
 const AGENT = "billing-bot"

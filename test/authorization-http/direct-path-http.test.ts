@@ -13,11 +13,10 @@ import { Effect } from "effect"
 import { compactVerify, createLocalJWKSet } from "jose"
 import { ApiKeyId } from "../../src/identity/Domain.js"
 import { RunId } from "../../src/runs/Domain.js"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { clientAt, expectFailure } from "../support/Api.js"
 import { sample, scrape } from "../support/Metrics.js"
 import { createKey, keyClient, tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import {
   createAgent,
   createPolicy,

@@ -11,11 +11,10 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { PolicyId } from "../../src/catalog/Domain.js"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { clientAt, expectFailure } from "../support/Api.js"
 import { call, expectError, expectValidation } from "../support/Raw.js"
 import { createEnvironment, createKey, tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import {
   createAgent,
   createPolicy,

@@ -8,10 +8,10 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader, importJWK, type JWK } from "jose"
-import { SERVER_OPTIONS, TIMESTAMP } from "../identity/http-helpers.js"
+import { TIMESTAMP } from "../support/Formats.js"
 import { clientAt, expectFailure, type GuardrailClient } from "../support/Api.js"
 import { createKey, keyClient, tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import { createAgent, createPolicy, type Decision, keysOf, propose, reply, withBody } from "./event-helpers.js"
 
 const AGENT = "support-bot"

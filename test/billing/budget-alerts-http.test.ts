@@ -5,11 +5,11 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { SERVER_OPTIONS, TIMESTAMP } from "../identity/http-helpers.js"
+import { TIMESTAMP } from "../support/Formats.js"
 import { expectFailure, expectInvalid } from "../support/Api.js"
 import { call, expectError, expectValidation } from "../support/Raw.js"
 import { createKey, keyClient, tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import { createAlert, type CreateAlertPayload, sentJson, sentText } from "./billing-helpers.js"
 
 const ALERTS = "/v1/financial/budget-alerts"

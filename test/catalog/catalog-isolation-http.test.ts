@@ -10,10 +10,9 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { PolicyDetail } from "../../src/catalog/Domain.js"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { clientAt, expectFailure, type GuardrailClient } from "../support/Api.js"
 import { createKey, keyClient, tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import {
   agentPath,
   answered,

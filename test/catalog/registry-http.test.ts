@@ -8,11 +8,11 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { createHash, randomBytes } from "node:crypto"
 import { type KnowledgeSource, KnowledgeSourceId } from "../../src/catalog/Domain.js"
-import { SERVER_OPTIONS, TIMESTAMP } from "../identity/http-helpers.js"
+import { TIMESTAMP } from "../support/Formats.js"
 import { expectFailure, expectInvalid } from "../support/Api.js"
 import { call, expectError, expectValidation, isErrorBody } from "../support/Raw.js"
 import { tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import { answered, fieldOf, keysOf, rowsOf } from "./catalog-helpers.js"
 
 const MiB = 1024 * 1024

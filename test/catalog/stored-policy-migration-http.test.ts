@@ -5,12 +5,12 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { queryDatabase, SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { queryDatabase } from "../support/Database.js"
 import { createAgent, createPolicy, propose, reply } from "../operations/traffic-helpers.js"
 import { expectInvalid } from "../support/Api.js"
 import { eventually } from "../support/Eventually.js"
 import { tenant } from "../support/Tenants.js"
-import { baseUrl, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 import { getPolicy, listPolicies, setEnabled } from "./catalog-helpers.js"
 
 const AGENT = "support-bot"

@@ -13,9 +13,8 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Duration, Effect } from "effect"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { type Tenant, tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import { browser, openPage, type Page, run } from "./browser.js"
 
 const AGENT = "support-bot"

@@ -10,11 +10,18 @@ import { HttpServer } from "@effect/platform"
 import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { ProviderConnectionId } from "../../src/gateway/Domain.js"
 import { sentJson, sentText } from "../billing/billing-helpers.js"
-import { queryDatabase, SERVER_OPTIONS, TIMESTAMP } from "../identity/http-helpers.js"
+import { queryDatabase } from "../support/Database.js"
+import { TIMESTAMP } from "../support/Formats.js"
 import { clientAt, expectFailure, expectInvalid, type GuardrailClient } from "../support/Api.js"
 import { call, expectError, expectValidation } from "../support/Raw.js"
 import { createKey, keyClient, tenant } from "../support/Tenants.js"
-import { baseUrl, TestDatabaseUrl, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
+import {
+  baseUrl,
+  SERVER_OPTIONS,
+  TestDatabaseUrl,
+  testServerOver,
+  testServerWithDatabase
+} from "../support/TestServer.js"
 import { GATEWAY_SETTINGS, modelPath, PROVIDER_KEY, setupGateway } from "./gateway-helpers.js"
 
 const CONNECTION_KEYS = [

@@ -22,8 +22,15 @@ import {
   tenant
 } from "../support/Tenants.js"
 import { uniqueName } from "../support/TestPlatform.js"
-import { baseUrl, TestDatabaseUrl, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
-import { answerOf, describeAnswer, SERVER_OPTIONS, TIMESTAMP, withRaw } from "./http-helpers.js"
+import {
+  baseUrl,
+  SERVER_OPTIONS,
+  TestDatabaseUrl,
+  testServerOver,
+  testServerWithDatabase
+} from "../support/TestServer.js"
+import { answerOf, describeAnswer, withRaw } from "./http-helpers.js"
+import { TIMESTAMP } from "../support/Formats.js"
 
 /** GET /v1/team/my-workspaces for `userId` with `token` (none: anonymous), naming `email` when given. */
 const myWorkspaces = (

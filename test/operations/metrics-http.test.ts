@@ -8,12 +8,17 @@ import { expect, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { RunId } from "../../src/runs/Domain.js"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { clientAt, expectFailure } from "../support/Api.js"
 import { sample, scrape as scrapeWith } from "../support/Metrics.js"
 import { call } from "../support/Raw.js"
 import { tenant } from "../support/Tenants.js"
-import { baseUrl, TestDatabaseUrl, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
+import {
+  baseUrl,
+  SERVER_OPTIONS,
+  TestDatabaseUrl,
+  testServerOver,
+  testServerWithDatabase
+} from "../support/TestServer.js"
 import { createPolicy, propose, reply, until } from "./traffic-helpers.js"
 
 const TOKEN = "metrics-token-0123456789abcdef0123456789"

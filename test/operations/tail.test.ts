@@ -15,9 +15,9 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { Kafka, logLevel } from "kafkajs"
 import { AppConfig } from "../../src/platform/Config.js"
-import { SERVER_OPTIONS, UUID } from "../identity/http-helpers.js"
+import { UUID } from "../support/Formats.js"
 import { tenant } from "../support/Tenants.js"
-import { baseUrl, TestDatabaseUrl, testServer, testServerWithDatabase } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServer, testServerWithDatabase } from "../support/TestServer.js"
 import { createAgent, propose, reply } from "./traffic-helpers.js"
 
 /** Each test starts tail processes (node + tsx, several seconds each on a busy machine). */

@@ -12,11 +12,10 @@ import { createServer, type Socket } from "node:net"
 import type { AddressInfo } from "node:net"
 import { createAgent, createAlert, deliveriesOf, proposeReply, until } from "../billing/billing-helpers.js"
 import { GATEWAY_SETTINGS, PROVIDER_KEY, setupGateway } from "../gateway/gateway-helpers.js"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { expectInvalid, type GuardrailClient } from "../support/Api.js"
 import { call, expectError } from "../support/Raw.js"
 import { createKey, INTERNAL_KEY, joinedAs, keyClient, tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import { loopbackServer, scriptedResolver } from "./outbound-helpers.js"
 
 const { resolver } = scriptedResolver({

@@ -7,12 +7,11 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { AgentId } from "../../src/catalog/Domain.js"
 import { Comparison, ShareToken } from "../../src/redteam/Domain.js"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { jsonAt } from "../authorization-http/event-helpers.js"
 import { clientAt, expectFailure } from "../support/Api.js"
 import { call, expectValidation } from "../support/Raw.js"
 import { tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import { agentYaml, createAgent, DEMO, dispatch, report, waitForJob } from "./redteam-helpers.js"
 
 /** A report's `comparison` (free-form JSON in the contract) read with its own schema. */

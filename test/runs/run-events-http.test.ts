@@ -7,11 +7,11 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { RunEvent, RunId } from "../../src/runs/Domain.js"
-import { SERVER_OPTIONS, TIMESTAMP } from "../identity/http-helpers.js"
+import { TIMESTAMP } from "../support/Formats.js"
 import { expectFailure, expectInvalid } from "../support/Api.js"
 import { call, expectValidation } from "../support/Raw.js"
 import { tenant, type Tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import {
   allPages,
   appendEvent,
