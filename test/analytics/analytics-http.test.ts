@@ -11,9 +11,9 @@ import { Outbox } from "../../src/platform/Outbox.js"
 import { Topics } from "../../src/platform/Topics.js"
 import type { CreateReviewEvent, TraceId } from "../../src/runs/Domain.js"
 import type { CreateView, Widget as WidgetSchema } from "../../src/analytics/Domain.js"
-import { answered, expectErrorShape } from "../catalog/catalog-helpers.js"
+import { expectErrorShape } from "../catalog/catalog-helpers.js"
 import { createAgent, createPolicy, propose, reply, until } from "../operations/traffic-helpers.js"
-import { clientAt, expectFailure } from "../support/Api.js"
+import { clientAt, expectFailure, withRaw } from "../support/Api.js"
 import { call, expectError } from "../support/Raw.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
@@ -440,7 +440,7 @@ layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
       yield* expectFailure(stranger.api.analytics.updateView({ path, payload: {} }), 404, "view_not_found")
       yield* expectFailure(stranger.api.analytics.deleteView({ path }), 404, "view_not_found")
 
-      const deleted = yield* answered(views.deleteView({ path, withResponse: true }))
+      const deleted = yield* withRaw(views.deleteView({ path, withResponse: true }))
       expect(deleted.status, deleted.text).toBe(204)
       expect(deleted.text).toBe("")
       yield* expectFailure(views.deleteView({ path }), 404, "view_not_found")

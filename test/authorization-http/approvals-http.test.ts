@@ -10,11 +10,11 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { CheckerModeOverrides, EnvironmentId, UpdateSettings } from "../../src/identity/Domain.js"
 import { TIMESTAMP } from "../support/Formats.js"
-import { clientAt, expectFailure } from "../support/Api.js"
+import { clientAt, expectFailure, jsonAt } from "../support/Api.js"
 import { call, expectValidation } from "../support/Raw.js"
 import { createEnvironment, createKey, keyClient, tenant, type Tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import { type Action, createPolicy, jsonAt, propose, reasonsOf, reply, until, upsertTool } from "./event-helpers.js"
+import { type Action, createPolicy, propose, reasonsOf, reply, until, upsertTool } from "./event-helpers.js"
 
 const AGENT = "billing-bot"
 

@@ -7,13 +7,12 @@
  * The helpers take `(base, owner)`: `owner.api` when the owner has a client
  * (test/support/Tenants.ts), else a client signed in with `owner.jwt`.
  */
-import type { HttpClientResponse } from "@effect/platform"
 import { expect } from "@effect/vitest"
 import { Duration, Effect, Schema } from "effect"
 import type { AuthorizationResponse, ProposedEvent } from "../../src/authorization/Domain.js"
 import { PolicyId, type UpsertToolMetadata } from "../../src/catalog/Domain.js"
 import { type CreateRun, CreateRunEvent, RunId } from "../../src/runs/Domain.js"
-import { clientAt, type GuardrailClient } from "../support/Api.js"
+import { clientAt, type GuardrailClient, keysOf, withRaw } from "../support/Api.js"
 
 export const YAML = "application/yaml"
 
@@ -35,32 +34,6 @@ export const apiOf = (base: string, owner: Owner): Effect.Effect<GuardrailClient
 
 /** A YAML (or JSON) document as the bytes the catalog's document endpoints take. */
 export const yamlBytes = (text: string) => new TextEncoder().encode(text)
-
-// ---- raw JSON of typed answers
-
-/** The answer's body as text, from the bytes the client already read (and keeps) to decode it. */
-export const bodyText = (response: HttpClientResponse.HttpClientResponse) =>
-  Effect.map(Effect.orDie(response.arrayBuffer), (bytes) => new TextDecoder().decode(bytes))
-
-/** A typed call made `withResponse`: answers the decoded value and the answer's JSON as sent. */
-export const withBody = <A, E, R>(call: Effect.Effect<readonly [A, HttpClientResponse.HttpClientResponse], E, R>) =>
-  Effect.flatMap(call, ([value, response]) =>
-    Effect.map(bodyText(response), (text) => [value, JSON.parse(text) as unknown] as const)
-  )
-
-/** The sorted keys of a JSON object (none for anything else). */
-export const keysOf = (value: unknown): Array<string> =>
-  typeof value === "object" && value !== null && !Array.isArray(value) ? Object.keys(value).sort() : []
-
-/** The value at `path` inside a JSON value (object keys and array indexes), or undefined. */
-export const jsonAt = (value: unknown, ...path: ReadonlyArray<string | number>): unknown => {
-  let at: unknown = value
-  for (const step of path) {
-    if (typeof at !== "object" || at === null) return undefined
-    at = Array.isArray(at) ? (typeof step === "number" ? at[step] : undefined) : (at as Record<string, unknown>)[step]
-  }
-  return at
-}
 
 // ---- documents
 
@@ -223,7 +196,7 @@ export const expectDecisionShape = (decision: Decision, body: unknown) => {
 export const propose = (base: string, tenant: EventTenant, agentId: string, action: Action, extras: EventExtras = {}) =>
   Effect.gen(function* () {
     const api = yield* proposer(base, tenant, extras.token)
-    const [decision, body] = yield* withBody(
+    const { body, value: decision } = yield* withRaw(
       api.events.authorizeEvent({ payload: eventBody(tenant, agentId, action, extras), withResponse: true })
     )
     expectDecisionShape(decision, body)

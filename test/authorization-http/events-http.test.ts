@@ -11,7 +11,7 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { PolicyId } from "../../src/catalog/Domain.js"
-import { clientAt, expectFailure } from "../support/Api.js"
+import { clientAt, expectFailure, jsonAt } from "../support/Api.js"
 import { call, expectError, expectValidation } from "../support/Raw.js"
 import { createEnvironment, createKey, tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
@@ -19,7 +19,6 @@ import {
   createAgent,
   createPolicy,
   eventBody,
-  jsonAt,
   propose,
   proposeCall,
   reasonsOf,

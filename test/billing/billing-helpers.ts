@@ -5,7 +5,6 @@
  * Standard Webhooks signatures on its own (no code of the service). API
  * calls go through the typed client.
  */
-import type { HttpClientResponse } from "@effect/platform"
 import { expect } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import { createHmac, randomUUID, timingSafeEqual } from "node:crypto"
@@ -63,18 +62,6 @@ export const publishUsage = (messages: ReadonlyArray<LlmUsageMessage>, eventIds?
       }))
     )
   )
-
-/**
- * The body of an answer as the service sent it, from a `withResponse: true` call: for what the client's
- * decoding would hide (fields the schema does not know are dropped). The client reads the body as bytes,
- * which the response keeps; `text` and `json` would read it a second time.
- */
-export const sentText = (response: HttpClientResponse.HttpClientResponse) =>
-  Effect.map(response.arrayBuffer, (bytes) => new TextDecoder().decode(bytes))
-
-/** Like `sentText`, parsed as JSON. */
-export const sentJson = (response: HttpClientResponse.HttpClientResponse) =>
-  Effect.map(sentText(response), (text): unknown => JSON.parse(text))
 
 export type CreateAlertPayload = typeof CreateBudgetAlert.Type
 

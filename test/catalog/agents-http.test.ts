@@ -8,14 +8,13 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { parse } from "yaml"
-import { expectFailure, expectInvalid } from "../support/Api.js"
+import { expectFailure, expectInvalid, keysOf, withRaw } from "../support/Api.js"
 import { call, expectError, expectValidation } from "../support/Raw.js"
 import { tenant } from "../support/Tenants.js"
 import { uniqueName } from "../support/TestPlatform.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import {
   agentPath,
-  answered,
   createAgent,
   createPolicy,
   detailPaths,
@@ -33,7 +32,6 @@ import {
   guardrails,
   ids,
   JSON_TYPE,
-  keysOf,
   listAgents,
   listPolicies,
   minimalAgentYaml,
@@ -86,7 +84,7 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const created = yield* answered(
+        const created = yield* withRaw(
           owner.api.agents.createAgent({ payload: document(fullAgentYaml("support-bot")), withResponse: true })
         )
         expect(created.status).toBe(201)
@@ -420,7 +418,7 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
         expect(authored.enabled).toBe(true)
         const unrelated = yield* createPolicy(owner, policyYaml("unrelated-policy"))
 
-        const deleted = yield* answered(
+        const deleted = yield* withRaw(
           owner.api.agents.deleteAgent({ path: agentPath("doomed-bot"), withResponse: true })
         )
         expect(deleted.status, deleted.text).toBe(204)
@@ -500,7 +498,7 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
         expect(flow.document.match.target).toBe("operation")
 
         // GET .../guardrails lists exactly these (as summaries), and so does GET /v1/policies.
-        const listed = yield* answered(
+        const listed = yield* withRaw(
           owner.api.agents.listAgentGuardrails({ path: agentPath("gen-bot"), withResponse: true })
         )
         expect(ids(listed.value.policies)).toEqual(ids(generated))

@@ -5,11 +5,10 @@
  * client cannot send (JSON text or another media type on a YAML endpoint).
  */
 import { expect } from "@effect/vitest"
-import type { HttpClientResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { parse } from "yaml"
 import { AgentId, PolicyId } from "../../src/catalog/Domain.js"
-import type { GuardrailClient } from "../support/Api.js"
+import { type GuardrailClient, keysOf } from "../support/Api.js"
 import { call, type JsonResponse, SNAKE_CASE } from "../support/Raw.js"
 
 export const YAML = "application/yaml"
@@ -158,33 +157,6 @@ export const generate = (caller: Caller, agentId: string) =>
 
 export const guardrails = (caller: Caller, agentId: string) =>
   Effect.map(caller.api.agents.listAgentGuardrails({ path: agentPath(agentId) }), (body) => body.policies)
-
-/**
- * A call made `withResponse`, with its answer as sent: the decoded value, the
- * status and the body text (and its JSON). The decoded value drops keys the
- * contract does not name; tests of exact keys or of what a body must not
- * contain read `body` or `text`.
- */
-export const answered = <A, E, R>(request: Effect.Effect<readonly [A, HttpClientResponse.HttpClientResponse], E, R>) =>
-  Effect.flatMap(request, ([value, response]) =>
-    // The client decoded the body from its bytes (read once, kept): read them again.
-    Effect.map(response.arrayBuffer, (bytes) => {
-      const text = new TextDecoder().decode(bytes)
-      return {
-        value,
-        status: response.status,
-        headers: response.headers,
-        text,
-        body: text === "" ? undefined : (JSON.parse(text) as unknown)
-      }
-    })
-  )
-
-/** The sorted keys of a JSON object (fails the test for anything else). */
-export const keysOf = (value: unknown) => {
-  expect(typeof value === "object" && value !== null && !Array.isArray(value), JSON.stringify(value)).toBe(true)
-  return Object.keys(value as object).sort()
-}
 
 /** The value at `key` of a JSON object (fails the test for anything else). */
 export const fieldOf = (value: unknown, key: string): unknown => {

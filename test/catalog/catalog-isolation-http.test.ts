@@ -10,12 +10,11 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { PolicyDetail } from "../../src/catalog/Domain.js"
-import { clientAt, expectFailure, type GuardrailClient } from "../support/Api.js"
+import { clientAt, expectFailure, type GuardrailClient, withRaw } from "../support/Api.js"
 import { createKey, keyClient, tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import {
   agentPath,
-  answered,
   type Caller,
   createAgent,
   createPolicy,
@@ -42,15 +41,15 @@ const list = (
 ): Effect.Effect<{ readonly value: unknown; readonly text: string }, unknown> => {
   switch (name) {
     case "agents":
-      return answered(api.agents.listAgents({ withResponse: true }))
+      return withRaw(api.agents.listAgents({ withResponse: true }))
     case "policies":
-      return answered(api.policies.listPolicies({ withResponse: true }))
+      return withRaw(api.policies.listPolicies({ withResponse: true }))
     case "label-policies":
-      return answered(api.labelPolicies.listLabelPolicies({ withResponse: true }))
+      return withRaw(api.labelPolicies.listLabelPolicies({ withResponse: true }))
     case "tool-metadata":
-      return answered(api.toolMetadata.listToolMetadata({ withResponse: true }))
+      return withRaw(api.toolMetadata.listToolMetadata({ withResponse: true }))
     case "knowledge-sources":
-      return answered(api.knowledgeSources.listKnowledgeSources({ withResponse: true }))
+      return withRaw(api.knowledgeSources.listKnowledgeSources({ withResponse: true }))
   }
 }
 
@@ -268,7 +267,7 @@ layer(testServer("database"), SERVER_OPTIONS)("catalog tenant isolation and acce
             expect(text, name).not.toContain(other.name)
             expect(text, name).toContain(reader.name)
           }
-          const guardrails = yield* answered(
+          const guardrails = yield* withRaw(
             api.agents.listAgentGuardrails({ path: agentPath("shared-bot"), withResponse: true })
           )
           expect(guardrails.value.policies).toHaveLength(reader.generated.length)

@@ -1,46 +1,14 @@
 /**
- * Helpers of the identity HTTP suites: a typed-client call together with the
- * raw answer it decoded (`withRaw`), the outcome of a call compared with
+ * Helpers of the identity HTTP suites: the outcome of a call compared with
  * others (`answerOf`), and requests from a chosen loopback address
  * (`postFrom`). Shared helpers live in test/support.
  */
-import type { HttpClientResponse } from "@effect/platform"
 import { expect } from "@effect/vitest"
 import { Cause, Effect, Exit, Option } from "effect"
 import { request as httpRequest } from "node:http"
 import { type HttpError, isHttpError, statusOf } from "../../src/http/Errors.js"
 
-// ---------------------------------------------------------------- typed calls, with what they decoded
-
-export interface WithRaw<A> {
-  /** What the typed client decoded. */
-  readonly value: A
-  readonly status: number
-  readonly headers: HttpClientResponse.HttpClientResponse["headers"]
-  /** The answer's body as sent, before decoding (which drops fields the contract does not name). */
-  readonly text: string
-  /** `text` parsed as JSON (undefined for an empty body). */
-  readonly body: unknown
-}
-
-/**
- * Runs a typed-client call made with `withResponse: true`; answers the decoded
- * value beside the raw answer, for checks decoding would hide (the exact keys
- * of a body, a secret that must not appear anywhere in it, an empty 204 body).
- */
-export const withRaw = <A, E, R>(call: Effect.Effect<[A, HttpClientResponse.HttpClientResponse], E, R>) =>
-  Effect.gen(function* () {
-    const [value, response] = yield* call
-    // The client decoded the body from its (cached) array buffer.
-    const text = new TextDecoder().decode(yield* response.arrayBuffer)
-    return {
-      value,
-      status: response.status,
-      headers: response.headers,
-      text,
-      body: text === "" ? undefined : (JSON.parse(text) as unknown)
-    } satisfies WithRaw<A>
-  })
+// ---------------------------------------------------------------- outcomes of calls
 
 export interface Answer<A = unknown> {
   readonly status: number

@@ -8,7 +8,8 @@
 import { expect } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import type { AuthorizationResponse, ProposedAction, ProposedEvent } from "../../src/authorization/Domain.js"
-import { answered, type Caller, document, keysOf } from "../catalog/catalog-helpers.js"
+import { type Caller, document } from "../catalog/catalog-helpers.js"
+import { keysOf, withRaw } from "../support/Api.js"
 
 // ---- documents
 
@@ -137,7 +138,7 @@ export const expectDecisionShape = (decision: AuthorizationResponse, body: unkno
 /** `POST /v1/events` that must answer 200 with a well-formed decision. */
 export const propose = (tenant: Proposer, agentId: string, action: Action, extras: EventExtras = {}) =>
   Effect.map(
-    answered(
+    withRaw(
       tenant.api.events.authorizeEvent({ payload: eventBody(tenant, agentId, action, extras), withResponse: true })
     ),
     ({ value, body, text }) => {

@@ -5,7 +5,7 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { jsonAt } from "../authorization-http/event-helpers.js"
+import { jsonAt } from "../support/Api.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import { agentYaml, createAgent, demoAnswer, dispatch, stubTarget, waitForJob } from "./redteam-helpers.js"

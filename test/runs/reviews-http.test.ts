@@ -9,7 +9,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { type CreateReviewEvent, ReviewEvent, TraceId } from "../../src/runs/Domain.js"
 import { TIMESTAMP } from "../support/Formats.js"
-import { expectFailure } from "../support/Api.js"
+import { expectFailure, keysOf, withRaw } from "../support/Api.js"
 import { call, expectValidation } from "../support/Raw.js"
 import { tenant, type Tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
@@ -21,10 +21,8 @@ import {
   createRun,
   forgedCursor,
   getRun,
-  keysOf,
   propose,
-  reply,
-  withBody
+  reply
 } from "../authorization-http/event-helpers.js"
 
 const AGENT = "support-bot"
@@ -75,7 +73,7 @@ layer(testServer("database"), SERVER_OPTIONS)("review events (database event log
           run_event_id: turn.id
         })
 
-        const [created, body] = yield* withBody(
+        const { body, value: created } = yield* withRaw(
           owner.api.reviewEvents.createReviewEvent({
             path: { trace_id: decision.trace_id },
             payload: {

@@ -8,7 +8,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { RunEvent, RunId } from "../../src/runs/Domain.js"
 import { TIMESTAMP } from "../support/Formats.js"
-import { expectFailure, expectInvalid } from "../support/Api.js"
+import { expectFailure, expectInvalid, keysOf, withRaw } from "../support/Api.js"
 import { call, expectValidation } from "../support/Raw.js"
 import { tenant, type Tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
@@ -18,9 +18,7 @@ import {
   createRun,
   type CursorParams,
   forgedCursor,
-  getRun,
-  keysOf,
-  withBody
+  getRun
 } from "../authorization-http/event-helpers.js"
 
 const EVENT_KEYS = [
@@ -61,7 +59,7 @@ layer(testServer("database"), SERVER_OPTIONS)("run events (database event log)",
         const owner = yield* tenant(base)
         const run = yield* createRun(base, owner, { agent_id: "a", kind: "chat_session" })
 
-        const [first, body] = yield* withBody(
+        const { body, value: first } = yield* withRaw(
           owner.api.runs.appendRunEvent({
             path: { id: run.id },
             payload: {

@@ -9,7 +9,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { type CreateRun, type ListRunsParams, RunId, type UpdateRun } from "../../src/runs/Domain.js"
 import { TIMESTAMP } from "../support/Formats.js"
-import { expectFailure, expectInvalid } from "../support/Api.js"
+import { expectFailure, expectInvalid, jsonAt, keysOf, withRaw } from "../support/Api.js"
 import { call, expectValidation } from "../support/Raw.js"
 import { createEnvironment, createKey, keyClient, tenant, type Tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
@@ -20,12 +20,9 @@ import {
   type CursorParams,
   forgedCursor,
   getRun,
-  jsonAt,
-  keysOf,
   propose,
   reply,
-  RUN_KEYS,
-  withBody
+  RUN_KEYS
 } from "../authorization-http/event-helpers.js"
 
 const patchRun = (owner: Tenant, id: RunId, body: typeof UpdateRun.Type) =>
@@ -54,7 +51,7 @@ layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) 
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const [run, body] = yield* withBody(
+        const { body, value: run } = yield* withRaw(
           owner.api.runs.createRun({ payload: { agent_id: "support-bot", kind: "chat_session" }, withResponse: true })
         )
         expect(keysOf(body)).toEqual(RUN_KEYS)
@@ -273,7 +270,9 @@ layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) 
           run_event_id: second.id
         })
 
-        const [detail, body] = yield* withBody(owner.api.runs.getRun({ path: { id: run.id }, withResponse: true }))
+        const { body, value: detail } = yield* withRaw(
+          owner.api.runs.getRun({ path: { id: run.id }, withResponse: true })
+        )
         expect(keysOf(body)).toEqual([
           "budget_decision",
           "events",

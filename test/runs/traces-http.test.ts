@@ -9,7 +9,7 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { TIMESTAMP } from "../support/Formats.js"
-import { expectFailure } from "../support/Api.js"
+import { expectFailure, jsonAt, keysOf, withRaw } from "../support/Api.js"
 import { call, expectError, expectValidation } from "../support/Raw.js"
 import { tenant, type Tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
@@ -21,13 +21,10 @@ import {
   type CursorParams,
   type Decision,
   forgedCursor,
-  jsonAt,
-  keysOf,
   propose,
   proposeCall,
   reply,
-  TRACE_KEYS,
-  withBody
+  TRACE_KEYS
 } from "../authorization-http/event-helpers.js"
 
 const AGENT = "support-bot"
@@ -67,7 +64,10 @@ layer(testServer("database"), SERVER_OPTIONS)("traces (database event log)", (it
         const rewrite = yield* propose(base, owner, AGENT, reply("that is stupid"))
         const decisions = [rewrite, defer, deny, permit]
 
-        const [{ traces }, body] = yield* withBody(owner.api.traces.listTraces({ urlParams: {}, withResponse: true }))
+        const {
+          body,
+          value: { traces }
+        } = yield* withRaw(owner.api.traces.listTraces({ urlParams: {}, withResponse: true }))
         expect(traceIds(traces)).toEqual(traceIds(decisions))
         for (const [index, trace] of traces.entries()) {
           const decision = decisions[index]!
