@@ -12,7 +12,8 @@ import { Topics } from "../../src/platform/Topics.js"
 import type { CreateReviewEvent, TraceId } from "../../src/runs/Domain.js"
 import type { CreateView, Widget as WidgetSchema } from "../../src/analytics/Domain.js"
 import { expectErrorShape } from "../catalog/catalog-helpers.js"
-import { createAgent, createPolicy, propose, reply, until } from "../operations/traffic-helpers.js"
+import { createAgent, createPolicy, propose, reply } from "../support/Events.js"
+import { until } from "../support/Eventually.js"
 import { clientAt, expectFailure, withRaw } from "../support/Api.js"
 import { call, expectError } from "../support/Raw.js"
 import { tenant } from "../support/Tenants.js"
@@ -29,8 +30,8 @@ layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
       const base = yield* baseUrl
       const owner = yield* tenant(base)
       const stranger = yield* tenant(base)
-      yield* createAgent(owner, AGENT)
-      yield* createPolicy(owner, "no-passwords", { value: "password" })
+      yield* createAgent(base, owner, AGENT)
+      yield* createPolicy(base, owner, "no-passwords", { value: "password" })
 
       const chat = yield* owner.api.runs.createRun({ payload: { agent_id: AGENT, kind: "chat_session" } })
       const flow = yield* owner.api.runs.createRun({ payload: { agent_id: AGENT, kind: "workflow" } })
@@ -42,19 +43,19 @@ layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
       }
 
       const step = { metadata: { workflow_step: "checkout" } }
-      const refund = yield* propose(owner, AGENT, reply("I promise a full refund."), { run_id: chat.id })
-      const password = yield* propose(owner, AGENT, reply("Tell me your password."), step)
+      const refund = yield* propose(base, owner, AGENT, reply("I promise a full refund."), { run_id: chat.id })
+      const password = yield* propose(base, owner, AGENT, reply("Tell me your password."), step)
       const others = [
-        yield* propose(owner, AGENT, reply("That is a stupid idea.")),
-        yield* propose(owner, AGENT, reply("Let me get our lawyer.")),
-        yield* propose(owner, AGENT, reply("Your order ships tomorrow."), step),
-        yield* propose(owner, AGENT, reply("Your order ships today."))
+        yield* propose(base, owner, AGENT, reply("That is a stupid idea.")),
+        yield* propose(base, owner, AGENT, reply("Let me get our lawyer.")),
+        yield* propose(base, owner, AGENT, reply("Your order ships tomorrow."), step),
+        yield* propose(base, owner, AGENT, reply("Your order ships today."))
       ]
       const latencies = [refund, password, ...others].map((decision) => decision.latency_ms).sort((a, b) => a - b)
       expect([refund.effect, password.effect]).toEqual(["deny", "deny"])
       // Another workspace's traffic never shows up here.
-      yield* createAgent(stranger, AGENT)
-      yield* propose(stranger, AGENT, reply("I promise a full refund."))
+      yield* createAgent(base, stranger, AGENT)
+      yield* propose(base, stranger, AGENT, reply("I promise a full refund."))
 
       const review = (traceId: TraceId, payload: typeof CreateReviewEvent.Type) =>
         owner.api.reviewEvents.createReviewEvent({ path: { trace_id: traceId }, payload })

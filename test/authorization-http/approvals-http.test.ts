@@ -14,7 +14,9 @@ import { clientAt, expectFailure, jsonAt } from "../support/Api.js"
 import { call, expectValidation } from "../support/Raw.js"
 import { createEnvironment, createKey, keyClient, tenant, type Tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import { type Action, createPolicy, propose, reasonsOf, reply, until, upsertTool } from "./event-helpers.js"
+import { reasonsOf, upsertTool } from "./event-helpers.js"
+import { type Action, createPolicy, propose, reply } from "../support/Events.js"
+import { until } from "../support/Eventually.js"
 
 const AGENT = "billing-bot"
 

@@ -15,17 +15,9 @@ import { clientAt, expectFailure, jsonAt } from "../support/Api.js"
 import { call, expectError, expectValidation } from "../support/Raw.js"
 import { createEnvironment, createKey, tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import {
-  createAgent,
-  createPolicy,
-  eventBody,
-  propose,
-  proposeCall,
-  reasonsOf,
-  reply,
-  setPolicyEnabled,
-  until
-} from "./event-helpers.js"
+import { reasonsOf, setPolicyEnabled } from "./event-helpers.js"
+import { createAgent, createPolicy, eventBody, propose, proposeCall, reply } from "../support/Events.js"
+import { until } from "../support/Eventually.js"
 
 const AGENT = "support-bot"
 const OTHER_AGENT = "other-bot"

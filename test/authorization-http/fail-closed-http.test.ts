@@ -12,7 +12,8 @@ import { Effect } from "effect"
 import { queryDatabase } from "../support/Database.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
-import { createAgent, createPolicy, type Decision, propose, reasonsOf, reply, upsertTool } from "./event-helpers.js"
+import { reasonsOf, upsertTool } from "./event-helpers.js"
+import { createAgent, createPolicy, type Decision, propose, reply } from "../support/Events.js"
 
 const AGENT = "support-bot"
 

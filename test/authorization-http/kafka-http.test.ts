@@ -11,7 +11,9 @@ import { runCountersScenario } from "../runs/counters-scenario.js"
 import { clientAt } from "../support/Api.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import { createAgent, createPolicy, propose, reasonsOf, reply, setPolicyEnabled, until } from "./event-helpers.js"
+import { reasonsOf, setPolicyEnabled } from "./event-helpers.js"
+import { createAgent, createPolicy, propose, reply } from "../support/Events.js"
+import { until } from "../support/Eventually.js"
 
 const AGENT = "support-bot"
 

@@ -12,7 +12,7 @@ import { TIMESTAMP } from "../support/Formats.js"
 import { clientAt, expectFailure, type GuardrailClient, keysOf, withRaw } from "../support/Api.js"
 import { createKey, keyClient, tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import { createAgent, createPolicy, type Decision, propose, reply } from "./event-helpers.js"
+import { createAgent, createPolicy, type Decision, propose, reply } from "../support/Events.js"
 
 const AGENT = "support-bot"
 

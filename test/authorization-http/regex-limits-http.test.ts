@@ -10,7 +10,7 @@ import { bothWays, post } from "../support/LaneRequests.js"
 import { sample, scrape } from "../support/Metrics.js"
 import { createKey, tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import { createAgent, createPolicy, eventBody, propose, reply } from "./event-helpers.js"
+import { createAgent, createPolicy, eventBody, propose, reply } from "../support/Events.js"
 
 const METRICS_TOKEN = "regex-limits-metrics-token-0123456789abc"
 const AGENT = "support-bot"

@@ -18,7 +18,6 @@ import {
   createAgent,
   createPolicy,
   detailPaths,
-  document,
   documentOf,
   expectErrorShape,
   expectRawStatus,
@@ -41,6 +40,7 @@ import {
   setEnabled,
   validatePolicy
 } from "./catalog-helpers.js"
+import { yamlBytes } from "../support/Events.js"
 
 const AGENT_KEYS = [
   "agent_id",
@@ -85,7 +85,7 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
         const created = yield* withRaw(
-          owner.api.agents.createAgent({ payload: document(fullAgentYaml("support-bot")), withResponse: true })
+          owner.api.agents.createAgent({ payload: yamlBytes(fullAgentYaml("support-bot")), withResponse: true })
         )
         expect(created.status).toBe(201)
         expect(created.body).toEqual(expectedFullAgent("support-bot"))
@@ -335,7 +335,7 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
         yield* createAgent(owner, fullAgentYaml("put-bot"))
         const replaced = yield* owner.api.agents.replaceAgent({
           path: agentPath("put-bot"),
-          payload: document(minimalAgentYaml("put-bot", "Renamed"))
+          payload: yamlBytes(minimalAgentYaml("put-bot", "Renamed"))
         })
         expect(replaced.display_name).toBe("Renamed")
         expect(replaced.authority.cannot_promise).toEqual([])
@@ -366,7 +366,7 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
         yield* expectInvalid(
           owner.api.agents.replaceAgent({
             path: agentPath("put-mismatch"),
-            payload: document(minimalAgentYaml("someone-else"))
+            payload: yamlBytes(minimalAgentYaml("someone-else"))
           }),
           "agent_id"
         )
@@ -382,7 +382,7 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
         yield* expectFailure(
           owner.api.agents.replaceAgent({
             path: agentPath("ghost-bot"),
-            payload: document(minimalAgentYaml("ghost-bot"))
+            payload: yamlBytes(minimalAgentYaml("ghost-bot"))
           }),
           404,
           "agent_not_found"
@@ -392,7 +392,7 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
         const invalid = yield* expectInvalid(
           owner.api.agents.replaceAgent({
             path: agentPath("put-invalid"),
-            payload: document("agent_id: put-invalid\ntone: {}\n")
+            payload: yamlBytes("agent_id: put-invalid\ntone: {}\n")
           }),
           "tone.target"
         )

@@ -8,7 +8,8 @@ import { expect } from "@effect/vitest"
 import { Effect } from "effect"
 import { parse } from "yaml"
 import { AgentId, PolicyId } from "../../src/catalog/Domain.js"
-import { type GuardrailClient, keysOf } from "../support/Api.js"
+import { type Caller, keysOf } from "../support/Api.js"
+import { yamlBytes } from "../support/Events.js"
 import { call, type JsonResponse, SNAKE_CASE } from "../support/Raw.js"
 
 export const YAML = "application/yaml"
@@ -18,11 +19,6 @@ export const POLICY_ID = /^[a-z0-9][a-z0-9_.-]{0,127}$/
 
 export const SUMMARY_KEYS = ["action", "description", "enabled", "family", "id", "owner_agent_id", "severity"]
 export const DETAIL_KEYS = [...SUMMARY_KEYS, "source_yaml"].sort()
-
-/** Whoever calls the API: a tenant, a member, a runtime key's client. */
-export interface Caller {
-  readonly api: GuardrailClient
-}
 
 /** A minimal agent profile as YAML: the sample's required fields only. */
 export const minimalAgentYaml = (agentId: string, displayName = "Minimal Bot") =>
@@ -104,9 +100,6 @@ export const policyYaml = (
     ...(options.action === "rewrite" ? ['rewrite: "[removed]"'] : [])
   ].join("\n") + "\n"
 
-/** A document (YAML or JSON text) as the payload of the contract's document endpoints (sent as application/yaml). */
-export const document = (text: string) => new TextEncoder().encode(text)
-
 /** The path of an agent. */
 export const agentPath = (id: string) => ({ id: AgentId.make(id) })
 
@@ -133,17 +126,17 @@ export const expectRawStatus = (response: JsonResponse, status: number): unknown
   return response.body
 }
 
-export const createAgent = (caller: Caller, yaml: string) => caller.api.agents.createAgent({ payload: document(yaml) })
+export const createAgent = (caller: Caller, yaml: string) => caller.api.agents.createAgent({ payload: yamlBytes(yaml) })
 
 export const getAgent = (caller: Caller, id: string) => caller.api.agents.getAgent({ path: agentPath(id) })
 
 export const listAgents = (caller: Caller) => Effect.map(caller.api.agents.listAgents(), (body) => body.agents)
 
 export const createPolicy = (caller: Caller, yaml: string) =>
-  caller.api.policies.createPolicy({ payload: document(yaml) })
+  caller.api.policies.createPolicy({ payload: yamlBytes(yaml) })
 
 export const validatePolicy = (caller: Caller, text: string) =>
-  caller.api.policies.validatePolicy({ payload: document(text) })
+  caller.api.policies.validatePolicy({ payload: yamlBytes(text) })
 
 export const getPolicy = (caller: Caller, id: string) => caller.api.policies.getPolicy({ path: policyPath(id) })
 

@@ -15,7 +15,6 @@ import {
   createPolicy,
   DETAIL_KEYS,
   detailPaths,
-  document,
   expectErrorShape,
   expectRawStatus,
   expectWellFormedDetails,
@@ -33,6 +32,7 @@ import {
   validatePolicy,
   YAML
 } from "./catalog-helpers.js"
+import { yamlBytes } from "../support/Events.js"
 
 /** A YAML document with comments, blank lines, quoting styles, non-ASCII text, trailing spaces and CRLF endings. */
 const QUIRKY_YAML = [
@@ -86,7 +86,7 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
         const created = yield* withRaw(
-          owner.api.policies.createPolicy({ payload: document(QUIRKY_YAML), withResponse: true })
+          owner.api.policies.createPolicy({ payload: yamlBytes(QUIRKY_YAML), withResponse: true })
         )
         expect(keysOf(created.body)).toEqual(DETAIL_KEYS)
         expect(created.body).toEqual({

@@ -13,7 +13,8 @@ import type { Run } from "../../src/runs/Domain.js"
 import { queryDatabase } from "../support/Database.js"
 import { tenant, type Tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
-import { allPages, createRun, propose, reply } from "../authorization-http/event-helpers.js"
+import { allPages } from "./runs-helpers.js"
+import { createRun, propose, reply } from "../support/Events.js"
 
 const COUNT = 7
 

@@ -13,17 +13,8 @@ import { expectFailure, keysOf, withRaw } from "../support/Api.js"
 import { call, expectValidation } from "../support/Raw.js"
 import { tenant, type Tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import {
-  allPages,
-  appendEvent,
-  type CursorParams,
-  createAgent,
-  createRun,
-  forgedCursor,
-  getRun,
-  propose,
-  reply
-} from "../authorization-http/event-helpers.js"
+import { allPages, appendEvent, type CursorParams, forgedCursor, getRun } from "./runs-helpers.js"
+import { createAgent, createRun, propose, reply } from "../support/Events.js"
 
 const AGENT = "support-bot"
 const OUTCOMES = ["accepted", "corrected", "false_positive", "ignored", "missed_issue", "rejected"] as const

@@ -12,14 +12,8 @@ import { expectFailure, expectInvalid, keysOf, withRaw } from "../support/Api.js
 import { call, expectValidation } from "../support/Raw.js"
 import { tenant, type Tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import {
-  allPages,
-  appendEvent,
-  createRun,
-  type CursorParams,
-  forgedCursor,
-  getRun
-} from "../authorization-http/event-helpers.js"
+import { allPages, appendEvent, type CursorParams, forgedCursor, getRun } from "./runs-helpers.js"
+import { createRun } from "../support/Events.js"
 
 const EVENT_KEYS = [
   "created_at",

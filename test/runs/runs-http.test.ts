@@ -13,17 +13,8 @@ import { expectFailure, expectInvalid, jsonAt, keysOf, withRaw } from "../suppor
 import { call, expectValidation } from "../support/Raw.js"
 import { createEnvironment, createKey, keyClient, tenant, type Tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import {
-  allPages,
-  appendEvent,
-  createRun,
-  type CursorParams,
-  forgedCursor,
-  getRun,
-  propose,
-  reply,
-  RUN_KEYS
-} from "../authorization-http/event-helpers.js"
+import { allPages, appendEvent, type CursorParams, forgedCursor, getRun, RUN_KEYS } from "./runs-helpers.js"
+import { createRun, propose, reply } from "../support/Events.js"
 
 const patchRun = (owner: Tenant, id: RunId, body: typeof UpdateRun.Type) =>
   owner.api.runs.updateRun({ path: { id }, payload: body })

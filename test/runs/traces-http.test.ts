@@ -13,19 +13,8 @@ import { expectFailure, jsonAt, keysOf, withRaw } from "../support/Api.js"
 import { call, expectError, expectValidation } from "../support/Raw.js"
 import { tenant, type Tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import {
-  allPages,
-  appendEvent,
-  createAgent,
-  createRun,
-  type CursorParams,
-  type Decision,
-  forgedCursor,
-  propose,
-  proposeCall,
-  reply,
-  TRACE_KEYS
-} from "../authorization-http/event-helpers.js"
+import { allPages, appendEvent, type CursorParams, forgedCursor, TRACE_KEYS } from "./runs-helpers.js"
+import { createAgent, createRun, type Decision, propose, proposeCall, reply } from "../support/Events.js"
 
 const AGENT = "support-bot"
 

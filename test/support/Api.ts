@@ -13,6 +13,11 @@ import { type HttpError, isHttpError, statusOf } from "../../src/http/Errors.js"
 
 export type { GuardrailClient } from "../../src/client/Client.js"
 
+/** Whoever calls the API: a tenant, a member, a runtime key's client. */
+export interface Caller {
+  readonly api: GuardrailClient
+}
+
 export interface Credential {
   /** A session JWT, a runtime key or the internal key. */
   readonly token?: string | undefined
