@@ -1,8 +1,7 @@
 /** Helpers of the analytics suites: metric queries through the typed client, and the raw query for bodies the contract refuses. */
 import { Effect } from "effect"
 import type { AnalyticsQuery, QueryResult } from "../../src/analytics/Domain.js"
-import type { Caller } from "../catalog/catalog-helpers.js"
-import { clientAt } from "../support/Api.js"
+import { type Caller, clientAt } from "../support/Api.js"
 import { call } from "../support/Raw.js"
 
 export type QueryResultBody = typeof QueryResult.Type

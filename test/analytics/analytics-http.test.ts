@@ -11,13 +11,13 @@ import { Outbox } from "../../src/platform/Outbox.js"
 import { Topics } from "../../src/platform/Topics.js"
 import type { CreateReviewEvent, TraceId } from "../../src/runs/Domain.js"
 import type { CreateView, Widget as WidgetSchema } from "../../src/analytics/Domain.js"
-import { answered, expectErrorShape } from "../catalog/catalog-helpers.js"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
-import { createAgent, createPolicy, propose, reply, until } from "../operations/traffic-helpers.js"
-import { clientAt, expectFailure } from "../support/Api.js"
+import { expectErrorShape } from "../catalog/catalog-helpers.js"
+import { createAgent, createPolicy, propose, reply } from "../support/Events.js"
+import { until } from "../support/Eventually.js"
+import { clientAt, expectFailure, withRaw } from "../support/Api.js"
 import { call, expectError } from "../support/Raw.js"
 import { tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import { byLabel, query, queryRaw, total } from "./analytics-helpers.js"
 
 const AGENT = "support-bot"
@@ -30,8 +30,8 @@ layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
       const base = yield* baseUrl
       const owner = yield* tenant(base)
       const stranger = yield* tenant(base)
-      yield* createAgent(owner, AGENT)
-      yield* createPolicy(owner, "no-passwords", { value: "password" })
+      yield* createAgent(base, owner, AGENT)
+      yield* createPolicy(base, owner, "no-passwords", { value: "password" })
 
       const chat = yield* owner.api.runs.createRun({ payload: { agent_id: AGENT, kind: "chat_session" } })
       const flow = yield* owner.api.runs.createRun({ payload: { agent_id: AGENT, kind: "workflow" } })
@@ -43,19 +43,19 @@ layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
       }
 
       const step = { metadata: { workflow_step: "checkout" } }
-      const refund = yield* propose(owner, AGENT, reply("I promise a full refund."), { run_id: chat.id })
-      const password = yield* propose(owner, AGENT, reply("Tell me your password."), step)
+      const refund = yield* propose(base, owner, AGENT, reply("I promise a full refund."), { run_id: chat.id })
+      const password = yield* propose(base, owner, AGENT, reply("Tell me your password."), step)
       const others = [
-        yield* propose(owner, AGENT, reply("That is a stupid idea.")),
-        yield* propose(owner, AGENT, reply("Let me get our lawyer.")),
-        yield* propose(owner, AGENT, reply("Your order ships tomorrow."), step),
-        yield* propose(owner, AGENT, reply("Your order ships today."))
+        yield* propose(base, owner, AGENT, reply("That is a stupid idea.")),
+        yield* propose(base, owner, AGENT, reply("Let me get our lawyer.")),
+        yield* propose(base, owner, AGENT, reply("Your order ships tomorrow."), step),
+        yield* propose(base, owner, AGENT, reply("Your order ships today."))
       ]
       const latencies = [refund, password, ...others].map((decision) => decision.latency_ms).sort((a, b) => a - b)
       expect([refund.effect, password.effect]).toEqual(["deny", "deny"])
       // Another workspace's traffic never shows up here.
-      yield* createAgent(stranger, AGENT)
-      yield* propose(stranger, AGENT, reply("I promise a full refund."))
+      yield* createAgent(base, stranger, AGENT)
+      yield* propose(base, stranger, AGENT, reply("I promise a full refund."))
 
       const review = (traceId: TraceId, payload: typeof CreateReviewEvent.Type) =>
         owner.api.reviewEvents.createReviewEvent({ path: { trace_id: traceId }, payload })
@@ -441,7 +441,7 @@ layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
       yield* expectFailure(stranger.api.analytics.updateView({ path, payload: {} }), 404, "view_not_found")
       yield* expectFailure(stranger.api.analytics.deleteView({ path }), 404, "view_not_found")
 
-      const deleted = yield* answered(views.deleteView({ path, withResponse: true }))
+      const deleted = yield* withRaw(views.deleteView({ path, withResponse: true }))
       expect(deleted.status, deleted.text).toBe(204)
       expect(deleted.text).toBe("")
       yield* expectFailure(views.deleteView({ path }), 404, "view_not_found")

@@ -9,12 +9,14 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { CheckerModeOverrides, EnvironmentId, UpdateSettings } from "../../src/identity/Domain.js"
-import { SERVER_OPTIONS, TIMESTAMP } from "../identity/http-helpers.js"
-import { clientAt, expectFailure } from "../support/Api.js"
+import { TIMESTAMP } from "../support/Formats.js"
+import { clientAt, expectFailure, jsonAt } from "../support/Api.js"
 import { call, expectValidation } from "../support/Raw.js"
 import { createEnvironment, createKey, keyClient, tenant, type Tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
-import { type Action, createPolicy, jsonAt, propose, reasonsOf, reply, until, upsertTool } from "./event-helpers.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { reasonsOf, upsertTool } from "./event-helpers.js"
+import { type Action, createPolicy, propose, reply } from "../support/Events.js"
+import { until } from "../support/Eventually.js"
 
 const AGENT = "billing-bot"
 

@@ -5,10 +5,9 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
-import { createPolicy, propose, reply } from "./event-helpers.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { createPolicy, propose, reply } from "../support/Events.js"
 
 layer(testServer("database"), SERVER_OPTIONS)("default_action", (it) => {
   it.effect("permit by default; deny or defer when set; a matching permit policy still permits", () =>

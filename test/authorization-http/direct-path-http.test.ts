@@ -13,21 +13,12 @@ import { Effect } from "effect"
 import { compactVerify, createLocalJWKSet } from "jose"
 import { ApiKeyId } from "../../src/identity/Domain.js"
 import { RunId } from "../../src/runs/Domain.js"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
-import { clientAt, expectFailure } from "../support/Api.js"
+import { clientAt, expectFailure, jsonAt } from "../support/Api.js"
 import { sample, scrape } from "../support/Metrics.js"
 import { createKey, keyClient, tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
-import {
-  createAgent,
-  createPolicy,
-  createRun,
-  eventBody,
-  jsonAt,
-  propose,
-  reply,
-  setPolicyEnabled
-} from "./event-helpers.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { setPolicyEnabled } from "./event-helpers.js"
+import { createAgent, createPolicy, createRun, eventBody, propose, reply } from "../support/Events.js"
 
 const METRICS_TOKEN = "direct-decisions-metrics-token-0123456789"
 const AGENT = "support-bot"

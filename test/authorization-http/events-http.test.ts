@@ -11,23 +11,13 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { PolicyId } from "../../src/catalog/Domain.js"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
-import { clientAt, expectFailure } from "../support/Api.js"
+import { clientAt, expectFailure, jsonAt } from "../support/Api.js"
 import { call, expectError, expectValidation } from "../support/Raw.js"
 import { createEnvironment, createKey, tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
-import {
-  createAgent,
-  createPolicy,
-  eventBody,
-  jsonAt,
-  propose,
-  proposeCall,
-  reasonsOf,
-  reply,
-  setPolicyEnabled,
-  until
-} from "./event-helpers.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { reasonsOf, setPolicyEnabled } from "./event-helpers.js"
+import { createAgent, createPolicy, eventBody, propose, proposeCall, reply } from "../support/Events.js"
+import { until } from "../support/Eventually.js"
 
 const AGENT = "support-bot"
 const OTHER_AGENT = "other-bot"

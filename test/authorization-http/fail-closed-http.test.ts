@@ -9,10 +9,11 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { queryDatabase, SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { queryDatabase } from "../support/Database.js"
 import { tenant } from "../support/Tenants.js"
-import { baseUrl, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
-import { createAgent, createPolicy, type Decision, propose, reasonsOf, reply, upsertTool } from "./event-helpers.js"
+import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+import { reasonsOf, upsertTool } from "./event-helpers.js"
+import { createAgent, createPolicy, type Decision, propose, reply } from "../support/Events.js"
 
 const AGENT = "support-bot"
 

@@ -7,12 +7,13 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { compactVerify, createLocalJWKSet } from "jose"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { runCountersScenario } from "../runs/counters-scenario.js"
 import { clientAt } from "../support/Api.js"
 import { tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
-import { createAgent, createPolicy, propose, reasonsOf, reply, setPolicyEnabled, until } from "./event-helpers.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { reasonsOf, setPolicyEnabled } from "./event-helpers.js"
+import { createAgent, createPolicy, propose, reply } from "../support/Events.js"
+import { until } from "../support/Eventually.js"
 
 const AGENT = "support-bot"
 

@@ -8,11 +8,11 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader, importJWK, type JWK } from "jose"
-import { SERVER_OPTIONS, TIMESTAMP } from "../identity/http-helpers.js"
-import { clientAt, expectFailure, type GuardrailClient } from "../support/Api.js"
+import { TIMESTAMP } from "../support/Formats.js"
+import { clientAt, expectFailure, type GuardrailClient, keysOf, withRaw } from "../support/Api.js"
 import { createKey, keyClient, tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
-import { createAgent, createPolicy, type Decision, keysOf, propose, reply, withBody } from "./event-helpers.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { createAgent, createPolicy, type Decision, propose, reply } from "../support/Events.js"
 
 const AGENT = "support-bot"
 
@@ -41,7 +41,7 @@ const fetchJwks = (base: string) =>
 /** `GET /v1/receipts/{id}` through `api` (a session's or a runtime key's client). */
 const fetchReceipt = (api: GuardrailClient, id: string) =>
   Effect.gen(function* () {
-    const [receipt, body] = yield* withBody(api.receipts.getReceipt({ path: { id }, withResponse: true }))
+    const { body, value: receipt } = yield* withRaw(api.receipts.getReceipt({ path: { id }, withResponse: true }))
     expect(keysOf(body)).toEqual(["created_at", "jws", "receipt_id", "trace_id"])
     expect(receipt.created_at).toMatch(TIMESTAMP)
     return receipt

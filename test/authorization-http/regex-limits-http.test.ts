@@ -5,13 +5,12 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { clientAt, expectFailure } from "../support/Api.js"
 import { bothWays, post } from "../support/LaneRequests.js"
 import { sample, scrape } from "../support/Metrics.js"
 import { createKey, tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
-import { createAgent, createPolicy, eventBody, propose, reply } from "./event-helpers.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { createAgent, createPolicy, eventBody, propose, reply } from "../support/Events.js"
 
 const METRICS_TOKEN = "regex-limits-metrics-token-0123456789abc"
 const AGENT = "support-bot"

@@ -5,9 +5,8 @@
  * Standard Webhooks signatures on its own (no code of the service). API
  * calls go through the typed client.
  */
-import type { HttpClientResponse } from "@effect/platform"
 import { expect } from "@effect/vitest"
-import { Duration, Effect } from "effect"
+import { Effect } from "effect"
 import { createHmac, randomUUID, timingSafeEqual } from "node:crypto"
 import { createServer, type IncomingHttpHeaders } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -15,7 +14,6 @@ import { Outbox } from "../../src/platform/Outbox.js"
 import { Topics } from "../../src/platform/Topics.js"
 import type { BudgetAlertId, CreateBudgetAlert, LlmUsageMessage, LlmUsageResponse } from "../../src/billing/Domain.js"
 import type { UpdateSettings } from "../../src/identity/Domain.js"
-import { agentYaml } from "../authorization-http/event-helpers.js"
 import type { GuardrailClient } from "../support/Api.js"
 
 export interface UsageInput {
@@ -64,18 +62,6 @@ export const publishUsage = (messages: ReadonlyArray<LlmUsageMessage>, eventIds?
     )
   )
 
-/**
- * The body of an answer as the service sent it, from a `withResponse: true` call: for what the client's
- * decoding would hide (fields the schema does not know are dropped). The client reads the body as bytes,
- * which the response keeps; `text` and `json` would read it a second time.
- */
-export const sentText = (response: HttpClientResponse.HttpClientResponse) =>
-  Effect.map(response.arrayBuffer, (bytes) => new TextDecoder().decode(bytes))
-
-/** Like `sentText`, parsed as JSON. */
-export const sentJson = (response: HttpClientResponse.HttpClientResponse) =>
-  Effect.map(sentText(response), (text): unknown => JSON.parse(text))
-
 export type CreateAlertPayload = typeof CreateBudgetAlert.Type
 
 /** Creates a budget alert config; answers it with its webhook secret (shown this once). */
@@ -111,38 +97,6 @@ export const usageIds = (api: GuardrailClient) =>
   Effect.map(api.llmUsage.listLlmUsage({ urlParams: { limit: 100 } }), (answer) =>
     usageRecordsOf(answer).events.map((event) => event.id)
   )
-
-/** Creates agent `agentId` (the authorization suites' profile: its escalation trigger is "lawyer"). */
-export const createAgent = (api: GuardrailClient, agentId: string) =>
-  api.agents.createAgent({ payload: new TextEncoder().encode(agentYaml(agentId)) })
-
-/** `POST /v1/events`: a reply of `agentId` in the tenant's workspace and default environment, decided. */
-export const proposeReply = (
-  owner: { readonly api: GuardrailClient; readonly workspaceId: string; readonly defaultEnvironmentId: string },
-  agentId: string,
-  content: string
-) =>
-  owner.api.events.authorizeEvent({
-    payload: {
-      kind: "output.proposed",
-      principal: { agent_id: agentId, environment_id: owner.defaultEnvironmentId, workspace_id: owner.workspaceId },
-      action: { operation: "reply", content }
-    }
-  })
-
-/**
- * Retries `check` (an Effect that throws through `expect`, i.e. dies) every 100 ms until it passes or
- * `timeout` passes; then answers its last outcome.
- */
-export const until = <A, E, R>(check: Effect.Effect<A, E, R>, timeout: Duration.DurationInput = "10 seconds") =>
-  Effect.gen(function* () {
-    const deadline = Date.now() + Duration.toMillis(Duration.decode(timeout))
-    for (;;) {
-      const exit = yield* Effect.exit(check)
-      if (exit._tag === "Success" || Date.now() > deadline) return yield* exit
-      yield* Effect.sleep("100 millis")
-    }
-  })
 
 // ---- the webhook receiver
 

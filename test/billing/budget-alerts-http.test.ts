@@ -5,12 +5,12 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { SERVER_OPTIONS, TIMESTAMP } from "../identity/http-helpers.js"
-import { expectFailure, expectInvalid } from "../support/Api.js"
+import { TIMESTAMP } from "../support/Formats.js"
+import { expectFailure, expectInvalid, withRaw } from "../support/Api.js"
 import { call, expectError, expectValidation } from "../support/Raw.js"
 import { createKey, keyClient, tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
-import { createAlert, type CreateAlertPayload, sentJson, sentText } from "./billing-helpers.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { createAlert, type CreateAlertPayload } from "./billing-helpers.js"
 
 const ALERTS = "/v1/financial/budget-alerts"
 
@@ -52,25 +52,27 @@ layer(testServer("kafka", { HTTP_URL_ALLOWLIST: "127.0.0.1" }), SERVER_OPTIONS)(
       })
       expect(second.webhook_secret).not.toBe(created.webhook_secret)
 
-      const [listed, listedResponse] = yield* alerts.listBudgetAlerts({ withResponse: true })
+      const { text: listedText, value: listed } = yield* withRaw(alerts.listBudgetAlerts({ withResponse: true }))
       expect(listed.configs.map((config) => config.id)).toEqual([second.id, created.id])
       // What was sent, not what the client decoded (decoding would drop a secret the answer leaked).
-      expect(yield* sentText(listedResponse)).not.toContain("whsec_")
+      expect(listedText).not.toContain("whsec_")
       const { webhook_secret: _, ...secondWithoutSecret } = second
       expect(listed.configs[0]).toEqual(secondWithoutSecret)
 
       // PATCH: absent fields unchanged; narrowing fields may be set.
       const path = { id: created.id }
-      const [patched, patchedResponse] = yield* alerts.updateBudgetAlert({
-        path,
-        payload: {
-          name: "daily spend (90%)",
-          threshold_value: 90,
-          principal_id: "key_1",
-          webhook_url: "http://127.0.0.1:9/x"
-        },
-        withResponse: true
-      })
+      const { body: patchedBody, value: patched } = yield* withRaw(
+        alerts.updateBudgetAlert({
+          path,
+          payload: {
+            name: "daily spend (90%)",
+            threshold_value: 90,
+            principal_id: "key_1",
+            webhook_url: "http://127.0.0.1:9/x"
+          },
+          withResponse: true
+        })
+      )
       expect(patched).toMatchObject({
         id: created.id,
         name: "daily spend (90%)",
@@ -80,7 +82,7 @@ layer(testServer("kafka", { HTTP_URL_ALLOWLIST: "127.0.0.1" }), SERVER_OPTIONS)(
         principal_id: "key_1",
         webhook_url: "http://127.0.0.1:9/x"
       })
-      expect(yield* sentJson(patchedResponse)).not.toHaveProperty("webhook_secret")
+      expect(patchedBody).not.toHaveProperty("webhook_secret")
       expect(yield* alerts.updateBudgetAlert({ path, payload: {} })).toEqual(patched)
 
       // Clearing principal_id or webhook_url is refused with a message that says to recreate.
@@ -96,9 +98,9 @@ layer(testServer("kafka", { HTTP_URL_ALLOWLIST: "127.0.0.1" }), SERVER_OPTIONS)(
       expect(unchanged.configs.find((config) => config.id === created.id)).toEqual(patched)
 
       // Delete: 204, then 404 everywhere.
-      const [, deleted] = yield* alerts.deleteBudgetAlert({ path, withResponse: true })
+      const deleted = yield* withRaw(alerts.deleteBudgetAlert({ path, withResponse: true }))
       expect(deleted.status).toBe(204)
-      expect(yield* sentText(deleted)).toBe("")
+      expect(deleted.text).toBe("")
       yield* expectFailure(alerts.deleteBudgetAlert({ path }), 404, "budget_alert_not_found")
       yield* expectFailure(alerts.updateBudgetAlert({ path, payload: { name: "x" } }), 404, "budget_alert_not_found")
       yield* expectFailure(alerts.listBudgetAlertFirings({ path }), 404)

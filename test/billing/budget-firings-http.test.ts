@@ -8,24 +8,22 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import {
-  createAgent,
   createAlert,
   deliveriesOf,
   expectWindows,
   firingsOf,
   patchSettings,
-  proposeReply,
   publishUsage,
-  until,
   usageIds,
   usageMessage,
   verifyStandardWebhook,
   webhookReceiver
 } from "./billing-helpers.js"
+import { createAgent, proposeCall, reply } from "../support/Events.js"
+import { until } from "../support/Eventually.js"
 
 const SETTINGS = {
   HTTP_URL_ALLOWLIST: "127.0.0.1",
@@ -297,7 +295,7 @@ layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("budget alert firings and w
     Effect.gen(function* () {
       const base = yield* baseUrl
       const owner = yield* tenant(base)
-      yield* createAgent(owner.api, "support-bot")
+      yield* createAgent(base, owner, "support-bot")
       yield* patchSettings(owner.api, { action_budget: { cap: 3 } })
       const all = yield* createAlert(owner.api, {
         name: "all actions",
@@ -320,10 +318,10 @@ layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("budget alert firings and w
         threshold_value: 1,
         window: "day"
       })
-      for (let n = 0; n < 2; n++) yield* proposeReply(owner, "support-bot", "Your order ships tomorrow.")
+      for (let n = 0; n < 2; n++) yield* proposeCall(base, owner, "support-bot", reply("Your order ships tomorrow."))
       yield* Effect.sleep("1 second")
       expect(yield* firingsOf(owner.api, all.id)).toEqual([])
-      for (let n = 0; n < 2; n++) yield* proposeReply(owner, "support-bot", "Your order ships tomorrow.")
+      for (let n = 0; n < 2; n++) yield* proposeCall(base, owner, "support-bot", reply("Your order ships tomorrow."))
       const [firing] = yield* until(
         Effect.map(firingsOf(owner.api, all.id), (firings) => {
           expect(firings).toHaveLength(1)

@@ -7,12 +7,12 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { LlmUsageResponse } from "../../src/billing/Domain.js"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { expectInvalid, type GuardrailClient } from "../support/Api.js"
 import { call, expectValidation } from "../support/Raw.js"
 import { createKey, keyClient, tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
-import { publishUsage, until, usageGroupsOf, usageMessage, usageRecordsOf } from "./billing-helpers.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { publishUsage, usageGroupsOf, usageMessage, usageRecordsOf } from "./billing-helpers.js"
+import { until } from "../support/Eventually.js"
 
 type UsageAnswer = typeof LlmUsageResponse.Type
 type UsageQuery = Parameters<GuardrailClient["llmUsage"]["listLlmUsage"]>[0]["urlParams"]

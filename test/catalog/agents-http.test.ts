@@ -8,19 +8,16 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { parse } from "yaml"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
-import { expectFailure, expectInvalid } from "../support/Api.js"
+import { expectFailure, expectInvalid, keysOf, withRaw } from "../support/Api.js"
 import { call, expectError, expectValidation } from "../support/Raw.js"
 import { tenant } from "../support/Tenants.js"
 import { uniqueName } from "../support/TestPlatform.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import {
   agentPath,
-  answered,
   createAgent,
   createPolicy,
   detailPaths,
-  document,
   documentOf,
   expectErrorShape,
   expectRawStatus,
@@ -34,7 +31,6 @@ import {
   guardrails,
   ids,
   JSON_TYPE,
-  keysOf,
   listAgents,
   listPolicies,
   minimalAgentYaml,
@@ -44,6 +40,7 @@ import {
   setEnabled,
   validatePolicy
 } from "./catalog-helpers.js"
+import { yamlBytes } from "../support/Events.js"
 
 const AGENT_KEYS = [
   "agent_id",
@@ -87,8 +84,8 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const created = yield* answered(
-          owner.api.agents.createAgent({ payload: document(fullAgentYaml("support-bot")), withResponse: true })
+        const created = yield* withRaw(
+          owner.api.agents.createAgent({ payload: yamlBytes(fullAgentYaml("support-bot")), withResponse: true })
         )
         expect(created.status).toBe(201)
         expect(created.body).toEqual(expectedFullAgent("support-bot"))
@@ -338,7 +335,7 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
         yield* createAgent(owner, fullAgentYaml("put-bot"))
         const replaced = yield* owner.api.agents.replaceAgent({
           path: agentPath("put-bot"),
-          payload: document(minimalAgentYaml("put-bot", "Renamed"))
+          payload: yamlBytes(minimalAgentYaml("put-bot", "Renamed"))
         })
         expect(replaced.display_name).toBe("Renamed")
         expect(replaced.authority.cannot_promise).toEqual([])
@@ -369,7 +366,7 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
         yield* expectInvalid(
           owner.api.agents.replaceAgent({
             path: agentPath("put-mismatch"),
-            payload: document(minimalAgentYaml("someone-else"))
+            payload: yamlBytes(minimalAgentYaml("someone-else"))
           }),
           "agent_id"
         )
@@ -385,7 +382,7 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
         yield* expectFailure(
           owner.api.agents.replaceAgent({
             path: agentPath("ghost-bot"),
-            payload: document(minimalAgentYaml("ghost-bot"))
+            payload: yamlBytes(minimalAgentYaml("ghost-bot"))
           }),
           404,
           "agent_not_found"
@@ -395,7 +392,7 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
         const invalid = yield* expectInvalid(
           owner.api.agents.replaceAgent({
             path: agentPath("put-invalid"),
-            payload: document("agent_id: put-invalid\ntone: {}\n")
+            payload: yamlBytes("agent_id: put-invalid\ntone: {}\n")
           }),
           "tone.target"
         )
@@ -421,7 +418,7 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
         expect(authored.enabled).toBe(true)
         const unrelated = yield* createPolicy(owner, policyYaml("unrelated-policy"))
 
-        const deleted = yield* answered(
+        const deleted = yield* withRaw(
           owner.api.agents.deleteAgent({ path: agentPath("doomed-bot"), withResponse: true })
         )
         expect(deleted.status, deleted.text).toBe(204)
@@ -501,7 +498,7 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
         expect(flow.document.match.target).toBe("operation")
 
         // GET .../guardrails lists exactly these (as summaries), and so does GET /v1/policies.
-        const listed = yield* answered(
+        const listed = yield* withRaw(
           owner.api.agents.listAgentGuardrails({ path: agentPath("gen-bot"), withResponse: true })
         )
         expect(ids(listed.value.policies)).toEqual(ids(generated))

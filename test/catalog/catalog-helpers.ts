@@ -5,11 +5,11 @@
  * client cannot send (JSON text or another media type on a YAML endpoint).
  */
 import { expect } from "@effect/vitest"
-import type { HttpClientResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { parse } from "yaml"
 import { AgentId, PolicyId } from "../../src/catalog/Domain.js"
-import type { GuardrailClient } from "../support/Api.js"
+import { type Caller, keysOf } from "../support/Api.js"
+import { yamlBytes } from "../support/Events.js"
 import { call, type JsonResponse, SNAKE_CASE } from "../support/Raw.js"
 
 export const YAML = "application/yaml"
@@ -19,11 +19,6 @@ export const POLICY_ID = /^[a-z0-9][a-z0-9_.-]{0,127}$/
 
 export const SUMMARY_KEYS = ["action", "description", "enabled", "family", "id", "owner_agent_id", "severity"]
 export const DETAIL_KEYS = [...SUMMARY_KEYS, "source_yaml"].sort()
-
-/** Whoever calls the API: a tenant, a member, a runtime key's client. */
-export interface Caller {
-  readonly api: GuardrailClient
-}
 
 /** A minimal agent profile as YAML: the sample's required fields only. */
 export const minimalAgentYaml = (agentId: string, displayName = "Minimal Bot") =>
@@ -105,9 +100,6 @@ export const policyYaml = (
     ...(options.action === "rewrite" ? ['rewrite: "[removed]"'] : [])
   ].join("\n") + "\n"
 
-/** A document (YAML or JSON text) as the payload of the contract's document endpoints (sent as application/yaml). */
-export const document = (text: string) => new TextEncoder().encode(text)
-
 /** The path of an agent. */
 export const agentPath = (id: string) => ({ id: AgentId.make(id) })
 
@@ -134,17 +126,17 @@ export const expectRawStatus = (response: JsonResponse, status: number): unknown
   return response.body
 }
 
-export const createAgent = (caller: Caller, yaml: string) => caller.api.agents.createAgent({ payload: document(yaml) })
+export const createAgent = (caller: Caller, yaml: string) => caller.api.agents.createAgent({ payload: yamlBytes(yaml) })
 
 export const getAgent = (caller: Caller, id: string) => caller.api.agents.getAgent({ path: agentPath(id) })
 
 export const listAgents = (caller: Caller) => Effect.map(caller.api.agents.listAgents(), (body) => body.agents)
 
 export const createPolicy = (caller: Caller, yaml: string) =>
-  caller.api.policies.createPolicy({ payload: document(yaml) })
+  caller.api.policies.createPolicy({ payload: yamlBytes(yaml) })
 
 export const validatePolicy = (caller: Caller, text: string) =>
-  caller.api.policies.validatePolicy({ payload: document(text) })
+  caller.api.policies.validatePolicy({ payload: yamlBytes(text) })
 
 export const getPolicy = (caller: Caller, id: string) => caller.api.policies.getPolicy({ path: policyPath(id) })
 
@@ -158,33 +150,6 @@ export const generate = (caller: Caller, agentId: string) =>
 
 export const guardrails = (caller: Caller, agentId: string) =>
   Effect.map(caller.api.agents.listAgentGuardrails({ path: agentPath(agentId) }), (body) => body.policies)
-
-/**
- * A call made `withResponse`, with its answer as sent: the decoded value, the
- * status and the body text (and its JSON). The decoded value drops keys the
- * contract does not name; tests of exact keys or of what a body must not
- * contain read `body` or `text`.
- */
-export const answered = <A, E, R>(request: Effect.Effect<readonly [A, HttpClientResponse.HttpClientResponse], E, R>) =>
-  Effect.flatMap(request, ([value, response]) =>
-    // The client decoded the body from its bytes (read once, kept): read them again.
-    Effect.map(response.arrayBuffer, (bytes) => {
-      const text = new TextDecoder().decode(bytes)
-      return {
-        value,
-        status: response.status,
-        headers: response.headers,
-        text,
-        body: text === "" ? undefined : (JSON.parse(text) as unknown)
-      }
-    })
-  )
-
-/** The sorted keys of a JSON object (fails the test for anything else). */
-export const keysOf = (value: unknown) => {
-  expect(typeof value === "object" && value !== null && !Array.isArray(value), JSON.stringify(value)).toBe(true)
-  return Object.keys(value as object).sort()
-}
 
 /** The value at `key` of a JSON object (fails the test for anything else). */
 export const fieldOf = (value: unknown, key: string): unknown => {

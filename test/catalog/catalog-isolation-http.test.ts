@@ -10,17 +10,13 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { PolicyDetail } from "../../src/catalog/Domain.js"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
-import { clientAt, expectFailure, type GuardrailClient } from "../support/Api.js"
+import { type Caller, clientAt, expectFailure, type GuardrailClient, withRaw } from "../support/Api.js"
 import { createKey, keyClient, tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import {
   agentPath,
-  answered,
-  type Caller,
   createAgent,
   createPolicy,
-  document,
   expectErrorShape,
   fullAgentYaml,
   generate,
@@ -32,6 +28,7 @@ import {
   policyYaml,
   setEnabled
 } from "./catalog-helpers.js"
+import { yamlBytes } from "../support/Events.js"
 
 const LISTS = ["agents", "policies", "label-policies", "tool-metadata", "knowledge-sources"] as const
 type List = (typeof LISTS)[number]
@@ -43,15 +40,15 @@ const list = (
 ): Effect.Effect<{ readonly value: unknown; readonly text: string }, unknown> => {
   switch (name) {
     case "agents":
-      return answered(api.agents.listAgents({ withResponse: true }))
+      return withRaw(api.agents.listAgents({ withResponse: true }))
     case "policies":
-      return answered(api.policies.listPolicies({ withResponse: true }))
+      return withRaw(api.policies.listPolicies({ withResponse: true }))
     case "label-policies":
-      return answered(api.labelPolicies.listLabelPolicies({ withResponse: true }))
+      return withRaw(api.labelPolicies.listLabelPolicies({ withResponse: true }))
     case "tool-metadata":
-      return answered(api.toolMetadata.listToolMetadata({ withResponse: true }))
+      return withRaw(api.toolMetadata.listToolMetadata({ withResponse: true }))
     case "knowledge-sources":
-      return answered(api.knowledgeSources.listKnowledgeSources({ withResponse: true }))
+      return withRaw(api.knowledgeSources.listKnowledgeSources({ withResponse: true }))
   }
 }
 
@@ -137,7 +134,7 @@ const byIdAttempts = (target: Populated): ReadonlyArray<Attempt> => {
     [`GET /v1/agents/${agent}`, (api) => api.agents.getAgent({ path: agentPath(agent) })],
     [
       `PUT /v1/agents/${agent}`,
-      (api) => api.agents.replaceAgent({ path: agentPath(agent), payload: document(minimalAgentYaml(agent, "pwned")) })
+      (api) => api.agents.replaceAgent({ path: agentPath(agent), payload: yamlBytes(minimalAgentYaml(agent, "pwned")) })
     ],
     [`DELETE /v1/agents/${agent}`, (api) => api.agents.deleteAgent({ path: agentPath(agent) })],
     [`GET /v1/agents/${agent}/guardrails`, (api) => api.agents.listAgentGuardrails({ path: agentPath(agent) })],
@@ -231,7 +228,7 @@ layer(testServer("database"), SERVER_OPTIONS)("catalog tenant isolation and acce
         // Writes to shared ids change alpha's rows only.
         yield* api.agents.replaceAgent({
           path: agentPath("shared-bot"),
-          payload: document(minimalAgentYaml("shared-bot", "alpha renamed"))
+          payload: yamlBytes(minimalAgentYaml("shared-bot", "alpha renamed"))
         })
         yield* generate(owner, "shared-bot")
         yield* setEnabled(owner, "shared-policy", false)
@@ -269,7 +266,7 @@ layer(testServer("database"), SERVER_OPTIONS)("catalog tenant isolation and acce
             expect(text, name).not.toContain(other.name)
             expect(text, name).toContain(reader.name)
           }
-          const guardrails = yield* answered(
+          const guardrails = yield* withRaw(
             api.agents.listAgentGuardrails({ path: agentPath("shared-bot"), withResponse: true })
           )
           expect(guardrails.value.policies).toHaveLength(reader.generated.length)
@@ -327,13 +324,13 @@ layer(testServer("database"), SERVER_OPTIONS)("catalog tenant isolation and acce
 
   describe("access", () => {
     const writeAttempts = (t: Populated): ReadonlyArray<Attempt> => [
-      ["POST /v1/agents", (api) => api.agents.createAgent({ payload: document(minimalAgentYaml("key-made-bot")) })],
+      ["POST /v1/agents", (api) => api.agents.createAgent({ payload: yamlBytes(minimalAgentYaml("key-made-bot")) })],
       [
         "PUT /v1/agents/shared-bot",
         (api) =>
           api.agents.replaceAgent({
             path: agentPath("shared-bot"),
-            payload: document(minimalAgentYaml("shared-bot", "key renamed"))
+            payload: yamlBytes(minimalAgentYaml("shared-bot", "key renamed"))
           })
       ],
       ["DELETE /v1/agents/shared-bot", (api) => api.agents.deleteAgent({ path: agentPath("shared-bot") })],
@@ -341,10 +338,10 @@ layer(testServer("database"), SERVER_OPTIONS)("catalog tenant isolation and acce
         "POST /v1/agents/shared-bot/guardrails/generate",
         (api) => api.agents.generateAgentGuardrails({ path: agentPath("shared-bot") })
       ],
-      ["POST /v1/policies", (api) => api.policies.createPolicy({ payload: document(policyYaml("key-made-policy")) })],
+      ["POST /v1/policies", (api) => api.policies.createPolicy({ payload: yamlBytes(policyYaml("key-made-policy")) })],
       [
         "POST /v1/policies/validate",
-        (api) => api.policies.validatePolicy({ payload: document(policyYaml("key-checked-policy")) })
+        (api) => api.policies.validatePolicy({ payload: yamlBytes(policyYaml("key-checked-policy")) })
       ],
       ["POST /v1/policies/draft", (api) => api.policies.draftPolicy({ payload: { prompt: "never promise a refund" } })],
       ["DELETE /v1/policies/shared-policy", (api) => api.policies.deletePolicy({ path: policyPath("shared-policy") })],

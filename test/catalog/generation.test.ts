@@ -199,7 +199,7 @@ describe("generateFromProfile", () => {
     expect(new Set(ids).size, ids.join(", ")).toBe(agents.length)
   })
 
-  it("property: any profile yields sound policies, one per distinct phrase of each kind", () => {
+  it("property: every profile yields sound policies, one per distinct phrase of each kind", () => {
     const agentId = fc.stringMatching(AGENT_ID)
     const phrase = fc.oneof(
       fc.string({ minLength: 1, maxLength: 40 }).filter((text) => text.trim() !== ""),

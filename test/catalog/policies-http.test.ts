@@ -7,17 +7,14 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
-import { expectFailure, expectInvalid } from "../support/Api.js"
+import { expectFailure, expectInvalid, keysOf, withRaw } from "../support/Api.js"
 import { call, expectError, expectValidation } from "../support/Raw.js"
 import { tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import {
-  answered,
   createPolicy,
   DETAIL_KEYS,
   detailPaths,
-  document,
   expectErrorShape,
   expectRawStatus,
   expectWellFormedDetails,
@@ -25,7 +22,6 @@ import {
   getPolicy,
   ids,
   JSON_TYPE,
-  keysOf,
   listPolicies,
   policyPath,
   policyYaml,
@@ -36,6 +32,7 @@ import {
   validatePolicy,
   YAML
 } from "./catalog-helpers.js"
+import { yamlBytes } from "../support/Events.js"
 
 /** A YAML document with comments, blank lines, quoting styles, non-ASCII text, trailing spaces and CRLF endings. */
 const QUIRKY_YAML = [
@@ -88,8 +85,8 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const created = yield* answered(
-          owner.api.policies.createPolicy({ payload: document(QUIRKY_YAML), withResponse: true })
+        const created = yield* withRaw(
+          owner.api.policies.createPolicy({ payload: yamlBytes(QUIRKY_YAML), withResponse: true })
         )
         expect(keysOf(created.body)).toEqual(DETAIL_KEYS)
         expect(created.body).toEqual({
@@ -383,7 +380,7 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
         yield* createPolicy(owner, policyYaml("older"))
         yield* Effect.sleep("5 millis")
         yield* createPolicy(owner, policyYaml("newer", { owner: "some-bot", enabled: false }))
-        const answer = yield* answered(owner.api.policies.listPolicies({ withResponse: true }))
+        const answer = yield* withRaw(owner.api.policies.listPolicies({ withResponse: true }))
         const listed = answer.value.policies
         expect(listed.map((policy) => policy.id)).toEqual(["newer", "older"])
         for (const policy of rowsOf(answer.body, "policies")) expect(keysOf(policy)).toEqual(SUMMARY_KEYS)
@@ -413,7 +410,7 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
         const owner = yield* tenant(base)
         yield* createPolicy(owner, policyYaml("short-lived"))
         yield* createPolicy(owner, policyYaml("survivor"))
-        const deleted = yield* answered(
+        const deleted = yield* withRaw(
           owner.api.policies.deletePolicy({ path: policyPath("short-lived"), withResponse: true })
         )
         expect(deleted.status, deleted.text).toBe(204)
@@ -474,7 +471,7 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
         for (const id of ["b1", "b2", "b3"]) yield* createPolicy(owner, policyYaml(id, { enabled: false }))
-        const answer = yield* answered(
+        const answer = yield* withRaw(
           owner.api.policies.setPoliciesEnabled({
             payload: { enabled: true, ids: ["b1", "b2", "b1"] },
             withResponse: true
@@ -531,7 +528,7 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const answer = yield* answered(owner.api.policies.getPolicySchema({ withResponse: true }))
+        const answer = yield* withRaw(owner.api.policies.getPolicySchema({ withResponse: true }))
         expect(answer.headers["content-type"]).toContain("application/json")
         keysOf(answer.value) // a JSON object
         const schema = answer.value as Record<string, unknown>
@@ -566,7 +563,7 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const answer = yield* answered(
+        const answer = yield* withRaw(
           owner.api.policies.draftPolicy({ payload: { prompt: "never promise a refund" }, withResponse: true })
         )
         const { draft } = answer.value

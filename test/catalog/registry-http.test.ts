@@ -8,12 +8,12 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { createHash, randomBytes } from "node:crypto"
 import { type KnowledgeSource, KnowledgeSourceId } from "../../src/catalog/Domain.js"
-import { SERVER_OPTIONS, TIMESTAMP } from "../identity/http-helpers.js"
-import { expectFailure, expectInvalid } from "../support/Api.js"
+import { TIMESTAMP } from "../support/Formats.js"
+import { expectFailure, expectInvalid, keysOf, withRaw } from "../support/Api.js"
 import { call, expectError, expectValidation, isErrorBody } from "../support/Raw.js"
 import { tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
-import { answered, fieldOf, keysOf, rowsOf } from "./catalog-helpers.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { fieldOf, rowsOf } from "./catalog-helpers.js"
 
 const MiB = 1024 * 1024
 
@@ -97,7 +97,7 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
         for (const origin of ["user", "tool_output", "retrieval"]) {
           yield* api.labelPolicies.upsertLabelPolicy({ payload: { origin, trust: origin } })
         }
-        const listed = yield* answered(api.labelPolicies.listLabelPolicies({ withResponse: true }))
+        const listed = yield* withRaw(api.labelPolicies.listLabelPolicies({ withResponse: true }))
         expect(listed.value.policies.map((entry) => entry.policy.origin).sort()).toEqual([
           "retrieval",
           "tool_output",
@@ -112,7 +112,7 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
           404,
           "label_policy_not_found"
         )
-        const deleted = yield* answered(
+        const deleted = yield* withRaw(
           api.labelPolicies.deleteLabelPolicy({ path: { origin: "user" }, withResponse: true })
         )
         expect(deleted.status, deleted.text).toBe(204)
@@ -183,7 +183,7 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
         expect(created.enabled).toBe(true)
         expect(created.metadata).toEqual(refund)
         expect(yield* api.toolMetadata.getToolMetadata({ path: { tool: "issue_refund" } })).toEqual(created)
-        const minimal = yield* answered(
+        const minimal = yield* withRaw(
           api.toolMetadata.upsertToolMetadata({
             payload: { tool: "lookup_order", reversible: true, side_effect: "none", enabled: false },
             withResponse: true
@@ -202,7 +202,7 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
         const { api } = yield* tenant(base)
         yield* api.toolMetadata.upsertToolMetadata({ payload: refund })
         const replacement = { tool: "issue_refund", reversible: true, side_effect: "none", enabled: false }
-        const replaced = yield* answered(
+        const replaced = yield* withRaw(
           api.toolMetadata.upsertToolMetadata({ payload: replacement, withResponse: true })
         )
         expect(replaced.value.enabled).toBe(false)
@@ -223,7 +223,7 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
         const { api } = yield* tenant(base)
         yield* expectFailure(api.toolMetadata.getToolMetadata({ path: { tool: "nope" } }), 404, "tool_not_found")
         yield* api.toolMetadata.upsertToolMetadata({ payload: refund })
-        const deleted = yield* answered(
+        const deleted = yield* withRaw(
           api.toolMetadata.deleteToolMetadata({ path: { tool: "issue_refund" }, withResponse: true })
         )
         expect(deleted.status, deleted.text).toBe(204)
@@ -278,7 +278,7 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
       Effect.gen(function* () {
         const base = yield* baseUrl
         const { api } = yield* tenant(base)
-        const answer = yield* answered(
+        const answer = yield* withRaw(
           api.knowledgeSources.createKnowledgeSource({
             payload: {
               kind: "url",
@@ -419,7 +419,7 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
           created.push(yield* api.knowledgeSources.createKnowledgeSource({ payload }))
           yield* Effect.sleep("5 millis")
         }
-        const listed = yield* answered(api.knowledgeSources.listKnowledgeSources({ withResponse: true }))
+        const listed = yield* withRaw(api.knowledgeSources.listKnowledgeSources({ withResponse: true }))
         expect(listed.value.knowledge_sources).toEqual([...created].reverse())
         for (const source of rowsOf(listed.body, "knowledge_sources")) {
           expect(keysOf(source)).toEqual(KNOWLEDGE_SOURCE_KEYS)

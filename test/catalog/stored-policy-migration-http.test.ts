@@ -5,12 +5,12 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { queryDatabase, SERVER_OPTIONS } from "../identity/http-helpers.js"
-import { createAgent, createPolicy, propose, reply } from "../operations/traffic-helpers.js"
+import { queryDatabase } from "../support/Database.js"
+import { createAgent, createPolicy, propose, reply } from "../support/Events.js"
 import { expectInvalid } from "../support/Api.js"
 import { eventually } from "../support/Eventually.js"
 import { tenant } from "../support/Tenants.js"
-import { baseUrl, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 import { getPolicy, listPolicies, setEnabled } from "./catalog-helpers.js"
 
 const AGENT = "support-bot"
@@ -31,7 +31,7 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("stored policies that 
       const base = yield* baseUrl
       const databaseUrl = yield* TestDatabaseUrl
       const owner = yield* tenant(base)
-      yield* createAgent(owner, AGENT)
+      yield* createAgent(base, owner, AGENT)
       yield* queryDatabase(
         databaseUrl,
         `insert into policies (workspace_id, id, description, family, severity, action, enabled, source_yaml, document)
@@ -48,8 +48,8 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("stored policies that 
         ]
       )
       // A change through the API reloads the workspace's policies at the next decision.
-      yield* createPolicy(owner, "still-valid", { value: "top secret" })
-      expect((yield* propose(owner, AGENT, reply("top secret"))).effect).toBe("deny")
+      yield* createPolicy(base, owner, "still-valid", { value: "top secret" })
+      expect((yield* propose(base, owner, AGENT, reply("top secret"))).effect).toBe("deny")
 
       const detail = yield* eventually(
         Effect.gen(function* () {

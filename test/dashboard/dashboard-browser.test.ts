@@ -12,32 +12,17 @@
  * Content-Security-Policy without a violation.
  */
 import { expect, layer } from "@effect/vitest"
-import { Duration, Effect } from "effect"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { Effect } from "effect"
+import { createAgent, proposeCall, reply } from "../support/Events.js"
+import { until } from "../support/Eventually.js"
 import { type Tenant, tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import { browser, openPage, type Page, run } from "./browser.js"
 
 const AGENT = "support-bot"
 
 /** The plaintext behind the password digest `tenant()` signs up with (see `signUp` in test/support/Tenants.ts). */
 const plaintextPassword = (owner: Tenant) => `${owner.username} secret`
-
-/** The support agent's profile: "a full refund" is a promise it cannot make (those replies are denied). */
-const AGENT_YAML = `agent_id: ${AGENT}
-display_name: Support Bot
-system_prompt: You help customers with orders.
-authority:
-  can_promise: [a callback within one business day]
-  cannot_promise: [a full refund]
-scope:
-  in_scope: [orders, shipping]
-  out_of_scope: [legal advice]
-tone:
-  target: friendly
-  forbidden: [stupid]
-escalation_triggers: [lawyer]
-`
 
 const OVERVIEW_WIDGETS = [
   {
@@ -64,36 +49,18 @@ const OVERVIEW_WIDGETS = [
 const queryTotal = (owner: Tenant, metric: string) => owner.api.analytics.queryAnalytics({ payload: { metric } })
 
 /** A reply by the support agent, decided in the owner's workspace and default environment. */
-const propose = (owner: Tenant, content: string) =>
-  owner.api.events.authorizeEvent({
-    payload: {
-      kind: "output.proposed",
-      principal: { agent_id: AGENT, environment_id: owner.defaultEnvironmentId, workspace_id: owner.workspaceId },
-      action: { operation: "reply", content }
-    }
-  })
-
-/** Retries `check` (an Effect that throws through `expect`) every 100 ms until it passes or `timeout` passes. */
-const until = <A, E, R>(check: Effect.Effect<A, E, R>, timeout: Duration.DurationInput) =>
-  Effect.gen(function* () {
-    const deadline = Date.now() + Duration.toMillis(Duration.decode(timeout))
-    for (;;) {
-      const exit = yield* Effect.exit(check)
-      if (exit._tag === "Success" || Date.now() > deadline) return yield* exit
-      yield* Effect.sleep("100 millis")
-    }
-  })
+const propose = (base: string, owner: Tenant, content: string) => proposeCall(base, owner, AGENT, reply(content))
 
 /** 3 permits and 2 denies by the support agent, and a run with 4 events. */
-const produceActivity = (owner: Tenant) =>
+const produceActivity = (base: string, owner: Tenant) =>
   Effect.gen(function* () {
-    yield* owner.api.agents.createAgent({ payload: new TextEncoder().encode(AGENT_YAML) })
+    yield* createAgent(base, owner, AGENT)
     const effects: Array<string> = []
     for (const text of ["Your order ships tomorrow.", "I promise a full refund.", "Tracking is on its way."]) {
-      effects.push((yield* propose(owner, text)).effect)
+      effects.push((yield* propose(base, owner, text)).effect)
     }
     for (const text of ["Sure, a full refund today.", "Thanks for waiting."]) {
-      effects.push((yield* propose(owner, text)).effect)
+      effects.push((yield* propose(base, owner, text)).effect)
     }
     expect(effects.sort()).toEqual(["deny", "deny", "permit", "permit", "permit"])
     const created = yield* owner.api.runs.createRun({ payload: { agent_id: AGENT, kind: "chat_session" } })
@@ -129,7 +96,7 @@ layer(testServer("kafka"), SERVER_OPTIONS)("dashboard in headless Chromium", (it
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        yield* produceActivity(owner)
+        yield* produceActivity(base, owner)
 
         const overview = yield* owner.api.analytics.createView({
           payload: { name: "Ops overview", config: { filters: [], widgets: OVERVIEW_WIDGETS } }
@@ -216,7 +183,7 @@ layer(testServer("kafka"), SERVER_OPTIONS)("dashboard in headless Chromium", (it
         expect(rows).toEqual([`${AGENT}2`])
 
         // A new decision reaches the aggregates; Refresh redraws the charts in place with it.
-        yield* propose(owner, "One more order update.")
+        yield* propose(base, owner, "One more order update.")
         yield* until(
           Effect.map(queryTotal(owner, "trace_count"), (result) => expect(result.total).toBe(6)),
           "20 seconds"

@@ -6,9 +6,8 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { call, expectError } from "../support/Raw.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 
 // Raw: the page and its assets are served beside the API, not part of its contract (no typed client method),
 // and what is checked is their bytes and headers.

@@ -8,11 +8,11 @@
 import { afterAll, expect, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
-import { queryDatabase, SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { queryDatabase } from "../support/Database.js"
 import { eventually } from "../support/Eventually.js"
 import { expectError, type JsonResponse, request } from "../support/Raw.js"
 import { createKey, type Tenant } from "../support/Tenants.js"
-import { testServerOver, testServerWithDatabase } from "../support/TestServer.js"
+import { SERVER_OPTIONS, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
 import { awaitUsage, GATEWAY_SETTINGS, gatewayTenant, monthSpend, setBudget, setPrice } from "./gateway-helpers.js"
 import { startStubUpstream } from "./stub-upstream.js"
 

@@ -9,12 +9,18 @@ import { describe, expect, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { ProviderConnectionId } from "../../src/gateway/Domain.js"
-import { sentJson, sentText } from "../billing/billing-helpers.js"
-import { queryDatabase, SERVER_OPTIONS, TIMESTAMP } from "../identity/http-helpers.js"
-import { clientAt, expectFailure, expectInvalid, type GuardrailClient } from "../support/Api.js"
+import { queryDatabase } from "../support/Database.js"
+import { TIMESTAMP } from "../support/Formats.js"
+import { clientAt, expectFailure, expectInvalid, type GuardrailClient, keysOf, withRaw } from "../support/Api.js"
 import { call, expectError, expectValidation } from "../support/Raw.js"
 import { createKey, keyClient, tenant } from "../support/Tenants.js"
-import { baseUrl, TestDatabaseUrl, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
+import {
+  baseUrl,
+  SERVER_OPTIONS,
+  TestDatabaseUrl,
+  testServerOver,
+  testServerWithDatabase
+} from "../support/TestServer.js"
 import { GATEWAY_SETTINGS, modelPath, PROVIDER_KEY, setupGateway } from "./gateway-helpers.js"
 
 const CONNECTION_KEYS = [
@@ -29,7 +35,6 @@ const CONNECTION_KEYS = [
 ]
 
 /** The keys of a JSON object as sent, sorted. */
-const keysOf = (value: unknown) => (typeof value === "object" && value !== null ? Object.keys(value).sort() : [])
 
 type NewConnection = Parameters<GuardrailClient["providerConnections"]["createProviderConnection"]>[0]["payload"]
 
@@ -41,18 +46,21 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
         const db = yield* TestDatabaseUrl
         const owner = yield* tenant(base)
         const connections = owner.api.providerConnections
-        const [created, response] = yield* connections.createProviderConnection({
-          payload: {
-            display_name: "OpenAI",
-            kind: "chat_compatible",
-            provider_api_key: Redacted.make(PROVIDER_KEY),
-            default_model: "gpt-4o"
-          },
-          withResponse: true
-        })
+        const response = yield* withRaw(
+          connections.createProviderConnection({
+            payload: {
+              display_name: "OpenAI",
+              kind: "chat_compatible",
+              provider_api_key: Redacted.make(PROVIDER_KEY),
+              default_model: "gpt-4o"
+            },
+            withResponse: true
+          })
+        )
+        const created = response.value
         expect(response.status).toBe(201)
         // The keys as sent: the client's decoding would drop any field the schema does not know.
-        expect(keysOf(yield* sentJson(response))).toEqual(CONNECTION_KEYS)
+        expect(keysOf(response.body)).toEqual(CONNECTION_KEYS)
         expect(created).toMatchObject({
           display_name: "OpenAI",
           kind: "chat_compatible",
@@ -61,16 +69,18 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
           credential_status: "configured"
         })
         expect(created.created_at).toMatch(TIMESTAMP)
-        expect(yield* sentText(response)).not.toContain(PROVIDER_KEY)
+        expect(response.text).not.toContain(PROVIDER_KEY)
 
         const anthropic = yield* connections.createProviderConnection({
           payload: { display_name: "Claude", kind: "messages_compatible", provider_api_key: Redacted.make("sk-ant-x") }
         })
         expect(anthropic.base_url).toBe("https://api.anthropic.com")
 
-        const [listed, listedResponse] = yield* connections.listProviderConnections({ withResponse: true })
+        const { text: listedText, value: listed } = yield* withRaw(
+          connections.listProviderConnections({ withResponse: true })
+        )
         expect(listed.provider_connections.map((connection) => connection.id)).toEqual([anthropic.id, created.id])
-        expect(yield* sentText(listedResponse)).not.toContain(PROVIDER_KEY)
+        expect(listedText).not.toContain(PROVIDER_KEY)
 
         const [row] = yield* queryDatabase<{ encrypted_api_key: string }>(
           db,
@@ -136,13 +146,15 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
         expect(renamed).toMatchObject({ display_name: "Renamed", base_url: "http://127.0.0.1:9" })
         expect(yield* stored()).toBe(before)
 
-        const [rekeyed, rekeyedResponse] = yield* connections.updateProviderConnection({
-          path,
-          payload: { provider_api_key: Redacted.make("sk-new-key-456") },
-          withResponse: true
-        })
+        const { text: rekeyedText, value: rekeyed } = yield* withRaw(
+          connections.updateProviderConnection({
+            path,
+            payload: { provider_api_key: Redacted.make("sk-new-key-456") },
+            withResponse: true
+          })
+        )
         expect(rekeyed.credential_status).toBe("configured")
-        expect(yield* sentText(rekeyedResponse)).not.toContain("sk-new-key-456")
+        expect(rekeyedText).not.toContain("sk-new-key-456")
         expect(yield* stored()).not.toBe(before)
 
         // A stored key never follows a new base_url: changing it takes the key for the new server (400 otherwise).
@@ -242,10 +254,10 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
         const theirs = yield* setupGateway(base, other, "http://127.0.0.1:9")
         const routes = owner.api.gatewayRoutes
 
-        const [listed, listedResponse] = yield* routes.listGatewayRoutes({ withResponse: true })
+        const { body: listedBody, value: listed } = yield* withRaw(routes.listGatewayRoutes({ withResponse: true }))
         expect(listed.gateway_routes).toHaveLength(1)
         // The keys as sent: the client's decoding would drop any field the schema does not know.
-        const sent = (yield* sentJson(listedResponse)) as { readonly gateway_routes: ReadonlyArray<unknown> }
+        const sent = listedBody as { readonly gateway_routes: ReadonlyArray<unknown> }
         expect(keysOf(sent.gateway_routes[0])).toEqual([
           "agent_id",
           "created_at",

@@ -10,7 +10,6 @@
  */
 import { afterAll, expect, layer } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { eventually } from "../support/Eventually.js"
 import { sample, scrape } from "../support/Metrics.js"
 import { expectError, type JsonResponse, request } from "../support/Raw.js"
@@ -26,7 +25,7 @@ import {
   type UsageMessage
 } from "./gateway-helpers.js"
 import { HANG_INPUT_TOKENS, startStubUpstream, USAGE } from "./stub-upstream.js"
-import { testServerWithDatabase } from "../support/TestServer.js"
+import { SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
 
 const stub = await startStubUpstream()
 afterAll(() => stub.close())

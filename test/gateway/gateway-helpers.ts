@@ -3,8 +3,8 @@ import { expect } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
 import type { LlmUsageMessage } from "../../src/billing/Domain.js"
 import type { GatewayRouteId, ProviderConnectionId } from "../../src/gateway/Domain.js"
-import { queryDatabase } from "../identity/http-helpers.js"
-import type { GuardrailClient } from "../support/Api.js"
+import { queryDatabase } from "../support/Database.js"
+import type { Caller } from "../support/Api.js"
 import { eventually } from "../support/Eventually.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, TestDatabaseUrl } from "../support/TestServer.js"
@@ -29,12 +29,7 @@ export interface Gateway {
 }
 
 /** A connection to `upstreamUrl` and a route through it, created by `owner`. */
-export const setupGateway = (
-  base: string,
-  owner: { readonly api: GuardrailClient },
-  upstreamUrl: string,
-  agentId = "support-bot"
-) =>
+export const setupGateway = (base: string, owner: Caller, upstreamUrl: string, agentId = "support-bot") =>
   Effect.gen(function* () {
     const connection = yield* owner.api.providerConnections.createProviderConnection({
       payload: {
@@ -60,17 +55,13 @@ export const setupGateway = (
  */
 export const modelPath = (model: string) => ({ model: encodeURIComponent(model) })
 
-export const setPrice = (owner: { readonly api: GuardrailClient }, model: string, input: number, output: number) =>
+export const setPrice = (owner: Caller, model: string, input: number, output: number) =>
   owner.api.llmPricing.putLlmPrice({
     path: modelPath(model),
     payload: { input_per_million_minor: input, output_per_million_minor: output }
   })
 
-export const setBudget = (
-  owner: { readonly api: GuardrailClient },
-  capMinor: number | null,
-  window: "day" | "month" = "month"
-) =>
+export const setBudget = (owner: Caller, capMinor: number | null, window: "day" | "month" = "month") =>
   owner.api.settings.updateSettings({
     payload: { config: { llm_budget: capMinor === null ? null : { cap_minor: capMinor, currency: "usd", window } } }
   })

@@ -11,11 +11,16 @@ import { HttpServer } from "@effect/platform"
 import { Context, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import OpenAI from "openai"
 import { usageGroupsOf, usageRecordsOf } from "../billing/billing-helpers.js"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { eventually } from "../support/Eventually.js"
 import { call, expectError } from "../support/Raw.js"
 import { createKey, tenant } from "../support/Tenants.js"
-import { baseUrl, TestDatabaseUrl, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
+import {
+  baseUrl,
+  SERVER_OPTIONS,
+  TestDatabaseUrl,
+  testServerOver,
+  testServerWithDatabase
+} from "../support/TestServer.js"
 import {
   awaitUsage,
   GATEWAY_SETTINGS,

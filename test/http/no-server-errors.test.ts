@@ -17,10 +17,10 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, JSONSchema, type Schema } from "effect"
 import fc from "fast-check"
 import { AgentProfileDocument, PolicyDocument } from "../../src/catalog/Domain.js"
-import { queryDatabase, SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { queryDatabase } from "../support/Database.js"
 import { call, type CallOptions, type ErrorShape, isErrorBody, type JsonResponse } from "../support/Raw.js"
 import { createKey, INTERNAL_KEY, tenant } from "../support/Tenants.js"
-import { baseUrl, TestDatabaseUrl, testServer, testServerWithDatabase } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServer, testServerWithDatabase } from "../support/TestServer.js"
 import {
   fieldPaths,
   fieldSchema,

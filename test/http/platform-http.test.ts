@@ -21,34 +21,16 @@ import { createServer, request as httpRequest } from "node:http"
 import * as Errors from "../../src/http/Errors.js"
 import { requestPipeline } from "../../src/http/Pipeline.js"
 import { makeRouteTable } from "../../src/http/Routes.js"
-import { signUp } from "../support/Sessions.js"
-import { baseUrl, jsonBody, request, testServer } from "../support/TestServer.js"
+import { call, expectError, isErrorBody, request } from "../support/Raw.js"
+import { signUp } from "../support/Tenants.js"
+import { baseUrl, testServer } from "../support/TestServer.js"
 
 const MiB = 1024 * 1024
 const SERVER_OPTIONS = { timeout: "120 seconds", excludeTestServices: true } as const
 
 // ---------------------------------------------------------------- helpers
 
-interface ErrorShape {
-  readonly error: {
-    readonly code: string
-    readonly message: string
-    readonly details?: ReadonlyArray<{ readonly path: string; readonly message: string }>
-    readonly request_id?: string
-  }
-}
-
-const SNAKE_CASE = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
-
-/** True when `body` is the conventions' error body `{error: {code, message}}` with a snake_case code. */
-const isErrorBody = (body: unknown): body is ErrorShape => {
-  if (typeof body !== "object" || body === null) return false
-  const error = (body as { error?: unknown }).error
-  if (typeof error !== "object" || error === null) return false
-  const { code, message } = error as { code?: unknown; message?: unknown }
-  return typeof code === "string" && SNAKE_CASE.test(code) && typeof message === "string" && message.length > 0
-}
 
 /**
  * `request` with a deadline: a server that never answers fails the test in
@@ -56,15 +38,6 @@ const isErrorBody = (body: unknown): body is ErrorShape => {
  * the server can still shut down.
  */
 const answered = (url: string, init: RequestInit = {}) => request(url, { ...init, signal: AbortSignal.timeout(15_000) })
-
-/** Asserts the response is `status` with the error body carrying `code`; answers the error. */
-const expectError = (response: { status: number; body: unknown; text: string }, status: number, code: string) => {
-  expect(response.status, response.text).toBe(status)
-  expect(isErrorBody(response.body), response.text).toBe(true)
-  const { error } = response.body as ErrorShape
-  expect(error.code).toBe(code)
-  return error
-}
 
 interface RawResponse {
   readonly status: number
@@ -263,7 +236,6 @@ layer(testServer("database"), SERVER_OPTIONS)("platform HTTP (database event log
         expectError(response, 404, "route_not_found")
       })
     )
-
   })
 
   describe("bad input is a 400", () => {
@@ -281,12 +253,8 @@ layer(testServer("database"), SERVER_OPTIONS)("platform HTTP (database event log
     it.effect("an empty JSON body answers 400 validation_failed", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
-        const { auth } = yield* signUp(base)
-        const response = yield* answered(`${base}/v1/runs`, {
-          method: "POST",
-          headers: { "content-type": "application/json", ...auth },
-          body: ""
-        })
+        const { jwt } = yield* signUp(base)
+        const response = yield* call(base, "POST", "/v1/runs", { token: jwt, raw: "" })
         expectError(response, 400, "validation_failed")
       })
     )
@@ -294,9 +262,8 @@ layer(testServer("database"), SERVER_OPTIONS)("platform HTTP (database event log
     it.effect("a schema violation answers 400 validation_failed naming the field", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
-        const { auth } = yield* signUp(base)
-        const body = jsonBody({ agent_id: "a", kind: "nope" })
-        const response = yield* answered(`${base}/v1/runs`, { ...body, headers: { ...body.headers, ...auth } })
+        const { jwt } = yield* signUp(base)
+        const response = yield* call(base, "POST", "/v1/runs", { token: jwt, body: { agent_id: "a", kind: "nope" } })
         const error = expectError(response, 400, "validation_failed")
         expect(error.details?.map((detail) => detail.path)).toContain("kind")
         expect(error.message).toContain("kind")
@@ -306,9 +273,9 @@ layer(testServer("database"), SERVER_OPTIONS)("platform HTTP (database event log
     it.effect("a bad query parameter answers 400 validation_failed", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
-        const { auth } = yield* signUp(base)
+        const { jwt } = yield* signUp(base)
         for (const limit of ["-1", "abc", "1.5"]) {
-          const response = yield* answered(`${base}/v1/runs?limit=${limit}`, { headers: auth })
+          const response = yield* call(base, "GET", `/v1/runs?limit=${limit}`, { token: jwt })
           const error = expectError(response, 400, "validation_failed")
           expect(error.details?.map((detail) => detail.path)).toContain("limit")
         }
@@ -345,10 +312,9 @@ layer(testServer("database"), SERVER_OPTIONS)("platform HTTP (database event log
 
     it.effect("a YAML endpoint accepts a JSON document sent as application/json (not 415/500)", () =>
       Effect.gen(function* () {
-        const response = yield* answered(
-          `${yield* baseUrl}/v1/policies`,
-          jsonBody({ id: "no-refund-promise", description: "Never promise a refund" })
-        )
+        const response = yield* call(yield* baseUrl, "POST", "/v1/policies", {
+          body: { id: "no-refund-promise", description: "Never promise a refund" }
+        })
         expect(response.status, response.text).not.toBe(415)
         expect(response.status, response.text).toBeLessThan(500)
       })
@@ -358,11 +324,11 @@ layer(testServer("database"), SERVER_OPTIONS)("platform HTTP (database event log
     it.effect("a JSON endpoint answers a +json content type it accepts (application/vnd.api+json), no hang", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
-        const { auth } = yield* signUp(base)
-        const response = yield* answered(`${base}/v1/runs`, {
-          method: "POST",
-          headers: { "content-type": "application/vnd.api+json", ...auth },
-          body: JSON.stringify({ agent_id: "a", kind: "chat_session" })
+        const { jwt } = yield* signUp(base)
+        const response = yield* call(base, "POST", "/v1/runs", {
+          token: jwt,
+          body: { agent_id: "a", kind: "chat_session" },
+          contentType: "application/vnd.api+json"
         })
         // The body is decoded as JSON and the run is created.
         expect(response.status, response.text).toBe(201)
@@ -425,10 +391,9 @@ layer(testServer("database"), SERVER_OPTIONS)("platform HTTP (database event log
 
     it.effect("a body just under the limit is read (not 413)", () =>
       Effect.gen(function* () {
-        const response = yield* answered(
-          `${yield* baseUrl}/v1/runs`,
-          jsonBody({ agent_id: "a", kind: "chat_session", metadata: "x".repeat(MiB - 1024) })
-        )
+        const response = yield* call(yield* baseUrl, "POST", "/v1/runs", {
+          body: { agent_id: "a", kind: "chat_session", metadata: "x".repeat(MiB - 1024) }
+        })
         expect(response.status, response.text).not.toBe(413)
         expect(response.status, response.text).toBeLessThan(500)
       })
@@ -677,9 +642,7 @@ layer(testServer("kafka"), SERVER_OPTIONS)("platform HTTP (Kafka event log)", (i
 /** A throwaway API whose one endpoint dies, served with the same request pipeline as src/Server.ts. */
 class BoomGroup extends HttpApiGroup.make("boom").add(HttpApiEndpoint.get("boom", "/boom").addSuccess(Schema.String)) {}
 
-class BoomApi extends HttpApi.make("boom-test")
-  .add(BoomGroup)
-  .addError(Errors.AnyHttpErrorWire) {}
+class BoomApi extends HttpApi.make("boom-test").add(BoomGroup).addError(Errors.AnyHttpErrorWire) {}
 
 const BoomGroupLive = HttpApiBuilder.group(BoomApi, "boom", (handlers) =>
   handlers.handle("boom", () => Effect.die(new Error("boom")))

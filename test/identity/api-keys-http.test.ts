@@ -5,12 +5,14 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
-import { clientAt, expectFailure, type GuardrailClient } from "../support/Api.js"
+import { clientAt, expectFailure, type GuardrailClient, withRaw } from "../support/Api.js"
 import { call, expectError, expectValidation } from "../support/Raw.js"
 import { createEnvironment, createKey, keyClient, sha256Hex, tenant } from "../support/Tenants.js"
 import { uniqueName } from "../support/TestPlatform.js"
-import { baseUrl, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
-import { answerOf, describeAnswer, queryDatabase, SERVER_OPTIONS, TIMESTAMP, withRaw } from "./http-helpers.js"
+import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+import { answerOf, describeAnswer } from "./http-helpers.js"
+import { queryDatabase } from "../support/Database.js"
+import { TIMESTAMP } from "../support/Formats.js"
 
 /** The workspace's keys as decoded, and the answer as sent (to show no plaintext is in it). */
 const listKeys = (owner: { readonly api: GuardrailClient }) =>

@@ -12,8 +12,8 @@ import { clientAt, type GuardrailClient } from "../support/Api.js"
 import { call, isErrorBody, SNAKE_CASE } from "../support/Raw.js"
 import { createEnvironment, INTERNAL_KEY, sha256Hex, tenant } from "../support/Tenants.js"
 import { uniqueName } from "../support/TestPlatform.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
-import { answerOf, describeAnswer, SERVER_OPTIONS } from "./http-helpers.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { answerOf, describeAnswer } from "./http-helpers.js"
 
 const NUL = "a\u0000b"
 

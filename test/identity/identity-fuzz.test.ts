@@ -14,8 +14,7 @@ import type { GuardrailClient } from "../support/Api.js"
 import { isErrorBody } from "../support/Raw.js"
 import { createEnvironment, createKey, INTERNAL_KEY, sha256Hex, signUp, tenant } from "../support/Tenants.js"
 import { uniqueName } from "../support/TestPlatform.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
-import { SERVER_OPTIONS } from "./http-helpers.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 
 const SEED = 20_261_122
 const INVITED = ["someone@example.com", "invited1@example.com", "invited2@example.com", "invited3@example.com"]

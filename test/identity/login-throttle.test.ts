@@ -10,8 +10,8 @@ import { clientAt } from "../support/Api.js"
 import { isErrorBody } from "../support/Raw.js"
 import { sha256Hex, signUp } from "../support/Tenants.js"
 import { uniqueName } from "../support/TestPlatform.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
-import { answerOf, postFrom, type RawResponse, SERVER_OPTIONS } from "./http-helpers.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { answerOf, postFrom, type RawResponse } from "./http-helpers.js"
 
 // Sign-ins go out raw through `postFrom`: each from its own loopback address, which the typed client cannot
 // choose, and the 429 answers are checked for their Retry-After header and whole bodies.

@@ -11,8 +11,16 @@ import { clientAt, expectFailure } from "../support/Api.js"
 import { isErrorBody } from "../support/Raw.js"
 import { sha256Hex, signUp } from "../support/Tenants.js"
 import { uniqueName } from "../support/TestPlatform.js"
-import { baseUrl, TestDatabaseUrl, testServer, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
-import { postFrom, queryDatabase, type RawResponse, SERVER_OPTIONS } from "./http-helpers.js"
+import {
+  baseUrl,
+  SERVER_OPTIONS,
+  TestDatabaseUrl,
+  testServer,
+  testServerOver,
+  testServerWithDatabase
+} from "../support/TestServer.js"
+import { postFrom, type RawResponse } from "./http-helpers.js"
+import { queryDatabase } from "../support/Database.js"
 
 const storedHash = (db: string, userId: string) =>
   Effect.map(

@@ -7,10 +7,15 @@
 import { expect, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
-import { baseUrl, TestDatabaseUrl, testServerWithDatabase, testServerWithRelayOver } from "../support/TestServer.js"
+import {
+  baseUrl,
+  SERVER_OPTIONS,
+  TestDatabaseUrl,
+  testServerWithDatabase,
+  testServerWithRelayOver
+} from "../support/TestServer.js"
 import { clientAt, expectFailure } from "../support/Api.js"
 import { createKey, keyClient, tenant } from "../support/Tenants.js"
-import { SERVER_OPTIONS } from "./http-helpers.js"
 
 layer(testServerWithDatabase("database"), SERVER_OPTIONS)("a second instance over the same database", (it) => {
   it.effect(

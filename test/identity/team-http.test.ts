@@ -9,7 +9,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { HttpServer } from "@effect/platform"
 import { randomUUID } from "node:crypto"
 import { Invite, WorkspaceMembership } from "../../src/identity/Domain.js"
-import { clientAt, expectFailure, type GuardrailClient } from "../support/Api.js"
+import { clientAt, expectFailure, type GuardrailClient, withRaw } from "../support/Api.js"
 import { call, expectError, expectValidation } from "../support/Raw.js"
 import {
   createEnvironment,
@@ -22,8 +22,15 @@ import {
   tenant
 } from "../support/Tenants.js"
 import { uniqueName } from "../support/TestPlatform.js"
-import { baseUrl, TestDatabaseUrl, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
-import { answerOf, describeAnswer, SERVER_OPTIONS, TIMESTAMP, withRaw } from "./http-helpers.js"
+import {
+  baseUrl,
+  SERVER_OPTIONS,
+  TestDatabaseUrl,
+  testServerOver,
+  testServerWithDatabase
+} from "../support/TestServer.js"
+import { answerOf, describeAnswer } from "./http-helpers.js"
+import { TIMESTAMP } from "../support/Formats.js"
 
 /** GET /v1/team/my-workspaces for `userId` with `token` (none: anonymous), naming `email` when given. */
 const myWorkspaces = (

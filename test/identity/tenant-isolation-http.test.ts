@@ -6,11 +6,11 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { clientAt, expectFailure, type GuardrailClient } from "../support/Api.js"
+import { clientAt, expectFailure, type GuardrailClient, withRaw } from "../support/Api.js"
 import { createEnvironment, createKey, INTERNAL_KEY, keyClient, tenant } from "../support/Tenants.js"
 import { uniqueName } from "../support/TestPlatform.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
-import { answerOf, describeAnswer, SERVER_OPTIONS, withRaw } from "./http-helpers.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { answerOf, describeAnswer } from "./http-helpers.js"
 
 /** A tenant with a second environment (with checker modes), a key bound to it, a default key and an invite. */
 const populated = (base: string) =>

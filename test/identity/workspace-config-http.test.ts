@@ -6,11 +6,12 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { EnvironmentId } from "../../src/identity/Domain.js"
-import { clientAt, expectFailure, expectInvalid, type GuardrailClient } from "../support/Api.js"
+import { clientAt, expectFailure, expectInvalid, type GuardrailClient, withRaw } from "../support/Api.js"
 import { call, expectError, expectValidation } from "../support/Raw.js"
 import { createEnvironment, tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
-import { answerOf, describeAnswer, SERVER_OPTIONS, TIMESTAMP, withRaw } from "./http-helpers.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { answerOf, describeAnswer } from "./http-helpers.js"
+import { TIMESTAMP } from "../support/Formats.js"
 
 const MODES = ["approval_checker_mode", "flow_checker_mode", "memory_checker_mode", "param_checker_mode"] as const
 

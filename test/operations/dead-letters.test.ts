@@ -15,7 +15,7 @@ import { consumeOnce, UndecodableEvent } from "../../src/platform/Consumer.js"
 import { Outbox } from "../../src/platform/Outbox.js"
 import { PlatformLive } from "../../src/platform/Platform.js"
 import { Topics } from "../../src/platform/Topics.js"
-import { queryDatabase } from "../identity/http-helpers.js"
+import { queryDatabase } from "../support/Database.js"
 import { eventually } from "../support/Eventually.js"
 import { configLayer, freshDatabase, settingsFor, uniqueName } from "../support/TestPlatform.js"
 

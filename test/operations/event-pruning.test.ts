@@ -19,7 +19,7 @@ import { consumeStream } from "../../src/platform/Consumer.js"
 import { EventLog } from "../../src/platform/EventLog.js"
 import { PlatformCoreLive } from "../../src/platform/Platform.js"
 import { Topics } from "../../src/platform/Topics.js"
-import { queryDatabase } from "../identity/http-helpers.js"
+import { queryDatabase } from "../support/Database.js"
 import { eventually } from "../support/Eventually.js"
 import { configLayer, type EventLogMode, freshDatabase, settingsFor, uniqueName } from "../support/TestPlatform.js"
 

@@ -11,13 +11,18 @@ import { GuardrailApi } from "../../src/Api.js"
 import { featureOfGroup } from "../../src/identity/FeatureFlags.js"
 import { isHttpError, statusOf } from "../../src/http/Errors.js"
 import { makeRouteTable } from "../../src/http/Routes.js"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { expectErrorShape } from "../catalog/catalog-helpers.js"
 import { clientAt, expectFailure } from "../support/Api.js"
 import { eventually } from "../support/Eventually.js"
 import { call, expectError, expectValidation, isErrorBody } from "../support/Raw.js"
 import { createKey, keyClient, signUp, tenant } from "../support/Tenants.js"
-import { baseUrl, TestDatabaseUrl, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
+import {
+  baseUrl,
+  SERVER_OPTIONS,
+  TestDatabaseUrl,
+  testServerOver,
+  testServerWithDatabase
+} from "../support/TestServer.js"
 
 const gatedRoutes = makeRouteTable(GuardrailApi).filter((route) => featureOfGroup[route.group] !== undefined)
 const pathOf = (template: string) => template.replace(/:[A-Za-z_]+/g, "x")

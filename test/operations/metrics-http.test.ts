@@ -8,13 +8,19 @@ import { expect, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { RunId } from "../../src/runs/Domain.js"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { clientAt, expectFailure } from "../support/Api.js"
 import { sample, scrape as scrapeWith } from "../support/Metrics.js"
 import { call } from "../support/Raw.js"
 import { tenant } from "../support/Tenants.js"
-import { baseUrl, TestDatabaseUrl, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
-import { createPolicy, propose, reply, until } from "./traffic-helpers.js"
+import {
+  baseUrl,
+  SERVER_OPTIONS,
+  TestDatabaseUrl,
+  testServerOver,
+  testServerWithDatabase
+} from "../support/TestServer.js"
+import { createPolicy, propose, reply } from "../support/Events.js"
+import { until } from "../support/Eventually.js"
 
 const TOKEN = "metrics-token-0123456789abcdef0123456789"
 
@@ -29,14 +35,14 @@ layer(testServerWithDatabase("kafka", { METRICS_TOKEN: TOKEN }), SERVER_OPTIONS)
       yield* expectFailure((yield* clientAt(base, { token: "wrong" })).metrics.metrics(), 401, "unauthenticated")
 
       const owner = yield* tenant(base)
-      yield* createPolicy(owner, "no-refunds", { value: "refund" })
+      yield* createPolicy(base, owner, "no-refunds", { value: "refund" })
       const before = yield* scrape(base)
       const count = (text: string, labels: Record<string, string>) =>
         sample(text, "guardrail_http_requests_total", labels) ?? 0
       const decisions = (text: string, effect: string) => sample(text, "guardrail_decisions_total", { effect }) ?? 0
 
-      for (let i = 0; i < 3; i++) yield* propose(owner, "bot", reply("Your order ships tomorrow."))
-      yield* propose(owner, "bot", reply("I promise a refund."))
+      for (let i = 0; i < 3; i++) yield* propose(base, owner, "bot", reply("Your order ships tomorrow."))
+      yield* propose(base, owner, "bot", reply("I promise a refund."))
       yield* Effect.ignore(owner.api.runs.getRun({ path: { id: RunId.make("run_missing") } }))
       // Raw: a path outside the contract.
       yield* call(base, "GET", "/no/such/route")
@@ -98,7 +104,7 @@ layer(testServerWithDatabase("database", { METRICS_TOKEN: TOKEN }), SERVER_OPTIO
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        for (let i = 0; i < 3; i++) yield* propose(owner, "bot", reply(`answer ${i}`))
+        for (let i = 0; i < 3; i++) yield* propose(base, owner, "bot", reply(`answer ${i}`))
         yield* until(
           Effect.map(scrape(base), (text) => {
             expect(

@@ -10,17 +10,17 @@ import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect, Fiber, Queue, TestClock, TestContext } from "effect"
 import { retentionLoop, retentionTargets, type SweepReport } from "../../src/operations/Retention.js"
-import { queryDatabase, SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { queryDatabase } from "../support/Database.js"
 import { type Tenant, tenant } from "../support/Tenants.js"
-import { baseUrl, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
-import { propose, reply } from "./traffic-helpers.js"
+import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+import { propose, reply } from "../support/Events.js"
 
 /** Three decisions in a run, one run event and one review for each decision. */
-const activity = (owner: Tenant) =>
+const activity = (base: string, owner: Tenant) =>
   Effect.gen(function* () {
     const run = yield* owner.api.runs.createRun({ payload: { agent_id: "bot", kind: "chat_session" } })
     for (let i = 0; i < 3; i++) {
-      const decision = yield* propose(owner, "bot", reply(`answer ${i}`), { run_id: run.id })
+      const decision = yield* propose(base, owner, "bot", reply(`answer ${i}`), { run_id: run.id })
       yield* owner.api.runs.appendRunEvent({ path: { id: run.id }, payload: { kind: "agent_turn" } })
       yield* owner.api.reviewEvents.createReviewEvent({
         path: { trace_id: decision.trace_id },
@@ -54,8 +54,8 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("retention_days", (it)
       const longLived = yield* tenant(base)
       yield* shortLived.api.settings.updateSettings({ payload: { retention_days: "30" } })
       yield* longLived.api.settings.updateSettings({ payload: { retention_days: "365" } })
-      const runId = yield* activity(shortLived)
-      yield* activity(longLived)
+      const runId = yield* activity(base, shortLived)
+      yield* activity(base, longLived)
       const full = { traces: 3, receipts: 3, run_events: 3, review_events: 3, runs: 1 }
       expect(yield* countsOf(url, shortLived.workspaceId)).toEqual(full)
       const counters = yield* shortLived.api.runs.getRun({ path: { id: runId } })

@@ -10,10 +10,11 @@ import { Effect } from "effect"
 import { Kafka, logLevel } from "kafkajs"
 import { request as httpRequest } from "node:http"
 import { inject } from "vitest"
-import { queryDatabase } from "../identity/http-helpers.js"
+import { queryDatabase } from "../support/Database.js"
 import { tenant } from "../support/Tenants.js"
 import { startChildService } from "./child-service.js"
-import { eventBody, propose, reply, until } from "./traffic-helpers.js"
+import { eventBody, propose, reply } from "../support/Events.js"
+import { until } from "../support/Eventually.js"
 
 /**
  * A POST whose body is sent in two halves: the second only when `release` resolves. It asks for
@@ -83,7 +84,7 @@ it.live(
       const base = service.baseUrl
       const owner = yield* tenant(base)
       const run = yield* owner.api.runs.createRun({ payload: { agent_id: "bot", kind: "chat_session" } })
-      for (let i = 0; i < 4; i++) yield* propose(owner, "bot", reply(`answer ${i}`), { run_id: run.id })
+      for (let i = 0; i < 4; i++) yield* propose(base, owner, "bot", reply(`answer ${i}`), { run_id: run.id })
       // The run-counters consumer has applied the four decisions.
       yield* until(
         Effect.map(owner.api.runs.getRun({ path: { id: run.id } }), (detail) => expect(detail.run.trace_count).toBe(4)),

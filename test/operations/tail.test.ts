@@ -15,10 +15,10 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { Kafka, logLevel } from "kafkajs"
 import { AppConfig } from "../../src/platform/Config.js"
-import { SERVER_OPTIONS, UUID } from "../identity/http-helpers.js"
+import { UUID } from "../support/Formats.js"
 import { tenant } from "../support/Tenants.js"
-import { baseUrl, TestDatabaseUrl, testServer, testServerWithDatabase } from "../support/TestServer.js"
-import { createAgent, propose, reply } from "./traffic-helpers.js"
+import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServer, testServerWithDatabase } from "../support/TestServer.js"
+import { createAgent, propose, reply } from "../support/Events.js"
 
 /** Each test starts tail processes (node + tsx, several seconds each on a busy machine). */
 const TEST_TIMEOUT = 120_000
@@ -118,17 +118,17 @@ layer(testServer("kafka"), SERVER_OPTIONS)("npm run tail (Kafka)", (it) => {
           const base = yield* baseUrl
           const settings = yield* kafkaSettings
           const [mine, other] = yield* Effect.all([tenant(base), tenant(base)])
-          yield* createAgent(mine, AGENT)
-          yield* createAgent(other, AGENT)
+          yield* createAgent(base, mine, AGENT)
+          yield* createAgent(base, other, AGENT)
 
           const filtered = yield* startTail(["decisions", "--workspace", mine.workspaceId], settings)
           const everything = yield* startTail(["decisions"], settings)
           yield* waitReady(filtered)
           yield* waitReady(everything)
 
-          const theirs = yield* propose(other, AGENT, reply("Their order ships tomorrow."))
-          const permit = yield* propose(mine, AGENT, reply("Your order ships tomorrow."))
-          const deny = yield* propose(mine, AGENT, reply("I promise a full refund."))
+          const theirs = yield* propose(base, other, AGENT, reply("Their order ships tomorrow."))
+          const permit = yield* propose(base, mine, AGENT, reply("Your order ships tomorrow."))
+          const deny = yield* propose(base, mine, AGENT, reply("I promise a full refund."))
           expect([permit.effect, deny.effect]).toEqual(["permit", "deny"])
 
           // The unfiltered tail sees all three, so the other workspace's decision has been published too.
@@ -253,8 +253,8 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("npm run tail (databas
         const base = yield* baseUrl
         const databaseUrl = yield* TestDatabaseUrl
         const owner = yield* tenant(base)
-        yield* createAgent(owner, AGENT)
-        const before = yield* propose(owner, AGENT, reply("Published before the tail started."))
+        yield* createAgent(base, owner, AGENT)
+        const before = yield* propose(base, owner, AGENT, reply("Published before the tail started."))
 
         const settings = { DATABASE_URL: databaseUrl, POLL_INTERVAL_MS: "50" }
         const replay = yield* startTail(["decisions", "--from-beginning"], settings)
@@ -265,7 +265,7 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("npm run tail (databas
         )
         const fresh = yield* startTail(["decisions", "--workspace", owner.workspaceId], settings)
         yield* waitReady(fresh)
-        const after = yield* propose(owner, AGENT, reply("Your order ships tomorrow."))
+        const after = yield* propose(base, owner, AGENT, reply("Your order ships tomorrow."))
         yield* waitUntil(
           () => fresh.lines.length >= 1 && replay.lines.length >= 2,
           () =>

@@ -10,7 +10,7 @@ import { Effect } from "effect"
 import { readTopics } from "../privacy/kafka-read.js"
 import { tenant } from "../support/Tenants.js"
 import { startChildService } from "./child-service.js"
-import { createPolicy, propose, reply } from "./traffic-helpers.js"
+import { createPolicy, propose, reply } from "../support/Events.js"
 
 it.live(
   "details on the decisions topic and in the log only for workspaces with telemetry enabled",
@@ -21,15 +21,15 @@ it.live(
       const reporting = yield* tenant(base)
       const quiet = yield* tenant(base)
       for (const owner of [reporting, quiet]) {
-        yield* createPolicy(owner, "no-refunds", { value: "refund", description: "Refunds need a human" })
+        yield* createPolicy(base, owner, "no-refunds", { value: "refund", description: "Refunds need a human" })
       }
       const settings = yield* reporting.api.settings.getSettings()
       expect(settings.telemetry_enabled).toBe(true) // the default
       yield* quiet.api.settings.updateSettings({ payload: { telemetry_enabled: false } })
       yield* Effect.sleep("1100 millis")
 
-      const reported = yield* propose(reporting, "bot", reply("I promise a refund."))
-      const unreported = yield* propose(quiet, "bot", reply("I promise a refund."))
+      const reported = yield* propose(base, reporting, "bot", reply("I promise a refund."))
+      const unreported = yield* propose(base, quiet, "bot", reply("I promise a refund."))
       // The decision itself does not depend on telemetry.
       expect([reported.effect, unreported.effect]).toEqual(["deny", "deny"])
       expect(unreported.findings).toHaveLength(1)

@@ -10,13 +10,14 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
 import { createServer, type Socket } from "node:net"
 import type { AddressInfo } from "node:net"
-import { createAgent, createAlert, deliveriesOf, proposeReply, until } from "../billing/billing-helpers.js"
+import { createAlert, deliveriesOf } from "../billing/billing-helpers.js"
+import { createAgent, proposeCall, reply } from "../support/Events.js"
+import { until } from "../support/Eventually.js"
 import { GATEWAY_SETTINGS, PROVIDER_KEY, setupGateway } from "../gateway/gateway-helpers.js"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { expectInvalid, type GuardrailClient } from "../support/Api.js"
 import { call, expectError } from "../support/Raw.js"
 import { createKey, INTERNAL_KEY, joinedAs, keyClient, tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import { loopbackServer, scriptedResolver } from "./outbound-helpers.js"
 
 const { resolver } = scriptedResolver({
@@ -168,7 +169,7 @@ layer(server, SERVER_OPTIONS)("outbound calls", (it) => {
       const owner = yield* tenant(base)
       const sink = yield* loopbackServer(200)
       const redirector = yield* loopbackServer(307, `http://127.0.0.1:${sink.port}/internal`)
-      yield* createAgent(owner.api, "support-bot")
+      yield* createAgent(base, owner, "support-bot")
       yield* owner.api.settings.updateSettings({
         payload: { escalation_webhook_url: `http://127.0.0.1:${redirector.port}/escalations` }
       })
@@ -180,7 +181,7 @@ layer(server, SERVER_OPTIONS)("outbound calls", (it) => {
         window: "day",
         webhook_url: `http://127.0.0.1:${redirector.port}/budget`
       })
-      expect((yield* proposeReply(owner, "support-bot", "I will ask our lawyer.")).status).toBe("escalated")
+      expect((yield* proposeCall(base, owner, "support-bot", reply("I will ask our lawyer."))).status).toBe("escalated")
       // The delivery's one attempt is recorded after its POST ended: a followed redirect would have reached the sink.
       const attempts = yield* until(
         Effect.map(deliveriesOf(owner.api, alert.id), (deliveries) => {

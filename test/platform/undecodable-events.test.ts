@@ -9,9 +9,9 @@ import { Effect } from "effect"
 import { randomUUID } from "node:crypto"
 import { EventLog } from "../../src/platform/EventLog.js"
 import { Topics } from "../../src/platform/Topics.js"
-import { queryDatabase, SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { queryDatabase } from "../support/Database.js"
 import { eventually } from "../support/Eventually.js"
-import { TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+import { SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 
 layer(testServerWithDatabase("database"), SERVER_OPTIONS)("undecodable events", (it) => {
   it.effect("every group reading the topic dead-letters it with the reason", () =>

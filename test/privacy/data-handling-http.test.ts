@@ -8,11 +8,11 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { createHash } from "node:crypto"
-import type { ProposedEvent } from "../../src/authorization/Domain.js"
-import { queryDatabase, SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { queryDatabase } from "../support/Database.js"
+import { createPolicy, proposeCall } from "../support/Events.js"
 import { type Tenant, tenant } from "../support/Tenants.js"
 import { uniqueName } from "../support/TestPlatform.js"
-import { baseUrl, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 import { readTopics } from "./kafka-read.js"
 
 const PREFIX = `${uniqueName("priv")}.`
@@ -33,54 +33,29 @@ interface Trail {
   readonly reviewId: string
 }
 
-/** A literal content policy as YAML (values JSON-quoted). */
-const policyYaml = (id: string, action: "deny" | "rewrite", value: string, rewrite?: string) =>
-  [
-    `id: ${id}`,
-    `description: ${JSON.stringify(`policy ${id}`)}`,
-    "family: content",
-    "severity: high",
-    `action: ${action}`,
-    "match:",
-    "  type: literal",
-    `  value: ${JSON.stringify(value)}`,
-    "  target: content",
-    ...(rewrite === undefined ? [] : [`rewrite: ${JSON.stringify(rewrite)}`])
-  ].join("\n") + "\n"
-
-const createPolicy = (owner: Tenant, yaml: string) =>
-  owner.api.policies.createPolicy({ payload: new TextEncoder().encode(yaml) })
-
-/** POST /v1/events: the bot proposes `action` in the owner's workspace and default environment. */
-const propose = (
-  owner: Tenant,
-  action: (typeof ProposedEvent.Type)["action"],
-  extras: { readonly run_id: string; readonly metadata?: unknown }
-) =>
-  owner.api.events.authorizeEvent({
-    payload: {
-      kind: "output.proposed",
-      principal: { agent_id: "bot", environment_id: owner.defaultEnvironmentId, workspace_id: owner.workspaceId },
-      action,
-      ...extras
-    }
-  })
-
 /** Sets the mode, waits for the runtime-config cache (1 s), and leaves a trail of every kind of record. */
-const leaveTrail = (owner: Tenant, mode: Mode) =>
+const leaveTrail = (base: string, owner: Tenant, mode: Mode) =>
   Effect.gen(function* () {
     yield* owner.api.settings.updateSettings({ payload: { data_handling_mode: mode } })
     yield* Effect.sleep("1100 millis")
     const run = yield* owner.api.runs.createRun({ payload: { agent_id: "bot", kind: "chat_session" } })
-    // Decided on the raw content: the rewrite policy matches "darn", the deny policy the raw key.
-    const rewritten = yield* propose(
+    // POST /v1/events as the bot; decided on the raw content: the rewrite policy matches "darn", the deny policy the raw key.
+    const rewritten = yield* proposeCall(
+      base,
       owner,
+      "bot",
       { operation: "reply", content: CONTENT, params: { to: EMAIL, card: CARD } },
       { run_id: run.id, metadata: { customer_phone: PHONE, workflow_step: "checkout" } }
     )
     expect(rewritten.effect).toBe("rewrite")
     expect(rewritten.transformed_value).toContain(EMAIL) // the caller gets its own content back
-    const denied = yield* propose(owner, { operation: "reply", content: `my key is ${API_KEY}` }, { run_id: run.id })
+    const denied = yield* proposeCall(
+      base,
+      owner,
+      "bot",
+      { operation: "reply", content: `my key is ${API_KEY}` },
+      { run_id: run.id }
+    )
     expect(denied.effect).toBe("deny")
     expect(denied.findings.map((finding) => finding.policy_id)).toEqual(["no-openai-keys"])
     yield* owner.api.runs.appendRunEvent({
@@ -151,14 +126,14 @@ layer(testServerWithDatabase("kafka", { KAFKA_TOPIC_PREFIX: PREFIX }), SERVER_OP
         const base = yield* baseUrl
         const url = yield* TestDatabaseUrl
         const owner = yield* tenant(base)
-        yield* createPolicy(owner, policyYaml("mask-darn", "rewrite", "darn", "[bleep]"))
-        yield* createPolicy(owner, policyYaml("no-openai-keys", "deny", API_KEY))
+        yield* createPolicy(base, owner, "mask-darn", { action: "rewrite", value: "darn", rewrite: "[bleep]" })
+        yield* createPolicy(base, owner, "no-openai-keys", { action: "deny", value: API_KEY })
 
-        const raw = yield* leaveTrail(owner, "raw_allowed")
+        const raw = yield* leaveTrail(base, owner, "raw_allowed")
         const rawStored = yield* storedText(url, raw)
         for (const value of [EMAIL, PHONE, CARD, IBAN, API_KEY, JWT]) expect(rawStored).toContain(value)
 
-        const redacted = yield* leaveTrail(owner, "redacted")
+        const redacted = yield* leaveTrail(base, owner, "redacted")
         const redactedStored = yield* storedText(url, redacted)
         for (const value of RAW_VALUES) expect(redactedStored, value).not.toContain(value)
         for (const placeholder of ["[EMAIL]", "[PHONE]", "[CARD]", "[IBAN]", "[API_KEY]", "[JWT]"]) {
@@ -170,7 +145,7 @@ layer(testServerWithDatabase("kafka", { KAFKA_TOPIC_PREFIX: PREFIX }), SERVER_OP
         const redactedTopics = yield* topicText(redacted)
         for (const value of RAW_VALUES) expect(redactedTopics, value).not.toContain(value)
 
-        const digestOnly = yield* leaveTrail(owner, "metadata_only")
+        const digestOnly = yield* leaveTrail(base, owner, "metadata_only")
         const digestStored = yield* storedText(url, digestOnly)
         for (const value of RAW_VALUES) expect(digestStored, value).not.toContain(value)
         expect(digestStored).not.toContain("[EMAIL]") // not even a redacted copy: only digests

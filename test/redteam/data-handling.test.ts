@@ -12,11 +12,10 @@ import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { createHash } from "node:crypto"
 import type { JobId } from "../../src/redteam/Domain.js"
-import { queryDatabase, SERVER_OPTIONS } from "../identity/http-helpers.js"
-import { bodyText, jsonAt, keysOf } from "../authorization-http/event-helpers.js"
-import { clientAt } from "../support/Api.js"
+import { queryDatabase } from "../support/Database.js"
+import { clientAt, jsonAt, keysOf, withRaw } from "../support/Api.js"
 import { type Tenant, tenant } from "../support/Tenants.js"
-import { baseUrl, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 import { DEMO, dispatch, waitForJob } from "./redteam-helpers.js"
 
 type Mode = "raw_allowed" | "redacted" | "metadata_only"
@@ -66,24 +65,22 @@ const jobIn = (url: string, owner: Tenant, mode: Mode) =>
 const servedText = (base: string, owner: Tenant, jobId: JobId) =>
   Effect.gen(function* () {
     const redteam = owner.api.redteam
-    const [sessions, sessionsAnswer] = yield* redteam.getJob({ path: { id: jobId }, withResponse: true })
-    const [records, recordsAnswer] = yield* redteam.listAttacks({
-      urlParams: { job_id: jobId, limit: 100 },
-      withResponse: true
-    })
-    const [report, reportAnswer] = yield* redteam.getReport({ path: { id: jobId }, urlParams: {}, withResponse: true })
+    const sessions = yield* withRaw(redteam.getJob({ path: { id: jobId }, withResponse: true }))
+    const records = yield* withRaw(
+      redteam.listAttacks({ urlParams: { job_id: jobId, limit: 100 }, withResponse: true })
+    )
+    const report = yield* withRaw(redteam.getReport({ path: { id: jobId }, urlParams: {}, withResponse: true }))
     const link = yield* owner.api.redteamReports.createShareLink({ payload: { job_id: jobId } })
     const anonymous = yield* clientAt(base)
-    const [, sharedAnswer] = yield* anonymous.redteamReports.getSharedReport({
-      path: { token: link.token },
-      withResponse: true
-    })
+    const shared = yield* withRaw(
+      anonymous.redteamReports.getSharedReport({ path: { token: link.token }, withResponse: true })
+    )
     const html = yield* anonymous.redteamReports.getSharedReportHtml({ path: { token: link.token } })
-    expect(sessions.sessions.length).toBeGreaterThan(0)
-    expect(records.records.length).toBe(sessions.sessions.length)
-    expect(report.findings.length).toBeGreaterThan(0)
-    const served = yield* Effect.forEach([sessionsAnswer, recordsAnswer, reportAnswer, sharedAnswer], bodyText)
-    return { text: served.join("") + html, records: records.records }
+    expect(sessions.value.sessions.length).toBeGreaterThan(0)
+    expect(records.value.records.length).toBe(sessions.value.sessions.length)
+    expect(report.value.findings.length).toBeGreaterThan(0)
+    const served = [sessions, records, report, shared].map((answer) => answer.text)
+    return { text: served.join("") + html, records: records.value.records }
   })
 
 const harden = (owner: Tenant, jobId: JobId) => owner.api.redteam.hardenJob({ path: { id: jobId }, payload: {} })

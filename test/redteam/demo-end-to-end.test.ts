@@ -7,9 +7,8 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { Comparison } from "../../src/redteam/Domain.js"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
 import { tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import { total } from "../analytics/analytics-helpers.js"
 import { DEMO, dispatch, report, waitForJob } from "./redteam-helpers.js"
 

@@ -5,10 +5,9 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
-import { jsonAt } from "../authorization-http/event-helpers.js"
+import { jsonAt } from "../support/Api.js"
 import { tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import { agentYaml, createAgent, demoAnswer, dispatch, stubTarget, waitForJob } from "./redteam-helpers.js"
 
 layer(testServer("database", { HTTP_URL_ALLOWLIST: "127.0.0.1" }), SERVER_OPTIONS)(

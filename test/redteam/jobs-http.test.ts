@@ -5,13 +5,11 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { type AttackOutcome, JobId } from "../../src/redteam/Domain.js"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
-import { jsonAt } from "../authorization-http/event-helpers.js"
-import { expectFailure, expectInvalid } from "../support/Api.js"
+import { expectFailure, expectInvalid, jsonAt } from "../support/Api.js"
 import { eventually } from "../support/Eventually.js"
 import { call, expectValidation } from "../support/Raw.js"
 import { tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import {
   agentYaml,
   createAgent,

@@ -4,14 +4,9 @@ import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { demoReply } from "../../src/redteam/DemoAgent.js"
 import { type Dispatch, JobId } from "../../src/redteam/Domain.js"
-import type { GuardrailClient } from "../support/Api.js"
+import type { Caller } from "../support/Api.js"
 import { eventually } from "../support/Eventually.js"
-import { yamlBytes } from "../authorization-http/event-helpers.js"
-
-/** Who calls: anyone with a client (a `Tenant`). */
-export interface Caller {
-  readonly api: GuardrailClient
-}
+import { yamlBytes } from "../support/Events.js"
 
 export const DEMO = "demo://local-agent"
 

@@ -6,9 +6,9 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { queryDatabase, SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { queryDatabase } from "../support/Database.js"
 import { tenant } from "../support/Tenants.js"
-import { baseUrl, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 import { DEMO, dispatch, waitForJob } from "./redteam-helpers.js"
 
 layer(testServerWithDatabase("database"), SERVER_OPTIONS)("red-team jobs across worker restarts", (it) => {

@@ -6,15 +6,9 @@
 import { expect } from "@effect/vitest"
 import { Effect } from "effect"
 import { tenant } from "../support/Tenants.js"
-import {
-  createAgent,
-  createPolicy,
-  createRun,
-  getRun,
-  propose,
-  reply,
-  until
-} from "../authorization-http/event-helpers.js"
+import { createAgent, createPolicy, createRun, propose, reply } from "../support/Events.js"
+import { getRun } from "./runs-helpers.js"
+import { until } from "../support/Eventually.js"
 
 const AGENT = "support-bot"
 

@@ -10,10 +10,11 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Run } from "../../src/runs/Domain.js"
-import { queryDatabase, SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { queryDatabase } from "../support/Database.js"
 import { tenant, type Tenant } from "../support/Tenants.js"
-import { baseUrl, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
-import { allPages, createRun, propose, reply } from "../authorization-http/event-helpers.js"
+import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+import { allPages } from "./runs-helpers.js"
+import { createRun, propose, reply } from "../support/Events.js"
 
 const COUNT = 7
 

@@ -8,24 +8,13 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { type CreateReviewEvent, ReviewEvent, TraceId } from "../../src/runs/Domain.js"
-import { SERVER_OPTIONS, TIMESTAMP } from "../identity/http-helpers.js"
-import { expectFailure } from "../support/Api.js"
+import { TIMESTAMP } from "../support/Formats.js"
+import { expectFailure, keysOf, withRaw } from "../support/Api.js"
 import { call, expectValidation } from "../support/Raw.js"
 import { tenant, type Tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
-import {
-  allPages,
-  appendEvent,
-  type CursorParams,
-  createAgent,
-  createRun,
-  forgedCursor,
-  getRun,
-  keysOf,
-  propose,
-  reply,
-  withBody
-} from "../authorization-http/event-helpers.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { allPages, appendEvent, type CursorParams, forgedCursor, getRun } from "./runs-helpers.js"
+import { createAgent, createRun, propose, reply } from "../support/Events.js"
 
 const AGENT = "support-bot"
 const OUTCOMES = ["accepted", "corrected", "false_positive", "ignored", "missed_issue", "rejected"] as const
@@ -75,7 +64,7 @@ layer(testServer("database"), SERVER_OPTIONS)("review events (database event log
           run_event_id: turn.id
         })
 
-        const [created, body] = yield* withBody(
+        const { body, value: created } = yield* withRaw(
           owner.api.reviewEvents.createReviewEvent({
             path: { trace_id: decision.trace_id },
             payload: {

@@ -6,8 +6,7 @@
  */
 import { layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import { runCountersScenario } from "./counters-scenario.js"
 
 layer(testServer("database"), SERVER_OPTIONS)("run counters (database event log)", (it) => {

@@ -7,21 +7,13 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { RunEvent, RunId } from "../../src/runs/Domain.js"
-import { SERVER_OPTIONS, TIMESTAMP } from "../identity/http-helpers.js"
-import { expectFailure, expectInvalid } from "../support/Api.js"
+import { TIMESTAMP } from "../support/Formats.js"
+import { expectFailure, expectInvalid, keysOf, withRaw } from "../support/Api.js"
 import { call, expectValidation } from "../support/Raw.js"
 import { tenant, type Tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
-import {
-  allPages,
-  appendEvent,
-  createRun,
-  type CursorParams,
-  forgedCursor,
-  getRun,
-  keysOf,
-  withBody
-} from "../authorization-http/event-helpers.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { allPages, appendEvent, type CursorParams, forgedCursor, getRun } from "./runs-helpers.js"
+import { createRun } from "../support/Events.js"
 
 const EVENT_KEYS = [
   "created_at",
@@ -61,7 +53,7 @@ layer(testServer("database"), SERVER_OPTIONS)("run events (database event log)",
         const owner = yield* tenant(base)
         const run = yield* createRun(base, owner, { agent_id: "a", kind: "chat_session" })
 
-        const [first, body] = yield* withBody(
+        const { body, value: first } = yield* withRaw(
           owner.api.runs.appendRunEvent({
             path: { id: run.id },
             payload: {

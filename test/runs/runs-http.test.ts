@@ -8,25 +8,13 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { type CreateRun, type ListRunsParams, RunId, type UpdateRun } from "../../src/runs/Domain.js"
-import { SERVER_OPTIONS, TIMESTAMP } from "../identity/http-helpers.js"
-import { expectFailure, expectInvalid } from "../support/Api.js"
+import { TIMESTAMP } from "../support/Formats.js"
+import { expectFailure, expectInvalid, jsonAt, keysOf, withRaw } from "../support/Api.js"
 import { call, expectValidation } from "../support/Raw.js"
 import { createEnvironment, createKey, keyClient, tenant, type Tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
-import {
-  allPages,
-  appendEvent,
-  createRun,
-  type CursorParams,
-  forgedCursor,
-  getRun,
-  jsonAt,
-  keysOf,
-  propose,
-  reply,
-  RUN_KEYS,
-  withBody
-} from "../authorization-http/event-helpers.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { allPages, appendEvent, type CursorParams, forgedCursor, getRun, RUN_KEYS } from "./runs-helpers.js"
+import { createRun, propose, reply } from "../support/Events.js"
 
 const patchRun = (owner: Tenant, id: RunId, body: typeof UpdateRun.Type) =>
   owner.api.runs.updateRun({ path: { id }, payload: body })
@@ -54,7 +42,7 @@ layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) 
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* tenant(base)
-        const [run, body] = yield* withBody(
+        const { body, value: run } = yield* withRaw(
           owner.api.runs.createRun({ payload: { agent_id: "support-bot", kind: "chat_session" }, withResponse: true })
         )
         expect(keysOf(body)).toEqual(RUN_KEYS)
@@ -273,7 +261,9 @@ layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) 
           run_event_id: second.id
         })
 
-        const [detail, body] = yield* withBody(owner.api.runs.getRun({ path: { id: run.id }, withResponse: true }))
+        const { body, value: detail } = yield* withRaw(
+          owner.api.runs.getRun({ path: { id: run.id }, withResponse: true })
+        )
         expect(keysOf(body)).toEqual([
           "budget_decision",
           "events",

@@ -8,27 +8,13 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { SERVER_OPTIONS, TIMESTAMP } from "../identity/http-helpers.js"
-import { expectFailure } from "../support/Api.js"
+import { TIMESTAMP } from "../support/Formats.js"
+import { expectFailure, jsonAt, keysOf, withRaw } from "../support/Api.js"
 import { call, expectError, expectValidation } from "../support/Raw.js"
 import { tenant, type Tenant } from "../support/Tenants.js"
-import { baseUrl, testServer } from "../support/TestServer.js"
-import {
-  allPages,
-  appendEvent,
-  createAgent,
-  createRun,
-  type CursorParams,
-  type Decision,
-  forgedCursor,
-  jsonAt,
-  keysOf,
-  propose,
-  proposeCall,
-  reply,
-  TRACE_KEYS,
-  withBody
-} from "../authorization-http/event-helpers.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { allPages, appendEvent, type CursorParams, forgedCursor, TRACE_KEYS } from "./runs-helpers.js"
+import { createAgent, createRun, type Decision, propose, proposeCall, reply } from "../support/Events.js"
 
 const AGENT = "support-bot"
 
@@ -67,7 +53,10 @@ layer(testServer("database"), SERVER_OPTIONS)("traces (database event log)", (it
         const rewrite = yield* propose(base, owner, AGENT, reply("that is stupid"))
         const decisions = [rewrite, defer, deny, permit]
 
-        const [{ traces }, body] = yield* withBody(owner.api.traces.listTraces({ urlParams: {}, withResponse: true }))
+        const {
+          body,
+          value: { traces }
+        } = yield* withRaw(owner.api.traces.listTraces({ urlParams: {}, withResponse: true }))
         expect(traceIds(traces)).toEqual(traceIds(decisions))
         for (const [index, trace] of traces.entries()) {
           const decision = decisions[index]!

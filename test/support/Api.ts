@@ -1,15 +1,22 @@
 /**
- * The contract's typed client (src/client/Client.ts) for tests, and the
- * check of an error answer. HTTP suites call the API through it; requests
+ * The contract's typed client (src/client/Client.ts) for tests, the check of
+ * an error answer, and the raw answer behind a typed call (`withRaw`). HTTP
+ * suites call the API through it; requests
  * the contract cannot express (malformed bodies, wrong media types, hostile
  * headers) go through `call` in Raw.ts.
  */
+import type { HttpClientResponse } from "@effect/platform"
 import { expect } from "@effect/vitest"
 import { Cause, Effect, Exit, Option } from "effect"
 import { type GuardrailClient, guardrailClient } from "../../src/client/Client.js"
 import { type HttpError, isHttpError, statusOf } from "../../src/http/Errors.js"
 
 export type { GuardrailClient } from "../../src/client/Client.js"
+
+/** Whoever calls the API: a tenant, a member, a runtime key's client. */
+export interface Caller {
+  readonly api: GuardrailClient
+}
 
 export interface Credential {
   /** A session JWT, a runtime key or the internal key. */
@@ -58,3 +65,50 @@ export const expectInvalid = <A, E>(call: Effect.Effect<A, E>, path: string) =>
     ).toContain(path)
     return error
   })
+
+export interface WithRaw<A> {
+  /** What the typed client decoded. */
+  readonly value: A
+  readonly status: number
+  readonly headers: HttpClientResponse.HttpClientResponse["headers"]
+  /** The answer's body as sent, before decoding (which drops fields the contract does not name). */
+  readonly text: string
+  /** `text` parsed as JSON (undefined for an empty body). */
+  readonly body: unknown
+}
+
+/**
+ * Runs a typed-client call made with `withResponse: true`; answers the decoded
+ * value beside the raw answer, for checks decoding would hide (the exact keys
+ * of a body, a secret that must not appear anywhere in it, an empty 204 body).
+ */
+export const withRaw = <A, E, R>(call: Effect.Effect<readonly [A, HttpClientResponse.HttpClientResponse], E, R>) =>
+  Effect.flatMap(call, ([value, response]) =>
+    // The client decoded the body from its bytes (read once, kept): read them again.
+    Effect.map(Effect.orDie(response.arrayBuffer), (bytes): WithRaw<A> => {
+      const text = new TextDecoder().decode(bytes)
+      return {
+        value,
+        status: response.status,
+        headers: response.headers,
+        text,
+        body: text === "" ? undefined : (JSON.parse(text) as unknown)
+      }
+    })
+  )
+
+/** The sorted keys of a JSON object (fails the test for anything else). */
+export const keysOf = (value: unknown) => {
+  expect(typeof value === "object" && value !== null && !Array.isArray(value), JSON.stringify(value)).toBe(true)
+  return Object.keys(value as object).sort()
+}
+
+/** The value at `path` inside a JSON value (object keys and array indexes), or undefined. */
+export const jsonAt = (value: unknown, ...path: ReadonlyArray<string | number>): unknown => {
+  let at: unknown = value
+  for (const step of path) {
+    if (typeof at !== "object" || at === null) return undefined
+    at = Array.isArray(at) ? (typeof step === "number" ? at[step] : undefined) : (at as Record<string, unknown>)[step]
+  }
+  return at
+}

@@ -1,7 +1,7 @@
 /** Reading `GET /metrics` in tests: the Prometheus text, and one sample of it. */
 import { expect } from "@effect/vitest"
 import { Effect } from "effect"
-import { request } from "./TestServer.js"
+import { request } from "./Raw.js"
 
 /** The exposition of the server at `base`, read with its METRICS_TOKEN. */
 export const scrape = (base: string, token: string) =>

@@ -68,6 +68,7 @@ export interface ErrorShape {
     readonly code: string
     readonly message: string
     readonly details?: ReadonlyArray<{ readonly path: string; readonly message: string }>
+    readonly request_id?: string
   }
 }
 

@@ -6,7 +6,7 @@
 import { expect } from "@effect/vitest"
 import { Effect } from "effect"
 import { createHash } from "node:crypto"
-import { clientAt, type GuardrailClient } from "./Api.js"
+import { type Caller, clientAt, type GuardrailClient } from "./Api.js"
 import { uniqueName } from "./TestPlatform.js"
 
 /** The internal key every test server is configured with (INTERNAL_API_KEY). */
@@ -58,10 +58,8 @@ export const tenant = (base: string, username = uniqueName("tenant")) =>
   })
 
 /** A runtime key created by `owner` (optionally bound to `environment_id`); answers the create response. */
-export const createKey = (
-  owner: { readonly api: GuardrailClient },
-  body: { readonly name?: string; readonly environment_id?: string } = {}
-) => owner.api.apiKeys.createApiKey({ payload: { name: uniqueName("key"), ...body } })
+export const createKey = (owner: Caller, body: { readonly name?: string; readonly environment_id?: string } = {}) =>
+  owner.api.apiKeys.createApiKey({ payload: { name: uniqueName("key"), ...body } })
 
 /** The client of a runtime key. */
 export const keyClient = (base: string, key: { readonly plaintext_key: string }) =>
@@ -85,10 +83,8 @@ export const joinedAs = (base: string, owner: Tenant, role: "admin" | "member") 
   })
 
 /** A new environment in the workspace `owner.api` acts in. */
-export const createEnvironment = (
-  owner: { readonly api: GuardrailClient },
-  slug = uniqueName("env").replaceAll("_", "-")
-) => owner.api.environments.createEnvironment({ payload: { name: slug, slug } })
+export const createEnvironment = (owner: Caller, slug = uniqueName("env").replaceAll("_", "-")) =>
+  owner.api.environments.createEnvironment({ payload: { name: slug, slug } })
 
 /** A session for an OAuth identity, through the internal endpoint. */
 export const oauthSession = (base: string, input: { email: string; provider: string; provider_subject: string }) =>

@@ -22,6 +22,13 @@ export const loopbackOnlyResolver: HostResolver = {
       : Promise.reject(Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: "ENOTFOUND" }))
 }
 
+/**
+ * Options of a `layer(...)` over a test server: a generous timeout for its
+ * start, and the live clock (`excludeTestServices`), under which the server's
+ * timeouts and polling loops advance.
+ */
+export const SERVER_OPTIONS = { timeout: "180 seconds", excludeTestServices: true } as const
+
 const resolverLayer = (resolver: HostResolver) => Layer.succeed(Resolver, resolver)
 
 export const testServer = (
@@ -77,30 +84,3 @@ export const testServerWithDatabase = (mode: EventLogMode, extra: Record<string,
 export const baseUrl = Effect.map(HttpServer.HttpServer, (server) =>
   server.address._tag === "TcpAddress" ? `http://127.0.0.1:${server.address.port}` : "http://invalid"
 )
-
-export interface JsonResponse {
-  readonly status: number
-  readonly headers: Headers
-  readonly body: unknown
-  readonly text: string
-}
-
-/** Sends a request and reads the whole answer; `body` is parsed JSON when the answer is JSON. */
-export const request = (url: string, init: RequestInit = {}) =>
-  Effect.promise(async (): Promise<JsonResponse> => {
-    const response = await fetch(url, init)
-    const text = await response.text()
-    const isJson = (response.headers.get("content-type") ?? "").includes("json") && text !== ""
-    return {
-      status: response.status,
-      headers: response.headers,
-      body: isJson ? (JSON.parse(text) as unknown) : text,
-      text
-    }
-  })
-
-export const jsonBody = (value: unknown): RequestInit => ({
-  method: "POST",
-  headers: { "content-type": "application/json" },
-  body: JSON.stringify(value)
-})

@@ -1,0 +1,19 @@
+/** Direct reads (and writes) of the database behind a test server, e.g. the URL a `testServerWithDatabase` server provides as `TestDatabaseUrl`. */
+import { Effect } from "effect"
+import pg from "pg"
+
+/** Runs one query against the database at `url`; answers the rows. */
+export const queryDatabase = <Row = Record<string, unknown>>(
+  url: string,
+  text: string,
+  values: ReadonlyArray<unknown> = []
+) =>
+  Effect.promise(async () => {
+    const client = new pg.Client({ connectionString: url })
+    await client.connect()
+    try {
+      return (await client.query(text, [...values])).rows as Array<Row>
+    } finally {
+      await client.end()
+    }
+  })
