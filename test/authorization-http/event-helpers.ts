@@ -23,4 +23,3 @@ export const reasonsOf = (decision: Decision) =>
 
 // test/http/fast-lane.test.ts (being changed elsewhere) still imports these from here; they are the shared
 // helpers of test/support/Events.ts. Drop this once it imports them from there.
-export { createAgent, createRun, eventBody, reply } from "../support/Events.js"

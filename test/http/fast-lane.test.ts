@@ -9,13 +9,12 @@
  */
 import { afterAll, describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
-import { createAgent, createRun, eventBody, reply } from "../authorization-http/event-helpers.js"
+import { createAgent, createRun, eventBody, reply } from "../support/Events.js"
 import { awaitUsage, GATEWAY_SETTINGS, gatewayTenant, type UsageMessage } from "../gateway/gateway-helpers.js"
 import { startStubUpstream, USAGE } from "../gateway/stub-upstream.js"
 import { bothWays, post } from "../support/LaneRequests.js"
 import { createKey, tenant, type Tenant } from "../support/Tenants.js"
-import { baseUrl, testServer, testServerWithDatabase } from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, testServer, testServerWithDatabase } from "../support/TestServer.js"
 
 const stub = await startStubUpstream()
 afterAll(() => stub.close())

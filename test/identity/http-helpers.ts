@@ -94,5 +94,3 @@ export const postFrom = (base: string, localAddress: string, path: string, body:
 
 // fast-lane.test.ts (being changed elsewhere) still imports these from here; they are the shared helpers
 // of test/support. Drop them once it imports test/support directly.
-export { tenant, type Tenant } from "../support/Tenants.js"
-export { SERVER_OPTIONS } from "../support/TestServer.js"

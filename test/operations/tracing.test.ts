@@ -12,12 +12,11 @@ import { otlpTracing } from "../../src/operations/Tracing.js"
 import { Resolver } from "../../src/platform/OutboundGuard.js"
 import { HttpAppLive, nodeServer } from "../../src/Server.js"
 import { StreamWorkersLive } from "../../src/StreamWorkers.js"
-import { createAgent, eventBody, reply } from "../authorization-http/event-helpers.js"
-import { SERVER_OPTIONS } from "../identity/http-helpers.js"
+import { createAgent, eventBody, reply } from "../support/Events.js"
 import { eventually } from "../support/Eventually.js"
 import { tenant } from "../support/Tenants.js"
 import { testPlatform } from "../support/TestPlatform.js"
-import { baseUrl, loopbackOnlyResolver } from "../support/TestServer.js"
+import { baseUrl, loopbackOnlyResolver, SERVER_OPTIONS } from "../support/TestServer.js"
 
 interface ExportedSpan {
   readonly traceId: string
