@@ -21,5 +21,3 @@ export const upsertTool = (base: string, owner: Owner, metadata: typeof UpsertTo
 export const reasonsOf = (decision: Decision) =>
   decision.findings.map((finding) => finding.policy_id ?? finding.requirement_id)
 
-// test/http/fast-lane.test.ts (being changed elsewhere) still imports these from here; they are the shared
-// helpers of test/support/Events.ts. Drop this once it imports them from there.

@@ -89,8 +89,3 @@ export const postFrom = (base: string, localAddress: string, path: string, body:
     req.write(payload)
     req.end()
   })
-
-// ---------------------------------------------------------------- kept for test/http/fast-lane.test.ts
-
-// fast-lane.test.ts (being changed elsewhere) still imports these from here; they are the shared helpers
-// of test/support. Drop them once it imports test/support directly.
