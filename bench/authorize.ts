@@ -61,6 +61,7 @@ const evaluatorBench = () => {
     decide(
       {
         agentId: "bench",
+        kind: "output.proposed",
         action: { operation },
         agent,
         policies,

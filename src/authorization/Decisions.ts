@@ -21,11 +21,18 @@ import { allCheckers } from "./checkers/index.js"
 import type { DecisionRecord } from "./DecisionWriter.js"
 import { DecisionMessage } from "./Domain.js"
 import type { EscalationNotice } from "./Escalations.js"
-import { type CheckerMode, type CheckerName, type Decision, decide, type ProposedAction } from "./Pipeline.js"
+import {
+  type CheckerMode,
+  type CheckerName,
+  type Decision,
+  decide,
+  type EventKind,
+  type ProposedAction
+} from "./Pipeline.js"
 import { canonicalJson } from "./Receipts.js"
 
 export interface ProposedEventInput {
-  readonly kind: "output.proposed"
+  readonly kind: EventKind
   readonly principal: { readonly agent_id: string; readonly environment_id: string; readonly workspace_id: string }
   readonly action: ProposedAction
   readonly run_id?: string | undefined
@@ -50,7 +57,14 @@ const workflowStepOf = (metadata: unknown): string | null => {
 /** The same agent proposing the same action in the same environment is the same intent (approval grants bind to it). */
 export const intentIdOf = (workspaceId: string, event: ProposedEventInput) =>
   `int_${createHash("sha256")
-    .update(canonicalJson({ workspaceId, principal: event.principal, action: event.action }))
+    .update(
+      canonicalJson(
+        // Proposed outputs keep the intent ids they always had; the other kinds are told apart by their kind.
+        event.kind === "output.proposed"
+          ? { workspaceId, principal: event.principal, action: event.action }
+          : { workspaceId, kind: event.kind, principal: event.principal, action: event.action }
+      )
+    )
     .digest("hex")
     .slice(0, 32)}`
 
@@ -97,7 +111,32 @@ export const needsGrant = (
   modes: Readonly<Record<CheckerName, CheckerMode>>
 ) => {
   const tool = snapshot.tools.get(event.action.operation)
-  return tool !== undefined && modes.approval !== "off" && Boolean((tool.metadata as { approval?: unknown }).approval)
+  return (
+    event.kind === "output.proposed" &&
+    tool !== undefined &&
+    modes.approval !== "off" &&
+    Boolean((tool.metadata as { approval?: unknown }).approval)
+  )
+}
+
+/** The string values of a structured value, depth first (bounded by the request's own bounds). */
+const stringsOf = (value: unknown, out: Array<string>): Array<string> => {
+  if (typeof value === "string") out.push(value)
+  else if (Array.isArray(value)) for (const item of value) stringsOf(item, out)
+  else if (typeof value === "object" && value !== null) for (const item of Object.values(value)) stringsOf(item, out)
+  return out
+}
+
+/**
+ * The action as the checkers screen it: a `tool.result` that carries structured output
+ * (`params.result`) instead of `content` is screened as the text of its string values, one a line.
+ */
+const screenedAction = (event: ProposedEventInput): ProposedAction => {
+  const { action } = event
+  if (event.kind !== "tool.result" || action.content !== undefined || action.params?.["result"] === undefined) {
+    return action
+  }
+  return { ...action, content: stringsOf(action.params["result"], []).join("\n") }
 }
 
 /** Every checker over the snapshot. */
@@ -112,7 +151,8 @@ export const evaluate = (
   return decide(
     {
       agentId,
-      action: event.action,
+      kind: event.kind,
+      action: screenedAction(event),
       agent: snapshot.agents.get(agentId) as AgentProfile | undefined,
       policies: snapshot.policies.filter((policy) => policy.ownerAgentId === null || policy.ownerAgentId === agentId),
       labelPolicies: snapshot.labelPolicies,
@@ -203,7 +243,7 @@ export const decisionOutcome = (input: {
       elapsedMs: latencyMs,
       // Decided on the raw content; stored as the workspace's data_handling_mode allows.
       payload: keepTracePayload(config.settings.data_handling_mode, {
-        request: { action: event.action, metadata: event.metadata ?? null },
+        request: { kind: event.kind, action: event.action, metadata: event.metadata ?? null },
         response
       })
     },

@@ -42,8 +42,22 @@ export const ProposedAction = Schema.Struct({
   sources: Schema.optional(boundedArray(ParamSource))
 })
 
+/**
+ * What an event is (docs/authorization.md): text entering the agent from a person or outside party
+ * (`input.received`), a tool's output entering its context (`tool.result`), or a reply or tool call the
+ * agent proposes (`output.proposed`).
+ */
+export const EventKind = Schema.Literal("input.received", "tool.result", "output.proposed").annotations({
+  identifier: "EventKind",
+  message: () => ({
+    message: 'Expected one of "input.received", "tool.result", "output.proposed"',
+    override: true
+  })
+})
+export type EventKind = typeof EventKind.Type
+
 export const ProposedEvent = Schema.Struct({
-  kind: Schema.Literal("output.proposed"),
+  kind: EventKind,
   principal: Principal,
   action: ProposedAction,
   run_id: Schema.optional(Identifier),

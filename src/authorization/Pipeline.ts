@@ -2,8 +2,10 @@
  * The authorization pipeline: small checkers, each a pure function of the
  * proposed action and the workspace's in-memory catalog snapshot, combined
  * into one decision. The strictest effect among enforced findings wins
- * (deny > defer > rewrite > permit); a checker in `observe` mode has its
- * findings recorded but cannot change the effect; `off` skips it.
+ * (deny > defer > rewrite > permit); a checker in `observe` mode (or a
+ * policy of its own `mode: observe`) has its findings recorded but cannot
+ * change the effect; `off` skips it. Each checker looks at the event kinds
+ * it names.
  */
 import type { AgentProfile } from "../catalog/Agents.js"
 import type { CompiledPolicy } from "../catalog/PolicyLanguage.js"
@@ -13,6 +15,8 @@ export type DecisionEffect = "permit" | "deny" | "defer" | "rewrite"
 export type Severity = "low" | "medium" | "high" | "critical"
 export type CheckerMode = "off" | "observe" | "enforce"
 export type CheckerName = "content" | "profile" | "param" | "flow" | "approval" | "memory"
+/** What an event is: text entering the agent, a tool's output entering its context, or what it proposes. */
+export type EventKind = "input.received" | "tool.result" | "output.proposed"
 
 export interface ParamSource {
   readonly path: string
@@ -29,6 +33,7 @@ export interface ProposedAction {
 
 export interface CheckContext {
   readonly agentId: string
+  readonly kind: EventKind
   readonly action: ProposedAction
   /** The agent's profile, when the workspace has one for `agentId`. */
   readonly agent: AgentProfile | undefined
@@ -55,14 +60,18 @@ export interface FindingDraft {
   readonly approval?: unknown
   /** How a `rewrite` finding transforms the content. */
   readonly rewrite?: (content: string) => string
+  /** Recorded only, whatever the checker's mode (a policy in `observe` mode). */
+  readonly observe?: boolean
 }
 
 export interface Checker {
   readonly name: CheckerName
+  /** The event kinds it looks at (docs/authorization.md). */
+  readonly kinds: ReadonlySet<EventKind>
   readonly check: (context: CheckContext) => ReadonlyArray<FindingDraft>
 }
 
-export interface Finding extends Omit<FindingDraft, "escalate" | "approval" | "rewrite"> {
+export interface Finding extends Omit<FindingDraft, "escalate" | "approval" | "rewrite" | "observe"> {
   readonly id: string
   readonly source: CheckerName
 }
@@ -92,10 +101,12 @@ export const decide = (
   const findings: Array<Finding> = []
   const enforced: Array<FindingDraft & { readonly source: CheckerName }> = []
   for (const checker of checkers) {
-    const mode = modes[checker.name]
-    if (mode === "off") continue
+    const checkerMode = modes[checker.name]
+    if (checkerMode === "off" || !checker.kinds.has(context.kind)) continue
     for (const draft of checker.check(context)) {
-      const { approval: _approval, escalate: _escalate, rewrite: _rewrite, ...rest } = draft
+      // Modes combine to the least strict: a policy's own `observe` wins over an enforcing checker.
+      const mode = draft.observe === true ? "observe" : checkerMode
+      const { approval: _approval, escalate: _escalate, rewrite: _rewrite, observe: _observe, ...rest } = draft
       findings.push({
         ...rest,
         id: `f${findings.length + 1}`,

@@ -1,6 +1,6 @@
 /** Agents, policies, label policies, tool metadata and knowledge sources: the schemas of their contract. */
 import { Schema } from "effect"
-import { DecisionEffect, Severity } from "../authorization/Domain.js"
+import { DecisionEffect, EventKind, Severity } from "../authorization/Domain.js"
 import {
   boundedArray,
   BoundedJson,
@@ -110,7 +110,8 @@ export class PolicySummary extends Schema.Class<PolicySummary>("PolicySummary")(
   owner_agent_id: Schema.NullOr(Schema.String),
   invalid_reason: Schema.optionalWith(
     Schema.String.annotations({
-      description: "Present when the stored document no longer compiles (e.g. a regex RE2 cannot run): why; the policy was disabled"
+      description:
+        "Present when the stored document no longer compiles (e.g. a regex RE2 cannot run): why; the policy was disabled"
     }),
     { exact: true }
   )
@@ -165,6 +166,16 @@ export const PolicyDocument = Schema.Struct({
   ),
   requires: Schema.optional(
     Identifier.annotations({ description: "Flow policies: the workflow step that must come first" })
+  ),
+  applies_to: Schema.optional(
+    boundedArray(EventKind, 3).annotations({
+      description: "The event kinds the policy screens; default [output.proposed] (docs/authorization.md)"
+    })
+  ),
+  mode: Schema.optional(
+    Schema.Literal("observe", "enforce").annotations({
+      description: "enforce (default): a match sets the effect; observe: the finding is recorded, the effect left alone"
+    })
   )
 }).annotations({ identifier: "PolicyDocument", description: "A guardrail policy, authored as YAML or JSON" })
 export type PolicyDocument = typeof PolicyDocument.Type
@@ -264,7 +275,8 @@ export const CreateKnowledgeSource = Schema.Struct({
   title: NonEmptyName,
   location: Schema.optional(
     Url.annotations({
-      description: "url sources: optional (a draft without it); an https URL the outbound guard allows (docs/outbound.md)"
+      description:
+        "url sources: optional (a draft without it); an https URL the outbound guard allows (docs/outbound.md)"
     })
   ),
   metadata: Schema.optional(BoundedJson),

@@ -7,6 +7,7 @@
  */
 import { Either, JSONSchema, ParseResult, Schema } from "effect"
 import { Lexer, LineCounter, parseDocument } from "yaml"
+import type { EventKind } from "../authorization/Domain.js"
 import { PolicyDocument, ValidationResult } from "./Domain.js"
 import { unstorableJson } from "../platform/Json.js"
 import { Limits, shortMessage } from "../platform/Schemas.js"
@@ -41,7 +42,10 @@ export const parseDocumentText = (text: string): Either.Either<Fields, PolicyErr
   if (text.includes("\u0000")) return Either.left([{ path: "", message: "The document contains a NUL character" }])
   if (tooManyTokens(text)) {
     return Either.left([
-      { path: "", message: `The document has more than ${Limits.yaml.tokens.toLocaleString("en-US")} YAML tokens; split it or shorten its lists` }
+      {
+        path: "",
+        message: `The document has more than ${Limits.yaml.tokens.toLocaleString("en-US")} YAML tokens; split it or shorten its lists`
+      }
     ])
   }
   const lineCounter = new LineCounter()
@@ -237,6 +241,10 @@ export interface CompiledPolicy {
   /** A matching defer escalates to a human. */
   readonly escalate: boolean
   readonly target: string
+  /** The event kinds it screens (`applies_to`; default output.proposed). */
+  readonly appliesTo: ReadonlySet<EventKind>
+  /** `mode: observe`: its findings are recorded and never set the effect. */
+  readonly observe: boolean
   /** Empty for a valid document. Otherwise why it is invalid; such a policy never matches. */
   readonly errors: PolicyErrors
   /** Every match in the targeted value(s), left to right, non-overlapping; empty when none. */
@@ -244,6 +252,9 @@ export interface CompiledPolicy {
   /** Every match in a given text, regardless of target (used for rewriting content). */
   readonly matchText: (text: string) => ReadonlyArray<PolicyMatch>
 }
+
+/** What a policy screens when it does not say: what the agent proposes, as before event kinds existed. */
+const DEFAULT_APPLIES_TO: ReadonlyArray<EventKind> = ["output.proposed"]
 
 const scalarText = (value: unknown): string | null =>
   typeof value === "string" ? value : typeof value === "number" || typeof value === "boolean" ? String(value) : null
@@ -306,6 +317,8 @@ export const compilePolicy = (doc: PolicyDocument): CompiledPolicy => {
     rewrite: doc.rewrite ?? null,
     escalate: doc.escalate === true,
     target: doc.match.target,
+    appliesTo: new Set(doc.applies_to ?? DEFAULT_APPLIES_TO),
+    observe: doc.mode === "observe",
     errors: Either.isLeft(finder) ? finder.left : [],
     match: (action) => collect((out) => search(action, out)),
     matchText: (text) => collect((out) => find(text, "content", out))

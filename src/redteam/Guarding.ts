@@ -140,6 +140,7 @@ export const inMemoryDecider =
       const decision = decide(
         {
           agentId,
+          kind: "output.proposed",
           action,
           agent: snapshot.agents.get(agentId) as AgentProfile | undefined,
           policies: [

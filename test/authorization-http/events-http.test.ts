@@ -459,12 +459,12 @@ layer(testServer("database"), SERVER_OPTIONS)("POST /v1/events (database event l
       })
     )
 
-    it.effect("a kind other than output.proposed is 400 naming kind", () =>
+    it.effect("a kind other than the three event kinds is 400 naming kind", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* setUp(base)
         const full = eventBody(owner, AGENT, reply("hello"))
-        for (const kind of ["input.received", "OUTPUT.PROPOSED", "", 7]) {
+        for (const kind of ["output.sent", "OUTPUT.PROPOSED", "", 7]) {
           expectValidation(
             yield* call(base, "POST", "/v1/events", { token: owner.jwt, body: { ...full, kind } }),
             "kind"

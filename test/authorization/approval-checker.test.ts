@@ -30,6 +30,7 @@ const tools = new Map(
 
 const context = (operation: string, granted = false): CheckContext => ({
   agentId: "support-bot",
+  kind: "output.proposed",
   action: { operation },
   agent: undefined,
   policies: [],

@@ -34,6 +34,7 @@ const broken = policy("broken", "deny", { type: "regex", value: "a*", target: "c
 
 const context = (action: ProposedAction): CheckContext => ({
   agentId: "support-bot",
+  kind: "output.proposed",
   action,
   agent: undefined,
   policies: [noRefund, maskCard, legal, caseSensitive, wireTool, bigAmount, toList, allowFaq, broken],

@@ -61,6 +61,7 @@ const tools = new Map(
 
 const context = (action: ProposedAction, granted = false): CheckContext => ({
   agentId: "support-bot",
+  kind: "output.proposed",
   action,
   agent,
   policies,

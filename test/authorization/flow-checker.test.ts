@@ -38,6 +38,7 @@ const from = (origin: string, path = "body"): ParamSource => ({ path, origin, so
 
 const context = (operation: string, sources?: ReadonlyArray<ParamSource>): CheckContext => ({
   agentId: "support-bot",
+  kind: "output.proposed",
   action: { operation, content: "text", params: { body: "text" }, sources },
   agent: undefined,
   policies: [],

@@ -32,6 +32,7 @@ const from = (origin: string, path = "text"): ParamSource => ({ path, origin, so
 
 const context = (operation: string, sources?: ReadonlyArray<ParamSource>): CheckContext => ({
   agentId: "support-bot",
+  kind: "output.proposed",
   action: { operation, params: { text: "remember this" }, sources },
   agent: undefined,
   policies: [],

@@ -38,6 +38,7 @@ const context = (
   sources?: ReadonlyArray<ParamSource>
 ): CheckContext => ({
   agentId: "support-bot",
+  kind: "output.proposed",
   action: { operation, params, sources },
   agent: undefined,
   policies: [],

@@ -15,6 +15,7 @@ const agent = normalizeProfile({
 
 const context = (content: string | undefined, withAgent = true): CheckContext => ({
   agentId: "support-bot",
+  kind: "output.proposed",
   action: { operation: "reply", content },
   agent: withAgent ? agent : undefined,
   policies: [],

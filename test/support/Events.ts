@@ -61,6 +61,9 @@ export interface PolicyOptions {
   readonly severity?: "low" | "medium" | "high" | "critical"
   readonly family?: string
   readonly description?: string
+  /** Event kinds the policy screens (`applies_to`); unset: the default (output.proposed). */
+  readonly appliesTo?: ReadonlyArray<string>
+  readonly mode?: "observe" | "enforce"
 }
 
 /** A policy document as YAML (values are JSON-quoted, so any text is safe). */
@@ -73,6 +76,8 @@ export const policyDocument = (id: string, options: PolicyOptions) =>
     `action: ${options.action ?? "deny"}`,
     ...(options.enabled === undefined ? [] : [`enabled: ${options.enabled}`]),
     ...(options.owner === undefined ? [] : [`owner_agent_id: ${options.owner}`]),
+    ...(options.appliesTo === undefined ? [] : [`applies_to: ${JSON.stringify(options.appliesTo)}`]),
+    ...(options.mode === undefined ? [] : [`mode: ${options.mode}`]),
     "match:",
     `  type: ${options.type ?? "literal"}`,
     `  value: ${JSON.stringify(options.value)}`,
@@ -95,6 +100,8 @@ export const createPolicy = (base: string, owner: Owner, id: string, options: Po
 export type Action = typeof ProposedAction.Type
 
 export interface EventExtras {
+  /** Default `output.proposed`. */
+  readonly kind?: typeof ProposedEvent.Type.kind
   readonly run_id?: string
   readonly run_event_id?: string
   readonly session_id?: string
@@ -134,9 +141,9 @@ export const eventBody = (
   action: Action,
   extras: EventExtras = {}
 ): typeof ProposedEvent.Type => {
-  const { agent_id, environment_id, workspace_id, token: _token, ...rest } = extras
+  const { agent_id, environment_id, workspace_id, token: _token, kind, ...rest } = extras
   return {
-    kind: "output.proposed",
+    kind: kind ?? "output.proposed",
     principal: {
       agent_id: agent_id ?? agentId,
       environment_id: environment_id ?? tenant.defaultEnvironmentId,

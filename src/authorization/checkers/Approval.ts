@@ -4,7 +4,7 @@
  * carries the approval request, which the pipeline exposes as the decision's `approval`.
  */
 import type { Checker } from "../Pipeline.js"
-import { isFields, noFindings, registeredTool } from "./Param.js"
+import { isFields, noFindings, registeredTool, proposedOnly } from "./Param.js"
 
 /** Truthy asks for approval; an object does unless it says `required: false`. */
 const requiresApproval = (approval: unknown): boolean =>
@@ -15,6 +15,7 @@ const strings = (u: unknown): ReadonlyArray<string> =>
 
 export const approvalChecker: Checker = {
   name: "approval",
+  kinds: proposedOnly,
   check: (context) => {
     if (context.granted) return noFindings // a grant already covers this intent
     const approval = registeredTool(context)?.["approval"]

@@ -1,12 +1,16 @@
 /** Content policies: every enabled policy that applies to the agent, matched against its target. */
 import { applyRewrite, MAX_POLICY_MATCHES } from "../../catalog/PolicyLanguage.js"
-import type { Checker, FindingDraft } from "../Pipeline.js"
+import type { Checker, EventKind, FindingDraft } from "../Pipeline.js"
+
+const allKinds: ReadonlySet<EventKind> = new Set(["input.received", "tool.result", "output.proposed"])
 
 export const contentChecker: Checker = {
   name: "content",
+  kinds: allKinds,
   check: (context) => {
     const findings: Array<FindingDraft> = []
     for (const policy of context.policies) {
+      if (!policy.appliesTo.has(context.kind)) continue
       const found = policy.match(context.action)
       if (found.length === 0) continue
       const matches = found.slice(0, MAX_POLICY_MATCHES)
@@ -20,7 +24,8 @@ export const contentChecker: Checker = {
           remediation: "Send shorter content, or fewer occurrences of the matched text.",
           effect: "deny",
           severity: policy.severity,
-          evidence: { family: policy.family, matches: matches.map(({ target, text }) => ({ target, text })) }
+          evidence: { family: policy.family, matches: matches.map(({ target, text }) => ({ target, text })) },
+          ...(policy.observe ? { observe: true } : {})
         })
         continue
       }
@@ -33,6 +38,7 @@ export const contentChecker: Checker = {
         severity: policy.severity,
         evidence: { family: policy.family, matches: matches.map(({ target, text }) => ({ target, text })) },
         ...(policy.escalate ? { escalate: true } : {}),
+        ...(policy.observe ? { observe: true } : {}),
         ...(policy.family === "approval" && policy.action === "defer"
           ? { approval: { required: true, policy_id: policy.id, reason: policy.description } }
           : {}),

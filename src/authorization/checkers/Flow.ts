@@ -6,7 +6,7 @@
  */
 import type { LabelPolicyRow } from "../../catalog/Repo.js"
 import type { CheckContext, Checker, FindingDraft, ParamSource } from "../Pipeline.js"
-import { noFindings, registeredTool } from "./Param.js"
+import { noFindings, registeredTool, proposedOnly } from "./Param.js"
 
 type Labels = ReadonlyMap<string, LabelPolicyRow>
 
@@ -101,6 +101,7 @@ const confidentialityFinding = (origin: string, tool: string, reply: boolean, ev
 
 export const flowChecker: Checker = {
   name: "flow",
+  kinds: proposedOnly,
   check: (context) => {
     const sources = context.action.sources
     if (sources === undefined || sources.length === 0) return noFindings

@@ -4,7 +4,7 @@
  */
 import type { CheckContext, Checker, FindingDraft } from "../Pipeline.js"
 import { isUntrusted, pathsOf, seenBefore } from "./Flow.js"
-import { noFindings, registeredTool } from "./Param.js"
+import { noFindings, registeredTool, proposedOnly } from "./Param.js"
 
 /** `memory.write`, or a registered tool whose metadata says it writes memory. */
 const isMemoryWrite = (context: CheckContext): boolean => {
@@ -15,6 +15,7 @@ const isMemoryWrite = (context: CheckContext): boolean => {
 
 export const memoryChecker: Checker = {
   name: "memory",
+  kinds: proposedOnly,
   check: (context) => {
     const sources = context.action.sources
     if (sources === undefined || sources.length === 0 || !isMemoryWrite(context)) return noFindings

@@ -3,10 +3,13 @@
  * mail goes) must carry a source label the tool's metadata allows, and any declared `limit`
  * (max, max_length, one_of) must hold. Also home of the tool-registry lookup the checkers share.
  */
-import type { CheckContext, Checker, FindingDraft, ParamSource } from "../Pipeline.js"
+import type { CheckContext, Checker, FindingDraft, ParamSource, EventKind } from "../Pipeline.js"
 
 export type Fields = { readonly [key: string]: unknown }
 export const isFields = (u: unknown): u is Fields => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** The checkers of what an agent proposes: a tool result names a tool but proposes nothing. */
+export const proposedOnly: ReadonlySet<EventKind> = new Set(["output.proposed"])
 
 /** Shared by every checker: no findings, no allocation. */
 export const noFindings: ReadonlyArray<FindingDraft> = []
@@ -137,6 +140,7 @@ const deny = (tool: string, path: string, reason: string, remediation: string, e
 
 export const paramChecker: Checker = {
   name: "param",
+  kinds: proposedOnly,
   check: (context) => {
     const params = registeredTool(context)?.["params"]
     if (!Array.isArray(params) || params.length === 0) return noFindings

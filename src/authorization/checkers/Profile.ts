@@ -3,7 +3,10 @@
  * out-of-scope topics, forbidden tone words (rewritten away) and escalation
  * triggers (deferred to a human, status `escalated`).
  */
-import type { Checker, FindingDraft } from "../Pipeline.js"
+import type { Checker, EventKind, FindingDraft } from "../Pipeline.js"
+
+/** Escalation triggers read what comes in and what goes out; the other profile checks only what goes out. */
+const inputAndProposed: ReadonlySet<EventKind> = new Set(["input.received", "output.proposed"])
 
 const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 
@@ -37,12 +40,15 @@ const mentions = (content: string, phrase: string) => phrase.trim() !== "" && pa
 
 export const profileChecker: Checker = {
   name: "profile",
-  check: ({ action, agent }) => {
+  kinds: inputAndProposed,
+  check: ({ action, agent, kind }) => {
     const content = action.content
     if (agent === undefined || content === undefined || content === "") return []
     const findings: Array<FindingDraft> = []
     const found = (draft: FindingDraft) => findings.push(draft)
-    for (const phrase of agent.authority.cannot_promise) {
+    // What comes in is only checked for escalation triggers: promises, scope and tone are the agent's own words.
+    const proposed = kind === "output.proposed"
+    for (const phrase of proposed ? agent.authority.cannot_promise : []) {
       if (mentions(content, phrase)) {
         found({
           policy_id: null,
@@ -55,7 +61,7 @@ export const profileChecker: Checker = {
         })
       }
     }
-    for (const topic of agent.scope.out_of_scope) {
+    for (const topic of proposed ? agent.scope.out_of_scope : []) {
       if (mentions(content, topic)) {
         found({
           policy_id: null,
@@ -68,7 +74,7 @@ export const profileChecker: Checker = {
         })
       }
     }
-    for (const word of agent.tone.forbidden) {
+    for (const word of proposed ? agent.tone.forbidden : []) {
       if (mentions(content, word)) {
         found({
           policy_id: null,
