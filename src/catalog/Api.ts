@@ -9,11 +9,15 @@ import {
   AgentId,
   CreateKnowledgeSource,
   DraftRequest,
+  GuardPack,
+  InstalledPack,
+  InstallPack,
   KnowledgeSource,
   KnowledgeSourceFile,
   KnowledgeSourceId,
   LabelPolicy,
   Origin,
+  PackName,
   PolicyDetail,
   PolicyDraft,
   PolicyId,
@@ -33,6 +37,7 @@ const yamlBodyLimit = [MaxBodyBytes, Limits.yaml.bytes] as const
 
 const AgentPath = Schema.Struct({ id: AgentId })
 const PolicyPath = Schema.Struct({ id: PolicyId })
+const PackPath = Schema.Struct({ name: PackName })
 
 export class AgentsApi extends HttpApiGroup.make("agents")
   .add(HttpApiEndpoint.get("listAgents", "/agents").addSuccess(Schema.Struct({ agents: Schema.Array(Agent) })))
@@ -86,6 +91,14 @@ export class PoliciesApi extends HttpApiGroup.make("policies")
       Schema.Unknown.annotations({ description: "JSON Schema of the policy document" })
     )
   )
+  .add(HttpApiEndpoint.get("listPolicyPacks", "/policies/packs").addSuccess(Schema.Struct({ packs: Schema.Array(GuardPack) })))
+  // Creates policies, hence 201 (even when every one was already there: see `skipped`).
+  .add(
+    HttpApiEndpoint.post("installPolicyPack", "/policies/packs/:name/install")
+      .setPath(PackPath)
+      .setPayload(InstallPack)
+      .addSuccess(InstalledPack, { status: 201 })
+  )
   .add(HttpApiEndpoint.get("getPolicy", "/policies/:id").setPath(PolicyPath).addSuccess(PolicyDetail))
   .add(HttpApiEndpoint.del("deletePolicy", "/policies/:id").setPath(PolicyPath).addSuccess(HttpApiSchema.NoContent))
   .add(
@@ -103,7 +116,7 @@ export class PoliciesApi extends HttpApiGroup.make("policies")
   .middleware(Authentication)
   .annotate(
     OpenApi.Description,
-    "Guardrail policies authored as YAML or JSON: validate, draft from a prompt, enable and disable."
+    "Guardrail policies authored as YAML or JSON: validate, draft from a prompt, install guard packs, enable and disable."
   ) {}
 
 const OriginPath = Schema.Struct({ origin: Origin })

@@ -198,6 +198,48 @@ export const PolicyDraft = Schema.Struct({
   rewrite: Schema.NullOr(Schema.String)
 }).annotations({ identifier: "PolicyDraft" })
 
+// ---- guard packs
+
+export const PackName = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]{0,63}$/)).annotations({
+  identifier: "PackName",
+  description: "A guard pack's name, e.g. pii-basic",
+  examples: ["pii-basic"]
+})
+
+export const GuardPack = Schema.Struct({
+  name: PackName,
+  description: Schema.String,
+  policies: Schema.Array(
+    Schema.Struct({
+      id: PolicyId,
+      description: Schema.String,
+      action: DecisionEffect,
+      severity: Severity,
+      applies_to: Schema.Array(EventKind),
+      mode: Schema.Literal("observe", "enforce")
+    })
+  )
+}).annotations({ identifier: "GuardPack" })
+
+export const InstallPack = Schema.Struct({
+  enabled: Schema.optional(
+    Schema.Boolean.annotations({ description: "Whether the installed policies start enabled; default false" })
+  ),
+  owner_agent_id: Schema.optional(
+    Identifier.annotations({ description: "When set, the installed policies apply to this agent only" })
+  )
+}).annotations({ identifier: "InstallPack" })
+
+export const InstalledPack = Schema.Struct({
+  pack: PackName,
+  installed: Schema.Array(PolicySummary),
+  skipped: Schema.Array(
+    Schema.Struct({ id: PolicyId, reason: Schema.String }).annotations({
+      description: "A policy of the pack that was not installed: a policy with its id already exists"
+    })
+  )
+}).annotations({ identifier: "InstalledPack" })
+
 export const SetEnabled = Schema.Struct({ enabled: Schema.Boolean })
 export const SetManyEnabled = Schema.Struct({
   enabled: Schema.Boolean,

@@ -5,6 +5,7 @@ import { GuardrailApi } from "../Api.js"
 import { inWorkspace } from "../identity/Authentication.js"
 import { Agents } from "./Agents.js"
 import { ConfigChangeListenerLive, ConfigChanges } from "./ConfigChanges.js"
+import { Packs } from "./Packs.js"
 import { Policies } from "./Policies.js"
 import { policyJsonSchema } from "./PolicyLanguage.js"
 import { Registry } from "./Registry.js"
@@ -32,12 +33,15 @@ export const AgentsHttpLive = HttpApiBuilder.group(GuardrailApi, "agents", (hand
 export const PoliciesHttpLive = HttpApiBuilder.group(GuardrailApi, "policies", (handlers) =>
   Effect.gen(function* () {
     const policies = yield* Policies
+    const packs = yield* Packs
     return handlers
       .handle("listPolicies", () => inWorkspace(policies.list).pipe(Effect.map((list) => ({ policies: list }))))
       .handle("createPolicy", ({ payload }) => inWorkspace((ws) => policies.create(ws, payload)))
       .handle("validatePolicy", ({ payload }) => Effect.succeed(policies.validate(payload)))
       .handle("draftPolicy", ({ payload }) => policies.draft(payload.prompt))
       .handle("getPolicySchema", () => Effect.succeed(policyJsonSchema))
+      .handle("listPolicyPacks", () => Effect.succeed({ packs: packs.list() }))
+      .handle("installPolicyPack", ({ path, payload }) => inWorkspace((ws) => packs.install(ws, path.name, payload)))
       .handle("getPolicy", ({ path }) => inWorkspace((ws) => policies.detail(ws, path.id)))
       .handle("deletePolicy", ({ path }) => inWorkspace((ws) => policies.remove(ws, path.id)))
       .handle("setPolicyEnabled", ({ path, payload }) =>
@@ -95,6 +99,7 @@ export const KnowledgeSourcesHttpLive = HttpApiBuilder.group(GuardrailApi, "know
 export const CatalogLive = Layer.mergeAll(
   Agents.Default,
   Policies.Default,
+  Packs.Default,
   Registry.Default,
   ConfigChangeListenerLive
 ).pipe(

@@ -200,11 +200,14 @@ const semanticErrors = (doc: unknown): Array<PolicyError> => {
 
 // ---- validation
 
+/** Path segments of the /v1/policies routes that an id would shadow. */
+const RESERVED_IDS = new Set(["schema", "batch", "packs", "validate", "draft"])
+
 /** Validates a parsed document, reporting every schema and semantic error at once. */
 export const validatePolicy = (value: unknown): PolicyValidation => {
   const decoded = decodeDocument(value)
   const reserved =
-    isFields(value) && (value["id"] === "schema" || value["id"] === "batch")
+    isFields(value) && RESERVED_IDS.has(String(value["id"]))
       ? [{ path: "id", message: `id ${String(value["id"])} is reserved by the /v1/policies routes; choose another id` }]
       : []
   const all = [...(Either.isLeft(decoded) ? schemaErrors(decoded.left) : []), ...semanticErrors(value), ...reserved]
