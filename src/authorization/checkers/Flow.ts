@@ -81,7 +81,7 @@ export const pathsOf = (sources: ReadonlyArray<ParamSource>, origin: string): Re
   sources.filter((source) => source.origin === origin).map((source) => source.path)
 
 /** `inferred: true` in a finding's evidence when a label of the origin was inferred, not given (Provenance.ts). */
-const inferredOf = (sources: ReadonlyArray<ParamSource>, origin: string) =>
+export const inferredOf = (sources: ReadonlyArray<ParamSource>, origin: string) =>
   sources.some((source) => source.origin === origin && source.inferred === true) ? { inferred: true } : undefined
 
 interface Sink {
