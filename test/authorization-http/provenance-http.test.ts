@@ -241,3 +241,27 @@ layer(testServerWithDatabase("database", SHARED), SERVER_OPTIONS)("provenance wi
     60_000
   )
 })
+
+layer(testServerWithDatabase("database", { PROVENANCE_MAX_PER_SCOPE: "3" }), SERVER_OPTIONS)(
+  "provenance: the per-scope bound",
+  (it) => {
+    it.effect("a run keeps at most PROVENANCE_MAX_PER_SCOPE fingerprints; later values are not recorded", () =>
+      Effect.gen(function* () {
+        const { base, owner } = yield* setUp
+        const db = yield* TestDatabaseUrl
+        const run = { run_id: "run_bounded" }
+        const addresses = ["a1@one.example", "a2@two.example", "a3@three.example", "a4@four.example"]
+        yield* incoming(base, owner, "tool.result", readEmail(addresses.join(", ")), run)
+        yield* incoming(base, owner, "tool.result", readEmail(`Pay ${EMAIL_IBAN}`), run)
+        const [counted] = yield* queryDatabase<{ count: number }>(
+          db,
+          "select count(*)::int as count from provenance_fingerprints where workspace_id = $1 and scope = $2",
+          [owner.workspaceId, "run:run_bounded"]
+        )
+        expect(counted?.count).toBe(3)
+        const late = yield* propose(base, owner, AGENT, sendMoney({ iban: EMAIL_IBAN_COMPACT }), run)
+        expect(evidenceOf(late, "param:send_money.iban")).toMatchObject({ origin: null })
+      })
+    )
+  }
+)
