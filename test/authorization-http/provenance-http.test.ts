@@ -9,7 +9,8 @@ import { HttpServer } from "@effect/platform"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { queryDatabase } from "../support/Database.js"
 import { type Action, createAgent, type EventExtras, type EventTenant, propose } from "../support/Events.js"
-import { tenant } from "../support/Tenants.js"
+import { sample, scrape } from "../support/Metrics.js"
+import { createKey, tenant } from "../support/Tenants.js"
 import {
   baseUrl,
   SERVER_OPTIONS,
@@ -22,7 +23,10 @@ import { reasonsOf, upsertTool } from "./event-helpers.js"
 
 const AGENT = "pay-bot"
 /** Shared by both instances, so sessions and fingerprint keys are the same in each. */
-const SHARED = { JWT_SECRET: "provenance-test-secret-0123456789abcdefghijklmnop" }
+const SHARED = {
+  JWT_SECRET: "provenance-test-secret-0123456789abcdefghijklmnop",
+  METRICS_TOKEN: "provenance-metrics-token-0123456789abcdef"
+}
 const EMAIL_IBAN = "DE89 3704 0044 0532 0130 00"
 const EMAIL_IBAN_COMPACT = "DE89370400440532013000"
 const USER_IBAN = "GB82 WEST 1234 5698 7654 32"
@@ -159,6 +163,30 @@ layer(testServerWithDatabase("database", SHARED), SERVER_OPTIONS)("provenance wi
         session_id: "sess_other"
       })
       expect(evidenceOf(other, "param:send_money.iban")).toMatchObject({ origin: null })
+    })
+  )
+
+  it.effect("a run's fingerprints are read once, then warm decisions in it are answered directly", () =>
+    Effect.gen(function* () {
+      const { base, owner } = yield* setUp
+      const key = yield* createKey(owner)
+      const run = { run_id: "run_warm", token: key.plaintext_key }
+      const directCalls = Effect.map(
+        scrape(base, SHARED.METRICS_TOKEN),
+        (text) => sample(text, "guardrail_http_direct_requests_total", { route: "/v1/events" }) ?? 0
+      )
+      // Warms the key's caches (settings, snapshot) on the Effect path.
+      yield* propose(base, owner, AGENT, userSays("hello"), { ...run, kind: "input.received" })
+      yield* incoming(base, owner, "tool.result", readEmail(`Pay ${EMAIL_IBAN}`), run)
+      const start = yield* directCalls
+      // The run is not in memory: this one loads it on the Effect path; the next is warm.
+      const cold = yield* propose(base, owner, AGENT, sendMoney({ iban: EMAIL_IBAN_COMPACT }), run)
+      const middle = yield* directCalls
+      const warm = yield* propose(base, owner, AGENT, sendMoney({ iban: EMAIL_IBAN_COMPACT }), run)
+      const end = yield* directCalls
+      expect([middle - start, end - middle]).toEqual([0, 1])
+      expect(evidenceOf(warm, "param:send_money.iban")).toEqual(evidenceOf(cold, "param:send_money.iban"))
+      expect(evidenceOf(warm, "param:send_money.iban")).toMatchObject({ origin: "email", inferred: true })
     })
   )
 
