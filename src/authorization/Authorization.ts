@@ -7,8 +7,9 @@
  * never a 500.
  *
  * Deciding is written once, as warm steps (src/platform/Warm.ts) over the
- * cached workspace settings, catalog snapshot and (for a tool that asks for
- * approval) the grants table: from memory alone it is the fast lane's
+ * cached workspace settings, catalog snapshot, the run's provenance
+ * fingerprints (Provenance.ts) and (for a tool that asks for approval) the
+ * grants table: from memory alone it is the fast lane's
  * direct path; otherwise the Effect path loads what a step needs and runs
  * the same step again.
  */
@@ -23,7 +24,7 @@ import { logDecisionDetails } from "../operations/Telemetry.js"
 import { AppConfig } from "../platform/Config.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { type Answer, hotUseCase, needs, ready, refused, type WarmSteps } from "../platform/Warm.js"
-import { AuthorizationRepo, type GrantRow } from "./Repo.js"
+import { AuthorizationRepo, type GrantRow, type NewFingerprint } from "./Repo.js"
 import { contentTooLarge, oversizedTarget } from "./ContentCap.js"
 import {
   type DecisionAnswer,
@@ -38,7 +39,8 @@ import {
 } from "./Decisions.js"
 import { DecisionWriter } from "./DecisionWriter.js"
 import { notifyEscalation } from "./Escalations.js"
-import type { Decision } from "./Pipeline.js"
+import type { Decision, ParamSource } from "./Pipeline.js"
+import { Provenance, readsProvenance, type ScopeFingerprints, scopeOf } from "./Provenance.js"
 import { ReceiptSigner } from "./Receipts.js"
 
 export { intentIdOf, type ProposedEventInput } from "./Decisions.js"
@@ -56,10 +58,12 @@ interface Loaded {
   readonly reloaded?: boolean
   readonly snapshot?: Snapshot
   readonly grant?: Option.Option<GrantRow>
+  /** The fingerprints of the event's run or session (Provenance.ts). */
+  readonly provenance?: ScopeFingerprints
   readonly unreadable?: string
 }
 
-type Need = "config" | "reload" | "snapshot" | "grant"
+type Need = "config" | "reload" | "snapshot" | "grant" | "provenance"
 
 type Decided = ReturnType<typeof decisionOutcome> & { readonly decision: Decision; readonly config: RuntimeConfig }
 
@@ -73,6 +77,7 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
     const writer = yield* DecisionWriter
     const outbound = yield* OutboundGuard
     const repo = yield* AuthorizationRepo
+    const provenance = yield* Provenance
     const { maxMatchContentBytes } = yield* AppConfig
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     // The per-decision debug line is built only when debug logs are kept at all.
@@ -120,6 +125,7 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
         const modes = modesOf(config, environment)
         let decision: Decision
         let grant = Option.none<GrantRow>()
+        let fingerprints: ReadonlyArray<NewFingerprint> = []
         if (loaded.unreadable !== undefined) {
           decision = failClosed(unreadableRegistry, { failure: loaded.unreadable })
         } else {
@@ -129,7 +135,17 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
             if (loaded.grant === undefined) return needs("grant")
             grant = loaded.grant
           }
-          decision = evaluate(snapshot, event, modes, Option.isSome(grant), config.settings.default_action)
+          // Provenance without labels: a proposed call reads its run's fingerprints; what comes in adds to them.
+          let inferred: ReadonlyArray<ParamSource> = []
+          const scope = scopeOf(event)
+          if (scope !== undefined && readsProvenance(event, modes)) {
+            const known = loaded.provenance ?? provenance.peek(caller.workspaceId, scope)
+            if (known === undefined) return needs("provenance")
+            inferred = provenance.infer(caller.workspaceId, known, event.action, snapshot.labelPolicies)
+          } else if (scope !== undefined) {
+            fingerprints = provenance.observed(caller.workspaceId, event, snapshot)
+          }
+          decision = evaluate(snapshot, event, modes, Option.isSome(grant), config.settings.default_action, inferred)
         }
         const appliedGrant = Option.match(grant, {
           onNone: () => null,
@@ -150,7 +166,8 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
           startedAt,
           sign: signer.signNow
         })
-        return ready({ ...outcome, decision, config })
+        const record = fingerprints.length === 0 ? outcome.record : { ...outcome.record, fingerprints }
+        return ready({ ...outcome, record, decision, config })
       },
       load: (need, loaded) => {
         const workspaceId = caller.workspaceId
@@ -167,6 +184,14 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
             return failClosedOnError(
               loaded,
               Effect.map(snapshots.get(workspaceId), (snapshot) => ({ ...loaded, snapshot }))
+            )
+          case "provenance":
+            return failClosedOnError(
+              loaded,
+              Effect.map(provenance.load(workspaceId, scopeOf(event) ?? ""), (known) => ({
+                ...loaded,
+                provenance: known
+              }))
             )
           case "grant":
             return failClosedOnError(
@@ -195,6 +220,9 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
       writer.enqueue(decided.record, (committed) => {
         const recorded = Exit.isSuccess(committed)
         const { decision, config, record, escalation, response } = decided
+        const added = record.fingerprints?.[0]
+        // Before the answer: this instance's next decision in the scope already reads what was added.
+        if (recorded && added !== undefined) runFork(provenance.recorded(added.workspace_id, added.scope))
         recordDecision(recorded ? decision.effect : "defer")
         if (debugLogs) runFork(logDecisionDetails(config.settings, record.trace.id, decision))
         if (recorded && escalation !== null) runFork(notifyEscalation(outbound, escalation.url, escalation.notice))
@@ -245,5 +273,11 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
 
     return { authorizeEvent, authorize, receipt, grant, jwks: signer.jwks }
   }),
-  dependencies: [ReceiptSigner.Default, DecisionWriter.Default, OutboundGuard.Default, AuthorizationRepo.Default]
+  dependencies: [
+    ReceiptSigner.Default,
+    DecisionWriter.Default,
+    OutboundGuard.Default,
+    AuthorizationRepo.Default,
+    Provenance.Default
+  ]
 }) {}

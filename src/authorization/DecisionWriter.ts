@@ -1,15 +1,17 @@
 /**
  * Group commit for decisions (src/platform/GroupCommit.ts): every
- * decision's trace, receipt and `decisions` event must be durable before its
- * answer. A batch is one statement (traces, receipts and outbox rows as
+ * decision's trace, receipt and `decisions` event (and the provenance
+ * fingerprints it adds) must be durable before its answer. A batch is one statement (traces, receipts and outbox rows as
  * `with` clauses): one round trip, atomic on its own. A failed batch is
  * retried decision by decision, so one bad record fails only its own request.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { AppConfig } from "../platform/Config.js"
 import { allCommitted, makeGroupCommit } from "../platform/GroupCommit.js"
 import { Outbox, type OutboxEvent } from "../platform/Outbox.js"
 import { type NewTrace, Traces } from "../runs/Traces.js"
+import { AuthorizationRepo, type NewFingerprint } from "./Repo.js"
 
 const MAX_BATCH = 500
 
@@ -22,6 +24,8 @@ export interface DecisionRecord {
     readonly jws: string
   }
   readonly event: OutboxEvent
+  /** Provenance fingerprints the decided event adds to its run or session (Provenance.ts). */
+  readonly fingerprints?: ReadonlyArray<NewFingerprint> | undefined
 }
 
 export class DecisionWriter extends Effect.Service<DecisionWriter>()("authorization/DecisionWriter", {
@@ -29,10 +33,21 @@ export class DecisionWriter extends Effect.Service<DecisionWriter>()("authorizat
     const sql = yield* SqlClient.SqlClient
     const traces = yield* Traces
     const outbox = yield* Outbox
+    const repo = yield* AuthorizationRepo
+    const { provenanceMaxPerScope } = yield* AppConfig
 
-    // One statement (so one round trip and its own transaction): the traces, receipts and outbox rows together.
+    /** The fingerprints of a batch, as one more `with` clause (none when no decision adds any). */
+    const fingerprintsOf = (records: ReadonlyArray<DecisionRecord>) => {
+      const fingerprints = records.flatMap((record) => record.fingerprints ?? [])
+      return fingerprints.length === 0
+        ? sql``
+        : sql`recorded_fingerprints as (${repo.insertFingerprintsStatement(fingerprints, provenanceMaxPerScope)}),`
+    }
+
+    // One statement (so one round trip and its own transaction): the traces, receipts, fingerprints and outbox rows.
     const commit = (records: ReadonlyArray<DecisionRecord>) =>
       sql`with recorded_traces as (${traces.insertStatement(records.map((record) => record.trace))}),
+               ${fingerprintsOf(records)}
                recorded_receipts as (insert into receipts ${sql.insert(
                  records.map(({ receipt }) => ({
                    id: receipt.id,
@@ -48,5 +63,5 @@ export class DecisionWriter extends Effect.Service<DecisionWriter>()("authorizat
 
     return yield* makeGroupCommit({ name: "decision", maxBatch: MAX_BATCH, retryAlone: true, commit })
   }),
-  dependencies: [Traces.Default]
+  dependencies: [Traces.Default, AuthorizationRepo.Default]
 }) {}

@@ -27,6 +27,7 @@ import {
   type Decision,
   decide,
   type EventKind,
+  type ParamSource,
   type ProposedAction
 } from "./Pipeline.js"
 import { canonicalJson } from "./Receipts.js"
@@ -120,7 +121,7 @@ export const needsGrant = (
 }
 
 /** The string values of a structured value, depth first (bounded by the request's own bounds). */
-const stringsOf = (value: unknown, out: Array<string>): Array<string> => {
+export const stringsOf = (value: unknown, out: Array<string>): Array<string> => {
   if (typeof value === "string") out.push(value)
   else if (Array.isArray(value)) for (const item of value) stringsOf(item, out)
   else if (typeof value === "object" && value !== null) for (const item of Object.values(value)) stringsOf(item, out)
@@ -131,28 +132,31 @@ const stringsOf = (value: unknown, out: Array<string>): Array<string> => {
  * The action as the checkers screen it: a `tool.result` that carries structured output
  * (`params.result`) instead of `content` is screened as the text of its string values, one a line.
  */
-const screenedAction = (event: ProposedEventInput): ProposedAction => {
+const screenedAction = (event: ProposedEventInput, inferred: ReadonlyArray<ParamSource>): ProposedAction => {
   const { action } = event
+  // Inferred labels (Provenance.ts) follow the caller's, which win: only unlabelled values get one.
+  if (inferred.length > 0) return { ...action, sources: [...(action.sources ?? []), ...inferred] }
   if (event.kind !== "tool.result" || action.content !== undefined || action.params?.["result"] === undefined) {
     return action
   }
   return { ...action, content: stringsOf(action.params["result"], []).join("\n") }
 }
 
-/** Every checker over the snapshot. */
+/** Every checker over the snapshot; `inferred`: labels of unlabelled param values from the run's provenance. */
 export const evaluate = (
   snapshot: Snapshot,
   event: ProposedEventInput,
   modes: Readonly<Record<CheckerName, CheckerMode>>,
   granted: boolean,
-  defaultEffect: "permit" | "deny" | "defer"
+  defaultEffect: "permit" | "deny" | "defer",
+  inferred: ReadonlyArray<ParamSource> = []
 ) => {
   const agentId = event.principal.agent_id
   return decide(
     {
       agentId,
       kind: event.kind,
-      action: screenedAction(event),
+      action: screenedAction(event, inferred),
       agent: snapshot.agents.get(agentId) as AgentProfile | undefined,
       policies: snapshot.policies.filter((policy) => policy.ownerAgentId === null || policy.ownerAgentId === agentId),
       labelPolicies: snapshot.labelPolicies,

@@ -22,6 +22,8 @@ export interface ParamSource {
   readonly path: string
   readonly origin: string
   readonly source_id: string
+  /** Not given by the caller: inferred from what entered the run or session (Provenance.ts); for a value beneath `path` too. */
+  readonly inferred?: boolean
 }
 
 export interface ProposedAction {

@@ -1,4 +1,7 @@
-/** SQL of the authorization domain: approval grants and receipts. Every query takes the workspace id. */
+/**
+ * SQL of the authorization domain: approval grants, receipts and provenance fingerprints. Every
+ * query takes the workspace id.
+ */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
@@ -15,6 +18,16 @@ const StoredGrant = Schema.Struct({ ...GrantRow.fields, created_at: Schema.DateF
 const ReceiptRow = Schema.Struct({ jws: Schema.String, trace_id: Schema.String, created_at: Schema.DateFromSelf })
 
 const WorkspaceItem = Schema.Struct({ workspaceId: Schema.String, id: Schema.String })
+
+/** A value's keyed HMAC seen in a run or session, with the origin it came from (never the value). */
+export const FingerprintRow = Schema.Struct({ fingerprint: Schema.String, origin: Schema.String })
+export type FingerprintRow = typeof FingerprintRow.Type
+
+/** A fingerprint to record: its workspace and scope (`run:<id>` or `session:<id>`). */
+export interface NewFingerprint extends FingerprintRow {
+  readonly workspace_id: string
+  readonly scope: string
+}
 
 export class AuthorizationRepo extends Effect.Service<AuthorizationRepo>()("authorization/AuthorizationRepo", {
   effect: Effect.gen(function* () {
@@ -53,18 +66,54 @@ export class AuthorizationRepo extends Effect.Service<AuthorizationRepo>()("auth
         sql`select jws, trace_id, created_at from receipts where workspace_id = ${workspaceId} and id = ${id}`
     })
 
-    return dieOnErrors({
-      /** The unexpired grant of an intent, if any. */
-      activeGrant: (workspaceId: string, intentId: string) => activeGrant({ workspaceId, id: intentId }),
-      /** Grants (or renews) the approval of an intent for `ttlSeconds`. */
-      upsertGrant: (
-        workspaceId: string,
-        intentId: string,
-        grantedBy: string,
-        note: string | null,
-        ttlSeconds: number
-      ) => upsertGrant({ workspaceId, intentId, grantedBy, note, ttlSeconds }),
-      findReceipt: (workspaceId: string, id: string) => findReceipt({ workspaceId, id })
+    const listFingerprints = SqlSchema.findAll({
+      Request: Schema.Struct({ workspaceId: Schema.String, scope: Schema.String, limit: Schema.Number }),
+      Result: FingerprintRow,
+      execute: ({ limit, scope, workspaceId }) =>
+        sql`select fingerprint, origin from provenance_fingerprints
+            where workspace_id = ${workspaceId} and scope = ${scope}
+            order by first_seen_at limit ${limit}`
     })
+
+    /**
+     * Records fingerprints (a statement for the decision group commit, DecisionWriter.ts): each scope keeps
+     * at most `maxPerScope` rows, counted once per scope and statement; a known one is left as it was.
+     */
+    const insertFingerprintsStatement = (rows: ReadonlyArray<NewFingerprint>, maxPerScope: number) => {
+      const json = JSON.stringify(rows)
+      return sql`insert into provenance_fingerprints (workspace_id, scope, fingerprint, origin)
+        select v.workspace_id, v.scope, v.fingerprint, v.origin
+        from (select x.*, row_number() over (partition by x.workspace_id, x.scope) as rank
+              from jsonb_to_recordset(${json}::jsonb)
+                as x(workspace_id text, scope text, fingerprint text, origin text)) v
+        join (select s.workspace_id, s.scope,
+                     (select count(*) from provenance_fingerprints p
+                      where p.workspace_id = s.workspace_id and p.scope = s.scope) as stored
+              from (select distinct y.workspace_id, y.scope
+                    from jsonb_to_recordset(${json}::jsonb) as y(workspace_id text, scope text)) s) c
+          on c.workspace_id = v.workspace_id and c.scope = v.scope
+        where v.rank + c.stored <= ${maxPerScope}
+        on conflict do nothing`
+    }
+
+    return {
+      insertFingerprintsStatement,
+      ...dieOnErrors({
+        /** The fingerprints of a run or session, oldest first, at most `limit`. */
+        listFingerprints: (workspaceId: string, scope: string, limit: number) =>
+          listFingerprints({ workspaceId, scope, limit }),
+        /** The unexpired grant of an intent, if any. */
+        activeGrant: (workspaceId: string, intentId: string) => activeGrant({ workspaceId, id: intentId }),
+        /** Grants (or renews) the approval of an intent for `ttlSeconds`. */
+        upsertGrant: (
+          workspaceId: string,
+          intentId: string,
+          grantedBy: string,
+          note: string | null,
+          ttlSeconds: number
+        ) => upsertGrant({ workspaceId, intentId, grantedBy, note, ttlSeconds }),
+        findReceipt: (workspaceId: string, id: string) => findReceipt({ workspaceId, id })
+      })
+    }
   })
 }) {}

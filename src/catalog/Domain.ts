@@ -285,7 +285,12 @@ export const ToolMetadata = Schema.Struct({
   side_effect: Identifier.annotations({ description: "e.g. none" }),
   sandbox_hint: Schema.optional(BoundedJson),
   approval: Schema.optional(BoundedJson),
-  params: Schema.optional(boundedArray(ToolParam, 200))
+  params: Schema.optional(boundedArray(ToolParam, 200)),
+  result_origin: Schema.optional(
+    Origin.annotations({
+      description: "origin of this tool's results for provenance inference (e.g. email, web); default tool_output"
+    })
+  )
 }).annotations({ identifier: "ToolMetadata" })
 
 export const ToolMetadataEntry = Schema.Struct({ enabled: Schema.Boolean, metadata: ToolMetadata }).annotations({

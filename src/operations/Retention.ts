@@ -22,14 +22,16 @@ export interface RetentionTarget {
   readonly workspaceColumn: string
 }
 
-/** Review events first (they hang off traces), then traces and their receipts, run events, usage and attacks. */
+/** Review events first (they hang off traces), then traces and their receipts, run events, usage, attacks, fingerprints. */
 export const retentionTargets: Array<RetentionTarget> = [
   { table: "review_events", timeColumn: "created_at", workspaceColumn: "workspace_id" },
   { table: "traces", timeColumn: "created_at", workspaceColumn: "workspace_id" },
   { table: "receipts", timeColumn: "created_at", workspaceColumn: "workspace_id" },
   { table: "run_events", timeColumn: "created_at", workspaceColumn: "workspace_id" },
   { table: "llm_usage_events", timeColumn: "effective_at", workspaceColumn: "workspace_id" },
-  { table: "redteam_attacks", timeColumn: "created_at", workspaceColumn: "workspace_id" }
+  { table: "redteam_attacks", timeColumn: "created_at", workspaceColumn: "workspace_id" },
+  // Provenance fingerprints last as long as the run events and traces of their run or session.
+  { table: "provenance_fingerprints", timeColumn: "first_seen_at", workspaceColumn: "workspace_id" }
 ]
 
 export const addRetentionTarget = (target: RetentionTarget) => {

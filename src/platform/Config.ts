@@ -197,6 +197,8 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       passwordHashConcurrency: yield* positiveInteger("PASSWORD_HASH_CONCURRENCY", availableParallelism()),
       /** Analytics: an event older than this when it is aggregated is counted as late (dimension `late`). */
       analyticsLateGraceSeconds: yield* Config.integer("ANALYTICS_LATE_GRACE_SECONDS").pipe(Config.withDefault(300)),
+      /** Fingerprints kept per run or session for provenance inference (docs/authorization.md); more are not recorded. */
+      provenanceMaxPerScope: yield* positiveInteger("PROVENANCE_MAX_PER_SCOPE", 2_000),
       /** Key material of provider API keys at rest (AES-256-GCM); generated under DATA_DIR when unset. */
       gatewayEncryptionKey: yield* strongSecret("GATEWAY_ENCRYPTION_KEY"),
       /** How long the gateway waits for an upstream's response headers, or between body chunks (504 before headers). */

@@ -38,6 +38,32 @@ export const isUntrusted = (labels: Labels, origin: string): boolean => {
   return isLow(label.integrity) || isLow(label.trust)
 }
 
+/** How far an origin is trusted, lowest first: untrusted, then a numeric `trust`, then any origin but `user`. */
+type Rank = readonly [number, number, number]
+const trustRank = (labels: Labels, origin: string): Rank => {
+  const trust = enabledLabel(labels, origin)?.trust
+  return [isUntrusted(labels, origin) ? 0 : 1, typeof trust === "number" ? trust : 1, origin === "user" ? 1 : 0]
+}
+
+/**
+ * The least trusted of several origins (a value seen under each counts as this one): by the label
+ * rules above, then by a numeric `trust`; among equally trusted origins, any origin is below `user`
+ * (then by name, so the choice is stable).
+ */
+export const leastTrusted = (labels: Labels, origins: Iterable<string>): string | undefined => {
+  let least: string | undefined
+  let leastRank: Rank = [2, 2, 2]
+  for (const origin of origins) {
+    const rank = trustRank(labels, origin)
+    const order = rank[0] - leastRank[0] || rank[1] - leastRank[1] || rank[2] - leastRank[2]
+    if (least === undefined || order < 0 || (order === 0 && origin < least)) {
+      least = origin
+      leastRank = rank
+    }
+  }
+  return least
+}
+
 /** 0: public, 1: confidential (`confidential`, `high`), 2: secret (`secret`, `restricted`). */
 export const confidentiality = (labels: Labels, origin: string): 0 | 1 | 2 => {
   const level = word(enabledLabel(labels, origin)?.confidentiality) ?? ""
@@ -53,6 +79,10 @@ export const seenBefore = (sources: ReadonlyArray<ParamSource>, index: number, o
 /** The labelled paths of one origin (built only when reporting). */
 export const pathsOf = (sources: ReadonlyArray<ParamSource>, origin: string): ReadonlyArray<string> =>
   sources.filter((source) => source.origin === origin).map((source) => source.path)
+
+/** `inferred: true` in a finding's evidence when a label of the origin was inferred, not given (Provenance.ts). */
+export const inferredOf = (sources: ReadonlyArray<ParamSource>, origin: string) =>
+  sources.some((source) => source.origin === origin && source.inferred === true) ? { inferred: true } : undefined
 
 interface Sink {
   readonly consequential: boolean
@@ -117,7 +147,14 @@ export const flowChecker: Checker = {
       if (seenBefore(sources, i, origin)) continue
       const labelled = enabledLabel(labels, origin) !== undefined
       if (sink.consequential && isUntrusted(labels, origin)) {
-        const evidence = { origin, tool, paths: pathsOf(sources, origin), labelled, reversible: !sink.irreversible }
+        const evidence = {
+          origin,
+          tool,
+          paths: pathsOf(sources, origin),
+          labelled,
+          reversible: !sink.irreversible,
+          ...inferredOf(sources, origin)
+        }
         ;(findings ??= []).push(integrityFinding(origin, tool, sink.irreversible, evidence))
       }
       const level = sink.outbound ? confidentiality(labels, origin) : 0
@@ -126,7 +163,8 @@ export const flowChecker: Checker = {
           origin,
           tool,
           paths: pathsOf(sources, origin),
-          confidentiality: level === 2 ? "secret" : "confidential"
+          confidentiality: level === 2 ? "secret" : "confidential",
+          ...inferredOf(sources, origin)
         }
         ;(findings ??= []).push(confidentialityFinding(origin, tool, reply, evidence))
       }

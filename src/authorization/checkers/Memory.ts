@@ -3,7 +3,7 @@
  * the flow checker) must not be written to memory without a human looking at it first.
  */
 import type { CheckContext, Checker, FindingDraft } from "../Pipeline.js"
-import { isUntrusted, pathsOf, seenBefore } from "./Flow.js"
+import { inferredOf, isUntrusted, pathsOf, seenBefore } from "./Flow.js"
 import { noFindings, registeredTool, proposedOnly } from "./Param.js"
 
 /** `memory.write`, or a registered tool whose metadata says it writes memory. */
@@ -30,7 +30,12 @@ export const memoryChecker: Checker = {
         remediation: "Confirm with the user before remembering it, or leave the untrusted part out.",
         effect: "defer",
         severity: "medium",
-        evidence: { origin, tool: context.action.operation, paths: pathsOf(sources, origin) }
+        evidence: {
+          origin,
+          tool: context.action.operation,
+          paths: pathsOf(sources, origin),
+          ...inferredOf(sources, origin)
+        }
       })
     }
     return findings ?? noFindings

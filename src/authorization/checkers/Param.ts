@@ -54,6 +54,10 @@ const allowedByAny = (allowed: ReadonlyArray<unknown>, source: ParamSource): boo
   return false
 }
 
+/** An inferred label of a value inside an object param (`recipient.iban` beneath `recipient`). */
+const isBeneath = (labelled: string, path: string) =>
+  labelled.length > path.length && labelled.startsWith(path) && labelled.charCodeAt(path.length) === 0x2e
+
 /**
  * The first label of `path` that no allowed source covers (a value mixed from several sources is
  * only as trustworthy as its least trusted one); null when nothing labels the path; undefined when fine.
@@ -66,7 +70,7 @@ const offendingSource = (
   if (sources === undefined) return null
   let labelled = false
   for (const source of sources) {
-    if (source.path !== path) continue
+    if (source.path !== path && !(source.inferred === true && isBeneath(source.path, path))) continue
     labelled = true
     if (!allowedByAny(allowed, source)) return source
   }
@@ -165,7 +169,9 @@ export const paramChecker: Checker = {
               path,
               `Param "${path}" of ${tool} ${seen}; allowed origins: ${describeAllowed(allowed)}.`,
               "Take this value from an allowed source (e.g. ask the user), or have a human confirm it.",
-              { path, origin: source?.origin ?? null, source_id: source?.source_id ?? null, allowed }
+              source?.inferred === true
+                ? { path, origin: source.origin, source_id: source.source_id, allowed, inferred: true }
+                : { path, origin: source?.origin ?? null, source_id: source?.source_id ?? null, allowed }
             )
           )
         }
