@@ -12,6 +12,7 @@ import { PolicyDocument, ValidationResult } from "./Domain.js"
 import { unstorableJson } from "../platform/Json.js"
 import { Limits } from "../platform/Schemas.js"
 import type { PolicyAction, PolicyMatch } from "./PolicyFinders.js"
+import { isLeaf } from "./MatchSchemas.js"
 import { type CompiledLeaf, compileMatch, type Evaluate, type PolicyAgent, type RunLeaf } from "./PolicyMatching.js"
 import {
   hasPositiveLeaf,
@@ -223,7 +224,9 @@ export const compilePolicy = (doc: PolicyDocument): CompiledPolicy => {
   const compiled: Either.Either<Evaluate, PolicyErrors> =
     semantic.length > 0 ? Either.left(semantic) : compileMatch(doc.match, "match", leaves)
   const evaluate = Either.getOrElse(compiled, () => never)
-  const single = leaves.length === 1
+  // A match that is a single leaf (the common case) runs without the tree.
+  const bare = Either.isRight(compiled) && isLeaf(doc.match) ? leaves[0] : undefined
+  const single = bare !== undefined
   const overAction =
     (action: PolicyAction, agent: PolicyAgent | undefined): RunLeaf =>
     (leaf) =>
@@ -236,6 +239,13 @@ export const compilePolicy = (doc: PolicyDocument): CompiledPolicy => {
         : action === undefined
           ? noMatches
           : collect((out) => leaf.search(action, out, agent))
+  // Runs for every policy on every event.
+  const evaluateAction = (action: PolicyAction, agent?: PolicyAgent): ReadonlyArray<PolicyMatch> | null => {
+    if (bare === undefined) return evaluate(overAction(action, agent))
+    const out: Array<PolicyMatch> = []
+    bare.search(action, out, agent)
+    return out.length === 0 ? null : out
+  }
   return {
     id: doc.id,
     description: doc.description,
@@ -249,8 +259,8 @@ export const compilePolicy = (doc: PolicyDocument): CompiledPolicy => {
     appliesTo: new Set(doc.applies_to ?? DEFAULT_APPLIES_TO),
     observe: doc.mode === "observe",
     errors: Either.isLeft(compiled) ? compiled.left : [],
-    evaluate: (action, agent) => evaluate(overAction(action, agent)),
-    match: (action, agent) => evaluate(overAction(action, agent)) ?? noMatches,
+    evaluate: evaluateAction,
+    match: (action, agent) => evaluateAction(action, agent) ?? noMatches,
     matchText: (text, action, agent) =>
       (evaluate(overText(text, action, agent)) ?? noMatches).filter((m) => m.target === "content")
   }
