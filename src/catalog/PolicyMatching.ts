@@ -34,7 +34,7 @@ type LeafFinder = (text: string, target: string, out: Array<PolicyMatch>, agent:
  * some params) and each gets its views built once. `views()` is lazy, so only what a policy asks
  * for (e.g. the decoded views) is computed, and then kept for the next policy.
  */
-const MEMO_SIZE = 4
+const MEMO_SIZE = 8
 const memo: Array<TextViews> = []
 export const viewsFor = (text: string): TextViews => {
   for (const known of memo) if (known.raw === text) return known
