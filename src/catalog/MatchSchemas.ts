@@ -72,12 +72,14 @@ const Domain = Schema.String.pipe(
   })
 )
 const Domains = nonEmptyList(Domain, 500)
+/** Detector options are exact optionals (absent, never undefined): the decoded leaf is the detector's options object. */
+const exact = <S extends Schema.Schema.Any>(schema: S) => Schema.optionalWith(schema, { exact: true })
 const Threshold = between(0, 1, true)
 
 export const PiiMatch = Schema.Struct({
   ...detectorFields,
   detector: Schema.Literal("pii"),
-  categories: Schema.optional(
+  categories: exact(
     nonEmptyList(Schema.Literal(...PII_CATEGORIES), PII_CATEGORIES.length).annotations({
       description: "Only these categories; default all"
     })
@@ -87,7 +89,7 @@ export const PiiMatch = Schema.Struct({
 export const SecretMatch = Schema.Struct({
   ...detectorFields,
   detector: Schema.Literal("secret"),
-  min_entropy: Schema.optional(
+  min_entropy: exact(
     between(0, 6).annotations({
       description: "Bits per character a value assigned to a key-like name needs; default 3.0"
     })
@@ -97,19 +99,19 @@ export const SecretMatch = Schema.Struct({
 export const PromptInjectionMatch = Schema.Struct({
   ...detectorFields,
   detector: Schema.Literal("prompt_injection"),
-  threshold: Schema.optional(Threshold.annotations({ description: "Score (0..1] that reports; default 0.5" }))
+  threshold: exact(Threshold.annotations({ description: "Score (0..1] that reports; default 0.5" }))
 }).annotations({ identifier: "PromptInjectionMatch" })
 
 export const SystemPromptLeakMatch = Schema.Struct({
   ...detectorFields,
   detector: Schema.Literal("system_prompt_leak"),
-  threshold: Schema.optional(
+  threshold: exact(
     Threshold.annotations({ description: "Share (0..1] of the system prompt's n-grams that is a leak; default 0.3" })
   ),
-  min_run_words: Schema.optional(
+  min_run_words: exact(
     intBetween(3, 200).annotations({ description: "A verbatim run of this many words is a leak; default 10" })
   ),
-  ngram: Schema.optional(intBetween(2, 8).annotations({ description: "Words per n-gram; default 4" }))
+  ngram: exact(intBetween(2, 8).annotations({ description: "Words per n-gram; default 4" }))
 }).annotations({
   identifier: "SystemPromptLeakMatch",
   description: "The system prompt and canaries come from the agent profile of the event's agent"
@@ -118,8 +120,8 @@ export const SystemPromptLeakMatch = Schema.Struct({
 export const UrlMatch = Schema.Struct({
   ...detectorFields,
   detector: Schema.Literal("url"),
-  allow: Schema.optional(Domains.annotations({ description: "When given, every other domain matches" })),
-  deny: Schema.optional(Domains.annotations({ description: "These domains (and subdomains) always match" }))
+  allow: exact(Domains.annotations({ description: "When given, every other domain matches" })),
+  deny: exact(Domains.annotations({ description: "These domains (and subdomains) always match" }))
 }).annotations({ identifier: "UrlMatch" })
 
 /** A detector leaf's common fields, to report an unknown `detector` name once. */

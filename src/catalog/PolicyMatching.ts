@@ -4,7 +4,7 @@
  * text (`views()` from src/detection), built at most once per text for all the policies of an event.
  */
 import { Either } from "effect"
-import { detect, type DetectorOptions, type TextView, type TextViews, views } from "../detection/index.js"
+import { detect, type TextView, type TextViews, views } from "../detection/index.js"
 import {
   type DetectorMatch,
   isAll,
@@ -112,46 +112,29 @@ const normalizedFinder =
 
 // ---- detectors
 
-type Options<Name extends DetectorMatch["detector"]> = DetectorOptions[Name] | undefined
-
-/** The detector's options from the document, once; system_prompt_leak adds the agent's at check time. */
+/**
+ * The detector with its options from the document (the leaf's option fields are the detectors'
+ * own names, so the leaf itself is the options object); system_prompt_leak adds the agent's
+ * system prompt and canaries at check time.
+ */
 const detectorFinder = (leaf: DetectorMatch): LeafFinder => {
   const textViews = leaf.normalize === false ? rawOnlyViews : viewsFor
   const run = (text: string, agent: PolicyAgent | undefined) => {
     switch (leaf.detector) {
-      case "pii": {
-        const options: Options<"pii"> = leaf.categories === undefined ? undefined : { categories: leaf.categories }
-        return detect("pii", textViews(text), options)
-      }
+      case "pii":
+        return detect("pii", textViews(text), leaf)
       case "secret":
-        return detect(
-          "secret",
-          textViews(text),
-          leaf.min_entropy === undefined ? undefined : { min_entropy: leaf.min_entropy }
-        )
+        return detect("secret", textViews(text), leaf)
       case "prompt_injection":
-        return detect(
-          "prompt_injection",
-          textViews(text),
-          leaf.threshold === undefined ? undefined : { threshold: leaf.threshold }
-        )
+        return detect("prompt_injection", textViews(text), leaf)
       case "url":
-        return detect("url", textViews(text), {
-          ...(leaf.allow === undefined ? {} : { allow: leaf.allow }),
-          ...(leaf.deny === undefined ? {} : { deny: leaf.deny })
-        })
+        return detect("url", textViews(text), leaf)
       case "system_prompt_leak": {
         const canaries = agent?.canaries ?? []
-        const systemPrompt = agent?.system_prompt ?? ""
+        const system_prompt = agent?.system_prompt ?? ""
         // Without a profile to compare with there is nothing that could leak.
-        if (canaries.length === 0 && systemPrompt.trim() === "") return []
-        return detect("system_prompt_leak", textViews(text), {
-          system_prompt: systemPrompt,
-          canaries,
-          ...(leaf.threshold === undefined ? {} : { threshold: leaf.threshold }),
-          ...(leaf.min_run_words === undefined ? {} : { min_run_words: leaf.min_run_words }),
-          ...(leaf.ngram === undefined ? {} : { ngram: leaf.ngram })
-        })
+        if (canaries.length === 0 && system_prompt.trim() === "") return []
+        return detect("system_prompt_leak", textViews(text), { ...leaf, system_prompt, canaries })
       }
     }
   }
