@@ -145,7 +145,7 @@ export class PolicyDetail extends Schema.Class<PolicyDetail>("PolicyDetail")({
  * bytes; decode the parsed YAML/JSON with this. `GET /v1/policies/schema` serves it as JSON Schema.
  * This is the structural shape only: the cross-field rules (rewrite required for action rewrite,
  * match.value per match.type, target syntax, regex safety, composite depth) live in
- * `catalog/PolicyMatchValidation.ts`.
+ * `catalog/PolicyLanguage.ts` and, for `match`, `catalog/PolicyMatchValidation.ts`.
  */
 export const PolicyDocument = Schema.Struct({
   id: Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9_.-]{0,127}$/)).annotations({
