@@ -29,9 +29,16 @@ export const normalizeProfile = (document: ProfileDocument) => ({
   escalation_triggers: document.escalation_triggers ?? [],
   knowledge_sources: document.knowledge_sources ?? [],
   workflow_definition: document.workflow_definition ?? null,
-  workflow_requirements: document.workflow_requirements ?? []
+  workflow_requirements: document.workflow_requirements ?? [],
+  canaries: document.canaries ?? []
 })
 export type AgentProfile = ReturnType<typeof normalizeProfile>
+
+/** A stored profile (a JSON column): those stored before `canaries` existed read as having none. */
+const storedProfile = (stored: unknown): AgentProfile => {
+  const profile = stored as Omit<AgentProfile, "canaries"> & { readonly canaries?: AgentProfile["canaries"] }
+  return { ...profile, canaries: profile.canaries ?? [] }
+}
 
 const decodeProfile = Schema.decodeUnknownEither(AgentProfileDocument, { errors: "all", onExcessProperty: "ignore" })
 
@@ -68,7 +75,7 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
         Effect.flatMap(
           Option.match({
             onNone: () => Effect.fail(agentNotFound(agentId)),
-            onSome: (row) => Effect.succeed(row.profile as AgentProfile)
+            onSome: (row) => Effect.succeed(storedProfile(row.profile))
           })
         )
       )
@@ -156,7 +163,7 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
 
     return {
       list: Effect.fn("Agents.list")((workspaceId: string) =>
-        Effect.map(repo.listAgents(workspaceId), (rows) => rows.map((row) => row.profile as AgentProfile))
+        Effect.map(repo.listAgents(workspaceId), (rows) => rows.map((row) => storedProfile(row.profile)))
       ),
       find,
       create,

@@ -18,6 +18,7 @@ import {
   Timestamp,
   Url
 } from "../platform/Schemas.js"
+import { MatchSpec, SimpleMatchType } from "./MatchSchemas.js"
 
 /** The agent's own id (its `agent_id`, e.g. `support-bot`), chosen by the caller; it is the path `{id}`. */
 export const AgentId = Identifier.pipe(Schema.brand("AgentId")).annotations({ identifier: "AgentId" })
@@ -74,8 +75,18 @@ export class Agent extends Schema.Class<Agent>("Agent")({
   escalation_triggers: Strings,
   knowledge_sources: Schema.Array(AgentKnowledgeSource),
   workflow_definition: JsonValue,
-  workflow_requirements: Schema.Array(WorkflowRequirement)
+  workflow_requirements: Schema.Array(WorkflowRequirement),
+  canaries: Strings
 }) {}
+
+/**
+ * A canary: a marker planted in the system prompt that must never appear in what the agent says
+ * (the system_prompt_leak detector looks for it). 8 characters at least, so it cannot occur by chance.
+ */
+const Canary = Schema.String.pipe(
+  Schema.minLength(8, { message: () => "must be at least 8 characters" }),
+  Schema.maxLength(200, { message: () => "must be at most 200 characters" })
+)
 
 /**
  * The YAML/JSON document of `POST /v1/agents` (the HTTP payload is raw bytes; decode the parsed
@@ -92,13 +103,19 @@ export const AgentProfileDocument = Schema.Struct({
   escalation_triggers: Schema.optional(Sentences),
   knowledge_sources: Schema.optional(boundedArray(AgentKnowledgeSourceInput, 200)),
   workflow_definition: Schema.optional(BoundedJson),
-  workflow_requirements: Schema.optional(boundedArray(WorkflowRequirementInput, 200))
+  workflow_requirements: Schema.optional(boundedArray(WorkflowRequirementInput, 200)),
+  canaries: Schema.optional(
+    boundedArray(Canary, 50).annotations({
+      description: "Up to 50 strings of 8-200 characters that must never appear in the agent's output"
+    })
+  )
 }).annotations({ identifier: "AgentProfileDocument" })
 
 // ---- policies
 
 export const PolicyFamily = Schema.Literal("content", "tool", "flow", "approval", "memory")
-export const MatchType = Schema.Literal("literal", "regex", "any_of")
+/** The simple match types (what drafting and generation produce). */
+export const MatchType = SimpleMatchType
 
 export class PolicySummary extends Schema.Class<PolicySummary>("PolicySummary")({
   id: PolicyId,
@@ -127,7 +144,8 @@ export class PolicyDetail extends Schema.Class<PolicyDetail>("PolicyDetail")({
  * The policy document (core of the conventions; extra keys are tolerated). The HTTP payload is raw
  * bytes; decode the parsed YAML/JSON with this. `GET /v1/policies/schema` serves it as JSON Schema.
  * This is the structural shape only: the cross-field rules (rewrite required for action rewrite,
- * match.value per match.type, target syntax, regex safety) live in `catalog/PolicyLanguage.ts`.
+ * match.value per match.type, target syntax, regex safety, composite depth) live in
+ * `catalog/PolicyLanguage.ts` and, for `match`, `catalog/PolicyMatchValidation.ts`.
  */
 export const PolicyDocument = Schema.Struct({
   id: Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9_.-]{0,127}$/)).annotations({
@@ -147,17 +165,7 @@ export const PolicyDocument = Schema.Struct({
   owner_agent_id: Schema.optional(
     Identifier.annotations({ description: "When set, the policy applies to this agent only" })
   ),
-  match: Schema.Struct({
-    type: MatchType.annotations({ description: "literal | regex | any_of (a list of literals)" }),
-    value: Schema.Union(LongText, boundedArray(LongText)).annotations({
-      description: "A non-empty string (literal, regex) or a non-empty list of non-empty strings (any_of)"
-    }),
-    target: Identifier.annotations({
-      description: "content | operation | params.<path> (dot-separated keys and array indexes)",
-      examples: ["content", "operation", "params.recipient.email", "params.items.0"]
-    }),
-    case_sensitive: Schema.optional(Schema.Boolean.annotations({ description: "Default false" }))
-  }),
+  match: MatchSpec,
   rewrite: Schema.optional(
     LongText.annotations({ description: "Replacement text for each match; required when action is rewrite" })
   ),

@@ -3,7 +3,8 @@
  * literals and regexes on RE2 (`UserRegex.ts`), each bounded to `MAX_POLICY_MATCHES`.
  */
 import { Either } from "effect"
-import type { PolicyDocument } from "./Domain.js"
+import type { DetectorName } from "../detection/index.js"
+import type { SimpleMatch } from "./MatchSchemas.js"
 import { compileUserRegex, literalsPattern, type UserRegex } from "./UserRegex.js"
 
 export interface PolicyMatch {
@@ -13,6 +14,10 @@ export interface PolicyMatch {
   readonly start: number
   readonly end: number
   readonly text: string
+  /** Detector matches: which detector, what it found, and its score where it scores. */
+  readonly detector?: DetectorName
+  readonly category?: string
+  readonly score?: number
 }
 
 /** The parts of a proposed action a policy can look at (compatible with `ProposedAction`). */
@@ -83,7 +88,7 @@ const literalFinder = (literal: string, caseSensitive: boolean): Finder => {
   }
 }
 
-export const makeFinder = (match: PolicyDocument["match"]): Either.Either<Finder, string> => {
+export const makeFinder = (match: SimpleMatch): Either.Either<Finder, string> => {
   const caseSensitive = match.case_sensitive === true
   const values = typeof match.value === "string" ? [match.value] : match.value
   switch (match.type) {
@@ -97,4 +102,3 @@ export const makeFinder = (match: PolicyDocument["match"]): Either.Either<Finder
       return Either.map(compileUserRegex(values[0] ?? "", { caseSensitive }), regexFinder)
   }
 }
-

@@ -5,32 +5,34 @@
  * lowercased literals, target paths), because matching runs for every policy on every event.
  * Nothing here throws: failures come back as `Either` values or `valid: false` results.
  */
-import { Either, JSONSchema, ParseResult, Schema } from "effect"
+import { Either, JSONSchema, Schema } from "effect"
 import { Lexer, LineCounter, parseDocument } from "yaml"
 import type { EventKind } from "../authorization/Domain.js"
 import { PolicyDocument, ValidationResult } from "./Domain.js"
 import { unstorableJson } from "../platform/Json.js"
-import { Limits, shortMessage } from "../platform/Schemas.js"
-import { regexMatchesEmpty } from "./RegexSafety.js"
-import { compileUserRegex } from "./UserRegex.js"
-import { type Finder, findNothing, makeFinder, type PolicyAction, type PolicyMatch } from "./PolicyFinders.js"
+import { Limits } from "../platform/Schemas.js"
+import type { PolicyAction, PolicyMatch } from "./PolicyFinders.js"
+import { isLeaf } from "./MatchSchemas.js"
+import { type CompiledLeaf, compileMatch, type Evaluate, type PolicyAgent, type RunLeaf } from "./PolicyMatching.js"
+import {
+  hasPositiveLeaf,
+  isFields,
+  kindOf,
+  matchErrors,
+  type PolicyError,
+  schemaErrors
+} from "./PolicyMatchValidation.js"
 
 export { MAX_POLICY_MATCHES, type PolicyAction, type PolicyMatch } from "./PolicyFinders.js"
+export type { PolicyAgent } from "./PolicyMatching.js"
+export type { PolicyError } from "./PolicyMatchValidation.js"
 
-export interface PolicyError {
-  readonly path: string
-  readonly message: string
-}
 export type PolicyErrors = ReadonlyArray<PolicyError>
 export type PolicyValidation = typeof ValidationResult.Type
 
 type Fields = { readonly [key: string]: unknown }
-const isFields = (u: unknown): u is Fields => typeof u === "object" && u !== null && !Array.isArray(u)
 
 // ---- text -> value
-
-const kindOf = (u: unknown): string =>
-  Array.isArray(u) ? "a list" : u === null ? "null" : typeof u === "string" ? "a string" : `a ${typeof u}`
 
 /**
  * Parses YAML or JSON text (JSON is YAML 1.2) into a mapping; syntax errors carry 1-based line and
@@ -105,71 +107,12 @@ export const readDocument = (body: Uint8Array | string): Either.Either<Fields, P
 // ---- schema errors
 
 const decodeDocument = Schema.decodeUnknownEither(PolicyDocument, { errors: "all" })
-
-/**
- * Turns parse issues into `{path, message}`. A union reports one issue per member, so: drop the
- * "Expected undefined" of optional fields, keep only the deepest path when a member went deeper
- * (`match.value.1` over `match.value`), and merge the rest into `Expected A | B, actual X`.
- */
-const schemaErrors = (error: ParseResult.ParseError): Array<PolicyError> => {
-  const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
-    .map((issue) => ({ path: issue.path.map(String).join("."), message: shortMessage(issue.message) }))
-    .filter((issue) => !issue.message.startsWith("Expected undefined,"))
-  const paths = issues.map((issue) => issue.path)
-  const deepest = issues.filter((issue) => !paths.some((p) => p.startsWith(`${issue.path}.`)))
-  const byPath = new Map<string, Array<string>>()
-  for (const issue of deepest) byPath.set(issue.path, [...(byPath.get(issue.path) ?? []), issue.message])
-  return [...byPath].flatMap(([path, messages]) => mergeExpected(messages).map((message) => ({ path, message })))
-}
-
-const mergeExpected = (messages: ReadonlyArray<string>): ReadonlyArray<string> => {
-  const expected: Array<string> = []
-  let actual: string | null = null
-  const others: Array<string> = []
-  for (const message of messages) {
-    const m = /^Expected (.*), actual (.*)$/s.exec(message)
-    if (m !== null && (actual === null || actual === m[2])) {
-      expected.push(m[1]!)
-      actual = m[2]!
-    } else others.push(message === "is missing" ? "Required field is missing" : message)
-  }
-  return actual === null ? others : [`Expected ${expected.join(" | ")}, actual ${actual}`, ...others]
-}
+// The document without its match: the match is validated node by node (PolicyMatchValidation.ts).
+const decodeShell = Schema.decodeUnknownEither(Schema.Struct({ ...PolicyDocument.fields, match: Schema.Unknown }), {
+  errors: "all"
+})
 
 // ---- semantic errors (cross-field rules the schema cannot express)
-
-const IDENT = "[A-Za-z_][A-Za-z0-9_-]*"
-const INDEX = "0|[1-9][0-9]*"
-const TARGET = new RegExp(`^(?:content|operation|params(?:\\.(?:${IDENT}|${INDEX}))+)$`)
-const isIndex = (segment: string): boolean => /^(?:0|[1-9][0-9]*)$/.test(segment)
-
-const regexErrors = (pattern: string, caseSensitive: boolean): Array<string> => {
-  const compiled = compileUserRegex(pattern, { caseSensitive })
-  if (Either.isLeft(compiled)) {
-    return [
-      `Unsupported regex: ${compiled.left}. Policies run on RE2 (linear time): back-references and lookarounds are not supported`
-    ]
-  }
-  if (regexMatchesEmpty(pattern)) {
-    return ["The regex can match empty text, so it would match everywhere; require at least one character"]
-  }
-  return []
-}
-
-const valueErrors = (type: unknown, value: unknown, caseSensitive: boolean): Array<string> => {
-  if (type === "literal" || type === "regex") {
-    if (Array.isArray(value)) return [`match.value must be a single string for type ${type} (use any_of for a list)`]
-    if (value === "") return ["match.value must not be empty"]
-    return type === "regex" && typeof value === "string" ? regexErrors(value, caseSensitive) : []
-  }
-  if (type === "any_of") {
-    if (typeof value === "string") return ["match.value must be a list of strings for type any_of"]
-    if (!Array.isArray(value)) return []
-    if (value.length === 0) return ["match.value must list at least one string"]
-    return value.flatMap((item, i) => (item === "" ? [`match.value[${i}] must not be empty`] : []))
-  }
-  return []
-}
 
 const semanticErrors = (doc: unknown): Array<PolicyError> => {
   if (!isFields(doc)) return []
@@ -183,19 +126,13 @@ const semanticErrors = (doc: unknown): Array<PolicyError> => {
       message: "owner_agent_id must not be empty; omit it to apply to every agent"
     })
   }
-  const match = doc["match"]
-  if (!isFields(match)) return errors
-  const target = match["target"]
-  if (typeof target === "string" && !TARGET.test(target)) {
+  if (doc["action"] === "rewrite" && !hasPositiveLeaf(doc["match"]) && isFields(doc["match"])) {
     errors.push({
-      path: "match.target",
-      message: `match.target must be content, operation or params.<path> (dot-separated keys and array indexes, e.g. params.to.0), got "${target}"`
+      path: "match",
+      message: "A rewrite needs text to replace: a match whose every leaf is under not has none"
     })
   }
-  for (const message of valueErrors(match["type"], match["value"], match["case_sensitive"] === true)) {
-    errors.push({ path: "match.value", message })
-  }
-  return errors
+  return [...errors, ...matchErrors(doc["match"])]
 }
 
 // ---- validation
@@ -205,7 +142,7 @@ const RESERVED_IDS = new Set(["schema", "batch", "packs", "validate", "draft"])
 
 /** Validates a parsed document, reporting every schema and semantic error at once. */
 export const validatePolicy = (value: unknown): PolicyValidation => {
-  const decoded = decodeDocument(value)
+  const decoded = decodeShell(value)
   const reserved =
     isFields(value) && RESERVED_IDS.has(String(value["id"]))
       ? [{ path: "id", message: `id ${String(value["id"])} is reserved by the /v1/policies routes; choose another id` }]
@@ -243,55 +180,37 @@ export interface CompiledPolicy {
   readonly rewrite: string | null
   /** A matching defer escalates to a human. */
   readonly escalate: boolean
-  readonly target: string
+  /** The targets its leaves read, in document order, without repeats. */
+  readonly targets: ReadonlyArray<string>
   /** The event kinds it screens (`applies_to`; default output.proposed). */
   readonly appliesTo: ReadonlySet<EventKind>
   /** `mode: observe`: its findings are recorded and never set the effect. */
   readonly observe: boolean
   /** Empty for a valid document. Otherwise why it is invalid; such a policy never matches. */
   readonly errors: PolicyErrors
-  /** Every match in the targeted value(s), left to right, non-overlapping; empty when none. */
-  readonly match: (action: PolicyAction) => ReadonlyArray<PolicyMatch>
-  /** Every match in a given text, regardless of target (used for rewriting content). */
-  readonly matchText: (text: string) => ReadonlyArray<PolicyMatch>
+  /**
+   * The positive leaves' matches when the policy's match holds, at raw offsets of their target's
+   * value (possibly none, e.g. a `not`); null when it does not hold. `agent`: the event's agent
+   * profile, which system_prompt_leak compares with.
+   */
+  readonly evaluate: (action: PolicyAction, agent?: PolicyAgent) => ReadonlyArray<PolicyMatch> | null
+  /** `evaluate`'s matches, or none when it does not hold. */
+  readonly match: (action: PolicyAction, agent?: PolicyAgent) => ReadonlyArray<PolicyMatch>
+  /**
+   * The matches to rewrite in `text` (as the action's content): a single-leaf policy finds them in
+   * the text whatever its target, as it always did; in a composite, leaves on `content` read the
+   * text and the others read `action`, and only content matches are returned.
+   */
+  readonly matchText: (text: string, action?: PolicyAction, agent?: PolicyAgent) => ReadonlyArray<PolicyMatch>
 }
 
 /** What a policy screens when it does not say: what the agent proposes, as before event kinds existed. */
 const DEFAULT_APPLIES_TO: ReadonlyArray<EventKind> = ["output.proposed"]
 
-const scalarText = (value: unknown): string | null =>
-  typeof value === "string" ? value : typeof value === "number" || typeof value === "boolean" ? String(value) : null
-
-/** Feeds the targeted value(s) of an action to the finder; `params.*` paths are split once here. */
-type Search = (action: PolicyAction, out: Array<PolicyMatch>) => void
-
-const makeSearch = (target: string, find: Finder): Search => {
-  if (target === "content") {
-    return (action, out) => {
-      if (action.content !== undefined) find(action.content, target, out)
-    }
-  }
-  if (target === "operation") return (action, out) => find(action.operation, target, out)
-  const segments = target.split(".").slice(1)
-  return (action, out) => {
-    let current: unknown = action.params
-    for (const segment of segments) {
-      if (Array.isArray(current)) current = isIndex(segment) ? current[Number(segment)] : undefined
-      else if (isFields(current)) current = Object.hasOwn(current, segment) ? current[segment] : undefined
-      else return
-    }
-    const scalar = scalarText(current)
-    if (scalar !== null) return find(scalar, target, out)
-    if (!Array.isArray(current)) return
-    current.forEach((item, i) => {
-      const text = scalarText(item)
-      if (text !== null) find(text, `${target}.${i}`, out)
-    })
-  }
-}
-
 const noMatches: ReadonlyArray<PolicyMatch> = []
+const never: Evaluate = () => null
 
+/** Runs a leaf into a fresh list. */
 const collect = (run: (out: Array<PolicyMatch>) => void): ReadonlyArray<PolicyMatch> => {
   const out: Array<PolicyMatch> = []
   run(out)
@@ -304,12 +223,32 @@ const collect = (run: (out: Array<PolicyMatch>) => void): ReadonlyArray<PolicyMa
  */
 export const compilePolicy = (doc: PolicyDocument): CompiledPolicy => {
   const semantic = semanticErrors(doc)
-  const finder =
-    semantic.length > 0
-      ? Either.left(semantic)
-      : Either.mapLeft(makeFinder(doc.match), (message) => [{ path: "match.value", message }])
-  const find = Either.getOrElse(finder, () => findNothing)
-  const search: Search = Either.isRight(finder) ? makeSearch(doc.match.target, find) : () => undefined
+  const leaves: Array<CompiledLeaf> = []
+  const compiled: Either.Either<Evaluate, PolicyErrors> =
+    semantic.length > 0 ? Either.left(semantic) : compileMatch(doc.match, "match", leaves)
+  const evaluate = Either.getOrElse(compiled, () => never)
+  // A match that is a single leaf (the common case) runs without the tree.
+  const bare = Either.isRight(compiled) && isLeaf(doc.match) ? leaves[0] : undefined
+  const single = bare !== undefined
+  const overAction =
+    (action: PolicyAction, agent: PolicyAgent | undefined): RunLeaf =>
+    (leaf) =>
+      collect((out) => leaf.search(action, out, agent))
+  const overText =
+    (text: string, action: PolicyAction | undefined, agent: PolicyAgent | undefined): RunLeaf =>
+    (leaf) =>
+      single || leaf.target === "content"
+        ? collect((out) => leaf.find(text, "content", out, agent))
+        : action === undefined
+          ? noMatches
+          : collect((out) => leaf.search(action, out, agent))
+  // Runs for every policy on every event.
+  const evaluateAction = (action: PolicyAction, agent?: PolicyAgent): ReadonlyArray<PolicyMatch> | null => {
+    if (bare === undefined) return evaluate(overAction(action, agent))
+    const out: Array<PolicyMatch> = []
+    bare.search(action, out, agent)
+    return out.length === 0 ? null : out
+  }
   return {
     id: doc.id,
     description: doc.description,
@@ -319,12 +258,14 @@ export const compilePolicy = (doc: PolicyDocument): CompiledPolicy => {
     ownerAgentId: doc.owner_agent_id ?? null,
     rewrite: doc.rewrite ?? null,
     escalate: doc.escalate === true,
-    target: doc.match.target,
+    targets: [...new Set(leaves.map((leaf) => leaf.target))],
     appliesTo: new Set(doc.applies_to ?? DEFAULT_APPLIES_TO),
     observe: doc.mode === "observe",
-    errors: Either.isLeft(finder) ? finder.left : [],
-    match: (action) => collect((out) => search(action, out)),
-    matchText: (text) => collect((out) => find(text, "content", out))
+    errors: Either.isLeft(compiled) ? compiled.left : [],
+    evaluate: evaluateAction,
+    match: (action, agent) => evaluateAction(action, agent) ?? noMatches,
+    matchText: (text, action, agent) =>
+      (evaluate(overText(text, action, agent)) ?? noMatches).filter((m) => m.target === "content")
   }
 }
 
@@ -339,18 +280,39 @@ export const compilePolicyText = (text: string): Either.Either<CompiledPolicy, P
   Either.flatMap(decodePolicyText(text), tryCompilePolicy)
 
 /**
- * Replaces every match in `content` with the policy's rewrite text, left to right, without
- * overlaps. The rewrite text is inserted literally (no `$1` expansion). No rewrite text: unchanged.
+ * The ranges to replace: sorted, overlapping or adjacent ones merged (a match found in several
+ * views, or by several leaves, is replaced once).
  */
-export const applyRewrite = (policy: CompiledPolicy, content: string): string => {
+export const mergeSpans = (matches: ReadonlyArray<{ readonly start: number; readonly end: number }>) => {
+  const sorted = [...matches].sort((a, b) => a.start - b.start || a.end - b.end)
+  const merged: Array<{ start: number; end: number }> = []
+  for (const { start, end } of sorted) {
+    const last = merged[merged.length - 1]
+    if (last !== undefined && start <= last.end) last.end = Math.max(last.end, end)
+    else merged.push({ start, end })
+  }
+  return merged
+}
+
+/**
+ * Replaces every matched range of `content` with the policy's rewrite text (inserted literally, no
+ * `$1` expansion). `action` and `agent` are the event's, for composites and detectors that read
+ * them. No rewrite text: unchanged.
+ */
+export const applyRewrite = (
+  policy: CompiledPolicy,
+  content: string,
+  action?: PolicyAction,
+  agent?: PolicyAgent
+): string => {
   if (policy.rewrite === null) return content
-  const matches = policy.matchText(content)
+  const matches = policy.matchText(content, action, agent)
   if (matches.length === 0) return content
   let result = ""
   let last = 0
-  for (const m of matches) {
-    result += content.slice(last, m.start) + policy.rewrite
-    last = m.end
+  for (const span of mergeSpans(matches)) {
+    result += content.slice(last, span.start) + policy.rewrite
+    last = span.end
   }
   return result + content.slice(last)
 }

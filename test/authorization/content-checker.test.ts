@@ -126,7 +126,12 @@ describe("content checker", () => {
     expect(deny?.remediation).not.toBeNull()
     expect(rewrite?.remediation).toBeNull()
     expect(rewrite?.rewrite?.("pay 1234-5678 now")).toBe("pay [card] now")
-    expect(rewrite?.evidence).toEqual({ family: "content", matches: [{ target: "content", text: "1234-5678" }] })
+    expect(rewrite?.evidence).toEqual({
+      family: "content",
+      matches: [{ target: "content", text: "1234-5678" }],
+      spans: [{ start: 15, end: 24 }],
+      target: "content"
+    })
   })
 
   it("a rewrite policy with more matches than it may rewrite denies, with the first matches as evidence", () => {

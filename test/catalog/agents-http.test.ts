@@ -45,6 +45,7 @@ import { yamlBytes } from "../support/Events.js"
 const AGENT_KEYS = [
   "agent_id",
   "authority",
+  "canaries",
   "display_name",
   "escalation_triggers",
   "knowledge_sources",
@@ -73,7 +74,8 @@ const expectedFullAgent = (agentId: string, displayName = "Support Bot") => ({
   workflow_definition: { steps: ["verify_identity", "issue_refund"] },
   workflow_requirements: [
     { name: "verify_identity", required_before: ["issue_refund"], sensitive_steps: ["close_account"] }
-  ]
+  ],
+  canaries: []
 })
 
 const agentName = (prefix = "bot") => uniqueName(prefix).replaceAll("_", "-")
@@ -125,7 +127,8 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
           escalation_triggers: [],
           knowledge_sources: [],
           workflow_definition: null,
-          workflow_requirements: []
+          workflow_requirements: [],
+          canaries: []
         })
       })
     )

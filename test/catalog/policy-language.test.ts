@@ -245,7 +245,7 @@ describe("validatePolicyText", () => {
   })
 
   it("decodePolicyText returns the decoded document or the same errors", () => {
-    expect(Either.getOrThrow(decodePolicyText(yaml())).match.value).toBe("full refund")
+    expect(Either.getOrThrow(decodePolicyText(yaml())).match).toMatchObject({ value: "full refund" })
     expect(Either.flip(decodePolicyText(yaml({ top: header("rewrite") })))).toEqual(
       Either.right([{ path: "rewrite", message: "rewrite (the replacement text) is required when action is rewrite" }])
     )
@@ -465,7 +465,7 @@ describe("compilePolicy", () => {
       description: "d",
       ownerAgentId: "bot",
       rewrite: "[r]",
-      target: "content",
+      targets: ["content"],
       errors: []
     })
     expect(Either.getOrThrow(compilePolicyText(yaml()))).toMatchObject({ ownerAgentId: null, rewrite: null })

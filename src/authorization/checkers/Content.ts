@@ -1,8 +1,36 @@
 /** Content policies: every enabled policy that applies to the agent, matched against its target. */
-import { applyRewrite, MAX_POLICY_MATCHES } from "../../catalog/PolicyLanguage.js"
+import { applyRewrite, MAX_POLICY_MATCHES, type PolicyMatch } from "../../catalog/PolicyLanguage.js"
 import type { Checker, EventKind, FindingDraft } from "../Pipeline.js"
 
 const allKinds: ReadonlySet<EventKind> = new Set(["input.received", "tool.result", "output.proposed"])
+
+/**
+ * What a finding shows: the matched texts (with detector, category and score for detector
+ * matches) and their raw UTF-16 ranges; `target` when they all come from one value, else each span
+ * names its target.
+ */
+const evidenceOf = (family: string, matches: ReadonlyArray<PolicyMatch>) => {
+  const targets = new Set(matches.map((m) => m.target))
+  const single = targets.size <= 1
+  const seen = new Set<string>()
+  const spans: Array<{ start: number; end: number; target?: string }> = []
+  for (const m of matches) {
+    const key = `${m.target}\u0000${m.start}:${m.end}`
+    if (seen.has(key)) continue
+    seen.add(key)
+    spans.push(single ? { start: m.start, end: m.end } : { target: m.target, start: m.start, end: m.end })
+  }
+  return {
+    family,
+    matches: matches.map(({ category, detector, score, target, text }) =>
+      detector === undefined
+        ? { target, text }
+        : { target, text, detector, category, ...(score === undefined ? {} : { score }) }
+    ),
+    spans,
+    ...(single && matches.length > 0 ? { target: matches[0]!.target } : {})
+  }
+}
 
 export const contentChecker: Checker = {
   name: "content",
@@ -11,8 +39,8 @@ export const contentChecker: Checker = {
     const findings: Array<FindingDraft> = []
     for (const policy of context.policies) {
       if (!policy.appliesTo.has(context.kind)) continue
-      const found = policy.match(context.action)
-      if (found.length === 0) continue
+      const found = policy.evaluate(context.action, context.agent)
+      if (found === null) continue
       const matches = found.slice(0, MAX_POLICY_MATCHES)
       // Rewriting only the first matches would let the rest through: too many to rewrite is a deny.
       const tooMany = policy.action === "rewrite" && found.length > MAX_POLICY_MATCHES
@@ -24,7 +52,7 @@ export const contentChecker: Checker = {
           remediation: "Send shorter content, or fewer occurrences of the matched text.",
           effect: "deny",
           severity: policy.severity,
-          evidence: { family: policy.family, matches: matches.map(({ target, text }) => ({ target, text })) },
+          evidence: evidenceOf(policy.family, matches),
           ...(policy.observe ? { observe: true } : {})
         })
         continue
@@ -36,13 +64,15 @@ export const contentChecker: Checker = {
         remediation: policy.action === "deny" ? "Rephrase without the matched text, or escalate to a human." : null,
         effect: policy.action,
         severity: policy.severity,
-        evidence: { family: policy.family, matches: matches.map(({ target, text }) => ({ target, text })) },
+        evidence: evidenceOf(policy.family, matches),
         ...(policy.escalate ? { escalate: true } : {}),
         ...(policy.observe ? { observe: true } : {}),
         ...(policy.family === "approval" && policy.action === "defer"
           ? { approval: { required: true, policy_id: policy.id, reason: policy.description } }
           : {}),
-        ...(policy.action === "rewrite" ? { rewrite: (content: string) => applyRewrite(policy, content) } : {})
+        ...(policy.action === "rewrite"
+          ? { rewrite: (content: string) => applyRewrite(policy, content, context.action, context.agent) }
+          : {})
       })
     }
     return findings
