@@ -4,7 +4,7 @@
  * text (`views()` from src/detection), built at most once per text for all the policies of an event.
  */
 import { Either } from "effect"
-import { detect, type TextView, type TextViews, views } from "../detection/index.js"
+import { detect, type Finding, type TextView, type TextViews, views } from "../detection/index.js"
 import {
   type DetectorMatch,
   isAll,
@@ -112,6 +112,9 @@ const normalizedFinder =
 
 // ---- detectors
 
+/** Findings per views (so per text, for as long as its views are memoised) and detection. */
+const findingsOf = new WeakMap<TextViews, Map<string, ReadonlyArray<Finding>>>()
+
 /**
  * The detector with its options from the document (the leaf's option fields are the detectors'
  * own names, so the leaf itself is the options object); system_prompt_leak adds the agent's
@@ -119,7 +122,19 @@ const normalizedFinder =
  */
 const detectorFinder = (leaf: DetectorMatch): LeafFinder => {
   const textViews = leaf.normalize === false ? rawOnlyViews : viewsFor
+  // Leaves with the same detector and options (e.g. one pack's inbound and outbound policies) share findings.
+  const sameDetection = JSON.stringify(leaf, Object.keys(leaf).filter((key) => key !== "target").sort())
   const run = (text: string, agent: PolicyAgent | undefined) => {
+    if (leaf.detector === "system_prompt_leak") return detectOnce(text, agent)
+    const shared = leaf.normalize === false ? undefined : viewsFor(text)
+    if (shared === undefined) return detectOnce(text, agent)
+    let known = findingsOf.get(shared)
+    if (known === undefined) findingsOf.set(shared, (known = new Map()))
+    let findings = known.get(sameDetection)
+    if (findings === undefined) known.set(sameDetection, (findings = detectOnce(text, agent)))
+    return findings
+  }
+  const detectOnce = (text: string, agent: PolicyAgent | undefined) => {
     switch (leaf.detector) {
       case "pii":
         return detect("pii", textViews(text), leaf)
