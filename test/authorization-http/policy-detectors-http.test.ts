@@ -8,40 +8,11 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { apiOf, createAgent, type Decision, type EventTenant, propose, reply, yamlBytes } from "../support/Events.js"
+import { createAgent, propose, reply } from "../support/Events.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { AGENT, createMatchPolicy, evidenceOf, setUp } from "./match-helpers.js"
 
-const AGENT = "support-bot"
-
-/** A deny policy with this match, as a JSON document (JSON is YAML). */
-const createMatchPolicy = (base: string, owner: EventTenant, id: string, match: unknown, extra: object = {}) =>
-  Effect.flatMap(apiOf(base, owner), (api) =>
-    api.policies.createPolicy({
-      payload: yamlBytes(
-        JSON.stringify({
-          id,
-          description: `policy ${id}`,
-          family: "content",
-          severity: "high",
-          action: "deny",
-          match,
-          ...extra
-        })
-      )
-    })
-  )
-
-const setUp = Effect.gen(function* () {
-  const base = yield* baseUrl
-  const owner = yield* tenant(base)
-  yield* createAgent(base, owner, AGENT)
-  return { base, owner }
-})
-
-/** The evidence of the decision's finding for `policyId`. */
-const evidenceOf = (decision: Decision, policyId: string) =>
-  decision.findings.find((finding) => finding.policy_id === policyId)?.evidence
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64")
 

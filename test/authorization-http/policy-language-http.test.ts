@@ -8,37 +8,11 @@ import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { AgentId } from "../../src/catalog/Domain.js"
 import { expectInvalid, withRaw } from "../support/Api.js"
-import { apiOf, createAgent, type Decision, type EventTenant, propose, reply, yamlBytes } from "../support/Events.js"
+import { apiOf, createAgent, propose, reply, yamlBytes } from "../support/Events.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { AGENT, createMatchPolicy, evidenceOf, policyText, setUp } from "./match-helpers.js"
 
-const AGENT = "support-bot"
-
-const policyText = (id: string, match: unknown, extra: object = {}) =>
-  JSON.stringify({
-    id,
-    description: `policy ${id}`,
-    family: "content",
-    severity: "high",
-    action: "deny",
-    match,
-    ...extra
-  })
-
-const createMatchPolicy = (base: string, owner: EventTenant, id: string, match: unknown, extra: object = {}) =>
-  Effect.flatMap(apiOf(base, owner), (api) =>
-    api.policies.createPolicy({ payload: yamlBytes(policyText(id, match, extra)) })
-  )
-
-const setUp = Effect.gen(function* () {
-  const base = yield* baseUrl
-  const owner = yield* tenant(base)
-  yield* createAgent(base, owner, AGENT)
-  return { base, owner }
-})
-
-const evidenceOf = (decision: Decision, policyId: string) =>
-  decision.findings.find((finding) => finding.policy_id === policyId)?.evidence
 
 const literal = (value: string, extra: object = {}) => ({ type: "literal", value, target: "content", ...extra })
 const card = { type: "detector", detector: "pii", categories: ["card"], target: "content" }
