@@ -36,19 +36,33 @@ export const RESERVED_HEADERS: ReadonlySet<string> = new Set([
 
 export const MAX_HEADERS = 20
 
-const HeaderName = Schema.String.pipe(
-  Schema.pattern(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/, { message: () => "expected an HTTP header name" }),
-  Schema.filter((name) => !RESERVED_HEADERS.has(name.toLowerCase()) || `${name} is set by the gateway`)
-)
+const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/
 // Visible ASCII and spaces only: no CR/LF (header injection), bounded like other secrets.
 const HeaderValue = boundedString(Limits.text).pipe(
   Schema.pattern(/^[\x20-\x7e]*$/, { message: () => "expected printable ASCII" })
 )
 
+/** Why a header name cannot be used; undefined when it can. */
+const headerNameProblem = (name: string) =>
+  !HEADER_NAME.test(name)
+    ? "expected an HTTP header name (at most 100 characters)"
+    : RESERVED_HEADERS.has(name.toLowerCase())
+      ? "set by the gateway itself"
+      : undefined
+
 /** Extra request headers sent to the server (credentials, usually): write-only, decoded as Redacted. */
+// Names are checked in the filter: a refined Record key would silently drop a name it refuses.
 export const McpHeaders = Schema.Redacted(
-  Schema.Record({ key: HeaderName, value: HeaderValue }).pipe(
-    Schema.filter((headers) => Object.keys(headers).length <= MAX_HEADERS || `at most ${MAX_HEADERS} headers`)
+  Schema.Record({ key: Schema.String, value: HeaderValue }).pipe(
+    Schema.filter((headers) => {
+      const names = Object.keys(headers)
+      if (names.length > MAX_HEADERS) return `at most ${MAX_HEADERS} headers`
+      for (const name of names) {
+        const problem = headerNameProblem(name)
+        if (problem !== undefined) return { path: [name], message: problem }
+      }
+      return undefined
+    })
   )
 ).annotations({ description: `Request headers for the server (write-only), at most ${MAX_HEADERS}` })
 

@@ -24,7 +24,13 @@ export const errorMessage = (id: string | number | null, code: number, message: 
 })
 
 const reasonsOf = (answer: DecisionAnswer) => {
-  const reasons = [...new Set(answer.findings.map((finding) => finding.reason))]
+  const reasons = [
+    ...new Set(
+      answer.findings.map((finding) =>
+        finding.policy_id === null ? finding.reason : `${finding.reason} (policy ${finding.policy_id})`
+      )
+    )
+  ]
   return reasons.length === 0 ? answer.reason : reasons.join("; ")
 }
 
