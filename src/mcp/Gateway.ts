@@ -18,13 +18,12 @@
  * stream slots are the LLM gateway's.
  */
 import { type Headers, HttpServerResponse } from "@effect/platform"
-import { Cause, Effect, Either, Exit, Option, Runtime, Schema } from "effect"
+import { Cause, Effect, Option, Runtime, Schema } from "effect"
 import { Authorization, type ProposedEventInput } from "../authorization/Authorization.js"
 import { CatalogRepo } from "../catalog/Repo.js"
 import { upstreamFailure } from "../gateway/Calls.js"
 import { StreamSlots } from "../gateway/StreamSlots.js"
 import { isUpstreamFailure, sendUpstream, type UpstreamFailure, type UpstreamResponse } from "../gateway/Upstream.js"
-import { MAX_JSON_BYTES } from "../gateway/UsageMeter.js"
 import type { RawBody } from "../http/Hot.js"
 import { BadGateway, BadRequest, Conflict, schemaRefusal } from "../http/Errors.js"
 import type { Caller } from "../identity/Authentication.js"
@@ -32,7 +31,8 @@ import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { AppConfig } from "../platform/Config.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { JsonRpcMessage, ToolCallParams } from "./Domain.js"
-import { readWhole, relaySse, type Verdict } from "./Relay.js"
+import { respond, type Screen } from "./Answer.js"
+import type { Verdict } from "./Relay.js"
 import {
   asObject,
   callRefusal,
@@ -45,8 +45,6 @@ import {
   unscreenedResult
 } from "./Screening.js"
 import { McpServers, type ServerTarget } from "./Servers.js"
-
-type Screen = (message: unknown) => Effect.Effect<Verdict>
 
 const keepAll: Screen = () => Effect.succeed("keep")
 
@@ -125,7 +123,11 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         return { session, forwarded }
       })
 
-    const upstreamHeaders = (server: Readonly<Record<string, string>>, forwarded: Record<string, string>, accept: string) => ({
+    const upstreamHeaders = (
+      server: Readonly<Record<string, string>>,
+      forwarded: Record<string, string>,
+      accept: string
+    ) => ({
       ...server,
       ...forwarded,
       "content-type": "application/json",
@@ -163,7 +165,15 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
 
     /** Screens the result of `tool` (the response to request `id`) as a `tool.result` event. */
     const resultScreen =
-      (caller: Caller, target: ServerTarget, environmentId: string, session: string | undefined, id: string | number, tool: string, origin: string): Screen =>
+      (
+        caller: Caller,
+        target: ServerTarget,
+        environmentId: string,
+        session: string | undefined,
+        id: string | number,
+        tool: string,
+        origin: string
+      ): Screen =>
       (message) => {
         const result = resultFor(message, id)
         if (result === undefined) return Effect.succeed("keep")
@@ -188,77 +198,6 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         )
       }
 
-    /** The client's answer for an upstream response, each message through `screen`; `release` once it is over. */
-    const respond = (
-      upstream: UpstreamResponse,
-      screen: Screen,
-      ending: (reason: string) => unknown,
-      release: () => void
-    ): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
-      Effect.gen(function* () {
-        const headers: Record<string, string> = {}
-        const session = upstream.headers["mcp-session-id"]
-        if (typeof session === "string") headers["mcp-session-id"] = session
-        if (upstream.status >= 300 && upstream.status < 400) {
-          upstream.abort()
-          return HttpServerResponse.unsafeJson(
-            {
-              error: {
-                code: "upstream_redirect",
-                message: `The MCP server answered HTTP ${upstream.status}, a redirect; the gateway does not follow redirects, so set the server's url to the final address.`
-              }
-            },
-            { status: 502 }
-          )
-        }
-        if (upstream.status === 401 || upstream.status === 403) {
-          upstream.abort()
-          return HttpServerResponse.unsafeJson(
-            {
-              error: {
-                code: "mcp_upstream_auth_failed",
-                message: `The MCP server refused the gateway's request (HTTP ${upstream.status}); check the server's headers.`
-              }
-            },
-            { status: 502, headers }
-          )
-        }
-        const status = upstream.status >= 500 ? 502 : upstream.status
-        const contentType = upstream.headers["content-type"] ?? ""
-        if (contentType.includes("text/event-stream")) {
-          const run = (message: unknown) => runPromise(screen(message))
-          const body = relaySse(upstream.body, upstream.abort, run, limits, ending, release)
-          return HttpServerResponse.raw(body, {
-            status,
-            headers: { ...headers, "cache-control": "no-cache" },
-            contentType: "text/event-stream"
-          })
-        }
-        const bytes = yield* Effect.promise(() => readWhole(upstream.body, MAX_JSON_BYTES).catch(() => undefined))
-        if (bytes === undefined) {
-          return HttpServerResponse.unsafeJson(
-            {
-              error: {
-                code: "mcp_response_unreadable",
-                message: `The MCP server's answer broke off or was larger than ${MAX_JSON_BYTES} bytes.`
-              }
-            },
-            { status: 502, headers }
-          )
-        }
-        if (contentType.includes("application/json") && bytes.length > 0) {
-          const parsed = Either.try(() => JSON.parse(bytes.toString("utf8")) as unknown)
-          if (Either.isRight(parsed)) {
-            const verdict = yield* screen(parsed.right)
-            if (verdict === "drop") return HttpServerResponse.empty({ status: 202, headers })
-            if (verdict !== "keep") return HttpServerResponse.unsafeJson(verdict.replace, { status, headers })
-          }
-        }
-        return bytes.length === 0
-          ? HttpServerResponse.empty({ status, headers })
-          : HttpServerResponse.uint8Array(bytes, { status, headers, contentType: contentType || "application/octet-stream" })
-      }).pipe(Effect.onExit((exit) => Effect.sync(() => Exit.isFailure(exit) && release())))
-
     /** Holds a stream slot (the LLM gateway's per-key and per-workspace caps) for one upstream call. */
     const takeSlot = (caller: Caller) =>
       Effect.suspend(() => {
@@ -281,7 +220,8 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
       incoming: Headers.Headers
     ) {
       const { target, headers } = yield* targetOf(caller, serverId)
-      if (Array.isArray(body.json)) return yield* badRequest("body", "expected one JSON-RPC message (batches are not supported)")
+      if (Array.isArray(body.json))
+        return yield* badRequest("body", "expected one JSON-RPC message (batches are not supported)")
       const rpc = yield* Schema.decodeUnknown(JsonRpcMessage)(body.json).pipe(Effect.mapError(schemaRefusal))
       const { session, forwarded } = yield* sessionOf(incoming)
       const id = rpc.id
@@ -291,7 +231,9 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         const hidden = new Set(rows.filter((row) => !row.enabled).map((row) => row.tool))
         screen = (message) => {
           const result = resultFor(message, id)
-          return Effect.succeed(result === undefined ? "keep" : { replace: resultMessage(id, listedTools(result, hidden)) })
+          return Effect.succeed(
+            result === undefined ? "keep" : { replace: resultMessage(id, listedTools(result, hidden)) }
+          )
         }
       } else if (rpc.method === "tools/call" && id !== undefined) {
         const params = yield* Schema.decodeUnknown(ToolCallParams)(asObject(body.json)?.["params"]).pipe(
@@ -299,7 +241,8 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         )
         const tool = params.name
         const metadata = yield* Effect.orDie(catalog.findToolMetadata(caller.workspaceId, tool))
-        if (Option.isSome(metadata) && !metadata.value.enabled) return jsonAnswer(resultMessage(id, disabledToolResult(tool)))
+        if (Option.isSome(metadata) && !metadata.value.enabled)
+          return jsonAnswer(resultMessage(id, disabledToolResult(tool)))
         const environmentId = yield* environmentOf(caller)
         const answer = yield* decide(caller, target, environmentId, session, "output.proposed", {
           operation: tool,
@@ -320,32 +263,49 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         "POST"
       ).pipe(Effect.tapError(() => Effect.sync(release)))
       const ending = (reason: string) => (id === undefined ? undefined : errorMessage(id, -32603, reason))
-      return yield* respond(upstream, screen, ending, release)
+      return yield* respond(upstream, screen, ending, release, limits, runPromise)
     })
 
     /** `GET /v1/mcp/{server_id}`: the server's own event stream, when it offers one. */
-    const stream = Effect.fn("McpGateway.stream")(function* (caller: Caller, serverId: string, incoming: Headers.Headers) {
+    const stream = Effect.fn("McpGateway.stream")(function* (
+      caller: Caller,
+      serverId: string,
+      incoming: Headers.Headers
+    ) {
       const { target, headers } = yield* targetOf(caller, serverId)
       const { forwarded } = yield* sessionOf(incoming)
       const release = yield* takeSlot(caller)
-      const upstream = yield* call(target.url, upstreamHeaders(headers, forwarded, "text/event-stream"), new Uint8Array(0), "GET").pipe(
-        Effect.tapError(() => Effect.sync(release))
-      )
+      const upstream = yield* call(
+        target.url,
+        upstreamHeaders(headers, forwarded, "text/event-stream"),
+        new Uint8Array(0),
+        "GET"
+      ).pipe(Effect.tapError(() => Effect.sync(release)))
       // Responses could only come here on a resumed request stream; unscreened, they are never passed on.
       const dropResponses: Screen = (message) => {
         const object = asObject(message)
         return Effect.succeed(object !== undefined && ("result" in object || "error" in object) ? "drop" : "keep")
       }
-      return yield* respond(upstream, dropResponses, () => undefined, release)
+      return yield* respond(upstream, dropResponses, () => undefined, release, limits, runPromise)
     })
 
     /** `DELETE /v1/mcp/{server_id}`: ends the session at the server. */
-    const endSession = Effect.fn("McpGateway.endSession")(function* (caller: Caller, serverId: string, incoming: Headers.Headers) {
+    const endSession = Effect.fn("McpGateway.endSession")(function* (
+      caller: Caller,
+      serverId: string,
+      incoming: Headers.Headers
+    ) {
       const { target, headers } = yield* targetOf(caller, serverId)
       const { forwarded } = yield* sessionOf(incoming)
-      const upstream = yield* call(target.url, upstreamHeaders(headers, forwarded, "application/json"), new Uint8Array(0), "DELETE")
+      const upstream = yield* call(
+        target.url,
+        upstreamHeaders(headers, forwarded, "application/json"),
+        new Uint8Array(0),
+        "DELETE"
+      )
       upstream.abort()
-      const status = upstream.status >= 200 && upstream.status < 300 ? 204 : upstream.status >= 500 ? 502 : upstream.status
+      const status =
+        upstream.status >= 200 && upstream.status < 300 ? 204 : upstream.status >= 500 ? 502 : upstream.status
       return HttpServerResponse.empty({ status })
     })
 

@@ -42,7 +42,8 @@ export class McpRepo extends Effect.Service<McpRepo>()("mcp/McpRepo", {
     const find = SqlSchema.findOne({
       Request: Key,
       Result: ServerRow,
-      execute: ({ id, workspaceId }) => sql`select * from mcp_servers where workspace_id = ${workspaceId} and id = ${id}`
+      execute: ({ id, workspaceId }) =>
+        sql`select * from mcp_servers where workspace_id = ${workspaceId} and id = ${id}`
     })
     // The names go in as JSON text (a jsonb column), the way the catalog stores its documents.
     const withArray = <A extends { readonly header_names?: ReadonlyArray<string> }>(row: A) =>

@@ -62,7 +62,9 @@ export const textOf = (result: Json): string => {
   const content = Array.isArray(result["content"]) ? (result["content"] as ReadonlyArray<unknown>) : []
   return content
     .map(asObject)
-    .flatMap((item) => (item !== undefined && item["type"] === "text" && typeof item["text"] === "string" ? [item["text"]] : []))
+    .flatMap((item) =>
+      item !== undefined && item["type"] === "text" && typeof item["text"] === "string" ? [item["text"]] : []
+    )
     .join("\n")
 }
 
@@ -86,7 +88,9 @@ export const screenedResult = (tool: string, result: Json, answer: DecisionAnswe
         `The result of ${tool} was withheld by the guardrail pending review: ${reasonsOf(answer)}. Trace: ${answer.trace_id}.`
       )
     case "deny":
-      return noticeResult(`The result of ${tool} was withheld by the guardrail: ${reasonsOf(answer)}. Trace: ${answer.trace_id}.`)
+      return noticeResult(
+        `The result of ${tool} was withheld by the guardrail: ${reasonsOf(answer)}. Trace: ${answer.trace_id}.`
+      )
   }
 }
 

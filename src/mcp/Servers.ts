@@ -71,11 +71,7 @@ export class McpServers extends Effect.Service<McpServers>()("mcp/McpServers", {
         result_origin: row.result_origin,
         header_names: row.header_names,
         headers_status:
-          row.encrypted_headers === null
-            ? "none"
-            : Option.isSome(decryptHeaders(row))
-              ? "configured"
-              : "unreadable",
+          row.encrypted_headers === null ? "none" : Option.isSome(decryptHeaders(row)) ? "configured" : "unreadable",
         created_at: toTimestamp(row.created_at),
         updated_at: toTimestamp(row.updated_at)
       })

@@ -82,12 +82,16 @@ export const startMcpUpstream = async (options: { readonly jsonResponse?: boolea
         if (typeof sessionId === "string") {
           // A session that ended (or never was): 404, so the client knows to start a new one.
           response.writeHead(404, { "content-type": "application/json" })
-          response.end(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } }))
+          response.end(
+            JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } })
+          )
           return
         }
         if (request.method !== "POST" || !isInitializeRequest(body)) {
           response.writeHead(400, { "content-type": "application/json" })
-          response.end(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32000, message: "No valid session" } }))
+          response.end(
+            JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32000, message: "No valid session" } })
+          )
           return
         }
         const created: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
