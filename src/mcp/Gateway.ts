@@ -23,7 +23,13 @@ import { Authorization, type ProposedEventInput } from "../authorization/Authori
 import { CatalogRepo } from "../catalog/Repo.js"
 import { upstreamFailure } from "../gateway/Calls.js"
 import { StreamSlots } from "../gateway/StreamSlots.js"
-import { isUpstreamFailure, sendUpstream, type UpstreamFailure, type UpstreamResponse } from "../gateway/Upstream.js"
+import {
+  isUpstreamFailure,
+  sendUpstream,
+  type UpstreamFailure,
+  type UpstreamResponse,
+  UpstreamUnreachable
+} from "../gateway/Upstream.js"
 import type { RawBody } from "../http/Hot.js"
 import { BadGateway, BadRequest, Conflict, schemaRefusal } from "../http/Errors.js"
 import type { Caller } from "../identity/Authentication.js"
@@ -81,16 +87,24 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
 
     const call = (url: URL, headers: Record<string, string>, body: Uint8Array, method: "POST" | "GET" | "DELETE") =>
       Effect.async<UpstreamResponse, UpstreamFailure>((resume) => {
-        const abort = sendUpstream(
-          url,
-          headers,
-          body,
-          config.gatewayUpstreamTimeoutMillis,
-          connectGuard,
-          (result) => resume(isUpstreamFailure(result) ? Effect.fail(result) : Effect.succeed(result)),
-          method
-        )
-        return Effect.sync(abort)
+        try {
+          const abort = sendUpstream(
+            url,
+            headers,
+            body,
+            config.gatewayUpstreamTimeoutMillis,
+            connectGuard,
+            (result) => resume(isUpstreamFailure(result) ? Effect.fail(result) : Effect.succeed(result)),
+            method
+          )
+          return Effect.sync(abort)
+        } catch (error) {
+          // node:http refuses a request it cannot send (e.g. a header value it rejects): the server is unreachable.
+          resume(
+            Effect.fail(new UpstreamUnreachable({ reason: error instanceof Error ? error.message : String(error) }))
+          )
+          return Effect.void
+        }
       }).pipe(Effect.mapError((failure) => upstreamFailure(failure, { status: null, error: null, ended: false })))
 
     /** The server and its decrypted headers (502 when this service cannot decrypt them). */
