@@ -254,6 +254,9 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)(
               { effect: "permit", kind: "output.proposed", operation: "lookup_order" },
               { effect: "permit", kind: "tool.result", operation: "lookup_order" }
             ])
+            // The result is labelled with the server's result_origin.
+            const { traces } = yield* setup.owner.api.traces.listTraces({ urlParams: { session_id: sessionId } })
+            expect(JSON.stringify(traces[0]!.payload)).toContain('"origin":"tool_output"')
           })
       )
 
@@ -300,6 +303,38 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)(
           const passed = yield* callTool(client, "send_money", args)
           expect(passed).toEqual({ text: `Sent 20 EUR to ${IBAN}`, isError: false })
           expect(invocations(sse, "send_money")).toBe(before + 1)
+        })
+      )
+    })
+
+    describe("bad requests", () => {
+      it.effect("a batch, a malformed message or tools/call, a bad session id: 400; an unreachable server: 502", () =>
+        Effect.gen(function* () {
+          const setup = yield* mcpTenant(sse.url)
+          const post = (serverId: string, body: unknown, headers: Record<string, string> = {}) =>
+            call(setup.base, "POST", `/v1/mcp/${serverId}`, {
+              token: setup.key,
+              headers: { accept: "application/json, text/event-stream", ...headers },
+              body
+            })
+          const ping = { jsonrpc: "2.0", id: 1, method: "ping" }
+          const batch = yield* post(setup.serverId, [ping])
+          expect(batch.status).toBe(400)
+          expect(batch.body).toMatchObject({ error: { code: "validation_failed" } })
+          expect((yield* post(setup.serverId, { ...ping, jsonrpc: "1.0" })).status).toBe(400)
+          const badCall = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "x".repeat(500) } }
+          expect((yield* post(setup.serverId, badCall)).status).toBe(400)
+          expect((yield* post(setup.serverId, ping, { "mcp-session-id": "x".repeat(300) })).status).toBe(400)
+
+          // A port nothing listens on (a stub's, once closed).
+          const gone = yield* Effect.promise(() => startMcpUpstream())
+          yield* Effect.promise(() => gone.close())
+          const server = yield* setup.owner.api.mcpServers.createMcpServer({
+            payload: { display_name: "Gone", url: gone.url, agent_id: AGENT }
+          })
+          const unreachable = yield* post(server.id, ping)
+          expect(unreachable.status).toBe(502)
+          expect(unreachable.body).toMatchObject({ error: { code: "upstream_unreachable" } })
         })
       )
     })
