@@ -8,6 +8,7 @@ import { EventsApi, ReceiptsApi } from "./authorization/Api.js"
 import { BudgetAlertsApi, LlmPricingApi, LlmUsageApi } from "./billing/Api.js"
 import { AgentsApi, KnowledgeSourcesApi, LabelPoliciesApi, PoliciesApi, ToolMetadataApi } from "./catalog/Api.js"
 import { GatewayProxyApi, GatewayRoutesApi, ProviderConnectionsApi } from "./gateway/Api.js"
+import { McpProxyApi, McpServersApi } from "./mcp/Api.js"
 import { ApiKeysApi, AuthApi, EnvironmentsApi, SettingsApi, TeamApi } from "./identity/Api.js"
 import { AnyHttpErrorWire } from "./http/Errors.js"
 import { withOnlyErrorBody } from "./platform/OpenApiDocument.js"
@@ -37,6 +38,8 @@ export class GuardrailApi extends HttpApi.make("guardrail")
   .add(ProviderConnectionsApi)
   .add(GatewayRoutesApi)
   .add(GatewayProxyApi)
+  .add(McpServersApi)
+  .add(McpProxyApi)
   .add(LlmPricingApi)
   .add(LlmUsageApi)
   .add(BudgetAlertsApi)

@@ -31,6 +31,7 @@ import {
   SettingsHttpLive,
   TeamHttpLive
 } from "./identity/Http.js"
+import { McpProxyHttpLive, McpServersHttpLive } from "./mcp/Http.js"
 import { AdminHttpLive, MetricsHttpLive } from "./operations/Http.js"
 import { RedteamHttpLive, RedteamReportsHttpLive } from "./redteam/Http.js"
 import { appendRunEvent, ReviewEventsHttpLive, RunsHttpLive, RunsLive, TracesHttpLive } from "./runs/Http.js"
@@ -57,6 +58,8 @@ export const ApiGroupsLive = Layer.mergeAll(
   ProviderConnectionsHttpLive,
   GatewayRoutesHttpLive,
   GatewayProxyHttpLive,
+  McpServersHttpLive,
+  McpProxyHttpLive,
   LlmPricingHttpLive,
   LlmUsageHttpLive,
   BudgetAlertsHttpLive,

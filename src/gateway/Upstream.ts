@@ -45,7 +45,9 @@ export const sendUpstream = (
   body: Uint8Array,
   timeoutMillis: number,
   guard: ConnectGuard,
-  settle: (result: UpstreamResponse | UpstreamFailure) => void
+  settle: (result: UpstreamResponse | UpstreamFailure) => void,
+  // The MCP gateway also opens GET streams and ends sessions with DELETE.
+  method: "POST" | "GET" | "DELETE" = "POST"
 ): (() => void) => {
   const connect = guard(url)
   if (Either.isLeft(connect)) {
@@ -55,10 +57,10 @@ export const sendUpstream = (
   const secure = url.protocol === "https:"
   const send = secure ? httpsRequest : httpRequest
   const request = send(url, {
-    method: "POST",
+    method,
     agent: secure ? httpsAgent : httpAgent,
     lookup: connect.right.lookup,
-    headers: { ...headers, "content-length": String(body.byteLength) }
+    headers: method === "GET" ? headers : { ...headers, "content-length": String(body.byteLength) }
   })
   let answered = false
   const abort = () => {

@@ -30,7 +30,8 @@ export interface MeteredUsage {
   readonly estimated: boolean
 }
 
-const MAX_JSON_BYTES = 16 * 1024 * 1024
+/** The most of a JSON answer read whole (here for its usage; the MCP gateway for its results). */
+export const MAX_JSON_BYTES = 16 * 1024 * 1024
 
 const count = (value: unknown) =>
   typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.trunc(value) : 0

@@ -31,6 +31,8 @@ export const accessByGroup: Readonly<Record<string, GroupAccess>> = {
   providerConnections: { runtimeKey: "none", ...adminWrites },
   gatewayRoutes: { runtimeKey: "read", ...adminWrites },
   gatewayProxy: { runtimeKey: "all", ...member },
+  mcpServers: { runtimeKey: "read", ...adminWrites },
+  mcpProxy: { runtimeKey: "all", ...member },
   llmPricing: { runtimeKey: "read", ...adminWrites },
   llmUsage: { runtimeKey: "read", ...member },
   budgetAlerts: { runtimeKey: "read", ...adminWrites, endpoints: { listBudgetAlertDeliveries: "admin" } },

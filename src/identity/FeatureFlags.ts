@@ -18,7 +18,9 @@ export const featureOfGroup: Readonly<Record<string, FeatureFlag>> = {
   knowledgeSources: "is_knowledge_base_enabled",
   providerConnections: "is_mcp_gateway_enabled",
   gatewayRoutes: "is_mcp_gateway_enabled",
-  gatewayProxy: "is_mcp_gateway_enabled"
+  gatewayProxy: "is_mcp_gateway_enabled",
+  mcpServers: "is_mcp_gateway_enabled",
+  mcpProxy: "is_mcp_gateway_enabled"
 }
 
 const NOTICE_TOPIC = "feature_flags"

@@ -1,0 +1,91 @@
+/**
+ * The client's answer for an MCP server's response: errors the gateway
+ * answers itself (redirects, refused credentials, unreadable answers), and
+ * otherwise the server's status, session id and messages, each message
+ * through the request's screen (Relay.ts for SSE, whole for JSON).
+ */
+import { HttpServerResponse } from "@effect/platform"
+import { Effect, Either, Exit } from "effect"
+import type { UpstreamResponse } from "../gateway/Upstream.js"
+import { MAX_JSON_BYTES } from "../gateway/UsageMeter.js"
+import { readWhole, relaySse, type RelayLimits, type Verdict } from "./Relay.js"
+
+/** What becomes of each message of the answer. */
+export type Screen = (message: unknown) => Effect.Effect<Verdict>
+
+/** The client's answer for an upstream response, each message through `screen`; `release` once it is over. */
+export const respond = (
+  upstream: UpstreamResponse,
+  screen: Screen,
+  ending: (reason: string) => unknown,
+  release: () => void,
+  limits: RelayLimits,
+  runPromise: <A>(effect: Effect.Effect<A>) => Promise<A>
+): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
+  Effect.gen(function* () {
+    const headers: Record<string, string> = {}
+    const session = upstream.headers["mcp-session-id"]
+    if (typeof session === "string") headers["mcp-session-id"] = session
+    if (upstream.status >= 300 && upstream.status < 400) {
+      upstream.abort()
+      return HttpServerResponse.unsafeJson(
+        {
+          error: {
+            code: "upstream_redirect",
+            message: `The MCP server answered HTTP ${upstream.status}, a redirect; the gateway does not follow redirects, so set the server's url to the final address.`
+          }
+        },
+        { status: 502 }
+      )
+    }
+    if (upstream.status === 401 || upstream.status === 403) {
+      upstream.abort()
+      return HttpServerResponse.unsafeJson(
+        {
+          error: {
+            code: "mcp_upstream_auth_failed",
+            message: `The MCP server refused the gateway's request (HTTP ${upstream.status}); check the server's headers.`
+          }
+        },
+        { status: 502, headers }
+      )
+    }
+    const status = upstream.status >= 500 ? 502 : upstream.status
+    const contentType = upstream.headers["content-type"] ?? ""
+    if (contentType.includes("text/event-stream")) {
+      const run = (message: unknown) => runPromise(screen(message))
+      const body = relaySse(upstream.body, upstream.abort, run, limits, ending, release)
+      return HttpServerResponse.raw(body, {
+        status,
+        headers: { ...headers, "cache-control": "no-cache" },
+        contentType: "text/event-stream"
+      })
+    }
+    const bytes = yield* Effect.promise(() => readWhole(upstream.body, MAX_JSON_BYTES).catch(() => undefined))
+    if (bytes === undefined) {
+      return HttpServerResponse.unsafeJson(
+        {
+          error: {
+            code: "mcp_response_unreadable",
+            message: `The MCP server's answer broke off or was larger than ${MAX_JSON_BYTES} bytes.`
+          }
+        },
+        { status: 502, headers }
+      )
+    }
+    if (contentType.includes("application/json") && bytes.length > 0) {
+      const parsed = Either.try(() => JSON.parse(bytes.toString("utf8")) as unknown)
+      if (Either.isRight(parsed)) {
+        const verdict = yield* screen(parsed.right)
+        if (verdict === "drop") return HttpServerResponse.empty({ status: 202, headers })
+        if (verdict !== "keep") return HttpServerResponse.unsafeJson(verdict.replace, { status, headers })
+      }
+    }
+    return bytes.length === 0
+      ? HttpServerResponse.empty({ status, headers })
+      : HttpServerResponse.uint8Array(bytes, {
+          status,
+          headers,
+          contentType: contentType || "application/octet-stream"
+        })
+  }).pipe(Effect.onExit((exit) => Effect.sync(() => Exit.isFailure(exit) && release())))

@@ -1,0 +1,51 @@
+/** The MCP gateway contract: the workspace's MCP servers, and the streamable HTTP endpoint agents connect to. */
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Authentication } from "../identity/Authentication.js"
+import { CreateMcpServer, McpMessage, McpServer, McpServerId, UpdateMcpServer } from "./Domain.js"
+
+const ServerPath = Schema.Struct({ id: McpServerId })
+export const EndpointPath = Schema.Struct({ server_id: McpServerId })
+
+export class McpServersApi extends HttpApiGroup.make("mcpServers")
+  .add(
+    HttpApiEndpoint.get("listMcpServers", "/mcp/servers").addSuccess(
+      Schema.Struct({ mcp_servers: Schema.Array(McpServer) })
+    )
+  )
+  .add(
+    HttpApiEndpoint.post("createMcpServer", "/mcp/servers")
+      .setPayload(CreateMcpServer)
+      .addSuccess(McpServer, { status: 201 })
+  )
+  .add(HttpApiEndpoint.get("getMcpServer", "/mcp/servers/:id").setPath(ServerPath).addSuccess(McpServer))
+  .add(
+    HttpApiEndpoint.patch("updateMcpServer", "/mcp/servers/:id")
+      .setPath(ServerPath)
+      .setPayload(UpdateMcpServer)
+      .addSuccess(McpServer)
+  )
+  .add(
+    HttpApiEndpoint.del("deleteMcpServer", "/mcp/servers/:id").setPath(ServerPath).addSuccess(HttpApiSchema.NoContent)
+  )
+  .prefix("/v1")
+  .middleware(Authentication)
+  .annotate(OpenApi.Description, "Upstream MCP servers; their request headers are write-only.") {}
+
+export class McpProxyApi extends HttpApiGroup.make("mcpProxy")
+  .add(
+    HttpApiEndpoint.post("mcpMessage", "/mcp/:server_id")
+      .setPath(EndpointPath)
+      .setPayload(McpMessage)
+      .addSuccess(McpMessage)
+  )
+  .add(HttpApiEndpoint.get("mcpStream", "/mcp/:server_id").setPath(EndpointPath).addSuccess(McpMessage))
+  .add(
+    HttpApiEndpoint.del("mcpEndSession", "/mcp/:server_id").setPath(EndpointPath).addSuccess(HttpApiSchema.NoContent)
+  )
+  .prefix("/v1")
+  .middleware(Authentication)
+  .annotate(
+    OpenApi.Description,
+    "MCP streamable HTTP endpoint of a server: JSON-RPC over POST (answers application/json or text/event-stream), GET for the server's event stream, DELETE to end the session. Tool calls and tool results are decided like POST /v1/events."
+  ) {}

@@ -1,0 +1,41 @@
+/** Handlers of the MCP groups: the servers (CRUD) and the streamable HTTP endpoint (raw: answers JSON or SSE). */
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, Layer } from "effect"
+import { GuardrailApi } from "../Api.js"
+import { CurrentCaller, inWorkspace } from "../identity/Authentication.js"
+import { McpGateway } from "./Gateway.js"
+import { McpServers } from "./Servers.js"
+
+export const McpServersHttpLive = HttpApiBuilder.group(GuardrailApi, "mcpServers", (handlers) =>
+  Effect.gen(function* () {
+    const servers = yield* McpServers
+    return handlers
+      .handle("listMcpServers", () => inWorkspace(servers.list).pipe(Effect.map((list) => ({ mcp_servers: list }))))
+      .handle("createMcpServer", ({ payload }) => inWorkspace((ws) => servers.create(ws, payload)))
+      .handle("getMcpServer", ({ path }) => inWorkspace((ws) => servers.get(ws, path.id)))
+      .handle("updateMcpServer", ({ path, payload }) => inWorkspace((ws) => servers.update(ws, path.id, payload)))
+      .handle("deleteMcpServer", ({ path }) => inWorkspace((ws) => servers.remove(ws, path.id)))
+  })
+).pipe(Layer.provide(McpServers.Default))
+
+export const McpProxyHttpLive = HttpApiBuilder.group(GuardrailApi, "mcpProxy", (handlers) =>
+  Effect.gen(function* () {
+    const gateway = yield* McpGateway
+    return handlers
+      .handleRaw("mcpMessage", ({ path, request }) =>
+        Effect.gen(function* () {
+          const caller = yield* CurrentCaller
+          // The request pipeline has read and parsed the JSON body already (within MAX_BODY_BYTES).
+          const text = yield* Effect.orElseSucceed(request.text, () => "")
+          const json = yield* Effect.orElseSucceed(request.json, () => null)
+          return yield* gateway.message(caller, path.server_id, { text, json }, request.headers)
+        })
+      )
+      .handleRaw("mcpStream", ({ path, request }) =>
+        Effect.flatMap(CurrentCaller, (caller) => gateway.stream(caller, path.server_id, request.headers))
+      )
+      .handleRaw("mcpEndSession", ({ path, request }) =>
+        Effect.flatMap(CurrentCaller, (caller) => gateway.endSession(caller, path.server_id, request.headers))
+      )
+  })
+).pipe(Layer.provide(McpGateway.Default))

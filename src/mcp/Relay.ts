@@ -1,0 +1,156 @@
+/**
+ * Relaying an MCP server's answer to the client, message by message, so
+ * each JSON-RPC message can be screened first. An SSE answer is passed on
+ * event by event as it arrives (the next upstream chunk is read only once
+ * the client took the previous events); a message the endpoint screens
+ * waits for its decision, everything else goes on unchanged. The LLM
+ * gateway's bounds apply: GATEWAY_SSE_MAX_LINE_BYTES for one unfinished
+ * event, GATEWAY_MAX_STREAM_SECONDS for the whole stream, MAX_JSON_BYTES
+ * for a JSON answer.
+ */
+import { once } from "node:events"
+import type { Readable } from "node:stream"
+import { PassThrough } from "node:stream"
+import { StringDecoder } from "node:string_decoder"
+
+/** What becomes of one upstream message: passed on as sent, dropped, or replaced. */
+export type Verdict = "keep" | "drop" | { readonly replace: unknown }
+
+export interface RelayLimits {
+  readonly maxStreamMillis: number
+  readonly maxEventBytes: number
+}
+
+/** The whole body, or undefined when it is larger than `limit` (the rest is not read). */
+export const readWhole = async (body: Readable, limit: number): Promise<Buffer | undefined> => {
+  const chunks: Array<Buffer> = []
+  let bytes = 0
+  for await (const chunk of body) {
+    const buffer = chunk as Buffer
+    bytes += buffer.length
+    if (bytes > limit) {
+      body.destroy()
+      return undefined
+    }
+    chunks.push(buffer)
+  }
+  return Buffer.concat(chunks, bytes)
+}
+
+const parseJson = (text: string): { readonly value: unknown } | undefined => {
+  try {
+    return { value: JSON.parse(text) as unknown }
+  } catch {
+    return undefined
+  }
+}
+
+/** One SSE event re-encoded with `message` as its data, keeping its other fields (`id`, `event`). */
+const encodeEvent = (fields: ReadonlyArray<string>, message: unknown) =>
+  `${fields.map((line) => `${line}\n`).join("")}data: ${JSON.stringify(message)}\n\n`
+
+/** Writes `text`, waiting for the client to drain; false once the client is gone. */
+const write = async (out: PassThrough, text: string) => {
+  if (out.destroyed || out.writableEnded) return false
+  if (!out.write(text)) {
+    const controller = new AbortController()
+    await Promise.race([
+      once(out, "drain", { signal: controller.signal }),
+      once(out, "close", { signal: controller.signal })
+    ]).catch(() => undefined)
+    controller.abort()
+  }
+  return !out.destroyed
+}
+
+/**
+ * Relays an SSE body through `screen`; `ending` gives the last message to send when the gateway ends the
+ * stream itself (limits), `done` runs once the relay is over (stream ended, cut, or client gone).
+ */
+export const relaySse = (
+  body: Readable,
+  abort: () => void,
+  screen: (message: unknown) => Promise<Verdict>,
+  limits: RelayLimits,
+  ending: (reason: string) => unknown,
+  done: () => void
+): PassThrough => {
+  const out = new PassThrough()
+  let finished = false
+  const finish = () => {
+    if (finished) return
+    finished = true
+    clearTimeout(deadline)
+    abort()
+    done()
+  }
+  /** Ends the answer early: the last message says why, then the stream ends. */
+  const cut = (reason: string) => {
+    if (out.destroyed || out.writableEnded) return
+    const last = ending(reason)
+    out.end(last === undefined ? undefined : `\n\nevent: message\ndata: ${JSON.stringify(last)}\n\n`)
+    finish()
+  }
+  const deadline = setTimeout(
+    () =>
+      cut(
+        `The MCP server's stream lasted longer than ${limits.maxStreamMillis / 1000} s (GATEWAY_MAX_STREAM_SECONDS); the gateway ended it.`
+      ),
+    limits.maxStreamMillis
+  )
+  // A client that goes away ends the upstream request too.
+  out.once("close", finish)
+
+  const relayEvent = async (raw: string) => {
+    const lines = raw.split("\n")
+    const data = lines.filter((line) => line.startsWith("data:")).map((line) => line.slice(5).replace(/^ /, ""))
+    const parsed = data.length === 0 ? undefined : parseJson(data.join("\n"))
+    // Comments, retry hints and data that is not JSON (no MCP client would act on it) go on as sent.
+    const verdict = parsed === undefined ? "keep" : await screen(parsed.value)
+    if (verdict === "drop") return true
+    if (verdict === "keep") return write(out, `${raw}\n\n`)
+    return write(
+      out,
+      encodeEvent(
+        lines.filter((line) => line !== "" && !line.startsWith("data:")),
+        verdict.replace
+      )
+    )
+  }
+
+  const run = async () => {
+    const decoder = new StringDecoder("utf8")
+    let buffer = ""
+    for await (const chunk of body) {
+      if (finished) return
+      buffer += decoder.write(chunk as Buffer)
+      // A CR at the end may be the first half of CRLF: keep it until the next chunk.
+      const held = buffer.endsWith("\r") ? "\r" : ""
+      buffer = buffer.slice(0, buffer.length - held.length).replace(/\r\n?/g, "\n")
+      let boundary = buffer.indexOf("\n\n")
+      while (boundary >= 0) {
+        const event = buffer.slice(0, boundary)
+        buffer = buffer.slice(boundary + 2)
+        if (!(await relayEvent(event)) || finished) return
+        boundary = buffer.indexOf("\n\n")
+      }
+      buffer += held
+      if (Buffer.byteLength(buffer, "utf8") > limits.maxEventBytes) {
+        cut(
+          `The MCP server sent an event longer than ${limits.maxEventBytes} bytes (GATEWAY_SSE_MAX_LINE_BYTES); the gateway ended the stream.`
+        )
+        return
+      }
+    }
+    buffer += decoder.end()
+    if (buffer.trim() !== "" && !finished) await relayEvent(buffer.replace(/\n+$/, ""))
+    if (!out.destroyed && !out.writableEnded) out.end()
+    finish()
+  }
+  run().catch(() => {
+    // The upstream body broke off (idle timeout, reset): end what the client has.
+    if (!out.destroyed && !out.writableEnded) out.end()
+    finish()
+  })
+  return out
+}

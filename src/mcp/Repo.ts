@@ -1,0 +1,72 @@
+/** SQL of MCP servers. Every query takes the workspace id. */
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
+import { dieOnErrors } from "../platform/Sql.js"
+
+const ServerRow = Schema.Struct({
+  id: Schema.String,
+  workspace_id: Schema.String,
+  display_name: Schema.String,
+  url: Schema.String,
+  agent_id: Schema.String,
+  result_origin: Schema.String,
+  header_names: Schema.Array(Schema.String),
+  encrypted_headers: Schema.NullOr(Schema.String),
+  created_at: Schema.DateFromSelf,
+  updated_at: Schema.DateFromSelf
+})
+export type ServerRow = typeof ServerRow.Type
+
+export interface ServerChanges {
+  readonly display_name?: string
+  readonly url?: string
+  readonly agent_id?: string
+  readonly result_origin?: string
+  readonly header_names?: ReadonlyArray<string>
+  readonly encrypted_headers?: string | null
+}
+
+const Key = Schema.Struct({ workspaceId: Schema.String, id: Schema.String })
+const decodeRows = Schema.decodeUnknown(Schema.Array(ServerRow))
+
+export class McpRepo extends Effect.Service<McpRepo>()("mcp/McpRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const list = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: ServerRow,
+      execute: (workspaceId) => sql`select * from mcp_servers where workspace_id = ${workspaceId}
+                                    order by created_at desc, id desc`
+    })
+    const find = SqlSchema.findOne({
+      Request: Key,
+      Result: ServerRow,
+      execute: ({ id, workspaceId }) =>
+        sql`select * from mcp_servers where workspace_id = ${workspaceId} and id = ${id}`
+    })
+    // The names go in as JSON text (a jsonb column), the way the catalog stores its documents.
+    const withArray = <A extends { readonly header_names?: ReadonlyArray<string> }>(row: A) =>
+      row.header_names === undefined ? row : { ...row, header_names: JSON.stringify(row.header_names) }
+
+    return dieOnErrors({
+      list: (workspaceId: string) => list(workspaceId),
+      find: (workspaceId: string, id: string) => find({ workspaceId, id }),
+      insert: (row: Omit<ServerRow, "created_at" | "updated_at">) =>
+        sql`insert into mcp_servers ${sql.insert(withArray(row))} returning *`.pipe(
+          Effect.flatMap(decodeRows),
+          Effect.map((rows) => rows[0]!)
+        ),
+      update: (workspaceId: string, id: string, changes: ServerChanges) =>
+        sql`update mcp_servers set ${sql.update({ ...withArray(changes), updated_at: new Date() })}
+            where workspace_id = ${workspaceId} and id = ${id} returning *`.pipe(
+          Effect.flatMap(decodeRows),
+          Effect.map((rows) => Option.fromNullable(rows[0]))
+        ),
+      remove: (workspaceId: string, id: string) =>
+        sql`delete from mcp_servers where workspace_id = ${workspaceId} and id = ${id} returning id`.pipe(
+          Effect.map((rows) => rows.length === 1)
+        )
+    })
+  })
+}) {}

@@ -1,0 +1,170 @@
+/**
+ * MCP servers of a workspace. Their request headers are encrypted (the
+ * gateway's ProviderKeyCipher, bound to workspace and server id) before
+ * they reach the repository, and leave this service only towards the
+ * server itself (`target`), never in a response.
+ */
+import { Effect, Option, Redacted } from "effect"
+import { BadRequest, NotFound } from "../http/Errors.js"
+import { ProviderKeyCipher } from "../gateway/ProviderKeyCipher.js"
+import { prefixedId } from "../platform/Ids.js"
+import { OutboundGuard } from "../platform/OutboundGuard.js"
+import { toTimestamp } from "../platform/Schemas.js"
+import { orFailWith } from "../platform/Sql.js"
+import { McpServer, McpServerId } from "./Domain.js"
+import { McpRepo, type ServerChanges, type ServerRow } from "./Repo.js"
+
+export const DEFAULT_RESULT_ORIGIN = "tool_output"
+
+type HeaderMap = Readonly<Record<string, string>>
+
+/** What the endpoint needs of a server: where to send, as which agent, and with which headers. */
+export interface ServerTarget {
+  readonly id: string
+  readonly url: URL
+  readonly agentId: string
+  readonly resultOrigin: string
+  /** None when stored headers cannot be decrypted with this service's key. */
+  readonly headers: Option.Option<HeaderMap>
+}
+
+export const serverNotFound = (id: string) =>
+  new NotFound({ code: "mcp_server_not_found", message: `MCP server ${id} does not exist in this workspace.` })
+
+export class McpServers extends Effect.Service<McpServers>()("mcp/McpServers", {
+  effect: Effect.gen(function* () {
+    const repo = yield* McpRepo
+    const cipher = yield* ProviderKeyCipher
+    const outbound = yield* OutboundGuard
+
+    /** https, or http to HTTP_URL_ALLOWLIST hosts; never an internal address unless allowlisted (docs/outbound.md). */
+    const checkUrl = (value: string) =>
+      Effect.gen(function* () {
+        const url = yield* outbound.validateUrl(value, "url")
+        if (url.hash !== "") {
+          return yield* new BadRequest({
+            code: "validation_failed",
+            message: "url: expected a URL without fragment.",
+            details: [{ path: "url", message: "expected a URL without fragment" }]
+          })
+        }
+        return url.toString()
+      })
+
+    const decryptHeaders = (row: ServerRow): Option.Option<HeaderMap> => {
+      if (row.encrypted_headers === null) return Option.some({})
+      return Option.flatMap(cipher.decrypt(row.workspace_id, row.id, row.encrypted_headers), (text) => {
+        try {
+          return Option.some(JSON.parse(Redacted.value(text)) as HeaderMap)
+        } catch {
+          return Option.none()
+        }
+      })
+    }
+
+    const toServer = (row: ServerRow) =>
+      new McpServer({
+        id: McpServerId.make(row.id),
+        display_name: row.display_name,
+        url: row.url,
+        agent_id: row.agent_id,
+        result_origin: row.result_origin,
+        header_names: row.header_names,
+        headers_status:
+          row.encrypted_headers === null ? "none" : Option.isSome(decryptHeaders(row)) ? "configured" : "unreadable",
+        created_at: toTimestamp(row.created_at),
+        updated_at: toTimestamp(row.updated_at)
+      })
+
+    /** The stored form of a header set: its names in the clear, the whole set encrypted (none when empty). */
+    const sealHeaders = (workspaceId: string, id: string, headers: Redacted.Redacted<HeaderMap> | null) => {
+      const value = headers === null ? {} : Redacted.value(headers)
+      const names = Object.keys(value).sort()
+      return {
+        header_names: names,
+        encrypted_headers:
+          names.length === 0 ? null : cipher.encrypt(workspaceId, id, Redacted.make(JSON.stringify(value)))
+      }
+    }
+
+    const list = Effect.fn("McpServers.list")(function* (workspaceId: string) {
+      return (yield* repo.list(workspaceId)).map(toServer)
+    })
+
+    const get = Effect.fn("McpServers.get")(function* (workspaceId: string, id: string) {
+      return toServer(yield* repo.find(workspaceId, id).pipe(orFailWith(() => serverNotFound(id))))
+    })
+
+    const create = Effect.fn("McpServers.create")(function* (
+      workspaceId: string,
+      input: {
+        readonly display_name: string
+        readonly url: string
+        readonly agent_id: string
+        readonly result_origin?: string | undefined
+        readonly headers?: Redacted.Redacted<HeaderMap> | undefined
+      }
+    ) {
+      const url = yield* checkUrl(input.url)
+      const id = prefixedId("mcps")
+      const row = yield* repo.insert({
+        id,
+        workspace_id: workspaceId,
+        display_name: input.display_name,
+        url,
+        agent_id: input.agent_id,
+        result_origin: input.result_origin ?? DEFAULT_RESULT_ORIGIN,
+        ...sealHeaders(workspaceId, id, input.headers ?? null)
+      })
+      return toServer(row)
+    })
+
+    const update = Effect.fn("McpServers.update")(function* (
+      workspaceId: string,
+      id: string,
+      patch: {
+        readonly display_name?: string | undefined
+        readonly url?: string | undefined
+        readonly agent_id?: string | undefined
+        readonly result_origin?: string | undefined
+        readonly headers?: Redacted.Redacted<HeaderMap> | null | undefined
+      }
+    ) {
+      const current = yield* repo.find(workspaceId, id).pipe(orFailWith(() => serverNotFound(id)))
+      // Stored credentials are never sent to a new address unless given again with it.
+      if (patch.url !== undefined && patch.headers === undefined && current.encrypted_headers !== null) {
+        return yield* new BadRequest({
+          code: "validation_failed",
+          message: "headers: required when url changes (send them again, or null to remove them).",
+          details: [{ path: "headers", message: "required when url changes" }]
+        })
+      }
+      const { headers, url, ...rest } = patch
+      const changes: ServerChanges = {
+        ...Object.fromEntries(Object.entries(rest).filter(([, value]) => value !== undefined)),
+        ...(url === undefined ? {} : { url: yield* checkUrl(url) }),
+        ...(headers === undefined ? {} : sealHeaders(workspaceId, id, headers))
+      }
+      const row = yield* repo.update(workspaceId, id, changes).pipe(orFailWith(() => serverNotFound(id)))
+      return toServer(row)
+    })
+
+    const remove = Effect.fn("McpServers.remove")(function* (workspaceId: string, id: string) {
+      if (!(yield* repo.remove(workspaceId, id))) return yield* serverNotFound(id)
+    })
+
+    const target = Effect.fn("McpServers.target")(function* (workspaceId: string, id: string) {
+      const row = yield* repo.find(workspaceId, id).pipe(orFailWith(() => serverNotFound(id)))
+      return {
+        id: row.id,
+        url: new URL(row.url),
+        agentId: row.agent_id,
+        resultOrigin: row.result_origin,
+        headers: decryptHeaders(row)
+      } satisfies ServerTarget
+    })
+
+    return { list, get, create, update, remove, target }
+  }),
+  dependencies: [McpRepo.Default, ProviderKeyCipher.Default, OutboundGuard.Default]
+}) {}
