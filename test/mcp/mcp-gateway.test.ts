@@ -9,92 +9,21 @@
  * and JSON).
  */
 import { afterAll, describe, expect, layer } from "@effect/vitest"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { Effect, Redacted } from "effect"
-import type { McpServerId } from "../../src/mcp/Domain.js"
+import { Effect } from "effect"
 import { expectFailure } from "../support/Api.js"
 import { queryDatabase } from "../support/Database.js"
 import { eventually } from "../support/Eventually.js"
 import { createPolicy } from "../support/Events.js"
 import { call } from "../support/Raw.js"
-import { createKey, keyClient, tenant, type Tenant } from "../support/Tenants.js"
-import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+import { createKey, keyClient, tenant } from "../support/Tenants.js"
+import { SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 import { GATEWAY_SETTINGS } from "../gateway/gateway-helpers.js"
 import { EMAIL_TEXT, IBAN, INJECTED_TEXT, startMcpUpstream } from "./mcp-upstream.js"
+import { AGENT, callTool, connect, invocations, mcpTenant, SERVER_TOKEN, sessionTraces } from "./mcp-helpers.js"
 
 const sse = await startMcpUpstream()
 const json = await startMcpUpstream({ jsonResponse: true })
 afterAll(() => Promise.all([sse.close(), json.close()]))
-
-const AGENT = "mail-bot"
-const SERVER_TOKEN = "upstream-token-0123456789"
-
-interface Setup {
-  readonly base: string
-  readonly owner: Tenant
-  readonly key: string
-  readonly serverId: McpServerId
-}
-
-/** A tenant with a runtime key and an MCP server at `url` (with a secret header). */
-const mcpTenant = (url: string) =>
-  Effect.gen(function* () {
-    const base = yield* baseUrl
-    const owner = yield* tenant(base)
-    const key = yield* createKey(owner)
-    const server = yield* owner.api.mcpServers.createMcpServer({
-      payload: {
-        display_name: "Mail",
-        url,
-        agent_id: AGENT,
-        headers: Redacted.make({ "X-Upstream-Token": SERVER_TOKEN })
-      }
-    })
-    return { base, owner, key: key.plaintext_key, serverId: server.id } satisfies Setup
-  })
-
-/** An SDK client connected through the gateway with the runtime key; closed with the scope. */
-const connect = (setup: Setup) =>
-  Effect.acquireRelease(
-    Effect.promise(async () => {
-      const transport = new StreamableHTTPClientTransport(new URL(`${setup.base}/v1/mcp/${setup.serverId}`), {
-        requestInit: { headers: { Authorization: `Bearer ${setup.key}` } }
-      })
-      const client = new Client({ name: "test-agent", version: "1.0.0" })
-      await client.connect(transport)
-      return { client, transport }
-    }),
-    ({ client }) => Effect.promise(() => client.close())
-  )
-
-interface ToolResult {
-  readonly text: string
-  readonly isError: boolean
-}
-
-const callTool = (client: Client, name: string, args: Record<string, unknown>) =>
-  Effect.promise(async (): Promise<ToolResult> => {
-    const result = await client.callTool({ name, arguments: args })
-    const content = result.content as ReadonlyArray<{ readonly type: string; readonly text?: string }>
-    return { text: content.map((item) => item.text ?? "").join("\n"), isError: result.isError === true }
-  })
-
-const invocations = (upstream: { readonly invocations: Map<string, number> }, tool: string) =>
-  upstream.invocations.get(tool) ?? 0
-
-/** The workspace's traces of one MCP session, oldest first. */
-const sessionTraces = (owner: Tenant, sessionId: string) =>
-  Effect.map(owner.api.traces.listTraces({ urlParams: { session_id: sessionId } }), (page) =>
-    [...page.traces].reverse().map((trace) => {
-      const request = (
-        trace.payload as {
-          readonly request: { readonly kind: string; readonly action: { readonly operation: string } }
-        }
-      ).request
-      return { effect: trace.decision, kind: request.kind, operation: request.action.operation }
-    })
-  )
 
 layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)(
   "MCP gateway with the official SDK",

@@ -1,0 +1,76 @@
+/** Shared by the MCP gateway suites: a tenant with a server, an SDK client through the gateway, tool calls, traces. */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { Effect, Redacted } from "effect"
+import type { McpServerId } from "../../src/mcp/Domain.js"
+import { createKey, tenant, type Tenant } from "../support/Tenants.js"
+import { baseUrl } from "../support/TestServer.js"
+
+export const AGENT = "mail-bot"
+export const SERVER_TOKEN = "upstream-token-0123456789"
+
+export interface Setup {
+  readonly base: string
+  readonly owner: Tenant
+  readonly key: string
+  readonly serverId: McpServerId
+}
+
+/** A tenant with a runtime key and an MCP server at `url` (with a secret header). */
+export const mcpTenant = (url: string) =>
+  Effect.gen(function* () {
+    const base = yield* baseUrl
+    const owner = yield* tenant(base)
+    const key = yield* createKey(owner)
+    const server = yield* owner.api.mcpServers.createMcpServer({
+      payload: {
+        display_name: "Mail",
+        url,
+        agent_id: AGENT,
+        headers: Redacted.make({ "X-Upstream-Token": SERVER_TOKEN })
+      }
+    })
+    return { base, owner, key: key.plaintext_key, serverId: server.id } satisfies Setup
+  })
+
+/** An SDK client connected through the gateway with the runtime key; closed with the scope. */
+export const connect = (setup: Setup) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const transport = new StreamableHTTPClientTransport(new URL(`${setup.base}/v1/mcp/${setup.serverId}`), {
+        requestInit: { headers: { Authorization: `Bearer ${setup.key}` } }
+      })
+      const client = new Client({ name: "test-agent", version: "1.0.0" })
+      await client.connect(transport)
+      return { client, transport }
+    }),
+    ({ client }) => Effect.promise(() => client.close())
+  )
+
+export interface ToolResult {
+  readonly text: string
+  readonly isError: boolean
+}
+
+export const callTool = (client: Client, name: string, args: Record<string, unknown>) =>
+  Effect.promise(async (): Promise<ToolResult> => {
+    const result = await client.callTool({ name, arguments: args })
+    const content = result.content as ReadonlyArray<{ readonly type: string; readonly text?: string }>
+    return { text: content.map((item) => item.text ?? "").join("\n"), isError: result.isError === true }
+  })
+
+export const invocations = (upstream: { readonly invocations: Map<string, number> }, tool: string) =>
+  upstream.invocations.get(tool) ?? 0
+
+/** The workspace's traces of one MCP session, oldest first. */
+export const sessionTraces = (owner: Tenant, sessionId: string) =>
+  Effect.map(owner.api.traces.listTraces({ urlParams: { session_id: sessionId } }), (page) =>
+    [...page.traces].reverse().map((trace) => {
+      const request = (
+        trace.payload as {
+          readonly request: { readonly kind: string; readonly action: { readonly operation: string } }
+        }
+      ).request
+      return { effect: trace.decision, kind: request.kind, operation: request.action.operation }
+    })
+  )
