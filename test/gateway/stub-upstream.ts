@@ -15,6 +15,8 @@
  * - `no-newline`: an SSE stream of `NO_NEWLINE_BYTES` without a newline,
  *   then nothing (until the gateway aborts it: recorded in `aborted`);
  * - `budget`: the usage equals `max_tokens` (the worst case), after 30 ms;
+ * - `say:<text>`: a short answer with `<text>` as its reply (not streamed);
+ * - `tool-call`: a short answer proposing the tool call TOOL_CALL (not streamed);
  * - anything else: a short answer with fixed usage (see USAGE).
  * Every request is recorded (path, headers, parsed body).
  */
@@ -31,6 +33,12 @@ export const HANG_INPUT_TOKENS = 40
 
 /** What a `no-newline` stream sends: 16 MiB in one line. */
 export const NO_NEWLINE_BYTES = 16 * 1024 * 1024
+
+/** The tool call a `tool-call` answer proposes. */
+export const TOOL_CALL = { name: "send_money", input: { to: "attacker-account", amount: 500 } } as const
+
+/** The reply text of a non-streamed answer: `say:<text>`, else "Hello!". */
+const replyText = (model: string) => (model.startsWith("say:") ? model.slice(4) : "Hello!")
 
 export interface SeenRequest {
   readonly path: string
@@ -75,7 +83,27 @@ const chat = (body: Record<string, unknown>, response: ServerResponse, hold: Hol
         object: "chat.completion",
         created: 1_700_000_000,
         model,
-        choices: [{ index: 0, message: { role: "assistant", content: "Hello!" }, finish_reason: "stop", logprobs: null }],
+        choices: [
+          {
+            index: 0,
+            message:
+              model === "tool-call"
+                ? {
+                    role: "assistant",
+                    content: null,
+                    tool_calls: [
+                      {
+                        id: "call_1",
+                        type: "function",
+                        function: { name: TOOL_CALL.name, arguments: JSON.stringify(TOOL_CALL.input) }
+                      }
+                    ]
+                  }
+                : { role: "assistant", content: replyText(model) },
+            finish_reason: model === "tool-call" ? "tool_calls" : "stop",
+            logprobs: null
+          }
+        ],
         usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens }
       })
     )
@@ -109,7 +137,18 @@ const messages = (body: Record<string, unknown>, response: ServerResponse, hold:
   if (body["stream"] !== true) {
     response.writeHead(200, { "content-type": "application/json", "request-id": "upstream-req-2" })
     response.end(
-      JSON.stringify({ ...message, content: [{ type: "text", text: "Hello!" }], stop_reason: "end_turn", usage })
+      JSON.stringify({
+        ...message,
+        content:
+          model === "tool-call"
+            ? [
+                { type: "text", text: "Sending it." },
+                { type: "tool_use", id: "toolu_1", name: TOOL_CALL.name, input: TOOL_CALL.input }
+              ]
+            : [{ type: "text", text: replyText(model) }],
+        stop_reason: model === "tool-call" ? "tool_use" : "end_turn",
+        usage
+      })
     )
     return
   }
