@@ -11,6 +11,7 @@ import Anthropic from "@anthropic-ai/sdk"
 import { afterAll, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import OpenAI from "openai"
+import { upsertTool } from "../authorization-http/event-helpers.js"
 import { createPolicy } from "../support/Events.js"
 import { SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
 import { awaitUsage, GATEWAY_SETTINGS, gatewayTenant } from "./gateway-helpers.js"
@@ -193,6 +194,27 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
         openai.chat.completions.create({ model: "tool-call", messages: [{ role: "user", content: "Pay my bill" }] })
       )
       expect(passed.choices[0]!.message.tool_calls?.[0]).toMatchObject({ function: { name: TOOL_CALL.name } })
+    })
+  )
+
+  it.effect("a tool call that asks for approval is deferred: guardrail_deferred carries the approval", () =>
+    Effect.gen(function* () {
+      const { base, owner, anthropic } = yield* setUp
+      yield* upsertTool(base, owner, {
+        tool: TOOL_CALL.name,
+        reversible: false,
+        side_effect: "payment",
+        approval: true
+      })
+      yield* owner.api.settings.updateSettings({ payload: { approval_checker_mode: "enforce" } })
+      const deferred = (yield* raised(() =>
+        anthropic.messages.create({ model: "tool-call", max_tokens: 50, messages: [{ role: "user", content: "Pay" }] })
+      )) as SdkError
+      expect(deferred.status).toBe(403)
+      const error = deferred.error["error"] as Record<string, unknown>
+      expect(error).toMatchObject({ type: "permission_error", code: "guardrail_deferred" })
+      expect(error["approval"]).not.toBeNull()
+      expect(error["trace_id"]).toMatch(/^trc_/)
     })
   )
 
