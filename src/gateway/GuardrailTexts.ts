@@ -212,25 +212,42 @@ export interface Refusal {
   readonly subject: string
 }
 
-/**
- * The 403 in the dialect's own error shape, as the official SDKs parse it: chat style
- * `{error: {message, type, code, param}}` (the openai client reads `code`); messages style
- * `{type: "error", error: {type, message}}` (the Anthropic client shows the body). Both carry the
- * decision (`trace_id`, `receipt_id`, `findings`, and for defer the `approval`).
- */
-export const refusalResponse = (dialect: Dialect, refusal: Refusal, headers: Record<string, string>) => {
+/** A guardrail error in the dialect's own error shape, with whatever the decision adds (`trace_id`, ...). */
+const errorBody = (dialect: Dialect, message: string, details: Record<string, unknown>) =>
+  dialect === "chat"
+    ? { error: { message, type: "guardrail_error", param: null, ...details } }
+    : { type: "error", error: { type: "permission_error", message, ...details } }
+
+/** The body of a refusal: why, the code, and the decision (`trace_id`, `receipt_id`, `findings`, for defer `approval`). */
+const refusalBody = (dialect: Dialect, refusal: Refusal) => {
   const code = refusal.effect === "deny" ? "guardrail_denied" : "guardrail_deferred"
-  const message = `${refusal.effect === "deny" ? "Denied" : "Held for approval"} by a guardrail (${code}) on ${refusal.subject}: ${refusal.reason}`
-  const decision = {
+  const verb = refusal.effect === "deny" ? "Denied" : "Held for approval"
+  return errorBody(dialect, `${verb} by a guardrail (${code}) on ${refusal.subject}: ${refusal.reason}`, {
     code,
     trace_id: refusal.traceId,
     receipt_id: refusal.receiptId,
     findings: refusal.findings,
     approval: refusal.effect === "defer" ? refusal.approval : null
-  }
-  const body =
-    dialect === "chat"
-      ? { error: { message, type: "guardrail_error", param: null, ...decision } }
-      : { type: "error", error: { type: "permission_error", message, ...decision } }
-  return HttpServerResponse.unsafeJson(body, { status: 403, headers })
+  })
 }
+
+/**
+ * The 403 in the dialect's own error shape, as the official SDKs parse it: chat style
+ * `{error: {message, type, code, param}}` (the openai client reads `code`); messages style
+ * `{type: "error", error: {type, message}}` (the Anthropic client shows the body).
+ */
+export const refusalResponse = (dialect: Dialect, refusal: Refusal, headers: Record<string, string>) =>
+  HttpServerResponse.unsafeJson(refusalBody(dialect, refusal), { status: 403, headers })
+
+/** An error in a stream: the dialect's error event, after a blank line that ends any partial event sent. */
+const errorEvent = (dialect: Dialect, body: unknown) =>
+  dialect === "chat"
+    ? `\n\ndata: ${JSON.stringify(body)}\n\n`
+    : `\n\nevent: error\ndata: ${JSON.stringify(body)}\n\n`
+
+/** A refusal mid-stream, as the event the SDKs raise as an error. */
+export const refusalEvent = (dialect: Dialect, refusal: Refusal) => errorEvent(dialect, refusalBody(dialect, refusal))
+
+/** A stream that could not be screened (the decision itself was refused), ended with its code. */
+export const unscreenableEvent = (dialect: Dialect, code: string, message: string) =>
+  errorEvent(dialect, errorBody(dialect, message, { code }))

@@ -11,7 +11,9 @@
  *   `output.proposed`; `rewrite` replaces the text, `deny`/`defer` replaces the
  *   answer with the 403 (the call's usage is still recorded: it was paid for).
  *   The output decisions go in a `guardrail` object added to the body.
- * - Streams: the request side is decided; the streamed answer is not (yet).
+ * - Streams: the request side likewise; the streamed answer's text in
+ *   windows and its tool calls once assembled (StreamScreen.ts); a refusal
+ *   ends the stream with the dialect's error event.
  *
  * Per route and direction (`input`, `output`, `tool_calls`): `off` decides
  * nothing, `observe` decides with every checker capped at observe and never
@@ -21,20 +23,30 @@
  * takes the proxy's direct path with no extra work.
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Effect, Either, Exit, Schema, type Scope } from "effect"
-import { Readable } from "node:stream"
+import { Effect, Either, Exit, Runtime, Schema, type Scope } from "effect"
+import { PassThrough, Readable } from "node:stream"
 import { Authorization } from "../authorization/Authorization.js"
 import type { DecisionAnswer } from "../authorization/Decisions.js"
 import { strictest } from "../authorization/Pipeline.js"
 import { CatalogSnapshot, type Snapshot } from "../catalog/Snapshot.js"
 import { BadGateway, BadRequest, type HttpError, NotFound } from "../http/Errors.js"
 import { type RuntimeConfig, WorkspaceSettings } from "../identity/WorkspaceSettings.js"
+import { AppConfig } from "../platform/Config.js"
 import { Identifier } from "../platform/Schemas.js"
 import type { HotUseCase } from "../platform/Warm.js"
 import { providerBody } from "./Calls.js"
 import { Connections, type RouteTarget } from "./Connections.js"
 import type { GuardrailMode } from "./Domain.js"
-import { refusalResponse, requestEvents, responseEvents, type Screened } from "./GuardrailTexts.js"
+import {
+  type Refusal,
+  refusalEvent,
+  refusalResponse,
+  requestEvents,
+  responseEvents,
+  type Screened,
+  unscreenableEvent
+} from "./GuardrailTexts.js"
+import { screenStream, type Verdict } from "./StreamScreen.js"
 import { GatewayProxy, type ProxyRequest } from "./Proxy.js"
 
 /** A non-streamed answer is read whole to be decided; above this it is refused rather than passed unscreened. */
@@ -69,6 +81,24 @@ const decisionHeaders = (decided: Decided | "off" | "none"): Record<string, stri
         "x-guardrail-trace-id": decided.answer.trace_id,
         "x-guardrail-receipt-id": decided.answer.receipt_id
       }
+
+/** The first enforced deny or defer among `decided` (strictest first), as what the client is told. */
+const refusalIn = (decided: ReadonlyArray<Decided>): Refusal | undefined => {
+  const refusing = headline(
+    decided.filter((one) => one.mode === "enforce" && (one.answer.effect === "deny" || one.answer.effect === "defer"))
+  )
+  if (refusing === undefined) return undefined
+  const { answer, screened } = refusing
+  return {
+    effect: answer.effect === "deny" ? "deny" : "defer",
+    reason: answer.reason,
+    traceId: answer.trace_id,
+    receiptId: answer.receipt_id,
+    findings: answer.findings,
+    approval: answer.approval,
+    subject: screened.kind === "output.proposed" ? `the ${screened.operation} proposed` : `the ${screened.kind}`
+  }
+}
 
 /** The decision that speaks for several: the strictest effect, the first of those. */
 const headline = (decided: ReadonlyArray<Decided>): Decided | undefined => {
@@ -123,6 +153,8 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
     const authorization = yield* Authorization
     const settings = yield* WorkspaceSettings
     const snapshots = yield* CatalogSnapshot
+    const { gatewayGuardrailHoldChars: holdChars, gatewayGuardrailWindowChars: windowChars } = yield* AppConfig
+    const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
 
     /** Decides one event by the use case of `POST /v1/events`; in observe, a refusal of the event itself is only logged. */
     const decide = (
@@ -170,23 +202,50 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
       decided: ReadonlyArray<Decided>,
       headers: Record<string, string>
     ): Response | undefined => {
-      const enforced = decided.filter((one) => one.mode === "enforce")
-      const refusing = headline(enforced.filter((one) => one.answer.effect === "deny" || one.answer.effect === "defer"))
-      if (refusing === undefined) return undefined
-      const { answer, screened } = refusing
-      return refusalResponse(
-        request.dialect,
-        {
-          effect: answer.effect === "deny" ? "deny" : "defer",
-          reason: answer.reason,
-          traceId: answer.trace_id,
-          receiptId: answer.receipt_id,
-          findings: answer.findings,
-          approval: answer.approval,
-          subject: screened.kind === "output.proposed" ? `the ${screened.operation} proposed` : `the ${screened.kind}`
-        },
-        headers
-      )
+      const refusal = refusalIn(decided)
+      return refusal === undefined ? undefined : refusalResponse(request.dialect, refusal, headers)
+    }
+
+    /** Screens a streamed answer as it passes (StreamScreen.ts); a decision that cannot be made ends it. */
+    const screenedStream = (
+      request: ProxyRequest,
+      target: RouteTarget,
+      environmentId: string,
+      scope: { readonly run_id?: string | undefined; readonly session_id?: string | undefined },
+      response: Response
+    ): Response => {
+      const source = response.body._tag === "Raw" ? response.body.body : undefined
+      if (!(source instanceof Readable)) return response
+      const { dialect } = request
+      const verdict = (screened: Screened) =>
+        runPromise(
+          decide(request, target, environmentId, scope, screened).pipe(
+            Effect.map((decided): Verdict => {
+              const refusal = refusalIn(decided)
+              if (refusal !== undefined) return { _tag: "stop", event: refusalEvent(dialect, refusal) }
+              const rewrite = decided.find((one) => one.mode === "enforce" && one.answer.effect === "rewrite")
+              const text = rewrite?.answer.transformed_value
+              return { _tag: "pass", rewritten: typeof text === "string" ? text : null }
+            }),
+            Effect.catchAll((error) =>
+              Effect.succeed<Verdict>({ _tag: "stop", event: unscreenableEvent(dialect, error.code, error.message) })
+            )
+          )
+        )
+      const sink = new PassThrough()
+      void screenStream(source, sink, {
+        dialect,
+        windowChars,
+        holdChars,
+        screensText: target.guardrails.output !== "off",
+        screensToolCalls: target.guardrails.tool_calls !== "off",
+        decide: verdict
+      })
+      return HttpServerResponse.raw(sink, {
+        status: response.status,
+        headers: response.headers,
+        contentType: response.body.contentType ?? "text/event-stream"
+      })
     }
 
     /** Puts each enforced rewrite's text in place; answers whether anything changed. */
@@ -292,6 +351,9 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
         const response = yield* proxy.forward.run(forwarded)
         const screensAnswer = target.guardrails.output !== "off" || target.guardrails.tool_calls !== "off"
         const contentType = response.headers["content-type"] ?? response.body.contentType ?? ""
+        if (screensAnswer && response.status === 200 && contentType.includes("event-stream")) {
+          return HttpServerResponse.setHeaders(screenedStream(request, target, environmentId, scope, response), headers)
+        }
         if (!screensAnswer || body["stream"] === true || response.status !== 200 || !contentType.includes("json")) {
           return HttpServerResponse.setHeaders(response, headers)
         }

@@ -15,8 +15,8 @@
  * - `no-newline`: an SSE stream of `NO_NEWLINE_BYTES` without a newline,
  *   then nothing (until the gateway aborts it: recorded in `aborted`);
  * - `budget`: the usage equals `max_tokens` (the worst case), after 30 ms;
- * - `say:<text>`: a short answer with `<text>` as its reply (not streamed);
- * - `tool-call`: a short answer proposing the tool call TOOL_CALL (not streamed);
+ * - `say:<text>`: a short answer with `<text>` as its reply (streamed: in pieces of 3 characters);
+ * - `tool-call`: a short answer proposing the tool call TOOL_CALL (streamed: its arguments in pieces);
  * - anything else: a short answer with fixed usage (see USAGE).
  * Every request is recorded (path, headers, parsed body).
  */
@@ -39,6 +39,13 @@ export const TOOL_CALL = { name: "send_money", input: { to: "attacker-account", 
 
 /** The reply text of a non-streamed answer: `say:<text>`, else "Hello!". */
 const replyText = (model: string) => (model.startsWith("say:") ? model.slice(4) : "Hello!")
+
+/** The pieces a streamed answer sends: `say:<text>` in pieces of 3 characters, so a pattern spans chunks. */
+const replyPieces = (model: string) =>
+  model.startsWith("say:") ? (model.slice(4).match(/[\s\S]{1,3}/g) ?? []) : ["Hel", "lo", "!"]
+
+/** TOOL_CALL's arguments as a stream sends them: in pieces of 5 characters. */
+const argumentPieces = () => JSON.stringify(TOOL_CALL.input).match(/[\s\S]{1,5}/g) ?? []
 
 export interface SeenRequest {
   readonly path: string
@@ -110,8 +117,22 @@ const chat = (body: Record<string, unknown>, response: ServerResponse, hold: Hol
     return
   }
   response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
-  sse(response, chatChunk(model, { role: "assistant", content: "" }))
-  for (const piece of ["Hel", "lo", "!"]) sse(response, chatChunk(model, { content: piece }))
+  if (model === "tool-call") {
+    sse(
+      response,
+      chatChunk(model, {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: TOOL_CALL.name, arguments: "" } }]
+      })
+    )
+    for (const piece of argumentPieces()) {
+      sse(response, chatChunk(model, { tool_calls: [{ index: 0, function: { arguments: piece } }] }))
+    }
+  } else {
+    sse(response, chatChunk(model, { role: "assistant", content: "" }))
+    for (const piece of replyPieces(model)) sse(response, chatChunk(model, { content: piece }))
+  }
   const rest = () => {
     const options = body["stream_options"] as { include_usage?: boolean } | undefined
     if (options?.include_usage === true) {
@@ -159,9 +180,20 @@ const messages = (body: Record<string, unknown>, response: ServerResponse, hold:
     { type: "message_start", message: { ...message, content: [], stop_reason: null, usage: { input_tokens: input, output_tokens: 1 } } },
     "message_start"
   )
-  sse(response, { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }, "content_block_start")
-  for (const piece of ["Hel", "lo", "!"]) {
-    sse(response, { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: piece } }, "content_block_delta")
+  if (model === "tool-call") {
+    sse(
+      response,
+      { type: "content_block_start", index: 0, content_block: { type: "tool_use", id: "toolu_1", name: TOOL_CALL.name, input: {} } },
+      "content_block_start"
+    )
+    for (const piece of argumentPieces()) {
+      sse(response, { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: piece } }, "content_block_delta")
+    }
+  } else {
+    sse(response, { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }, "content_block_start")
+    for (const piece of replyPieces(model)) {
+      sse(response, { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: piece } }, "content_block_delta")
+    }
   }
   const rest = () => {
     sse(response, { type: "content_block_stop", index: 0 }, "content_block_stop")
