@@ -113,4 +113,3 @@ export const readBody = (response: Response) =>
     source.once("end", () => resume(Effect.succeed(Buffer.concat(chunks))))
     source.once("error", () => fail("upstream_error", "The provider's answer broke off."))
   })
-

@@ -241,9 +241,7 @@ export const refusalResponse = (dialect: Dialect, refusal: Refusal, headers: Rec
 
 /** An error in a stream: the dialect's error event, after a blank line that ends any partial event sent. */
 const errorEvent = (dialect: Dialect, body: unknown) =>
-  dialect === "chat"
-    ? `\n\ndata: ${JSON.stringify(body)}\n\n`
-    : `\n\nevent: error\ndata: ${JSON.stringify(body)}\n\n`
+  dialect === "chat" ? `\n\ndata: ${JSON.stringify(body)}\n\n` : `\n\nevent: error\ndata: ${JSON.stringify(body)}\n\n`
 
 /** A refusal mid-stream, as the event the SDKs raise as an error. */
 export const refusalEvent = (dialect: Dialect, refusal: Refusal) => errorEvent(dialect, refusalBody(dialect, refusal))

@@ -23,7 +23,7 @@
  * takes the proxy's direct path with no extra work.
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Effect, Either, Exit, Runtime, type Scope } from "effect"
+import { Effect, Either, Exit, Option, Runtime, type Scope } from "effect"
 import { PassThrough, Readable } from "node:stream"
 import { Authorization } from "../authorization/Authorization.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
@@ -221,9 +221,11 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
           return HttpServerResponse.setHeaders(yield* proxy.forward.run(request), decisionHeaders("off"))
         }
         const config = yield* settings.runtimeConfig(caller.workspaceId)
-        const snapshot = yield* snapshots.get(caller.workspaceId)
+        // A catalog that cannot be read is not "nothing to match": deciding then fails closed (defer).
+        const snapshot = yield* Effect.option(Effect.catchAllDefect(snapshots.get(caller.workspaceId), Effect.fail))
         const parsed = providerBody(request.json)
-        if (nothingCouldMatch(config, snapshot, target.agentId) || Either.isLeft(parsed)) {
+        const quiet = Option.isSome(snapshot) && nothingCouldMatch(config, snapshot.value, target.agentId)
+        if (quiet || Either.isLeft(parsed)) {
           // Nothing to decide (or no body to read, which the proxy refuses in its own words).
           return HttpServerResponse.setHeaders(yield* proxy.forward.run(request), decisionHeaders("none"))
         }
@@ -245,11 +247,9 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
         // A copy: a rewrite changes the body that goes upstream, never the request as received.
         const body = structuredClone(parsed.right)
         const inputs = target.guardrails.input === "off" ? [] : requestEvents(request.dialect, body)
-        const decided = (yield* Effect.forEach(
-          inputs,
-          (one) => decide(request, target, environmentId, scope, one),
-          { concurrency: "unbounded" }
-        )).flat()
+        const decided = (yield* Effect.forEach(inputs, (one) => decide(request, target, environmentId, scope, one), {
+          concurrency: "unbounded"
+        })).flat()
         const first = headline(decided)
         const headers = decisionHeaders(
           target.guardrails.input === "off" ? "off" : first === undefined ? "none" : first

@@ -21,8 +21,7 @@ import type { Dialect } from "./UsageMeter.js"
 
 /** What deciding one event answered: go on (with a rewritten text when enforced), or stop with this error event. */
 export type Verdict =
-  | { readonly _tag: "pass"; readonly rewritten: string | null }
-  | { readonly _tag: "stop"; readonly event: string }
+  { readonly _tag: "pass"; readonly rewritten: string | null } | { readonly _tag: "stop"; readonly event: string }
 
 export interface StreamScreenOptions {
   readonly dialect: Dialect

@@ -83,7 +83,10 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
       expect(messages).toBeInstanceOf(Anthropic.PermissionDeniedError)
       expect(messages.status).toBe(403)
       expect(messages.message).toContain("guardrail_denied")
-      expect(messages.error).toMatchObject({ type: "error", error: { type: "permission_error", code: "guardrail_denied" } })
+      expect(messages.error).toMatchObject({
+        type: "error",
+        error: { type: "permission_error", code: "guardrail_denied" }
+      })
 
       expect(stub.requests.length).toBe(before)
     })
@@ -287,7 +290,11 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
 })
 
 /** Small windows, so a short streamed reply is released in several (a pattern spans 3-character chunks and windows). */
-const STREAM_SETTINGS = { ...GATEWAY_SETTINGS, GATEWAY_GUARDRAIL_WINDOW_CHARS: "20", GATEWAY_GUARDRAIL_HOLD_CHARS: "12" }
+const STREAM_SETTINGS = {
+  ...GATEWAY_SETTINGS,
+  GATEWAY_GUARDRAIL_WINDOW_CHARS: "20",
+  GATEWAY_GUARDRAIL_HOLD_CHARS: "12"
+}
 
 /** The text pieces a stream delivered, and the error it ended with (if any). */
 const collect = <A>(stream: () => Promise<AsyncIterable<A>>, textOf: (event: A) => string | undefined) =>

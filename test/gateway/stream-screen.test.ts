@@ -31,7 +31,10 @@ const run = async (text: string, size: number, decide: (screened: Screened) => V
       return decide(screened)
     }
   })
-  const events = Buffer.concat(out).toString("utf8").split("\n\n").filter((event) => event.trim() !== "")
+  const events = Buffer.concat(out)
+    .toString("utf8")
+    .split("\n\n")
+    .filter((event) => event.trim() !== "")
   const released = events.flatMap((event) => {
     const data = event.replace(/^\s*data: /, "")
     if (data === "[DONE]") return []
