@@ -139,6 +139,13 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
             }),
             Effect.catchAll((error) =>
               Effect.succeed<Verdict>({ _tag: "stop", event: unscreenableEvent(dialect, error.code, error.message) })
+            ),
+            // Nothing unscreened goes out after a failure: the stream ends with an error event (fail closed).
+            Effect.catchAllDefect((defect) =>
+              Effect.as(Effect.logError("stream screening failed", defect), {
+                _tag: "stop",
+                event: unscreenableEvent(dialect, "guardrail_unavailable", "The answer could not be screened.")
+              } satisfies Verdict)
             )
           )
         )
