@@ -5,7 +5,7 @@
 import { Context, Effect, Layer } from "effect"
 import { AnalyticsHttpLive } from "./analytics/Http.js"
 import type { AnyHotEndpoint } from "./http/Hot.js"
-import { GatewayProxy } from "./gateway/Proxy.js"
+import { GatewayGuard } from "./gateway/Guardrails.js"
 import { authorizeEvent, AuthorizationLive, EventsHttpLive, ReceiptsHttpLive } from "./authorization/Http.js"
 import { BudgetAlertsHttpLive, LlmPricingHttpLive, LlmUsageHttpLive } from "./billing/Http.js"
 import {
@@ -80,7 +80,9 @@ export const HotEndpointsLive = Layer.effect(
   HotEndpoints,
   Effect.all([authorizeEvent, appendRunEvent, proxyMessages, proxyChatCompletions])
 ).pipe(
-  Layer.provide(Layer.mergeAll(AuthorizationLive, RunsLive, GatewayProxy.Default)),
+  // The gateway's guardrails decide through the same Authorization as the events endpoint.
+  Layer.provide(GatewayGuard.Default),
+  Layer.provide(Layer.mergeAll(AuthorizationLive, RunsLive)),
   Layer.provideMerge(CatalogLive),
   Layer.provideMerge(IdentityLive)
 )

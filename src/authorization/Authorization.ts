@@ -27,6 +27,7 @@ import { type Answer, hotUseCase, needs, ready, refused, type WarmSteps } from "
 import { AuthorizationRepo, type GrantRow, type NewFingerprint } from "./Repo.js"
 import { contentTooLarge, oversizedTarget } from "./ContentCap.js"
 import {
+  capModes,
   type DecisionAnswer,
   decisionOutcome,
   evaluate,
@@ -50,6 +51,11 @@ export interface DecideRequest {
   readonly caller: Caller
   readonly event: ProposedEventInput
   readonly startedAt: number
+  /**
+   * The caller's own mode for this decision (the gateway route's per direction): `observe` caps every
+   * checker at observe (modes combine to the least strict), and the default action then does not apply.
+   */
+  readonly ceiling?: "observe" | "enforce" | undefined
 }
 
 /** What deciding read beyond the caches: settings, a snapshot, an approval grant, or why the registry is unreadable. */
@@ -86,7 +92,8 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
     const steps = ({
       caller,
       event,
-      startedAt
+      startedAt,
+      ceiling
     }: DecideRequest): WarmSteps<Loaded, Decided, HttpError, Need, never, never> => ({
       step: (loaded) => {
         const { principal } = event
@@ -122,7 +129,7 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
             })
           )
         }
-        const modes = modesOf(config, environment)
+        const modes = capModes(modesOf(config, environment), ceiling)
         let decision: Decision
         let grant = Option.none<GrantRow>()
         let fingerprints: ReadonlyArray<NewFingerprint> = []
@@ -145,7 +152,8 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
           } else if (scope !== undefined) {
             fingerprints = provenance.observed(caller.workspaceId, event, snapshot)
           }
-          decision = evaluate(snapshot, event, modes, Option.isSome(grant), config.settings.default_action, inferred)
+          const defaultAction = ceiling === "observe" ? "permit" : config.settings.default_action
+          decision = evaluate(snapshot, event, modes, Option.isSome(grant), defaultAction, inferred)
         }
         const appliedGrant = Option.match(grant, {
           onNone: () => null,

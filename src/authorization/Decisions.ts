@@ -105,6 +105,22 @@ export const modesOf = (
   param: environment.modes.param_checker_mode ?? config.settings.param_checker_mode
 })
 
+/** Modes combine to the least strict: a caller's `observe` (a gateway route's) caps every enforcing checker. */
+export const capModes = (
+  modes: Readonly<Record<CheckerName, CheckerMode>>,
+  ceiling: "observe" | "enforce" | undefined
+): Readonly<Record<CheckerName, CheckerMode>> =>
+  ceiling !== "observe"
+    ? modes
+    : {
+        content: modes.content === "off" ? "off" : "observe",
+        profile: modes.profile === "off" ? "off" : "observe",
+        param: modes.param === "off" ? "off" : "observe",
+        flow: modes.flow === "off" ? "off" : "observe",
+        approval: modes.approval === "off" ? "off" : "observe",
+        memory: modes.memory === "off" ? "off" : "observe"
+      }
+
 /** Whether deciding needs the approval grants (a tool that asks for approval, with the checker on). */
 export const needsGrant = (
   snapshot: Snapshot,

@@ -10,9 +10,17 @@ import { prefixedId } from "../platform/Ids.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { orFailWith } from "../platform/Sql.js"
-import { GatewayRoute, GatewayRouteId, ProviderConnection, ProviderConnectionId, type ProviderKind } from "./Domain.js"
+import {
+  GatewayRoute,
+  GatewayRouteId,
+  ProviderConnection,
+  ProviderConnectionId,
+  type ProviderKind,
+  type RouteGuardrails,
+  type RouteGuardrailsInput
+} from "./Domain.js"
 import { ProviderKeyCipher } from "./ProviderKeyCipher.js"
-import { type ConnectionChanges, type ConnectionRow, GatewayRepo, type RouteRow } from "./Repo.js"
+import { type ConnectionChanges, type ConnectionRow, GatewayRepo, type RouteChanges, type RouteRow } from "./Repo.js"
 
 export const DEFAULT_BASE_URL: Record<ProviderKind, string> = {
   chat_compatible: "https://api.openai.com/v1",
@@ -28,7 +36,23 @@ export interface RouteTarget {
   readonly defaultModel: string | null
   /** None when the stored key cannot be decrypted with this service's key. */
   readonly apiKey: Option.Option<Redacted.Redacted<string>>
+  /** What the gateway decides on this route, per direction (Guardrails.ts). */
+  readonly guardrails: RouteGuardrails
 }
+
+/** The route's guardrail modes from its columns. */
+const guardrailsOf = (row: Pick<RouteRow, "guardrail_input" | "guardrail_output" | "guardrail_tool_calls">) => ({
+  input: row.guardrail_input,
+  output: row.guardrail_output,
+  tool_calls: row.guardrail_tool_calls
+})
+
+/** The columns of the guardrail modes given (a PATCH changes only those). */
+const guardrailColumns = (input: RouteGuardrailsInput | undefined): RouteChanges => ({
+  ...(input?.input === undefined ? {} : { guardrail_input: input.input }),
+  ...(input?.output === undefined ? {} : { guardrail_output: input.output }),
+  ...(input?.tool_calls === undefined ? {} : { guardrail_tool_calls: input.tool_calls })
+})
 
 const toRoute = (row: RouteRow) =>
   new GatewayRoute({
@@ -36,6 +60,7 @@ const toRoute = (row: RouteRow) =>
     agent_id: row.agent_id,
     display_name: row.display_name,
     provider_connection_id: row.provider_connection_id,
+    guardrails: guardrailsOf(row),
     created_at: toTimestamp(row.created_at),
     updated_at: toTimestamp(row.updated_at)
   })
@@ -161,10 +186,25 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
 
     const createRoute = Effect.fn("Connections.createRoute")(function* (
       workspaceId: string,
-      input: { readonly agent_id: string; readonly display_name: string; readonly provider_connection_id: string }
+      input: {
+        readonly agent_id: string
+        readonly display_name: string
+        readonly provider_connection_id: string
+        readonly guardrails?: RouteGuardrailsInput | undefined
+      }
     ) {
       yield* checkConnection(workspaceId, input.provider_connection_id)
-      const row = yield* repo.insertRoute({ id: prefixedId("gwr"), workspace_id: workspaceId, ...input })
+      const row = yield* repo.insertRoute({
+        id: prefixedId("gwr"),
+        workspace_id: workspaceId,
+        agent_id: input.agent_id,
+        display_name: input.display_name,
+        provider_connection_id: input.provider_connection_id,
+        // Screening is on unless a route says otherwise.
+        guardrail_input: input.guardrails?.input ?? "enforce",
+        guardrail_output: input.guardrails?.output ?? "enforce",
+        guardrail_tool_calls: input.guardrails?.tool_calls ?? "enforce"
+      })
       return toRoute(row)
     })
 
@@ -175,10 +215,15 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
         readonly agent_id?: string | undefined
         readonly display_name?: string | undefined
         readonly provider_connection_id?: string | undefined
+        readonly guardrails?: RouteGuardrailsInput | undefined
       }
     ) {
       if (patch.provider_connection_id !== undefined) yield* checkConnection(workspaceId, patch.provider_connection_id)
-      const changes = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined))
+      const { guardrails, ...rest } = patch
+      const changes: RouteChanges = {
+        ...Object.fromEntries(Object.entries(rest).filter(([, value]) => value !== undefined)),
+        ...guardrailColumns(guardrails)
+      }
       const row = yield* repo.updateRoute(workspaceId, id, changes).pipe(orFailWith(() => routeNotFound(id)))
       yield* targets.changed(workspaceId)
       return toRoute(row)
@@ -200,7 +245,8 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
           connectionId: row.connection_id,
           baseUrl: row.base_url,
           defaultModel: row.default_model,
-          apiKey: cipher.decrypt(workspaceId, row.connection_id, row.encrypted_api_key)
+          apiKey: cipher.decrypt(workspaceId, row.connection_id, row.encrypted_api_key),
+          guardrails: guardrailsOf(row)
         }))
       )
 

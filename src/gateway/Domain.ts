@@ -69,11 +69,32 @@ export const UpdateProviderConnection = Schema.Struct({
   default_model: Schema.optional(Schema.NullOr(NonEmptyIdentifier))
 })
 
+/** A route's guardrail mode for one direction: `off` decides nothing, `observe` records only, `enforce` acts. */
+export const GuardrailMode = Schema.Literal("off", "observe", "enforce")
+export type GuardrailMode = typeof GuardrailMode.Type
+
+/** What the gateway decides on a route: the request (`input`), the reply (`output`), proposed tool calls. */
+export const RouteGuardrails = Schema.Struct({
+  input: GuardrailMode,
+  output: GuardrailMode,
+  tool_calls: GuardrailMode
+}).annotations({ identifier: "RouteGuardrails" })
+export type RouteGuardrails = typeof RouteGuardrails.Type
+
+/** On create every direction defaults to `enforce`; on PATCH only the directions given change. */
+export const RouteGuardrailsInput = Schema.Struct({
+  input: Schema.optional(GuardrailMode),
+  output: Schema.optional(GuardrailMode),
+  tool_calls: Schema.optional(GuardrailMode)
+})
+export type RouteGuardrailsInput = typeof RouteGuardrailsInput.Type
+
 export class GatewayRoute extends Schema.Class<GatewayRoute>("GatewayRoute")({
   id: GatewayRouteId,
   agent_id: Schema.String,
   display_name: Schema.String,
   provider_connection_id: Schema.String,
+  guardrails: RouteGuardrails,
   created_at: Timestamp,
   updated_at: Timestamp
 }) {}
@@ -81,13 +102,15 @@ export class GatewayRoute extends Schema.Class<GatewayRoute>("GatewayRoute")({
 export const CreateGatewayRoute = Schema.Struct({
   agent_id: NonEmptyIdentifier,
   display_name: NonEmptyName,
-  provider_connection_id: NonEmptyIdentifier
+  provider_connection_id: NonEmptyIdentifier,
+  guardrails: Schema.optional(RouteGuardrailsInput)
 })
 
 export const UpdateGatewayRoute = Schema.Struct({
   agent_id: Schema.optional(NonEmptyIdentifier),
   display_name: Schema.optional(NonEmptyName),
-  provider_connection_id: Schema.optional(NonEmptyIdentifier)
+  provider_connection_id: Schema.optional(NonEmptyIdentifier),
+  guardrails: Schema.optional(RouteGuardrailsInput)
 })
 
 /** A provider request or response, passed through unchanged. */

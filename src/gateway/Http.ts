@@ -7,7 +7,7 @@ import { inWorkspace } from "../identity/Authentication.js"
 import { mapInput } from "../platform/Warm.js"
 import type { RoutePath } from "./Api.js"
 import { Connections } from "./Connections.js"
-import { GatewayProxy } from "./Proxy.js"
+import { GatewayGuard } from "./Guardrails.js"
 import type { Dialect } from "./UsageMeter.js"
 
 export const ProviderConnectionsHttpLive = HttpApiBuilder.group(GuardrailApi, "providerConnections", (handlers) =>
@@ -40,12 +40,12 @@ export const GatewayRoutesHttpLive = HttpApiBuilder.group(GuardrailApi, "gateway
   })
 ).pipe(Layer.provide(Connections.Default))
 
-/** A proxy route: the body is handed on as sent and the answer streamed, never decoded as a whole. */
+/** A proxy route: the body is handed on as sent (or rewritten by a guardrail) and the answer streamed. */
 const proxyRoute = <const Endpoint extends string>(endpoint: Endpoint, dialect: Dialect) =>
   Effect.map(
-    GatewayProxy,
+    GatewayGuard,
     (
-      proxy
+      guard
     ): HotEndpoint<typeof RoutePath.Type, RawBody, HttpServerResponse.HttpServerResponse> & {
       readonly endpoint: Endpoint
     } => ({
@@ -53,7 +53,7 @@ const proxyRoute = <const Endpoint extends string>(endpoint: Endpoint, dialect: 
       endpoint,
       raw: true,
       direct: true,
-      useCase: mapInput(proxy.forward, (request) => ({
+      useCase: mapInput(guard.forward, (request) => ({
         caller: request.caller,
         dialect,
         routeId: request.path.id,
@@ -77,4 +77,4 @@ export const GatewayProxyHttpLive = HttpApiBuilder.group(GuardrailApi, "gatewayP
       .handleRaw("proxyMessages", rawRouterHandler(messages))
       .handleRaw("proxyChatCompletions", rawRouterHandler(chat))
   })
-).pipe(Layer.provide(GatewayProxy.Default))
+).pipe(Layer.provide(GatewayGuard.Default))

@@ -16,11 +16,19 @@ const ConnectionRow = Schema.Struct({
 })
 export type ConnectionRow = typeof ConnectionRow.Type
 
+/** A route's guardrail modes, one column per direction (checked by the table: off, observe, enforce). */
+const GuardrailColumns = {
+  guardrail_input: Schema.Literal("off", "observe", "enforce"),
+  guardrail_output: Schema.Literal("off", "observe", "enforce"),
+  guardrail_tool_calls: Schema.Literal("off", "observe", "enforce")
+}
+
 const RouteRow = Schema.Struct({
   id: Schema.String,
   agent_id: Schema.String,
   display_name: Schema.String,
   provider_connection_id: Schema.String,
+  ...GuardrailColumns,
   created_at: Schema.DateFromSelf,
   updated_at: Schema.DateFromSelf
 })
@@ -34,7 +42,8 @@ const RouteTarget = Schema.Struct({
   kind: Schema.String,
   base_url: Schema.String,
   default_model: Schema.NullOr(Schema.String),
-  encrypted_api_key: Schema.String
+  encrypted_api_key: Schema.String,
+  ...GuardrailColumns
 })
 export type RouteTarget = typeof RouteTarget.Type
 
@@ -49,6 +58,9 @@ export interface RouteChanges {
   readonly agent_id?: string
   readonly display_name?: string
   readonly provider_connection_id?: string
+  readonly guardrail_input?: string
+  readonly guardrail_output?: string
+  readonly guardrail_tool_calls?: string
 }
 
 const first = <A>(rows: ReadonlyArray<A>) => Option.fromNullable(rows[0])
@@ -61,7 +73,8 @@ const decodeRoutes = Schema.decodeUnknown(Schema.Array(RouteRow))
 export class GatewayRepo extends Effect.Service<GatewayRepo>()("gateway/GatewayRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const routeColumns = sql`id, agent_id, display_name, provider_connection_id, created_at, updated_at`
+    const routeColumns = sql`id, agent_id, display_name, provider_connection_id, guardrail_input, guardrail_output,
+                             guardrail_tool_calls, created_at, updated_at`
 
     const listConnections = SqlSchema.findAll({
       Request: Schema.String,
@@ -86,7 +99,8 @@ export class GatewayRepo extends Effect.Service<GatewayRepo>()("gateway/GatewayR
       Result: RouteTarget,
       execute: ({ id, workspaceId }) => sql`
         select r.id as route_id, r.agent_id, c.id as connection_id, c.kind, c.base_url, c.default_model,
-               c.encrypted_api_key
+               c.encrypted_api_key,
+               r.guardrail_input, r.guardrail_output, r.guardrail_tool_calls
           from gateway_routes r
           join provider_connections c on c.id = r.provider_connection_id and c.workspace_id = r.workspace_id
          where r.workspace_id = ${workspaceId} and r.id = ${id}`

@@ -213,6 +213,10 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       gatewayMaxStreamSeconds: yield* positiveInteger("GATEWAY_MAX_STREAM_SECONDS", 900),
       /** Longest SSE line the usage meter holds while waiting for its newline; a longer one ends the stream. */
       gatewaySseMaxLineBytes: yield* positiveInteger("GATEWAY_SSE_MAX_LINE_BYTES", 1024 * 1024),
+      /** Streamed reply text is decided in windows of about this many characters (or up to a sentence end). */
+      gatewayGuardrailWindowChars: yield* positiveInteger("GATEWAY_GUARDRAIL_WINDOW_CHARS", 200),
+      /** The end of a streamed reply held back from each window, so a pattern split across chunks is seen whole. */
+      gatewayGuardrailHoldChars: yield* positiveInteger("GATEWAY_GUARDRAIL_HOLD_CHARS", 64),
       /** How long a client may take to send a whole request (headers and body); not the response. */
       httpRequestTimeoutMillis: yield* positiveInteger("HTTP_REQUEST_TIMEOUT_MS", 30_000),
       /** How long a client may take to send a request's headers (slow-header clients are cut off). */

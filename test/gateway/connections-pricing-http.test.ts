@@ -262,6 +262,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
           "agent_id",
           "created_at",
           "display_name",
+          "guardrails",
           "id",
           "provider_connection_id",
           "updated_at"
@@ -269,7 +270,9 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
         expect(listed.gateway_routes[0]).toMatchObject({
           id: mine.routeId,
           agent_id: "bot-a",
-          provider_connection_id: mine.connectionId
+          provider_connection_id: mine.connectionId,
+          // Screening is on unless a route says otherwise.
+          guardrails: { input: "enforce", output: "enforce", tool_calls: "enforce" }
         })
 
         const foreign = yield* expectFailure(
@@ -299,6 +302,28 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
           agent_id: "bot-b",
           provider_connection_id: mine.connectionId
         })
+        // Guardrail modes: set on create, and a PATCH changes only the directions it names.
+        const observed = yield* routes.createGatewayRoute({
+          payload: {
+            agent_id: "bot-c",
+            display_name: "Observed",
+            provider_connection_id: mine.connectionId,
+            guardrails: { input: "observe" }
+          }
+        })
+        expect(observed.guardrails).toEqual({ input: "observe", output: "enforce", tool_calls: "enforce" })
+        const relaxed = yield* routes.updateGatewayRoute({
+          path: { id: observed.id },
+          payload: { guardrails: { tool_calls: "off" } }
+        })
+        expect(relaxed.guardrails).toEqual({ input: "observe", output: "enforce", tool_calls: "off" })
+        expectValidation(
+          yield* call(base, "PATCH", `/v1/gateway/routes/${observed.id}`, {
+            token: owner.jwt,
+            body: { guardrails: { output: "sometimes" } }
+          }),
+          "guardrails.output"
+        )
         yield* expectFailure(
           routes.updateGatewayRoute({ path, payload: { provider_connection_id: theirs.connectionId } }),
           404,

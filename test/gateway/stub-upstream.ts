@@ -15,6 +15,8 @@
  * - `no-newline`: an SSE stream of `NO_NEWLINE_BYTES` without a newline,
  *   then nothing (until the gateway aborts it: recorded in `aborted`);
  * - `budget`: the usage equals `max_tokens` (the worst case), after 30 ms;
+ * - `say:<text>`: a short answer with `<text>` as its reply (streamed: in pieces of 3 characters);
+ * - `tool-call`: a short answer proposing the tool call TOOL_CALL (streamed: its arguments in pieces);
  * - anything else: a short answer with fixed usage (see USAGE).
  * Every request is recorded (path, headers, parsed body).
  */
@@ -31,6 +33,19 @@ export const HANG_INPUT_TOKENS = 40
 
 /** What a `no-newline` stream sends: 16 MiB in one line. */
 export const NO_NEWLINE_BYTES = 16 * 1024 * 1024
+
+/** The tool call a `tool-call` answer proposes. */
+export const TOOL_CALL = { name: "send_money", input: { to: "attacker-account", amount: 500 } } as const
+
+/** The reply text of a non-streamed answer: `say:<text>`, else "Hello!". */
+const replyText = (model: string) => (model.startsWith("say:") ? model.slice(4) : "Hello!")
+
+/** The pieces a streamed answer sends: `say:<text>` in pieces of 3 characters, so a pattern spans chunks. */
+const replyPieces = (model: string) =>
+  model.startsWith("say:") ? (model.slice(4).match(/[\s\S]{1,3}/g) ?? []) : ["Hel", "lo", "!"]
+
+/** TOOL_CALL's arguments as a stream sends them: in pieces of 5 characters. */
+const argumentPieces = () => JSON.stringify(TOOL_CALL.input).match(/[\s\S]{1,5}/g) ?? []
 
 export interface SeenRequest {
   readonly path: string
@@ -75,15 +90,49 @@ const chat = (body: Record<string, unknown>, response: ServerResponse, hold: Hol
         object: "chat.completion",
         created: 1_700_000_000,
         model,
-        choices: [{ index: 0, message: { role: "assistant", content: "Hello!" }, finish_reason: "stop", logprobs: null }],
+        choices: [
+          {
+            index: 0,
+            message:
+              model === "tool-call"
+                ? {
+                    role: "assistant",
+                    content: null,
+                    tool_calls: [
+                      {
+                        id: "call_1",
+                        type: "function",
+                        function: { name: TOOL_CALL.name, arguments: JSON.stringify(TOOL_CALL.input) }
+                      }
+                    ]
+                  }
+                : { role: "assistant", content: replyText(model) },
+            finish_reason: model === "tool-call" ? "tool_calls" : "stop",
+            logprobs: null
+          }
+        ],
         usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens }
       })
     )
     return
   }
   response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
-  sse(response, chatChunk(model, { role: "assistant", content: "" }))
-  for (const piece of ["Hel", "lo", "!"]) sse(response, chatChunk(model, { content: piece }))
+  if (model === "tool-call") {
+    sse(
+      response,
+      chatChunk(model, {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: TOOL_CALL.name, arguments: "" } }]
+      })
+    )
+    for (const piece of argumentPieces()) {
+      sse(response, chatChunk(model, { tool_calls: [{ index: 0, function: { arguments: piece } }] }))
+    }
+  } else {
+    sse(response, chatChunk(model, { role: "assistant", content: "" }))
+    for (const piece of replyPieces(model)) sse(response, chatChunk(model, { content: piece }))
+  }
   const rest = () => {
     const options = body["stream_options"] as { include_usage?: boolean } | undefined
     if (options?.include_usage === true) {
@@ -109,7 +158,18 @@ const messages = (body: Record<string, unknown>, response: ServerResponse, hold:
   if (body["stream"] !== true) {
     response.writeHead(200, { "content-type": "application/json", "request-id": "upstream-req-2" })
     response.end(
-      JSON.stringify({ ...message, content: [{ type: "text", text: "Hello!" }], stop_reason: "end_turn", usage })
+      JSON.stringify({
+        ...message,
+        content:
+          model === "tool-call"
+            ? [
+                { type: "text", text: "Sending it." },
+                { type: "tool_use", id: "toolu_1", name: TOOL_CALL.name, input: TOOL_CALL.input }
+              ]
+            : [{ type: "text", text: replyText(model) }],
+        stop_reason: model === "tool-call" ? "tool_use" : "end_turn",
+        usage
+      })
     )
     return
   }
@@ -120,9 +180,20 @@ const messages = (body: Record<string, unknown>, response: ServerResponse, hold:
     { type: "message_start", message: { ...message, content: [], stop_reason: null, usage: { input_tokens: input, output_tokens: 1 } } },
     "message_start"
   )
-  sse(response, { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }, "content_block_start")
-  for (const piece of ["Hel", "lo", "!"]) {
-    sse(response, { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: piece } }, "content_block_delta")
+  if (model === "tool-call") {
+    sse(
+      response,
+      { type: "content_block_start", index: 0, content_block: { type: "tool_use", id: "toolu_1", name: TOOL_CALL.name, input: {} } },
+      "content_block_start"
+    )
+    for (const piece of argumentPieces()) {
+      sse(response, { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: piece } }, "content_block_delta")
+    }
+  } else {
+    sse(response, { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }, "content_block_start")
+    for (const piece of replyPieces(model)) {
+      sse(response, { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: piece } }, "content_block_delta")
+    }
   }
   const rest = () => {
     sse(response, { type: "content_block_stop", index: 0 }, "content_block_stop")

@@ -1,0 +1,115 @@
+/**
+ * The pure parts of the gateway's guardrails (Guardrails.ts): when nothing
+ * is to be decided, which decision speaks for several and what the client is
+ * told (headers, refusal), the run/session headers, reading an answer whole.
+ */
+import type { HttpServerResponse } from "@effect/platform"
+import { Effect, Either, Schema } from "effect"
+import { Readable } from "node:stream"
+import type { DecisionAnswer } from "../authorization/Decisions.js"
+import { strictest } from "../authorization/Pipeline.js"
+import type { Snapshot } from "../catalog/Snapshot.js"
+import { BadGateway, BadRequest } from "../http/Errors.js"
+import type { RuntimeConfig } from "../identity/WorkspaceSettings.js"
+import { Identifier } from "../platform/Schemas.js"
+import type { RouteTarget } from "./Connections.js"
+import type { GuardrailMode } from "./Domain.js"
+import type { Refusal, Screened } from "./GuardrailTexts.js"
+import type { ProxyRequest } from "./Proxy.js"
+
+/** A non-streamed answer is read whole to be decided; above this it is refused rather than passed unscreened. */
+const MAX_SCREENED_ANSWER_BYTES = 16 * 1024 * 1024
+
+export type Response = HttpServerResponse.HttpServerResponse
+
+/** An event decided, with the mode it was decided in. */
+export interface Decided {
+  readonly screened: Screened
+  readonly mode: GuardrailMode
+  readonly answer: DecisionAnswer
+}
+
+export const allOff = (target: RouteTarget) =>
+  target.guardrails.input === "off" && target.guardrails.output === "off" && target.guardrails.tool_calls === "off"
+
+/** Nothing in the workspace could find anything or decide other than permit: deciding would only cost time. */
+export const nothingCouldMatch = (config: RuntimeConfig, snapshot: Snapshot, agentId: string) =>
+  config.settings.default_action === "permit" &&
+  !snapshot.agents.has(agentId) &&
+  snapshot.tools.size === 0 &&
+  snapshot.labelPolicies.size === 0 &&
+  !snapshot.policies.some((policy) => policy.ownerAgentId === null || policy.ownerAgentId === agentId)
+
+/** The headers of the request-side decision (`off`: the route decides no input; `none`: nothing was decided). */
+export const decisionHeaders = (decided: Decided | "off" | "none"): Record<string, string> =>
+  typeof decided === "string"
+    ? { "x-guardrail-effect": decided }
+    : {
+        "x-guardrail-effect": decided.answer.effect,
+        "x-guardrail-trace-id": decided.answer.trace_id,
+        "x-guardrail-receipt-id": decided.answer.receipt_id
+      }
+
+/** The first enforced deny or defer among `decided` (strictest first), as what the client is told. */
+export const refusalIn = (decided: ReadonlyArray<Decided>): Refusal | undefined => {
+  const refusing = headline(
+    decided.filter((one) => one.mode === "enforce" && (one.answer.effect === "deny" || one.answer.effect === "defer"))
+  )
+  if (refusing === undefined) return undefined
+  const { answer, screened } = refusing
+  return {
+    effect: answer.effect === "deny" ? "deny" : "defer",
+    reason: answer.reason,
+    traceId: answer.trace_id,
+    receiptId: answer.receipt_id,
+    findings: answer.findings,
+    approval: answer.approval,
+    subject: screened.kind === "output.proposed" ? `the ${screened.operation} proposed` : `the ${screened.kind}`
+  }
+}
+
+/** The decision that speaks for several: the strictest effect, the first of those. */
+export const headline = (decided: ReadonlyArray<Decided>): Decided | undefined => {
+  const effect = strictest(decided.map((one) => one.answer.effect))
+  return decided.find((one) => one.answer.effect === effect)
+}
+
+const decodeIdentifier = Schema.decodeUnknownEither(Identifier)
+
+/** An optional identifier header, bounded like the event contract's ids. */
+export const scopeHeader = (headers: ProxyRequest["headers"], name: string) => {
+  const value = headers[name]
+  if (value === undefined) return Either.right(undefined)
+  return Either.mapLeft(
+    decodeIdentifier(value),
+    () =>
+      new BadRequest({
+        code: "validation_failed",
+        message: `${name}: expected an identifier of at most 200 characters.`,
+        details: [{ path: name, message: "expected an identifier of at most 200 characters" }]
+      })
+  )
+}
+
+/** The whole body of a proxied answer (a Node stream the proxy handed back), or why it could not be read. */
+export const readBody = (response: Response) =>
+  Effect.async<Buffer, BadGateway>((resume) => {
+    const source = response.body._tag === "Raw" ? response.body.body : undefined
+    if (!(source instanceof Readable)) {
+      resume(Effect.fail(new BadGateway({ code: "upstream_error", message: "The provider's answer is not readable." })))
+      return
+    }
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const fail = (code: string, message: string) => resume(Effect.fail(new BadGateway({ code, message })))
+    source.on("data", (chunk: Buffer) => {
+      size += chunk.length
+      if (size <= MAX_SCREENED_ANSWER_BYTES) chunks.push(chunk)
+      else {
+        source.destroy()
+        fail("answer_too_large_to_screen", "The provider's answer is larger than the guardrails screen (16 MiB).")
+      }
+    })
+    source.once("end", () => resume(Effect.succeed(Buffer.concat(chunks))))
+    source.once("error", () => fail("upstream_error", "The provider's answer broke off."))
+  })

@@ -1,0 +1,275 @@
+/**
+ * Screening a streamed answer (Guardrails.ts): the provider's SSE events
+ * are read one at a time and passed on, except
+ * - reply text, which is held and released in windows: at a sentence end,
+ *   or once `windowChars` are pending, always keeping the last `holdChars`
+ *   back. Each window decides all the pending text (the held-back tail
+ *   included), so a pattern of up to `holdChars` split across chunks or
+ *   windows is seen whole before any of it is released. A rewrite releases
+ *   the transformed pending text at once;
+ * - tool calls, whose events are held until the call is complete (its
+ *   arguments assembled), decided, then released as they came.
+ * Any other event first releases (decides) what is pending. A refusal ends
+ * the stream with the dialect's error event. Reading waits for each write to
+ * drain and for each decision, so backpressure reaches the provider.
+ */
+import { once } from "node:events"
+import type { PassThrough, Readable } from "node:stream"
+import { StringDecoder } from "node:string_decoder"
+import type { Screened } from "./GuardrailTexts.js"
+import type { Dialect } from "./UsageMeter.js"
+
+/** What deciding one event answered: go on (with a rewritten text when enforced), or stop with this error event. */
+export type Verdict =
+  { readonly _tag: "pass"; readonly rewritten: string | null } | { readonly _tag: "stop"; readonly event: string }
+
+export interface StreamScreenOptions {
+  readonly dialect: Dialect
+  readonly windowChars: number
+  readonly holdChars: number
+  /** Whether reply text / tool calls are decided at all (a route's `off`). */
+  readonly screensText: boolean
+  readonly screensToolCalls: boolean
+  readonly decide: (screened: Screened) => Promise<Verdict>
+}
+
+type Json = Record<string, unknown>
+
+const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** Reply text not yet released, and how to write a piece of it as the dialect's event. */
+interface TextSlot {
+  pending: string
+  readonly event: (text: string) => string
+}
+
+/** A tool call being assembled, and its events held until it is decided. */
+interface HeldCall {
+  name: string
+  args: string
+  readonly events: Array<string>
+}
+
+/** The end of the last sentence in `text` at or before `limit` (0: none). */
+const sentenceEnd = (text: string, limit: number) => {
+  for (let i = limit; i > 0; i--) {
+    const char = text[i - 1]
+    if (char === "\n" || ((char === "." || char === "!" || char === "?") && (i === text.length || /\s/.test(text[i]!))))
+      return i
+  }
+  return 0
+}
+
+const parseArgs = (args: string): Json => {
+  try {
+    const parsed: unknown = JSON.parse(args === "" ? "{}" : args)
+    return isObject(parsed) ? parsed : { arguments: args }
+  } catch {
+    return { arguments: args }
+  }
+}
+
+/** Reads `source` (the provider's SSE answer) into `sink`, screened; never throws (a failure ends the sink). */
+export const screenStream = async (source: Readable, sink: PassThrough, options: StreamScreenOptions) => {
+  const { dialect } = options
+  const slots = new Map<string, TextSlot>()
+  /** Tool calls by slot (chat: choice and call index; messages: block index), in order of arrival. */
+  const calls = new Map<string, HeldCall>()
+  let stopped = false
+
+  const write = async (text: string) => {
+    if (text === "" || sink.destroyed) return
+    if (!sink.write(text)) await Promise.race([once(sink, "drain"), once(sink, "close")])
+  }
+  const stop = (event: string) => {
+    stopped = true
+    if (!sink.writableEnded && !sink.destroyed) sink.end(event)
+    source.destroy()
+  }
+
+  /** Releases what a window of `slot` allows (`final`: all of it), deciding the pending text first. */
+  const release = async (slot: TextSlot, final: boolean) => {
+    const text = slot.pending
+    if (text === "") return
+    let cut = text.length
+    if (!final) {
+      const limit = text.length - options.holdChars
+      if (limit <= 0) return
+      cut = sentenceEnd(text, limit)
+      if (cut === 0) {
+        if (text.length < options.windowChars) return
+        cut = limit
+      }
+    }
+    if (!options.screensText) {
+      slot.pending = text.slice(cut)
+      return write(slot.event(text.slice(0, cut)))
+    }
+    const verdict = await options.decide({
+      kind: "output.proposed",
+      direction: "output",
+      operation: "reply",
+      content: text
+    })
+    if (verdict._tag === "stop") return stop(verdict.event)
+    if (verdict.rewritten !== null) {
+      slot.pending = ""
+      return write(slot.event(verdict.rewritten))
+    }
+    slot.pending = text.slice(cut)
+    return write(slot.event(text.slice(0, cut)))
+  }
+
+  const releaseAll = async () => {
+    for (const slot of slots.values()) {
+      await release(slot, true)
+      if (stopped) return
+    }
+  }
+
+  /** Decides complete tool calls (all before any is released: a chat chunk may carry pieces of several). */
+  const releaseCalls = async (keys: ReadonlyArray<string> = [...calls.keys()]) => {
+    const ready = keys.flatMap((key) => {
+      const call = calls.get(key)
+      calls.delete(key)
+      return call === undefined ? [] : [call]
+    })
+    if (options.screensToolCalls) {
+      for (const call of ready) {
+        const verdict = await options.decide({
+          kind: "output.proposed",
+          direction: "tool_calls",
+          operation: call.name === "" ? "tool" : call.name.slice(0, 200),
+          params: parseArgs(call.args)
+        })
+        if (verdict._tag === "stop") return stop(verdict.event)
+      }
+    }
+    for (const call of ready) for (const event of call.events) await write(event)
+  }
+
+  /** Text added to a slot; a window released when it allows. */
+  const addText = (key: string, text: string, event: (text: string) => string) => {
+    const slot = slots.get(key) ?? { pending: "", event }
+    slots.set(key, slot)
+    slot.pending += text
+    return release(slot, false)
+  }
+
+  const chatEvent = async (raw: string, data: unknown) => {
+    const choices = isObject(data) && Array.isArray(data["choices"]) ? data["choices"].filter(isObject) : []
+    const only = choices.length === 1 && isObject(data) && data["usage"] == null ? choices[0] : undefined
+    const delta = only !== undefined && isObject(only["delta"]) ? only["delta"] : undefined
+    if (only !== undefined && delta !== undefined && only["finish_reason"] == null && isObject(data)) {
+      const index = Number(only["index"] ?? 0)
+      const toolCalls = Array.isArray(delta["tool_calls"]) ? delta["tool_calls"].filter(isObject) : []
+      const content = delta["content"]
+      const keys = Object.keys(delta).filter((key) => delta[key] != null)
+      if (toolCalls.length > 0 && keys.every((key) => key === "tool_calls" || key === "role")) {
+        // Held with the first call it names; all its pieces are released together once complete.
+        let held: HeldCall | undefined
+        for (const piece of toolCalls) {
+          const key = `${index}:${String(piece["index"] ?? 0)}`
+          const call = calls.get(key) ?? { name: "", args: "", events: [] }
+          calls.set(key, call)
+          const fn = isObject(piece["function"]) ? piece["function"] : {}
+          if (typeof fn["name"] === "string") call.name += fn["name"]
+          if (typeof fn["arguments"] === "string") call.args += fn["arguments"]
+          held ??= call
+        }
+        held!.events.push(raw)
+        return
+      }
+      if (typeof content === "string" && keys.every((key) => key === "content")) {
+        const { choices: _choices, ...rest } = data
+        return addText(`chat:${index}`, content, (text) =>
+          text === ""
+            ? ""
+            : `data: ${JSON.stringify({ ...rest, choices: [{ index, delta: { content: text }, finish_reason: null }] })}\n\n`
+        )
+      }
+    }
+    // Anything else (a role, a finish reason, usage, [DONE]) comes after what is pending.
+    await releaseAll()
+    if (!stopped) await releaseCalls()
+    if (!stopped) await write(raw)
+  }
+
+  const messagesEvent = async (raw: string, data: unknown) => {
+    const type = isObject(data) ? data["type"] : undefined
+    const index = isObject(data) ? Number(data["index"] ?? 0) : 0
+    const key = `block:${index}`
+    if (isObject(data) && type === "content_block_start") {
+      const block = data["content_block"]
+      if (isObject(block) && block["type"] === "tool_use") {
+        calls.set(key, { name: typeof block["name"] === "string" ? block["name"] : "", args: "", events: [raw] })
+        return
+      }
+    }
+    const held = calls.get(key)
+    if (held !== undefined && (type === "content_block_delta" || type === "content_block_stop")) {
+      const delta = isObject(data) ? data["delta"] : undefined
+      if (isObject(delta) && typeof delta["partial_json"] === "string") held.args += delta["partial_json"]
+      held.events.push(raw)
+      return type === "content_block_stop" ? releaseCalls([key]) : undefined
+    }
+    if (isObject(data) && type === "content_block_delta") {
+      const delta = data["delta"]
+      if (isObject(delta) && delta["type"] === "text_delta" && typeof delta["text"] === "string") {
+        return addText(key, delta["text"], (text) =>
+          text === ""
+            ? ""
+            : `event: content_block_delta\ndata: ${JSON.stringify({ type: "content_block_delta", index, delta: { type: "text_delta", text } })}\n\n`
+        )
+      }
+    }
+    await releaseAll()
+    if (!stopped) await releaseCalls()
+    if (!stopped) await write(raw)
+  }
+
+  /** One SSE event (with its blank line), by its `data`. */
+  const onEvent = (raw: string) => {
+    const data = raw
+      .split("\n")
+      .filter((line) => line.startsWith("data:"))
+      .map((line) => line.slice(5).trimStart())
+      .join("\n")
+    let parsed: unknown
+    try {
+      parsed = data === "" || data === "[DONE]" ? undefined : JSON.parse(data)
+    } catch {
+      parsed = undefined
+    }
+    return dialect === "chat" ? chatEvent(raw, parsed) : messagesEvent(raw, parsed)
+  }
+
+  // A client gone: stop reading (the proxy aborts the provider call when the response closes).
+  sink.once("close", () => {
+    stopped = true
+    source.destroy()
+  })
+  const decoder = new StringDecoder("utf8")
+  let buffer = ""
+  try {
+    for await (const chunk of source) {
+      buffer += decoder.write(chunk as Buffer).replace(/\r\n/g, "\n")
+      let end = buffer.indexOf("\n\n")
+      while (end >= 0 && !stopped) {
+        const raw = buffer.slice(0, end + 2)
+        buffer = buffer.slice(end + 2)
+        await onEvent(raw)
+        end = buffer.indexOf("\n\n")
+      }
+      if (stopped) return
+    }
+    buffer += decoder.end()
+    if (buffer.trim() !== "") await onEvent(`${buffer}\n\n`)
+    if (!stopped) await releaseAll()
+    if (!stopped) await releaseCalls()
+    if (!stopped && !sink.writableEnded) sink.end()
+  } catch {
+    // The provider's answer broke off (or the client left): end what went out, as an unscreened proxy would.
+    if (!sink.writableEnded && !sink.destroyed) sink.end()
+  }
+}
