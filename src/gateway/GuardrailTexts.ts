@@ -55,6 +55,20 @@ const replacer = (holder: Json, key: string) => (text: string) => {
   holder[key] = [{ type: "text", text }, ...others]
 }
 
+/** A tool's output as `tool.result`, named by the call it answers (`callId`), rewritable in place. */
+const toolResultEvent = (
+  names: ReadonlyMap<string, string>,
+  callId: unknown,
+  output: string,
+  holder: Json
+): Screened => ({
+  kind: "tool.result",
+  direction: "input",
+  operation: operationName(typeof callId === "string" ? names.get(callId) : undefined, "tool"),
+  content: output,
+  replace: replacer(holder, "content")
+})
+
 const indexOfLast = (messages: ReadonlyArray<Json>, role: string) => {
   for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!["role"] === role) return i
   return -1
@@ -104,26 +118,12 @@ export const requestEvents = (dialect: Dialect, body: Json): ReadonlyArray<Scree
     if (dialect === "chat") {
       const output = textOf(message["content"])
       if (message["role"] !== "tool" || output === undefined) continue
-      const name = typeof message["tool_call_id"] === "string" ? names.get(message["tool_call_id"]) : undefined
-      events.push({
-        kind: "tool.result",
-        direction: "input",
-        operation: operationName(name, "tool"),
-        content: output,
-        replace: replacer(message, "content")
-      })
+      events.push(toolResultEvent(names, message["tool_call_id"], output, message))
     } else if (message["role"] === "user") {
       for (const block of objects(message["content"])) {
         const output = textOf(block["content"])
         if (block["type"] !== "tool_result" || output === undefined) continue
-        const name = typeof block["tool_use_id"] === "string" ? names.get(block["tool_use_id"]) : undefined
-        events.push({
-          kind: "tool.result",
-          direction: "input",
-          operation: operationName(name, "tool"),
-          content: output,
-          replace: replacer(block, "content")
-        })
+        events.push(toolResultEvent(names, block["tool_use_id"], output, block))
       }
     }
   }
