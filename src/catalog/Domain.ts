@@ -137,7 +137,10 @@ export class PolicySummary extends Schema.Class<PolicySummary>("PolicySummary")(
 /** PolicySummary plus the authored document. */
 export class PolicyDetail extends Schema.Class<PolicyDetail>("PolicyDetail")({
   ...PolicySummary.fields,
-  source_yaml: Schema.String
+  source_yaml: Schema.String,
+  version: Schema.Int.annotations({
+    description: "1 on create; each replace (PUT) or rollback makes the next (GET /v1/policies/{id}/versions)"
+  })
 }) {}
 
 /**

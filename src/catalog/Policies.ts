@@ -10,7 +10,8 @@ import { ConfigChanges } from "./ConfigChanges.js"
 import { DRAFT_EXAMPLES, draftPolicy } from "./Drafting.js"
 import { PolicyId } from "./Domain.js"
 import { type PolicyErrors, readDocument, validatePolicy } from "./PolicyLanguage.js"
-import { CatalogRepo, type PolicyRow } from "./Repo.js"
+import { toPolicyVersion } from "./Lifecycle.js"
+import { CatalogRepo, type PolicyAuthor, type PolicyRow } from "./Repo.js"
 
 type Effect4 = "permit" | "deny" | "defer" | "rewrite"
 type Severity = "low" | "medium" | "high" | "critical"
@@ -27,7 +28,11 @@ export const toPolicySummary = (row: PolicyRow) => ({
   ...(row.invalid_reason === null ? {} : { invalid_reason: row.invalid_reason })
 })
 
-export const toPolicyDetail = (row: PolicyRow) => ({ ...toPolicySummary(row), source_yaml: row.source_yaml })
+export const toPolicyDetail = (row: PolicyRow) => ({
+  ...toPolicySummary(row),
+  source_yaml: row.source_yaml,
+  version: row.version
+})
 
 const policyNotFound = (ids: ReadonlyArray<string>) =>
   new NotFound({
@@ -37,7 +42,7 @@ const policyNotFound = (ids: ReadonlyArray<string>) =>
   })
 
 /** Parses and validates a document: its value, or the ValidationResult errors. */
-const checkDocument = (body: Uint8Array) => {
+const checkDocument = (body: Uint8Array | string) => {
   const parsed = readDocument(body)
   if (Either.isLeft(parsed)) return { valid: false as const, policy_id: null, errors: parsed.left }
   const result = validatePolicy(parsed.right)
@@ -51,6 +56,25 @@ const validationFailed = (errors: PolicyErrors) =>
     code: "validation_failed",
     message: errors.map((error) => `${error.path === "" ? "document" : error.path}: ${error.message}`).join("; "),
     details: errors
+  })
+
+/** The stored columns of a valid document. */
+const columnsOf = (document: Record<string, unknown>, body: Uint8Array | string) => ({
+  id: String(document["id"]),
+  description: String(document["description"]),
+  family: String(document["family"]),
+  severity: String(document["severity"]),
+  action: String(document["action"]),
+  ownerAgentId: typeof document["owner_agent_id"] === "string" ? document["owner_agent_id"] : null,
+  sourceYaml: typeof body === "string" ? body : new TextDecoder().decode(body),
+  document
+})
+
+const versionNotFound = (id: string, version: number) =>
+  new NotFound({
+    code: "policy_version_not_found",
+    message: `Policy ${id} has no version ${version}; GET /v1/policies/${id}/versions lists them.`,
+    details: [{ path: "version", message: `${version} not found` }]
   })
 
 /** Why a stored document does not compile now, each message naming the policy. */
@@ -67,35 +91,80 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
       return { valid: checked.valid, policy_id: checked.policy_id, errors: checked.errors }
     }
 
-    const create = Effect.fn("Policies.create")(function* (workspaceId: string, body: Uint8Array) {
+    const create = Effect.fn("Policies.create")(function* (
+      workspaceId: string,
+      body: Uint8Array,
+      author: PolicyAuthor
+    ) {
       const checked = checkDocument(body)
       if (!checked.valid) return yield* validationFailed(checked.errors)
-      const document = checked.value
-      const id = String(document["id"])
+      const columns = columnsOf(checked.value, body)
       const inserted = yield* changes.change(
         workspaceId,
         "policies",
-        repo.insertPolicy(workspaceId, {
-          id,
-          description: String(document["description"]),
-          family: String(document["family"]),
-          severity: String(document["severity"]),
-          action: String(document["action"]),
-          enabled: document["enabled"] !== false,
-          ownerAgentId: typeof document["owner_agent_id"] === "string" ? document["owner_agent_id"] : null,
-          sourceYaml: new TextDecoder().decode(body),
-          document,
-          origin: null
-        })
+        repo.insertPolicy(
+          workspaceId,
+          { ...columns, enabled: checked.value["enabled"] !== false, origin: null },
+          author
+        )
       )
       if (!inserted) {
         return yield* new Conflict({
           code: "policy_exists",
-          message: `A policy with id ${id} already exists in this workspace.`,
+          message: `A policy with id ${columns.id} already exists in this workspace.`,
           details: [{ path: "id", message: "already taken" }]
         })
       }
-      return yield* detail(workspaceId, id)
+      return yield* detail(workspaceId, columns.id)
+    })
+
+    /**
+     * Makes a document (a PUT body, or an old version's text on rollback) the policy's next version.
+     * `enabled` keeps its current value unless the document gives it.
+     */
+    const replace = Effect.fn("Policies.replace")(function* (
+      workspaceId: string,
+      id: string,
+      body: Uint8Array | string,
+      author: PolicyAuthor
+    ) {
+      const checked = checkDocument(body)
+      if (!checked.valid) return yield* validationFailed(checked.errors)
+      const columns = columnsOf(checked.value, body)
+      if (columns.id !== id) {
+        return yield* validationFailed([
+          { path: "id", message: `id ${columns.id} must equal the policy id of the path (${id})` }
+        ])
+      }
+      const enabled = checked.value["enabled"]
+      const replaced = yield* changes.change(
+        workspaceId,
+        "policies",
+        repo.replacePolicy(workspaceId, { ...columns, enabled: typeof enabled === "boolean" ? enabled : null }, author)
+      )
+      return yield* Option.match(replaced, {
+        onNone: () => Effect.fail(policyNotFound([id])),
+        onSome: (row) => Effect.succeed(toPolicyDetail(row))
+      })
+    })
+
+    /** A deleted policy's versions still answer; an id that never existed is a 404. */
+    const versions = Effect.fn("Policies.versions")(function* (workspaceId: string, id: string) {
+      const rows = yield* repo.listPolicyVersions(workspaceId, id)
+      if (rows.length === 0) return yield* policyNotFound([id])
+      return { versions: rows.map(toPolicyVersion) }
+    })
+
+    const rollback = Effect.fn("Policies.rollback")(function* (
+      workspaceId: string,
+      id: string,
+      version: number,
+      author: PolicyAuthor
+    ) {
+      const found = yield* repo.findPolicyVersion(workspaceId, id, version)
+      if (Option.isNone(found)) return yield* versionNotFound(id, version)
+      // The old text is checked again: rules may have tightened since it was current.
+      return yield* replace(workspaceId, id, found.value.source_yaml, author)
     })
 
     const detail = Effect.fn("Policies.detail")((workspaceId: string, id: string) =>
@@ -162,6 +231,9 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
       ),
       validate,
       create,
+      replace,
+      versions,
+      rollback,
       detail,
       remove,
       setEnabled,
