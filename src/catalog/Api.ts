@@ -30,6 +30,7 @@ import {
   ValidationResult
 } from "./Domain.js"
 import { PolicyVersions, Rollback } from "./Lifecycle.js"
+import { PolicyTestReport, RunPolicyTests } from "./PolicyTestSchemas.js"
 
 /** YAML (or JSON) text arrives as raw bytes; the handler parses and validates it. */
 const YamlBody = HttpApiSchema.Uint8Array({ contentType: "application/yaml" })
@@ -96,6 +97,15 @@ export class PoliciesApi extends HttpApiGroup.make("policies")
       .setPayload(YamlBody)
       .addSuccess(ValidationResult)
       .annotate(...yamlBodyLimit)
+  )
+  .add(
+    HttpApiEndpoint.post("testPolicies", "/policies/test")
+      .setPayload(RunPolicyTests)
+      .addSuccess(PolicyTestReport)
+      .annotate(
+        OpenApi.Description,
+        "Extension: run the tests of every enabled policy (or of ids) against the workspace's current policy set."
+      )
   )
   .add(
     HttpApiEndpoint.post("draftPolicy", "/policies/draft")

@@ -53,6 +53,7 @@ export const PoliciesHttpLive = HttpApiBuilder.group(GuardrailApi, "policies", (
         asCaller((caller) => policies.rollback(caller.workspaceId, path.id, payload.version, authorOf(caller)))
       )
       .handle("validatePolicy", ({ payload }) => Effect.succeed(policies.validate(payload)))
+      .handle("testPolicies", ({ payload }) => inWorkspace((ws) => policies.runTests(ws, payload.ids)))
       .handle("draftPolicy", ({ payload }) => policies.draft(payload.prompt))
       .handle("getPolicySchema", () => Effect.succeed(policyJsonSchema))
       .handle("listPolicyPacks", () => Effect.succeed({ packs: packs.list() }))

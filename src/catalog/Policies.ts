@@ -4,12 +4,14 @@
  * enabled and disabled one at a time or in an all-or-nothing batch, and
  * drafted from natural language.
  */
-import { Effect, Either, Option } from "effect"
+import { Effect, Either, Option, Schema } from "effect"
 import { BadRequest, Conflict, NotFound, Unprocessable } from "../http/Errors.js"
 import { ConfigChanges } from "./ConfigChanges.js"
 import { DRAFT_EXAMPLES, draftPolicy } from "./Drafting.js"
-import { PolicyId } from "./Domain.js"
-import { type PolicyErrors, readDocument, validatePolicy } from "./PolicyLanguage.js"
+import { PolicyDocument, PolicyId } from "./Domain.js"
+import { compilePolicy, type PolicyErrors, readDocument, validatePolicy } from "./PolicyLanguage.js"
+import { policyTestErrors, runPolicyTest, withPolicy } from "./PolicyTests.js"
+import { CatalogSnapshot } from "./Snapshot.js"
 import { toPolicyVersion } from "./Lifecycle.js"
 import { CatalogRepo, type PolicyAuthor, type PolicyRow } from "./Repo.js"
 
@@ -46,10 +48,15 @@ const checkDocument = (body: Uint8Array | string) => {
   const parsed = readDocument(body)
   if (Either.isLeft(parsed)) return { valid: false as const, policy_id: null, errors: parsed.left }
   const result = validatePolicy(parsed.right)
-  return result.valid
+  if (!result.valid) return { ...result, valid: false as const }
+  // A valid document's own tests must pass too (each against the policy alone).
+  const failing = Either.match(decodeDocument(parsed.right), { onLeft: () => [], onRight: policyTestErrors })
+  return failing.length === 0
     ? { ...result, valid: true as const, value: parsed.right as Record<string, unknown> }
-    : { ...result, valid: false as const }
+    : { ...result, valid: false as const, errors: failing }
 }
+
+const decodeDocument = Schema.decodeUnknownEither(PolicyDocument)
 
 const validationFailed = (errors: PolicyErrors) =>
   new BadRequest({
@@ -85,6 +92,7 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
   effect: Effect.gen(function* () {
     const repo = yield* CatalogRepo
     const changes = yield* ConfigChanges
+    const snapshots = yield* CatalogSnapshot
 
     const validate = (body: Uint8Array) => {
       const checked = checkDocument(body)
@@ -201,6 +209,46 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
       return (yield* repo.findPolicies(workspaceId, unique)).map(toPolicySummary)
     })
 
+    /** `POST /v1/policies/test`: the tests of the enabled policies (or of `ids`) over the workspace's current set. */
+    const runTests = Effect.fn("Policies.runTests")(function* (
+      workspaceId: string,
+      ids: ReadonlyArray<string> | undefined
+    ) {
+      const unique = ids === undefined ? undefined : [...new Set(ids)]
+      const rows =
+        unique === undefined
+          ? yield* repo.listPolicies(workspaceId, { enabledOnly: true })
+          : unique.length === 0
+            ? []
+            : yield* repo.findPolicies(workspaceId, unique)
+      const missing = (unique ?? []).filter((id) => !rows.some((row) => row.id === id))
+      if (missing.length > 0) return yield* policyNotFound(missing)
+      const snapshot = yield* snapshots.get(workspaceId)
+      const results = rows.flatMap((row) =>
+        Either.match(decodeDocument(row.document), {
+          onLeft: () => [],
+          onRight: (document) => {
+            const policy = compilePolicy(document, row.version)
+            if (policy.errors.length > 0) return []
+            // A policy named by id is tested as enabled, even when it is not.
+            const set = withPolicy(snapshot, policy)
+            return (document.tests ?? []).map((test) => {
+              const outcome = runPolicyTest(set, policy, test)
+              return {
+                policy_id: row.id,
+                name: test.name,
+                passed: outcome.passed,
+                expected: test.expect,
+                actual: outcome.actual
+              }
+            })
+          }
+        })
+      )
+      const passed = results.filter((result) => result.passed).length
+      return { results, passed, failed: results.length - passed }
+    })
+
     const draft = Effect.fn("Policies.draft")((prompt: string) =>
       Option.match(draftPolicy(prompt), {
         onNone: () =>
@@ -237,6 +285,7 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
       detail,
       remove,
       setEnabled,
+      runTests,
       draft
     }
   }),
