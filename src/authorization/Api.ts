@@ -3,11 +3,24 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authentication } from "../identity/Authentication.js"
 import { Identifier, Note } from "../platform/Schemas.js"
+import { MaxBodyBytes } from "../http/Routes.js"
 import { AuthorizationResponse, ProposedEvent } from "./Domain.js"
+import { EvaluateEvent } from "./DryRun.js"
 
 // 200, not 201: the answer is a decision; the trace it writes is a side record.
 export class EventsApi extends HttpApiGroup.make("events")
   .add(HttpApiEndpoint.post("authorizeEvent", "/events").setPayload(ProposedEvent).addSuccess(AuthorizationResponse))
+  .add(
+    HttpApiEndpoint.post("evaluateEvent", "/events/evaluate")
+      .setPayload(EvaluateEvent)
+      .addSuccess(AuthorizationResponse)
+      // 50 candidate documents of 64 KiB each, with the event.
+      .annotate(MaxBodyBytes, 4 * 1024 * 1024)
+      .annotate(
+        OpenApi.Description,
+        "Extension: a dry run. Decides like POST /v1/events, optionally with candidate policies (evaluated as enabled, replacing a live policy with the same id) and live policies disabled, and writes nothing: no trace, receipt, event or counter. trace_id and receipt_id name records that do not exist."
+      )
+  )
   .prefix("/v1")
   .middleware(Authentication)
   .annotate(

@@ -23,7 +23,7 @@ import { recordDecision } from "../operations/Metrics.js"
 import { logDecisionDetails } from "../operations/Telemetry.js"
 import { AppConfig } from "../platform/Config.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
-import { type Answer, hotUseCase, needs, ready, refused, type WarmSteps } from "../platform/Warm.js"
+import { type Answer, hotUseCase, needs, ready, refused, settleValue, type WarmSteps } from "../platform/Warm.js"
 import { AuthorizationRepo, type GrantRow, type NewFingerprint } from "./Repo.js"
 import { contentTooLarge, oversizedTarget } from "./ContentCap.js"
 import {
@@ -39,6 +39,7 @@ import {
   unrecordedAnswer
 } from "./Decisions.js"
 import { DecisionWriter } from "./DecisionWriter.js"
+import type { PolicyOverlay } from "./DryRun.js"
 import { notifyEscalation } from "./Escalations.js"
 import type { Decision, ParamSource } from "./Pipeline.js"
 import { Provenance, readsProvenance, type ScopeFingerprints, scopeOf } from "./Provenance.js"
@@ -56,6 +57,8 @@ export interface DecideRequest {
    * checker at observe (modes combine to the least strict), and the default action then does not apply.
    */
   readonly ceiling?: "observe" | "enforce" | undefined
+  /** A dry run's view of the policy set (DryRun.ts); absent: the live set. */
+  readonly overlay?: PolicyOverlay
 }
 
 /** What deciding read beyond the caches: settings, a snapshot, an approval grant, or why the registry is unreadable. */
@@ -93,7 +96,8 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
       caller,
       event,
       startedAt,
-      ceiling
+      ceiling,
+      overlay
     }: DecideRequest): WarmSteps<Loaded, Decided, HttpError, Need, never, never> => ({
       step: (loaded) => {
         const { principal } = event
@@ -136,8 +140,9 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
         if (loaded.unreadable !== undefined) {
           decision = failClosed(unreadableRegistry, { failure: loaded.unreadable })
         } else {
-          const snapshot = loaded.snapshot ?? snapshots.peek(caller.workspaceId)
-          if (snapshot === undefined) return needs("snapshot")
+          const live = loaded.snapshot ?? snapshots.peek(caller.workspaceId)
+          if (live === undefined) return needs("snapshot")
+          const snapshot = overlay === undefined ? live : { ...live, policies: overlay(live.policies) }
           if (needsGrant(snapshot, event, modes)) {
             if (loaded.grant === undefined) return needs("grant")
             grant = loaded.grant
@@ -245,6 +250,16 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
         Effect.withSpan("Authorization.authorize")
       )
 
+    /**
+     * `POST /v1/events/evaluate`: the same steps as POST /v1/events over the overlaid policy set, answered
+     * without committing anything (no trace, receipt, event, counter, fingerprint or escalation).
+     */
+    const evaluateDry = (caller: Caller, event: ProposedEventInput, overlay: PolicyOverlay) =>
+      settleValue(steps({ caller, event, startedAt: performance.now(), overlay }), {}).pipe(
+        Effect.map((decided) => decided.response),
+        Effect.withSpan("Authorization.evaluateDry")
+      )
+
     /** A human grants the approval an intent asked for, for `ttl_seconds` (default 900). */
     const grant = Effect.fn("Authorization.grant")(function* (
       caller: Caller,
@@ -279,7 +294,7 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
       }
     })
 
-    return { authorizeEvent, authorize, receipt, grant, jwks: signer.jwks }
+    return { authorizeEvent, authorize, evaluateDry, receipt, grant, jwks: signer.jwks }
   }),
   dependencies: [
     ReceiptSigner.Default,

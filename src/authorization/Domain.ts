@@ -69,6 +69,9 @@ export const ProposedEvent = Schema.Struct({
 export const Finding = Schema.Struct({
   id: Schema.String,
   policy_id: Schema.NullOr(Schema.String),
+  policy_version: Schema.optional(
+    Schema.Int.annotations({ description: "Extension: the version of the policy that matched (policy findings)" })
+  ),
   requirement_id: Schema.NullOr(Schema.String),
   source: Schema.String,
   reason: Schema.String,

@@ -7,6 +7,7 @@ import { CurrentCaller } from "../identity/Authentication.js"
 import { mapInput } from "../platform/Warm.js"
 import { Traces } from "../runs/Traces.js"
 import { Authorization } from "./Authorization.js"
+import { eventOf, overlayOf } from "./DryRun.js"
 import { AuthorizationRepo } from "./Repo.js"
 import type { AuthorizationResponse, ProposedEvent } from "./Domain.js"
 import { ReceiptSigner } from "./Receipts.js"
@@ -28,7 +29,17 @@ export const authorizeEvent = Effect.map(
 )
 
 export const EventsHttpLive = HttpApiBuilder.group(GuardrailApi, "events", (handlers) =>
-  Effect.map(authorizeEvent, (hot) => handlers.handle("authorizeEvent", routerHandler(hot)))
+  Effect.gen(function* () {
+    const hot = yield* authorizeEvent
+    const authorization = yield* Authorization
+    return handlers
+      .handle("authorizeEvent", routerHandler(hot))
+      .handle("evaluateEvent", ({ payload }) =>
+        Effect.flatMap(CurrentCaller, (caller) =>
+          Effect.flatMap(overlayOf(payload), (overlay) => authorization.evaluateDry(caller, eventOf(payload), overlay))
+        )
+      )
+  })
 )
 
 export const ReceiptsHttpLive = HttpApiBuilder.group(GuardrailApi, "receipts", (handlers) =>

@@ -50,6 +50,8 @@ export interface CheckContext {
 /** What a checker reports; the pipeline adds ids, the checker name and the mode. */
 export interface FindingDraft {
   readonly policy_id: string | null
+  /** The version of the stored policy that matched (content findings). */
+  readonly policy_version?: number
   readonly requirement_id: string | null
   readonly reason: string
   readonly remediation: string | null

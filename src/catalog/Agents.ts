@@ -10,7 +10,7 @@ import { ConfigChanges } from "./ConfigChanges.js"
 import { generateFromProfile } from "./Generation.js"
 import { toPolicyDetail, toPolicySummary } from "./Policies.js"
 import { readDocument } from "./PolicyLanguage.js"
-import { CatalogRepo } from "./Repo.js"
+import { CatalogRepo, type PolicyAuthor } from "./Repo.js"
 
 type ProfileDocument = typeof AgentProfileDocument.Type
 
@@ -124,25 +124,33 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
     )
 
     /** Upserts the policies derived from the profile (disabled, stable ids: regenerating does not duplicate). */
-    const generate = Effect.fn("Agents.generate")(function* (workspaceId: string, agentId: string) {
+    const generate = Effect.fn("Agents.generate")(function* (
+      workspaceId: string,
+      agentId: string,
+      author: PolicyAuthor
+    ) {
       const profile = yield* find(workspaceId, agentId)
       const generated = generateFromProfile(profile)
       const rows = yield* changes.change(
         workspaceId,
         "policies",
         Effect.forEach(generated, (policy) =>
-          repo.upsertGeneratedPolicy(workspaceId, {
-            id: String(policy.document["id"]),
-            description: String(policy.document["description"]),
-            family: String(policy.document["family"]),
-            severity: String(policy.document["severity"]),
-            action: String(policy.document["action"]),
-            enabled: false,
-            ownerAgentId: agentId,
-            sourceYaml: policy.sourceYaml,
-            document: policy.document,
-            origin: "agent_profile"
-          })
+          repo.upsertGeneratedPolicy(
+            workspaceId,
+            {
+              id: String(policy.document["id"]),
+              description: String(policy.document["description"]),
+              family: String(policy.document["family"]),
+              severity: String(policy.document["severity"]),
+              action: String(policy.document["action"]),
+              enabled: false,
+              ownerAgentId: agentId,
+              sourceYaml: policy.sourceYaml,
+              document: policy.document,
+              origin: "agent_profile"
+            },
+            author
+          )
         ).pipe(
           // Inside the transaction: an id held by an authored policy rolls the whole generation back.
           Effect.flatMap((upserted) => {

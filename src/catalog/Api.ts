@@ -29,6 +29,8 @@ import {
   UpsertToolMetadata,
   ValidationResult
 } from "./Domain.js"
+import { PolicyVersions, Rollback } from "./Lifecycle.js"
+import { PolicyTestReport, RunPolicyTests } from "./PolicyTestSchemas.js"
 
 /** YAML (or JSON) text arrives as raw bytes; the handler parses and validates it. */
 const YamlBody = HttpApiSchema.Uint8Array({ contentType: "application/yaml" })
@@ -41,7 +43,12 @@ const PackPath = Schema.Struct({ name: PackName })
 
 export class AgentsApi extends HttpApiGroup.make("agents")
   .add(HttpApiEndpoint.get("listAgents", "/agents").addSuccess(Schema.Struct({ agents: Schema.Array(Agent) })))
-  .add(HttpApiEndpoint.post("createAgent", "/agents").setPayload(YamlBody).addSuccess(Agent, { status: 201 }).annotate(...yamlBodyLimit))
+  .add(
+    HttpApiEndpoint.post("createAgent", "/agents")
+      .setPayload(YamlBody)
+      .addSuccess(Agent, { status: 201 })
+      .annotate(...yamlBodyLimit)
+  )
   .add(HttpApiEndpoint.get("getAgent", "/agents/:id").setPath(AgentPath).addSuccess(Agent))
   .add(
     HttpApiEndpoint.put("replaceAgent", "/agents/:id")
@@ -79,8 +86,27 @@ export class PoliciesApi extends HttpApiGroup.make("policies")
       Schema.Struct({ policies: Schema.Array(PolicySummary) })
     )
   )
-  .add(HttpApiEndpoint.post("createPolicy", "/policies").setPayload(YamlBody).addSuccess(PolicyDetail, { status: 201 }).annotate(...yamlBodyLimit))
-  .add(HttpApiEndpoint.post("validatePolicy", "/policies/validate").setPayload(YamlBody).addSuccess(ValidationResult).annotate(...yamlBodyLimit))
+  .add(
+    HttpApiEndpoint.post("createPolicy", "/policies")
+      .setPayload(YamlBody)
+      .addSuccess(PolicyDetail, { status: 201 })
+      .annotate(...yamlBodyLimit)
+  )
+  .add(
+    HttpApiEndpoint.post("validatePolicy", "/policies/validate")
+      .setPayload(YamlBody)
+      .addSuccess(ValidationResult)
+      .annotate(...yamlBodyLimit)
+  )
+  .add(
+    HttpApiEndpoint.post("testPolicies", "/policies/test")
+      .setPayload(RunPolicyTests)
+      .addSuccess(PolicyTestReport)
+      .annotate(
+        OpenApi.Description,
+        "Extension: run the tests of every enabled policy (or of ids) against the workspace's current policy set."
+      )
+  )
   .add(
     HttpApiEndpoint.post("draftPolicy", "/policies/draft")
       .setPayload(DraftRequest)
@@ -91,7 +117,11 @@ export class PoliciesApi extends HttpApiGroup.make("policies")
       Schema.Unknown.annotations({ description: "JSON Schema of the policy document" })
     )
   )
-  .add(HttpApiEndpoint.get("listPolicyPacks", "/policies/packs").addSuccess(Schema.Struct({ packs: Schema.Array(GuardPack) })))
+  .add(
+    HttpApiEndpoint.get("listPolicyPacks", "/policies/packs").addSuccess(
+      Schema.Struct({ packs: Schema.Array(GuardPack) })
+    )
+  )
   // Creates policies, hence 201 (even when every one was already there: see `skipped`).
   .add(
     HttpApiEndpoint.post("installPolicyPack", "/policies/packs/:name/install")
@@ -100,6 +130,33 @@ export class PoliciesApi extends HttpApiGroup.make("policies")
       .addSuccess(InstalledPack, { status: 201 })
   )
   .add(HttpApiEndpoint.get("getPolicy", "/policies/:id").setPath(PolicyPath).addSuccess(PolicyDetail))
+  .add(
+    HttpApiEndpoint.put("replacePolicy", "/policies/:id")
+      .setPath(PolicyPath)
+      .setPayload(YamlBody)
+      .annotate(...yamlBodyLimit)
+      .addSuccess(PolicyDetail)
+      .annotate(
+        OpenApi.Description,
+        "Extension: replace a policy's document as its next version. The document's id must equal the path's; enabled keeps its value unless the document gives it."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("listPolicyVersions", "/policies/:id/versions")
+      .setPath(PolicyPath)
+      .addSuccess(PolicyVersions)
+      .annotate(
+        OpenApi.Description,
+        "Extension: every version of a policy, newest first; still answers after a delete."
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("rollbackPolicy", "/policies/:id/rollback")
+      .setPath(PolicyPath)
+      .setPayload(Rollback)
+      .addSuccess(PolicyDetail)
+      .annotate(OpenApi.Description, "Extension: make an old version's document current again, as a new version.")
+  )
   .add(HttpApiEndpoint.del("deletePolicy", "/policies/:id").setPath(PolicyPath).addSuccess(HttpApiSchema.NoContent))
   .add(
     HttpApiEndpoint.patch("setPolicyEnabled", "/policies/:id/enabled")

@@ -19,6 +19,7 @@ import {
   Url
 } from "../platform/Schemas.js"
 import { MatchSpec, SimpleMatchType } from "./MatchSchemas.js"
+import { PolicyTests } from "./PolicyTestSchemas.js"
 
 /** The agent's own id (its `agent_id`, e.g. `support-bot`), chosen by the caller; it is the path `{id}`. */
 export const AgentId = Identifier.pipe(Schema.brand("AgentId")).annotations({ identifier: "AgentId" })
@@ -137,7 +138,10 @@ export class PolicySummary extends Schema.Class<PolicySummary>("PolicySummary")(
 /** PolicySummary plus the authored document. */
 export class PolicyDetail extends Schema.Class<PolicyDetail>("PolicyDetail")({
   ...PolicySummary.fields,
-  source_yaml: Schema.String
+  source_yaml: Schema.String,
+  version: Schema.Int.annotations({
+    description: "1 on create; each replace (PUT) or rollback makes the next (GET /v1/policies/{id}/versions)"
+  })
 }) {}
 
 /**
@@ -184,7 +188,8 @@ export const PolicyDocument = Schema.Struct({
     Schema.Literal("observe", "enforce").annotations({
       description: "enforce (default): a match sets the effect; observe: the finding is recorded, the effect left alone"
     })
-  )
+  ),
+  tests: Schema.optional(PolicyTests)
 }).annotations({ identifier: "PolicyDocument", description: "A guardrail policy, authored as YAML or JSON" })
 export type PolicyDocument = typeof PolicyDocument.Type
 

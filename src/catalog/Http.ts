@@ -2,15 +2,19 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
-import { inWorkspace } from "../identity/Authentication.js"
+import { type Caller, CurrentCaller, inWorkspace } from "../identity/Authentication.js"
 import { Agents } from "./Agents.js"
 import { ConfigChangeListenerLive, ConfigChanges } from "./ConfigChanges.js"
+import { authorOf } from "./Lifecycle.js"
 import { Packs } from "./Packs.js"
 import { Policies } from "./Policies.js"
 import { policyJsonSchema } from "./PolicyLanguage.js"
 import { Registry } from "./Registry.js"
 import { CatalogRepo } from "./Repo.js"
 import { CatalogSnapshot } from "./Snapshot.js"
+
+/** Runs `run` with the caller: writes that record who made them (policy versions). */
+const asCaller = <A, E, R>(run: (caller: Caller) => Effect.Effect<A, E, R>) => Effect.flatMap(CurrentCaller, run)
 
 export const AgentsHttpLive = HttpApiBuilder.group(GuardrailApi, "agents", (handlers) =>
   Effect.gen(function* () {
@@ -25,7 +29,9 @@ export const AgentsHttpLive = HttpApiBuilder.group(GuardrailApi, "agents", (hand
         inWorkspace((ws) => agents.guardrails(ws, path.id)).pipe(Effect.map((policies) => ({ policies })))
       )
       .handle("generateAgentGuardrails", ({ path }) =>
-        inWorkspace((ws) => agents.generate(ws, path.id)).pipe(Effect.map((generated) => ({ generated })))
+        asCaller((caller) => agents.generate(caller.workspaceId, path.id, authorOf(caller))).pipe(
+          Effect.map((generated) => ({ generated }))
+        )
       )
   })
 )
@@ -36,12 +42,24 @@ export const PoliciesHttpLive = HttpApiBuilder.group(GuardrailApi, "policies", (
     const packs = yield* Packs
     return handlers
       .handle("listPolicies", () => inWorkspace(policies.list).pipe(Effect.map((list) => ({ policies: list }))))
-      .handle("createPolicy", ({ payload }) => inWorkspace((ws) => policies.create(ws, payload)))
+      .handle("createPolicy", ({ payload }) =>
+        asCaller((caller) => policies.create(caller.workspaceId, payload, authorOf(caller)))
+      )
+      .handle("replacePolicy", ({ path, payload }) =>
+        asCaller((caller) => policies.replace(caller.workspaceId, path.id, payload, authorOf(caller)))
+      )
+      .handle("listPolicyVersions", ({ path }) => inWorkspace((ws) => policies.versions(ws, path.id)))
+      .handle("rollbackPolicy", ({ path, payload }) =>
+        asCaller((caller) => policies.rollback(caller.workspaceId, path.id, payload.version, authorOf(caller)))
+      )
       .handle("validatePolicy", ({ payload }) => Effect.succeed(policies.validate(payload)))
+      .handle("testPolicies", ({ payload }) => inWorkspace((ws) => policies.runTests(ws, payload.ids)))
       .handle("draftPolicy", ({ payload }) => policies.draft(payload.prompt))
       .handle("getPolicySchema", () => Effect.succeed(policyJsonSchema))
       .handle("listPolicyPacks", () => Effect.succeed({ packs: packs.list() }))
-      .handle("installPolicyPack", ({ path, payload }) => inWorkspace((ws) => packs.install(ws, path.name, payload)))
+      .handle("installPolicyPack", ({ path, payload }) =>
+        asCaller((caller) => packs.install(caller.workspaceId, path.name, payload, authorOf(caller)))
+      )
       .handle("getPolicy", ({ path }) => inWorkspace((ws) => policies.detail(ws, path.id)))
       .handle("deletePolicy", ({ path }) => inWorkspace((ws) => policies.remove(ws, path.id)))
       .handle("setPolicyEnabled", ({ path, payload }) =>

@@ -12,7 +12,7 @@ import { ConfigChanges } from "./ConfigChanges.js"
 import { PolicyId } from "./Domain.js"
 import { findPack, GUARD_PACKS, type GuardPack, type PackDocument } from "./PackDocuments.js"
 import { toPolicySummary } from "./Policies.js"
-import { CatalogRepo } from "./Repo.js"
+import { CatalogRepo, type PolicyAuthor } from "./Repo.js"
 
 /** What the listing shows of a pack's policy: enough to choose, without reading the documents. */
 const summaryOf = (pack: GuardPack) => ({
@@ -51,7 +51,12 @@ export class Packs extends Effect.Service<Packs>()("catalog/Packs", {
     const repo = yield* CatalogRepo
     const changes = yield* ConfigChanges
 
-    const install = Effect.fn("Packs.install")(function* (workspaceId: string, name: string, options: InstallOptions) {
+    const install = Effect.fn("Packs.install")(function* (
+      workspaceId: string,
+      name: string,
+      options: InstallOptions,
+      author: PolicyAuthor
+    ) {
       const pack = findPack(name)
       if (pack === undefined) return yield* packNotFound(name)
       const inserted = yield* changes.change(
@@ -59,18 +64,22 @@ export class Packs extends Effect.Service<Packs>()("catalog/Packs", {
         "policies",
         Effect.forEach(pack.policies, (pack_document) => {
           const document = installedDocument(pack_document, options)
-          return repo.insertPolicy(workspaceId, {
-            id: document.id,
-            description: document.description,
-            family: document.family,
-            severity: document.severity,
-            action: document.action,
-            enabled: document.enabled,
-            ownerAgentId: options.owner_agent_id ?? null,
-            sourceYaml: stringify(document),
-            document,
-            origin: `pack:${pack.name}`
-          })
+          return repo.insertPolicy(
+            workspaceId,
+            {
+              id: document.id,
+              description: document.description,
+              family: document.family,
+              severity: document.severity,
+              action: document.action,
+              enabled: document.enabled,
+              ownerAgentId: options.owner_agent_id ?? null,
+              sourceYaml: stringify(document),
+              document,
+              origin: `pack:${pack.name}`
+            },
+            author
+          )
         })
       )
       const ids = pack.policies.map((document) => document.id)
@@ -81,7 +90,10 @@ export class Packs extends Effect.Service<Packs>()("catalog/Packs", {
         installed: installedIds.flatMap((id) => rows.filter((row) => row.id === id)).map(toPolicySummary),
         skipped: ids
           .filter((_, index) => inserted[index] !== true)
-          .map((id) => ({ id: PolicyId.make(id), reason: "a policy with this id already exists; it was left as it is" }))
+          .map((id) => ({
+            id: PolicyId.make(id),
+            reason: "a policy with this id already exists; it was left as it is"
+          }))
       }
     })
 

@@ -4,13 +4,16 @@
  * enabled and disabled one at a time or in an all-or-nothing batch, and
  * drafted from natural language.
  */
-import { Effect, Either, Option } from "effect"
+import { Effect, Either, Option, Schema } from "effect"
 import { BadRequest, Conflict, NotFound, Unprocessable } from "../http/Errors.js"
 import { ConfigChanges } from "./ConfigChanges.js"
 import { DRAFT_EXAMPLES, draftPolicy } from "./Drafting.js"
-import { PolicyId } from "./Domain.js"
-import { type PolicyErrors, readDocument, validatePolicy } from "./PolicyLanguage.js"
-import { CatalogRepo, type PolicyRow } from "./Repo.js"
+import { PolicyDocument, PolicyId } from "./Domain.js"
+import { compilePolicy, type PolicyErrors, readDocument, validatePolicy } from "./PolicyLanguage.js"
+import { policyTestErrors, runPolicyTest, withPolicy } from "./PolicyTests.js"
+import { CatalogSnapshot } from "./Snapshot.js"
+import { toPolicyVersion } from "./Lifecycle.js"
+import { CatalogRepo, type PolicyAuthor, type PolicyRow } from "./Repo.js"
 
 type Effect4 = "permit" | "deny" | "defer" | "rewrite"
 type Severity = "low" | "medium" | "high" | "critical"
@@ -27,7 +30,11 @@ export const toPolicySummary = (row: PolicyRow) => ({
   ...(row.invalid_reason === null ? {} : { invalid_reason: row.invalid_reason })
 })
 
-export const toPolicyDetail = (row: PolicyRow) => ({ ...toPolicySummary(row), source_yaml: row.source_yaml })
+export const toPolicyDetail = (row: PolicyRow) => ({
+  ...toPolicySummary(row),
+  source_yaml: row.source_yaml,
+  version: row.version
+})
 
 const policyNotFound = (ids: ReadonlyArray<string>) =>
   new NotFound({
@@ -37,20 +44,44 @@ const policyNotFound = (ids: ReadonlyArray<string>) =>
   })
 
 /** Parses and validates a document: its value, or the ValidationResult errors. */
-const checkDocument = (body: Uint8Array) => {
+const checkDocument = (body: Uint8Array | string) => {
   const parsed = readDocument(body)
   if (Either.isLeft(parsed)) return { valid: false as const, policy_id: null, errors: parsed.left }
   const result = validatePolicy(parsed.right)
-  return result.valid
+  if (!result.valid) return { ...result, valid: false as const }
+  // A valid document's own tests must pass too (each against the policy alone).
+  const failing = Either.match(decodeDocument(parsed.right), { onLeft: () => [], onRight: policyTestErrors })
+  return failing.length === 0
     ? { ...result, valid: true as const, value: parsed.right as Record<string, unknown> }
-    : { ...result, valid: false as const }
+    : { ...result, valid: false as const, errors: failing }
 }
+
+const decodeDocument = Schema.decodeUnknownEither(PolicyDocument)
 
 const validationFailed = (errors: PolicyErrors) =>
   new BadRequest({
     code: "validation_failed",
     message: errors.map((error) => `${error.path === "" ? "document" : error.path}: ${error.message}`).join("; "),
     details: errors
+  })
+
+/** The stored columns of a valid document. */
+const columnsOf = (document: Record<string, unknown>, body: Uint8Array | string) => ({
+  id: String(document["id"]),
+  description: String(document["description"]),
+  family: String(document["family"]),
+  severity: String(document["severity"]),
+  action: String(document["action"]),
+  ownerAgentId: typeof document["owner_agent_id"] === "string" ? document["owner_agent_id"] : null,
+  sourceYaml: typeof body === "string" ? body : new TextDecoder().decode(body),
+  document
+})
+
+const versionNotFound = (id: string, version: number) =>
+  new NotFound({
+    code: "policy_version_not_found",
+    message: `Policy ${id} has no version ${version}; GET /v1/policies/${id}/versions lists them.`,
+    details: [{ path: "version", message: `${version} not found` }]
   })
 
 /** Why a stored document does not compile now, each message naming the policy. */
@@ -61,41 +92,87 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
   effect: Effect.gen(function* () {
     const repo = yield* CatalogRepo
     const changes = yield* ConfigChanges
+    const snapshots = yield* CatalogSnapshot
 
     const validate = (body: Uint8Array) => {
       const checked = checkDocument(body)
       return { valid: checked.valid, policy_id: checked.policy_id, errors: checked.errors }
     }
 
-    const create = Effect.fn("Policies.create")(function* (workspaceId: string, body: Uint8Array) {
+    const create = Effect.fn("Policies.create")(function* (
+      workspaceId: string,
+      body: Uint8Array,
+      author: PolicyAuthor
+    ) {
       const checked = checkDocument(body)
       if (!checked.valid) return yield* validationFailed(checked.errors)
-      const document = checked.value
-      const id = String(document["id"])
+      const columns = columnsOf(checked.value, body)
       const inserted = yield* changes.change(
         workspaceId,
         "policies",
-        repo.insertPolicy(workspaceId, {
-          id,
-          description: String(document["description"]),
-          family: String(document["family"]),
-          severity: String(document["severity"]),
-          action: String(document["action"]),
-          enabled: document["enabled"] !== false,
-          ownerAgentId: typeof document["owner_agent_id"] === "string" ? document["owner_agent_id"] : null,
-          sourceYaml: new TextDecoder().decode(body),
-          document,
-          origin: null
-        })
+        repo.insertPolicy(
+          workspaceId,
+          { ...columns, enabled: checked.value["enabled"] !== false, origin: null },
+          author
+        )
       )
       if (!inserted) {
         return yield* new Conflict({
           code: "policy_exists",
-          message: `A policy with id ${id} already exists in this workspace.`,
+          message: `A policy with id ${columns.id} already exists in this workspace.`,
           details: [{ path: "id", message: "already taken" }]
         })
       }
-      return yield* detail(workspaceId, id)
+      return yield* detail(workspaceId, columns.id)
+    })
+
+    /**
+     * Makes a document (a PUT body, or an old version's text on rollback) the policy's next version.
+     * `enabled` keeps its current value unless the document gives it.
+     */
+    const replace = Effect.fn("Policies.replace")(function* (
+      workspaceId: string,
+      id: string,
+      body: Uint8Array | string,
+      author: PolicyAuthor
+    ) {
+      const checked = checkDocument(body)
+      if (!checked.valid) return yield* validationFailed(checked.errors)
+      const columns = columnsOf(checked.value, body)
+      if (columns.id !== id) {
+        return yield* validationFailed([
+          { path: "id", message: `id ${columns.id} must equal the policy id of the path (${id})` }
+        ])
+      }
+      const enabled = checked.value["enabled"]
+      const replaced = yield* changes.change(
+        workspaceId,
+        "policies",
+        repo.replacePolicy(workspaceId, { ...columns, enabled: typeof enabled === "boolean" ? enabled : null }, author)
+      )
+      return yield* Option.match(replaced, {
+        onNone: () => Effect.fail(policyNotFound([id])),
+        onSome: (row) => Effect.succeed(toPolicyDetail(row))
+      })
+    })
+
+    /** A deleted policy's versions still answer; an id that never existed is a 404. */
+    const versions = Effect.fn("Policies.versions")(function* (workspaceId: string, id: string) {
+      const rows = yield* repo.listPolicyVersions(workspaceId, id)
+      if (rows.length === 0) return yield* policyNotFound([id])
+      return { versions: rows.map(toPolicyVersion) }
+    })
+
+    const rollback = Effect.fn("Policies.rollback")(function* (
+      workspaceId: string,
+      id: string,
+      version: number,
+      author: PolicyAuthor
+    ) {
+      const found = yield* repo.findPolicyVersion(workspaceId, id, version)
+      if (Option.isNone(found)) return yield* versionNotFound(id, version)
+      // The old text is checked again: rules may have tightened since it was current.
+      return yield* replace(workspaceId, id, found.value.source_yaml, author)
     })
 
     const detail = Effect.fn("Policies.detail")((workspaceId: string, id: string) =>
@@ -132,6 +209,46 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
       return (yield* repo.findPolicies(workspaceId, unique)).map(toPolicySummary)
     })
 
+    /** `POST /v1/policies/test`: the tests of the enabled policies (or of `ids`) over the workspace's current set. */
+    const runTests = Effect.fn("Policies.runTests")(function* (
+      workspaceId: string,
+      ids: ReadonlyArray<string> | undefined
+    ) {
+      const unique = ids === undefined ? undefined : [...new Set(ids)]
+      const rows =
+        unique === undefined
+          ? yield* repo.listPolicies(workspaceId, { enabledOnly: true })
+          : unique.length === 0
+            ? []
+            : yield* repo.findPolicies(workspaceId, unique)
+      const missing = (unique ?? []).filter((id) => !rows.some((row) => row.id === id))
+      if (missing.length > 0) return yield* policyNotFound(missing)
+      const snapshot = yield* snapshots.get(workspaceId)
+      const results = rows.flatMap((row) =>
+        Either.match(decodeDocument(row.document), {
+          onLeft: () => [],
+          onRight: (document) => {
+            const policy = compilePolicy(document, row.version)
+            if (policy.errors.length > 0) return []
+            // A policy named by id is tested as enabled, even when it is not.
+            const set = withPolicy(snapshot, policy)
+            return (document.tests ?? []).map((test) => {
+              const outcome = runPolicyTest(set, policy, test)
+              return {
+                policy_id: row.id,
+                name: test.name,
+                passed: outcome.passed,
+                expected: test.expect,
+                actual: outcome.actual
+              }
+            })
+          }
+        })
+      )
+      const passed = results.filter((result) => result.passed).length
+      return { results, passed, failed: results.length - passed }
+    })
+
     const draft = Effect.fn("Policies.draft")((prompt: string) =>
       Option.match(draftPolicy(prompt), {
         onNone: () =>
@@ -162,9 +279,13 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
       ),
       validate,
       create,
+      replace,
+      versions,
+      rollback,
       detail,
       remove,
       setEnabled,
+      runTests,
       draft
     }
   }),

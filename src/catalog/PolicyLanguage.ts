@@ -172,6 +172,8 @@ export const decodePolicyText = (text: string): Either.Either<PolicyDocument, Po
 
 export interface CompiledPolicy {
   readonly id: string
+  /** The stored version it was compiled from (findings name it); absent for a document not stored (dry-run candidates, tests). */
+  readonly version?: number
   readonly description: string
   readonly family: PolicyDocument["family"]
   readonly severity: PolicyDocument["severity"]
@@ -221,7 +223,7 @@ const collect = (run: (out: Array<PolicyMatch>) => void): ReadonlyArray<PolicyMa
  * Compiles a decoded document (validated earlier, e.g. on create). Total: a document breaking the
  * semantic rules (bad target, unsafe regex, ...) is not run; it gets `errors` and never matches.
  */
-export const compilePolicy = (doc: PolicyDocument): CompiledPolicy => {
+export const compilePolicy = (doc: PolicyDocument, version?: number): CompiledPolicy => {
   const semantic = semanticErrors(doc)
   const leaves: Array<CompiledLeaf> = []
   const compiled: Either.Either<Evaluate, PolicyErrors> =
@@ -251,6 +253,7 @@ export const compilePolicy = (doc: PolicyDocument): CompiledPolicy => {
   }
   return {
     id: doc.id,
+    ...(version === undefined ? {} : { version }),
     description: doc.description,
     family: doc.family,
     severity: doc.severity,

@@ -17,9 +17,27 @@ const PolicyRow = Schema.Struct({
   source_yaml: Schema.String,
   document: Schema.Unknown,
   origin: Schema.NullOr(Schema.String),
-  invalid_reason: Schema.NullOr(Schema.String)
+  invalid_reason: Schema.NullOr(Schema.String),
+  version: Schema.Int
 })
 export type PolicyRow = typeof PolicyRow.Type
+
+const PolicyVersionRow = Schema.Struct({
+  version: Schema.Int,
+  source_yaml: Schema.String,
+  document: Schema.Unknown,
+  enabled: Schema.Boolean,
+  created_by_kind: Schema.String,
+  created_by_id: Schema.String,
+  created_at: Schema.DateFromSelf
+})
+export type PolicyVersionRow = typeof PolicyVersionRow.Type
+
+/** Who made a policy version current: a user or an API key (their ids), or the service itself (e.g. the red team). */
+export interface PolicyAuthor {
+  readonly kind: "user" | "key" | "system"
+  readonly id: string
+}
 
 const LabelPolicyRow = Schema.Struct({
   origin: Schema.String,
@@ -79,12 +97,17 @@ export interface NewPolicy {
   readonly origin: string | null
 }
 
+/** A replaced document: `enabled` null keeps the current value. */
+export interface ReplacedPolicy extends Omit<NewPolicy, "enabled" | "origin"> {
+  readonly enabled: boolean | null
+}
+
 const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value))
 
 export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const policyColumns = sql`id, description, family, severity, action, enabled, owner_agent_id, source_yaml, document, origin, invalid_reason`
+    const policyColumns = sql`id, description, family, severity, action, enabled, owner_agent_id, source_yaml, document, origin, invalid_reason, version`
     const sourceColumns = sql`id, kind, title, location, status, metadata, file_name, media_type, byte_size,
                               created_at, updated_at, last_indexed_at`
     const labelColumns = sql`origin, enabled, confidentiality, integrity, trust`
@@ -92,6 +115,26 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
     const decodeLabelPolicies = Schema.decodeUnknown(Schema.Array(LabelPolicyRow))
     const decodeToolMetadata = Schema.decodeUnknown(Schema.Array(ToolMetadataRow))
     const decodeKnowledgeSources = Schema.decodeUnknown(Schema.Array(KnowledgeSourceRow))
+    const decodePolicyVersions = Schema.decodeUnknown(Schema.Array(PolicyVersionRow))
+    const versionColumns = sql`version, source_yaml, document, enabled, created_by_kind, created_by_id, created_at`
+
+    /** The next version of a policy id: after every recorded one, so a re-created id continues its history. */
+    const nextVersion = (workspaceId: string, id: string) =>
+      sql`(select coalesce(max(version), 0) + 1 from policy_versions
+           where workspace_id = ${workspaceId} and policy_id = ${id})`
+
+    /** Records the version a write made current (run in the write's transaction). */
+    const recordVersion = (workspaceId: string, row: PolicyRow, author: PolicyAuthor) =>
+      sql`insert into policy_versions (workspace_id, policy_id, version, source_yaml, document, enabled,
+                                       created_by_kind, created_by_id)
+          values (${workspaceId}, ${row.id}, ${row.version}, ${row.source_yaml}, ${json(row.document)}, ${row.enabled},
+                  ${author.kind}, ${author.id})
+          on conflict do nothing`
+    const recordVersions = (workspaceId: string, author: PolicyAuthor) => (rows: ReadonlyArray<PolicyRow>) =>
+      Effect.as(
+        Effect.forEach(rows, (row) => recordVersion(workspaceId, row, author), { discard: true }),
+        first(rows)
+      )
 
     const findAgent = SqlSchema.findOne({
       Request: ByKey,
@@ -152,26 +195,58 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
         ),
 
       // ---- policies
-      /** Answers false when the policy id is taken in this workspace. */
-      insertPolicy: (workspaceId: string, policy: NewPolicy) =>
+      /** Answers false when the policy id is taken in this workspace; else records its first version. */
+      insertPolicy: (workspaceId: string, policy: NewPolicy, author: PolicyAuthor) =>
         sql`insert into policies (workspace_id, id, description, family, severity, action, enabled, owner_agent_id,
-                                  source_yaml, document, origin)
+                                  source_yaml, document, origin, version)
             values (${workspaceId}, ${policy.id}, ${policy.description}, ${policy.family}, ${policy.severity},
                     ${policy.action}, ${policy.enabled}, ${policy.ownerAgentId}, ${policy.sourceYaml},
-                    ${json(policy.document)}, ${policy.origin})
-            on conflict do nothing returning id`.pipe(Effect.map((rows) => rows.length === 1)),
+                    ${json(policy.document)}, ${policy.origin}, ${nextVersion(workspaceId, policy.id)})
+            on conflict do nothing returning ${policyColumns}`.pipe(
+          Effect.flatMap(decodePolicies),
+          Effect.flatMap(recordVersions(workspaceId, author)),
+          Effect.map(Option.isSome)
+        ),
+      /** Replaces a policy's document as its next version; `None` when there is no such policy. */
+      replacePolicy: (workspaceId: string, policy: ReplacedPolicy, author: PolicyAuthor) =>
+        sql`update policies set description = ${policy.description}, family = ${policy.family},
+              severity = ${policy.severity}, action = ${policy.action},
+              enabled = ${policy.enabled === null ? sql`enabled` : sql`${policy.enabled}`},
+              owner_agent_id = ${policy.ownerAgentId}, source_yaml = ${policy.sourceYaml},
+              document = ${json(policy.document)}, invalid_reason = null,
+              version = greatest(version, ${nextVersion(workspaceId, policy.id)} - 1) + 1, updated_at = now()
+            where workspace_id = ${workspaceId} and id = ${policy.id}
+            returning ${policyColumns}`.pipe(
+          Effect.flatMap(decodePolicies),
+          Effect.flatMap(recordVersions(workspaceId, author))
+        ),
+      /** Newest first; a deleted policy's versions stay. */
+      listPolicyVersions: (workspaceId: string, id: string) =>
+        sql`select ${versionColumns} from policy_versions where workspace_id = ${workspaceId} and policy_id = ${id}
+            order by version desc`.pipe(Effect.flatMap(decodePolicyVersions)),
+      findPolicyVersion: (workspaceId: string, id: string, version: number) =>
+        sql`select ${versionColumns} from policy_versions
+            where workspace_id = ${workspaceId} and policy_id = ${id} and version = ${version}`.pipe(
+          Effect.flatMap(decodePolicyVersions),
+          Effect.map(first)
+        ),
       /** Replaces a generated policy's document, keeping whether it is enabled; `None` when an authored policy holds the id. */
-      upsertGeneratedPolicy: (workspaceId: string, policy: NewPolicy) =>
+      upsertGeneratedPolicy: (workspaceId: string, policy: NewPolicy, author: PolicyAuthor) =>
         sql`insert into policies (workspace_id, id, description, family, severity, action, enabled,
-                                  owner_agent_id, source_yaml, document, origin)
+                                  owner_agent_id, source_yaml, document, origin, version)
             values (${workspaceId}, ${policy.id}, ${policy.description}, ${policy.family}, ${policy.severity},
                     ${policy.action}, false, ${policy.ownerAgentId}, ${policy.sourceYaml}, ${json(policy.document)},
-                    ${policy.origin})
+                    ${policy.origin}, ${nextVersion(workspaceId, policy.id)})
             on conflict (workspace_id, id) do update set description = excluded.description, family = excluded.family,
               severity = excluded.severity, action = excluded.action, owner_agent_id = excluded.owner_agent_id,
-              source_yaml = excluded.source_yaml, document = excluded.document, invalid_reason = null, updated_at = now()
+              source_yaml = excluded.source_yaml, document = excluded.document, invalid_reason = null,
+              -- regenerating an unchanged document is not a new version
+              version = policies.version + (policies.source_yaml <> excluded.source_yaml)::int, updated_at = now()
             where policies.origin = 'agent_profile'
-            returning ${policyColumns}`.pipe(Effect.flatMap(decodePolicies), Effect.map(first)),
+            returning ${policyColumns}`.pipe(
+          Effect.flatMap(decodePolicies),
+          Effect.flatMap(recordVersions(workspaceId, author))
+        ),
       listPolicies: (workspaceId: string, filter: { ownerAgentId?: string; enabledOnly?: boolean } = {}) =>
         sql`select ${policyColumns} from policies where workspace_id = ${workspaceId}
             ${filter.ownerAgentId === undefined ? sql`` : sql`and owner_agent_id = ${filter.ownerAgentId}`}

@@ -40,7 +40,9 @@ export class CatalogSnapshot extends Effect.Service<CatalogSnapshot>()("catalog/
       Effect.gen(function* () {
         const compiled = rows.map((row) => ({
           row,
-          policy: Option.getOrUndefined(Option.map(decodeDocument(row.document), compilePolicy))
+          policy: Option.getOrUndefined(
+            Option.map(decodeDocument(row.document), (document) => compilePolicy(document, row.version))
+          )
         }))
         for (const { row, policy } of compiled) {
           const errors = policy?.errors ?? [{ path: "", message: "the stored document does not decode" }]

@@ -93,6 +93,9 @@ const staticDocuments = (agentId: string, agent: AgentProfileView) => {
   ]
 }
 
+/** The author of the versions the red team creates (its policies come from a job, not a request). */
+const REDTEAM_AUTHOR = { kind: "system", id: "redteam" } as const
+
 export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/RedteamPolicies", {
   effect: Effect.gen(function* () {
     const repo = yield* RedteamRepo
@@ -105,7 +108,7 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
 
     /** Creates a disabled policy, or answers the existing one with that id (so regenerating never duplicates). */
     const createOrReuse = (workspaceId: string, document: Record<string, unknown>) =>
-      policies.create(workspaceId, encoder.encode(stringify(document, { lineWidth: 0 }))).pipe(
+      policies.create(workspaceId, encoder.encode(stringify(document, { lineWidth: 0 })), REDTEAM_AUTHOR).pipe(
         Effect.map((detail) => ({ detail, reused: false })),
         Effect.catchIf(
           (error): error is Conflict => error instanceof Conflict && error.code === "policy_exists",

@@ -18,7 +18,7 @@ export const JSON_TYPE = "application/json"
 export const POLICY_ID = /^[a-z0-9][a-z0-9_.-]{0,127}$/
 
 export const SUMMARY_KEYS = ["action", "description", "enabled", "family", "id", "owner_agent_id", "severity"]
-export const DETAIL_KEYS = [...SUMMARY_KEYS, "source_yaml"].sort()
+export const DETAIL_KEYS = [...SUMMARY_KEYS, "source_yaml", "version"].sort()
 
 /** A minimal agent profile as YAML: the sample's required fields only. */
 export const minimalAgentYaml = (agentId: string, displayName = "Minimal Bot") =>

@@ -97,7 +97,8 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
           action: "rewrite",
           enabled: false,
           owner_agent_id: "support-bot",
-          source_yaml: QUIRKY_YAML
+          source_yaml: QUIRKY_YAML,
+          version: 1
         })
         const read = yield* getPolicy(owner, "quirky-policy")
         expect(read).toEqual(created.value)
@@ -120,7 +121,8 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
           action: "rewrite",
           enabled: true,
           owner_agent_id: null,
-          source_yaml: text
+          source_yaml: text,
+          version: 1
         })
         expect((yield* getPolicy(owner, "mask-card-numbers")).source_yaml).toBe(text)
       })

@@ -41,7 +41,7 @@ const crossProcess = (mode: EventLogMode) =>
         expect((yield* otherSnapshot.get(workspaceId)).policies).toEqual([]) // cached in the second process
 
         const policyId = uniqueName("no-refund").replaceAll("_", "-")
-        yield* Context.get(first, Policies).create(workspaceId, policyYaml(policyId))
+        yield* Context.get(first, Policies).create(workspaceId, policyYaml(policyId), { kind: "system", id: "test" })
         const withPolicy = yield* eventually(
           Effect.flatMap(otherSnapshot.get(workspaceId), (snapshot) =>
             snapshot.policies.some((policy) => policy.id === policyId)

@@ -1,5 +1,10 @@
 /** Content policies: every enabled policy that applies to the agent, matched against its target. */
-import { applyRewrite, MAX_POLICY_MATCHES, type PolicyMatch } from "../../catalog/PolicyLanguage.js"
+import {
+  applyRewrite,
+  type CompiledPolicy,
+  MAX_POLICY_MATCHES,
+  type PolicyMatch
+} from "../../catalog/PolicyLanguage.js"
 import type { Checker, EventKind, FindingDraft } from "../Pipeline.js"
 
 const allKinds: ReadonlySet<EventKind> = new Set(["input.received", "tool.result", "output.proposed"])
@@ -32,6 +37,9 @@ const evidenceOf = (family: string, matches: ReadonlyArray<PolicyMatch>) => {
   }
 }
 
+/** The stored version that matched, when the policy is a stored one. */
+const versionOf = (policy: CompiledPolicy) => (policy.version === undefined ? {} : { policy_version: policy.version })
+
 export const contentChecker: Checker = {
   name: "content",
   kinds: allKinds,
@@ -47,6 +55,7 @@ export const contentChecker: Checker = {
       if (tooMany) {
         findings.push({
           policy_id: policy.id,
+          ...versionOf(policy),
           requirement_id: null,
           reason: `${policy.description} (more than ${MAX_POLICY_MATCHES} matches to rewrite)`,
           remediation: "Send shorter content, or fewer occurrences of the matched text.",
@@ -59,6 +68,7 @@ export const contentChecker: Checker = {
       }
       findings.push({
         policy_id: policy.id,
+        ...versionOf(policy),
         requirement_id: null,
         reason: policy.description,
         remediation: policy.action === "deny" ? "Rephrase without the matched text, or escalate to a human." : null,
