@@ -11,7 +11,8 @@
  *  - through `@portkey-ai/gateway` (its npm build, `--headless`, custom host
  *    pointed at the stub).
  * The gateway is also measured without a budget (usage still recorded), for
- * the cost breakdown. Loads: concurrency 1; a fixed 500 requests/s; and as fast as 100
+ * the cost breakdown, and with guardrails (`screenEverything`: two guard
+ * packs and 50 content policies, the request and the reply each decided). Loads: concurrency 1; a fixed 500 requests/s; and as fast as 100
  * connections go (sustained requests/s). Added latency = gateway percentile
  * minus the direct percentile of the same load. Concurrency 1 is timed per
  * request to 0.01 ms (`sequential`); the other loads by autocannon (whole ms).
@@ -102,10 +103,38 @@ const json = async (url: string, init: RequestInit) => {
 }
 
 /**
+ * Guardrails for the screened target (issue 18): the `pii-basic` and
+ * `prompt-injection` packs and 50 content policies (phrases the traffic never
+ * holds), all enforced on inputs and outputs, so every call is decided twice.
+ */
+const screenEverything = async (base: string, auth: Record<string, string>) => {
+  for (const pack of ["pii-basic", "prompt-injection"])
+    await json(`${base}/v1/policies/packs/${pack}/install`, {
+      method: "POST",
+      headers: auth,
+      body: JSON.stringify({ enabled: true })
+    })
+  for (let i = 0; i < 50; i++)
+    await json(`${base}/v1/policies`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({
+        id: `phrase-${i}`,
+        description: `Never say phrase ${i}`,
+        family: "content",
+        severity: "high",
+        action: "deny",
+        applies_to: ["input.received", "output.proposed"],
+        match: { type: "literal", value: `forbidden phrase ${String(i).padStart(3, "0")}`, target: "content" }
+      })
+    })
+}
+
+/**
  * Signs up, and sets a connection to the stub, a route, a price and (unless
  * `budget` is false) a budget; answers the route's URL and a key.
  */
-const configureService = async (base: string, budget = true) => {
+const configureService = async (base: string, budget = true, screened = false) => {
   const password = createHash("sha256").update("bench").digest("hex")
   const session = await json(`${base}/v1/auth/signup`, {
     method: "POST",
@@ -139,6 +168,7 @@ const configureService = async (base: string, budget = true) => {
     body: JSON.stringify({ input_per_million_minor: 250, output_per_million_minor: 1000 })
   })
   // A cap no run reaches: every request is admitted, strictly (max_tokens), and settled.
+  if (screened) await screenEverything(base, auth)
   if (budget)
     await json(`${base}/v1/settings`, {
       method: "PATCH",
@@ -263,6 +293,7 @@ const main = async () => {
     await waitFor(async () => (await fetch(`${serviceBase}/readyz`)).ok, "service", service.output)
     const ours = await configureService(serviceBase)
     const oursWithoutBudget = await configureService(serviceBase, false)
+    const oursScreened = await configureService(serviceBase, true, true)
 
     const portkeyEntry = createRequire(import.meta.url).resolve("@portkey-ai/gateway/build/start-server.js")
     const portkey = start("node", [portkeyEntry, `--port=${ports.portkey}`, "--headless"])
@@ -294,6 +325,9 @@ const main = async () => {
     // For the breakdown: the same gateway without a budget (usage still recorded, no admission).
     const unbudgeted = await measure({ name: "guardrail-no-budget", ...oursWithoutBudget }, quiet)
     console.log(JSON.stringify({ bench: "gateway", target: "guardrail-no-budget", ...unbudgeted }))
+    // With guardrails: the request's user message and the reply each decided (packs + 50 policies).
+    const screened = await measure({ name: "guardrail-screened", ...oursScreened }, quiet)
+    console.log(JSON.stringify({ bench: "gateway", target: "guardrail-screened", ...screened }))
 
     const added = (result: typeof direct) =>
       Object.fromEntries(
@@ -311,11 +345,13 @@ const main = async () => {
       guardrail: added(guardrail),
       portkey: added(portkeyResult),
       guardrail_without_budget: added(unbudgeted),
+      guardrail_screened: added(screened),
       sustained_requests_per_s: {
         direct: direct.sustained.requests_per_s,
         guardrail: guardrail.sustained.requests_per_s,
         portkey: portkeyResult.sustained.requests_per_s,
-        guardrail_without_budget: unbudgeted.sustained.requests_per_s
+        guardrail_without_budget: unbudgeted.sustained.requests_per_s,
+        guardrail_screened: screened.sustained.requests_per_s
       }
     }
     const goalMet =
@@ -325,7 +361,7 @@ const main = async () => {
     mkdirSync(new URL("results/", import.meta.url), { recursive: true })
     writeFileSync(
       new URL("results/gateway.json", import.meta.url),
-      `${JSON.stringify({ at: new Date().toISOString(), summary: { ...summary, goal_met: goalMet }, direct, guardrail, portkey: portkeyResult, guardrail_without_budget: unbudgeted }, null, 2)}\n`
+      `${JSON.stringify({ at: new Date().toISOString(), summary: { ...summary, goal_met: goalMet }, direct, guardrail, portkey: portkeyResult, guardrail_without_budget: unbudgeted, guardrail_screened: screened }, null, 2)}\n`
     )
   } finally {
     for (const child of children) child.kill("SIGTERM")
