@@ -7,8 +7,9 @@
  * pruning leaves a signed anchor that verify accepts.
  */
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { ConfigProvider, Effect, Exit, Layer, Scope, TestClock, TestContext } from "effect"
 import { AuditLog } from "../../src/audit/AuditLog.js"
+import { AuditRetentionLive } from "../../src/audit/Retention.js"
 import { policyPath } from "../catalog/catalog-helpers.js"
 import { clientAt, expectFailure } from "../support/Api.js"
 import { call, expectError } from "../support/Raw.js"
@@ -288,6 +289,38 @@ layer(testServerWithDatabase("database", { INTERNAL_API_KEY: INTERNAL_KEY }), SE
       const forged = yield* owner.api.auditEvents.verifyAuditEvents({})
       expect(forged.valid).toBe(false)
       expect(forged.anchor?.signature_valid).toBe(false)
+    })
+  )
+
+  it.effect("the retention task prunes rows older than AUDIT_RETENTION_DAYS behind a signed anchor", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const owner = yield* tenant(base)
+      yield* createPolicy(base, owner, "aged", { value: "x" })
+      expect((yield* allEvents(owner)).length).toBeGreaterThan(0)
+
+      // The task's clock three days ahead: with a retention of one day, every row is old.
+      const scope = yield* Scope.make()
+      yield* Effect.gen(function* () {
+        yield* TestClock.setTime(Date.now() + 3 * 24 * 60 * 60 * 1000)
+        yield* Layer.buildWithScope(AuditRetentionLive, scope)
+      }).pipe(
+        Effect.provide(TestContext.TestContext),
+        Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["AUDIT_RETENTION_DAYS", "1"]])))
+      )
+      yield* eventually(
+        Effect.flatMap(allEvents(owner), (events) => (events.length === 0 ? Effect.void : Effect.fail("not yet")))
+      )
+      yield* Scope.close(scope, Exit.void)
+      const verified = yield* owner.api.auditEvents.verifyAuditEvents({})
+      expect(verified).toMatchObject({ valid: true, checked: 0, first_break: null })
+      expect(verified.anchor?.signature_valid).toBe(true)
+
+      // The chain goes on from the anchor.
+      yield* createPolicy(base, owner, "after-prune", { value: "y" })
+      const [next] = yield* allEvents(owner)
+      expect(next!.prev_hash).toBe(verified.anchor!.hash)
+      expect(yield* owner.api.auditEvents.verifyAuditEvents({})).toMatchObject({ valid: true, checked: 1 })
     })
   )
 })
