@@ -16,7 +16,15 @@ import { call, expectError } from "../support/Raw.js"
 import { queryDatabase } from "../support/Database.js"
 import { eventually } from "../support/Eventually.js"
 import { createPolicy, yamlBytes, policyDocument } from "../support/Events.js"
-import { createKey, INTERNAL_KEY, joinedAs, keyClient, type Tenant, tenant } from "../support/Tenants.js"
+import {
+  createEnvironment,
+  createKey,
+  INTERNAL_KEY,
+  joinedAs,
+  keyClient,
+  type Tenant,
+  tenant
+} from "../support/Tenants.js"
 import { uniqueName } from "../support/TestPlatform.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 
@@ -108,6 +116,34 @@ layer(testServerWithDatabase("database", { INTERNAL_API_KEY: INTERNAL_KEY }), SE
         expect(verified).toMatchObject({ valid: true, first_break: null, anchor: null })
         expect(verified.checked).toBe((yield* allEvents(owner)).length)
       })
+  )
+
+  it.effect("environments, checker modes, key revocation and prices are attributed too", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const owner = yield* tenant(base)
+      const api = yield* withRequestId(base, owner, "req-audit-access")
+      const environment = yield* createEnvironment({ api })
+      yield* api.environments.replaceCheckerModes({
+        path: { environment_id: environment.id },
+        payload: { flow_checker_mode: "enforce" }
+      })
+      const key = yield* createKey({ api })
+      yield* api.apiKeys.revokeApiKeys({ payload: { ids: [key.api_key.id] } })
+      yield* api.llmPricing.putLlmPrice({
+        path: { model: "gpt-audit" },
+        payload: { input_per_million_minor: 1, output_per_million_minor: 2 }
+      })
+      const events = (yield* allEvents(owner)).filter((event) => event.request_id === "req-audit-access")
+      expect(events.every((event) => event.actor.kind === "user" && event.actor.id === owner.user_id)).toBe(true)
+      expect(events.map((event) => `${event.action} ${event.resource_id}`).reverse()).toEqual([
+        `environment.create ${environment.id}`,
+        `environment.update ${environment.id}`,
+        `api_key.create ${key.api_key.id}`,
+        `api_key.update ${key.api_key.id}`,
+        "llm_price.create gpt-audit"
+      ])
+    })
   )
 
   it.effect("filters by actor and time, and pages with next_cursor", () =>
