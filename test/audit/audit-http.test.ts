@@ -280,18 +280,20 @@ layer(testServerWithDatabase("database", { INTERNAL_API_KEY: INTERNAL_KEY }), SE
         .audit_events
       const published = yield* eventually(
         Effect.flatMap(
-          queryDatabase<{ value: string }>(db, `select value from event_log where topic = 'audit' and key = $1`, [
-            owner.workspaceId
-          ]),
+          queryDatabase<{ value: string; event_id: string }>(
+            db,
+            `select value, event_id::text as event_id from event_log where topic = 'audit' and key = $1`,
+            [owner.workspaceId]
+          ),
           (rows) => {
-            const found = rows
-              .map((row) => JSON.parse(row.value) as Record<string, unknown>)
-              .find((v) => v["id"] === event!.id)
+            const found = rows.find((row) => (JSON.parse(row.value) as Record<string, unknown>)["id"] === event!.id)
             return found === undefined ? Effect.fail("not yet") : Effect.succeed(found)
           }
         )
       )
-      expect(published).toEqual({ schema_version: 1, ...event })
+      expect(JSON.parse(published.value)).toEqual({ schema_version: 1, ...event })
+      // A UUIDv7 event id, like every other topic's.
+      expect(published.event_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
     })
   )
 
