@@ -72,7 +72,7 @@ declare
   head_seq bigint;
   head_hash text;
   new_id text;
-  at timestamptz(3) := date_trunc('milliseconds', clock_timestamp());
+  at timestamptz(3);
   row_hash text;
 begin
   if TG_OP <> 'INSERT' then before_row := to_jsonb(OLD) - stripped; end if;
@@ -96,6 +96,8 @@ begin
 
   insert into audit_heads (workspace_id, seq) values (ws, 0) on conflict (workspace_id) do nothing;
   select h.seq, h.hash into head_seq, head_hash from audit_heads h where h.workspace_id = ws for update;
+  -- Taken once the head is ours, so created_at never goes backwards along the chain (pruning relies on it).
+  at := date_trunc('milliseconds', clock_timestamp());
 
   new_id := 'aud_' || lpad(to_hex((extract(epoch from at) * 1000)::bigint), 12, '0')
     || replace(gen_random_uuid()::text, '-', '');

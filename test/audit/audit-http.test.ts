@@ -234,7 +234,11 @@ layer(testServerWithDatabase("database", { INTERNAL_API_KEY: INTERNAL_KEY }), SE
       const ordered = [...events].reverse()
       ordered.forEach((event, i) => {
         expect(event.seq).toBe(i + 1)
-        if (i > 0) expect(event.prev_hash).toBe(ordered[i - 1]!.hash)
+        if (i > 0) {
+          expect(event.prev_hash).toBe(ordered[i - 1]!.hash)
+          // Time never goes backwards along the chain (retention prunes by time).
+          expect(event.created_at >= ordered[i - 1]!.created_at).toBe(true)
+        }
       })
       expect(yield* owner.api.auditEvents.verifyAuditEvents({})).toEqual({
         valid: true,
