@@ -4,6 +4,7 @@
  */
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AnalyticsApi } from "./analytics/Api.js"
+import { AuditEventsApi } from "./audit/Api.js"
 import { EventsApi, ReceiptsApi } from "./authorization/Api.js"
 import { BudgetAlertsApi, LlmPricingApi, LlmUsageApi } from "./billing/Api.js"
 import { AgentsApi, KnowledgeSourcesApi, LabelPoliciesApi, PoliciesApi, ToolMetadataApi } from "./catalog/Api.js"
@@ -47,6 +48,7 @@ export class GuardrailApi extends HttpApi.make("guardrail")
   .add(RedteamReportsApi)
   .add(MetricsApi)
   .add(AdminApi)
+  .add(AuditEventsApi)
   .addError(AnyHttpErrorWire)
   .annotate(OpenApi.Transform, withOnlyErrorBody)
   .annotate(OpenApi.Title, "Guardrail Service API")

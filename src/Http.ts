@@ -4,6 +4,8 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { AnalyticsHttpLive } from "./analytics/Http.js"
+import { AuditLog } from "./audit/AuditLog.js"
+import { AuditEventsHttpLive } from "./audit/Http.js"
 import type { AnyHotEndpoint } from "./http/Hot.js"
 import { GatewayGuard } from "./gateway/Guardrails.js"
 import { authorizeEvent, AuthorizationLive, EventsHttpLive, ReceiptsHttpLive } from "./authorization/Http.js"
@@ -66,9 +68,10 @@ export const ApiGroupsLive = Layer.mergeAll(
   RedteamHttpLive,
   RedteamReportsHttpLive,
   MetricsHttpLive,
-  AdminHttpLive
+  AdminHttpLive,
+  AuditEventsHttpLive
 ).pipe(
-  Layer.provide(Layer.mergeAll(AuthorizationLive, RunsLive)),
+  Layer.provide(Layer.mergeAll(AuthorizationLive, RunsLive, AuditLog.Default)),
   Layer.provideMerge(CatalogLive),
   Layer.provideMerge(IdentityLive)
 )

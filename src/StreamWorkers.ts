@@ -11,6 +11,7 @@ import type { Outbox } from "./platform/Outbox.js"
 import type { Secrets } from "./platform/Secrets.js"
 import { ActionMeterWorkerLive, BudgetWebhooksWorkerLive, LlmUsageWorkerLive } from "./billing/Workers.js"
 import { RetentionLive } from "./operations/Retention.js"
+import { AuditRetentionLive } from "./audit/Retention.js"
 import { RunCountersLive } from "./runs/RunCounters.js"
 import { JobRunnerLive } from "./redteam/JobRunner.js"
 import { AnalyticsConsumerLive } from "./analytics/Ingest.js"
@@ -25,6 +26,7 @@ const consumers: ReadonlyArray<{
 }> = [
   { name: "run-counters", layer: RunCountersLive },
   { name: "retention", layer: RetentionLive },
+  { name: "audit-retention", layer: AuditRetentionLive },
   { name: "redteam-jobs", layer: JobRunnerLive },
   { name: "analytics", layer: AnalyticsConsumerLive },
   { name: "llm-usage-store", layer: LlmUsageWorkerLive },

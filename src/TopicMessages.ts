@@ -4,6 +4,7 @@
  * read them from here. Each value carries `schema_version`.
  */
 import type { Schema } from "effect"
+import { AuditEventMessage } from "./audit/Domain.js"
 import { DecisionMessage } from "./authorization/Domain.js"
 import { BudgetFiringMessage, LlmUsageMessage } from "./billing/Domain.js"
 import { ConfigChange } from "./catalog/ConfigChanges.js"
@@ -55,5 +56,12 @@ export const TopicMessages: Readonly<Record<TopicName, TopicMessage>> = {
     value: ConfigChange,
     producer: "catalog and settings writes",
     consumers: ["every process's snapshot cache"]
+  },
+  [Topics.audit]: {
+    key: "workspace id",
+    value: AuditEventMessage,
+    producer:
+      "the database: audit row triggers (migration 0019), in the transaction of each configuration or access change",
+    consumers: []
   }
 }

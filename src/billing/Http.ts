@@ -2,6 +2,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
+import { auditedWrites } from "../audit/Chain.js"
 import { webhookUrlFor } from "../identity/Access.js"
 import { CurrentCaller, inWorkspace } from "../identity/Authentication.js"
 import { pageSize } from "../platform/Schemas.js"
@@ -12,10 +13,11 @@ import { LlmUsage } from "./UsageStore.js"
 export const LlmPricingHttpLive = HttpApiBuilder.group(GuardrailApi, "llmPricing", (handlers) =>
   Effect.gen(function* () {
     const pricing = yield* Pricing
+    const audited = yield* auditedWrites
     return handlers
       .handle("listLlmPrices", () => inWorkspace(pricing.list).pipe(Effect.map((prices) => ({ prices }))))
-      .handle("putLlmPrice", ({ path, payload }) => inWorkspace((ws) => pricing.put(ws, path.model, payload)))
-      .handle("deleteLlmPrice", ({ path }) => inWorkspace((ws) => pricing.remove(ws, path.model)))
+      .handle("putLlmPrice", ({ path, payload }) => audited(inWorkspace((ws) => pricing.put(ws, path.model, payload))))
+      .handle("deleteLlmPrice", ({ path }) => audited(inWorkspace((ws) => pricing.remove(ws, path.model))))
   })
 ).pipe(Layer.provide(Pricing.Default))
 
@@ -31,6 +33,7 @@ export const LlmUsageHttpLive = HttpApiBuilder.group(GuardrailApi, "llmUsage", (
 export const BudgetAlertsHttpLive = HttpApiBuilder.group(GuardrailApi, "budgetAlerts", (handlers) =>
   Effect.gen(function* () {
     const alerts = yield* BudgetAlerts
+    const audited = yield* auditedWrites
     return handlers
       .handle("listBudgetAlerts", () =>
         Effect.flatMap(CurrentCaller, (caller) =>
@@ -39,9 +42,11 @@ export const BudgetAlertsHttpLive = HttpApiBuilder.group(GuardrailApi, "budgetAl
           }))
         )
       )
-      .handle("createBudgetAlert", ({ payload }) => inWorkspace((ws) => alerts.create(ws, payload)))
-      .handle("updateBudgetAlert", ({ path, payload }) => inWorkspace((ws) => alerts.update(ws, path.id, payload)))
-      .handle("deleteBudgetAlert", ({ path }) => inWorkspace((ws) => alerts.remove(ws, path.id)))
+      .handle("createBudgetAlert", ({ payload }) => audited(inWorkspace((ws) => alerts.create(ws, payload))))
+      .handle("updateBudgetAlert", ({ path, payload }) =>
+        audited(inWorkspace((ws) => alerts.update(ws, path.id, payload)))
+      )
+      .handle("deleteBudgetAlert", ({ path }) => audited(inWorkspace((ws) => alerts.remove(ws, path.id))))
       .handle("listBudgetAlertFirings", ({ path }) => inWorkspace((ws) => alerts.firings(ws, path.id)))
       .handle("listBudgetAlertDeliveries", ({ path }) => inWorkspace((ws) => alerts.deliveries(ws, path.id)))
   })

@@ -7,6 +7,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
+import { setAuditActor } from "../audit/Chain.js"
 import { EventLog } from "../platform/EventLog.js"
 import { Outbox } from "../platform/Outbox.js"
 import { transactionOf } from "../platform/Sql.js"
@@ -40,12 +41,15 @@ export class ConfigChanges extends Effect.Service<ConfigChanges>()("catalog/Conf
   effect: Effect.gen(function* () {
     const outbox = yield* Outbox
     const snapshot = yield* CatalogSnapshot
-    const transaction = transactionOf(yield* SqlClient.SqlClient)
+    const sql = yield* SqlClient.SqlClient
+    const transaction = transactionOf(sql)
+    // The audit triggers (docs/audit.md) record every row this transaction changes, under this caller and request.
+    const attribute = Effect.provideService(setAuditActor, SqlClient.SqlClient, sql)
 
-    /** Runs `write` and records the change in one transaction, then drops the local snapshot. */
+    /** Runs `write` and records the change (and its audit events) in one transaction, then drops the local snapshot. */
     const change = <A, E, R>(workspaceId: string, resource: ConfigChange["resource"], write: Effect.Effect<A, E, R>) =>
       transaction(
-        Effect.tap(write, () =>
+        Effect.tap(Effect.zipRight(attribute, write), () =>
           outbox.enqueue([
             {
               topic: Topics.configChanges,

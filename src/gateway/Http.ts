@@ -2,6 +2,7 @@
 import { HttpApiBuilder, type HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
+import { auditedWrites } from "../audit/Chain.js"
 import { type HotEndpoint, rawRouterHandler, type RawBody } from "../http/Hot.js"
 import { inWorkspace } from "../identity/Authentication.js"
 import { mapInput } from "../platform/Warm.js"
@@ -13,15 +14,16 @@ import type { Dialect } from "./UsageMeter.js"
 export const ProviderConnectionsHttpLive = HttpApiBuilder.group(GuardrailApi, "providerConnections", (handlers) =>
   Effect.gen(function* () {
     const connections = yield* Connections
+    const audited = yield* auditedWrites
     return handlers
       .handle("listProviderConnections", () =>
         inWorkspace(connections.listConnections).pipe(Effect.map((list) => ({ provider_connections: list })))
       )
       .handle("createProviderConnection", ({ payload }) =>
-        inWorkspace((ws) => connections.createConnection(ws, payload))
+        audited(inWorkspace((ws) => connections.createConnection(ws, payload)))
       )
       .handle("updateProviderConnection", ({ path, payload }) =>
-        inWorkspace((ws) => connections.updateConnection(ws, path.id, payload))
+        audited(inWorkspace((ws) => connections.updateConnection(ws, path.id, payload)))
       )
   })
 ).pipe(Layer.provide(Connections.Default))
@@ -29,13 +31,14 @@ export const ProviderConnectionsHttpLive = HttpApiBuilder.group(GuardrailApi, "p
 export const GatewayRoutesHttpLive = HttpApiBuilder.group(GuardrailApi, "gatewayRoutes", (handlers) =>
   Effect.gen(function* () {
     const connections = yield* Connections
+    const audited = yield* auditedWrites
     return handlers
       .handle("listGatewayRoutes", () =>
         inWorkspace(connections.listRoutes).pipe(Effect.map((list) => ({ gateway_routes: list })))
       )
-      .handle("createGatewayRoute", ({ payload }) => inWorkspace((ws) => connections.createRoute(ws, payload)))
+      .handle("createGatewayRoute", ({ payload }) => audited(inWorkspace((ws) => connections.createRoute(ws, payload))))
       .handle("updateGatewayRoute", ({ path, payload }) =>
-        inWorkspace((ws) => connections.updateRoute(ws, path.id, payload))
+        audited(inWorkspace((ws) => connections.updateRoute(ws, path.id, payload)))
       )
   })
 ).pipe(Layer.provide(Connections.Default))

@@ -49,7 +49,9 @@ export const accessByGroup: Readonly<Record<string, GroupAccess>> = {
   analytics: { runtimeKey: "none", ...member },
   redteam: { runtimeKey: "none", ...member },
   redteamReports: { runtimeKey: "none", ...member },
-  admin: { runtimeKey: "none", ...member }
+  admin: { runtimeKey: "none", ...member },
+  // The audit log shows who changed what: admins and owners only.
+  auditEvents: { runtimeKey: "none", read: "admin", write: "owner" }
 }
 
 const rank: Record<WorkspaceRole, number> = { member: 0, admin: 1, owner: 2 }

@@ -2,6 +2,7 @@
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
 import { GuardrailApi } from "../Api.js"
+import { auditedWrites } from "../audit/Chain.js"
 import { Unauthorized } from "../http/Errors.js"
 import { webhookUrlFor } from "./Access.js"
 import { Accounts } from "./Accounts.js"
@@ -36,6 +37,7 @@ export const AuthHttpLive = HttpApiBuilder.group(GuardrailApi, "auth", (handlers
 export const ApiKeysHttpLive = HttpApiBuilder.group(GuardrailApi, "apiKeys", (handlers) =>
   Effect.gen(function* () {
     const apiKeys = yield* ApiKeys
+    const audited = yield* auditedWrites
     return handlers
       .handle("listApiKeys", () =>
         Effect.map(CurrentCaller, (caller) => caller.workspaceId).pipe(
@@ -44,10 +46,10 @@ export const ApiKeysHttpLive = HttpApiBuilder.group(GuardrailApi, "apiKeys", (ha
         )
       )
       .handle("createApiKey", ({ payload }) =>
-        Effect.flatMap(CurrentCaller, (caller) => apiKeys.create(caller, payload))
+        audited(Effect.flatMap(CurrentCaller, (caller) => apiKeys.create(caller, payload)))
       )
       .handle("revokeApiKeys", ({ payload }) =>
-        Effect.flatMap(CurrentCaller, (caller) => apiKeys.revoke(caller.workspaceId, payload.ids)).pipe(
+        audited(Effect.flatMap(CurrentCaller, (caller) => apiKeys.revoke(caller.workspaceId, payload.ids))).pipe(
           Effect.map((api_keys) => ({ api_keys }))
         )
       )
@@ -57,6 +59,7 @@ export const ApiKeysHttpLive = HttpApiBuilder.group(GuardrailApi, "apiKeys", (ha
 export const TeamHttpLive = HttpApiBuilder.group(GuardrailApi, "team", (handlers) =>
   Effect.gen(function* () {
     const workspaces = yield* Workspaces
+    const audited = yield* auditedWrites
     const credentials = yield* Credentials
     return handlers
       .handle("listMyWorkspaces", ({ headers }) =>
@@ -79,10 +82,14 @@ export const TeamHttpLive = HttpApiBuilder.group(GuardrailApi, "team", (handlers
         })
       )
       .handle("createWorkspace", ({ payload }) =>
-        Effect.flatMap(CurrentCaller, (caller) => workspaces.create(caller.userId ?? caller.principalId, payload.name))
+        audited(
+          Effect.flatMap(CurrentCaller, (caller) =>
+            workspaces.create(caller.userId ?? caller.principalId, payload.name)
+          )
+        )
       )
       .handle("createInvite", ({ payload }) =>
-        Effect.flatMap(CurrentCaller, (caller) => workspaces.invite(caller, payload))
+        audited(Effect.flatMap(CurrentCaller, (caller) => workspaces.invite(caller, payload)))
       )
       .handle("listMembers", () => Effect.flatMap(CurrentCaller, (caller) => workspaces.members(caller.workspaceId)))
   })
@@ -91,6 +98,7 @@ export const TeamHttpLive = HttpApiBuilder.group(GuardrailApi, "team", (handlers
 export const SettingsHttpLive = HttpApiBuilder.group(GuardrailApi, "settings", (handlers) =>
   Effect.gen(function* () {
     const settings = yield* WorkspaceSettings
+    const audited = yield* auditedWrites
     return handlers
       .handle("getSettings", () =>
         Effect.flatMap(CurrentCaller, (caller) =>
@@ -101,7 +109,7 @@ export const SettingsHttpLive = HttpApiBuilder.group(GuardrailApi, "settings", (
         )
       )
       .handle("updateSettings", ({ payload }) =>
-        Effect.flatMap(CurrentCaller, (caller) => settings.updateSettings(caller.workspaceId, payload))
+        audited(Effect.flatMap(CurrentCaller, (caller) => settings.updateSettings(caller.workspaceId, payload)))
       )
   })
 )
@@ -109,24 +117,29 @@ export const SettingsHttpLive = HttpApiBuilder.group(GuardrailApi, "settings", (
 export const EnvironmentsHttpLive = HttpApiBuilder.group(GuardrailApi, "environments", (handlers) =>
   Effect.gen(function* () {
     const settings = yield* WorkspaceSettings
+    const audited = yield* auditedWrites
     return handlers
       .handle("listEnvironments", () =>
         inWorkspace(settings.listEnvironments).pipe(Effect.map((environments) => ({ environments })))
       )
-      .handle("createEnvironment", ({ payload }) => inWorkspace((ws) => settings.createEnvironment(ws, payload)))
-      .handle("updateEnvironment", ({ path, payload }) =>
-        inWorkspace((ws) => settings.updateEnvironment(ws, path.id, payload))
+      .handle("createEnvironment", ({ payload }) =>
+        audited(inWorkspace((ws) => settings.createEnvironment(ws, payload)))
       )
-      .handle("deleteEnvironment", ({ path }) => inWorkspace((ws) => settings.deleteEnvironment(ws, path.id)))
+      .handle("updateEnvironment", ({ path, payload }) =>
+        audited(inWorkspace((ws) => settings.updateEnvironment(ws, path.id, payload)))
+      )
+      .handle("deleteEnvironment", ({ path }) => audited(inWorkspace((ws) => settings.deleteEnvironment(ws, path.id))))
       .handle("getCheckerModes", ({ path }) => inWorkspace((ws) => settings.checkerModes(ws, path.environment_id)))
       .handle("replaceCheckerModes", ({ path, payload }) =>
-        inWorkspace((ws) =>
-          settings.replaceCheckerModes(ws, path.environment_id, {
-            approval: payload.approval_checker_mode ?? null,
-            flow: payload.flow_checker_mode ?? null,
-            memory: payload.memory_checker_mode ?? null,
-            param: payload.param_checker_mode ?? null
-          })
+        audited(
+          inWorkspace((ws) =>
+            settings.replaceCheckerModes(ws, path.environment_id, {
+              approval: payload.approval_checker_mode ?? null,
+              flow: payload.flow_checker_mode ?? null,
+              memory: payload.memory_checker_mode ?? null,
+              param: payload.param_checker_mode ?? null
+            })
+          )
         )
       )
   })

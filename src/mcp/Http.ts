@@ -2,6 +2,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
+import { auditedWrites } from "../audit/Chain.js"
 import { CurrentCaller, inWorkspace } from "../identity/Authentication.js"
 import { McpGateway } from "./Gateway.js"
 import { McpServers } from "./Servers.js"
@@ -9,12 +10,15 @@ import { McpServers } from "./Servers.js"
 export const McpServersHttpLive = HttpApiBuilder.group(GuardrailApi, "mcpServers", (handlers) =>
   Effect.gen(function* () {
     const servers = yield* McpServers
+    const audited = yield* auditedWrites
     return handlers
       .handle("listMcpServers", () => inWorkspace(servers.list).pipe(Effect.map((list) => ({ mcp_servers: list }))))
-      .handle("createMcpServer", ({ payload }) => inWorkspace((ws) => servers.create(ws, payload)))
+      .handle("createMcpServer", ({ payload }) => audited(inWorkspace((ws) => servers.create(ws, payload))))
       .handle("getMcpServer", ({ path }) => inWorkspace((ws) => servers.get(ws, path.id)))
-      .handle("updateMcpServer", ({ path, payload }) => inWorkspace((ws) => servers.update(ws, path.id, payload)))
-      .handle("deleteMcpServer", ({ path }) => inWorkspace((ws) => servers.remove(ws, path.id)))
+      .handle("updateMcpServer", ({ path, payload }) =>
+        audited(inWorkspace((ws) => servers.update(ws, path.id, payload)))
+      )
+      .handle("deleteMcpServer", ({ path }) => audited(inWorkspace((ws) => servers.remove(ws, path.id))))
   })
 ).pipe(Layer.provide(McpServers.Default))
 

@@ -9,7 +9,8 @@ export const Topics = {
   reviewEvents: "review-events",
   llmUsage: "llm-usage",
   budgetFirings: "budget-firings",
-  configChanges: "config-changes"
+  configChanges: "config-changes",
+  audit: "audit"
 } as const
 
 export type TopicName = (typeof Topics)[keyof typeof Topics]

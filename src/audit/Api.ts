@@ -1,0 +1,18 @@
+/** The audit log contract: `GET /v1/audit-events` and `GET /v1/audit-events/verify` (admins and owners). */
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Authentication } from "../identity/Authentication.js"
+import { AuditEventPage, ListAuditEventsParams, VerifyResult } from "./Domain.js"
+
+export class AuditEventsApi extends HttpApiGroup.make("auditEvents")
+  .add(
+    HttpApiEndpoint.get("listAuditEvents", "/audit-events")
+      .setUrlParams(ListAuditEventsParams)
+      .addSuccess(AuditEventPage)
+  )
+  .add(HttpApiEndpoint.get("verifyAuditEvents", "/audit-events/verify").addSuccess(VerifyResult))
+  .prefix("/v1")
+  .middleware(Authentication)
+  .annotate(
+    OpenApi.Description,
+    "The workspace's audit log: every change to configuration or access, hash-chained; see docs/audit.md."
+  ) {}

@@ -1,0 +1,18 @@
+/** Handlers of the audit-events group. */
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { GuardrailApi } from "../Api.js"
+import { inWorkspace } from "../identity/Authentication.js"
+import { pageSize } from "../platform/Schemas.js"
+import { AuditLog } from "./AuditLog.js"
+
+export const AuditEventsHttpLive = HttpApiBuilder.group(GuardrailApi, "auditEvents", (handlers) =>
+  Effect.gen(function* () {
+    const audit = yield* AuditLog
+    return handlers
+      .handle("listAuditEvents", ({ urlParams }) =>
+        inWorkspace((ws) => audit.list(ws, urlParams, pageSize(urlParams.limit, 200)))
+      )
+      .handle("verifyAuditEvents", () => inWorkspace((ws) => audit.verify(ws)))
+  })
+)

@@ -1,0 +1,106 @@
+/** SQL of the audit log. Rows are written only by the triggers of migration 0019; this reads and prunes. */
+import { SqlClient } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
+import { dieOnErrors } from "../platform/Sql.js"
+import { AuditRow } from "./Domain.js"
+
+export interface AuditFilter {
+  readonly resourceType: string | undefined
+  readonly resourceId: string | undefined
+  readonly actorKind: string | undefined
+  readonly actorId: string | undefined
+  readonly start: Date | undefined
+  readonly end: Date | undefined
+}
+
+const HeadRow = Schema.Struct({
+  seq: Schema.NumberFromString,
+  hash: Schema.NullOr(Schema.String),
+  anchor_seq: Schema.NumberFromString,
+  anchor_hash: Schema.NullOr(Schema.String),
+  anchor_signature: Schema.NullOr(Schema.String),
+  anchored_at: Schema.NullOr(Schema.DateFromSelf)
+})
+export type HeadRow = typeof HeadRow.Type
+
+const decodeRows = Schema.decodeUnknown(Schema.Array(AuditRow))
+const decodeHeads = Schema.decodeUnknown(Schema.Array(HeadRow))
+const decodeIds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ workspace_id: Schema.String })))
+const decodeAnchors = Schema.decodeUnknown(Schema.Array(Schema.Struct({ anchor_seq: Schema.NumberFromString })))
+
+const COLUMNS = `workspace_id, seq::text as seq, id, actor_kind, actor_id, action, resource_type, resource_id,
+  before_digest, after_digest, request_id, created_at, prev_hash, hash`
+
+export class AuditRepo extends Effect.Service<AuditRepo>()("audit/AuditRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const columns = sql.literal(COLUMNS)
+
+    /** Newest first (by chain position); `beforeSeq` continues a page. */
+    const list = (workspaceId: string, filter: AuditFilter, beforeSeq: Option.Option<number>, limit: number) => {
+      const conditions = [
+        sql`workspace_id = ${workspaceId}`,
+        ...(filter.resourceType === undefined ? [] : [sql`resource_type = ${filter.resourceType}`]),
+        ...(filter.resourceId === undefined ? [] : [sql`resource_id = ${filter.resourceId}`]),
+        ...(filter.actorKind === undefined ? [] : [sql`actor_kind = ${filter.actorKind}`]),
+        ...(filter.actorId === undefined ? [] : [sql`actor_id = ${filter.actorId}`]),
+        ...(filter.start === undefined ? [] : [sql`created_at >= ${filter.start}`]),
+        ...(filter.end === undefined ? [] : [sql`created_at < ${filter.end}`]),
+        ...Option.match(beforeSeq, { onNone: () => [], onSome: (seq) => [sql`seq < ${seq}`] })
+      ]
+      return sql`select ${columns} from audit_events where ${sql.and(conditions)}
+                 order by audit_events.seq desc limit ${limit}`.pipe(Effect.flatMap(decodeRows))
+    }
+
+    /** The chain in order, `limit` rows after `afterSeq`. */
+    const chainAfter = (workspaceId: string, afterSeq: number, limit: number) =>
+      sql`select ${columns} from audit_events where workspace_id = ${workspaceId} and seq > ${afterSeq}
+          order by audit_events.seq limit ${limit}`.pipe(Effect.flatMap(decodeRows))
+
+    const head = (workspaceId: string) =>
+      sql`select seq::text as seq, hash, anchor_seq::text as anchor_seq, anchor_hash, anchor_signature, anchored_at
+          from audit_heads where workspace_id = ${workspaceId}`.pipe(
+        Effect.flatMap(decodeHeads),
+        Effect.map((rows) => Option.fromNullable(rows[0]))
+      )
+
+    /** The newest row created before `cutoff`: where a prune would end. */
+    const lastBefore = (workspaceId: string, cutoff: Date) =>
+      sql`select ${columns} from audit_events where workspace_id = ${workspaceId} and created_at < ${cutoff}
+          order by audit_events.seq desc limit 1`.pipe(
+        Effect.flatMap(decodeRows),
+        Effect.map((rows) => Option.fromNullable(rows[0]))
+      )
+
+    /** Workspaces with audit rows older than `cutoff`. */
+    const workspacesWithRowsBefore = (cutoff: Date) =>
+      sql`select distinct workspace_id from audit_events where created_at < ${cutoff}`.pipe(
+        Effect.flatMap(decodeIds),
+        Effect.map((rows) => rows.map((row) => row.workspace_id))
+      )
+
+    /**
+     * Moves the anchor to `row` (with its signature) and deletes the chain up
+     * to it, in one transaction; the head row is locked first, so appends wait.
+     * An anchor already past `row` (another pruner) leaves everything as it is.
+     */
+    const pruneThrough = (row: AuditRow, signature: string) =>
+      sql.withTransaction(
+        Effect.gen(function* () {
+          const locked = yield* sql`select anchor_seq::text as anchor_seq from audit_heads
+                                    where workspace_id = ${row.workspace_id} for update`.pipe(
+            Effect.flatMap(decodeAnchors)
+          )
+          if ((locked[0]?.anchor_seq ?? 0) >= row.seq) return 0
+          yield* sql`update audit_heads set anchor_seq = ${row.seq}, anchor_hash = ${row.hash},
+                     anchor_signature = ${signature}, anchored_at = now()
+                     where workspace_id = ${row.workspace_id}`
+          const deleted = yield* sql`delete from audit_events
+                                     where workspace_id = ${row.workspace_id} and seq <= ${row.seq} returning 1`
+          return deleted.length
+        })
+      )
+
+    return dieOnErrors({ list, chainAfter, head, lastBefore, workspacesWithRowsBefore, pruneThrough })
+  })
+}) {}

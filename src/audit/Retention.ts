@@ -1,0 +1,30 @@
+/**
+ * Audit retention, a task of the stream worker: with AUDIT_RETENTION_DAYS set
+ * (> 0), rows older than that are pruned behind a signed checkpoint
+ * (`AuditLog.prune`), so verification still holds. Unset or 0 (the default):
+ * audit rows are kept for good. It is separate from the workspaces'
+ * `retention_days`, since an audit trail usually must outlive operational data.
+ */
+import { Clock, Config, Duration, Effect, Layer, Schedule } from "effect"
+import { AppConfig } from "../platform/Config.js"
+import { AuditLog } from "./AuditLog.js"
+
+const DAY_MILLIS = 24 * 60 * 60 * 1000
+
+export const AuditRetentionLive = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const days = yield* Config.integer("AUDIT_RETENTION_DAYS").pipe(Config.withDefault(0), Effect.orDie)
+    if (days <= 0) return
+    const config = yield* AppConfig
+    const audit = yield* AuditLog
+    yield* Clock.currentTimeMillis.pipe(
+      Effect.flatMap((now) => audit.prune(new Date(now - days * DAY_MILLIS))),
+      Effect.tap((deleted) =>
+        (deleted > 0 ? Effect.logInfo : Effect.logDebug)("audit prune").pipe(Effect.annotateLogs({ deleted }))
+      ),
+      Effect.catchAllCause((cause) => Effect.logWarning("audit prune failed; next one as scheduled", cause)),
+      Effect.repeat(Schedule.spaced(Duration.seconds(config.retentionIntervalSeconds))),
+      Effect.forkScoped
+    )
+  })
+).pipe(Layer.provide(AuditLog.Default))
