@@ -61,7 +61,7 @@ export const TopicMessages: Readonly<Record<TopicName, TopicMessage>> = {
     key: "workspace id",
     value: AuditEventMessage,
     producer:
-      "the database: audit row triggers (migration 0019), in the transaction of each configuration or access change",
+      "the database: audit row triggers (migration 0021), in the transaction of each configuration or access change",
     consumers: []
   }
 }

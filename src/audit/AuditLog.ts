@@ -1,7 +1,7 @@
 /**
  * The audit log's reads: the filtered list, the walk that verifies a
  * workspace's chain, and retention's prune behind a signed checkpoint.
- * Appends happen in the database (migration 0019's triggers), in the
+ * Appends happen in the database (migration 0021's triggers), in the
  * transaction of each change.
  */
 import { createPublicKey, verify as verifyBytes } from "node:crypto"

@@ -1,6 +1,6 @@
 /**
  * The audit chain's two halves on the application side: naming the actor and
- * request id of a transaction (the row triggers of migration 0019 read them),
+ * request id of a transaction (the row triggers of migration 0021 read them),
  * and recomputing a row's hash the way the trigger computed it.
  */
 import { SqlClient } from "@effect/sql"

@@ -24,7 +24,7 @@ export const AuditEvent = Schema.Struct({
 }).annotations({ identifier: "AuditEvent" })
 export type AuditEvent = typeof AuditEvent.Type
 
-/** Value of the `audit` topic (key: workspace id); written by the row triggers of migration 0019. */
+/** Value of the `audit` topic (key: workspace id); written by the row triggers of migration 0021. */
 export const AuditEventMessage = Schema.Struct({
   schema_version: Schema.Literal(1),
   ...AuditEvent.fields

@@ -1,4 +1,4 @@
-/** SQL of the audit log. Rows are written only by the triggers of migration 0019; this reads and prunes. */
+/** SQL of the audit log. Rows are written only by the triggers of migration 0021; this reads and prunes. */
 import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
