@@ -62,8 +62,8 @@ export class Packs extends Effect.Service<Packs>()("catalog/Packs", {
       const inserted = yield* changes.change(
         workspaceId,
         "policies",
-        Effect.forEach(pack.policies, (pack_document) => {
-          const document = installedDocument(pack_document, options)
+        Effect.forEach(pack.policies, (shipped) => {
+          const document = installedDocument(shipped, options)
           return repo.insertPolicy(
             workspaceId,
             {
