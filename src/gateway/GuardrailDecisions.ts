@@ -3,13 +3,20 @@
  * is to be decided, which decision speaks for several and what the client is
  * told (headers, refusal), the run/session headers, reading an answer whole.
  */
-import type { HttpServerResponse } from "@effect/platform"
+import { HttpServerResponse } from "@effect/platform"
 import { Effect, Either, Schema } from "effect"
 import { Readable } from "node:stream"
 import type { DecisionAnswer } from "../authorization/Decisions.js"
 import { strictest } from "../authorization/Pipeline.js"
 import type { Snapshot } from "../catalog/Snapshot.js"
-import { BadGateway, BadRequest } from "../http/Errors.js"
+import {
+  BadGateway,
+  BadRequest,
+  errorBodyOf,
+  errorHeadersOf,
+  type HttpError,
+  statusOf
+} from "../http/Errors.js"
 import type { RuntimeConfig } from "../identity/WorkspaceSettings.js"
 import { Identifier } from "../platform/Schemas.js"
 import type { RouteTarget } from "./Connections.js"
@@ -49,6 +56,32 @@ export const decisionHeaders = (decided: Decided | "off" | "none"): Record<strin
         "x-guardrail-trace-id": decided.answer.trace_id,
         "x-guardrail-receipt-id": decided.answer.receipt_id
       }
+
+/** The decisions made on an answer, as the `guardrail` object a client reads (body, or a stream's last event). */
+export const guardrailSummary = (decided: ReadonlyArray<Decided>) => ({
+  decisions: decided.map(({ answer, mode, screened }) => ({
+    kind: screened.kind,
+    operation: screened.operation,
+    mode,
+    effect: answer.effect,
+    trace_id: answer.trace_id,
+    receipt_id: answer.receipt_id
+  }))
+})
+
+/**
+ * A stream's last event, after everything the provider sent (chat: after `[DONE]`, which the
+ * openai client stops at; messages: an event type the Anthropic client skips): `event: guardrail`.
+ */
+export const guardrailEvent = (decided: ReadonlyArray<Decided>) =>
+  `event: guardrail\ndata: ${JSON.stringify({ guardrail: guardrailSummary(decided) })}\n\n`
+
+/** An HTTP error as the conventions' answer with the request-side decision's headers (every gateway answer has them). */
+export const errorWithHeaders = (error: HttpError, headers: Record<string, string>): Response =>
+  HttpServerResponse.unsafeJson(errorBodyOf(error), {
+    status: statusOf(error),
+    headers: { ...errorHeadersOf(error), ...headers }
+  })
 
 /** The first enforced deny or defer among `decided` (strictest first), as what the client is told. */
 export const refusalIn = (decided: ReadonlyArray<Decided>): Refusal | undefined => {

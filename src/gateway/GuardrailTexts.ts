@@ -131,8 +131,9 @@ export const requestEvents = (dialect: Dialect, body: Json): ReadonlyArray<Scree
 }
 
 /** A tool call's arguments as params: the parsed JSON object, else the raw text under `arguments`. */
-const paramsOf = (raw: unknown): Json => {
+export const paramsOf = (raw: unknown): Json => {
   if (isObject(raw)) return raw
+  if (raw === "") return {}
   if (typeof raw === "string") {
     try {
       const parsed: unknown = JSON.parse(raw)
@@ -145,15 +146,39 @@ const paramsOf = (raw: unknown): Json => {
   return {}
 }
 
+/** A tool call's arguments as the text content policies read (and a rewrite redacts): the JSON as sent. */
+export const argumentsText = (raw: unknown): string =>
+  typeof raw === "string" ? raw : raw === undefined ? "{}" : JSON.stringify(raw)
+
+/**
+ * Rewritten arguments in the form the dialect carries them: chat keeps a JSON string; messages an
+ * object (a rewrite that no longer parses as one is carried whole, never the unredacted input).
+ */
+export const rewrittenArguments = (dialect: Dialect, text: string): unknown => {
+  if (dialect === "chat") return text
+  return paramsOf(text)
+}
+
+/**
+ * A proposed tool call as `output.proposed`: operation its name, params its parsed arguments and
+ * content their text, so content policies see (and a rewrite redacts) what the tool would receive.
+ */
+export const toolCallEvent = (
+  name: unknown,
+  args: unknown,
+  replace?: ((text: string) => void) | undefined
+): Screened => ({
+  kind: "output.proposed",
+  direction: "tool_calls",
+  operation: operationName(name, "tool"),
+  params: paramsOf(args),
+  content: argumentsText(args),
+  replace
+})
+
 /** What of a provider's (non-streamed) JSON answer is decided: each reply text and each tool call. */
 export const responseEvents = (dialect: Dialect, body: Json): ReadonlyArray<Screened> => {
   const events: Array<Screened> = []
-  const toolCall = (name: unknown, args: unknown): Screened => ({
-    kind: "output.proposed",
-    direction: "tool_calls",
-    operation: operationName(name, "tool"),
-    params: paramsOf(args)
-  })
   if (dialect === "chat") {
     for (const choice of objects(body["choices"])) {
       const message = choice["message"]
@@ -170,7 +195,7 @@ export const responseEvents = (dialect: Dialect, body: Json): ReadonlyArray<Scre
       }
       for (const call of objects(message["tool_calls"])) {
         const fn = isObject(call["function"]) ? call["function"] : {}
-        events.push(toolCall(fn["name"], fn["arguments"]))
+        events.push(toolCallEvent(fn["name"], fn["arguments"], (text) => (fn["arguments"] = text)))
       }
     }
     return events
@@ -195,7 +220,11 @@ export const responseEvents = (dialect: Dialect, body: Json): ReadonlyArray<Scre
     })
   }
   for (const block of objects(body["content"])) {
-    if (block["type"] === "tool_use") events.push(toolCall(block["name"], block["input"]))
+    if (block["type"] === "tool_use") {
+      events.push(
+        toolCallEvent(block["name"], block["input"], (text) => (block["input"] = rewrittenArguments(dialect, text)))
+      )
+    }
   }
   return events
 }

@@ -23,7 +23,7 @@
  * takes the proxy's direct path with no extra work.
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Effect, Either, Exit, Option, Runtime, type Scope } from "effect"
+import { Cause, Effect, Either, Exit, Option, Runtime, type Scope } from "effect"
 import { PassThrough, Readable } from "node:stream"
 import { Authorization } from "../authorization/Authorization.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
@@ -45,6 +45,9 @@ import {
   allOff,
   type Decided,
   decisionHeaders,
+  errorWithHeaders,
+  guardrailEvent,
+  guardrailSummary,
   headline,
   nothingCouldMatch,
   readBody,
@@ -131,6 +134,7 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
         runPromise(
           decide(request, target, environmentId, scope, screened).pipe(
             Effect.map((decided): Verdict => {
+              decisions.push(...decided)
               const refusal = refusalIn(decided)
               if (refusal !== undefined) return { _tag: "stop", event: refusalEvent(dialect, refusal) }
               const rewrite = decided.find((one) => one.mode === "enforce" && one.answer.effect === "rewrite")
@@ -150,13 +154,15 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
           )
         )
       const sink = new PassThrough()
+      const decisions: Array<Decided> = []
       void screenStream(source, sink, {
         dialect,
         windowChars,
         holdChars,
         screensText: target.guardrails.output !== "off",
         screensToolCalls: target.guardrails.tool_calls !== "off",
-        decide: verdict
+        decide: verdict,
+        finalEvent: () => guardrailEvent(decisions)
       })
       return HttpServerResponse.raw(sink, {
         status: response.status,
@@ -207,25 +213,19 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
         const refusal = refusalOf(request, decided, headers)
         if (refusal !== undefined) return HttpServerResponse.setHeaders(refusal, response.headers)
         applyRewrites(decided)
-        json["guardrail"] = {
-          decisions: decided.map(({ answer, mode, screened }) => ({
-            kind: screened.kind,
-            operation: screened.operation,
-            mode,
-            effect: answer.effect,
-            trace_id: answer.trace_id,
-            receipt_id: answer.receipt_id
-          }))
-        }
+        json["guardrail"] = guardrailSummary(decided)
         return HttpServerResponse.unsafeJson(json, { status: response.status, headers: response.headers })
       })
 
-    const screened = (request: ProxyRequest): Effect.Effect<Response, HttpError, Scope.Scope> =>
-      Effect.gen(function* () {
+    const screened = (request: ProxyRequest): Effect.Effect<Response, HttpError, Scope.Scope> => {
+      // What the answer's x-guardrail-* headers say so far: an error answer carries them too.
+      let headers = decisionHeaders("none")
+      return Effect.gen(function* () {
         const { caller } = request
         const target = yield* connections.target(caller.workspaceId, request.routeId)
         if (allOff(target)) {
-          return HttpServerResponse.setHeaders(yield* proxy.forward.run(request), decisionHeaders("off"))
+          headers = decisionHeaders("off")
+          return HttpServerResponse.setHeaders(yield* proxy.forward.run(request), headers)
         }
         const config = yield* settings.runtimeConfig(caller.workspaceId)
         // A catalog that cannot be read is not "nothing to match": deciding then fails closed (defer).
@@ -258,9 +258,7 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
           concurrency: "unbounded"
         })).flat()
         const first = headline(decided)
-        const headers = decisionHeaders(
-          target.guardrails.input === "off" ? "off" : first === undefined ? "none" : first
-        )
+        headers = decisionHeaders(target.guardrails.input === "off" ? "off" : first === undefined ? "none" : first)
         const refusal = refusalOf(request, decided, headers)
         if (refusal !== undefined) return refusal
         const rewritten = applyRewrites(decided)
@@ -278,7 +276,11 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
           yield* screenAnswer(request, target, environmentId, scope, response, headers),
           headers
         )
-      }).pipe(Effect.withSpan("GatewayGuard.forward"))
+      }).pipe(
+        Effect.catchAll((error) => Effect.succeed(errorWithHeaders(error, headers))),
+        Effect.withSpan("GatewayGuard.forward")
+      )
+    }
 
     /**
      * The proxy with its guardrails. The direct path is the proxy's own when nothing is to be decided
@@ -301,7 +303,14 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
           headers = decisionHeaders("none")
         }
         return proxy.forward.direct(request, (exit) =>
-          answer(Exit.map(exit, (response) => HttpServerResponse.setHeaders(response, headers)))
+          answer(
+            Exit.isSuccess(exit)
+              ? Exit.succeed(HttpServerResponse.setHeaders(exit.value, headers))
+              : Option.match(Cause.failureOption(exit.cause), {
+                  onNone: () => exit,
+                  onSome: (error) => Exit.succeed(errorWithHeaders(error, headers))
+                })
+          )
         )
       },
       run: screened

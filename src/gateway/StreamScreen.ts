@@ -16,7 +16,7 @@
 import { once } from "node:events"
 import type { PassThrough, Readable } from "node:stream"
 import { StringDecoder } from "node:string_decoder"
-import type { Screened } from "./GuardrailTexts.js"
+import { paramsOf, type Screened, toolCallEvent } from "./GuardrailTexts.js"
 import type { Dialect } from "./UsageMeter.js"
 
 /** What deciding one event answered: go on (with a rewritten text when enforced), or stop with this error event. */
@@ -31,6 +31,8 @@ export interface StreamScreenOptions {
   readonly screensText: boolean
   readonly screensToolCalls: boolean
   readonly decide: (screened: Screened) => Promise<Verdict>
+  /** The event that ends a stream that was not refused (the decisions made on it). */
+  readonly finalEvent: () => string
 }
 
 type Json = Record<string, unknown>
@@ -43,12 +45,23 @@ interface TextSlot {
   readonly event: (text: string) => string
 }
 
-/** A tool call being assembled, and its events held until it is decided. */
+/** A tool call being assembled, its events held until it is decided, and how to write it whole with rewritten arguments. */
 interface HeldCall {
   name: string
   args: string
-  readonly events: Array<string>
+  events: Array<string>
+  readonly rewritten: (call: HeldCall, args: string) => Array<string>
 }
+
+/** A chat tool call written whole (one chunk) with rewritten arguments, from its first chunk's envelope. */
+const chatCall =
+  (first: Json, choiceIndex: number, piece: Json) =>
+  (call: HeldCall, args: string): Array<string> => {
+    const { choices: _choices, ...envelope } = first
+    const toolCall = { index: piece["index"] ?? 0, id: piece["id"], type: "function", function: { name: call.name, arguments: args } }
+    const choice = { index: choiceIndex, delta: { tool_calls: [toolCall] }, finish_reason: null }
+    return [`data: ${JSON.stringify({ ...envelope, choices: [choice] })}\n\n`]
+  }
 
 /** The end of the last sentence in `text` at or before `limit` (0: none). */
 const sentenceEnd = (text: string, limit: number) => {
@@ -60,14 +73,6 @@ const sentenceEnd = (text: string, limit: number) => {
   return 0
 }
 
-const parseArgs = (args: string): Json => {
-  try {
-    const parsed: unknown = JSON.parse(args === "" ? "{}" : args)
-    return isObject(parsed) ? parsed : { arguments: args }
-  } catch {
-    return { arguments: args }
-  }
-}
 
 /** Reads `source` (the provider's SSE answer) into `sink`, screened; never throws (a failure ends the sink). */
 export const screenStream = async (source: Readable, sink: PassThrough, options: StreamScreenOptions) => {
@@ -136,13 +141,9 @@ export const screenStream = async (source: Readable, sink: PassThrough, options:
     })
     if (options.screensToolCalls) {
       for (const call of ready) {
-        const verdict = await options.decide({
-          kind: "output.proposed",
-          direction: "tool_calls",
-          operation: call.name === "" ? "tool" : call.name.slice(0, 200),
-          params: parseArgs(call.args)
-        })
+        const verdict = await options.decide(toolCallEvent(call.name, call.args))
         if (verdict._tag === "stop") return stop(verdict.event)
+        if (verdict.rewritten !== null) call.events = call.rewritten(call, verdict.rewritten)
       }
     }
     for (const call of ready) for (const event of call.events) await write(event)
@@ -170,7 +171,7 @@ export const screenStream = async (source: Readable, sink: PassThrough, options:
         let held: HeldCall | undefined
         for (const piece of toolCalls) {
           const key = `${index}:${String(piece["index"] ?? 0)}`
-          const call = calls.get(key) ?? { name: "", args: "", events: [] }
+          const call = calls.get(key) ?? { name: "", args: "", events: [], rewritten: chatCall(data, index, piece) }
           calls.set(key, call)
           const fn = isObject(piece["function"]) ? piece["function"] : {}
           if (typeof fn["name"] === "string") call.name += fn["name"]
@@ -202,7 +203,16 @@ export const screenStream = async (source: Readable, sink: PassThrough, options:
     if (isObject(data) && type === "content_block_start") {
       const block = data["content_block"]
       if (isObject(block) && block["type"] === "tool_use") {
-        calls.set(key, { name: typeof block["name"] === "string" ? block["name"] : "", args: "", events: [raw] })
+        calls.set(key, {
+          name: typeof block["name"] === "string" ? block["name"] : "",
+          args: "",
+          events: [raw],
+          rewritten: (call, args) => [
+            call.events[0]!,
+            `event: content_block_delta\ndata: ${JSON.stringify({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: JSON.stringify(paramsOf(args)) } })}\n\n`,
+            `event: content_block_stop\ndata: ${JSON.stringify({ type: "content_block_stop", index })}\n\n`
+          ]
+        })
         return
       }
     }
@@ -267,7 +277,7 @@ export const screenStream = async (source: Readable, sink: PassThrough, options:
     if (buffer.trim() !== "") await onEvent(`${buffer}\n\n`)
     if (!stopped) await releaseAll()
     if (!stopped) await releaseCalls()
-    if (!stopped && !sink.writableEnded) sink.end()
+    if (!stopped && !sink.writableEnded) sink.end(options.finalEvent())
   } catch {
     // The provider's answer broke off (or the client left): end what went out, as an unscreened proxy would.
     if (!sink.writableEnded && !sink.destroyed) sink.end()

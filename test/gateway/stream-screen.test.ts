@@ -29,19 +29,22 @@ const run = async (text: string, size: number, decide: (screened: Screened) => V
     decide: async (screened) => {
       decided.push(screened.content ?? "")
       return decide(screened)
-    }
+    },
+    finalEvent: () => `event: guardrail\ndata: {"decided":${decided.length}}\n\n`
   })
   const events = Buffer.concat(out)
     .toString("utf8")
     .split("\n\n")
     .filter((event) => event.trim() !== "")
+  const ended = events.at(-1)?.startsWith("event: guardrail") === true
   const released = events.flatMap((event) => {
+    if (event.startsWith("event: guardrail")) return []
     const data = event.replace(/^\s*data: /, "")
     if (data === "[DONE]") return []
     const parsed = JSON.parse(data) as { choices?: Array<{ delta: { content?: string } }>; error?: { code: string } }
     return parsed.error !== undefined ? [] : [parsed.choices?.[0]?.delta.content ?? ""]
   })
-  return { released, stopped: events.some((event) => event.includes("guardrail_denied")), decided }
+  return { released, stopped: events.some((event) => event.includes("guardrail_denied")), decided, ended }
 }
 
 const denyStupid = (screened: Screened): Verdict =>
@@ -53,8 +56,9 @@ describe("stream screening", () => {
   it("never releases any part of a denied pattern, whatever the chunking", async () => {
     const text = "One sentence here. Another one follows now, and then a stupid remark appears at last."
     for (const size of [1, 2, 3, 5, 7, 11, 40]) {
-      const { released, stopped } = await run(text, size, denyStupid)
+      const { released, stopped, ended } = await run(text, size, denyStupid)
       expect(stopped, `chunks of ${size}`).toBe(true)
+      expect(ended, `a refused stream ends with its error, chunks of ${size}`).toBe(false)
       const joined = released.join("")
       expect(text.startsWith(joined), `chunks of ${size}`).toBe(true)
       expect(joined.includes("stu"), `chunks of ${size}: ${joined}`).toBe(false)
@@ -63,8 +67,9 @@ describe("stream screening", () => {
 
   it("releases all the text, in order and in windows, when nothing objects", async () => {
     const text = "Short. A longer sentence without an end for a while and on and on"
-    const { released, stopped, decided } = await run(text, 3, () => ({ _tag: "pass", rewritten: null }))
+    const { released, stopped, decided, ended } = await run(text, 3, () => ({ _tag: "pass", rewritten: null }))
     expect(stopped).toBe(false)
+    expect(ended).toBe(true)
     expect(released.join("")).toBe(text)
     expect(released.length).toBeGreaterThan(1)
     expect(released.length).toBe(decided.length)
