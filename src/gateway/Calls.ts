@@ -134,21 +134,22 @@ export const upstreamHeaders = (
 }
 
 /** The answer for a call that ended before the provider's response head; notes why in `outcome`. */
-export const upstreamFailure = (error: UpstreamFailure, outcome: Outcome) => {
+/** An upstream's failure as the HTTP error the client gets; `upstream` names it ("The provider", "The MCP server"). */
+export const upstreamFailure = (error: UpstreamFailure, outcome: Outcome, upstream = "The provider") => {
   outcome.error = error._tag === "UpstreamTimeout" ? "timeout" : error.reason
   switch (error._tag) {
     case "UpstreamTimeout":
       return new GatewayTimeout({
         code: "upstream_timeout",
-        message: `The provider did not answer within ${error.afterMillis} ms.`
+        message: `${upstream} did not answer within ${error.afterMillis} ms.`
       })
     case "UpstreamRefused":
       return new BadGateway({
         code: "upstream_address_refused",
-        message: "The provider's address is not allowed for outbound calls (an internal address); see docs/outbound.md."
+        message: `${upstream}'s address is not allowed for outbound calls (an internal address); see docs/outbound.md.`
       })
     case "UpstreamUnreachable":
-      return new BadGateway({ code: "upstream_unreachable", message: "The provider could not be reached." })
+      return new BadGateway({ code: "upstream_unreachable", message: `${upstream} could not be reached.` })
   }
 }
 

@@ -105,7 +105,11 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
           )
           return Effect.void
         }
-      }).pipe(Effect.mapError((failure) => upstreamFailure(failure, { status: null, error: null, ended: false })))
+      }).pipe(
+        Effect.mapError((failure) =>
+          upstreamFailure(failure, { status: null, error: null, ended: false }, "The MCP server")
+        )
+      )
 
     /** The server and its decrypted headers (502 when this service cannot decrypt them). */
     const targetOf = (caller: Caller, serverId: string) =>

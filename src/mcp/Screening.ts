@@ -57,31 +57,62 @@ export const callRefusal = (tool: string, answer: DecisionAnswer) => {
 export const disabledToolResult = (tool: string) =>
   noticeResult(`The tool ${tool} is disabled in this workspace's tool metadata; it cannot be called.`)
 
-/** The text items of a tool result, one a line: what its `tool.result` decision screens. */
+const parsedObject = (text: string): Json | undefined => {
+  try {
+    return asObject(JSON.parse(text))
+  } catch {
+    return undefined
+  }
+}
+
+/** The text an item of a tool result carries: a text item's, or an embedded text resource's. */
+const itemText = (item: unknown): string | undefined => {
+  const object = asObject(item)
+  if (object?.["type"] === "text" && typeof object["text"] === "string") return object["text"]
+  const resource = object?.["type"] === "resource" ? asObject(object["resource"]) : undefined
+  return typeof resource?.["text"] === "string" ? resource["text"] : undefined
+}
+
+const contentOf = (result: Json): ReadonlyArray<unknown> =>
+  Array.isArray(result["content"]) ? (result["content"] as ReadonlyArray<unknown>) : []
+
+/**
+ * What a tool result's `tool.result` decision screens, one part a line: its text items, the text of
+ * its embedded resources, and its `structuredContent` as JSON. Binary items (images, audio, blob
+ * resources) carry no text to screen and pass as they are.
+ */
 export const textOf = (result: Json): string => {
-  const content = Array.isArray(result["content"]) ? (result["content"] as ReadonlyArray<unknown>) : []
-  return content
-    .map(asObject)
-    .flatMap((item) =>
-      item !== undefined && item["type"] === "text" && typeof item["text"] === "string" ? [item["text"]] : []
-    )
-    .join("\n")
+  const texts = contentOf(result).flatMap((item) => {
+    const text = itemText(item)
+    return text === undefined ? [] : [text]
+  })
+  if (result["structuredContent"] !== undefined) texts.push(JSON.stringify(result["structuredContent"]))
+  return texts.join("\n")
 }
 
 /**
- * A tool result after its decision: unchanged on permit; on rewrite its text items become one item with
- * the transformed text (structured content, a copy of the unrewritten data, is dropped); on deny or defer
- * a notice instead of the whole result.
+ * A tool result after its decision: unchanged on permit; on rewrite everything that was screened
+ * (text items, text resources, structured content) becomes one text item with the transformed text,
+ * binary items kept after it; on deny or defer a notice instead of the whole result.
  */
 export const screenedResult = (tool: string, result: Json, answer: DecisionAnswer): Json | undefined => {
   switch (answer.effect) {
     case "permit":
       return undefined
     case "rewrite": {
-      const content = Array.isArray(result["content"]) ? (result["content"] as ReadonlyArray<unknown>) : []
-      const others = content.filter((item) => asObject(item)?.["type"] !== "text")
-      const { structuredContent: _dropped, ...rest } = result
-      return { ...rest, content: [{ type: "text", text: answer.transformed_value ?? "" }, ...others] }
+      const transformed = answer.transformed_value ?? ""
+      const others = contentOf(result).filter((item) => itemText(item) === undefined)
+      const { structuredContent, ...rest } = result
+      if (structuredContent === undefined) return { ...rest, content: [{ type: "text", text: transformed }, ...others] }
+      // Structured content is the last line screened (textOf): put back rewritten while it is still a JSON object.
+      const cut = transformed.lastIndexOf("\n")
+      const structured = parsedObject(transformed.slice(cut + 1))
+      if (structured === undefined) {
+        // Not separable again: the rewritten text alone, marked as an error (a client checking an output schema accepts that).
+        return { ...rest, content: [{ type: "text", text: transformed }, ...others], isError: true }
+      }
+      const text = cut < 0 ? JSON.stringify(structured) : transformed.slice(0, cut)
+      return { ...rest, content: [{ type: "text", text }, ...others], structuredContent: structured }
     }
     case "defer":
       return noticeResult(

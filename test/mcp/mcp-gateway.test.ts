@@ -158,7 +158,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)(
             })
             const { client, transport } = yield* connect(setup)
             const { tools } = yield* Effect.promise(() => client.listTools())
-            expect(tools.map((tool) => tool.name).sort()).toEqual(["lookup_order", "read_email", "send_money"])
+            expect(tools.map((tool) => tool.name).sort()).toEqual(["fetch_attachment", "lookup_order", "lookup_payee", "read_email", "send_money"])
 
             const before = invocations(sse, "lookup_order")
             const result = yield* callTool(client, "lookup_order", { order_id: "o-7" })
@@ -263,7 +263,9 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)(
           })
           const unreachable = yield* post(server.id, ping)
           expect(unreachable.status).toBe(502)
-          expect(unreachable.body).toMatchObject({ error: { code: "upstream_unreachable" } })
+          expect(unreachable.body).toMatchObject({
+            error: { code: "upstream_unreachable", message: "The MCP server could not be reached." }
+          })
         })
       )
     })
@@ -295,12 +297,27 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)(
             const rewritten = yield* callTool(client, "read_email", { id: "m-1" })
             expect(rewritten).toEqual({ text: EMAIL_TEXT.replace(IBAN, "[iban removed]"), isError: false })
 
+            // Text outside text items is screened too: an embedded resource, structured content.
+            const attachment = yield* callTool(client, "fetch_attachment", { id: "injected" })
+            expect(attachment.isError).toBe(true)
+            expect(attachment.text).not.toContain(INJECTED_TEXT)
+            const payee = yield* Effect.promise(() =>
+              client.callTool({ name: "lookup_payee", arguments: { name: "Ada" } })
+            )
+            expect(JSON.stringify(payee)).not.toContain(IBAN)
+            expect(payee.structuredContent).toEqual({ name: "Ada", iban: "[iban removed]" })
+            expect(payee.isError).not.toBe(true)
+
             const sessionId = transport.sessionId!
             expect(yield* sessionTraces(setup.owner, sessionId)).toEqual([
               { effect: "permit", kind: "output.proposed", operation: "read_email" },
               { effect: "deny", kind: "tool.result", operation: "read_email" },
               { effect: "permit", kind: "output.proposed", operation: "read_email" },
-              { effect: "rewrite", kind: "tool.result", operation: "read_email" }
+              { effect: "rewrite", kind: "tool.result", operation: "read_email" },
+              { effect: "permit", kind: "output.proposed", operation: "fetch_attachment" },
+              { effect: "deny", kind: "tool.result", operation: "fetch_attachment" },
+              { effect: "permit", kind: "output.proposed", operation: "lookup_payee" },
+              { effect: "rewrite", kind: "tool.result", operation: "lookup_payee" }
             ])
 
             // DELETE ends the session at the server; the id is then unknown there.

@@ -65,6 +65,33 @@ export const startMcpUpstream = async (options: { readonly jsonResponse?: boolea
         return text(`Sent ${amount} EUR to ${iban}`)
       }
     )
+    // Text outside text items: an embedded resource, and structured content (with its text copy).
+    server.registerTool(
+      "fetch_attachment",
+      { description: "Fetches an attachment", inputSchema: { id: z.string() } },
+      async ({ id }) => {
+        invoked("fetch_attachment")
+        const body = id === "injected" ? INJECTED_TEXT : EMAIL_TEXT
+        return {
+          content: [
+            { type: "resource", resource: { uri: `mail://attachments/${id}`, mimeType: "text/plain", text: body } }
+          ]
+        }
+      }
+    )
+    server.registerTool(
+      "lookup_payee",
+      {
+        description: "Looks a payee up",
+        inputSchema: { name: z.string() },
+        outputSchema: { name: z.string(), iban: z.string() }
+      },
+      async ({ name }) => {
+        invoked("lookup_payee")
+        const payee = { name, iban: IBAN }
+        return { content: [{ type: "text", text: `Payee ${name} found.` }], structuredContent: payee }
+      }
+    )
     server.registerTool("delete_mailbox", { description: "Deletes the mailbox" }, async () => {
       invoked("delete_mailbox")
       return text("Mailbox deleted")
