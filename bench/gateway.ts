@@ -9,10 +9,12 @@
  *    request, so each call takes the strict path (reservation, settlement and
  *    a usage event through the outbox),
  *  - through `@portkey-ai/gateway` (its npm build, `--headless`, custom host
- *    pointed at the stub).
+ *    pointed at the stub), without and with its own guardrail checks
+ *    (bench/portkey-guardrails.ts).
  * The gateway is also measured without a budget (usage still recorded), for
  * the cost breakdown, and with guardrails (`screenEverything`: two guard
- * packs and 50 content policies, the request and the reply each decided). Loads: concurrency 1; a fixed 500 requests/s; and as fast as 100
+ * packs and 50 content policies, the request and the reply each decided;
+ * no budget, as Portkey's guarded target has none). Loads: concurrency 1; a fixed 500 requests/s; and as fast as 100
  * connections go (sustained requests/s). Added latency = gateway percentile
  * minus the direct percentile of the same load. Concurrency 1 is timed per
  * request to 0.01 ms (`sequential`); the other loads by autocannon (whole ms).
@@ -27,6 +29,7 @@ import { createHash } from "node:crypto"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { Agent, request as httpRequest } from "node:http"
 import { createRequire } from "node:module"
+import { portkeyGuardrailConfig } from "./portkey-guardrails.js"
 import { admin, adminUrl, brokers, cannon, pause, SERVICE_NODE_FLAGS, waitUntilIdle } from "./support.js"
 
 const seconds = Number(process.argv[2] ?? 10)
@@ -293,7 +296,7 @@ const main = async () => {
     await waitFor(async () => (await fetch(`${serviceBase}/readyz`)).ok, "service", service.output)
     const ours = await configureService(serviceBase)
     const oursWithoutBudget = await configureService(serviceBase, false)
-    const oursScreened = await configureService(serviceBase, true, true)
+    const oursScreened = await configureService(serviceBase, false, true)
 
     const portkeyEntry = createRequire(import.meta.url).resolve("@portkey-ai/gateway/build/start-server.js")
     const portkey = start("node", [portkeyEntry, `--port=${ports.portkey}`, "--headless"])
@@ -319,6 +322,13 @@ const main = async () => {
     console.log(JSON.stringify({ bench: "gateway", target: "direct", ...direct }))
     const portkeyResult = await measure(portkeyTarget)
     console.log(JSON.stringify({ bench: "gateway", target: "portkey", ...portkeyResult }))
+    // Portkey with its own built-in guardrail checks (bench/portkey-guardrails.ts), input and output.
+    const portkeyGuarded = await measure({
+      name: "portkey-guarded",
+      url: portkeyTarget.url,
+      headers: { ...portkeyTarget.headers, "x-portkey-config": portkeyGuardrailConfig }
+    })
+    console.log(JSON.stringify({ bench: "gateway", target: "portkey-guarded", ...portkeyGuarded }))
     const quiet = () => waitUntilIdle([service.child.pid!, portkey.child.pid!])
     const guardrail = await measure({ name: "guardrail", ...ours }, quiet)
     console.log(JSON.stringify({ bench: "gateway", target: "guardrail", ...guardrail }))
@@ -346,22 +356,33 @@ const main = async () => {
       portkey: added(portkeyResult),
       guardrail_without_budget: added(unbudgeted),
       guardrail_screened: added(screened),
+      portkey_guarded: added(portkeyGuarded),
       sustained_requests_per_s: {
         direct: direct.sustained.requests_per_s,
         guardrail: guardrail.sustained.requests_per_s,
         portkey: portkeyResult.sustained.requests_per_s,
         guardrail_without_budget: unbudgeted.sustained.requests_per_s,
-        guardrail_screened: screened.sustained.requests_per_s
+        guardrail_screened: screened.sustained.requests_per_s,
+        portkey_guarded: portkeyGuarded.sustained.requests_per_s
       }
     }
+    // Issue 18: screened added p50 and p99 below Portkey's with its checks at both loads, sustained >= 2x.
+    const screenedGoalMet =
+      LOADS.filter((load) => load !== "sustained").every(
+        (load) =>
+          summary.guardrail_screened[load].added_p50_ms < summary.portkey_guarded[load].added_p50_ms &&
+          summary.guardrail_screened[load].added_p99_ms < summary.portkey_guarded[load].added_p99_ms
+      ) && screened.sustained.requests_per_s >= 2 * portkeyGuarded.sustained.requests_per_s
     const goalMet =
       summary.guardrail.concurrency_1.added_p99_ms < summary.portkey.concurrency_1.added_p99_ms &&
       summary.guardrail.rate_500.added_p99_ms < summary.portkey.rate_500.added_p99_ms
-    console.log(JSON.stringify({ bench: "gateway-summary", ...summary, goal_met: goalMet }))
+    console.log(
+      JSON.stringify({ bench: "gateway-summary", ...summary, goal_met: goalMet, screened_goal_met: screenedGoalMet })
+    )
     mkdirSync(new URL("results/", import.meta.url), { recursive: true })
     writeFileSync(
       new URL("results/gateway.json", import.meta.url),
-      `${JSON.stringify({ at: new Date().toISOString(), summary: { ...summary, goal_met: goalMet }, direct, guardrail, portkey: portkeyResult, guardrail_without_budget: unbudgeted, guardrail_screened: screened }, null, 2)}\n`
+      `${JSON.stringify({ at: new Date().toISOString(), summary: { ...summary, goal_met: goalMet, screened_goal_met: screenedGoalMet }, direct, guardrail, portkey: portkeyResult, portkey_guarded: portkeyGuarded, guardrail_without_budget: unbudgeted, guardrail_screened: screened }, null, 2)}\n`
     )
   } finally {
     for (const child of children) child.kill("SIGTERM")

@@ -13,7 +13,7 @@
  * direct path; otherwise the Effect path loads what a step needs and runs
  * the same step again.
  */
-import { Cause, Effect, Exit, FiberRef, LogLevel, Option, Runtime } from "effect"
+import { Cause, Deferred, Effect, Exit, FiberId, FiberRef, LogLevel, Option, Runtime } from "effect"
 import type { Snapshot } from "../catalog/Snapshot.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
 import { Forbidden, type HttpError, NotFound } from "../http/Errors.js"
@@ -59,6 +59,12 @@ export interface DecideRequest {
   readonly ceiling?: "observe" | "enforce" | undefined
   /** A dry run's view of the policy set (DryRun.ts); absent: the live set. */
   readonly overlay?: PolicyOverlay
+}
+
+/** A decision answered before its records are durable, and the answer that stands once they are. */
+export interface EarlyDecision {
+  readonly answer: DecisionAnswer
+  readonly durable: Effect.Effect<DecisionAnswer>
 }
 
 /** What deciding read beyond the caches: settings, a snapshot, an approval grant, or why the registry is unreadable. */
@@ -228,21 +234,44 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
         )
       )
 
+    /** After the decision's records were committed (or not): the bookkeeping, and the answer that stands. */
+    const settled = (decided: Decided, committed: Exit.Exit<unknown, unknown>): DecisionAnswer => {
+      const recorded = Exit.isSuccess(committed)
+      const { decision, config, record, escalation, response } = decided
+      const added = record.fingerprints?.[0]
+      // Before the answer: this instance's next decision in the scope already reads what was added.
+      if (recorded && added !== undefined) runFork(provenance.recorded(added.workspace_id, added.scope))
+      recordDecision(recorded ? decision.effect : "defer")
+      if (debugLogs) runFork(logDecisionDetails(config.settings, record.trace.id, decision))
+      if (recorded && escalation !== null) runFork(notifyEscalation(outbound, escalation.url, escalation.notice))
+      return recorded ? response : unrecordedAnswer(response)
+    }
+
     /** Commits the decision's records; answers it once they are durable (else defers: it cannot stand unrecorded). */
     const commit = (_: DecideRequest, decided: Decided, answer: Answer<DecisionAnswer, HttpError>) =>
-      writer.enqueue(decided.record, (committed) => {
-        const recorded = Exit.isSuccess(committed)
-        const { decision, config, record, escalation, response } = decided
-        const added = record.fingerprints?.[0]
-        // Before the answer: this instance's next decision in the scope already reads what was added.
-        if (recorded && added !== undefined) runFork(provenance.recorded(added.workspace_id, added.scope))
-        recordDecision(recorded ? decision.effect : "defer")
-        if (debugLogs) runFork(logDecisionDetails(config.settings, record.trace.id, decision))
-        if (recorded && escalation !== null) runFork(notifyEscalation(outbound, escalation.url, escalation.notice))
-        answer(Exit.succeed(recorded ? response : unrecordedAnswer(response)))
-      })
+      writer.enqueue(decided.record, (committed) => answer(Exit.succeed(settled(decided, committed))))
 
     const authorizeEvent = hotUseCase({ name: "Authorization.authorizeEvent", initial: {}, steps, act: commit })
+
+    /**
+     * The same decision, answered as soon as it is made, with `durable`: the answer that stands once its
+     * records are committed (a `defer` if they could not be). For a caller that overlaps the commit with
+     * other work (the gateway's provider call) and releases nothing before `durable` answers.
+     */
+    const commitLater = (_: DecideRequest, decided: Decided, answer: Answer<EarlyDecision, HttpError>) => {
+      const durable = Deferred.unsafeMake<DecisionAnswer>(FiberId.none)
+      writer.enqueue(decided.record, (committed) =>
+        Deferred.unsafeDone(durable, Exit.succeed(settled(decided, committed)))
+      )
+      answer(Exit.succeed({ answer: decided.response, durable: Deferred.await(durable) }))
+    }
+
+    const authorizeEventEarly = hotUseCase({
+      name: "Authorization.authorizeEventEarly",
+      initial: {},
+      steps,
+      act: commitLater
+    })
 
     /** Decides one proposed event in Effect code (the red-team runner's agent): the same use case. */
     const authorize = (caller: Caller, event: ProposedEventInput) =>
@@ -294,7 +323,7 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
       }
     })
 
-    return { authorizeEvent, authorize, evaluateDry, receipt, grant, jwks: signer.jwks }
+    return { authorizeEvent, authorizeEventEarly, authorize, evaluateDry, receipt, grant, jwks: signer.jwks }
   }),
   dependencies: [
     ReceiptSigner.Default,

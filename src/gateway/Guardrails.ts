@@ -26,6 +26,7 @@ import { HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Either, Exit, Option, Runtime, type Scope } from "effect"
 import { PassThrough, Readable } from "node:stream"
 import { Authorization } from "../authorization/Authorization.js"
+import type { DecisionAnswer } from "../authorization/Decisions.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
 import { type HttpError, NotFound } from "../http/Errors.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
@@ -59,6 +60,22 @@ import { GatewayProxy, type ProxyRequest } from "./Proxy.js"
 
 type Response = HttpServerResponse.HttpServerResponse
 
+/** A decision answered before its records are durable. */
+interface Pending extends Decided {
+  readonly durable: Effect.Effect<DecisionAnswer>
+}
+
+/** The decisions as they stand once their records are durable (an unrecorded one as a defer). */
+const durably = (pending: ReadonlyArray<Pending>): Effect.Effect<ReadonlyArray<Decided>> =>
+  Effect.forEach(pending, ({ durable, mode, screened }) =>
+    Effect.map(durable, (answer) => ({ screened, mode, answer }))
+  )
+
+/** Drops a provider's answer that will not be passed on (the proxy then records its usage as it ended). */
+const discard = (response: Response) => {
+  if (response.body._tag === "Raw" && response.body.body instanceof Readable) response.body.body.destroy()
+}
+
 export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/GatewayGuard", {
   effect: Effect.gen(function* () {
     const proxy = yield* GatewayProxy
@@ -69,18 +86,21 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
     const { gatewayGuardrailHoldChars: holdChars, gatewayGuardrailWindowChars: windowChars } = yield* AppConfig
     const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
 
-    /** Decides one event by the use case of `POST /v1/events`; in observe, a refusal of the event itself is only logged. */
-    const decide = (
+    /**
+     * Decides one event by the use case of `POST /v1/events`, answered before its records are durable
+     * (`durable` answers once they are); in observe, a refusal of the event itself is only logged.
+     */
+    const decideEarly = (
       request: ProxyRequest,
       target: RouteTarget,
       environmentId: string,
       scope: { readonly run_id?: string | undefined; readonly session_id?: string | undefined },
       screened: Screened
-    ): Effect.Effect<ReadonlyArray<Decided>, HttpError> => {
+    ): Effect.Effect<ReadonlyArray<Pending>, HttpError> => {
       const mode = target.guardrails[screened.direction]
       if (mode === "off") return Effect.succeed([])
       const decision = Effect.scoped(
-        authorization.authorizeEvent.run({
+        authorization.authorizeEventEarly.run({
           caller: request.caller,
           startedAt: performance.now(),
           ceiling: mode,
@@ -101,13 +121,16 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
             }
           }
         })
-      ).pipe(Effect.map((answer): ReadonlyArray<Decided> => [{ screened, mode, answer }]))
+      ).pipe(Effect.map(({ answer, durable }): ReadonlyArray<Pending> => [{ screened, mode, answer, durable }]))
       return mode === "enforce"
         ? decision
         : Effect.catchAll(decision, (error) =>
             Effect.as(Effect.logWarning("observed guardrail decision refused", error), [])
           )
     }
+
+    /** Decides one event and answers once its records are durable (what stands). */
+    const decide = (...args: Parameters<typeof decideEarly>) => Effect.flatMap(decideEarly(...args), durably)
 
     /** The first enforced refusal among `decided`, as the dialect's 403. */
     const refusalOf = (
@@ -254,16 +277,31 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
         // A copy: a rewrite changes the body that goes upstream, never the request as received.
         const body = structuredClone(parsed.right)
         const inputs = target.guardrails.input === "off" ? [] : requestEvents(request.dialect, body)
-        const decided = (yield* Effect.forEach(inputs, (one) => decide(request, target, environmentId, scope, one), {
+        const early = (yield* Effect.forEach(inputs, (one) => decideEarly(request, target, environmentId, scope, one), {
           concurrency: "unbounded"
         })).flat()
-        const first = headline(decided)
-        headers = decisionHeaders(target.guardrails.input === "off" ? "off" : first === undefined ? "none" : first)
-        const refusal = refusalOf(request, decided, headers)
-        if (refusal !== undefined) return refusal
-        const rewritten = applyRewrites(decided)
+        const headersOf = (decided: ReadonlyArray<Decided>) => {
+          const first = headline(decided)
+          return decisionHeaders(target.guardrails.input === "off" ? "off" : first === undefined ? "none" : first)
+        }
+        headers = headersOf(early)
+        // Refused: nothing goes upstream. Else the provider call overlaps the decisions' commit (which a
+        // rewrite's text needs no more than a permit does); nothing is answered before they are durable.
+        const refused = refusalIn(early) !== undefined
+        const rewritten = !refused && applyRewrites(early)
         const forwarded = rewritten ? { ...request, json: body, text: JSON.stringify(body) } : request
-        const response = yield* proxy.forward.run(forwarded)
+        const [response, decided] = yield* Effect.all(
+          [refused ? Effect.succeed(undefined) : proxy.forward.run(forwarded), durably(early)],
+          { concurrency: 2 }
+        )
+        headers = headersOf(decided)
+        const refusal = refusalOf(request, decided, headers)
+        if (refusal !== undefined) {
+          // Also a permit that could not be recorded (it stands as a defer): the provider's answer is dropped.
+          if (response !== undefined) discard(response)
+          return refusal
+        }
+        if (response === undefined) return yield* Effect.dieMessage("a refused request was not refused")
         const screensAnswer = target.guardrails.output !== "off" || target.guardrails.tool_calls !== "off"
         const contentType = response.headers["content-type"] ?? response.body.contentType ?? ""
         if (screensAnswer && response.status === 200 && contentType.includes("event-stream")) {

@@ -10,6 +10,7 @@ import Anthropic from "@anthropic-ai/sdk"
 import { afterAll, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import OpenAI from "openai"
+import { queryDatabase } from "../support/Database.js"
 import { createPolicy } from "../support/Events.js"
 import { SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
 import { GATEWAY_SETTINGS, gatewayTenant } from "./gateway-helpers.js"
@@ -37,7 +38,11 @@ const sseEvents = (text: string) =>
     .filter((event) => event.trim() !== "")
     .map((event) => {
       const lines = event.trim().split("\n")
-      const name = lines.find((line) => line.startsWith("event:"))?.slice(6).trim() ?? null
+      const name =
+        lines
+          .find((line) => line.startsWith("event:"))
+          ?.slice(6)
+          .trim() ?? null
       const data = lines
         .filter((line) => line.startsWith("data:"))
         .map((line) => line.slice(5).trim())
@@ -100,7 +105,11 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
         fetch(`${gateway.routeBase}/chat_style/chat/completions`, {
           method: "POST",
           headers: { authorization: `Bearer ${owner.jwt}`, "content-type": "application/json" },
-          body: JSON.stringify({ model: "say:All good here.", stream: true, messages: [{ role: "user", content: "Hi" }] })
+          body: JSON.stringify({
+            model: "say:All good here.",
+            stream: true,
+            messages: [{ role: "user", content: "Hi" }]
+          })
         })
       )
       expect(response.status).toBe(200)
@@ -116,6 +125,38 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
       for (const decision of guardrail.decisions) {
         expect(decision).toMatchObject({ kind: "output.proposed", operation: "reply", effect: "permit" })
         expect(String(decision["trace_id"])).not.toBe("")
+      }
+    })
+  )
+
+  it.effect("a permit that cannot be recorded stands as a defer: the provider's answer is not passed on", () =>
+    Effect.gen(function* () {
+      const { db, openai, owner } = yield* setUp
+      // The database refuses this workspace's traces (as a full disk or a lost primary would).
+      yield* queryDatabase(
+        db,
+        `create or replace function refuse_traces() returns trigger language plpgsql as $$
+         begin if new.workspace_id = '${owner.workspaceId}' then raise exception 'refused for the test'; end if; return new; end $$`
+      )
+      yield* queryDatabase(
+        db,
+        "create trigger refuse_traces before insert on traces for each row execute function refuse_traces()"
+      )
+      try {
+        const error = yield* Effect.promise(() =>
+          openai.chat.completions
+            .create({ model: "say:The answer.", messages: [{ role: "user", content: "Hi" }] })
+            .then(
+              () => undefined,
+              (raised: unknown) => raised
+            )
+        )
+        expect(error).toBeInstanceOf(OpenAI.APIError)
+        expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(403)
+        expect((error as InstanceType<typeof OpenAI.APIError>).code).toBe("guardrail_deferred")
+        expect((error as Error).message).toContain("could not be recorded")
+      } finally {
+        yield* queryDatabase(db, "drop trigger refuse_traces on traces")
       }
     })
   )
