@@ -118,6 +118,23 @@ layer(testServer("database"), SERVER_OPTIONS)("policy sets over HTTP", (it) => {
     )
   })
 
+  describe("GET /openapi.json", () => {
+    it.effect("lists the policy-set and versions endpoints", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const doc = (yield* call(base, "GET", "/openapi.json")).body as { readonly paths: Record<string, unknown> }
+        for (const path of [
+          "/v1/policy-sets/{digest}",
+          "/v1/agents/{id}/versions",
+          "/v1/tool-metadata/{tool}/versions",
+          "/v1/label-policies/{origin}/versions"
+        ]) {
+          expect(Object.keys(doc.paths)).toContain(path)
+        }
+      })
+    )
+  })
+
   describe("what the digest follows", () => {
     it.effect(
       "stays while nothing changes; changes with the agent profile, default_action, tool metadata and label policies",
