@@ -14,6 +14,7 @@ import { ApiKeysApi, AuthApi, EnvironmentsApi, SettingsApi, TeamApi } from "./id
 import { AnyHttpErrorWire } from "./http/Errors.js"
 import { withOnlyErrorBody } from "./platform/OpenApiDocument.js"
 import { AdminApi, MetricsApi } from "./operations/Api.js"
+import { PolicySetsApi } from "./policysets/Api.js"
 import { RedteamApi, RedteamReportsApi } from "./redteam/Api.js"
 import { ReviewEventsApi, RunsApi, TracesApi } from "./runs/Api.js"
 import { SystemApi } from "./system/Api.js"
@@ -29,6 +30,7 @@ export class GuardrailApi extends HttpApi.make("guardrail")
   .add(PoliciesApi)
   .add(LabelPoliciesApi)
   .add(ToolMetadataApi)
+  .add(PolicySetsApi)
   .add(KnowledgeSourcesApi)
   .add(EventsApi)
   .add(ReceiptsApi)

@@ -35,6 +35,7 @@ import {
 } from "./identity/Http.js"
 import { McpProxyHttpLive, McpServersHttpLive } from "./mcp/Http.js"
 import { AdminHttpLive, MetricsHttpLive } from "./operations/Http.js"
+import { PolicySetsHttpLive } from "./policysets/Http.js"
 import { RedteamHttpLive, RedteamReportsHttpLive } from "./redteam/Http.js"
 import { appendRunEvent, ReviewEventsHttpLive, RunsHttpLive, RunsLive, TracesHttpLive } from "./runs/Http.js"
 import { SystemHttpLive } from "./system/Http.js"
@@ -50,6 +51,7 @@ export const ApiGroupsLive = Layer.mergeAll(
   PoliciesHttpLive,
   LabelPoliciesHttpLive,
   ToolMetadataHttpLive,
+  PolicySetsHttpLive,
   KnowledgeSourcesHttpLive,
   EventsHttpLive,
   ReceiptsHttpLive,

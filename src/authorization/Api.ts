@@ -5,7 +5,7 @@ import { Authentication } from "../identity/Authentication.js"
 import { Identifier, Note } from "../platform/Schemas.js"
 import { MaxBodyBytes } from "../http/Routes.js"
 import { AuthorizationResponse, ProposedEvent } from "./Domain.js"
-import { EvaluateEvent } from "./DryRun.js"
+import { EvaluateEvent, EvaluateResponse } from "./DryRun.js"
 
 // 200, not 201: the answer is a decision; the trace it writes is a side record.
 export class EventsApi extends HttpApiGroup.make("events")
@@ -13,7 +13,7 @@ export class EventsApi extends HttpApiGroup.make("events")
   .add(
     HttpApiEndpoint.post("evaluateEvent", "/events/evaluate")
       .setPayload(EvaluateEvent)
-      .addSuccess(AuthorizationResponse)
+      .addSuccess(EvaluateResponse)
       // 50 candidate documents of 64 KiB each, with the event.
       .annotate(MaxBodyBytes, 4 * 1024 * 1024)
       .annotate(
@@ -32,7 +32,11 @@ export const Receipt = Schema.Struct({
   receipt_id: Schema.String,
   trace_id: Schema.String,
   jws: Schema.String.annotations({ description: "Compact JWS (EdDSA) over the decision's canonical JSON" }),
-  created_at: Schema.String
+  created_at: Schema.String,
+  policy_set_digest: Schema.NullOr(Schema.String).annotations({
+    description:
+      "Extension: the digest of the policy set that decided (also a signed claim of the JWS); GET /v1/policy-sets/{digest} returns it. Null for receipts issued before digests, or when the registry could not be read."
+  })
 }).annotations({ identifier: "Receipt" })
 
 export const Jwks = Schema.Struct({

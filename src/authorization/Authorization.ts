@@ -13,7 +13,7 @@
  * direct path; otherwise the Effect path loads what a step needs and runs
  * the same step again.
  */
-import { Cause, Deferred, Effect, Exit, FiberId, FiberRef, LogLevel, Option, Runtime } from "effect"
+import { Cause, Deferred, Effect, Exit, FiberId, FiberRef, LogLevel, Option, Runtime, Schema } from "effect"
 import type { Snapshot } from "../catalog/Snapshot.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
 import { Forbidden, type HttpError, NotFound } from "../http/Errors.js"
@@ -24,6 +24,7 @@ import { logDecisionDetails } from "../operations/Telemetry.js"
 import { AppConfig } from "../platform/Config.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { type Answer, hotUseCase, needs, ready, refused, settleValue, type WarmSteps } from "../platform/Warm.js"
+import { type PolicySet, policySetOf } from "../policysets/Digest.js"
 import { AuthorizationRepo, type GrantRow, type NewFingerprint } from "./Repo.js"
 import { contentTooLarge, oversizedTarget } from "./ContentCap.js"
 import {
@@ -80,7 +81,22 @@ interface Loaded {
 
 type Need = "config" | "reload" | "snapshot" | "grant" | "provenance"
 
-type Decided = ReturnType<typeof decisionOutcome> & { readonly decision: Decision; readonly config: RuntimeConfig }
+type Decided = ReturnType<typeof decisionOutcome> & {
+  readonly decision: Decision
+  readonly config: RuntimeConfig
+  readonly policySet: PolicySet | null
+}
+
+const decodeClaims = Schema.decodeUnknownOption(
+  Schema.parseJson(Schema.Struct({ policy_set_digest: Schema.optional(Schema.NullOr(Schema.String)) }))
+)
+
+/** The digest a receipt's JWS signed (its payload's claim); null for receipts issued before digests. */
+const signedPolicySetDigest = (jws: string) =>
+  Option.match(decodeClaims(Buffer.from(jws.split(".")[1] ?? "", "base64url").toString("utf8")), {
+    onNone: () => null,
+    onSome: (claims) => claims.policy_set_digest ?? null
+  })
 
 const unreadableRegistry = "The guardrail registry could not be read; the action is deferred."
 
@@ -143,6 +159,7 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
         let decision: Decision
         let grant = Option.none<GrantRow>()
         let fingerprints: ReadonlyArray<NewFingerprint> = []
+        let policySet: PolicySet | null = null
         if (loaded.unreadable !== undefined) {
           decision = failClosed(unreadableRegistry, { failure: loaded.unreadable })
         } else {
@@ -165,6 +182,8 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
           }
           const defaultAction = ceiling === "observe" ? "permit" : config.settings.default_action
           decision = evaluate(snapshot, event, modes, Option.isSome(grant), defaultAction, inferred)
+          // Memoised per snapshot (and agent, modes, default action): a map lookup on the hot path.
+          policySet = policySetOf(snapshot, principal.agent_id, modes, defaultAction, overlay?.candidates)
         }
         const appliedGrant = Option.match(grant, {
           onNone: () => null,
@@ -183,10 +202,11 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
           decision,
           appliedGrant,
           startedAt,
-          sign: signer.signNow
+          sign: signer.signNow,
+          policySet
         })
         const record = fingerprints.length === 0 ? outcome.record : { ...outcome.record, fingerprints }
-        return ready({ ...outcome, record, decision, config })
+        return ready({ ...outcome, record, decision, config, policySet })
       },
       load: (need, loaded) => {
         const workspaceId = caller.workspaceId
@@ -237,7 +257,9 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
     /** After the decision's records were committed (or not): the bookkeeping, and the answer that stands. */
     const settled = (decided: Decided, committed: Exit.Exit<unknown, unknown>): DecisionAnswer => {
       const recorded = Exit.isSuccess(committed)
-      const { decision, config, record, escalation, response } = decided
+      const { decision, config, record, escalation, response, policySet } = decided
+      // Stored with this decision (or an earlier one): the next decisions under the set carry only its digest.
+      if (recorded && policySet !== null) policySet.stored = true
       const added = record.fingerprints?.[0]
       // Before the answer: this instance's next decision in the scope already reads what was added.
       if (recorded && added !== undefined) runFork(provenance.recorded(added.workspace_id, added.scope))
@@ -285,7 +307,7 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
      */
     const evaluateDry = (caller: Caller, event: ProposedEventInput, overlay: PolicyOverlay) =>
       settleValue(steps({ caller, event, startedAt: performance.now(), overlay }), {}).pipe(
-        Effect.map((decided) => decided.response),
+        Effect.map((decided) => ({ ...decided.response, policy_set_digest: decided.policySetDigest })),
         Effect.withSpan("Authorization.evaluateDry")
       )
 
@@ -319,7 +341,8 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
         receipt_id: id,
         trace_id: row.value.trace_id,
         jws: row.value.jws,
-        created_at: row.value.created_at.toISOString()
+        created_at: row.value.created_at.toISOString(),
+        policy_set_digest: signedPolicySetDigest(row.value.jws)
       }
     })
 

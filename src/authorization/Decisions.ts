@@ -15,6 +15,7 @@ import { decisionDetails } from "../operations/Telemetry.js"
 import { prefixedId } from "../platform/Ids.js"
 import { Topics } from "../platform/Topics.js"
 import { keepTracePayload } from "../privacy/Payloads.js"
+import type { PolicySet } from "../policysets/Digest.js"
 import { keepJson } from "../privacy/Redaction.js"
 import { TraceId } from "../runs/Domain.js"
 import { allCheckers } from "./checkers/index.js"
@@ -206,8 +207,11 @@ export const decisionOutcome = (input: {
   readonly appliedGrant: AppliedGrant | null
   readonly startedAt: number
   readonly sign: (content: unknown) => string
+  /** What decided (src/policysets); null when deciding failed closed before the catalog could be read. */
+  readonly policySet: PolicySet | null
 }) => {
-  const { caller, event, config, decision, appliedGrant } = input
+  const { caller, event, config, decision, appliedGrant, policySet } = input
+  const policySetDigest = policySet?.digest ?? null
   const { principal } = event
   const traceId = prefixedId("trc")
   const receiptId = prefixedId("rcpt")
@@ -227,7 +231,8 @@ export const decisionOutcome = (input: {
     })),
     // The receipt is stored: it attests to the rewritten value as the workspace keeps content.
     transformed_value: keepJson(config.settings.data_handling_mode, decision.transformed_value),
-    issued_at: issuedAt
+    issued_at: issuedAt,
+    policy_set_digest: policySetDigest
   }
   const jws = input.sign(receiptContent)
   const latencyMs = Math.round(performance.now() - input.startedAt)
@@ -261,6 +266,7 @@ export const decisionOutcome = (input: {
       decision: decision.effect,
       domain: decision.domain,
       elapsedMs: latencyMs,
+      policySetDigest,
       // Decided on the raw content; stored as the workspace's data_handling_mode allows.
       payload: keepTracePayload(config.settings.data_handling_mode, {
         request: { kind: event.kind, action: event.action, metadata: event.metadata ?? null },
@@ -268,6 +274,11 @@ export const decisionOutcome = (input: {
       })
     },
     receipt: { id: receiptId, workspaceId: caller.workspaceId, traceId, jws },
+    // The set's content travels until a committed decision has stored it (policy_sets, insert-if-absent).
+    policySet:
+      policySet === null || policySet.stored
+        ? undefined
+        : { workspaceId: caller.workspaceId, digest: policySet.digest, content: policySet.content },
     event: {
       topic: Topics.decisions,
       key: caller.workspaceId,
@@ -312,7 +323,7 @@ export const decisionOutcome = (input: {
           }
         }
       : null
-  return { response, record, escalation }
+  return { response, record, escalation, policySetDigest }
 }
 
 export type DecisionAnswer = ReturnType<typeof decisionOutcome>["response"]

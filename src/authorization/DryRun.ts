@@ -6,8 +6,9 @@
 import { Either, Schema } from "effect"
 import { compilePolicyText, type CompiledPolicy, type PolicyError } from "../catalog/PolicyLanguage.js"
 import { BadRequest } from "../http/Errors.js"
+import { candidateDigest } from "../policysets/Digest.js"
 import { boundedArray, Identifier, Limits, nonEmptyBounded } from "../platform/Schemas.js"
-import { ProposedEvent } from "./Domain.js"
+import { AuthorizationResponse, ProposedEvent } from "./Domain.js"
 
 /** At most this many candidate documents, each at most `Limits.longText` characters (64 KiB). */
 export const MAX_CANDIDATE_POLICIES = 50
@@ -25,14 +26,27 @@ export const EvaluateEvent = Schema.Struct({
 }).annotations({ identifier: "EvaluateEvent" })
 export type EvaluateEvent = typeof EvaluateEvent.Type
 
-/** The live policies as this evaluation sees them. */
-export type PolicyOverlay = (live: ReadonlyArray<CompiledPolicy>) => ReadonlyArray<CompiledPolicy>
+/** A dry run's answer: a decision, and the digest of the set it evaluated (candidates included; nothing stored). */
+export class EvaluateResponse extends Schema.Class<EvaluateResponse>("EvaluateResponse")({
+  ...AuthorizationResponse.fields,
+  policy_set_digest: Schema.NullOr(Schema.String).annotations({
+    description:
+      "Extension: the digest of the policy set evaluated, candidate documents named by their sha-256; not stored, so GET /v1/policy-sets/{digest} knows it only if a real decision used the same set. Null when the registry could not be read."
+  })
+}) {}
+
+/** The live policies as this evaluation sees them; `candidates`: each candidate's text as its sha-256, by policy id. */
+export interface PolicyOverlay {
+  (live: ReadonlyArray<CompiledPolicy>): ReadonlyArray<CompiledPolicy>
+  readonly candidates: ReadonlyMap<string, string>
+}
 
 /** Compiles the candidates (every error at `candidate_policies.N.<path>`) into an overlay; a 400 when any is invalid. */
 export const overlayOf = (request: EvaluateEvent): Either.Either<PolicyOverlay, BadRequest> => {
   const errors: Array<PolicyError> = []
   const candidates: Array<CompiledPolicy> = []
   const seen = new Set<string>()
+  const digests = new Map<string, string>()
   ;(request.candidate_policies ?? []).forEach((text, index) => {
     const at = (path: string) => `candidate_policies.${index}${path === "" ? "" : `.${path}`}`
     Either.match(compilePolicyText(text), {
@@ -40,6 +54,7 @@ export const overlayOf = (request: EvaluateEvent): Either.Either<PolicyOverlay, 
       onRight: (policy) => {
         if (seen.has(policy.id)) errors.push({ path: at("id"), message: `another candidate has id ${policy.id}` })
         seen.add(policy.id)
+        digests.set(policy.id, candidateDigest(text))
         candidates.push(policy)
       }
     })
@@ -54,7 +69,11 @@ export const overlayOf = (request: EvaluateEvent): Either.Either<PolicyOverlay, 
     )
   }
   const left = new Set([...seen, ...(request.disable_policy_ids ?? [])])
-  return Either.right((live) => [...live.filter((policy) => !left.has(policy.id)), ...candidates])
+  const overlay = (live: ReadonlyArray<CompiledPolicy>) => [
+    ...live.filter((policy) => !left.has(policy.id)),
+    ...candidates
+  ]
+  return Either.right(Object.assign(overlay, { candidates: digests }))
 }
 
 /** The event alone, as POST /v1/events takes it. */

@@ -5,12 +5,13 @@
  */
 import { Effect, Either, Option, ParseResult, Schema } from "effect"
 import { BadRequest, Conflict, NotFound } from "../http/Errors.js"
+import { CatalogVersions } from "./CatalogVersions.js"
 import { AgentId, AgentProfileDocument } from "./Domain.js"
 import { ConfigChanges } from "./ConfigChanges.js"
 import { generateFromProfile } from "./Generation.js"
 import { toPolicyDetail, toPolicySummary } from "./Policies.js"
 import { readDocument } from "./PolicyLanguage.js"
-import { CatalogRepo, type PolicyAuthor } from "./Repo.js"
+import { CatalogRepo, type NewAgent, type PolicyAuthor } from "./Repo.js"
 
 type ProfileDocument = typeof AgentProfileDocument.Type
 
@@ -69,6 +70,31 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
   effect: Effect.gen(function* () {
     const repo = yield* CatalogRepo
     const changes = yield* ConfigChanges
+    const history = yield* CatalogVersions
+
+    /** Writes a profile (`write` answers its version, `None` when it could not) and records that version. */
+    const writeProfile = (
+      workspaceId: string,
+      row: NewAgent & { readonly profile: AgentProfile },
+      author: PolicyAuthor,
+      write: (workspaceId: string, row: NewAgent) => Effect.Effect<Option.Option<number>>
+    ) =>
+      changes.change(
+        workspaceId,
+        "agents",
+        Effect.tap(write(workspaceId, row), (version) =>
+          Option.match(version, {
+            onNone: () => Effect.void,
+            onSome: (version) =>
+              history.record(
+                workspaceId,
+                { resource: "agent", key: row.agentId, version },
+                { profile: row.profile, source_text: row.sourceText },
+                author
+              )
+          })
+        )
+      )
 
     const find = Effect.fn("Agents.find")((workspaceId: string, agentId: string) =>
       repo.findAgent(workspaceId, agentId).pipe(
@@ -81,11 +107,11 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
       )
     )
 
-    const create = Effect.fn("Agents.create")(function* (workspaceId: string, body: Uint8Array) {
+    const create = Effect.fn("Agents.create")(function* (workspaceId: string, body: Uint8Array, author: PolicyAuthor) {
       const { profile, sourceText } = yield* parseProfile(body)
       const row = { agentId: profile.agent_id, displayName: profile.display_name, profile, sourceText }
-      const inserted = yield* changes.change(workspaceId, "agents", repo.insertAgent(workspaceId, row))
-      if (!inserted) {
+      const inserted = yield* writeProfile(workspaceId, row, author, repo.insertAgent)
+      if (Option.isNone(inserted)) {
         return yield* new Conflict({
           code: "agent_exists",
           message: `Agent ${profile.agent_id} already exists; replace it with PUT /v1/agents/${profile.agent_id}.`
@@ -94,14 +120,19 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
       return profile
     })
 
-    const replace = Effect.fn("Agents.replace")(function* (workspaceId: string, agentId: string, body: Uint8Array) {
+    const replace = Effect.fn("Agents.replace")(function* (
+      workspaceId: string,
+      agentId: string,
+      body: Uint8Array,
+      author: PolicyAuthor
+    ) {
       const { profile, sourceText } = yield* parseProfile(body)
       if (profile.agent_id !== agentId) {
         return yield* invalidDocument([{ path: "agent_id", message: `must equal the path's agent id ${agentId}` }])
       }
       const row = { agentId, displayName: profile.display_name, profile, sourceText }
-      const replaced = yield* changes.change(workspaceId, "agents", repo.replaceAgent(workspaceId, row))
-      return replaced ? profile : yield* agentNotFound(agentId)
+      const replaced = yield* writeProfile(workspaceId, row, author, repo.replaceAgent)
+      return Option.isSome(replaced) ? profile : yield* agentNotFound(agentId)
     })
 
     const remove = Effect.fn("Agents.remove")((workspaceId: string, agentId: string) =>
@@ -174,6 +205,15 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
         Effect.map(repo.listAgents(workspaceId), (rows) => rows.map((row) => storedProfile(row.profile)))
       ),
       find,
+      /** `GET /v1/agents/{id}/versions`: newest first; still answers after a delete. */
+      versions: Effect.fn("Agents.versions")((workspaceId: string, agentId: string) =>
+        history.versions<{ readonly profile: AgentProfile; readonly source_text: string }, NotFound>(
+          workspaceId,
+          "agent",
+          agentId,
+          () => agentNotFound(agentId)
+        )
+      ),
       create,
       replace,
       remove,
@@ -181,5 +221,5 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
       generate
     }
   }),
-  dependencies: [CatalogRepo.Default]
+  dependencies: [CatalogRepo.Default, CatalogVersions.Default]
 }) {}

@@ -29,7 +29,7 @@ import {
   UpsertToolMetadata,
   ValidationResult
 } from "./Domain.js"
-import { PolicyVersions, Rollback } from "./Lifecycle.js"
+import { AgentVersions, LabelPolicyVersions, PolicyVersions, Rollback, ToolMetadataVersions } from "./Lifecycle.js"
 import { PolicyTestReport, RunPolicyTests } from "./PolicyTestSchemas.js"
 
 /** YAML (or JSON) text arrives as raw bytes; the handler parses and validates it. */
@@ -59,6 +59,15 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       .annotate(
         OpenApi.Description,
         "Extension: replace an agent's profile (POST answers 409 for an existing agent_id). The document's agent_id must equal the path's."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("listAgentVersions", "/agents/:id/versions")
+      .setPath(AgentPath)
+      .addSuccess(AgentVersions)
+      .annotate(
+        OpenApi.Description,
+        "Extension: every version of an agent's profile (each create or replace makes one), newest first; still answers after a delete."
       )
   )
   .add(HttpApiEndpoint.del("deleteAgent", "/agents/:id").setPath(AgentPath).addSuccess(HttpApiSchema.NoContent))
@@ -190,6 +199,15 @@ export class LabelPoliciesApi extends HttpApiGroup.make("labelPolicies")
   )
   .add(HttpApiEndpoint.get("getLabelPolicy", "/label-policies/:origin").setPath(OriginPath).addSuccess(LabelPolicy))
   .add(
+    HttpApiEndpoint.get("listLabelPolicyVersions", "/label-policies/:origin/versions")
+      .setPath(OriginPath)
+      .addSuccess(LabelPolicyVersions)
+      .annotate(
+        OpenApi.Description,
+        "Extension: every version of a label policy (each upsert makes one), newest first; still answers after a delete."
+      )
+  )
+  .add(
     HttpApiEndpoint.del("deleteLabelPolicy", "/label-policies/:origin")
       .setPath(OriginPath)
       .addSuccess(HttpApiSchema.NoContent)
@@ -216,6 +234,15 @@ export class ToolMetadataApi extends HttpApiGroup.make("toolMetadata")
       .addSuccess(ToolMetadataEntry)
   )
   .add(HttpApiEndpoint.get("getToolMetadata", "/tool-metadata/:tool").setPath(ToolPath).addSuccess(ToolMetadataEntry))
+  .add(
+    HttpApiEndpoint.get("listToolMetadataVersions", "/tool-metadata/:tool/versions")
+      .setPath(ToolPath)
+      .addSuccess(ToolMetadataVersions)
+      .annotate(
+        OpenApi.Description,
+        "Extension: every version of a tool's metadata (each upsert makes one), newest first; still answers after a delete."
+      )
+  )
   .add(
     HttpApiEndpoint.del("deleteToolMetadata", "/tool-metadata/:tool")
       .setPath(ToolPath)

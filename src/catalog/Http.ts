@@ -13,7 +13,7 @@ import { Registry } from "./Registry.js"
 import { CatalogRepo } from "./Repo.js"
 import { CatalogSnapshot } from "./Snapshot.js"
 
-/** Runs `run` with the caller: writes that record who made them (policy versions). */
+/** Runs `run` with the caller: writes that record who made them (versions). */
 const asCaller = <A, E, R>(run: (caller: Caller) => Effect.Effect<A, E, R>) => Effect.flatMap(CurrentCaller, run)
 
 export const AgentsHttpLive = HttpApiBuilder.group(GuardrailApi, "agents", (handlers) =>
@@ -21,9 +21,14 @@ export const AgentsHttpLive = HttpApiBuilder.group(GuardrailApi, "agents", (hand
     const agents = yield* Agents
     return handlers
       .handle("listAgents", () => inWorkspace(agents.list).pipe(Effect.map((list) => ({ agents: list }))))
-      .handle("createAgent", ({ payload }) => inWorkspace((ws) => agents.create(ws, payload)))
+      .handle("createAgent", ({ payload }) =>
+        asCaller((caller) => agents.create(caller.workspaceId, payload, authorOf(caller)))
+      )
       .handle("getAgent", ({ path }) => inWorkspace((ws) => agents.find(ws, path.id)))
-      .handle("replaceAgent", ({ path, payload }) => inWorkspace((ws) => agents.replace(ws, path.id, payload)))
+      .handle("replaceAgent", ({ path, payload }) =>
+        asCaller((caller) => agents.replace(caller.workspaceId, path.id, payload, authorOf(caller)))
+      )
+      .handle("listAgentVersions", ({ path }) => inWorkspace((ws) => agents.versions(ws, path.id)))
       .handle("deleteAgent", ({ path }) => inWorkspace((ws) => agents.remove(ws, path.id)))
       .handle("listAgentGuardrails", ({ path }) =>
         inWorkspace((ws) => agents.guardrails(ws, path.id)).pipe(Effect.map((policies) => ({ policies })))
@@ -82,8 +87,13 @@ export const LabelPoliciesHttpLive = HttpApiBuilder.group(GuardrailApi, "labelPo
       .handle("listLabelPolicies", () =>
         inWorkspace(registry.listLabelPolicies).pipe(Effect.map((policies) => ({ policies })))
       )
-      .handle("upsertLabelPolicy", ({ payload }) => inWorkspace((ws) => registry.upsertLabelPolicy(ws, payload)))
+      .handle("upsertLabelPolicy", ({ payload }) =>
+        asCaller((caller) => registry.upsertLabelPolicy(caller.workspaceId, payload, authorOf(caller)))
+      )
       .handle("getLabelPolicy", ({ path }) => inWorkspace((ws) => registry.labelPolicy(ws, path.origin)))
+      .handle("listLabelPolicyVersions", ({ path }) =>
+        inWorkspace((ws) => registry.labelPolicyVersions(ws, path.origin))
+      )
       .handle("deleteLabelPolicy", ({ path }) => inWorkspace((ws) => registry.deleteLabelPolicy(ws, path.origin)))
   })
 )
@@ -93,8 +103,13 @@ export const ToolMetadataHttpLive = HttpApiBuilder.group(GuardrailApi, "toolMeta
     const registry = yield* Registry
     return handlers
       .handle("listToolMetadata", () => inWorkspace(registry.listToolMetadata).pipe(Effect.map((tools) => ({ tools }))))
-      .handle("upsertToolMetadata", ({ payload }) => inWorkspace((ws) => registry.upsertToolMetadata(ws, payload)))
+      .handle("upsertToolMetadata", ({ payload }) =>
+        asCaller((caller) => registry.upsertToolMetadata(caller.workspaceId, payload, authorOf(caller)))
+      )
       .handle("getToolMetadata", ({ path }) => inWorkspace((ws) => registry.toolMetadata(ws, path.tool)))
+      .handle("listToolMetadataVersions", ({ path }) =>
+        inWorkspace((ws) => registry.toolMetadataVersions(ws, path.tool))
+      )
       .handle("deleteToolMetadata", ({ path }) => inWorkspace((ws) => registry.deleteToolMetadata(ws, path.tool)))
   })
 )

@@ -1,20 +1,27 @@
-/** Schemas of the policy lifecycle endpoints: versions and rollback (docs/policies.md, "Lifecycle"). */
+/**
+ * Schemas of the lifecycle endpoints: versions of policies, agent profiles, tool metadata and
+ * label policies, and rollback (docs/policies.md, "Lifecycle").
+ */
 import { Schema } from "effect"
 import type { Caller } from "../identity/Authentication.js"
 import { Timestamp } from "../platform/Schemas.js"
+import { Agent, LabelPolicy, ToolMetadataEntry } from "./Domain.js"
 import type { PolicyAuthor, PolicyVersionRow } from "./Repo.js"
 
+const CreatedBy = Schema.Struct({
+  kind: Schema.Literal("user", "key", "system").annotations({
+    description: "user or key (an API key); system for versions recorded when versioning was introduced"
+  }),
+  id: Schema.String
+})
+
+/** What every version says besides its content: its number, when and who. */
+const versionFields = { version: Schema.Int, created_at: Timestamp, created_by: CreatedBy }
+
 export const PolicyVersion = Schema.Struct({
-  version: Schema.Int,
+  ...versionFields,
   source_yaml: Schema.String,
-  enabled: Schema.Boolean,
-  created_at: Timestamp,
-  created_by: Schema.Struct({
-    kind: Schema.Literal("user", "key", "system").annotations({
-      description: "user or key (an API key); system for versions recorded when versioning was introduced"
-    }),
-    id: Schema.String
-  })
+  enabled: Schema.Boolean
 }).annotations({ identifier: "PolicyVersion" })
 
 export const PolicyVersions = Schema.Struct({ versions: Schema.Array(PolicyVersion) }).annotations({
@@ -27,6 +34,26 @@ export const Rollback = Schema.Struct({
   })
 }).annotations({ identifier: "Rollback" })
 
+const versionsOf = <S extends Schema.Schema.Any>(version: S, identifier: string) =>
+  Schema.Struct({ versions: Schema.Array(version) }).annotations({ identifier })
+
+export const AgentVersion = Schema.Struct({
+  ...versionFields,
+  profile: Agent,
+  source_text: Schema.String.annotations({ description: "The document as written (YAML or JSON)" })
+}).annotations({ identifier: "AgentVersion" })
+export const AgentVersions = versionsOf(AgentVersion, "AgentVersions")
+
+export const ToolMetadataVersion = Schema.Struct({ ...versionFields, ...ToolMetadataEntry.fields }).annotations({
+  identifier: "ToolMetadataVersion"
+})
+export const ToolMetadataVersions = versionsOf(ToolMetadataVersion, "ToolMetadataVersions")
+
+export const LabelPolicyVersion = Schema.Struct({ ...versionFields, ...LabelPolicy.fields }).annotations({
+  identifier: "LabelPolicyVersion"
+})
+export const LabelPolicyVersions = versionsOf(LabelPolicyVersion, "LabelPolicyVersions")
+
 /** Who a caller is, as a version's `created_by`. */
 export const authorOf = (caller: Caller): PolicyAuthor =>
   caller.kind === "user"
@@ -35,10 +62,20 @@ export const authorOf = (caller: Caller): PolicyAuthor =>
 
 const authorKind = (kind: string): "user" | "key" | "system" => (kind === "user" || kind === "key" ? kind : "system")
 
-export const toPolicyVersion = (row: PolicyVersionRow): typeof PolicyVersion.Type => ({
+/** A stored version's number, time and author, as the API shows them. */
+export const versionHeader = (row: {
+  readonly version: number
+  readonly created_at: Date
+  readonly created_by_kind: string
+  readonly created_by_id: string
+}) => ({
   version: row.version,
-  source_yaml: row.source_yaml,
-  enabled: row.enabled,
   created_at: row.created_at.toISOString(),
   created_by: { kind: authorKind(row.created_by_kind), id: row.created_by_id }
+})
+
+export const toPolicyVersion = (row: PolicyVersionRow): typeof PolicyVersion.Type => ({
+  ...versionHeader(row),
+  source_yaml: row.source_yaml,
+  enabled: row.enabled
 })

@@ -66,6 +66,7 @@ const emptySnapshot: Snapshot = {
   loadedAt: new Date(0),
   policies: [],
   agents: new Map(),
+  agentVersions: new Map(),
   labelPolicies: new Map(),
   tools: new Map()
 }

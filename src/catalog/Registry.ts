@@ -8,9 +8,16 @@ import { BadRequest, NotFound } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
+import { CatalogVersions, type VersionedResource } from "./CatalogVersions.js"
 import { ConfigChanges } from "./ConfigChanges.js"
 import { KnowledgeSourceId } from "./Domain.js"
-import { CatalogRepo, type KnowledgeSourceRow, type LabelPolicyRow, type ToolMetadataRow } from "./Repo.js"
+import {
+  CatalogRepo,
+  type KnowledgeSourceRow,
+  type LabelPolicyRow,
+  type PolicyAuthor,
+  type ToolMetadataRow
+} from "./Repo.js"
 
 const MAX_FILE_BYTES = 10 * 1024 * 1024
 
@@ -77,25 +84,54 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
     const repo = yield* CatalogRepo
     const changes = yield* ConfigChanges
     const outbound = yield* OutboundGuard
+    const history = yield* CatalogVersions
+
+    /** Upserts a versioned entry and records the version it became, as the API returns it, in one change. */
+    const upsertVersioned = <Row extends { readonly version: number }, A>(
+      workspaceId: string,
+      target: {
+        readonly resource: VersionedResource
+        readonly key: string
+        readonly table: "label_policies" | "tool_metadata"
+      },
+      upsert: Effect.Effect<Row>,
+      toEntry: (row: Row) => A,
+      author: PolicyAuthor
+    ) =>
+      changes
+        .change(
+          workspaceId,
+          target.table,
+          Effect.tap(upsert, (row) =>
+            history.record(
+              workspaceId,
+              { resource: target.resource, key: target.key, version: row.version },
+              toEntry(row),
+              author
+            )
+          )
+        )
+        .pipe(Effect.map(toEntry))
 
     const upsertLabelPolicy = Effect.fn("Registry.upsertLabelPolicy")(
       (
         workspaceId: string,
-        input: { readonly origin: string; readonly enabled?: boolean | undefined } & Record<string, unknown>
+        input: { readonly origin: string; readonly enabled?: boolean | undefined } & Record<string, unknown>,
+        author: PolicyAuthor
       ) =>
-        changes
-          .change(
-            workspaceId,
-            "label_policies",
-            repo.upsertLabelPolicy(workspaceId, {
-              origin: input.origin,
-              enabled: input.enabled ?? true,
-              confidentiality: orNull(input["confidentiality"]),
-              integrity: orNull(input["integrity"]),
-              trust: orNull(input["trust"])
-            })
-          )
-          .pipe(Effect.map(toLabelPolicy))
+        upsertVersioned(
+          workspaceId,
+          { resource: "label_policy", key: input.origin, table: "label_policies" },
+          repo.upsertLabelPolicy(workspaceId, {
+            origin: input.origin,
+            enabled: input.enabled ?? true,
+            confidentiality: orNull(input["confidentiality"]),
+            integrity: orNull(input["integrity"]),
+            trust: orNull(input["trust"])
+          }),
+          toLabelPolicy,
+          author
+        )
     )
 
     const labelPolicy = Effect.fn("Registry.labelPolicy")((workspaceId: string, origin: string) =>
@@ -117,16 +153,17 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
 
     const upsertToolMetadata = Effect.fn("Registry.upsertToolMetadata")((
       workspaceId: string,
-      input: { readonly tool: string; readonly enabled?: boolean | undefined } & Record<string, unknown>
+      input: { readonly tool: string; readonly enabled?: boolean | undefined } & Record<string, unknown>,
+      author: PolicyAuthor
     ) => {
       const { enabled, ...metadata } = input
-      return changes
-        .change(
-          workspaceId,
-          "tool_metadata",
-          repo.upsertToolMetadata(workspaceId, { tool: input.tool, enabled: enabled ?? true, metadata })
-        )
-        .pipe(Effect.map(toToolMetadataEntry))
+      return upsertVersioned(
+        workspaceId,
+        { resource: "tool_metadata", key: input.tool, table: "tool_metadata" },
+        repo.upsertToolMetadata(workspaceId, { tool: input.tool, enabled: enabled ?? true, metadata }),
+        toToolMetadataEntry,
+        author
+      )
     })
 
     const toolMetadata = Effect.fn("Registry.toolMetadata")((workspaceId: string, tool: string) =>
@@ -225,12 +262,24 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
       ),
       upsertLabelPolicy,
       labelPolicy,
+      /** `GET /v1/label-policies/{origin}/versions`: newest first; still answers after a delete. */
+      labelPolicyVersions: Effect.fn("Registry.labelPolicyVersions")((workspaceId: string, origin: string) =>
+        history.versions<ReturnType<typeof toLabelPolicy>, NotFound>(workspaceId, "label_policy", origin, () =>
+          notFound("label policy", origin)
+        )
+      ),
       deleteLabelPolicy,
       listToolMetadata: Effect.fn("Registry.listToolMetadata")((workspaceId: string) =>
         Effect.map(repo.listToolMetadata(workspaceId), (rows) => rows.map(toToolMetadataEntry))
       ),
       upsertToolMetadata,
       toolMetadata,
+      /** `GET /v1/tool-metadata/{tool}/versions`: newest first; still answers after a delete. */
+      toolMetadataVersions: Effect.fn("Registry.toolMetadataVersions")((workspaceId: string, tool: string) =>
+        history.versions<ReturnType<typeof toToolMetadataEntry>, NotFound>(workspaceId, "tool_metadata", tool, () =>
+          notFound("tool", tool)
+        )
+      ),
       deleteToolMetadata,
       listKnowledgeSources: Effect.fn("Registry.listKnowledgeSources")((workspaceId: string) =>
         Effect.map(repo.listKnowledgeSources(workspaceId), (rows) => rows.map(toKnowledgeSource))
@@ -239,5 +288,5 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
       knowledgeSourceFile
     }
   }),
-  dependencies: [CatalogRepo.Default, OutboundGuard.Default]
+  dependencies: [CatalogRepo.Default, OutboundGuard.Default, CatalogVersions.Default]
 }) {}

@@ -3,7 +3,12 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
 
-const AgentRow = Schema.Struct({ agent_id: Schema.String, profile: Schema.Unknown, source_text: Schema.String })
+const AgentRow = Schema.Struct({
+  agent_id: Schema.String,
+  profile: Schema.Unknown,
+  source_text: Schema.String,
+  version: Schema.Int
+})
 export type AgentRow = typeof AgentRow.Type
 
 const PolicyRow = Schema.Struct({
@@ -32,6 +37,7 @@ const PolicyVersionRow = Schema.Struct({
   created_at: Schema.DateFromSelf
 })
 export type PolicyVersionRow = typeof PolicyVersionRow.Type
+const NamedPolicyVersionRow = Schema.Struct({ policy_id: Schema.String, ...PolicyVersionRow.fields })
 
 /** Who made a policy version current: a user or an API key (their ids), or the service itself (e.g. the red team). */
 export interface PolicyAuthor {
@@ -44,11 +50,17 @@ const LabelPolicyRow = Schema.Struct({
   enabled: Schema.Boolean,
   confidentiality: Schema.Unknown,
   integrity: Schema.Unknown,
-  trust: Schema.Unknown
+  trust: Schema.Unknown,
+  version: Schema.Int
 })
 export type LabelPolicyRow = typeof LabelPolicyRow.Type
 
-const ToolMetadataRow = Schema.Struct({ tool: Schema.String, enabled: Schema.Boolean, metadata: Schema.Unknown })
+const ToolMetadataRow = Schema.Struct({
+  tool: Schema.String,
+  enabled: Schema.Boolean,
+  metadata: Schema.Unknown,
+  version: Schema.Int
+})
 export type ToolMetadataRow = typeof ToolMetadataRow.Type
 
 const KnowledgeSourceRow = Schema.Struct({
@@ -102,6 +114,14 @@ export interface ReplacedPolicy extends Omit<NewPolicy, "enabled" | "origin"> {
   readonly enabled: boolean | null
 }
 
+/** An agent profile as written; its version is the store's to number. */
+export interface NewAgent {
+  readonly agentId: string
+  readonly displayName: string
+  readonly profile: unknown
+  readonly sourceText: string
+}
+
 const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value))
 
 export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogRepo", {
@@ -110,18 +130,31 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
     const policyColumns = sql`id, description, family, severity, action, enabled, owner_agent_id, source_yaml, document, origin, invalid_reason, version`
     const sourceColumns = sql`id, kind, title, location, status, metadata, file_name, media_type, byte_size,
                               created_at, updated_at, last_indexed_at`
-    const labelColumns = sql`origin, enabled, confidentiality, integrity, trust`
+    const labelColumns = sql`origin, enabled, confidentiality, integrity, trust, version`
+    const toolColumns = sql`tool, enabled, metadata, version`
+    const agentColumns = sql`agent_id, profile, source_text, version`
     const decodePolicies = Schema.decodeUnknown(Schema.Array(PolicyRow))
     const decodeLabelPolicies = Schema.decodeUnknown(Schema.Array(LabelPolicyRow))
     const decodeToolMetadata = Schema.decodeUnknown(Schema.Array(ToolMetadataRow))
     const decodeKnowledgeSources = Schema.decodeUnknown(Schema.Array(KnowledgeSourceRow))
     const decodePolicyVersions = Schema.decodeUnknown(Schema.Array(PolicyVersionRow))
+    const decodeNamedPolicyVersions = Schema.decodeUnknown(Schema.Array(NamedPolicyVersionRow))
     const versionColumns = sql`version, source_yaml, document, enabled, created_by_kind, created_by_id, created_at`
 
     /** The next version of a policy id: after every recorded one, so a re-created id continues its history. */
     const nextVersion = (workspaceId: string, id: string) =>
       sql`(select coalesce(max(version), 0) + 1 from policy_versions
            where workspace_id = ${workspaceId} and policy_id = ${id})`
+
+    /**
+     * The next version of an agent, tool or label policy (catalog_versions, CatalogVersions.ts): after
+     * every recorded one, so one created again continues its history.
+     */
+    const nextCatalogVersion = (workspaceId: string, resource: string, key: string) =>
+      sql`(select coalesce(max(version), 0) + 1 from catalog_versions
+           where workspace_id = ${workspaceId} and resource = ${resource} and key = ${key})`
+    const decodeVersions = Schema.decodeUnknown(Schema.Array(Schema.Struct({ version: Schema.Int })))
+    const versionOf = (rows: ReadonlyArray<{ readonly version: number }>) => first(rows.map((row) => row.version))
 
     /** Records the version a write made current (run in the write's transaction). */
     const recordVersion = (workspaceId: string, row: PolicyRow, author: PolicyAuthor) =>
@@ -140,7 +173,7 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
       Request: ByKey,
       Result: AgentRow,
       execute: ({ key, workspaceId }) =>
-        sql`select agent_id, profile, source_text from agents where workspace_id = ${workspaceId} and agent_id = ${key}`
+        sql`select ${agentColumns} from agents where workspace_id = ${workspaceId} and agent_id = ${key}`
     })
     const findLabelPolicy = SqlSchema.findOne({
       Request: ByKey,
@@ -152,7 +185,7 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
       Request: ByKey,
       Result: ToolMetadataRow,
       execute: ({ key, workspaceId }) =>
-        sql`select tool, enabled, metadata from tool_metadata where workspace_id = ${workspaceId} and tool = ${key}`
+        sql`select ${toolColumns} from tool_metadata where workspace_id = ${workspaceId} and tool = ${key}`
     })
     const findKnowledgeSourceFile = SqlSchema.findOne({
       Request: ByKey,
@@ -164,28 +197,26 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
 
     return dieOnErrors({
       // ---- agents
-      /** Answers false when the agent id is taken in this workspace. */
-      insertAgent: (
-        workspaceId: string,
-        agent: { agentId: string; displayName: string; profile: unknown; sourceText: string }
-      ) =>
-        sql`insert into agents (workspace_id, agent_id, display_name, profile, source_text)
-            values (${workspaceId}, ${agent.agentId}, ${agent.displayName}, ${json(agent.profile)}, ${agent.sourceText})
-            on conflict do nothing returning agent_id`.pipe(Effect.map((rows) => rows.length === 1)),
-      replaceAgent: (
-        workspaceId: string,
-        agent: { agentId: string; displayName: string; profile: unknown; sourceText: string }
-      ) =>
+      /** The new agent's version; `None` when the agent id is taken in this workspace. */
+      insertAgent: (workspaceId: string, agent: NewAgent) =>
+        sql`insert into agents (workspace_id, agent_id, display_name, profile, source_text, version)
+            values (${workspaceId}, ${agent.agentId}, ${agent.displayName}, ${json(agent.profile)}, ${agent.sourceText},
+                    ${nextCatalogVersion(workspaceId, "agent", agent.agentId)})
+            on conflict do nothing returning version`.pipe(Effect.flatMap(decodeVersions), Effect.map(versionOf)),
+      /** The replaced profile's (next) version; `None` when there is no such agent. */
+      replaceAgent: (workspaceId: string, agent: NewAgent) =>
         sql`update agents set display_name = ${agent.displayName}, profile = ${json(agent.profile)},
-            source_text = ${agent.sourceText}, updated_at = now()
-            where workspace_id = ${workspaceId} and agent_id = ${agent.agentId} returning agent_id`.pipe(
-          Effect.map((rows) => rows.length === 1)
+            source_text = ${agent.sourceText}, updated_at = now(),
+            version = greatest(version + 1, ${nextCatalogVersion(workspaceId, "agent", agent.agentId)})
+            where workspace_id = ${workspaceId} and agent_id = ${agent.agentId} returning version`.pipe(
+          Effect.flatMap(decodeVersions),
+          Effect.map(versionOf)
         ),
       listAgents: SqlSchema.findAll({
         Request: Schema.String,
         Result: AgentRow,
         execute: (workspaceId) =>
-          sql`select agent_id, profile, source_text from agents where workspace_id = ${workspaceId}
+          sql`select ${agentColumns} from agents where workspace_id = ${workspaceId}
               order by created_at desc, agent_id`
       }),
       findAgent: (workspaceId: string, agentId: string) => findAgent({ workspaceId, key: agentId }),
@@ -230,6 +261,16 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
           Effect.flatMap(decodePolicyVersions),
           Effect.map(first)
         ),
+      /** The named versions that exist, each with its policy id (in no particular order). */
+      findPolicyVersions: (
+        workspaceId: string,
+        refs: ReadonlyArray<{ readonly id: string; readonly version: number }>
+      ) =>
+        sql`select policy_id, ${versionColumns} from policy_versions
+            where workspace_id = ${workspaceId} and (policy_id, version) in
+              (select id, version from jsonb_to_recordset(${JSON.stringify(refs)}::jsonb) as r(id text, version int))`.pipe(
+          Effect.flatMap(decodeNamedPolicyVersions)
+        ),
       /** Replaces a generated policy's document, keeping whether it is enabled; `None` when an authored policy holds the id. */
       upsertGeneratedPolicy: (workspaceId: string, policy: NewPolicy, author: PolicyAuthor) =>
         sql`insert into policies (workspace_id, id, description, family, severity, action, enabled,
@@ -272,13 +313,14 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
             where workspace_id = ${workspaceId} and owner_agent_id = ${agentId}`,
 
       // ---- label policies
-      upsertLabelPolicy: (workspaceId: string, row: LabelPolicyRow) =>
-        sql`insert into label_policies (workspace_id, origin, enabled, confidentiality, integrity, trust)
+      /** Creates or replaces a label policy as its next version. */
+      upsertLabelPolicy: (workspaceId: string, row: Omit<LabelPolicyRow, "version">) =>
+        sql`insert into label_policies (workspace_id, origin, enabled, confidentiality, integrity, trust, version)
             values (${workspaceId}, ${row.origin}, ${row.enabled}, ${json(row.confidentiality)}, ${json(row.integrity)},
-                    ${json(row.trust)})
+                    ${json(row.trust)}, ${nextCatalogVersion(workspaceId, "label_policy", row.origin)})
             on conflict (workspace_id, origin) do update set enabled = excluded.enabled,
               confidentiality = excluded.confidentiality, integrity = excluded.integrity, trust = excluded.trust,
-              updated_at = now()
+              version = greatest(label_policies.version + 1, excluded.version), updated_at = now()
             returning ${labelColumns}`.pipe(
           Effect.flatMap(decodeLabelPolicies),
           Effect.map((rows) => rows[0]!)
@@ -296,12 +338,14 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
         ),
 
       // ---- tool metadata
-      upsertToolMetadata: (workspaceId: string, row: ToolMetadataRow) =>
-        sql`insert into tool_metadata (workspace_id, tool, enabled, metadata)
-            values (${workspaceId}, ${row.tool}, ${row.enabled}, ${json(row.metadata)})
+      /** Creates or replaces a tool's metadata as its next version. */
+      upsertToolMetadata: (workspaceId: string, row: Omit<ToolMetadataRow, "version">) =>
+        sql`insert into tool_metadata (workspace_id, tool, enabled, metadata, version)
+            values (${workspaceId}, ${row.tool}, ${row.enabled}, ${json(row.metadata)},
+                    ${nextCatalogVersion(workspaceId, "tool_metadata", row.tool)})
             on conflict (workspace_id, tool) do update set enabled = excluded.enabled, metadata = excluded.metadata,
-              updated_at = now()
-            returning tool, enabled, metadata`.pipe(
+              version = greatest(tool_metadata.version + 1, excluded.version), updated_at = now()
+            returning ${toolColumns}`.pipe(
           Effect.flatMap(decodeToolMetadata),
           Effect.map((rows) => rows[0]!)
         ),
@@ -309,7 +353,7 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
         Request: Schema.String,
         Result: ToolMetadataRow,
         execute: (workspaceId) =>
-          sql`select tool, enabled, metadata from tool_metadata where workspace_id = ${workspaceId} order by tool`
+          sql`select ${toolColumns} from tool_metadata where workspace_id = ${workspaceId} order by tool`
       }),
       findToolMetadata: (workspaceId: string, tool: string) => findToolMetadata({ workspaceId, key: tool }),
       deleteToolMetadata: (workspaceId: string, tool: string) =>

@@ -17,6 +17,8 @@ export interface Snapshot {
   readonly loadedAt: Date
   readonly policies: ReadonlyArray<CompiledPolicy>
   readonly agents: ReadonlyMap<string, unknown>
+  /** The version of each agent's profile (a policy set names it: src/policysets). */
+  readonly agentVersions: ReadonlyMap<string, number>
   readonly labelPolicies: ReadonlyMap<string, LabelPolicyRow>
   readonly tools: ReadonlyMap<string, ToolMetadataRow>
 }
@@ -70,6 +72,7 @@ export class CatalogSnapshot extends Effect.Service<CatalogSnapshot>()("catalog/
         loadedAt: new Date(),
         policies: yield* compileEnabled(workspaceId, policies),
         agents: new Map(agents.map((row) => [row.agent_id, row.profile])),
+        agentVersions: new Map(agents.map((row) => [row.agent_id, row.version])),
         labelPolicies: new Map(labels.filter((row) => row.enabled).map((row) => [row.origin, row])),
         tools: new Map(tools.filter((row) => row.enabled).map((row) => [row.tool, row]))
       } satisfies Snapshot

@@ -40,6 +40,7 @@ export const accessByGroup: Readonly<Record<string, GroupAccess>> = {
   policies: { runtimeKey: "read", ...member },
   labelPolicies: { runtimeKey: "read", ...member },
   toolMetadata: { runtimeKey: "read", ...member },
+  policySets: { runtimeKey: "read", ...member },
   knowledgeSources: { runtimeKey: "read", ...member },
   events: { runtimeKey: "all", ...member },
   receipts: { runtimeKey: "read", ...member },

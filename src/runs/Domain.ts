@@ -134,7 +134,11 @@ export class Trace extends Schema.Class<Trace>("Trace")({
   latest_review_outcome: Schema.NullOr(ReviewOutcome),
   latest_reviewed_at: Schema.NullOr(Timestamp),
   created_at: Timestamp,
-  payload: JsonValue
+  payload: JsonValue,
+  policy_set_digest: Schema.NullOr(Schema.String).annotations({
+    description:
+      "Extension: the digest of the policy set that decided (GET /v1/policy-sets/{digest}); null for traces written before digests, or when the registry could not be read"
+  })
 }) {}
 
 export const GuardrailUsage = Schema.Struct({

@@ -23,6 +23,8 @@ export interface NewTrace {
   readonly domain: string
   readonly elapsedMs: number
   readonly payload: unknown
+  /** The policy set that decided (src/policysets); null when deciding failed closed unread. */
+  readonly policySetDigest: string | null
 }
 
 export const TraceRow = Schema.Struct({
@@ -38,7 +40,8 @@ export const TraceRow = Schema.Struct({
   latest_review_outcome: Schema.NullOr(ReviewOutcome),
   latest_reviewed_at: Schema.NullOr(Schema.DateFromSelf),
   created_at: Schema.DateFromSelf,
-  payload: Schema.Unknown
+  payload: Schema.Unknown,
+  policy_set_digest: Schema.NullOr(Schema.String)
 })
 export type TraceRow = typeof TraceRow.Type
 
@@ -105,7 +108,8 @@ export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
           decision: trace.decision,
           domain: trace.domain,
           elapsed_ms: trace.elapsedMs,
-          payload: JSON.stringify(trace.payload)
+          payload: JSON.stringify(trace.payload),
+          policy_set_digest: trace.policySetDigest
         }))
       )}`
     const findTrace = SqlSchema.findOne({
@@ -149,7 +153,7 @@ export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
           after: Option.Option<{ at: string; id: string }>
         ) =>
           sql`select id, run_id, run_event_id, session_id, decision, domain, environment, environment_id, elapsed_ms,
-                             latest_review_outcome, latest_reviewed_at, created_at, payload
+                             latest_review_outcome, latest_reviewed_at, created_at, payload, policy_set_digest
                       from traces where workspace_id = ${workspaceId}
                       ${filters.sessionId === undefined ? sql`` : sql`and session_id = ${filters.sessionId}`}
                       ${filters.runId === undefined ? sql`` : sql`and run_id = ${filters.runId}`}

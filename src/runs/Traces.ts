@@ -24,7 +24,8 @@ const toTrace = (row: TraceRow) => ({
   latest_review_outcome: row.latest_review_outcome,
   latest_reviewed_at: toTimestampOrNull(row.latest_reviewed_at),
   created_at: toTimestamp(row.created_at),
-  payload: row.payload
+  payload: row.payload,
+  policy_set_digest: row.policy_set_digest
 })
 
 export class Traces extends Effect.Service<Traces>()("runs/Traces", {

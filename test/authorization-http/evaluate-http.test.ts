@@ -45,7 +45,8 @@ layer(testServer("database"), SERVER_OPTIONS)("dry run over HTTP", (it) => {
               withResponse: true
             })
           )
-          expect(keysOf(body)).toEqual(DECISION_KEYS)
+          // The dry run adds the digest of the set it evaluated (test/policysets).
+          expect(keysOf(body)).toEqual([...DECISION_KEYS, "policy_set_digest"].sort())
           expect(denied.effect).toBe("deny")
           expect(denied.findings.map((finding) => finding.policy_id)).toEqual(["no-coupon"])
           // A candidate is not stored: its finding names no version.

@@ -42,7 +42,7 @@ const fetchJwks = (base: string) =>
 const fetchReceipt = (api: GuardrailClient, id: string) =>
   Effect.gen(function* () {
     const { body, value: receipt } = yield* withRaw(api.receipts.getReceipt({ path: { id }, withResponse: true }))
-    expect(keysOf(body)).toEqual(["created_at", "jws", "receipt_id", "trace_id"])
+    expect(keysOf(body)).toEqual(["created_at", "jws", "policy_set_digest", "receipt_id", "trace_id"])
     expect(receipt.created_at).toMatch(TIMESTAMP)
     return receipt
   })

@@ -7,6 +7,7 @@ import type { ToolMetadataRow } from "../../src/catalog/Repo.js"
 const row = (tool: string, approval: unknown, enabled = true): ToolMetadataRow => ({
   tool,
   enabled,
+  version: 1,
   metadata: { tool, reversible: false, side_effect: "write", ...(approval === undefined ? {} : { approval }) }
 })
 

@@ -44,6 +44,7 @@ const agent = normalizeProfile({
 const row = (tool: string, metadata: Record<string, unknown>): ToolMetadataRow => ({
   tool,
   enabled: true,
+  version: 1,
   metadata: { tool, ...metadata }
 })
 

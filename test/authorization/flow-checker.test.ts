@@ -8,6 +8,7 @@ import { label } from "./label-fixtures.js"
 const tool = (name: string, reversible: boolean, side_effect: string): ToolMetadataRow => ({
   tool: name,
   enabled: true,
+  version: 1,
   metadata: { tool: name, reversible, side_effect }
 })
 

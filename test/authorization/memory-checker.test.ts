@@ -7,14 +7,30 @@ import { label } from "./label-fixtures.js"
 
 const tools = new Map<string, ToolMetadataRow>(
   [
-    { tool: "save_note", enabled: true, metadata: { tool: "save_note", reversible: true, side_effect: "memory" } },
+    {
+      tool: "save_note",
+      enabled: true,
+      version: 1,
+      metadata: { tool: "save_note", reversible: true, side_effect: "memory" }
+    },
     {
       tool: "remember",
       enabled: true,
+      version: 1,
       metadata: { tool: "remember", reversible: true, side_effect: "write", memory: true }
     },
-    { tool: "send_email", enabled: true, metadata: { tool: "send_email", reversible: false, side_effect: "email" } },
-    { tool: "old_note", enabled: false, metadata: { tool: "old_note", reversible: true, side_effect: "memory" } }
+    {
+      tool: "send_email",
+      enabled: true,
+      version: 1,
+      metadata: { tool: "send_email", reversible: false, side_effect: "email" }
+    },
+    {
+      tool: "old_note",
+      enabled: false,
+      version: 1,
+      metadata: { tool: "old_note", reversible: true, side_effect: "memory" }
+    }
   ].map((row) => [row.tool, row])
 )
 

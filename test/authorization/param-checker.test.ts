@@ -28,8 +28,8 @@ const sendPayment = {
 }
 
 const rows: ReadonlyArray<ToolMetadataRow> = [
-  { tool: "send_payment", enabled: true, metadata: sendPayment },
-  { tool: "old_payment", enabled: false, metadata: { ...sendPayment, tool: "old_payment" } }
+  { tool: "send_payment", enabled: true, version: 1, metadata: sendPayment },
+  { tool: "old_payment", enabled: false, version: 1, metadata: { ...sendPayment, tool: "old_payment" } }
 ]
 
 const context = (

@@ -87,6 +87,7 @@ describe("least trusted origin", () => {
 const payment: ToolMetadataRow = {
   tool: "send_money",
   enabled: true,
+  version: 1,
   metadata: {
     tool: "send_money",
     reversible: false,

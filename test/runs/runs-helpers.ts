@@ -40,6 +40,7 @@ export const TRACE_KEYS = [
   "latest_review_outcome",
   "latest_reviewed_at",
   "payload",
+  "policy_set_digest",
   "run_event_id",
   "run_id",
   "session_id",

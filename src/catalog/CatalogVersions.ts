@@ -1,0 +1,85 @@
+/**
+ * Versions of agent profiles, tool metadata and label policies, kept like
+ * policy versions (migration 0022): each write records the entry it made
+ * current, with who and when, in the write's transaction; the history
+ * outlives a delete, so a policy set that named a version stays explainable.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { dieOnErrors } from "../platform/Sql.js"
+import { versionHeader } from "./Lifecycle.js"
+import type { PolicyAuthor } from "./Repo.js"
+
+export type VersionedResource = "agent" | "tool_metadata" | "label_policy"
+
+const CatalogVersionRow = Schema.Struct({
+  resource: Schema.Literal("agent", "tool_metadata", "label_policy"),
+  key: Schema.String,
+  version: Schema.Int,
+  content: Schema.Unknown,
+  created_by_kind: Schema.String,
+  created_by_id: Schema.String,
+  created_at: Schema.DateFromSelf
+})
+export type CatalogVersionRow = typeof CatalogVersionRow.Type
+
+/** One resource's version, named. */
+export interface VersionRef {
+  readonly resource: VersionedResource
+  readonly key: string
+  readonly version: number
+}
+
+/**
+ * A stored version as the API shows it: its header and the entry it recorded (stored exactly as the
+ * API returns the resource, so the content is the entry's shape `A`).
+ */
+export const toVersionEntry = <A extends object>(row: CatalogVersionRow) => ({
+  ...versionHeader(row),
+  ...(row.content as A)
+})
+
+export class CatalogVersions extends Effect.Service<CatalogVersions>()("catalog/CatalogVersions", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const columns = sql`resource, key, version, content, created_by_kind, created_by_id, created_at`
+    const decodeRows = Schema.decodeUnknown(Schema.Array(CatalogVersionRow))
+
+    const repo = dieOnErrors({
+      /** Records the version a write made current (run in the write's transaction). */
+      record: (workspaceId: string, ref: VersionRef, content: unknown, author: PolicyAuthor) =>
+        sql`insert into catalog_versions (workspace_id, resource, key, version, content, created_by_kind, created_by_id)
+            values (${workspaceId}, ${ref.resource}, ${ref.key}, ${ref.version}, ${JSON.stringify(content)},
+                    ${author.kind}, ${author.id})
+            on conflict do nothing`,
+      /** Newest first; a deleted resource's versions stay. */
+      list: (workspaceId: string, resource: VersionedResource, key: string) =>
+        sql`select ${columns} from catalog_versions
+            where workspace_id = ${workspaceId} and resource = ${resource} and key = ${key}
+            order by version desc`.pipe(Effect.flatMap(decodeRows)),
+      /** The named versions that exist (in no particular order). */
+      find: (workspaceId: string, refs: ReadonlyArray<VersionRef>) =>
+        refs.length === 0
+          ? Effect.succeed([])
+          : sql`select ${columns} from catalog_versions
+                where workspace_id = ${workspaceId} and (resource, key, version) in
+                  (select resource, key, version
+                   from jsonb_to_recordset(${JSON.stringify(refs)}::jsonb) as r(resource text, key text, version int))`.pipe(
+              Effect.flatMap(decodeRows)
+            )
+    })
+
+    /** `GET .../versions`: every version, newest first; `missing` when the key never existed here. */
+    const versions = <A extends object, E>(
+      workspaceId: string,
+      resource: VersionedResource,
+      key: string,
+      missing: () => E
+    ) =>
+      Effect.flatMap(repo.list(workspaceId, resource, key), (rows) =>
+        rows.length === 0 ? Effect.fail(missing()) : Effect.succeed({ versions: rows.map(toVersionEntry<A>) })
+      )
+
+    return { record: repo.record, find: repo.find, versions }
+  })
+}) {}
