@@ -7,7 +7,7 @@
  */
 import { createOpenAI } from "@ai-sdk/openai"
 import { expect, layer } from "@effect/vitest"
-import { generateText, stepCountIs, streamText, tool, wrapLanguageModel } from "ai"
+import { generateText, stepCountIs, type StreamTextResult, streamText, tool, type ToolSet, wrapLanguageModel } from "ai"
 import { Effect } from "effect"
 import { z } from "zod"
 import { GuardrailDenied, guardrailMiddleware } from "../../src/client/adapters/AiSdk.js"
@@ -46,7 +46,7 @@ const policiesOf = (error: unknown) => {
 }
 
 /** A streamed answer: its text and the errors the stream reported. */
-const streamed = (result: ReturnType<typeof streamText>) =>
+const streamed = <Tools extends ToolSet>(result: StreamTextResult<Tools, unknown>) =>
   Effect.promise(async () => {
     const errors: Array<unknown> = []
     let text = ""
