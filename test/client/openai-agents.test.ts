@@ -21,6 +21,7 @@ import { Effect } from "effect"
 import OpenAI from "openai"
 import { z } from "zod"
 import { guardrailInput, guardrailOutput, guardTool } from "../../src/client/adapters/OpenAiAgents.js"
+import { createPolicy } from "../support/Events.js"
 import { SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
 import { adapterSetUp, decisionsOf, rejectionOf } from "./adapter-fixtures.js"
 
@@ -118,12 +119,18 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("OpenAI Agents SDK ada
     })
   )
 
-  it.scoped("with requirePermitReceipt a tool runs on a verified permit receipt", () =>
+  it.scoped("with requirePermitReceipt a tool runs on a verified permit receipt only", () =>
     Effect.gen(function* () {
-      const { agent, sent } = yield* setUp({ requirePermitReceipt: true })
+      const { agent, sent, base, owner } = yield* setUp({ requirePermitReceipt: true })
       const paid = yield* Effect.promise(() => run(agent, 'call send_money {"to":"friend","amount":7}'))
       expect(paid.finalOutput).toBe("Tool said: sent 7 to friend")
       expect(sent).toEqual([{ to: "friend", amount: 7 }])
+      // A rewrite does not block, but its receipt is no permit: the call does not run.
+      yield* createPolicy(base, owner, "mask-pal", { action: "rewrite", value: "pal", target: "params.to" })
+      const failed = yield* rejectionOf(() => run(agent, 'call send_money {"to":"pal","amount":8}'))
+      const denied = (failed as ToolCallError).error as ToolInputGuardrailTripwireTriggered
+      expect(denied.result.output.outputInfo.reason).toBe("No valid permit receipt for this tool call.")
+      expect(sent).toHaveLength(1)
     })
   )
 })
