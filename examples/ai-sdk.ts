@@ -59,5 +59,7 @@ for await (const part of streamText({ model, prompt: "Is SAVE50 still valid?", o
   if (part.type === "text-delta") streamed += part.text
   if (part.type === "error") errors.push(describe(part.error))
 }
-console.log(`Is SAVE50 still valid? (streamed)\n  -> ${errors.length > 0 ? errors.join("; ") : `answered: ${streamed}`}`)
+console.log(
+  `Is SAVE50 still valid? (streamed)\n  -> ${errors.length > 0 ? errors.join("; ") : `answered: ${streamed}`}`
+)
 await stub.close()

@@ -51,8 +51,9 @@ const blockedBy = (error: unknown): string => {
     cause instanceof OutputGuardrailTripwireTriggered ||
     (typeof cause === "object" && cause !== null && "result" in cause)
   ) {
-    const info = (cause as { result: { output: { outputInfo: { effect: string; findings: Array<{ policy_id: string | null }> } } } })
-      .result.output.outputInfo
+    const info = (
+      cause as { result: { output: { outputInfo: { effect: string; findings: Array<{ policy_id: string | null }> } } } }
+    ).result.output.outputInfo
     return `blocked (${info.effect}: ${info.findings.map((finding) => finding.policy_id).join(", ")})`
   }
   throw error

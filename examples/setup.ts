@@ -16,7 +16,12 @@ const POLICIES = [
   "id: no-secret-in-results\ndescription: Secrets in tool results are removed\nfamily: content\nseverity: high\naction: rewrite\nrewrite: '[removed]'\napplies_to: [tool.result]\nmatch: {type: literal, value: SECRET-123, target: content}\n"
 ]
 
-const http = async (base: string, method: string, path: string, init: { token?: string; json?: unknown; yaml?: string; headers?: Record<string, string> }) => {
+const http = async (
+  base: string,
+  method: string,
+  path: string,
+  init: { token?: string; json?: unknown; yaml?: string; headers?: Record<string, string> }
+) => {
   const headers: Record<string, string> = { ...init.headers }
   if (init.token !== undefined) headers["authorization"] = `Bearer ${init.token}`
   if (init.json !== undefined) headers["content-type"] = "application/json"

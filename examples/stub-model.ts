@@ -71,13 +71,17 @@ const stream = (response: ServerResponse, model: string, answer: Answer) => {
     chunk({}, "stop")
   } else {
     const half = Math.ceil(answer.args.length / 2)
-    chunk({ tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: answer.name, arguments: "" } }] })
+    chunk({
+      tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: answer.name, arguments: "" } }]
+    })
     for (const piece of [answer.args.slice(0, half), answer.args.slice(half)]) {
       chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] })
     }
     chunk({}, "tool_calls")
   }
-  response.write(`data: ${JSON.stringify({ ...base(model), object: "chat.completion.chunk", choices: [], usage: USAGE })}\n\n`)
+  response.write(
+    `data: ${JSON.stringify({ ...base(model), object: "chat.completion.chunk", choices: [], usage: USAGE })}\n\n`
+  )
   response.end("data: [DONE]\n\n")
 }
 

@@ -58,7 +58,9 @@ const withCredentials = (options: ClientOptions) => (request: HttpClientRequest.
 const transformClient = (options: ClientOptions) => (client: HttpClient.HttpClient) => {
   const credentialed = HttpClient.mapRequest(client, withCredentials(options))
   const keyed =
-    options.idempotencyKeys === false ? credentialed : HttpClient.mapRequestEffect(credentialed, withIdempotencyKeyHeader)
+    options.idempotencyKeys === false
+      ? credentialed
+      : HttpClient.mapRequestEffect(credentialed, withIdempotencyKeyHeader)
   return options.retry === false ? keyed : retrying(keyed, options.retry ?? {})
 }
 

@@ -183,9 +183,15 @@ export const createGuardrailClient = (options: GuardrailClientOptions): Guardrai
 
   return {
     decide: (event, callOptions) =>
-      call((api) => Effect.flatMap(decodeEvent(event), (payload) => api.events.authorizeEvent({ payload })), callOptions),
+      call(
+        (api) => Effect.flatMap(decodeEvent(event), (payload) => api.events.authorizeEvent({ payload })),
+        callOptions
+      ),
     createRun: (run, callOptions) =>
-      call((api) => Effect.flatMap(Schema.decode(CreateRun)(run), (payload) => api.runs.createRun({ payload })), callOptions),
+      call(
+        (api) => Effect.flatMap(Schema.decode(CreateRun)(run), (payload) => api.runs.createRun({ payload })),
+        callOptions
+      ),
     getRun: (id, callOptions) =>
       call((api) => Effect.flatMap(runId(id), (id) => api.runs.getRun({ path: { id } })), callOptions),
     updateRun: (id, patch, callOptions) =>

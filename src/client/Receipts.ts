@@ -48,10 +48,7 @@ const isClaims = (value: unknown): value is ReceiptClaims =>
  * Verifies a receipt (its compact JWS, or an object carrying it as `jws`) against `jwks`; answers what it
  * attests to, or rejects with a `ReceiptVerificationError`.
  */
-export const verifyReceipt = async (
-  receipt: string | { readonly jws: string },
-  jwks: Jwks
-): Promise<ReceiptClaims> => {
+export const verifyReceipt = async (receipt: string | { readonly jws: string }, jwks: Jwks): Promise<ReceiptClaims> => {
   const jws = typeof receipt === "string" ? receipt : receipt.jws
   let payload: Uint8Array
   try {

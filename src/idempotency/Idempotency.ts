@@ -60,13 +60,15 @@ export class Idempotency extends Effect.Service<Idempotency>()("idempotency/Idem
           repo.claim({ ...ref, digest }),
           (claimed) =>
             Option.isSome(claimed)
-              ? endpoint.useCase.run(request).pipe(
-                  Effect.onExit((exit) =>
-                    exit._tag === "Success"
-                      ? repo.complete({ ...ref, response: JSON.stringify(encode(exit.value)) })
-                      : repo.release(ref)
+              ? endpoint.useCase
+                  .run(request)
+                  .pipe(
+                    Effect.onExit((exit) =>
+                      exit._tag === "Success"
+                        ? repo.complete({ ...ref, response: JSON.stringify(encode(exit.value)) })
+                        : repo.release(ref)
+                    )
                   )
-                )
               : Effect.flatMap(awaitFirst(ref, digest), (outcome) =>
                   outcome._tag === "Answered" ? Effect.succeed(outcome.value) : Effect.suspend(() => attempt)
                 )
@@ -78,9 +80,7 @@ export class Idempotency extends Effect.Service<Idempotency>()("idempotency/Idem
         ...endpoint,
         useCase: {
           direct: (input, answer) =>
-            input.headers[IDEMPOTENCY_HEADER] === undefined
-              ? endpoint.useCase.direct(input, answer)
-              : { taken: false },
+            input.headers[IDEMPOTENCY_HEADER] === undefined ? endpoint.useCase.direct(input, answer) : { taken: false },
           run: (input) => {
             const header = input.headers[IDEMPOTENCY_HEADER]
             if (header === undefined) return endpoint.useCase.run(input)

@@ -67,13 +67,24 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("typed client", (it) =
       expect([event.run_id, event.sequence]).toEqual([run.id, 1])
 
       const permitted = yield* Effect.promise(() =>
-        client.decide({ kind: "output.proposed", action: { operation: "reply", content: "It ships today." }, run_id: run.id })
+        client.decide({
+          kind: "output.proposed",
+          action: { operation: "reply", content: "It ships today." },
+          run_id: run.id
+        })
       )
       expect(permitted.effect).toBe("permit")
       const denied = yield* Effect.promise(() =>
-        client.decide({ kind: "output.proposed", action: { operation: "reply", content: "Use SAVE50!" }, run_id: run.id })
+        client.decide({
+          kind: "output.proposed",
+          action: { operation: "reply", content: "Use SAVE50!" },
+          run_id: run.id
+        })
       )
-      expect([denied.effect, denied.findings.map((finding) => finding.policy_id)]).toEqual(["deny", ["no-discount-code"]])
+      expect([denied.effect, denied.findings.map((finding) => finding.policy_id)]).toEqual([
+        "deny",
+        ["no-discount-code"]
+      ])
 
       const traces = yield* Effect.promise(() => client.listRunTraces(run.id))
       expect(traces.map((trace) => trace.trace_id).sort()).toEqual([permitted.trace_id, denied.trace_id].sort())
@@ -121,7 +132,7 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("typed client", (it) =
         "invalid_request",
         ["action.operation"]
       ])
-      const unauthorized = createGuardrailClient({ baseUrl: (yield* baseUrl), apiKey: "gr_wrong" })
+      const unauthorized = createGuardrailClient({ baseUrl: yield* baseUrl, apiKey: "gr_wrong" })
       const refused = (yield* rejection(() => unauthorized.getRun("run_x"))) as GuardrailError
       expect(refused.status).toBe(401)
       const offline = createGuardrailClient({ baseUrl: "http://127.0.0.1:1", apiKey: "k", retry: false })

@@ -76,7 +76,9 @@ export const flakyProxy = (target: string) =>
           })
           const text = await forwarded.text()
           if (step.kind === "forward-then") return answer(response, step.status, step.retryAfter)
-          response.writeHead(forwarded.status, { "content-type": forwarded.headers.get("content-type") ?? "text/plain" })
+          response.writeHead(forwarded.status, {
+            "content-type": forwarded.headers.get("content-type") ?? "text/plain"
+          })
           response.end(text)
         })
       })

@@ -59,11 +59,19 @@ const installedProject = Effect.acquireRelease(
   Effect.promise(async () => {
     const dir = mkdtempSync(join(tmpdir(), "guardrail-client-"))
     await run("npm", ["run", "build:client"], { cwd: ROOT })
-    const { stdout } = await run("npm", ["pack", "--ignore-scripts", "--pack-destination", dir, "--json"], { cwd: ROOT })
+    const { stdout } = await run("npm", ["pack", "--ignore-scripts", "--pack-destination", dir, "--json"], {
+      cwd: ROOT
+    })
     const [packed] = JSON.parse(stdout) as Array<{ filename: string; files: Array<{ path: string }> }>
     const modules = join(dir, "node_modules")
     mkdirSync(join(modules, "guardrail-service"), { recursive: true })
-    await run("tar", ["-xzf", join(dir, packed!.filename), "-C", join(modules, "guardrail-service"), "--strip-components=1"])
+    await run("tar", [
+      "-xzf",
+      join(dir, packed!.filename),
+      "-C",
+      join(modules, "guardrail-service"),
+      "--strip-components=1"
+    ])
     for (const entry of readdirSync(MODULES)) {
       if (entry !== "guardrail-service" && entry !== ".bin") symlinkSync(join(MODULES, entry), join(modules, entry))
     }
@@ -113,7 +121,19 @@ layer(testServer("database"), SERVER_OPTIONS)("the packed client", (it) => {
         const checked = yield* Effect.promise(() =>
           run(
             "node",
-            [tsc, "--noEmit", "--strict", "--skipLibCheck", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "typed.ts"],
+            [
+              tsc,
+              "--noEmit",
+              "--strict",
+              "--skipLibCheck",
+              "--module",
+              "nodenext",
+              "--moduleResolution",
+              "nodenext",
+              "--target",
+              "es2022",
+              "typed.ts"
+            ],
             { cwd: dir }
           ).then(
             () => "ok",

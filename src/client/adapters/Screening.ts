@@ -120,4 +120,4 @@ export const paramsOf = (args: unknown): Record<string, unknown> => {
 }
 
 /** A tool's output as text to screen. */
-export const textOf = (value: unknown): string => (typeof value === "string" ? value : JSON.stringify(value) ?? "")
+export const textOf = (value: unknown): string => (typeof value === "string" ? value : (JSON.stringify(value) ?? ""))
