@@ -33,6 +33,7 @@ import {
   SettingsHttpLive,
   TeamHttpLive
 } from "./identity/Http.js"
+import { Idempotency } from "./idempotency/Idempotency.js"
 import { McpProxyHttpLive, McpServersHttpLive } from "./mcp/Http.js"
 import { AdminHttpLive, MetricsHttpLive } from "./operations/Http.js"
 import { PolicySetsHttpLive } from "./policysets/Http.js"
@@ -73,7 +74,7 @@ export const ApiGroupsLive = Layer.mergeAll(
   AdminHttpLive,
   AuditEventsHttpLive
 ).pipe(
-  Layer.provide(Layer.mergeAll(AuthorizationLive, RunsLive, AuditLog.Default)),
+  Layer.provide(Layer.mergeAll(AuthorizationLive, RunsLive, AuditLog.Default, Idempotency.Default)),
   Layer.provideMerge(CatalogLive),
   Layer.provideMerge(IdentityLive)
 )
@@ -87,7 +88,7 @@ export const HotEndpointsLive = Layer.effect(
 ).pipe(
   // The gateway's guardrails decide through the same Authorization as the events endpoint.
   Layer.provide(GatewayGuard.Default),
-  Layer.provide(Layer.mergeAll(AuthorizationLive, RunsLive)),
+  Layer.provide(Layer.mergeAll(AuthorizationLive, RunsLive, Idempotency.Default)),
   Layer.provideMerge(CatalogLive),
   Layer.provideMerge(IdentityLive)
 )

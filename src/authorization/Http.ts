@@ -4,18 +4,20 @@ import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { type HotEndpoint, routerHandler } from "../http/Hot.js"
 import { CurrentCaller } from "../identity/Authentication.js"
+import { Idempotency } from "../idempotency/Idempotency.js"
 import { mapInput } from "../platform/Warm.js"
 import { Traces } from "../runs/Traces.js"
 import { Authorization } from "./Authorization.js"
 import { eventOf, overlayOf } from "./DryRun.js"
 import { AuthorizationRepo } from "./Repo.js"
-import type { AuthorizationResponse, ProposedEvent } from "./Domain.js"
+import { AuthorizationResponse, type ProposedEvent } from "./Domain.js"
 import { ReceiptSigner } from "./Receipts.js"
 
 /** `POST /v1/events`, called by agents before every action: the router and the fast lane run this declaration. */
-export const authorizeEvent = Effect.map(
-  Authorization,
-  (authorization): HotEndpoint<never, typeof ProposedEvent.Type, typeof AuthorizationResponse.Type> => ({
+export const authorizeEvent = Effect.gen(function* () {
+  const authorization = yield* Authorization
+  const idempotency = yield* Idempotency
+  const hot: HotEndpoint<never, typeof ProposedEvent.Type, typeof AuthorizationResponse.Type> = {
     group: "events",
     endpoint: "authorizeEvent",
     raw: false,
@@ -25,8 +27,9 @@ export const authorizeEvent = Effect.map(
       event: request.payload,
       startedAt: request.startedAt
     }))
-  })
-)
+  }
+  return idempotency.hot(hot, AuthorizationResponse)
+})
 
 export const EventsHttpLive = HttpApiBuilder.group(GuardrailApi, "events", (handlers) =>
   Effect.gen(function* () {

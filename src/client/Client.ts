@@ -4,12 +4,16 @@
  * with the contract's schemas encoding requests and decoding answers. An
  * error answer fails with the error class of its status (`NotFound`,
  * `BadRequest`, ...; see src/http/Errors.ts), carrying `code`, `message` and
- * `details`. The tests speak to the service through it, and the typed-client
- * issue publishes it with a Promise facade.
+ * `details`. Path values are percent-encoded (a model name may hold `/`).
+ * Published as `guardrail-service/client` with a Promise facade (Facade.ts).
  */
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, FiberRef } from "effect"
 import { GuardrailApi } from "../Api.js"
+import { IDEMPOTENCY_HEADER } from "../idempotency/Domain.js"
+import { type RetryOptions, retrying } from "./Retry.js"
+
+export type { RetryOptions } from "./Retry.js"
 
 export interface ClientOptions {
   /** The service's base URL, e.g. `http://127.0.0.1:8080`. */
@@ -18,19 +22,85 @@ export interface ClientOptions {
   readonly token?: string | undefined
   /** Headers sent with every request (e.g. `x-service-workspace-id`). */
   readonly headers?: Readonly<Record<string, string>> | undefined
+  /** Retries of 429 and 503 answers (honouring `Retry-After`); `false`: none. Default: 3 retries. */
+  readonly retry?: RetryOptions | false | undefined
+  /**
+   * Sends an `Idempotency-Key` with every decision and run-event append that has none (default true), so
+   * a retry is answered the first result instead of writing twice.
+   */
+  readonly idempotencyKeys?: boolean | undefined
 }
+
+/** The `Idempotency-Key` of the requests made in its scope (`withIdempotencyKey`); unset: a fresh one per request. */
+export const CurrentIdempotencyKey = FiberRef.unsafeMake<string | undefined>(undefined)
+
+/** Runs `effect` (a decision or run-event append) with this `Idempotency-Key`, e.g. one kept across a restart. */
+export const withIdempotencyKey =
+  (key: string) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.locally(effect, CurrentIdempotencyKey, key)
+
+/** The endpoints that take an `Idempotency-Key`: `POST /v1/events` and `POST /v1/runs/{id}/events`. */
+const IDEMPOTENT = /^\/v1\/(events|runs\/[^/]+\/events)$/
+
+const withIdempotencyKeyHeader = (request: HttpClientRequest.HttpClientRequest) =>
+  request.method !== "POST" || request.headers[IDEMPOTENCY_HEADER] !== undefined || !IDEMPOTENT.test(request.url)
+    ? Effect.succeed(request)
+    : Effect.map(FiberRef.get(CurrentIdempotencyKey), (key) =>
+        HttpClientRequest.setHeader(request, IDEMPOTENCY_HEADER, key ?? crypto.randomUUID())
+      )
 
 const withCredentials = (options: ClientOptions) => (request: HttpClientRequest.HttpClientRequest) => {
   const authorized = options.token === undefined ? request : HttpClientRequest.bearerToken(request, options.token)
   return options.headers === undefined ? authorized : HttpClientRequest.setHeaders(authorized, options.headers)
 }
 
+const transformClient = (options: ClientOptions) => (client: HttpClient.HttpClient) => {
+  const credentialed = HttpClient.mapRequest(client, withCredentials(options))
+  const keyed =
+    options.idempotencyKeys === false
+      ? credentialed
+      : HttpClient.mapRequestEffect(credentialed, withIdempotencyKeyHeader)
+  return options.retry === false ? keyed : retrying(keyed, options.retry ?? {})
+}
+
+/**
+ * Every endpoint function with its `path` values percent-encoded: the platform's client puts them into
+ * the URL as they are, so `a/b` or `a b` would otherwise name another route or an invalid URL.
+ */
+const encodingPaths = <C extends object>(client: C): C => {
+  const encodeRequest = (request: unknown) => {
+    if (typeof request !== "object" || request === null || !("path" in request)) return request
+    const path = request.path
+    if (typeof path !== "object" || path === null) return request
+    const encoded = Object.fromEntries(
+      Object.entries(path).map(([name, value]) => [name, typeof value === "string" ? encodeURIComponent(value) : value])
+    )
+    return { ...request, path: encoded }
+  }
+  const wrapGroup = (group: object) =>
+    Object.fromEntries(
+      Object.entries(group).map(([name, endpoint]) => [
+        name,
+        typeof endpoint === "function"
+          ? (request: unknown) => (endpoint as (request: unknown) => unknown)(encodeRequest(request))
+          : endpoint
+      ])
+    )
+  return Object.fromEntries(
+    Object.entries(client).map(([name, group]) => [
+      name,
+      typeof group === "object" && group !== null ? wrapGroup(group) : group
+    ])
+  ) as C
+}
+
 /** The client over the platform's `HttpClient` in context. */
 export const makeClient = (options: ClientOptions) =>
-  HttpApiClient.make(GuardrailApi, {
-    baseUrl: options.baseUrl,
-    transformClient: HttpClient.mapRequest(withCredentials(options))
-  })
+  Effect.map(
+    HttpApiClient.make(GuardrailApi, { baseUrl: options.baseUrl, transformClient: transformClient(options) }),
+    encodingPaths
+  )
 
 export type GuardrailClient = Effect.Effect.Success<ReturnType<typeof makeClient>>
 

@@ -4,18 +4,20 @@ import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { CurrentCaller, inWorkspace } from "../identity/Authentication.js"
 import { type HotEndpoint, routerHandler } from "../http/Hot.js"
+import { Idempotency } from "../idempotency/Idempotency.js"
 import { pageSize } from "../platform/Schemas.js"
 import { mapInput } from "../platform/Warm.js"
 import type { RunPath } from "./Api.js"
-import type { CreateRunEvent, RunEvent } from "./Domain.js"
+import { type CreateRunEvent, RunEvent } from "./Domain.js"
 import { Reviews } from "./Reviews.js"
 import { Runs } from "./Runs.js"
 import { Traces } from "./Traces.js"
 
 /** `POST /v1/runs/{id}/events`, appended at a high rate by agents: the router and the fast lane run this declaration. */
-export const appendRunEvent = Effect.map(
-  Runs,
-  (runs): HotEndpoint<typeof RunPath.Type, typeof CreateRunEvent.Type, typeof RunEvent.Type> => ({
+export const appendRunEvent = Effect.gen(function* () {
+  const runs = yield* Runs
+  const idempotency = yield* Idempotency
+  const hot: HotEndpoint<typeof RunPath.Type, typeof CreateRunEvent.Type, typeof RunEvent.Type> = {
     group: "runs",
     endpoint: "appendRunEvent",
     raw: false,
@@ -25,8 +27,9 @@ export const appendRunEvent = Effect.map(
       runId: request.path.id,
       input: request.payload
     }))
-  })
-)
+  }
+  return idempotency.hot(hot, RunEvent)
+})
 
 export const RunsHttpLive = HttpApiBuilder.group(GuardrailApi, "runs", (handlers) =>
   Effect.gen(function* () {

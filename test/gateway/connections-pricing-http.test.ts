@@ -21,7 +21,7 @@ import {
   testServerOver,
   testServerWithDatabase
 } from "../support/TestServer.js"
-import { GATEWAY_SETTINGS, modelPath, PROVIDER_KEY, setupGateway } from "./gateway-helpers.js"
+import { GATEWAY_SETTINGS, PROVIDER_KEY, setupGateway } from "./gateway-helpers.js"
 
 const CONNECTION_KEYS = [
   "base_url",
@@ -357,7 +357,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
           model: string,
           payload: { input_per_million_minor: number; output_per_million_minor: number },
           api = owner.api
-        ) => api.llmPricing.putLlmPrice({ path: modelPath(model), payload })
+        ) => api.llmPricing.putLlmPrice({ path: { model }, payload })
 
         const price = yield* put("  GPT-4o ", { input_per_million_minor: 250, output_per_million_minor: 1000 })
         expect(price).toEqual({
@@ -379,13 +379,13 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
         expect(yield* other.api.llmPricing.listLlmPrices({})).toEqual({ prices: [] })
 
         const [, deleted] = yield* owner.api.llmPricing.deleteLlmPrice({
-          path: modelPath(" GPT-4O"),
+          path: { model: " GPT-4O" },
           withResponse: true
         })
         expect(deleted.status).toBe(204)
-        yield* expectFailure(owner.api.llmPricing.deleteLlmPrice({ path: modelPath("gpt-4o") }), 404, "price_not_found")
+        yield* expectFailure(owner.api.llmPricing.deleteLlmPrice({ path: { model: "gpt-4o" } }), 404, "price_not_found")
         yield* expectFailure(
-          other.api.llmPricing.deleteLlmPrice({ path: modelPath("claude-sonnet") }),
+          other.api.llmPricing.deleteLlmPrice({ path: { model: "claude-sonnet" } }),
           404,
           "price_not_found"
         )
@@ -415,8 +415,8 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
           )
           expectValidation(yield* putRaw({ input_per_million_minor: 1 }), "output_per_million_minor")
           const valid = { input_per_million_minor: 1, output_per_million_minor: 1 }
-          yield* expectInvalid(owner.api.llmPricing.putLlmPrice({ path: modelPath("   "), payload: valid }), "model")
-          yield* expectFailure(key.llmPricing.putLlmPrice({ path: modelPath("m"), payload: valid }), 403)
+          yield* expectInvalid(owner.api.llmPricing.putLlmPrice({ path: { model: "   " }, payload: valid }), "model")
+          yield* expectFailure(key.llmPricing.putLlmPrice({ path: { model: "m" }, payload: valid }), 403)
           yield* key.llmPricing.listLlmPrices({})
           expect((yield* owner.api.llmPricing.listLlmPrices({})).prices).toEqual([])
         })

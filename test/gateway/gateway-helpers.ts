@@ -49,15 +49,9 @@ export const setupGateway = (base: string, owner: Caller, upstreamUrl: string, a
     } satisfies Gateway
   })
 
-/**
- * A path parameter as the service expects it on the wire: the typed client puts path values in the URL
- * as they are, so a model name with spaces or slashes is encoded here.
- */
-export const modelPath = (model: string) => ({ model: encodeURIComponent(model) })
-
 export const setPrice = (owner: Caller, model: string, input: number, output: number) =>
   owner.api.llmPricing.putLlmPrice({
-    path: modelPath(model),
+    path: { model },
     payload: { input_per_million_minor: input, output_per_million_minor: output }
   })
 

@@ -31,6 +31,9 @@ export const clientAt = (base: string, credential: Credential = {}): Effect.Effe
   guardrailClient({
     baseUrl: base,
     token: credential.token,
+    // Suites see each answer as sent (a 429 is not retried) and decisions as sent (no key: the fast lane's path).
+    retry: false,
+    idempotencyKeys: false,
     headers: {
       ...credential.headers,
       ...(credential.workspace === undefined ? {} : { "x-service-workspace-id": credential.workspace })

@@ -1,0 +1,104 @@
+/**
+ * Idempotent hot endpoints (`POST /v1/events`, run-event appends): a request
+ * with an `Idempotency-Key` claims the key in its workspace before it runs,
+ * and stores its success under the key; a repeat within 24 h answers that
+ * success and writes nothing. The key's primary key serializes concurrent
+ * duplicates: the one that did not claim it waits for the first to finish
+ * (or to fail, which gives the key up). A failure is not stored, so a retry
+ * after a 429 or 503 runs again. Requests with a key never take the fast
+ * lane's direct path (it cannot wait on the database).
+ */
+import { Duration, Effect, Either, Option, ParseResult, Schedule, Schema, type Scope } from "effect"
+import { createHash } from "node:crypto"
+import { type HttpError, validationFailed } from "../http/Errors.js"
+import type { HotEndpoint, HotRequest } from "../http/Hot.js"
+import { IDEMPOTENCY_HEADER, IdempotencyKey, keyInFlight, keyReused } from "./Domain.js"
+import { IdempotencyRepo } from "./Repo.js"
+
+const decodeKey = Schema.decodeUnknownEither(IdempotencyKey)
+
+/** How long a duplicate waits for the first request with its key, polling. */
+const WAIT_FOR_FIRST = Schedule.spaced(Duration.millis(25)).pipe(Schedule.upTo(Duration.seconds(10)))
+
+type Outcome<A> = { readonly _tag: "Answered"; readonly value: A } | { readonly _tag: "Released" }
+
+export class Idempotency extends Effect.Service<Idempotency>()("idempotency/Idempotency", {
+  effect: Effect.gen(function* () {
+    const repo = yield* IdempotencyRepo
+
+    /** The hot endpoint, made idempotent per `Idempotency-Key`; its success is stored as `success` encodes it. */
+    const hot = <P, Payload, A, I>(
+      endpoint: HotEndpoint<P, Payload, A>,
+      success: Schema.Schema<A, I>
+    ): HotEndpoint<P, Payload, A> => {
+      const encode = Schema.encodeSync(success)
+      const decode = Schema.decodeUnknown(success)
+      const digestOf = (request: HotRequest<P, Payload>) =>
+        createHash("sha256")
+          .update(JSON.stringify([endpoint.group, endpoint.endpoint, request.path ?? null, request.payload]))
+          .digest("hex")
+
+      /** Waits for the first request's answer; `Released` when it failed and gave the key up. */
+      const awaitFirst = (ref: { workspaceId: string; key: string }, digest: string) =>
+        Effect.flatMap(repo.find(ref), (row): Effect.Effect<Outcome<A>, HttpError | "pending"> => {
+          if (Option.isNone(row)) return Effect.succeed({ _tag: "Released" })
+          if (row.value.request_digest !== digest) return Effect.fail(keyReused())
+          if (row.value.response === null) return Effect.fail("pending")
+          return Effect.map(Effect.orDie(decode(row.value.response)), (value) => ({ _tag: "Answered", value }))
+        }).pipe(
+          Effect.retry({ schedule: WAIT_FOR_FIRST, while: (error) => error === "pending" }),
+          Effect.catchIf(
+            (error): error is "pending" => error === "pending",
+            () => Effect.fail(keyInFlight())
+          )
+        )
+
+      const once = (request: HotRequest<P, Payload>, key: string) => {
+        const ref = { workspaceId: request.caller.workspaceId, key }
+        const digest = digestOf(request)
+        const attempt: Effect.Effect<A, HttpError, Scope.Scope> = Effect.flatMap(
+          repo.claim({ ...ref, digest }),
+          (claimed) =>
+            Option.isSome(claimed)
+              ? endpoint.useCase
+                  .run(request)
+                  .pipe(
+                    Effect.onExit((exit) =>
+                      exit._tag === "Success"
+                        ? repo.complete({ ...ref, response: JSON.stringify(encode(exit.value)) })
+                        : repo.release(ref)
+                    )
+                  )
+              : Effect.flatMap(awaitFirst(ref, digest), (outcome) =>
+                  outcome._tag === "Answered" ? Effect.succeed(outcome.value) : Effect.suspend(() => attempt)
+                )
+        )
+        return attempt
+      }
+
+      return {
+        ...endpoint,
+        useCase: {
+          direct: (input, answer) =>
+            input.headers[IDEMPOTENCY_HEADER] === undefined ? endpoint.useCase.direct(input, answer) : { taken: false },
+          run: (input) => {
+            const header = input.headers[IDEMPOTENCY_HEADER]
+            if (header === undefined) return endpoint.useCase.run(input)
+            return Either.match(decodeKey(header), {
+              onLeft: (error) =>
+                Effect.fail(
+                  validationFailed([
+                    { path: ["headers", IDEMPOTENCY_HEADER], message: ParseResult.TreeFormatter.formatErrorSync(error) }
+                  ])
+                ),
+              onRight: (key) => once(input, key)
+            })
+          }
+        }
+      }
+    }
+
+    return { hot }
+  }),
+  dependencies: [IdempotencyRepo.Default]
+}) {}
