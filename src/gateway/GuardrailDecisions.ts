@@ -9,14 +9,7 @@ import { Readable } from "node:stream"
 import type { DecisionAnswer } from "../authorization/Decisions.js"
 import { strictest } from "../authorization/Pipeline.js"
 import type { Snapshot } from "../catalog/Snapshot.js"
-import {
-  BadGateway,
-  BadRequest,
-  errorBodyOf,
-  errorHeadersOf,
-  type HttpError,
-  statusOf
-} from "../http/Errors.js"
+import { BadGateway, BadRequest, errorBodyOf, errorHeadersOf, type HttpError, statusOf } from "../http/Errors.js"
 import type { RuntimeConfig } from "../identity/WorkspaceSettings.js"
 import { Identifier } from "../platform/Schemas.js"
 import type { RouteTarget } from "./Connections.js"

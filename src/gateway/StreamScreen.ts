@@ -58,7 +58,12 @@ const chatCall =
   (first: Json, choiceIndex: number, piece: Json) =>
   (call: HeldCall, args: string): Array<string> => {
     const { choices: _choices, ...envelope } = first
-    const toolCall = { index: piece["index"] ?? 0, id: piece["id"], type: "function", function: { name: call.name, arguments: args } }
+    const toolCall = {
+      index: piece["index"] ?? 0,
+      id: piece["id"],
+      type: "function",
+      function: { name: call.name, arguments: args }
+    }
     const choice = { index: choiceIndex, delta: { tool_calls: [toolCall] }, finish_reason: null }
     return [`data: ${JSON.stringify({ ...envelope, choices: [choice] })}\n\n`]
   }
@@ -72,7 +77,6 @@ const sentenceEnd = (text: string, limit: number) => {
   }
   return 0
 }
-
 
 /** Reads `source` (the provider's SSE answer) into `sink`, screened; never throws (a failure ends the sink). */
 export const screenStream = async (source: Readable, sink: PassThrough, options: StreamScreenOptions) => {
