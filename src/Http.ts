@@ -33,6 +33,7 @@ import {
   SettingsHttpLive,
   TeamHttpLive
 } from "./identity/Http.js"
+import { PolicyImpactHttpLive } from "./impact/Http.js"
 import { McpProxyHttpLive, McpServersHttpLive } from "./mcp/Http.js"
 import { AdminHttpLive, MetricsHttpLive } from "./operations/Http.js"
 import { RedteamHttpLive, RedteamReportsHttpLive } from "./redteam/Http.js"
@@ -48,6 +49,7 @@ export const ApiGroupsLive = Layer.mergeAll(
   EnvironmentsHttpLive,
   AgentsHttpLive,
   PoliciesHttpLive,
+  PolicyImpactHttpLive,
   LabelPoliciesHttpLive,
   ToolMetadataHttpLive,
   KnowledgeSourcesHttpLive,

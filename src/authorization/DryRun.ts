@@ -28,8 +28,13 @@ export type EvaluateEvent = typeof EvaluateEvent.Type
 /** The live policies as this evaluation sees them. */
 export type PolicyOverlay = (live: ReadonlyArray<CompiledPolicy>) => ReadonlyArray<CompiledPolicy>
 
-/** Compiles the candidates (every error at `candidate_policies.N.<path>`) into an overlay; a 400 when any is invalid. */
-export const overlayOf = (request: EvaluateEvent): Either.Either<PolicyOverlay, BadRequest> => {
+/**
+ * Compiles the candidates (every error at `candidate_policies.N.<path>`) into an overlay; a 400 when any is invalid.
+ * Impact replay (src/impact) builds its overlay on this one.
+ */
+export const overlayOf = (
+  request: Pick<EvaluateEvent, "candidate_policies" | "disable_policy_ids">
+): Either.Either<PolicyOverlay, BadRequest> => {
   const errors: Array<PolicyError> = []
   const candidates: Array<CompiledPolicy> = []
   const seen = new Set<string>()
