@@ -10,9 +10,12 @@ export type ImpactJobId = typeof ImpactJobId.Type
 /** At most this many example trace ids per transition (and landed attacks listed). */
 export const MAX_EXAMPLES = 50
 
+/** An ISO 8601 instant with a four-digit year (one PostgreSQL can compare with). */
 const Instant = Schema.String.pipe(
   Schema.maxLength(64),
-  Schema.filter((text) => !Number.isNaN(Date.parse(text)), { message: () => "expected an ISO 8601 timestamp" })
+  Schema.filter((text) => /^\d{4}-\d{2}-\d{2}T/.test(text) && !Number.isNaN(Date.parse(text)), {
+    message: () => "expected an ISO 8601 timestamp, e.g. 2026-11-24T00:00:00Z"
+  })
 )
 
 export const ImpactRequest = Schema.Struct({

@@ -15,7 +15,7 @@ import { createHash } from "node:crypto"
 import { evaluate, modesOf, type Environment } from "../authorization/Decisions.js"
 import { EventKind, ProposedAction } from "../authorization/Domain.js"
 import { overlayOf, type PolicyOverlay } from "../authorization/DryRun.js"
-import type { CheckerMode, CheckerName, DecisionEffect } from "../authorization/Pipeline.js"
+import type { CheckerMode, CheckerName, Decision, DecisionEffect } from "../authorization/Pipeline.js"
 import { canonicalJson } from "../authorization/Receipts.js"
 import { PolicyDocument } from "../catalog/Domain.js"
 import { type CompiledPolicy, compilePolicy, parseDocumentText } from "../catalog/PolicyLanguage.js"
@@ -38,7 +38,15 @@ const invalid = (path: string, message: string) =>
 /** The candidate set over the live one, and the digests of the documents it evaluates as enabled; a 400 when invalid. */
 export const candidateOf = (
   request: StoredRequest
-): Either.Either<{ readonly overlay: PolicyOverlay; readonly digests: ReadonlyArray<string> }, BadRequest> => {
+): Either.Either<
+  {
+    readonly overlay: PolicyOverlay
+    readonly digests: ReadonlyArray<string>
+    /** Ids the overlay removes, replaces or adds; every other policy is the live one, unchanged. */
+    readonly changed: ReadonlySet<string>
+  },
+  BadRequest
+> => {
   const candidates = request.candidate_policies ?? []
   const disabled = new Set(request.disable_ids ?? [])
   return Either.gen(function* () {
@@ -60,7 +68,12 @@ export const candidateOf = (
     if (clash >= 0) return yield* Either.left(invalid(`candidate_policies.${clash}.id`, "this id is also in enable_ids"))
     const digests = [...new Set([...texts, ...request.enabled_documents.map((stored) => stored.document)].map(documentDigest))]
     const overlay: PolicyOverlay = (live) => [...dry(live).filter((policy) => !enabledIds.has(policy.id)), ...enabled]
-    return { overlay, digests: digests.sort() }
+    const changed = new Set([
+      ...texts.map((value) => String(value["id"])),
+      ...disabled,
+      ...enabledIds
+    ])
+    return { overlay, digests: digests.sort(), changed }
   })
 }
 
@@ -96,6 +109,7 @@ export interface ReplaySets {
   readonly workspaceId: string
   readonly live: Snapshot
   readonly overlay: PolicyOverlay
+  readonly changed: ReadonlySet<string>
   readonly config: RuntimeConfig
   /** Landed red-team attacks, by the trace of their decision. */
   readonly landed: ReadonlyMap<string, { readonly job_id: string; readonly seq: number }>
@@ -114,6 +128,10 @@ const example = (list: Array<string>, id: string) => {
 export const makeTally = (sets: ReplaySets) => {
   const candidate: Snapshot = { ...sets.live, policies: sets.overlay(sets.live.policies) }
   const defaultEffect = sets.config.settings.default_action
+  /** The live policies the candidate set removes or replaces. */
+  const removed: Snapshot = { ...sets.live, policies: sets.live.policies.filter((policy) => sets.changed.has(policy.id)) }
+  const touches = (decision: Decision) =>
+    decision.findings.some((finding) => finding.policy_id !== null && sets.changed.has(finding.policy_id))
   const modesByEnvironment = new Map<string, Readonly<Record<CheckerName, CheckerMode>>>()
   const modesFor = (environmentId: string) => {
     let modes = modesByEnvironment.get(environmentId)
@@ -148,8 +166,14 @@ export const makeTally = (sets: ReplaySets) => {
       metadata: request.right.metadata
     }
     const modes = modesFor(row.environment_id)
-    const from = evaluate(sets.live, event, modes, row.granted, defaultEffect).effect
-    const to = evaluate(candidate, event, modes, row.granted, defaultEffect).effect
+    const decided = evaluate(candidate, event, modes, row.granted, defaultEffect)
+    const to = decided.effect
+    // Every policy acts only through its findings (Pipeline.decide): when none of the changed policies yields one,
+    // in the candidate set or (probed alone) in the live one, both sets decide alike and one evaluation suffices.
+    const differs =
+      touches(decided) ||
+      (removed.policies.length > 0 && touches(evaluate(removed, event, modes, row.granted, defaultEffect)))
+    const from = differs ? evaluate(sets.live, event, modes, row.granted, defaultEffect).effect : to
     replayed++
     if (from !== row.decision) mismatches++
     const key = `${from}>${to}`

@@ -8,7 +8,7 @@
  * stopped is queued again and replayed from the start (a replay is cheap and
  * its result must not depend on where it stopped).
  */
-import { Cause, Duration, Effect, Either, Layer, Option, Schedule } from "effect"
+import { Cause, Duration, Effect, Either, Fiber, Layer, Option, Schedule } from "effect"
 import { randomBytes } from "node:crypto"
 import { hostname } from "node:os"
 import { CatalogLive } from "../catalog/Http.js"
@@ -19,6 +19,8 @@ import { type ImpactJobRow, ImpactRepo, type RetainedRow } from "./Repo.js"
 
 /** Decisions read per query (and per progress update). */
 export const PAGE_SIZE = 2_000
+/** Decisions replayed between yields to other fibers. */
+const YIELD_EVERY = 250
 const CLAIM_POLL = Duration.millis(200)
 const STALE_AFTER_SECONDS = 30
 const MAX_RESUMES = 3
@@ -47,20 +49,23 @@ export const makeImpactRunner = Effect.gen(function* () {
         agentId: job.request.agent_id ?? null
       }
       yield* repo.setTotal(job.id, yield* repo.count(window))
-      const tally = makeTally({ workspaceId, live, overlay: candidate.right.overlay, config, landed })
-      let after: { readonly at: Date; readonly id: string } | null = null
+      const tally = makeTally({ workspaceId, live, overlay: candidate.right.overlay, changed: candidate.right.changed, config, landed })
+      const pageAfter = (after: RetainedRow | undefined) =>
+        repo.page({ ...window, afterAt: after?.created_at ?? null, afterId: after?.id ?? "", limit: PAGE_SIZE })
+      // The next page is read while this one is replayed (PostgreSQL works beside this thread).
+      let next = yield* Effect.fork(pageAfter(undefined))
       for (;;) {
-        const rows: ReadonlyArray<RetainedRow> = yield* repo.page({
-          ...window,
-          afterAt: after?.at ?? null,
-          afterId: after?.id ?? "",
-          limit: PAGE_SIZE
-        })
-        for (const row of rows) tally.add(row)
-        yield* repo.progress(workerId, job.id, tally.replayed())
+        const rows: ReadonlyArray<RetainedRow> = yield* Fiber.join(next)
         const last = rows[rows.length - 1]
-        if (rows.length < PAGE_SIZE || last === undefined) break
-        after = { at: last.created_at, id: last.id }
+        const more = rows.length === PAGE_SIZE && last !== undefined
+        if (more) next = yield* Effect.fork(pageAfter(last))
+        for (let at = 0; at < rows.length; at += YIELD_EVERY) {
+          // Let the read of the next page (and other fibers) through between slices.
+          yield* Effect.yieldNow()
+          for (const row of rows.slice(at, at + YIELD_EVERY)) tally.add(row)
+        }
+        yield* repo.progress(workerId, job.id, tally.replayed())
+        if (!more) break
       }
       const result = tally.result()
       yield* repo.complete(workerId, job.id, tally.replayed(), result, resultDigest(result))
