@@ -13,7 +13,8 @@ export const MAX_EXAMPLES = 50
 /** An ISO 8601 instant with a four-digit year (one PostgreSQL can compare with). */
 const Instant = Schema.String.pipe(
   Schema.maxLength(64),
-  Schema.filter((text) => /^\d{4}-\d{2}-\d{2}T/.test(text) && !Number.isNaN(Date.parse(text)), {
+  Schema.pattern(/^\d{4}-\d{2}-\d{2}T/, { message: () => "expected an ISO 8601 timestamp, e.g. 2026-11-24T00:00:00Z" }),
+  Schema.filter((text) => !Number.isNaN(Date.parse(text)), {
     message: () => "expected an ISO 8601 timestamp, e.g. 2026-11-24T00:00:00Z"
   })
 )
