@@ -2,8 +2,8 @@
  * `require_impact_before_enable` over HTTP: with the setting on, every path
  * that enables a policy (create enabled, enable, batch enable, PUT, rollback,
  * pack install) answers 409 `impact_required` until an impact replay of that
- * very document has completed, and then succeeds; with it off (the default)
- * nothing changes.
+ * very document has completed (within 24 hours), and then succeeds; with it
+ * off (the default) nothing changes.
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
@@ -11,12 +11,13 @@ import { PolicyId } from "../../src/catalog/Domain.js"
 import { expectFailure } from "../support/Api.js"
 import { policyDocument, yamlBytes } from "../support/Events.js"
 import { tenant } from "../support/Tenants.js"
-import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { queryDatabase } from "../support/Database.js"
+import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 import { aroundNow, replay } from "./impact-helpers.js"
 
 const path = (id: string) => ({ id: PolicyId.make(id) })
 
-layer(testServer("database"), SERVER_OPTIONS)("require_impact_before_enable over HTTP", (it) => {
+layer(testServerWithDatabase("database"), SERVER_OPTIONS)("require_impact_before_enable over HTTP", (it) => {
   describe("the gate on every enabling path", () => {
     it.effect("409 impact_required on each path until a replay of the document completed, then OK", () =>
       Effect.gen(function* () {
@@ -91,6 +92,26 @@ layer(testServer("database"), SERVER_OPTIONS)("require_impact_before_enable over
         yield* replay(owner, { enable_ids: ids, ...aroundNow() })
         const enabled = yield* policies.setPoliciesEnabled({ payload: { ids, enabled: true } })
         expect(enabled.policies.every((policy) => policy.enabled)).toBe(true)
+      })
+    )
+
+    it.effect("a replay vouches for 24 hours: aged past that, enabling is refused again", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const policies = owner.api.policies
+        yield* owner.api.settings.updateSettings({ payload: { require_impact_before_enable: true } })
+        yield* policies.createPolicy({ payload: yamlBytes(policyDocument("late", { value: "late", enabled: false })) })
+        const job = yield* replay(owner, { enable_ids: ["late"], ...aroundNow() })
+        // The job finished 25 hours ago, as far as the database knows.
+        yield* queryDatabase(
+          yield* TestDatabaseUrl,
+          "update impact_jobs set finished_at = now() - interval '25 hours' where id = $1",
+          [job.id]
+        )
+        yield* expectFailure(policies.setPolicyEnabled({ path: path("late"), payload: { enabled: true } }), 409, "impact_required")
+        yield* replay(owner, { enable_ids: ["late"], ...aroundNow() })
+        expect((yield* policies.setPolicyEnabled({ path: path("late"), payload: { enabled: true } })).enabled).toBe(true)
       })
     )
   })
