@@ -29,7 +29,7 @@ export const SERVICE_NODE_FLAGS = ["--single-threaded-gc"] as const
 /**
  * Starts `services/all-in-one` over `databaseUrl` on `port` (fresh topic
  * prefix, LOG_LEVEL warn) and answers a function that stops it, once
- * /readyz answers 200. BENCH_CPU_PROFILE=<dir> writes a V8 CPU profile of
+ * /readyz answers 200 (its `pid` for CPU readings). BENCH_CPU_PROFILE=<dir> writes a V8 CPU profile of
  * the service there (for finding hot spots).
  */
 export const startService = (
@@ -38,7 +38,7 @@ export const startService = (
   env: Record<string, string> = {},
   service: "all-in-one" | "api" | "stream-worker" = "all-in-one"
 ) =>
-  new Promise<() => void>((resolve, reject) => {
+  new Promise<(() => void) & { readonly pid: number }>((resolve, reject) => {
     const profile = process.env["BENCH_CPU_PROFILE"]
     const nodeArgs = profile === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profile}`]
     const child = spawn(
@@ -68,7 +68,7 @@ export const startService = (
           if (response.ok) {
             clearInterval(poll)
             clearTimeout(timer)
-            resolve(() => child.kill("SIGTERM"))
+            resolve(Object.assign(() => child.kill("SIGTERM"), { pid: child.pid ?? 0 }))
           }
         },
         () => undefined
@@ -90,11 +90,10 @@ export const json = async (url: string, init: RequestInit) => {
 
 /**
  * A signed-up tenant with `policies` enabled content policies (phrases no
- * reply contains; every third denies, the rest defer) and a runtime key, and
- * the `POST /v1/events` request an agent would send: what the decision
- * benchmarks load the service with.
+ * reply contains; every third denies, the rest defer) and a runtime key:
+ * the user's and the key's headers, and the ids an event names.
  */
-export const decisionTenant = async (base: string, policies: number) => {
+export const benchTenant = async (base: string, policies: number) => {
   const password = createHash("sha256").update("bench").digest("hex")
   const session = await json(`${base}/v1/auth/signup`, {
     method: "POST",
@@ -117,18 +116,29 @@ export const decisionTenant = async (base: string, policies: number) => {
     await fetch(`${base}/v1/policies`, {
       method: "POST",
       headers: { ...auth, "content-type": "application/yaml" },
-      body: `id: phrase-${i}\ndescription: Never say phrase ${i}\nfamily: content\nseverity: high\naction: ${i % 3 === 0 ? "deny" : "defer"}\nmatch:\n  type: literal\n  value: forbidden phrase ${String(i).padStart(3, "0")}\n  target: content\n`
+      body: phrasePolicy(i, i % 3 === 0 ? "deny" : "defer")
     })
   }
+  const keyHeaders = { authorization: `Bearer ${String(key["plaintext_key"])}`, "content-type": "application/json" }
+  return { userHeaders: auth, keyHeaders, workspaceId, environmentId }
+}
+
+/** The benchmark tenants' content policy `phrase-<i>`: `action` on "forbidden phrase <i>" (three digits). */
+export const phrasePolicy = (i: number, action: "deny" | "defer") =>
+  `id: phrase-${i}\ndescription: Never say phrase ${i}\nfamily: content\nseverity: high\naction: ${action}\nmatch:\n  type: literal\n  value: forbidden phrase ${String(i).padStart(3, "0")}\n  target: content\n`
+
+/** A `benchTenant` and the `POST /v1/events` request an agent would send: what the decision benchmarks load the service with. */
+export const decisionTenant = async (base: string, policies: number) => {
+  const tenant = await benchTenant(base, policies)
   return {
     url: `${base}/v1/events`,
     method: "POST" as const,
     body: JSON.stringify({
       kind: "output.proposed",
-      principal: { agent_id: "support-bot", environment_id: environmentId, workspace_id: workspaceId },
+      principal: { agent_id: "support-bot", environment_id: tenant.environmentId, workspace_id: tenant.workspaceId },
       action: { operation: "reply", content: "Thanks for waiting: your order ships tomorrow and arrives by Friday." }
     }),
-    headers: { authorization: `Bearer ${String(key["plaintext_key"])}`, "content-type": "application/json" }
+    headers: tenant.keyHeaders
   }
 }
 

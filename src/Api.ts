@@ -8,6 +8,7 @@ import { AuditEventsApi } from "./audit/Api.js"
 import { EventsApi, ReceiptsApi } from "./authorization/Api.js"
 import { BudgetAlertsApi, LlmPricingApi, LlmUsageApi } from "./billing/Api.js"
 import { AgentsApi, KnowledgeSourcesApi, LabelPoliciesApi, PoliciesApi, ToolMetadataApi } from "./catalog/Api.js"
+import { PolicyImpactApi } from "./impact/Api.js"
 import { GatewayProxyApi, GatewayRoutesApi, ProviderConnectionsApi } from "./gateway/Api.js"
 import { McpProxyApi, McpServersApi } from "./mcp/Api.js"
 import { ApiKeysApi, AuthApi, EnvironmentsApi, SettingsApi, TeamApi } from "./identity/Api.js"
@@ -28,6 +29,7 @@ export class GuardrailApi extends HttpApi.make("guardrail")
   .add(EnvironmentsApi)
   .add(AgentsApi)
   .add(PoliciesApi)
+  .add(PolicyImpactApi)
   .add(LabelPoliciesApi)
   .add(ToolMetadataApi)
   .add(PolicySetsApi)

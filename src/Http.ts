@@ -34,6 +34,7 @@ import {
   TeamHttpLive
 } from "./identity/Http.js"
 import { Idempotency } from "./idempotency/Idempotency.js"
+import { PolicyImpactHttpLive } from "./impact/Http.js"
 import { McpProxyHttpLive, McpServersHttpLive } from "./mcp/Http.js"
 import { AdminHttpLive, MetricsHttpLive } from "./operations/Http.js"
 import { PolicySetsHttpLive } from "./policysets/Http.js"
@@ -50,6 +51,7 @@ export const ApiGroupsLive = Layer.mergeAll(
   EnvironmentsHttpLive,
   AgentsHttpLive,
   PoliciesHttpLive,
+  PolicyImpactHttpLive,
   LabelPoliciesHttpLive,
   ToolMetadataHttpLive,
   PolicySetsHttpLive,

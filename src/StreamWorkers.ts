@@ -15,6 +15,7 @@ import { AuditRetentionLive } from "./audit/Retention.js"
 import { RunCountersLive } from "./runs/RunCounters.js"
 import { JobRunnerLive } from "./redteam/JobRunner.js"
 import { AnalyticsConsumerLive } from "./analytics/Ingest.js"
+import { ImpactRunnerLive } from "./impact/Runner.js"
 
 const consumers: ReadonlyArray<{
   readonly name: string
@@ -28,6 +29,7 @@ const consumers: ReadonlyArray<{
   { name: "retention", layer: RetentionLive },
   { name: "audit-retention", layer: AuditRetentionLive },
   { name: "redteam-jobs", layer: JobRunnerLive },
+  { name: "impact-replay", layer: ImpactRunnerLive },
   { name: "analytics", layer: AnalyticsConsumerLive },
   { name: "llm-usage-store", layer: LlmUsageWorkerLive },
   { name: "budget-actions", layer: ActionMeterWorkerLive },

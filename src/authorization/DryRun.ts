@@ -41,8 +41,13 @@ export interface PolicyOverlay {
   readonly candidates: ReadonlyMap<string, string>
 }
 
-/** Compiles the candidates (every error at `candidate_policies.N.<path>`) into an overlay; a 400 when any is invalid. */
-export const overlayOf = (request: EvaluateEvent): Either.Either<PolicyOverlay, BadRequest> => {
+/**
+ * Compiles the candidates (every error at `candidate_policies.N.<path>`) into an overlay; a 400 when any is invalid.
+ * Impact replay (src/impact) builds its overlay on this one.
+ */
+export const overlayOf = (
+  request: Pick<EvaluateEvent, "candidate_policies" | "disable_policy_ids">
+): Either.Either<PolicyOverlay, BadRequest> => {
   const errors: Array<PolicyError> = []
   const candidates: Array<CompiledPolicy> = []
   const seen = new Set<string>()

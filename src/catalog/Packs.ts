@@ -13,6 +13,7 @@ import { PolicyId } from "./Domain.js"
 import { findPack, GUARD_PACKS, type GuardPack, type PackDocument } from "./PackDocuments.js"
 import { toPolicySummary } from "./Policies.js"
 import { CatalogRepo, type PolicyAuthor } from "./Repo.js"
+import { ImpactGate } from "../impact/Gate.js"
 
 /** What the listing shows of a pack's policy: enough to choose, without reading the documents. */
 const summaryOf = (pack: GuardPack) => ({
@@ -50,6 +51,7 @@ export class Packs extends Effect.Service<Packs>()("catalog/Packs", {
   effect: Effect.gen(function* () {
     const repo = yield* CatalogRepo
     const changes = yield* ConfigChanges
+    const gate = yield* ImpactGate
 
     const install = Effect.fn("Packs.install")(function* (
       workspaceId: string,
@@ -59,6 +61,15 @@ export class Packs extends Effect.Service<Packs>()("catalog/Packs", {
     ) {
       const pack = findPack(name)
       if (pack === undefined) return yield* packNotFound(name)
+      if (options.enabled === true) {
+        // Only the policies this install adds are enabled by it (existing ids are skipped).
+        const present = new Set((yield* repo.findPolicies(workspaceId, pack.policies.map((doc) => doc.id))).map((row) => row.id))
+        const added = pack.policies.filter((shipped) => !present.has(shipped.id))
+        yield* gate.beforeEnabling(
+          workspaceId,
+          added.map((shipped) => ({ id: shipped.id, document: installedDocument(shipped, options) }))
+        )
+      }
       const inserted = yield* changes.change(
         workspaceId,
         "policies",
@@ -102,5 +113,5 @@ export class Packs extends Effect.Service<Packs>()("catalog/Packs", {
       install
     }
   }),
-  dependencies: [CatalogRepo.Default]
+  dependencies: [CatalogRepo.Default, ImpactGate.Default]
 }) {}

@@ -14,6 +14,7 @@ import { policyTestErrors, runPolicyTest, withPolicy } from "./PolicyTests.js"
 import { CatalogSnapshot } from "./Snapshot.js"
 import { toPolicyVersion } from "./Lifecycle.js"
 import { CatalogRepo, type PolicyAuthor, type PolicyRow } from "./Repo.js"
+import { ImpactGate } from "../impact/Gate.js"
 
 type Effect4 = "permit" | "deny" | "defer" | "rewrite"
 type Severity = "low" | "medium" | "high" | "critical"
@@ -93,6 +94,8 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
     const repo = yield* CatalogRepo
     const changes = yield* ConfigChanges
     const snapshots = yield* CatalogSnapshot
+    // require_impact_before_enable: every write below that leaves a document enabled asks the gate first.
+    const gate = yield* ImpactGate
 
     const validate = (body: Uint8Array) => {
       const checked = checkDocument(body)
@@ -107,6 +110,9 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
       const checked = checkDocument(body)
       if (!checked.valid) return yield* validationFailed(checked.errors)
       const columns = columnsOf(checked.value, body)
+      if (checked.value["enabled"] !== false) {
+        yield* gate.beforeEnabling(workspaceId, [{ id: columns.id, document: checked.value }])
+      }
       const inserted = yield* changes.change(
         workspaceId,
         "policies",
@@ -145,6 +151,9 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
         ])
       }
       const enabled = checked.value["enabled"]
+      const staysEnabled =
+        typeof enabled === "boolean" ? enabled : (yield* repo.findPolicies(workspaceId, [id]))[0]?.enabled === true
+      if (staysEnabled) yield* gate.beforeEnabling(workspaceId, [{ id, document: checked.value }])
       const replaced = yield* changes.change(
         workspaceId,
         "policies",
@@ -205,6 +214,10 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
       // A stored document that no longer compiles is not enabled again (docs/policies.md).
       const invalid = enabled ? found.flatMap((row) => storedDocumentErrors(row)) : []
       if (invalid.length > 0) return yield* validationFailed(invalid)
+      if (enabled) {
+        const turnedOn = found.filter((row) => !row.enabled)
+        yield* gate.beforeEnabling(workspaceId, turnedOn.map((row) => ({ id: row.id, document: row.document })))
+      }
       yield* changes.change(workspaceId, "policies", repo.setEnabled(workspaceId, unique, enabled))
       return (yield* repo.findPolicies(workspaceId, unique)).map(toPolicySummary)
     })
@@ -289,5 +302,5 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
       draft
     }
   }),
-  dependencies: [CatalogRepo.Default]
+  dependencies: [CatalogRepo.Default, ImpactGate.Default]
 }) {}

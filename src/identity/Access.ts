@@ -38,6 +38,7 @@ export const accessByGroup: Readonly<Record<string, GroupAccess>> = {
   budgetAlerts: { runtimeKey: "read", ...adminWrites, endpoints: { listBudgetAlertDeliveries: "admin" } },
   agents: { runtimeKey: "read", ...member },
   policies: { runtimeKey: "read", ...member },
+  policyImpact: { runtimeKey: "read", ...member },
   labelPolicies: { runtimeKey: "read", ...member },
   toolMetadata: { runtimeKey: "read", ...member },
   policySets: { runtimeKey: "read", ...member },

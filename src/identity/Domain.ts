@@ -181,6 +181,9 @@ export class Settings extends Schema.Class<Settings>("Settings")({
   }),
   retention_days: Schema.String,
   telemetry_enabled: Schema.Boolean,
+  require_impact_before_enable: Schema.Boolean.annotations({
+    description: "Extension: enabling a policy needs a completed impact replay of its document (last 24 h), else 409 impact_required"
+  }),
   config: SettingsConfig,
   updated_at: Timestamp
 }) {}
@@ -199,6 +202,7 @@ export const UpdateSettings = Schema.Struct({
     )
   ),
   telemetry_enabled: Schema.optional(Schema.Boolean),
+  require_impact_before_enable: Schema.optional(Schema.Boolean),
   /** Merged into the stored config key by key; a null value removes that key. */
   config: Schema.optional(
     withinJsonLimits(

@@ -35,6 +35,7 @@ const SettingsRow = Schema.Struct({
   escalation_webhook_url: Schema.NullOr(Schema.String),
   retention_days: Schema.String,
   telemetry_enabled: Schema.Boolean,
+  require_impact_before_enable: Schema.Boolean,
   config: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
   updated_at: Schema.DateFromSelf
 })

@@ -28,6 +28,7 @@ export const toSettings = (row: SettingsRow) => ({
   escalation_webhook_url: row.escalation_webhook_url,
   retention_days: row.retention_days,
   telemetry_enabled: row.telemetry_enabled,
+  require_impact_before_enable: row.require_impact_before_enable,
   config: parseConfig(row.config),
   updated_at: toTimestamp(row.updated_at)
 })
@@ -63,6 +64,7 @@ export interface SettingsPatch {
   readonly escalation_webhook_url?: string | null | undefined
   readonly retention_days?: string | undefined
   readonly telemetry_enabled?: boolean | undefined
+  readonly require_impact_before_enable?: boolean | undefined
   readonly config?: { readonly [key: string]: unknown } | undefined
 }
 

@@ -450,6 +450,7 @@ layer(testServer("database"), SERVER_OPTIONS)("environments and settings over HT
           escalation_webhook_url: null,
           retention_days: "90",
           telemetry_enabled: true,
+          require_impact_before_enable: false,
           config: {},
           updated_at: expect.stringMatching(TIMESTAMP)
         })

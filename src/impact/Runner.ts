@@ -1,0 +1,111 @@
+/**
+ * The impact replay runner, a stream-worker layer (like the red-team runner,
+ * src/redteam/JobRunner.ts): it claims one queued job at a time from
+ * PostgreSQL (`for update skip locked`, so several workers share the queue),
+ * reads the window's retained decisions oldest first a page at a time,
+ * replays each (Replay.ts), records progress after every page (which is also
+ * its heartbeat) and stores the result with its digest. A job whose worker
+ * stopped is queued again and replayed from the start (a replay is cheap and
+ * its result must not depend on where it stopped).
+ */
+import { Cause, Duration, Effect, Either, Fiber, Layer, Option, Schedule } from "effect"
+import { randomBytes } from "node:crypto"
+import { hostname } from "node:os"
+import { CatalogLive } from "../catalog/Http.js"
+import { CatalogSnapshot } from "../catalog/Snapshot.js"
+import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
+import { candidateOf, makeTally, resultDigest } from "./Replay.js"
+import { type ImpactJobRow, ImpactRepo, type RetainedRow } from "./Repo.js"
+
+/** Decisions read per query (and per progress update). */
+export const PAGE_SIZE = 2_000
+/** Decisions replayed between yields to other fibers. */
+const YIELD_EVERY = 250
+const CLAIM_POLL = Duration.millis(200)
+const STALE_AFTER_SECONDS = 30
+const MAX_RESUMES = 3
+
+export const makeImpactRunner = Effect.gen(function* () {
+  const repo = yield* ImpactRepo
+  const snapshots = yield* CatalogSnapshot
+  const settings = yield* WorkspaceSettings
+  const workerId = `${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`
+
+  /** Replays one claimed job to its result; a request that no longer compiles fails the job with why. */
+  const replay = (job: ImpactJobRow) =>
+    Effect.gen(function* () {
+      const workspaceId = job.workspace_id
+      const candidate = candidateOf(job.request)
+      if (Either.isLeft(candidate)) return yield* repo.fail(workerId, job.id, candidate.left.message)
+      // The live set as it is now, not as this process last cached it.
+      yield* snapshots.invalidate(workspaceId)
+      const live = yield* snapshots.get(workspaceId)
+      const config = yield* settings.reloadRuntimeConfig(workspaceId)
+      const landed = yield* repo.landed(workspaceId)
+      const window = {
+        workspaceId,
+        start: job.request.start,
+        end: job.request.end,
+        agentId: job.request.agent_id ?? null
+      }
+      yield* repo.setTotal(job.id, yield* repo.count(window))
+      const tally = makeTally({ workspaceId, live, overlay: candidate.right.overlay, changed: candidate.right.changed, config, landed })
+      const pageAfter = (after: RetainedRow | undefined) =>
+        repo.page({ ...window, afterAt: after?.created_at ?? null, afterId: after?.id ?? "", limit: PAGE_SIZE })
+      // The next page is read while this one is replayed (PostgreSQL works beside this thread).
+      let next = yield* Effect.fork(pageAfter(undefined))
+      for (;;) {
+        const rows: ReadonlyArray<RetainedRow> = yield* Fiber.join(next)
+        const last = rows[rows.length - 1]
+        const more = rows.length === PAGE_SIZE && last !== undefined
+        if (more) next = yield* Effect.fork(pageAfter(last))
+        for (let at = 0; at < rows.length; at += YIELD_EVERY) {
+          // Let the read of the next page (and other fibers) through between slices.
+          yield* Effect.yieldNow()
+          for (const row of rows.slice(at, at + YIELD_EVERY)) tally.add(row)
+        }
+        yield* repo.progress(workerId, job.id, tally.replayed())
+        if (!more) break
+      }
+      const result = tally.result()
+      yield* repo.complete(workerId, job.id, tally.replayed(), result, resultDigest(result))
+    })
+
+  const runJob = (job: ImpactJobRow) =>
+    replay(job).pipe(
+      Effect.catchAllCause((cause) =>
+        Cause.isInterruptedOnly(cause)
+          ? Effect.failCause(cause)
+          : Effect.logError("impact replay failed", cause).pipe(
+              Effect.zipRight(
+                repo.fail(workerId, job.id, "The replay stopped on an internal error; see the service log.")
+              )
+            )
+      ),
+      // Interrupted by shutdown: hand the job back so a worker replays it.
+      Effect.onInterrupt(() => repo.release(workerId, job.id)),
+      Effect.withSpan("ImpactRunner.runJob", { attributes: { job_id: job.id, workspace_id: job.workspace_id } })
+    )
+
+  /** Claims and replays queued jobs one after another, until none is left. */
+  const drain: Effect.Effect<void> = Effect.flatMap(repo.claim(workerId), (claimed) =>
+    Option.match(claimed, { onNone: () => Effect.void, onSome: (job) => Effect.zipRight(runJob(job), drain) })
+  )
+
+  const forever = <A, E, R>(name: string, effect: Effect.Effect<A, E, R>, every: Duration.Duration) =>
+    effect.pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning(`impact ${name} failed; retrying`, cause)),
+      Effect.repeat(Schedule.spaced(every)),
+      Effect.forkScoped
+    )
+
+  yield* forever("recovery", repo.recoverStale(STALE_AFTER_SECONDS, MAX_RESUMES), Duration.seconds(10))
+  yield* forever("claim", drain, CLAIM_POLL)
+})
+
+/** The runner with the services it needs beyond the platform (its own catalog view and settings). */
+export const ImpactRunnerLive = Layer.scopedDiscard(makeImpactRunner).pipe(
+  Layer.provide(ImpactRepo.Default),
+  Layer.provide(CatalogLive),
+  Layer.provide(WorkspaceSettings.Default)
+)
