@@ -64,7 +64,11 @@ export class SharedReports extends Effect.Service<SharedReports>()("redteam/Shar
     })
 
     /** `GET /v1/redteam/jobs/{id}/compare?with=`: the comparison alone. */
-    const compare = Effect.fn("SharedReports.compare")(function* (workspaceId: string, jobId: string, withJobId: string) {
+    const compare = Effect.fn("SharedReports.compare")(function* (
+      workspaceId: string,
+      jobId: string,
+      withJobId: string
+    ) {
       const job = yield* redteam.findJob(workspaceId, jobId)
       const other = yield* compareJob(workspaceId, job, withJobId).pipe(
         Effect.mapError((error) =>
