@@ -5,7 +5,7 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AnalyticsApi } from "./analytics/Api.js"
 import { AuditEventsApi } from "./audit/Api.js"
-import { EventsApi, ReceiptsApi } from "./authorization/Api.js"
+import { ApprovalsApi, EventsApi, ReceiptsApi } from "./authorization/Api.js"
 import { BudgetAlertsApi, LlmPricingApi, LlmUsageApi } from "./billing/Api.js"
 import { AgentsApi, KnowledgeSourcesApi, LabelPoliciesApi, PoliciesApi, ToolMetadataApi } from "./catalog/Api.js"
 import { PolicyImpactApi } from "./impact/Api.js"
@@ -17,6 +17,7 @@ import { withOnlyErrorBody } from "./platform/OpenApiDocument.js"
 import { AdminApi, MetricsApi } from "./operations/Api.js"
 import { PolicySetsApi } from "./policysets/Api.js"
 import { RedteamApi, RedteamReportsApi } from "./redteam/Api.js"
+import { ReviewQueuesApi } from "./reviewqueues/Api.js"
 import { ReviewEventsApi, RunsApi, TracesApi } from "./runs/Api.js"
 import { SystemApi } from "./system/Api.js"
 
@@ -36,9 +37,11 @@ export class GuardrailApi extends HttpApi.make("guardrail")
   .add(KnowledgeSourcesApi)
   .add(EventsApi)
   .add(ReceiptsApi)
+  .add(ApprovalsApi)
   .add(RunsApi)
   .add(TracesApi)
   .add(ReviewEventsApi)
+  .add(ReviewQueuesApi)
   .add(AnalyticsApi)
   .add(ProviderConnectionsApi)
   .add(GatewayRoutesApi)

@@ -8,7 +8,13 @@ import { AuditLog } from "./audit/AuditLog.js"
 import { AuditEventsHttpLive } from "./audit/Http.js"
 import type { AnyHotEndpoint } from "./http/Hot.js"
 import { GatewayGuard } from "./gateway/Guardrails.js"
-import { authorizeEvent, AuthorizationLive, EventsHttpLive, ReceiptsHttpLive } from "./authorization/Http.js"
+import {
+  ApprovalsHttpLive,
+  authorizeEvent,
+  AuthorizationLive,
+  EventsHttpLive,
+  ReceiptsHttpLive
+} from "./authorization/Http.js"
 import { BudgetAlertsHttpLive, LlmPricingHttpLive, LlmUsageHttpLive } from "./billing/Http.js"
 import {
   AgentsHttpLive,
@@ -39,6 +45,8 @@ import { McpProxyHttpLive, McpServersHttpLive } from "./mcp/Http.js"
 import { AdminHttpLive, MetricsHttpLive } from "./operations/Http.js"
 import { PolicySetsHttpLive } from "./policysets/Http.js"
 import { RedteamHttpLive, RedteamReportsHttpLive } from "./redteam/Http.js"
+import { ReviewQueues } from "./reviewqueues/ReviewQueues.js"
+import { ReviewQueuesHttpLive } from "./reviewqueues/Http.js"
 import { appendRunEvent, ReviewEventsHttpLive, RunsHttpLive, RunsLive, TracesHttpLive } from "./runs/Http.js"
 import { SystemHttpLive } from "./system/Http.js"
 
@@ -58,9 +66,11 @@ export const ApiGroupsLive = Layer.mergeAll(
   KnowledgeSourcesHttpLive,
   EventsHttpLive,
   ReceiptsHttpLive,
+  ApprovalsHttpLive,
   RunsHttpLive,
   TracesHttpLive,
   ReviewEventsHttpLive,
+  ReviewQueuesHttpLive,
   AnalyticsHttpLive,
   ProviderConnectionsHttpLive,
   GatewayRoutesHttpLive,
@@ -76,7 +86,9 @@ export const ApiGroupsLive = Layer.mergeAll(
   AdminHttpLive,
   AuditEventsHttpLive
 ).pipe(
-  Layer.provide(Layer.mergeAll(AuthorizationLive, RunsLive, AuditLog.Default, Idempotency.Default)),
+  Layer.provide(
+    Layer.mergeAll(AuthorizationLive, RunsLive, AuditLog.Default, Idempotency.Default, ReviewQueues.Default)
+  ),
   Layer.provideMerge(CatalogLive),
   Layer.provideMerge(IdentityLive)
 )
