@@ -125,7 +125,7 @@ export class ReviewQueueRepo extends Effect.Service<ReviewQueueRepo>()("reviewqu
       /** One page of the queue's traces: not yet reviewed first, then reviewed; newest first within each. */
       items: (workspaceId: string, queue: QueueRow, limit: number, after: Option.Option<ItemPosition>) =>
         sql`select id, run_id, run_event_id, session_id, decision, domain, environment, environment_id, elapsed_ms,
-                   latest_review_outcome, latest_reviewed_at, created_at, payload,
+                   latest_review_outcome, latest_reviewed_at, created_at, payload, policy_set_digest,
                    latest_review_outcome is not null as reviewed
             from traces where ${inQueue(workspaceId, queue)}
             ${Option.match(after, {
