@@ -21,6 +21,15 @@ export const QueueRow = Schema.Struct({
 export type QueueRow = typeof QueueRow.Type
 const decodeQueues = Schema.decodeUnknown(Schema.Array(QueueRow))
 
+/** A queue as written (insert and update). */
+const QueueWrite = Schema.Struct({
+  id: Schema.String,
+  workspaceId: Schema.String,
+  name: Schema.String,
+  rules: Schema.Unknown,
+  sampleRate: Schema.Number
+})
+
 const ItemRow = Schema.Struct({ ...TraceRow.fields, reviewed: Schema.Boolean })
 export type ItemRow = typeof ItemRow.Type
 const decodeItems = Schema.decodeUnknown(Schema.Array(ItemRow))
@@ -75,13 +84,7 @@ export class ReviewQueueRepo extends Effect.Service<ReviewQueueRepo>()("reviewqu
             where workspace_id = ${workspaceId} and id = ${id}`
     })
     const insert = SqlSchema.single({
-      Request: Schema.Struct({
-        id: Schema.String,
-        workspaceId: Schema.String,
-        name: Schema.String,
-        rules: Schema.Unknown,
-        sampleRate: Schema.Number
-      }),
+      Request: QueueWrite,
       Result: QueueRow,
       execute: (queue) =>
         sql`insert into review_queues (id, workspace_id, name, rules, sample_rate)
@@ -89,13 +92,7 @@ export class ReviewQueueRepo extends Effect.Service<ReviewQueueRepo>()("reviewqu
             returning id, name, rules, sample_rate, created_at, updated_at`
     })
     const update = SqlSchema.findOne({
-      Request: Schema.Struct({
-        id: Schema.String,
-        workspaceId: Schema.String,
-        name: Schema.String,
-        rules: Schema.Unknown,
-        sampleRate: Schema.Number
-      }),
+      Request: QueueWrite,
       Result: QueueRow,
       execute: (queue) =>
         sql`update review_queues set name = ${queue.name}, rules = ${JSON.stringify(queue.rules)},
