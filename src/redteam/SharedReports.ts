@@ -13,7 +13,9 @@ import { randomToken } from "../platform/Ids.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { JobId, ShareLink, ShareToken } from "./Domain.js"
 import { RedteamRepo } from "./Repo.js"
-import { buildReport, comparisonOf, renderReportHtml } from "./Reports.js"
+import { buildReport, comparisonOf } from "./Reports.js"
+// The same renderer as the console's signed-in job page, run here without a browser (no script on the page).
+import { reportPage } from "../dashboard/assets/report-render.js"
 import { Redteam } from "./Redteam.js"
 
 export const DEFAULT_LINK_DAYS = 7
@@ -105,7 +107,7 @@ export class SharedReports extends Effect.Service<SharedReports>()("redteam/Shar
     })
 
     const sharedReportHtml = Effect.fn("SharedReports.sharedReportHtml")((token: string) =>
-      Effect.map(sharedReport(token), renderReportHtml)
+      Effect.map(sharedReport(token), (report) => reportPage(report))
     )
 
     const revoke = Effect.fn("SharedReports.revoke")((workspaceId: string, token: string) =>
