@@ -1,6 +1,6 @@
 /** The audit log's wire and row shapes (docs/audit.md). */
 import { Schema } from "effect"
-import { CursorParam, Identifier, LimitParam, Timestamp } from "../platform/Schemas.js"
+import { CursorParam, Identifier, InstantParam, LimitParam, Timestamp } from "../platform/Schemas.js"
 
 export const ActorKind = Schema.Literal("user", "key", "system")
 
@@ -29,11 +29,6 @@ export const AuditEventMessage = Schema.Struct({
   schema_version: Schema.Literal(1),
   ...AuditEvent.fields
 }).annotations({ identifier: "AuditEventMessage" })
-
-/** An RFC 3339 query bound; anything `Date` cannot read is a 400 naming the parameter. */
-const InstantParam = Timestamp.pipe(
-  Schema.filter((text) => !Number.isNaN(Date.parse(text)), { message: () => "must be an RFC 3339 timestamp" })
-)
 
 /** `actor` filter: `user:<id>`, `key:<id>` or `system`. */
 const ActorParam = Schema.String.pipe(

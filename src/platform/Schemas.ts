@@ -10,6 +10,11 @@ export const Timestamp = Schema.String.pipe(
   examples: ["2026-11-22T10:00:00.000Z"]
 })
 
+/** An RFC 3339 query bound; anything `Date` cannot read is a 400 naming the parameter. */
+export const InstantParam = Timestamp.pipe(
+  Schema.filter((text) => !Number.isNaN(Date.parse(text)), { message: () => "must be an RFC 3339 timestamp" })
+)
+
 /** Any JSON value the client owns (metadata and similar). */
 export const JsonValue = Schema.Unknown.annotations({ identifier: "JsonValue", description: "Any JSON value" })
 

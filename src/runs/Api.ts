@@ -2,12 +2,13 @@
 import { Authentication } from "../identity/Authentication.js"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { CursorParam, Identifier, LimitParam } from "../platform/Schemas.js"
+import { CursorParam, LimitParam } from "../platform/Schemas.js"
 import {
   CreateReviewEvent,
   CreateRun,
   CreateRunEvent,
   ListRunsParams,
+  ListTracesParams,
   ReviewEvent,
   Run,
   RunDetail,
@@ -57,20 +58,23 @@ export class RunsApi extends HttpApiGroup.make("runs")
 export class TracesApi extends HttpApiGroup.make("traces")
   .add(
     HttpApiEndpoint.get("listTraces", "/traces")
-      .setUrlParams(
+      .setUrlParams(Schema.Struct({ ...ListTracesParams.fields, ...Page }))
+      .addSuccess(
         Schema.Struct({
-          session_id: Schema.optional(Identifier),
-          agent_id: Schema.optional(Identifier),
-          run_id: Schema.optional(Identifier),
-          effect: Schema.optional(Schema.Literal("permit", "deny", "defer", "rewrite")),
-          ...Page
+          traces: Schema.Array(Trace),
+          next_cursor: nextCursor,
+          tail_cursor: Schema.optional(Schema.String).annotations({
+            description: "Poll GET /v1/traces?after=<tail_cursor> (same filters) for newer traces"
+          })
         })
       )
-      .addSuccess(Schema.Struct({ traces: Schema.Array(Trace), next_cursor: nextCursor }))
   )
   .prefix("/v1")
   .middleware(Authentication)
-  .annotate(OpenApi.Description, "Decision traces of the workspace, newest first; one per authorization call.") {}
+  .annotate(
+    OpenApi.Description,
+    "Decision traces of the workspace, newest first; one per authorization call. With `after`, the live tail: the traces after that position, oldest first (docs/dashboard.md)."
+  ) {}
 
 export class ReviewEventsApi extends HttpApiGroup.make("reviewEvents")
   .add(

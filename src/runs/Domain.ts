@@ -3,10 +3,13 @@ import { Schema } from "effect"
 import {
   boundedArray,
   BoundedJson,
+  CursorParam,
   Identifier,
+  InstantParam,
   JsonValue,
   LongText,
   Name,
+  nonEmptyBounded,
   Note,
   Timestamp
 } from "../platform/Schemas.js"
@@ -120,6 +123,29 @@ export const CreateRunEvent = Schema.Struct({
 })
 
 // ---- traces
+
+export const TraceEffect = Schema.Literal("permit", "deny", "defer", "rewrite")
+
+/** Filters of `GET /v1/traces`; `after` turns the list into the live tail (oldest first, after that position). */
+export const ListTracesParams = Schema.Struct({
+  session_id: Schema.optional(Identifier),
+  agent_id: Schema.optional(Identifier),
+  run_id: Schema.optional(Identifier),
+  effect: Schema.optional(TraceEffect),
+  event_kind: Schema.optional(Schema.Literal("input.received", "tool.result", "output.proposed")),
+  policy_id: Schema.optional(Identifier),
+  environment_id: Schema.optional(Identifier),
+  review_outcome: Schema.optional(Schema.Literal(...ReviewOutcome.literals, "unreviewed")),
+  start: Schema.optional(InstantParam),
+  end: Schema.optional(InstantParam),
+  q: Schema.optional(nonEmptyBounded(200)).annotations({
+    description: "Case-insensitive substring of a finding's reason"
+  }),
+  after: Schema.optional(CursorParam).annotations({
+    description: "Live tail: a tail_cursor from an earlier answer; lists the traces after it, oldest first"
+  })
+})
+export type ListTracesParams = typeof ListTracesParams.Type
 
 export class Trace extends Schema.Class<Trace>("Trace")({
   trace_id: TraceId,

@@ -7,10 +7,11 @@ import { type HotEndpoint, routerHandler } from "../http/Hot.js"
 import { pageSize } from "../platform/Schemas.js"
 import { mapInput } from "../platform/Warm.js"
 import type { RunPath } from "./Api.js"
-import type { CreateRunEvent, RunEvent } from "./Domain.js"
+import type { CreateRunEvent, ListTracesParams, RunEvent } from "./Domain.js"
 import { Reviews } from "./Reviews.js"
 import { Runs } from "./Runs.js"
-import { Traces } from "./Traces.js"
+import { type TraceFilters, Traces } from "./Traces.js"
+import { BadRequest } from "../http/Errors.js"
 
 /** `POST /v1/runs/{id}/events`, appended at a high rate by agents: the router and the fast lane run this declaration. */
 export const appendRunEvent = Effect.map(
@@ -53,22 +54,36 @@ export const TracesHttpLive = HttpApiBuilder.group(GuardrailApi, "traces", (hand
   Effect.gen(function* () {
     const traces = yield* Traces
     return handlers.handle("listTraces", ({ urlParams }) =>
-      inWorkspace((ws) =>
-        traces.list(
-          ws,
-          {
-            sessionId: urlParams.session_id,
-            agentId: urlParams.agent_id,
-            runId: urlParams.run_id,
-            effect: urlParams.effect
-          },
-          pageSize(urlParams.limit, 100),
-          urlParams.cursor
-        )
-      )
+      inWorkspace((ws) => {
+        const filters = traceFilters(urlParams)
+        const limit = pageSize(urlParams.limit, 100)
+        if (urlParams.after === undefined) return traces.list(ws, filters, limit, urlParams.cursor)
+        if (urlParams.cursor !== undefined) return Effect.fail(tailWithCursor)
+        return traces.tail(ws, filters, limit, urlParams.after)
+      })
     )
   })
 )
+
+const tailWithCursor = new BadRequest({
+  code: "validation_failed",
+  message: "after: the live tail (after) and paging back (cursor) cannot be combined",
+  details: [{ path: "after", message: "cannot be combined with cursor" }]
+})
+
+const traceFilters = (params: ListTracesParams): TraceFilters => ({
+  sessionId: params.session_id,
+  agentId: params.agent_id,
+  runId: params.run_id,
+  effect: params.effect,
+  eventKind: params.event_kind,
+  policyId: params.policy_id,
+  environmentId: params.environment_id,
+  reviewOutcome: params.review_outcome,
+  start: params.start,
+  end: params.end,
+  q: params.q
+})
 
 export const ReviewEventsHttpLive = HttpApiBuilder.group(GuardrailApi, "reviewEvents", (handlers) =>
   Effect.gen(function* () {

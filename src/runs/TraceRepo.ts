@@ -3,7 +3,7 @@
  * Every query takes the workspace id. A batch of traces is inserted as a
  * statement the decision group commit embeds in its own.
  */
-import { SqlClient, SqlSchema } from "@effect/sql"
+import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
 import { ReviewOutcome, RunKind } from "./Domain.js"
@@ -56,7 +56,21 @@ export interface TraceFilters {
   readonly runId?: string | undefined
   readonly agentId?: string | undefined
   readonly effect?: string | undefined
+  readonly eventKind?: string | undefined
+  readonly policyId?: string | undefined
+  readonly environmentId?: string | undefined
+  /** A review outcome, or `unreviewed` for traces without one. */
+  readonly reviewOutcome?: string | undefined
+  readonly start?: string | undefined
+  readonly end?: string | undefined
+  /** Substring of a finding's reason, case-insensitive. */
+  readonly q?: string | undefined
 }
+
+type Position = Option.Option<{ readonly at: string; readonly id: string }>
+
+/** `text` as a literal inside an ILIKE pattern (escape character `\`). */
+const likeLiteral = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
 
 export const ReviewRow = Schema.Struct({
   id: Schema.String,
@@ -139,24 +153,51 @@ export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
              where t.workspace_id = ${workspaceId} and t.id = ${traceId}`
     })
 
+    const optional = (value: string | undefined, condition: (value: string) => Statement.Fragment) =>
+      value === undefined ? sql`` : condition(value)
+    /** The traces of a workspace that pass `filters`, before ordering and position. */
+    const selectTraces = (workspaceId: string, filters: TraceFilters) =>
+      sql`select id, run_id, run_event_id, session_id, decision, domain, environment, environment_id, elapsed_ms,
+                 latest_review_outcome, latest_reviewed_at, created_at, payload
+          from traces where workspace_id = ${workspaceId}
+          ${optional(filters.sessionId, (v) => sql`and session_id = ${v}`)}
+          ${optional(filters.runId, (v) => sql`and run_id = ${v}`)}
+          ${optional(filters.agentId, (v) => sql`and agent_id = ${v}`)}
+          ${optional(filters.effect, (v) => sql`and decision = ${v}`)}
+          ${optional(filters.environmentId, (v) => sql`and environment_id = ${v}`)}
+          ${optional(filters.eventKind, (v) => sql`and payload -> 'request' ->> 'kind' = ${v}`)}
+          ${optional(filters.policyId, (v) => sql`and payload -> 'response' -> 'findings' @> ${JSON.stringify([{ policy_id: v }])}::jsonb`)}
+          ${optional(filters.reviewOutcome, (v) =>
+            v === "unreviewed" ? sql`and latest_review_outcome is null` : sql`and latest_review_outcome = ${v}`
+          )}
+          ${optional(filters.start, (v) => sql`and created_at >= ${v}::timestamptz`)}
+          ${optional(filters.end, (v) => sql`and created_at < ${v}::timestamptz`)}
+          ${optional(
+            filters.q,
+            (v) => sql`and exists (select 1 from jsonb_array_elements(
+                         case when jsonb_typeof(payload -> 'response' -> 'findings') = 'array'
+                              then payload -> 'response' -> 'findings' else '[]'::jsonb end) f
+                       where f ->> 'reason' ilike ${`%${likeLiteral(v)}%`})`
+          )}`
+
     return {
       insertStatement,
       ...dieOnErrors({
-        listTraces: (
+        /** Newest first, before `before` (a page cursor's position). */
+        listTraces: (workspaceId: string, filters: TraceFilters, limit: number, before: Position) =>
+          sql`${selectTraces(workspaceId, filters)}
+              ${Option.isNone(before) ? sql`` : sql`and (created_at, id) < (${before.value.at}::timestamptz, ${before.value.id})`}
+              order by created_at desc, id desc limit ${limit + 1}`.pipe(Effect.flatMap(decodeTraces)),
+        /** The live tail: oldest first, after `after`. */
+        tailTraces: (
           workspaceId: string,
           filters: TraceFilters,
           limit: number,
-          after: Option.Option<{ at: string; id: string }>
+          after: { readonly at: string; readonly id: string }
         ) =>
-          sql`select id, run_id, run_event_id, session_id, decision, domain, environment, environment_id, elapsed_ms,
-                             latest_review_outcome, latest_reviewed_at, created_at, payload
-                      from traces where workspace_id = ${workspaceId}
-                      ${filters.sessionId === undefined ? sql`` : sql`and session_id = ${filters.sessionId}`}
-                      ${filters.runId === undefined ? sql`` : sql`and run_id = ${filters.runId}`}
-                      ${filters.agentId === undefined ? sql`` : sql`and agent_id = ${filters.agentId}`}
-                      ${filters.effect === undefined ? sql`` : sql`and decision = ${filters.effect}`}
-                      ${Option.isNone(after) ? sql`` : sql`and (created_at, id) < (${after.value.at}::timestamptz, ${after.value.id})`}
-                      order by created_at desc, id desc limit ${limit + 1}`.pipe(Effect.flatMap(decodeTraces)),
+          sql`${selectTraces(workspaceId, filters)}
+              and (created_at, id) > (${after.at}::timestamptz, ${after.id})
+              order by created_at, id limit ${limit}`.pipe(Effect.flatMap(decodeTraces)),
         find: (workspaceId: string, id: string) => findTrace({ workspaceId, id }),
         setLatestReview: (workspaceId: string, id: string, outcome: string, at: Date) =>
           sql`update traces set latest_review_outcome = ${outcome}, latest_reviewed_at = ${at}

@@ -3,13 +3,23 @@
  * service inside its transaction (durable before the answer is sent), read
  * newest first with cursor paging.
  */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import { BadRequest } from "../http/Errors.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { TraceId } from "./Domain.js"
-import { pageByTime } from "../platform/Cursor.js"
+import { decodeTimeCursor, encodeTimeCursor, pageByTime } from "../platform/Cursor.js"
 import { type TraceFilters, TraceRepo, type TraceRow } from "./TraceRepo.js"
 
 export type { NewTrace, TraceFilters } from "./TraceRepo.js"
+
+const invalidAfter = new BadRequest({
+  code: "validation_failed",
+  message: "after: not a tail_cursor from this list",
+  details: [{ path: "after", message: "not a tail_cursor from this list" }]
+})
+
+/** A tail cursor before every trace. */
+const START_OF_TAIL = encodeTimeCursor(new Date(0), "0")
 
 const toTrace = (row: TraceRow) => ({
   trace_id: TraceId.make(row.id),
@@ -37,13 +47,36 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
       limit: number,
       cursor: string | undefined
     ) {
-      const { next, page } = yield* pageByTime(cursor, limit, (after) =>
-        repo.listTraces(workspaceId, filters, limit, after)
+      const { next, page } = yield* pageByTime(cursor, limit, (before) =>
+        repo.listTraces(workspaceId, filters, limit, before)
       )
-      return { traces: page.map(toTrace), ...next }
+      const newest = page[0]
+      // Only the first page knows the newest trace; with none yet, the tail starts at the beginning.
+      const tail =
+        cursor !== undefined
+          ? {}
+          : { tail_cursor: newest === undefined ? START_OF_TAIL : encodeTimeCursor(newest.created_at, newest.id) }
+      return { traces: page.map(toTrace), ...next, ...tail }
     })
 
-    return { insertStatement: repo.insertStatement, list, find: repo.find, setLatestReview: repo.setLatestReview }
+    /** The live tail: the traces after `after` (a tail_cursor), oldest first, with the cursor to poll next. */
+    const tail = Effect.fn("Traces.tail")(function* (
+      workspaceId: string,
+      filters: TraceFilters,
+      limit: number,
+      after: string
+    ) {
+      const position = decodeTimeCursor(after)
+      if (Option.isNone(position)) return yield* invalidAfter
+      const rows = yield* repo.tailTraces(workspaceId, filters, limit, position.value)
+      const last = rows[rows.length - 1]
+      return {
+        traces: rows.map(toTrace),
+        tail_cursor: last === undefined ? after : encodeTimeCursor(last.created_at, last.id)
+      }
+    })
+
+    return { insertStatement: repo.insertStatement, list, tail, find: repo.find, setLatestReview: repo.setLatestReview }
   }),
   dependencies: [TraceRepo.Default]
 }) {}
