@@ -48,6 +48,6 @@ export const openSignedIn = (page: Page, url: string, owner: { readonly username
     await page.locator("#board").waitFor()
   })
 
-/** A full-page screenshot under test-results/ (gitignored), named after the page. */
+/** A screenshot of what a laptop screen shows, under test-results/ (gitignored), named after the page. */
 export const screenshot = (page: Page, name: string) =>
-  run(() => page.screenshot({ path: `test-results/console/${name}.png`, fullPage: true }))
+  run(() => page.screenshot({ path: `test-results/console/${name}.png` }))

@@ -44,6 +44,21 @@ layer(testServer("database"), SERVER_OPTIONS)("console pages in headless Chromiu
         yield* run(() => row(permitted.trace_id).waitFor({ state: "detached" }))
         expect(yield* run(() => row(denied.trace_id).getAttribute("data-effect"))).toBe("deny")
         expect(page.url()).toContain("effect=deny")
+        // Full-text search over findings' reasons.
+        yield* run(() => page.getByLabel("Search reasons").fill("no refunds"))
+        yield* run(() => page.getByRole("button", { name: "Apply filters" }).click())
+        yield* run(() => page.waitForURL(/q=no\+refunds/))
+        yield* run(() => row(denied.trace_id).waitFor())
+        yield* run(() => page.getByLabel("Search reasons").fill(""))
+
+        // Live tail: a new deny appears on top without a reload.
+        yield* run(() => page.getByLabel("Live tail (every 3 s)").check())
+        const later = yield* proposeCall(base, owner, AGENT, reply("Fine, a full refund it is."))
+        yield* run(() => row(later.trace_id).waitFor({ timeout: 15_000 }))
+        expect(yield* run(() => page.locator("#traces-body tr").first().getAttribute("data-trace-id"))).toBe(
+          later.trace_id
+        )
+        yield* run(() => page.getByLabel("Live tail (every 3 s)").uncheck())
         yield* screenshot(page, "traces")
 
         yield* run(() => row(denied.trace_id).getByRole("link").click())

@@ -32,7 +32,7 @@ function barsSvg(rows, { label, title, id }) {
     const y = 4 + i * rowHeight
     let x = left
     const parts = row.segments.map((segment) => {
-      const w = (segment.value / max) * (width - left - 60)
+      const w = (segment.value / max) * (width - left - 170)
       const rect = `<rect x="${x.toFixed(1)}" y="${y}" width="${w.toFixed(1)}" height="18" fill="${COLOURS[segment.key]}" data-key="${segment.key}" data-value="${segment.value}"><title>${escape(row.label)}: ${segment.value} ${segment.key}</title></rect>`
       x += w
       return rect
@@ -45,7 +45,7 @@ function barsSvg(rows, { label, title, id }) {
 }
 
 function legend(keys) {
-  return `<ul class="legend">${keys.map((key) => `<li><svg viewBox="0 0 10 10" aria-hidden="true"><rect width="10" height="10" fill="${COLOURS[key]}"/></svg>${key}</li>`).join("")}</ul>`
+  return `<ul class="legend report-legend">${keys.map((key) => `<li><svg viewBox="0 0 10 10" aria-hidden="true"><rect width="10" height="10" fill="${COLOURS[key]}"/></svg>${key}</li>`).join("")}</ul>`
 }
 
 function riskSection(a) {
@@ -54,7 +54,7 @@ function riskSection(a) {
   return `<section class="card" aria-labelledby="risk-title"><h2 id="risk-title">Risk</h2>
 <p class="risk-line"><span class="badge risk-${escape(a.risk_level)}" id="risk-level">${escape(a.risk_level)}</span>
 <strong id="risk-score" data-risk-score="${escape(score)}">${escape(score)}</strong> / 10</p>
-<svg class="risk-meter" viewBox="0 0 200 12" role="img" aria-label="Risk score ${escape(score)} of 10"><rect width="200" height="12" rx="6" fill="#e6e9f0"/><rect width="${(shown * 20).toFixed(1)}" height="12" rx="6" fill="#b42318"/></svg>
+<svg class="risk-meter" viewBox="0 0 200 12" preserveAspectRatio="none" role="img" aria-label="Risk score ${escape(score)} of 10"><rect width="200" height="12" rx="6" fill="#e6e9f0"/><rect width="${(shown * 20).toFixed(1)}" height="12" rx="6" fill="#b42318"/></svg>
 <p>Attacks: <strong>${a.total}</strong> · landed <strong>${a.landed}</strong> · blocked <strong>${a.blocked}</strong> · clean ${a.clean} · errors ${a.errored} · success rate ${(a.success_rate * 100).toFixed(1)} %</p></section>`
 }
 
@@ -83,8 +83,9 @@ function transcript(finding) {
 
 function landedSection(report) {
   const landed = report.findings.filter((f) => f.landed)
-  const items = landed.map((f) => `<article class="card landed-attack" data-seq="${f.seq}"><h3>#${f.seq} ${escape(f.category)} <span class="badge sev-${escape(f.severity)}">${escape(f.severity)}</span></h3>
-<p>Goal: ${escape(f.goal)}</p>${transcript(f)}${f.trace_id ? `<p class="muted">Trace <code>${escape(f.trace_id)}</code></p>` : ""}</article>`).join("")
+  // Collapsed to one line each, so a long report stays scannable; the transcript opens in place.
+  const items = landed.map((f) => `<details class="card landed-attack" data-seq="${f.seq}"><summary><strong>#${f.seq} ${escape(f.category)}</strong> <span class="badge sev-${escape(f.severity)}">${escape(f.severity)}</span> ${escape(f.goal)}</summary>
+${transcript(f)}${f.trace_id ? `<p class="muted">Trace <code>${escape(f.trace_id)}</code></p>` : ""}</details>`).join("")
   return `<section aria-labelledby="landed-title"><h2 id="landed-title">Landed attacks (${landed.length})</h2>${items || '<p class="muted">None landed.</p>'}</section>`
 }
 

@@ -1,0 +1,98 @@
+/**
+ * The red-team report pages in headless Chromium on demo://local-agent: the
+ * public page /r/{token} (no script, no sign-in) and the signed-in job page
+ * draw the outcome and per-category charts whose numbers add up to the
+ * report's totals, show the 0-10 risk score, each landed attack's transcript
+ * and the comparison with an earlier job. Screenshots go to test-results/console/.
+ */
+import { expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import type { Report } from "../../src/redteam/Domain.js"
+import { DEMO, dispatch, report, waitForJob } from "../redteam/redteam-helpers.js"
+import { tenant } from "../support/Tenants.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { browser, openPage, openSignedIn, type Page, run, screenshot } from "./browser.js"
+
+/** What the charts on the page say: outcome bars and per-category landed/blocked. */
+const chartNumbers = (page: Page) =>
+  run(() =>
+    page.evaluate(() => {
+      const outcome = Object.fromEntries(
+        [...document.querySelectorAll("#outcome-chart [data-outcome]")].map((g) => [
+          g.getAttribute("data-outcome"),
+          Number(g.querySelector("rect")?.getAttribute("data-value"))
+        ])
+      )
+      const categories = [...document.querySelectorAll("#category-chart [data-category]")].map((g) => ({
+        landed: Number(g.getAttribute("data-landed")),
+        blocked: Number(g.getAttribute("data-blocked"))
+      }))
+      return {
+        outcome,
+        landed: categories.reduce((sum, c) => sum + c.landed, 0),
+        blocked: categories.reduce((sum, c) => sum + c.blocked, 0),
+        categories: categories.length,
+        score: document.querySelector("#risk-score")?.getAttribute("data-risk-score"),
+        transcripts: document.querySelectorAll(".landed-attack ol.transcript").length
+      }
+    })
+  )
+
+const expectCharts = (page: Page, shown: Report) =>
+  Effect.gen(function* () {
+    const a = shown.aggregates
+    const numbers = yield* chartNumbers(page)
+    expect(numbers.outcome).toEqual({ landed: a.landed, blocked: a.blocked, clean: a.clean, errored: a.errored })
+    expect(numbers.landed).toBe(a.landed)
+    expect(numbers.blocked).toBe(a.blocked)
+    expect(numbers.categories).toBe(new Set(shown.findings.map((f) => f.category)).size)
+    expect(numbers.score).toBe(String(a.risk_score))
+    expect(numbers.transcripts).toBe(a.landed)
+  })
+
+layer(testServer("database"), SERVER_OPTIONS)("red-team report pages in headless Chromium", (it) => {
+  it.scoped(
+    "the shared and the signed-in report draw charts with the report's totals and the comparison",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const first = yield* dispatch(owner, { profile: "quick", target_url: DEMO })
+        yield* waitForJob(owner, first.id)
+        const second = yield* dispatch(owner, { profile: "quick", target_url: DEMO })
+        yield* waitForJob(owner, second.id)
+        const compared = yield* report(owner, second.id, first.id)
+        expect(compared.aggregates.landed).toBeGreaterThan(0)
+        expect(compared.aggregates.blocked + compared.aggregates.landed).toBeGreaterThan(0)
+
+        const chrome = yield* browser
+        const { page, problems } = yield* openPage(chrome)
+        yield* run(() => page.setViewportSize({ width: 1366, height: 900 }))
+
+        // The public page: no sign-in, no script.
+        const link = yield* owner.api.redteamReports.createShareLink({
+          payload: { job_id: second.id, compare_job_id: first.id }
+        })
+        yield* run(() => page.goto(`${base}${link.html_path}`))
+        yield* run(() => page.locator("#category-chart").waitFor())
+        yield* expectCharts(page, compared)
+        expect(yield* run(() => page.locator("script").count())).toBe(0)
+        const persisting = yield* run(() => page.locator('[data-comparison="persisting"] h3').textContent())
+        expect(persisting).toContain(`(${compared.aggregates.landed})`)
+        yield* screenshot(page, "report-shared")
+
+        // The signed-in job page with the same comparison, chosen on the page.
+        yield* openSignedIn(page, `${base}/dashboard/redteam?job=${second.id}`, owner)
+        yield* run(() => page.locator("#category-chart").waitFor())
+        yield* run(() => page.locator(`#compare-select option[value="${first.id}"]`).waitFor({ state: "attached" }))
+        yield* run(() => page.getByLabel("Compare with").selectOption(first.id))
+        yield* run(() => page.getByRole("button", { name: "Compare" }).click())
+        yield* run(() => page.locator('[data-comparison="persisting"]').waitFor())
+        yield* expectCharts(page, yield* report(owner, second.id, first.id))
+        yield* screenshot(page, "redteam-job")
+        // A job never hardened has no stored hardening: that read is a 404 the page expects.
+        expect(problems.filter((problem) => !problem.includes("404"))).toEqual([])
+      }),
+    180_000
+  )
+})
