@@ -15,28 +15,27 @@ import { browser, openPage, openSignedIn, type Page, run, screenshot } from "./b
 
 /** What the charts on the page say: outcome bars and per-category landed/blocked. */
 const chartNumbers = (page: Page) =>
-  run(() =>
-    page.evaluate(() => {
-      const outcome = Object.fromEntries(
-        [...document.querySelectorAll("#outcome-chart [data-outcome]")].map((g) => [
-          g.getAttribute("data-outcome"),
-          Number(g.querySelector("rect")?.getAttribute("data-value"))
-        ])
+  run(async () => {
+    const outcomes = await page
+      .locator("#outcome-chart [data-outcome] rect")
+      .evaluateAll((rects) => rects.map((r) => [r.getAttribute("data-key"), Number(r.getAttribute("data-value"))]))
+    const categories = await page
+      .locator("#category-chart [data-category]")
+      .evaluateAll((groups) =>
+        groups.map((g) => ({
+          landed: Number(g.getAttribute("data-landed")),
+          blocked: Number(g.getAttribute("data-blocked"))
+        }))
       )
-      const categories = [...document.querySelectorAll("#category-chart [data-category]")].map((g) => ({
-        landed: Number(g.getAttribute("data-landed")),
-        blocked: Number(g.getAttribute("data-blocked"))
-      }))
-      return {
-        outcome,
-        landed: categories.reduce((sum, c) => sum + c.landed, 0),
-        blocked: categories.reduce((sum, c) => sum + c.blocked, 0),
-        categories: categories.length,
-        score: document.querySelector("#risk-score")?.getAttribute("data-risk-score"),
-        transcripts: document.querySelectorAll(".landed-attack ol.transcript").length
-      }
-    })
-  )
+    return {
+      outcome: Object.fromEntries(outcomes),
+      landed: categories.reduce((sum, c) => sum + c.landed, 0),
+      blocked: categories.reduce((sum, c) => sum + c.blocked, 0),
+      categories: categories.length,
+      score: await page.locator("#risk-score").getAttribute("data-risk-score"),
+      transcripts: await page.locator(".landed-attack ol.transcript").count()
+    }
+  })
 
 const expectCharts = (page: Page, shown: Report) =>
   Effect.gen(function* () {
