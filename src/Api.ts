@@ -5,7 +5,7 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AnalyticsApi } from "./analytics/Api.js"
 import { AuditEventsApi } from "./audit/Api.js"
-import { EventsApi, ReceiptsApi } from "./authorization/Api.js"
+import { ApprovalsApi, EventsApi, ReceiptsApi } from "./authorization/Api.js"
 import { BudgetAlertsApi, LlmPricingApi, LlmUsageApi } from "./billing/Api.js"
 import { AgentsApi, KnowledgeSourcesApi, LabelPoliciesApi, PoliciesApi, ToolMetadataApi } from "./catalog/Api.js"
 import { GatewayProxyApi, GatewayRoutesApi, ProviderConnectionsApi } from "./gateway/Api.js"
@@ -32,6 +32,7 @@ export class GuardrailApi extends HttpApi.make("guardrail")
   .add(KnowledgeSourcesApi)
   .add(EventsApi)
   .add(ReceiptsApi)
+  .add(ApprovalsApi)
   .add(RunsApi)
   .add(TracesApi)
   .add(ReviewEventsApi)

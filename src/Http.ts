@@ -8,7 +8,13 @@ import { AuditLog } from "./audit/AuditLog.js"
 import { AuditEventsHttpLive } from "./audit/Http.js"
 import type { AnyHotEndpoint } from "./http/Hot.js"
 import { GatewayGuard } from "./gateway/Guardrails.js"
-import { authorizeEvent, AuthorizationLive, EventsHttpLive, ReceiptsHttpLive } from "./authorization/Http.js"
+import {
+  ApprovalsHttpLive,
+  authorizeEvent,
+  AuthorizationLive,
+  EventsHttpLive,
+  ReceiptsHttpLive
+} from "./authorization/Http.js"
 import { BudgetAlertsHttpLive, LlmPricingHttpLive, LlmUsageHttpLive } from "./billing/Http.js"
 import {
   AgentsHttpLive,
@@ -53,6 +59,7 @@ export const ApiGroupsLive = Layer.mergeAll(
   KnowledgeSourcesHttpLive,
   EventsHttpLive,
   ReceiptsHttpLive,
+  ApprovalsHttpLive,
   RunsHttpLive,
   TracesHttpLive,
   ReviewEventsHttpLive,

@@ -2,7 +2,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authentication } from "../identity/Authentication.js"
-import { Identifier, Note } from "../platform/Schemas.js"
+import { CursorParam, Identifier, LimitParam, Note, Timestamp } from "../platform/Schemas.js"
 import { MaxBodyBytes } from "../http/Routes.js"
 import { AuthorizationResponse, ProposedEvent } from "./Domain.js"
 import { EvaluateEvent } from "./DryRun.js"
@@ -46,6 +46,51 @@ export const ApprovalGrant = Schema.Struct({
   created_at: Schema.String
 }).annotations({ identifier: "ApprovalGrant" })
 
+export const Approval = Schema.Struct({
+  intent_id: Schema.String,
+  status: Schema.Literal("pending", "granted", "denied"),
+  trace_id: Schema.String.annotations({ description: "The latest decision that asked for this approval" }),
+  agent_id: Schema.String,
+  environment_id: Schema.String,
+  tool: Schema.NullOr(Schema.String),
+  reason: Schema.NullOr(Schema.String),
+  approvers: Schema.Array(Schema.String),
+  requested_at: Timestamp.annotations({ description: "When the intent first asked for approval" }),
+  granted_by: Schema.NullOr(Schema.String),
+  expires_at: Schema.NullOr(Timestamp).annotations({ description: "The grant's lease end, while granted" }),
+  denied_by: Schema.NullOr(Schema.String),
+  deny_reason: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "Approval" })
+
+const IntentPath = Schema.Struct({ intent_id: Identifier })
+
+export class ApprovalsApi extends HttpApiGroup.make("approvals")
+  .add(
+    HttpApiEndpoint.get("listApprovals", "/approvals")
+      .setUrlParams(
+        Schema.Struct({
+          status: Schema.optional(Schema.Literal("pending", "granted", "denied")).annotations({
+            description: "Default pending"
+          }),
+          limit: Schema.optional(LimitParam(1)),
+          cursor: Schema.optional(CursorParam)
+        })
+      )
+      .addSuccess(Schema.Struct({ approvals: Schema.Array(Approval), next_cursor: Schema.optional(Schema.String) }))
+  )
+  .add(
+    HttpApiEndpoint.post("denyApproval", "/approvals/:intent_id/deny")
+      .setPath(IntentPath)
+      .setPayload(Schema.Struct({ reason: Schema.optional(Note) }))
+      .addSuccess(Approval, { status: 201 })
+  )
+  .prefix("/v1")
+  .middleware(Authentication)
+  .annotate(
+    OpenApi.Description,
+    "Extension: the approvals queue. Intents deferred awaiting approval (pending, oldest first), granted (newest first, while the lease lasts) or denied (newest first). A denied intent stays denied: it then answers deny. When the approval names approvers, only they may grant or deny (403 not_an_approver)."
+  ) {}
+
 export class ReceiptsApi extends HttpApiGroup.make("receipts")
   .add(
     HttpApiEndpoint.get("getReceipt", "/v1/receipts/:id")
@@ -54,7 +99,7 @@ export class ReceiptsApi extends HttpApiGroup.make("receipts")
   )
   .add(
     HttpApiEndpoint.post("grantApproval", "/v1/approvals/:intent_id/grant")
-      .setPath(Schema.Struct({ intent_id: Identifier }))
+      .setPath(IntentPath)
       .setPayload(
         Schema.Struct({
           note: Schema.optional(Note),

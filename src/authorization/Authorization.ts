@@ -24,7 +24,7 @@ import { logDecisionDetails } from "../operations/Telemetry.js"
 import { AppConfig } from "../platform/Config.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { type Answer, hotUseCase, needs, ready, refused, settleValue, type WarmSteps } from "../platform/Warm.js"
-import { AuthorizationRepo, type GrantRow, type NewFingerprint } from "./Repo.js"
+import { type ApprovalState, AuthorizationRepo, type GrantRow, type NewFingerprint } from "./Repo.js"
 import { contentTooLarge, oversizedTarget } from "./ContentCap.js"
 import {
   capModes,
@@ -66,7 +66,7 @@ interface Loaded {
   readonly config?: RuntimeConfig
   readonly reloaded?: boolean
   readonly snapshot?: Snapshot
-  readonly grant?: Option.Option<GrantRow>
+  readonly approval?: ApprovalState
   /** The fingerprints of the event's run or session (Provenance.ts). */
   readonly provenance?: ScopeFingerprints
   readonly unreadable?: string
@@ -136,6 +136,7 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
         const modes = capModes(modesOf(config, environment), ceiling)
         let decision: Decision
         let grant = Option.none<GrantRow>()
+        let denial: ApprovalState["denial"]
         let fingerprints: ReadonlyArray<NewFingerprint> = []
         if (loaded.unreadable !== undefined) {
           decision = failClosed(unreadableRegistry, { failure: loaded.unreadable })
@@ -144,8 +145,10 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
           if (live === undefined) return needs("snapshot")
           const snapshot = overlay === undefined ? live : { ...live, policies: overlay(live.policies) }
           if (needsGrant(snapshot, event, modes)) {
-            if (loaded.grant === undefined) return needs("grant")
-            grant = loaded.grant
+            if (loaded.approval === undefined) return needs("grant")
+            // A denial stands over any grant: the grant is neither applied nor reported.
+            denial = loaded.approval.denial
+            grant = denial === undefined ? loaded.approval.grant : Option.none()
           }
           // Provenance without labels: a proposed call reads its run's fingerprints; what comes in adds to them.
           let inferred: ReadonlyArray<ParamSource> = []
@@ -158,7 +161,7 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
             fingerprints = provenance.observed(caller.workspaceId, event, snapshot)
           }
           const defaultAction = ceiling === "observe" ? "permit" : config.settings.default_action
-          decision = evaluate(snapshot, event, modes, Option.isSome(grant), defaultAction, inferred)
+          decision = evaluate(snapshot, event, modes, Option.isSome(grant), defaultAction, inferred, denial)
         }
         const appliedGrant = Option.match(grant, {
           onNone: () => null,
@@ -209,9 +212,9 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
           case "grant":
             return failClosedOnError(
               loaded,
-              Effect.map(repo.activeGrant(workspaceId, intentIdOf(workspaceId, event)), (grant) => ({
+              Effect.map(repo.approvalState(workspaceId, intentIdOf(workspaceId, event)), (approval) => ({
                 ...loaded,
-                grant
+                approval
               }))
             )
         }
@@ -260,27 +263,6 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
         Effect.withSpan("Authorization.evaluateDry")
       )
 
-    /** A human grants the approval an intent asked for, for `ttl_seconds` (default 900). */
-    const grant = Effect.fn("Authorization.grant")(function* (
-      caller: Caller,
-      intentId: string,
-      input: { readonly note?: string | undefined; readonly ttl_seconds?: number | undefined }
-    ) {
-      const row = yield* repo.upsertGrant(
-        caller.workspaceId,
-        intentId,
-        caller.principalId,
-        input.note ?? null,
-        input.ttl_seconds ?? 900
-      )
-      return {
-        intent_id: row.intent_id,
-        granted_by: row.granted_by,
-        expires_at: row.expires_at.toISOString(),
-        created_at: row.created_at.toISOString()
-      }
-    })
-
     const receipt = Effect.fn("Authorization.receipt")(function* (workspaceId: string, id: string) {
       const row = yield* repo.findReceipt(workspaceId, id)
       if (Option.isNone(row)) {
@@ -294,7 +276,7 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
       }
     })
 
-    return { authorizeEvent, authorize, evaluateDry, receipt, grant, jwks: signer.jwks }
+    return { authorizeEvent, authorize, evaluateDry, receipt, jwks: signer.jwks }
   }),
   dependencies: [
     ReceiptSigner.Default,

@@ -165,7 +165,8 @@ export const evaluate = (
   modes: Readonly<Record<CheckerName, CheckerMode>>,
   granted: boolean,
   defaultEffect: "permit" | "deny" | "defer",
-  inferred: ReadonlyArray<ParamSource> = []
+  inferred: ReadonlyArray<ParamSource> = [],
+  denial?: { readonly reason: string | null }
 ) => {
   const agentId = event.principal.agent_id
   return decide(
@@ -177,7 +178,8 @@ export const evaluate = (
       policies: snapshot.policies.filter((policy) => policy.ownerAgentId === null || policy.ownerAgentId === agentId),
       labelPolicies: snapshot.labelPolicies,
       tools: snapshot.tools,
-      granted
+      granted,
+      denial
     },
     allCheckers,
     modes,

@@ -3,7 +3,9 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { type HotEndpoint, routerHandler } from "../http/Hot.js"
-import { CurrentCaller } from "../identity/Authentication.js"
+import { CurrentCaller, inWorkspace } from "../identity/Authentication.js"
+import { pageSize } from "../platform/Schemas.js"
+import { Approvals } from "./Approvals.js"
 import { mapInput } from "../platform/Warm.js"
 import { Traces } from "../runs/Traces.js"
 import { Authorization } from "./Authorization.js"
@@ -45,17 +47,31 @@ export const EventsHttpLive = HttpApiBuilder.group(GuardrailApi, "events", (hand
 export const ReceiptsHttpLive = HttpApiBuilder.group(GuardrailApi, "receipts", (handlers) =>
   Effect.gen(function* () {
     const authorization = yield* Authorization
+    const approvals = yield* Approvals
     return handlers
       .handle("getReceipt", ({ path }) =>
         Effect.flatMap(CurrentCaller, (caller) => authorization.receipt(caller.workspaceId, path.id))
       )
       .handle("grantApproval", ({ path, payload }) =>
-        Effect.flatMap(CurrentCaller, (caller) => authorization.grant(caller, path.intent_id, payload))
+        Effect.flatMap(CurrentCaller, (caller) => approvals.grant(caller, path.intent_id, payload))
       )
       .handle("jwks", () => Effect.succeed(authorization.jwks))
   })
 )
 
-export const AuthorizationLive = Authorization.Default.pipe(
+export const ApprovalsHttpLive = HttpApiBuilder.group(GuardrailApi, "approvals", (handlers) =>
+  Effect.gen(function* () {
+    const approvals = yield* Approvals
+    return handlers
+      .handle("listApprovals", ({ urlParams }) =>
+        inWorkspace((ws) => approvals.list(ws, urlParams.status ?? "pending", pageSize(urlParams.limit, 100), urlParams.cursor))
+      )
+      .handle("denyApproval", ({ path, payload }) =>
+        Effect.flatMap(CurrentCaller, (caller) => approvals.deny(caller, path.intent_id, payload))
+      )
+  })
+)
+
+export const AuthorizationLive = Layer.merge(Authorization.Default, Approvals.Default).pipe(
   Layer.provideMerge(Layer.mergeAll(ReceiptSigner.Default, Traces.Default, AuthorizationRepo.Default))
 )

@@ -45,6 +45,8 @@ export interface CheckContext {
   readonly tools: ReadonlyMap<string, ToolMetadataRow>
   /** Approval grants that cover this intent. */
   readonly granted: boolean
+  /** An approver denied this intent (a denied intent stays denied). */
+  readonly denial?: { readonly reason: string | null } | undefined
 }
 
 /** What a checker reports; the pipeline adds ids, the checker name and the mode. */

@@ -3,7 +3,7 @@
  * query takes the workspace id.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
 
 const GrantRow = Schema.Struct({
@@ -12,6 +12,21 @@ const GrantRow = Schema.Struct({
   expires_at: Schema.DateFromSelf
 })
 export type GrantRow = typeof GrantRow.Type
+
+/** What deciding reads of an intent's approval: its unexpired grant and its denial (either may be null). */
+const ApprovalStateRow = Schema.Struct({
+  intent_id: Schema.NullOr(Schema.String),
+  granted_by: Schema.NullOr(Schema.String),
+  expires_at: Schema.NullOr(Schema.DateFromSelf),
+  denied: Schema.Boolean,
+  deny_reason: Schema.NullOr(Schema.String)
+})
+
+/** An intent's approval as deciding reads it. */
+export interface ApprovalState {
+  readonly grant: Option.Option<GrantRow>
+  readonly denial: { readonly reason: string | null } | undefined
+}
 
 const StoredGrant = Schema.Struct({ ...GrantRow.fields, created_at: Schema.DateFromSelf })
 
@@ -33,12 +48,14 @@ export class AuthorizationRepo extends Effect.Service<AuthorizationRepo>()("auth
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
-    const activeGrant = SqlSchema.findOne({
+    const approvalState = SqlSchema.single({
       Request: WorkspaceItem,
-      Result: GrantRow,
+      Result: ApprovalStateRow,
       execute: ({ id, workspaceId }) =>
-        sql`select intent_id, granted_by, expires_at from approval_grants
-            where workspace_id = ${workspaceId} and intent_id = ${id} and expires_at > now()`
+        sql`select g.intent_id, g.granted_by, g.expires_at, d.intent_id is not null as denied, d.reason as deny_reason
+            from (select 1) one
+            left join approval_grants g on g.workspace_id = ${workspaceId} and g.intent_id = ${id} and g.expires_at > now()
+            left join approval_denials d on d.workspace_id = ${workspaceId} and d.intent_id = ${id}`
     })
 
     const upsertGrant = SqlSchema.single({
@@ -102,8 +119,19 @@ export class AuthorizationRepo extends Effect.Service<AuthorizationRepo>()("auth
         /** The fingerprints of a run or session, oldest first, at most `limit`. */
         listFingerprints: (workspaceId: string, scope: string, limit: number) =>
           listFingerprints({ workspaceId, scope, limit }),
-        /** The unexpired grant of an intent, if any. */
-        activeGrant: (workspaceId: string, intentId: string) => activeGrant({ workspaceId, id: intentId }),
+        /** The unexpired grant of an intent and its denial, if any. */
+        approvalState: (workspaceId: string, intentId: string) =>
+          approvalState({ workspaceId, id: intentId }).pipe(
+            Effect.map(
+              (row): ApprovalState => ({
+                grant:
+                  row.intent_id === null || row.granted_by === null || row.expires_at === null
+                    ? Option.none()
+                    : Option.some({ intent_id: row.intent_id, granted_by: row.granted_by, expires_at: row.expires_at }),
+                denial: row.denied ? { reason: row.deny_reason } : undefined
+              })
+            )
+          ),
         /** Grants (or renews) the approval of an intent for `ttlSeconds`. */
         upsertGrant: (
           workspaceId: string,

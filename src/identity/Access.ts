@@ -43,6 +43,7 @@ export const accessByGroup: Readonly<Record<string, GroupAccess>> = {
   knowledgeSources: { runtimeKey: "read", ...member },
   events: { runtimeKey: "all", ...member },
   receipts: { runtimeKey: "read", ...member },
+  approvals: { runtimeKey: "read", ...member },
   runs: { runtimeKey: "all", ...member },
   traces: { runtimeKey: "all", ...member },
   reviewEvents: { runtimeKey: "all", ...member },

@@ -13,14 +13,26 @@ const requiresApproval = (approval: unknown): boolean =>
 const strings = (u: unknown): ReadonlyArray<string> =>
   Array.isArray(u) ? u.filter((item): item is string => typeof item === "string") : []
 
+/** A denied intent answers deny from then on, with the approver's reason when one was given. */
+const deniedFinding = (tool: string, reason: string | null) => ({
+  policy_id: null,
+  requirement_id: `approval:${tool}`,
+  reason: reason === null ? `An approver denied ${tool} for this intent.` : `An approver denied ${tool}: ${reason}`,
+  remediation: "Do not run this action; propose a different one.",
+  effect: "deny" as const,
+  severity: "high" as const,
+  evidence: { tool, denied: true }
+})
+
 export const approvalChecker: Checker = {
   name: "approval",
   kinds: proposedOnly,
   check: (context) => {
-    if (context.granted) return noFindings // a grant already covers this intent
     const approval = registeredTool(context)?.["approval"]
     if (!requiresApproval(approval)) return noFindings
     const tool = context.action.operation
+    if (context.denial !== undefined) return [deniedFinding(tool, context.denial.reason)]
+    if (context.granted) return noFindings // a grant already covers this intent
     const details = isFields(approval) ? approval : undefined
     const stated = details?.["reason"]
     const reason =
