@@ -19,14 +19,12 @@ const chartNumbers = (page: Page) =>
     const outcomes = await page
       .locator("#outcome-chart [data-outcome] rect")
       .evaluateAll((rects) => rects.map((r) => [r.getAttribute("data-key"), Number(r.getAttribute("data-value"))]))
-    const categories = await page
-      .locator("#category-chart [data-category]")
-      .evaluateAll((groups) =>
-        groups.map((g) => ({
-          landed: Number(g.getAttribute("data-landed")),
-          blocked: Number(g.getAttribute("data-blocked"))
-        }))
-      )
+    const categories = await page.locator("#category-chart [data-category]").evaluateAll((groups) =>
+      groups.map((g) => ({
+        landed: Number(g.getAttribute("data-landed")),
+        blocked: Number(g.getAttribute("data-blocked"))
+      }))
+    )
     return {
       outcome: Object.fromEntries(outcomes),
       landed: categories.reduce((sum, c) => sum + c.landed, 0),

@@ -9,15 +9,9 @@ const LEASES = [["15 minutes", 900], ["1 hour", 3600], ["8 hours", 28_800], ["1 
 
 const state = { cursor: undefined, next: undefined }
 
-const approvalOf = (item) => (item.approval && typeof item.approval === "object" ? item.approval : {})
-
 function decisionCell(item) {
-  const status = item.status ?? $("approval-status").value
-  if (status !== "pending") {
-    const by = item.granted_by ?? item.denied_by ?? item.decided_by
-    const until = item.expires_at ? `, lease until ${formatTime(item.expires_at)}` : ""
-    return el("td", { text: `${status}${by ? ` by ${by}` : ""}${until}${item.reason_denied ?? ""}` })
-  }
+  if (item.status === "granted") return el("td", { text: `granted by ${item.granted_by}, lease until ${formatTime(item.expires_at)}` })
+  if (item.status === "denied") return el("td", { text: `denied by ${item.denied_by}${item.deny_reason ? `: ${item.deny_reason}` : ""}` })
   const id = item.intent_id
   const lease = el("select", { "aria-label": `Lease for ${id}` }, ...LEASES.map(([label, seconds]) => new Option(label, String(seconds))))
   const note = el("input", { "aria-label": `Note or reason for ${id}`, maxlength: 4000, placeholder: "Note / reason" })
@@ -47,14 +41,12 @@ function decisionCell(item) {
 }
 
 function row(item) {
-  const approval = approvalOf(item)
-  const approvers = Array.isArray(item.approvers ?? approval.approvers) ? (item.approvers ?? approval.approvers) : []
-  return el("tr", { "data-intent-id": item.intent_id },
-    el("td", { text: formatTime(item.created_at ?? item.requested_at) }),
-    el("td", {}, el("code", { text: item.tool ?? approval.tool ?? "" })),
-    el("td", { text: item.reason ?? approval.reason ?? "" }),
-    el("td", { text: approvers.length > 0 ? approvers.join(", ") : "any member" }),
-    el("td", {}, item.trace_id ? pageLink("/dashboard/trace", { id: item.trace_id, at: item.created_at ?? "" }, "trace") : ""),
+  return el("tr", { "data-intent-id": item.intent_id, "data-status": item.status },
+    el("td", { text: formatTime(item.requested_at) }),
+    el("td", {}, el("code", { text: item.tool }), el("div", { class: "muted", text: `agent ${item.agent_id}` })),
+    el("td", { text: item.reason }),
+    el("td", { text: item.approvers.length > 0 ? item.approvers.join(", ") : "any member" }),
+    el("td", {}, pageLink("/dashboard/trace", { id: item.trace_id }, "Open trace")),
     decisionCell(item))
 }
 
@@ -62,7 +54,7 @@ async function load(cursor) {
   message($("approvals-message"), "Loading…")
   try {
     const page = await api("GET", "/v1/approvals" + query({ status: $("approval-status").value, limit: PAGE_SIZE, cursor }))
-    const items = page.approvals ?? []
+    const items = page.approvals
     state.cursor = cursor
     state.next = page.next_cursor
     $("approvals-body").replaceChildren(...items.map(row))
