@@ -51,3 +51,20 @@ export const openSignedIn = (page: Page, url: string, owner: { readonly username
 /** A screenshot of what a laptop screen shows, under test-results/ (gitignored), named after the page. */
 export const screenshot = (page: Page, name: string) =>
   run(() => page.screenshot({ path: `test-results/console/${name}.png` }))
+
+/** Visible form controls without a label (neither a <label> nor aria-label): an accessibility check. */
+export const unlabelledControls = (page: Page) =>
+  run(() =>
+    page
+      .locator("input:visible, select:visible, textarea:visible, button:visible")
+      .evaluateAll((controls) =>
+        controls
+          .filter(
+            (control) =>
+              ((control as unknown as { labels?: ArrayLike<unknown> | null }).labels?.length ?? 0) === 0 &&
+              !control.getAttribute("aria-label") &&
+              (control.textContent ?? "").trim() === ""
+          )
+          .map((control) => control.outerHTML.slice(0, 80))
+      )
+  )

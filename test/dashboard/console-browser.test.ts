@@ -11,7 +11,7 @@ import { Effect } from "effect"
 import { createAgent, createPolicy, proposeCall, reply } from "../support/Events.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import { browser, openPage, openSignedIn, run, screenshot } from "./browser.js"
+import { browser, openPage, openSignedIn, run, screenshot, unlabelledControls } from "./browser.js"
 
 const AGENT = "support-bot"
 const DENIED = "Good news: I can give you a full refund today."
@@ -34,6 +34,13 @@ layer(testServer("database"), SERVER_OPTIONS)("console pages in headless Chromiu
         const { page, problems } = yield* openPage(chrome)
         yield* run(() => page.setViewportSize({ width: 1366, height: 900 }))
         yield* openSignedIn(page, `${base}/dashboard/traces`, owner)
+        // Keyboard: on a fresh load the first Tab reaches the skip link, which moves focus to the content.
+        yield* run(() => page.reload())
+        yield* run(() => page.locator("#traces-body tr").first().waitFor())
+        yield* run(() => page.keyboard.press("Tab"))
+        expect(yield* run(() => page.evaluate("document.activeElement.textContent"))).toBe("Skip to content")
+        yield* run(() => page.keyboard.press("Enter"))
+        expect(yield* run(() => page.evaluate("document.activeElement.id"))).toBe("main")
         const row = (traceId: string) => page.locator(`#traces-body tr[data-trace-id="${traceId}"]`)
         yield* run(() => row(denied.trace_id).waitFor())
         yield* run(() => row(permitted.trace_id).waitFor())
@@ -60,6 +67,7 @@ layer(testServer("database"), SERVER_OPTIONS)("console pages in headless Chromiu
         )
         yield* run(() => page.getByLabel("Live tail (every 3 s)").uncheck())
         yield* screenshot(page, "traces")
+        expect(yield* unlabelledControls(page)).toEqual([])
 
         yield* run(() => row(denied.trace_id).getByRole("link").click())
         yield* run(() => page.locator("#trace-view").waitFor())
@@ -73,6 +81,7 @@ layer(testServer("database"), SERVER_OPTIONS)("console pages in headless Chromiu
         yield* run(() => badge.waitFor({ timeout: 15_000 }))
         expect(yield* run(() => badge.textContent())).toContain("Verified")
         yield* screenshot(page, "trace")
+        expect(yield* unlabelledControls(page)).toEqual([])
 
         // A review from the form is what the API lists for the trace.
         yield* run(() => page.getByLabel("Outcome").selectOption("false_positive"))

@@ -12,7 +12,7 @@ import { Effect } from "effect"
 import { createAgent, createPolicy, proposeCall, reply } from "../support/Events.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import { browser, openPage, openSignedIn, run, screenshot } from "./browser.js"
+import { browser, openPage, openSignedIn, run, screenshot, unlabelledControls } from "./browser.js"
 
 const AGENT = "support-bot"
 const sendMoney = (amount: number) => ({ operation: "send_money", params: { amount } })
@@ -45,6 +45,7 @@ layer(testServer("database"), SERVER_OPTIONS)("console queues in headless Chromi
           toGrant.intent_id
         )
         yield* screenshot(page, "approvals")
+        expect(yield* unlabelledControls(page)).toEqual([])
 
         yield* run(() => page.getByLabel(`Lease for ${toGrant.intent_id}`).selectOption({ label: "1 hour" }))
         yield* run(() => page.getByRole("button", { name: `Grant ${toGrant.intent_id}` }).click())
@@ -109,6 +110,7 @@ layer(testServer("database"), SERVER_OPTIONS)("console queues in headless Chromi
         expect(yield* run(() => progress.getAttribute("data-total"))).toBe("2")
         expect(yield* run(() => progress.getAttribute("data-reviewed"))).toBe("1")
         yield* screenshot(page, "reviews")
+        expect(yield* unlabelledControls(page)).toEqual([])
 
         // The overview shows the workspace's default view, made with the workspace (no setup).
         yield* run(() => page.goto(`${base}/dashboard`))
@@ -116,6 +118,7 @@ layer(testServer("database"), SERVER_OPTIONS)("console queues in headless Chromi
         yield* run(() => drawn.first().waitFor({ timeout: 20_000 }))
         expect(yield* run(() => page.locator("#view-select option").count())).toBeGreaterThan(0)
         yield* screenshot(page, "overview")
+        expect(yield* unlabelledControls(page)).toEqual([])
         expect(problems).toEqual([])
       }),
     120_000

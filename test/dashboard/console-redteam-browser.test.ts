@@ -11,7 +11,7 @@ import type { Report } from "../../src/redteam/Domain.js"
 import { DEMO, dispatch, report, waitForJob } from "../redteam/redteam-helpers.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import { browser, openPage, openSignedIn, type Page, run, screenshot } from "./browser.js"
+import { browser, openPage, openSignedIn, type Page, run, screenshot, unlabelledControls } from "./browser.js"
 
 /** What the charts on the page say: outcome bars and per-category landed/blocked. */
 const chartNumbers = (page: Page) =>
@@ -87,6 +87,7 @@ layer(testServer("database"), SERVER_OPTIONS)("red-team report pages in headless
         yield* run(() => page.locator('[data-comparison="persisting"]').waitFor())
         yield* expectCharts(page, yield* report(owner, second.id, first.id))
         yield* screenshot(page, "redteam-job")
+        expect(yield* unlabelledControls(page)).toEqual([])
         // A job never hardened has no stored hardening: that read is a 404 the page expects.
         expect(problems.filter((problem) => !problem.includes("404"))).toEqual([])
       }),

@@ -55,6 +55,8 @@ function row(trace) {
     el("td", {}, traceLink(trace)))
 }
 
+const showCount = () => { $("traces-count").textContent = `(${$("traces-body").children.length} shown)` }
+
 async function loadPage(cursor) {
   const params = filters()
   history.replaceState(null, "", location.pathname + query(params))
@@ -68,7 +70,7 @@ async function loadPage(cursor) {
     $("traces-body").replaceChildren(...page.traces.map(row))
     $("next-page").disabled = !page.next_cursor
     $("first-page").disabled = cursor === undefined
-    $("traces-count").textContent = `(${page.traces.length} shown)`
+    showCount()
     message($("traces-message"), page.traces.length === 0 ? "No traces match these filters." : "")
   } catch (error) {
     if (error.status !== 401) message($("traces-message"), `Could not list traces: ${error.message}`, "error")
@@ -86,6 +88,7 @@ async function pollTail() {
       if (!body.querySelector(`[data-trace-id="${CSS.escape(trace.trace_id)}"]`)) body.prepend(row(trace))
     }
     while (body.children.length > PAGE_SIZE) body.lastElementChild.remove()
+    showCount()
     if (page.traces.length > 0) message($("traces-message"), "")
     $("tail-status").textContent = `Live: checked ${new Date().toLocaleTimeString()}`
   } catch (error) {
