@@ -15,6 +15,7 @@ import { AnyHttpErrorWire } from "./http/Errors.js"
 import { withOnlyErrorBody } from "./platform/OpenApiDocument.js"
 import { AdminApi, MetricsApi } from "./operations/Api.js"
 import { RedteamApi, RedteamReportsApi } from "./redteam/Api.js"
+import { ReviewQueuesApi } from "./reviewqueues/Api.js"
 import { ReviewEventsApi, RunsApi, TracesApi } from "./runs/Api.js"
 import { SystemApi } from "./system/Api.js"
 
@@ -36,6 +37,7 @@ export class GuardrailApi extends HttpApi.make("guardrail")
   .add(RunsApi)
   .add(TracesApi)
   .add(ReviewEventsApi)
+  .add(ReviewQueuesApi)
   .add(AnalyticsApi)
   .add(ProviderConnectionsApi)
   .add(GatewayRoutesApi)

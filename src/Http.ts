@@ -42,6 +42,8 @@ import {
 import { McpProxyHttpLive, McpServersHttpLive } from "./mcp/Http.js"
 import { AdminHttpLive, MetricsHttpLive } from "./operations/Http.js"
 import { RedteamHttpLive, RedteamReportsHttpLive } from "./redteam/Http.js"
+import { ReviewQueues } from "./reviewqueues/ReviewQueues.js"
+import { ReviewQueuesHttpLive } from "./reviewqueues/Http.js"
 import { appendRunEvent, ReviewEventsHttpLive, RunsHttpLive, RunsLive, TracesHttpLive } from "./runs/Http.js"
 import { SystemHttpLive } from "./system/Http.js"
 
@@ -63,6 +65,7 @@ export const ApiGroupsLive = Layer.mergeAll(
   RunsHttpLive,
   TracesHttpLive,
   ReviewEventsHttpLive,
+  ReviewQueuesHttpLive,
   AnalyticsHttpLive,
   ProviderConnectionsHttpLive,
   GatewayRoutesHttpLive,
@@ -78,7 +81,7 @@ export const ApiGroupsLive = Layer.mergeAll(
   AdminHttpLive,
   AuditEventsHttpLive
 ).pipe(
-  Layer.provide(Layer.mergeAll(AuthorizationLive, RunsLive, AuditLog.Default)),
+  Layer.provide(Layer.mergeAll(AuthorizationLive, RunsLive, AuditLog.Default, ReviewQueues.Default)),
   Layer.provideMerge(CatalogLive),
   Layer.provideMerge(IdentityLive)
 )

@@ -47,6 +47,7 @@ export const accessByGroup: Readonly<Record<string, GroupAccess>> = {
   runs: { runtimeKey: "all", ...member },
   traces: { runtimeKey: "all", ...member },
   reviewEvents: { runtimeKey: "all", ...member },
+  reviewQueues: { runtimeKey: "read", ...member },
   analytics: { runtimeKey: "none", ...member },
   redteam: { runtimeKey: "none", ...member },
   redteamReports: { runtimeKey: "none", ...member },

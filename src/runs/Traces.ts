@@ -21,7 +21,7 @@ const invalidAfter = new BadRequest({
 /** A tail cursor before every trace. */
 const START_OF_TAIL = encodeTimeCursor(new Date(0), "0")
 
-const toTrace = (row: TraceRow) => ({
+export const toTrace = (row: TraceRow) => ({
   trace_id: TraceId.make(row.id),
   run_id: row.run_id,
   run_event_id: row.run_event_id,
