@@ -96,7 +96,7 @@ layer(testServer("database"), SERVER_OPTIONS)("console queues in headless Chromi
         yield* openSignedIn(page, `${base}/dashboard/reviews`, owner)
         yield* run(() => page.locator("#analytics-summary dt").first().waitFor())
         yield* run(() => page.getByText("New queue").click())
-        yield* run(() => page.getByLabel("Name").fill("All denies"))
+        yield* run(() => page.locator("#create-queue").getByLabel("Name").fill("All denies"))
         yield* run(() => page.locator("#create-queue").getByLabel("Effect").selectOption("deny"))
         yield* run(() => page.getByRole("button", { name: "Create queue" }).click())
         yield* run(() => page.locator("#items-body tr").nth(1).waitFor())

@@ -1,7 +1,7 @@
 // Review queues: GET /v1/review-queues with each queue's progress, the chosen queue's items
 // (GET /v1/review-queues/{id}/items, pending first, cursor paging) linking to the trace page
 // where the review is made, and the human-review analytics (GET /v1/analytics/human-review).
-import { barChart, formatNumber } from "./charts.js"
+import { formatNumber, tableChart } from "./charts.js"
 import { api, query } from "./session.js"
 import { $, effectBadge, el, formatTime, message, start, traceLink } from "./shell.js"
 
@@ -88,10 +88,10 @@ async function loadAnalytics() {
       ["Human intervention rate", formatNumber(s.human_intervention_rate, "hi_rate")]
     ]
     $("analytics-summary").replaceChildren(...facts.flatMap(([term, value]) => [el("dt", { text: term }), el("dd", { text: value })]))
-    const points = Object.entries(result.outcomes).map(([key, value]) => ({ label: key.replace(/_count$/, ""), value }))
+    const points = Object.entries(result.outcomes).map(([key, value]) => ({ label: key.replace(/_count$/, "").replace("_", " "), value }))
     const total = points.reduce((sum, p) => sum + p.value, 0)
     $("analytics-outcomes").replaceChildren(el("h3", { text: "Outcomes" }),
-      barChart(points, { total }, { title: "Review outcomes", metric: "review_count", group_by: "outcome" }))
+      tableChart(points, { total }, { title: "Review outcomes", metric: "Reviews", group_by: "Outcome" }))
   } catch (error) {
     if (error.status !== 401) message($("analytics-message"), `Could not load analytics: ${error.message}`, "error")
   }
