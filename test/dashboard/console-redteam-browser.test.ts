@@ -3,11 +3,12 @@
  * public page /r/{token} (no script, no sign-in) and the signed-in job page
  * draw the outcome and per-category charts whose numbers add up to the
  * report's totals, show the 0-10 risk score, each landed attack's transcript
- * and the comparison with an earlier job. Screenshots go to test-results/console/.
+ * and the comparison with an earlier job; an admin enables a hardening
+ * candidate from the job page, and the next job is blocked where it landed. Screenshots go to test-results/console/.
  */
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
-import type { Report } from "../../src/redteam/Domain.js"
+import { Effect, Schema } from "effect"
+import { Comparison, type Report } from "../../src/redteam/Domain.js"
 import { DEMO, dispatch, report, waitForJob } from "../redteam/redteam-helpers.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
@@ -56,15 +57,40 @@ layer(testServer("database"), SERVER_OPTIONS)("red-team report pages in headless
         const owner = yield* tenant(base)
         const first = yield* dispatch(owner, { profile: "quick", target_url: DEMO })
         yield* waitForJob(owner, first.id)
-        const second = yield* dispatch(owner, { profile: "quick", target_url: DEMO })
-        yield* waitForJob(owner, second.id)
-        const compared = yield* report(owner, second.id, first.id)
-        expect(compared.aggregates.landed).toBeGreaterThan(0)
-        expect(compared.aggregates.blocked + compared.aggregates.landed).toBeGreaterThan(0)
+        const hardened = yield* owner.api.redteam.hardenJob({ path: { id: first.id }, payload: {} })
+        const candidate = hardened.candidates[0]!.policy.id
 
         const chrome = yield* browser
         const { page, problems } = yield* openPage(chrome)
         yield* run(() => page.setViewportSize({ width: 1366, height: 900 }))
+
+        // The signed-in job page: its charts, and the stored hardening candidates with an enable button.
+        yield* openSignedIn(page, `${base}/dashboard/redteam?job=${first.id}`, owner)
+        yield* run(() => page.locator("#category-chart").waitFor())
+        yield* expectCharts(page, yield* report(owner, first.id))
+        const rows = yield* run(() =>
+          page
+            .locator("#report tr[data-policy-id]")
+            .evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-policy-id")))
+        )
+        expect(rows.sort()).toEqual(hardened.candidates.map((c) => c.policy.id).sort())
+        yield* screenshot(page, "redteam-job")
+        expect(yield* unlabelledControls(page)).toEqual([])
+        yield* run(() => page.getByRole("button", { name: `Enable ${candidate}` }).click())
+        yield* run(() =>
+          page
+            .locator("#job-message")
+            .filter({ hasText: `Policy ${candidate} enabled.` })
+            .waitFor()
+        )
+        expect((yield* owner.api.policies.getPolicy({ path: { id: candidate } })).enabled).toBe(true)
+
+        // With that policy enabled a second job is blocked where the first landed.
+        const second = yield* dispatch(owner, { profile: "quick", target_url: DEMO })
+        yield* waitForJob(owner, second.id)
+        const compared = yield* report(owner, second.id, first.id)
+        expect(compared.aggregates.blocked).toBeGreaterThan(0)
+        expect(compared.aggregates.landed).toBeGreaterThan(0)
 
         // The public page: no sign-in, no script.
         const link = yield* owner.api.redteamReports.createShareLink({
@@ -74,21 +100,23 @@ layer(testServer("database"), SERVER_OPTIONS)("red-team report pages in headless
         yield* run(() => page.locator("#category-chart").waitFor())
         yield* expectCharts(page, compared)
         expect(yield* run(() => page.locator("script").count())).toBe(0)
-        const persisting = yield* run(() => page.locator('[data-comparison="persisting"] h3').textContent())
-        expect(persisting).toContain(`(${compared.aggregates.landed})`)
+        const comparison = Schema.decodeUnknownSync(Comparison)(compared.comparison)
+        for (const part of ["new", "fixed", "persisting"] as const) {
+          const heading = yield* run(() => page.locator(`[data-comparison="${part}"] h3`).textContent())
+          expect(heading).toContain(`(${comparison[part].length})`)
+        }
+        expect(comparison.fixed.length).toBeGreaterThan(0)
         yield* screenshot(page, "report-shared")
 
-        // The signed-in job page with the same comparison, chosen on the page.
-        yield* openSignedIn(page, `${base}/dashboard/redteam?job=${second.id}`, owner)
+        // The signed-in page of the second job, compared on the page.
+        yield* run(() => page.goto(`${base}/dashboard/redteam?job=${second.id}`))
         yield* run(() => page.locator("#category-chart").waitFor())
         yield* run(() => page.locator(`#compare-select option[value="${first.id}"]`).waitFor({ state: "attached" }))
         yield* run(() => page.getByLabel("Compare with").selectOption(first.id))
         yield* run(() => page.getByRole("button", { name: "Compare" }).click())
         yield* run(() => page.locator('[data-comparison="persisting"]').waitFor())
         yield* expectCharts(page, yield* report(owner, second.id, first.id))
-        yield* screenshot(page, "redteam-job")
-        expect(yield* unlabelledControls(page)).toEqual([])
-        // A job never hardened has no stored hardening: that read is a 404 the page expects.
+        // The second job was never hardened: its hardening read is a 404 the page expects.
         expect(problems.filter((problem) => !problem.includes("404"))).toEqual([])
       }),
     180_000
