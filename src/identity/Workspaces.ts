@@ -4,6 +4,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
+import { insertDefaultView } from "../analytics/DefaultView.js"
 import { AppConfig } from "../platform/Config.js"
 import { Forbidden, NotFound } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
@@ -37,7 +38,8 @@ export class Workspaces extends Effect.Service<Workspaces>()("identity/Workspace
   effect: Effect.gen(function* () {
     const repo = yield* IdentityRepo
     const settingsRepo = yield* SettingsRepo
-    const inTransaction = transactionOf(yield* SqlClient.SqlClient)
+    const sql = yield* SqlClient.SqlClient
+    const inTransaction = transactionOf(sql)
     const config = yield* AppConfig
 
     /** Creates an organization and a workspace owned by the user. Call inside a transaction. */
@@ -55,6 +57,7 @@ export class Workspaces extends Effect.Service<Workspaces>()("identity/Workspace
         description: "Default environment",
         isDefault: true
       })
+      yield* insertDefaultView(workspaceId).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
       return workspaceId
     })
 

@@ -370,6 +370,10 @@ layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
         ]
       }
       const views = owner.api.analytics
+      // Every workspace starts with its default Overview view.
+      const [starter, ...others] = (yield* views.listViews()).views
+      expect(others).toEqual([])
+      expect(starter).toMatchObject({ name: "Overview", is_default: true })
       const created = yield* views.createView({ payload: { name: "Overview", config } })
       expect(created).toMatchObject({ name: "Overview", is_default: false, config })
       expect(typeof created.id).toBe("string")
@@ -420,7 +424,7 @@ layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
         payload: { name: "Second", config: { filters: [], widgets: [] }, is_default: true }
       })
       const listed = yield* views.listViews()
-      expect(listed.views.map((view) => view.id)).toEqual([second.id, created.id])
+      expect(listed.views.map((view) => view.id)).toEqual([second.id, created.id, starter!.id])
 
       const path = { id: created.id }
       const unchanged = yield* views.updateView({ path, payload: {} })
@@ -437,7 +441,7 @@ layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
 
       // Another workspace sees none of it.
       const theirs = yield* stranger.api.analytics.listViews()
-      expect(theirs.views).toEqual([])
+      expect(theirs.views.map((view) => view.name)).toEqual(["Overview"])
       yield* expectFailure(stranger.api.analytics.updateView({ path, payload: {} }), 404, "view_not_found")
       yield* expectFailure(stranger.api.analytics.deleteView({ path }), 404, "view_not_found")
 
@@ -447,7 +451,7 @@ layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
       yield* expectFailure(views.deleteView({ path }), 404, "view_not_found")
       yield* expectFailure(views.updateView({ path, payload: {} }), 404)
       const remaining = yield* views.listViews()
-      expect(remaining.views.map((view) => view.id)).toEqual([second.id])
+      expect(remaining.views.map((view) => view.id)).toEqual([second.id, starter!.id])
       // No credential: 401.
       const anonymous = yield* clientAt(base)
       expectErrorShape(yield* expectFailure(anonymous.analytics.listViews(), 401))

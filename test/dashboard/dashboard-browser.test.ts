@@ -142,10 +142,11 @@ layer(testServer("kafka"), SERVER_OPTIONS)("dashboard in headless Chromium", (it
 
         yield* signInOnPage(page, owner.username, plaintextPassword(owner))
         yield* run(() => page.locator("#board").waitFor())
-        // The board shows before the view list has loaded; wait for both views to be listed.
-        yield* run(() => page.locator("#view-select option").nth(1).waitFor({ state: "attached" }))
+        // The board shows before the view list has loaded; wait for all three views to be listed.
+        yield* run(() => page.locator("#view-select option").nth(2).waitFor({ state: "attached" }))
         const options = yield* run(() => page.locator("#view-select option").allTextContents())
-        expect(options.sort()).toEqual(["Budget (default)", "Ops overview"])
+        // Overview is the view every workspace starts with (src/analytics/DefaultView.ts).
+        expect(options.sort()).toEqual(["Budget (default)", "Ops overview", "Overview"])
         // The default view is shown first.
         yield* drawnWidget(page, "cost")
 
