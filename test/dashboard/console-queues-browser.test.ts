@@ -10,6 +10,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { createAgent, createPolicy, proposeCall, reply } from "../support/Events.js"
+import { until } from "../support/Eventually.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import { browser, openPage, openSignedIn, run, screenshot, unlabelledControls } from "./browser.js"
@@ -113,10 +114,29 @@ layer(testServer("database"), SERVER_OPTIONS)("console queues in headless Chromi
         expect(yield* unlabelledControls(page)).toEqual([])
 
         // The overview shows the workspace's default view, made with the workspace (no setup).
+        // LLM spend is drawn against the workspace's budget.
+        yield* owner.api.settings.updateSettings({
+          payload: { config: { llm_budget: { cap_minor: 500, currency: "usd", window: "day" } } }
+        })
+        // The three decisions have reached the aggregates the overview reads.
+        yield* until(
+          Effect.map(owner.api.analytics.queryAnalytics({ payload: { metric: "trace_count" } }), (result) =>
+            expect(result.total).toBe(3)
+          ),
+          "20 seconds"
+        )
         yield* run(() => page.goto(`${base}/dashboard`))
-        const drawn = page.locator('#widgets [data-state="ready"]')
-        yield* run(() => drawn.first().waitFor({ timeout: 20_000 }))
-        expect(yield* run(() => page.locator("#view-select option").count())).toBeGreaterThan(0)
+        expect(yield* run(() => page.locator("#view-select option:checked").textContent())).toBe("Overview (default)")
+        const widgets = page.locator("#widgets [data-widget-id]")
+        yield* run(() => widgets.first().waitFor())
+        const ids = yield* run(() => widgets.evaluateAll((cards) => cards.map((c) => c.getAttribute("data-widget-id"))))
+        for (const id of ids) {
+          yield* run(() => page.locator(`[data-widget-id="${id}"][data-state="ready"]`).waitFor({ timeout: 20_000 }))
+        }
+        const byEffect = page.locator('[data-widget-id="decisions-by-effect"]')
+        yield* run(() => byEffect.and(page.locator('[data-total="3"]')).waitFor({ timeout: 20_000 }))
+        const budget = page.locator('[data-widget-id="llm-spend"] .budget')
+        expect(yield* run(() => budget.textContent())).toContain("budget $5.00 per day")
         yield* screenshot(page, "overview")
         expect(yield* unlabelledControls(page)).toEqual([])
         expect(problems).toEqual([])

@@ -53,8 +53,8 @@ function axes(root, max, metric) {
   }
 }
 
-function niceMax(points) {
-  const max = Math.max(0, ...points.map((p) => p.value))
+function niceMax(points, floor = 0) {
+  const max = Math.max(floor, ...points.map((p) => p.value))
   if (max === 0) return 1
   const magnitude = 10 ** Math.floor(Math.log10(max))
   return [1, 2, 2.5, 5, 10].map((m) => m * magnitude).find((m) => m >= max)
@@ -63,11 +63,18 @@ function niceMax(points) {
 export function lineChart(points, _result, widget) {
   if (points.length === 0) return empty()
   const root = svg("svg", { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: "img", "aria-label": widget.title, class: "line-chart" })
-  const max = niceMax(points)
+  // widget.reference ({value, label}): a dashed level to compare with, e.g. a budget cap.
+  const reference = widget.reference
+  const max = niceMax(points, reference?.value ?? 0)
   axes(root, max, widget.metric)
   const span = WIDTH - PAD.left - PAD.right
   const x = (i) => PAD.left + (points.length === 1 ? span / 2 : (i * span) / (points.length - 1))
   const y = (v) => HEIGHT - PAD.bottom - (v / max) * (HEIGHT - PAD.bottom - PAD.top)
+  if (reference) {
+    const level = svg("line", { x1: PAD.left, x2: WIDTH - PAD.right, y1: y(reference.value), y2: y(reference.value), stroke: "#b42318", "stroke-dasharray": "6 4", class: "reference", "data-value": reference.value })
+    level.append(svg("title", {}, reference.label))
+    root.append(level, svg("text", { x: WIDTH - PAD.right, y: y(reference.value) - 4, "text-anchor": "end" }, reference.label))
+  }
   root.append(svg("polyline", {
     points: points.map((p, i) => `${x(i).toFixed(1)},${y(p.value).toFixed(1)}`).join(" "),
     fill: "none", stroke: PALETTE[0], "stroke-width": 2, "stroke-linejoin": "round"

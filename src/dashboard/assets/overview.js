@@ -8,7 +8,37 @@ const VIEW_KEY = "guardrail.dashboard.view"
 const AUTO_REFRESH_MS = 30_000
 const RANGES = { "24h": 24 * 3600e3, "7d": 7 * 24 * 3600e3, "30d": 30 * 24 * 3600e3 }
 
-const state = { views: [], loading: 0 }
+const state = { views: [], loading: 0, budget: null }
+
+/** The workspace's LLM budget (settings `config.llm_budget`), for the spend widgets; none when unset. */
+async function loadBudget() {
+  try {
+    const settings = await api("GET", "/v1/settings")
+    const budget = settings.config?.llm_budget
+    state.budget = budget && Number.isInteger(budget.cap_minor) ? budget : null
+  } catch {
+    state.budget = null
+  }
+}
+
+const money = (minor) => `$${(minor / 100).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`
+
+/**
+ * Spend against budget: a daily cap is drawn as a level on daily buckets; every budget is
+ * stated under the chart with the range's spend.
+ */
+function withBudget(widget, interval) {
+  if (widget.metric !== "llm_cost_minor" || !state.budget) return widget
+  const { cap_minor: cap, window } = state.budget
+  return window === "day" && interval === "day" ? { ...widget, reference: { value: cap, label: `Daily budget ${money(cap)}` } } : widget
+}
+
+function budgetNote(widget, total) {
+  if (widget.metric !== "llm_cost_minor") return null
+  if (!state.budget) return el("p", { class: "muted budget", text: `Spent ${money(total)}; no LLM budget is set.` })
+  const { cap_minor: cap, window } = state.budget
+  return el("p", { class: "muted budget", "data-cap": cap, text: `Spent ${money(total)} in this range; budget ${money(cap)} per ${window}.` })
+}
 
 function setMessage(text) { $("board-message").textContent = text ?? "" }
 
@@ -126,7 +156,8 @@ function drawWidget(card, widget, result) {
   card.querySelector(".total").replaceChildren("Total ", el("strong", { text: formatNumber(result.total, widget.metric) }))
   const points = Array.isArray(result.points) ? result.points : []
   const draw = DRAW[widget.chart_type] ?? tableChart
-  card.querySelector(".chart").replaceChildren(draw(points, result, widget))
+  const shown = withBudget(widget, timeRange().interval)
+  card.querySelector(".chart").replaceChildren(draw(points, result, shown), budgetNote(widget, result.total) ?? "")
 }
 
 $("view-select").addEventListener("change", renderView)
@@ -136,7 +167,7 @@ $("refresh").addEventListener("click", renderView)
 setInterval(() => {
   if ($("auto-refresh").checked && !$("board").hidden && document.visibilityState === "visible") void renderView()
 }, AUTO_REFRESH_MS)
-start(showViews, () => {
+start(() => Promise.all([loadBudget(), showViews()]), () => {
   sessionStorage.removeItem(VIEW_KEY)
   $("widgets").replaceChildren()
   delete $("widgets").dataset.viewId
