@@ -73,7 +73,7 @@ export function lineChart(points, _result, widget) {
   if (reference) {
     const level = svg("line", { x1: PAD.left, x2: WIDTH - PAD.right, y1: y(reference.value), y2: y(reference.value), stroke: "#b42318", "stroke-dasharray": "6 4", class: "reference", "data-value": reference.value })
     level.append(svg("title", {}, reference.label))
-    root.append(level, svg("text", { x: WIDTH - PAD.right, y: y(reference.value) - 4, "text-anchor": "end" }, reference.label))
+    root.append(level, svg("text", { x: WIDTH - PAD.right, y: y(reference.value) + 14, "text-anchor": "end" }, reference.label))
   }
   root.append(svg("polyline", {
     points: points.map((p, i) => `${x(i).toFixed(1)},${y(p.value).toFixed(1)}`).join(" "),
