@@ -7,6 +7,7 @@ import { CursorParam, Identifier, LimitParam } from "../platform/Schemas.js"
 import {
   AttackOutcome,
   AttackRecord,
+  Comparison,
   CreatePlan,
   CreateShareLink,
   Dispatch,
@@ -78,6 +79,22 @@ export class RedteamApi extends HttpApiGroup.make("redteam")
       .setPath(JobPath)
       .setPayload(HardenRequest)
       .addSuccess(HardeningResult)
+  )
+  .add(
+    HttpApiEndpoint.get("getHardening", "/redteam/jobs/:id/hardening")
+      .setPath(JobPath)
+      .addSuccess(HardeningResult)
+      .annotate(OpenApi.Description, "Extension: the job's last hardening result (404 hardening_not_found before the first).")
+  )
+  .add(
+    HttpApiEndpoint.get("compareJobs", "/redteam/jobs/:id/compare")
+      .setPath(JobPath)
+      .setUrlParams(Schema.Struct({ with: JobId }))
+      .addSuccess(Comparison)
+      .annotate(
+        OpenApi.Description,
+        "Extension: landed attacks of this job against another job of the same agent, as new, fixed and persisting (matched by attack name)."
+      )
   )
   .add(
     HttpApiEndpoint.get("getReport", "/redteam/jobs/:id/report")

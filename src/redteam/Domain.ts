@@ -147,7 +147,12 @@ export class Report extends Schema.Class<Report>("RedteamReport")({
     errored: Schema.Int,
     success_rate: Schema.Number.annotations({ description: "landed / (landed + blocked + clean); 0 when none" }),
     success_rate_all: Schema.Number.annotations({ description: "landed / total, errors included" }),
-    risk_score: Schema.Int.annotations({ description: "Sum of severity weights of landed findings" }),
+    risk_score: Schema.Number.pipe(Schema.between(0, 10)).annotations({
+      description: "0-10: 10 × (1 − e^(−risk_points / 15)), one decimal (docs/redteam.md)"
+    }),
+    risk_points: Schema.Int.annotations({
+      description: "Sum of severity weights of landed findings (low 1, medium 3, high 7, critical 10)"
+    }),
     risk_level: RiskLevel
   }),
   findings: Schema.Array(

@@ -29,6 +29,8 @@ export const RedteamHttpLive = HttpApiBuilder.group(GuardrailApi, "redteam", (ha
       .handle("getJob", ({ path }) => inWorkspace((ws) => redteam.getJob(ws, path.id)))
       .handle("cancelJob", ({ path }) => inWorkspace((ws) => redteam.cancelJob(ws, path.id)))
       .handle("hardenJob", ({ path }) => inWorkspace((ws) => policies.harden(ws, path.id)))
+      .handle("getHardening", ({ path }) => inWorkspace((ws) => policies.hardening(ws, path.id)))
+      .handle("compareJobs", ({ path, urlParams }) => inWorkspace((ws) => reports.compare(ws, path.id, urlParams.with)))
       .handle("getReport", ({ path, urlParams }) =>
         inWorkspace((ws) => reports.report(ws, path.id, urlParams.compare_job_id ?? null))
       )

@@ -6,21 +6,26 @@
  *   memory (no write while verifying); only passed candidates are then
  *   created, disabled, for a person to enable.
  */
-import { Effect, Either } from "effect"
+import { Effect, Either, Option, Schema } from "effect"
 import { stringify } from "yaml"
 import { Agents } from "../catalog/Agents.js"
 import { Policies } from "../catalog/Policies.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
-import { Conflict } from "../http/Errors.js"
+import { Conflict, NotFound } from "../http/Errors.js"
 import type { CheckerMode, CheckerName } from "../authorization/Pipeline.js"
 import { DEMO_AGENT_ID } from "./DemoAgent.js"
 import { inMemoryDecider } from "./Guarding.js"
 import { collectReplays, compileCandidate, substratesOf, synthesize, verify } from "./Hardening.js"
 import { CANARY, CARD_SOURCE, SSN_SOURCE } from "./Judge.js"
 import { channelsOf, planFor } from "./Planner.js"
+import { HardeningResult } from "./Domain.js"
 import { RedteamRepo } from "./Repo.js"
+
+// A stored result is written and read through the contract's schema; a row that no longer decodes is a defect.
+const encodeHardening = (result: typeof HardeningResult.Type) => Effect.orDie(Schema.encode(HardeningResult)(result))
+const decodeHardening = (stored: unknown) => Effect.orDie(Schema.decodeUnknown(HardeningResult)(stored))
 import { profileView, Redteam } from "./Redteam.js"
 import {
   type AgentProfileView,
@@ -204,10 +209,26 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
           verify: checked.verify
         })
       }
-      return { generated_at: new Date().toISOString(), candidates, rejections, unreachable }
+      const result = { generated_at: new Date().toISOString(), candidates, rejections, unreachable }
+      // Kept (the last run per job) so the report page reads it back without replaying.
+      yield* repo.saveHardening(workspaceId, jobId, yield* encodeHardening(result))
+      return result
     })
 
-    return { generateStatic, harden }
+    /** `GET /v1/redteam/jobs/{id}/hardening`: the job's last hardening result, 404 before the first. */
+    const hardening = Effect.fn("RedteamPolicies.hardening")(function* (workspaceId: string, jobId: string) {
+      yield* redteam.findJob(workspaceId, jobId)
+      const stored = yield* repo.findHardening(workspaceId, jobId)
+      if (Option.isNone(stored)) {
+        return yield* new NotFound({
+          code: "hardening_not_found",
+          message: `Job ${jobId} has not been hardened yet; POST /v1/redteam/jobs/${jobId}/harden first.`
+        })
+      }
+      return yield* decodeHardening(stored.value)
+    })
+
+    return { generateStatic, harden, hardening }
   }),
   dependencies: [OutboundGuard.Default]
 }) {}

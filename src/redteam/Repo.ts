@@ -291,6 +291,17 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
         sql`update redteam_share_links set revoked_at = now()
           where workspace_id = ${workspaceId} and token_hash = ${tokenHash} and revoked_at is null returning token_hash`.pipe(
           Effect.map((rows) => rows.length === 1)
+        ),
+
+      // ---- hardening results (the last run of each job)
+      saveHardening: (workspaceId: string, jobId: string, result: unknown) =>
+        sql`insert into redteam_hardening_results (workspace_id, job_id, result)
+          values (${workspaceId}, ${jobId}, ${JSON.stringify(result)})
+          on conflict (workspace_id, job_id) do update set result = excluded.result, created_at = now()`,
+      findHardening: (workspaceId: string, jobId: string) =>
+        sql<{ readonly result: unknown }>`select result from redteam_hardening_results
+          where workspace_id = ${workspaceId} and job_id = ${jobId}`.pipe(
+          Effect.map((rows) => Option.fromNullable(rows[0]?.result))
         )
     })
   })

@@ -3,10 +3,12 @@
  * with another job of the same agent; and the HTML rendering of a shared report.
  *
  * Risk: each landed finding weighs low 1, medium 3, high 7, critical 10;
- * `risk_score` is the sum. `risk_level` is `none` with nothing landed, else
- * `critical` when a critical finding landed or the score is at least 40,
- * `high` when a high one landed or the score is at least 20, `medium` when a
- * medium one landed or the score is at least 5, `low` otherwise.
+ * `risk_points` is the sum, and `risk_score` = 10 × (1 − e^(−points / 15))
+ * rounded to one decimal: 0 with nothing landed, rising fast for the first
+ * findings and never above 10 however many land. `risk_level` is `none` with
+ * nothing landed, else `critical` when a critical finding landed or the
+ * points reach 40, `high` when a high one landed or the points reach 20,
+ * `medium` when a medium one landed or the points reach 5, `low` otherwise.
  */
 import type { Severity } from "../authorization/Pipeline.js"
 import { toTimestamp } from "../platform/Schemas.js"
@@ -17,21 +19,29 @@ export const SEVERITY_WEIGHT: Readonly<Record<Severity, number>> = { low: 1, med
 
 export type RiskLevel = "none" | "low" | "medium" | "high" | "critical"
 
-export const riskOf = (landed: ReadonlyArray<{ readonly severity: string }>): { score: number; level: RiskLevel } => {
+/** Points at which the score reaches 1 − 1/e of its range (about 6.3). */
+export const RISK_SCALE_POINTS = 15
+
+/** The 0-10 score of a sum of severity weights (formula above; docs/redteam.md). */
+export const riskScoreOf = (points: number) => Math.round(100 * (1 - Math.exp(-points / RISK_SCALE_POINTS))) / 10
+
+export const riskOf = (
+  landed: ReadonlyArray<{ readonly severity: string }>
+): { points: number; score: number; level: RiskLevel } => {
   const severities = landed.map((finding) => finding.severity as Severity)
-  const score = severities.reduce((sum, severity) => sum + (SEVERITY_WEIGHT[severity] ?? 0), 0)
+  const points = severities.reduce((sum, severity) => sum + (SEVERITY_WEIGHT[severity] ?? 0), 0)
   const has = (severity: Severity) => severities.includes(severity)
   const level: RiskLevel =
     landed.length === 0
       ? "none"
-      : has("critical") || score >= 40
+      : has("critical") || points >= 40
         ? "critical"
-        : has("high") || score >= 20
+        : has("high") || points >= 20
           ? "high"
-          : has("medium") || score >= 5
+          : has("medium") || points >= 5
             ? "medium"
             : "low"
-  return { score, level }
+  return { points, score: riskScoreOf(points), level }
 }
 
 export const toJob = (row: JobRow) =>
@@ -138,6 +148,7 @@ export const buildReport = (job: JobRow, attacks: ReadonlyArray<AttackRow>, comp
       success_rate: ratio(landed, decided),
       success_rate_all: ratio(landed, total),
       risk_score: risk.score,
+      risk_points: risk.points,
       risk_level: risk.level
     },
     findings: attacks
@@ -187,7 +198,7 @@ td,th{border:1px solid #ccc;padding:.3rem .5rem;text-align:left;vertical-align:t
 tr.blocked{background:#e8f5e9}.risk{font-weight:bold;text-transform:uppercase}</style></head>
 <body><h1>Red-team report</h1>
 <p>Job <code>${escapeHtml(job.id)}</code> &middot; target <code>${escapeHtml(job.target)}</code> &middot; profile ${escapeHtml(job.profile)} &middot; status ${escapeHtml(job.status)}</p>
-<p>Risk level: <span class="risk">${escapeHtml(a.risk_level)}</span> (score ${a.risk_score})</p>
+<p>Risk level: <span class="risk">${escapeHtml(a.risk_level)}</span> (score ${a.risk_score} / 10)</p>
 <p>Attacks: ${a.total} &middot; landed ${a.landed} &middot; blocked ${a.blocked} &middot; clean ${a.clean} &middot; errors ${a.errored} &middot; success rate ${(a.success_rate * 100).toFixed(1)}%</p>
 ${compared}
 <h2>Findings</h2>

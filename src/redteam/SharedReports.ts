@@ -65,6 +65,28 @@ export class SharedReports extends Effect.Service<SharedReports>()("redteam/Shar
       return buildReport(job, attacks, comparison)
     })
 
+    /** `GET /v1/redteam/jobs/{id}/compare?with=`: the comparison alone. */
+    const compare = Effect.fn("SharedReports.compare")(function* (workspaceId: string, jobId: string, withJobId: string) {
+      const job = yield* redteam.findJob(workspaceId, jobId)
+      const other = yield* compareJob(workspaceId, job, withJobId).pipe(
+        Effect.mapError((error) =>
+          error._tag === "BadRequest"
+            ? new BadRequest({
+                code: error.code,
+                message: error.message.replace("compare_job_id", "with"),
+                details: [{ path: "with", message: "not another job of the same agent" }]
+              })
+            : error
+        )
+      )
+      const comparison = comparisonOf(
+        other.id,
+        yield* repo.attacksOf(workspaceId, jobId),
+        yield* repo.attacksOf(workspaceId, other.id)
+      )
+      return { ...comparison, compare_job_id: JobId.make(other.id) }
+    })
+
     const createShareLink = Effect.fn("SharedReports.createShareLink")(function* (
       caller: Caller,
       input: {
@@ -116,6 +138,6 @@ export class SharedReports extends Effect.Service<SharedReports>()("redteam/Shar
       )
     )
 
-    return { report, createShareLink, sharedReport, sharedReportHtml, revoke }
+    return { report, compare, createShareLink, sharedReport, sharedReportHtml, revoke }
   })
 }) {}
