@@ -66,7 +66,11 @@ export class SharedReports extends Effect.Service<SharedReports>()("redteam/Shar
     })
 
     /** `GET /v1/redteam/jobs/{id}/compare?with=`: the comparison alone. */
-    const compare = Effect.fn("SharedReports.compare")(function* (workspaceId: string, jobId: string, withJobId: string) {
+    const compare = Effect.fn("SharedReports.compare")(function* (
+      workspaceId: string,
+      jobId: string,
+      withJobId: string
+    ) {
       const job = yield* redteam.findJob(workspaceId, jobId)
       const other = yield* compareJob(workspaceId, job, withJobId).pipe(
         Effect.mapError((error) =>
@@ -118,19 +122,28 @@ export class SharedReports extends Effect.Service<SharedReports>()("redteam/Shar
       })
     })
 
+    /** The live link of a token; every read behind it is scoped to the link's own workspace. */
+    const liveLink = (token: string) =>
+      Effect.flatMap(repo.findShareLink(hashToken(token)), (link) =>
+        Option.isNone(link) ? Effect.fail(linkNotFound) : Effect.succeed(link.value)
+      )
+
     /** The report behind a live token, read in the link's own workspace. */
     const sharedReport = Effect.fn("SharedReports.sharedReport")(function* (token: string) {
-      const link = yield* repo.findShareLink(hashToken(token))
-      if (Option.isNone(link)) return yield* linkNotFound
-      return yield* report(link.value.workspace_id, link.value.job_id, link.value.compare_job_id).pipe(
+      const link = yield* liveLink(token)
+      return yield* report(link.workspace_id, link.job_id, link.compare_job_id).pipe(
         Effect.catchTag("NotFound", () => Effect.fail(linkNotFound)),
         Effect.catchTag("BadRequest", () => Effect.fail(linkNotFound))
       )
     })
 
-    const sharedReportHtml = Effect.fn("SharedReports.sharedReportHtml")((token: string) =>
-      Effect.map(sharedReport(token), (report) => reportPage(report))
-    )
+    /** The page of /r/{token}: the report and the job's stored hardening candidates (read-only there). */
+    const sharedReportHtml = Effect.fn("SharedReports.sharedReportHtml")(function* (token: string) {
+      const shown = yield* sharedReport(token)
+      const link = yield* liveLink(token)
+      const hardening = yield* repo.findHardening(link.workspace_id, link.job_id)
+      return reportPage(shown, Option.getOrNull(hardening))
+    })
 
     const revoke = Effect.fn("SharedReports.revoke")((workspaceId: string, token: string) =>
       Effect.flatMap(repo.revokeShareLink(workspaceId, hashToken(token)), (revoked) =>

@@ -85,6 +85,13 @@ layer(testServer("database"), SERVER_OPTIONS)("red-team report pages in headless
         )
         expect((yield* owner.api.policies.getPolicy({ path: { id: candidate } })).enabled).toBe(true)
 
+        // The first job's public page lists the same candidates with their replay results, without buttons.
+        const firstLink = yield* owner.api.redteamReports.createShareLink({ payload: { job_id: first.id } })
+        yield* run(() => page.goto(`${base}${firstLink.html_path}`))
+        yield* run(() => page.locator("#hardening-title").waitFor())
+        expect(yield* run(() => page.locator("tr[data-policy-id]").count())).toBe(hardened.candidates.length)
+        expect(yield* run(() => page.locator("button").count())).toBe(0)
+
         // With that policy enabled a second job is blocked where the first landed.
         const second = yield* dispatch(owner, { profile: "quick", target_url: DEMO })
         yield* waitForJob(owner, second.id)

@@ -22,10 +22,8 @@ export function byCategory(findings) {
 }
 
 /** Horizontal bars, one per row; each row's segments stack left to right. */
-function barsSvg(rows, { label, title, id }) {
+function barsSvg(rows, { label, title, id, width = 560, left = 170 }) {
   const max = Math.max(1, ...rows.map((row) => row.segments.reduce((sum, s) => sum + s.value, 0)))
-  const width = 560
-  const left = 170
   const rowHeight = 26
   const height = rows.length * rowHeight + 8
   const body = rows.map((row, i) => {
@@ -67,10 +65,10 @@ function chartsSection(report) {
     attributes: `data-category="${escape(c.category)}" data-landed="${c.landed}" data-blocked="${c.blocked}"`,
     segments: [{ key: "landed", value: c.landed }, { key: "blocked", value: c.blocked }]
   }))
-  return `<section class="card" aria-labelledby="charts-title"><h2 id="charts-title">Outcomes</h2>
-${barsSvg(outcomeRows, { id: "outcome-chart", title: "Attacks by outcome", label: `${a.total} attacks in all.` })}
-<h3>Landed and blocked by category</h3>${legend(["landed", "blocked"])}
-${categoryRows.length === 0 ? '<p class="muted">No attack landed or was blocked.</p>' : barsSvg(categoryRows, { id: "category-chart", title: "Landed and blocked attacks by category", label: `${a.landed} landed and ${a.blocked} blocked across ${categories.length} categories.` })}</section>`
+  return `<section class="card" aria-labelledby="charts-title"><h2 id="charts-title">Outcomes</h2><div class="report-charts">
+<div><h3>By outcome</h3>${barsSvg(outcomeRows, { id: "outcome-chart", title: "Attacks by outcome", label: `${a.total} attacks in all.`, width: 360, left: 70 })}</div>
+<div><h3>Landed and blocked by category</h3>${legend(["landed", "blocked"])}
+${categoryRows.length === 0 ? '<p class="muted">No attack landed or was blocked.</p>' : barsSvg(categoryRows, { id: "category-chart", title: "Landed and blocked attacks by category", label: `${a.landed} landed and ${a.blocked} blocked across ${categories.length} categories.` })}</div></div></section>`
 }
 
 /** A landed attack's turns: the stored transcript when the report has one, else prompt and reply. */
