@@ -78,7 +78,11 @@ layer(testServer("database"), SERVER_OPTIONS)("red-team console reports", (it) =
 
       const stranger = yield* tenant(base)
       yield* expectFailure(stranger.api.redteam.getHardening({ path }), 404, "job_not_found")
-      yield* expectFailure(owner.api.redteam.getHardening({ path: { id: JobId.make("rtj_nope") } }), 404, "job_not_found")
+      yield* expectFailure(
+        owner.api.redteam.getHardening({ path: { id: JobId.make("rtj_nope") } }),
+        404,
+        "job_not_found"
+      )
     })
   )
 
