@@ -75,6 +75,8 @@ layer(testServer("database"), SERVER_OPTIONS)("red-team report pages in headless
         )
         expect(rows.sort()).toEqual(hardened.candidates.map((c) => c.policy.id).sort())
         yield* screenshot(page, "redteam-job")
+        yield* run(() => page.evaluate(`document.getElementById("hardening-title").scrollIntoView()`))
+        yield* screenshot(page, "redteam-hardening")
         expect(yield* unlabelledControls(page)).toEqual([])
         yield* run(() => page.getByRole("button", { name: `Enable ${candidate}` }).click())
         yield* run(() =>

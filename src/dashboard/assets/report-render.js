@@ -101,7 +101,7 @@ function hardeningSection(hardening, options) {
     const v = c.verify ?? {}
     const id = c.policy?.id ?? c.existing_policy_id ?? ""
     const enabled = c.policy?.enabled === true
-    const action = enabled ? "enabled" : options.canEnable ? `<button type="button" data-enable-policy="${escape(id)}">Enable ${escape(id)}</button>` : "disabled"
+    const action = enabled ? "enabled" : options.canEnable ? `<button type="button" data-enable-policy="${escape(id)}" aria-label="Enable ${escape(id)}">Enable</button>` : "disabled"
     return `<tr data-policy-id="${escape(id)}"><td><code>${escape(id)}</code></td><td>${escape(c.source)}</td>
 <td>${v.blocked_landed}/${v.landed_total} landed blocked</td><td>${v.blocked_variants}/${v.variant_total} variants blocked</td>
 <td>${v.false_blocks}/${v.control_total} false blocks</td><td>${v.passed ? "passed" : "failed"}</td><td>${action}</td></tr>`
