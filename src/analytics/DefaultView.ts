@@ -22,7 +22,13 @@ export const DEFAULT_VIEW_CONFIG: ViewConfigInput = {
       group_by: "effect",
       layout: { x: 0, y: 0, w: 6, h: 2 }
     },
-    { id: "block-rate", title: "Block rate", metric: "block_rate", chart_type: "line", layout: { x: 6, y: 0, w: 6, h: 2 } },
+    {
+      id: "block-rate",
+      title: "Block rate",
+      metric: "block_rate",
+      chart_type: "line",
+      layout: { x: 6, y: 0, w: 6, h: 2 }
+    },
     {
       id: "p95-latency",
       title: "p95 decision latency (ms)",

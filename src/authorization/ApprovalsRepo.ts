@@ -68,8 +68,7 @@ export class ApprovalsRepo extends Effect.Service<ApprovalsRepo>()("authorizatio
     return dieOnErrors({
       findRequest: (workspaceId: string, intentId: string) =>
         findRequest({ workspaceId, intentId }).pipe(Effect.map(Option.map((row) => row.approvers))),
-      username: (userId: string) =>
-        findUsername(userId).pipe(Effect.map(Option.map((row) => row.username))),
+      username: (userId: string) => findUsername(userId).pipe(Effect.map(Option.map((row) => row.username))),
       /**
        * One page of intents in `status`: pending oldest first (the queue), granted and denied newest first.
        * Each intent shows its latest request and when it first asked.

@@ -64,7 +64,9 @@ export const ApprovalsHttpLive = HttpApiBuilder.group(GuardrailApi, "approvals",
     const approvals = yield* Approvals
     return handlers
       .handle("listApprovals", ({ urlParams }) =>
-        inWorkspace((ws) => approvals.list(ws, urlParams.status ?? "pending", pageSize(urlParams.limit, 100), urlParams.cursor))
+        inWorkspace((ws) =>
+          approvals.list(ws, urlParams.status ?? "pending", pageSize(urlParams.limit, 100), urlParams.cursor)
+        )
       )
       .handle("denyApproval", ({ path, payload }) =>
         Effect.flatMap(CurrentCaller, (caller) => approvals.deny(caller, path.intent_id, payload))

@@ -122,15 +122,13 @@ export class AuthorizationRepo extends Effect.Service<AuthorizationRepo>()("auth
         /** The unexpired grant of an intent and its denial, if any. */
         approvalState: (workspaceId: string, intentId: string) =>
           approvalState({ workspaceId, id: intentId }).pipe(
-            Effect.map(
-              (row): ApprovalState => ({
-                grant:
-                  row.intent_id === null || row.granted_by === null || row.expires_at === null
-                    ? Option.none()
-                    : Option.some({ intent_id: row.intent_id, granted_by: row.granted_by, expires_at: row.expires_at }),
-                denial: row.denied ? { reason: row.deny_reason } : undefined
-              })
-            )
+            Effect.map((row): ApprovalState => ({
+              grant:
+                row.intent_id === null || row.granted_by === null || row.expires_at === null
+                  ? Option.none()
+                  : Option.some({ intent_id: row.intent_id, granted_by: row.granted_by, expires_at: row.expires_at }),
+              denial: row.denied ? { reason: row.deny_reason } : undefined
+            }))
           ),
         /** Grants (or renews) the approval of an intent for `ttlSeconds`. */
         upsertGrant: (

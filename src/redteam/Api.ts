@@ -84,7 +84,10 @@ export class RedteamApi extends HttpApiGroup.make("redteam")
     HttpApiEndpoint.get("getHardening", "/redteam/jobs/:id/hardening")
       .setPath(JobPath)
       .addSuccess(HardeningResult)
-      .annotate(OpenApi.Description, "Extension: the job's last hardening result (404 hardening_not_found before the first).")
+      .annotate(
+        OpenApi.Description,
+        "Extension: the job's last hardening result (404 hardening_not_found before the first)."
+      )
   )
   .add(
     HttpApiEndpoint.get("compareJobs", "/redteam/jobs/:id/compare")

@@ -58,7 +58,9 @@ export class ReviewQueueRepo extends Effect.Service<ReviewQueueRepo>()("reviewqu
       if (rule.environment_id !== undefined) conditions.push(sql`environment_id = ${rule.environment_id}`)
       if (rule.event_kind !== undefined) conditions.push(sql`payload -> 'request' ->> 'kind' = ${rule.event_kind}`)
       if (rule.policy_id !== undefined) {
-        conditions.push(sql`payload -> 'response' -> 'findings' @> ${JSON.stringify([{ policy_id: rule.policy_id }])}::jsonb`)
+        conditions.push(
+          sql`payload -> 'response' -> 'findings' @> ${JSON.stringify([{ policy_id: rule.policy_id }])}::jsonb`
+        )
       }
       return sql`(${sql.and(conditions)})`
     }

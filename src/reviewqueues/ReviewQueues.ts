@@ -40,9 +40,16 @@ export class ReviewQueues extends Effect.Service<ReviewQueues>()("reviewqueues/R
     const repo = yield* ReviewQueueRepo
 
     const load = (workspaceId: string, id: string) =>
-      Effect.flatMap(repo.find(workspaceId, id), Option.match({ onNone: () => Effect.fail(notFound(id)), onSome: Effect.succeed }))
+      Effect.flatMap(
+        repo.find(workspaceId, id),
+        Option.match({ onNone: () => Effect.fail(notFound(id)), onSome: Effect.succeed })
+      )
 
-    const list = Effect.fn("ReviewQueues.list")(function* (workspaceId: string, limit: number, cursor: string | undefined) {
+    const list = Effect.fn("ReviewQueues.list")(function* (
+      workspaceId: string,
+      limit: number,
+      cursor: string | undefined
+    ) {
       const { next, page } = yield* pageByTime(cursor, limit, (before) => repo.list(workspaceId, limit, before))
       return { review_queues: page.map(toQueue), ...next }
     })
@@ -102,7 +109,14 @@ export class ReviewQueues extends Effect.Service<ReviewQueues>()("reviewqueues/R
       }
     })
 
-    return { list, create, update, remove, items, get: (workspaceId: string, id: string) => Effect.map(load(workspaceId, id), toQueue) }
+    return {
+      list,
+      create,
+      update,
+      remove,
+      items,
+      get: (workspaceId: string, id: string) => Effect.map(load(workspaceId, id), toQueue)
+    }
   }),
   dependencies: [ReviewQueueRepo.Default]
 }) {}

@@ -25,8 +25,11 @@ const withApprovalTool = (base: string, owner: Tenant, approval: unknown = true)
     yield* owner.api.settings.updateSettings({ payload: { approval_checker_mode: "enforce" } })
   })
 
-const listed = (who: User, status?: "pending" | "granted" | "denied", extra: { limit?: number; cursor?: string } = {}) =>
-  who.api.approvals.listApprovals({ urlParams: { ...(status === undefined ? {} : { status }), ...extra } })
+const listed = (
+  who: User,
+  status?: "pending" | "granted" | "denied",
+  extra: { limit?: number; cursor?: string } = {}
+) => who.api.approvals.listApprovals({ urlParams: { ...(status === undefined ? {} : { status }), ...extra } })
 
 const intents = (answer: { readonly approvals: ReadonlyArray<{ readonly intent_id: string }> }) =>
   answer.approvals.map((approval) => approval.intent_id)

@@ -19,7 +19,8 @@ const AGENT = "support-bot"
 const OTHER = "sales-bot"
 
 /** The sample place of a trace, as the service computes it: md5's first 32 bits over 2^32. */
-const bucketOf = (traceId: string) => parseInt(createHash("md5").update(traceId).digest("hex").slice(0, 8), 16) / 2 ** 32
+const bucketOf = (traceId: string) =>
+  parseInt(createHash("md5").update(traceId).digest("hex").slice(0, 8), 16) / 2 ** 32
 
 const queueId = (id: string) => id as ReviewQueueId
 
@@ -49,7 +50,11 @@ layer(testServer("database"), SERVER_OPTIONS)("review queues (database event log
         const created = yield* owner.api.reviewQueues.createReviewQueue({
           payload: { name: "Support denies", rules: [{ agent_id: AGENT, effect: "deny" }] }
         })
-        expect(created).toMatchObject({ name: "Support denies", rules: [{ agent_id: AGENT, effect: "deny" }], sample_rate: 1 })
+        expect(created).toMatchObject({
+          name: "Support denies",
+          rules: [{ agent_id: AGENT, effect: "deny" }],
+          sample_rate: 1
+        })
         expect(created.id).toMatch(/^rq_/)
         expect(yield* owner.api.reviewQueues.getReviewQueue({ path: { id: created.id } })).toEqual(created)
 
@@ -60,7 +65,9 @@ layer(testServer("database"), SERVER_OPTIONS)("review queues (database event log
         expect(listed.review_queues.map((queue) => queue.id)).toEqual([second.id, created.id])
         const paged = yield* owner.api.reviewQueues.listReviewQueues({ urlParams: { limit: 1 } })
         expect(paged.review_queues.map((queue) => queue.id)).toEqual([second.id])
-        const rest = yield* owner.api.reviewQueues.listReviewQueues({ urlParams: { limit: 1, cursor: paged.next_cursor! } })
+        const rest = yield* owner.api.reviewQueues.listReviewQueues({
+          urlParams: { limit: 1, cursor: paged.next_cursor! }
+        })
         expect(rest.review_queues.map((queue) => queue.id)).toEqual([created.id])
 
         const renamed = yield* owner.api.reviewQueues.updateReviewQueue({
@@ -69,12 +76,18 @@ layer(testServer("database"), SERVER_OPTIONS)("review queues (database event log
         })
         expect(renamed).toMatchObject({ name: "Denies", sample_rate: 0.5, rules: created.rules })
         yield* owner.api.reviewQueues.deleteReviewQueue({ path: { id: created.id } })
-        yield* expectFailure(owner.api.reviewQueues.getReviewQueue({ path: { id: created.id } }), 404, "review_queue_not_found")
+        yield* expectFailure(
+          owner.api.reviewQueues.getReviewQueue({ path: { id: created.id } }),
+          404,
+          "review_queue_not_found"
+        )
         yield* expectFailure(owner.api.reviewQueues.deleteReviewQueue({ path: { id: created.id } }), 404)
         yield* expectFailure(itemsOf(owner, created.id), 404)
 
         const audit = yield* owner.api.auditEvents.listAuditEvents({ urlParams: { resource_type: "review_queue" } })
-        const actions = audit.audit_events.filter((event) => event.resource_id === created.id).map((event) => event.action)
+        const actions = audit.audit_events
+          .filter((event) => event.resource_id === created.id)
+          .map((event) => event.action)
         expect(actions).toEqual(["review_queue.delete", "review_queue.update", "review_queue.create"])
         for (const event of audit.audit_events) expect(event.actor).toEqual({ kind: "user", id: owner.user_id })
 
@@ -125,7 +138,13 @@ layer(testServer("database"), SERVER_OPTIONS)("review queues (database event log
 
         // All denies of one agent, and a quarter of every permit.
         const queue = yield* owner.api.reviewQueues.createReviewQueue({
-          payload: { name: "Mixed", rules: [{ agent_id: AGENT, effect: "deny" }, { effect: "permit", sample_rate: 0.25 }] }
+          payload: {
+            name: "Mixed",
+            rules: [
+              { agent_id: AGENT, effect: "deny" },
+              { effect: "permit", sample_rate: 0.25 }
+            ]
+          }
         })
         const sampled = permits.filter((d) => bucketOf(d.trace_id) < 0.25).map((d) => d.trace_id)
         const expected = new Set([...denies.map((d) => d.trace_id), ...sampled])
