@@ -1,16 +1,19 @@
 /**
- * The dashboard page: `GET /dashboard` and its script and stylesheet, served
- * beside the API on the HttpApi router (like `/docs`). The page is static;
- * it signs in with `POST /v1/auth/login` and reads the analytics endpoints
- * from the browser, so this module holds no state and no credentials.
+ * The console pages: `/dashboard` (overview) and its sibling pages (traces,
+ * one trace, approvals, review queues, a red-team job), with their scripts
+ * and stylesheet, served beside the API on the HttpApi router (like `/docs`).
+ * Every page is the shared shell (`shell.html`: header, navigation, sign-in
+ * form) around its own body fragment, put together once at start-up; the
+ * scripts sign in with `POST /v1/auth/login` and read the API from the
+ * browser, so this module holds no state and no credentials.
  */
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
-import { readFileSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
 
 /**
- * Same-origin only: the script and stylesheet are files of their own (no inline code), the page
- * calls only this service, and nothing may frame it or submit its form elsewhere.
+ * Same-origin only: the scripts and stylesheet are files of their own (no inline code), the pages
+ * call only this service, and nothing may frame them or submit their forms elsewhere.
  */
 export const DASHBOARD_CSP = [
   "default-src 'none'",
@@ -23,7 +26,7 @@ export const DASHBOARD_CSP = [
   "frame-ancestors 'none'"
 ].join("; ")
 
-const SECURITY_HEADERS = {
+export const SECURITY_HEADERS = {
   "content-security-policy": DASHBOARD_CSP,
   "x-content-type-options": "nosniff",
   "x-frame-options": "DENY",
@@ -32,27 +35,70 @@ const SECURITY_HEADERS = {
   "cache-control": "no-cache"
 }
 
-const assets = [
-  { path: "/dashboard", file: "index.html", contentType: "text/html; charset=utf-8" },
-  { path: "/dashboard/dashboard.js", file: "dashboard.js", contentType: "text/javascript; charset=utf-8" },
-  { path: "/dashboard/dashboard.css", file: "dashboard.css", contentType: "text/css; charset=utf-8" }
+/** The pages: path, title, body fragment and entry module (all under `assets/`). */
+export const PAGES = [
+  { path: "/dashboard", page: "overview", title: "Overview" },
+  { path: "/dashboard/traces", page: "traces", title: "Traces" },
+  { path: "/dashboard/trace", page: "trace", title: "Trace" },
+  { path: "/dashboard/approvals", page: "approvals", title: "Approvals" },
+  { path: "/dashboard/reviews", page: "reviews", title: "Review queues" },
+  { path: "/dashboard/redteam", page: "redteam", title: "Red-team job" }
 ] as const
 
+const ASSETS = new URL("./assets/", import.meta.url)
+
 /** An asset file beside this module; a missing one is a broken deployment, so it fails the start-up. */
-const readAsset = (file: string) => Effect.sync(() => readFileSync(new URL(`./assets/${file}`, import.meta.url), "utf8"))
+const readAsset = (file: string) => readFileSync(new URL(file, ASSETS), "utf8")
+
+/** The shell with the page's title, body and entry module filled in (the values are our own constants). */
+const renderPage = (shell: string, page: (typeof PAGES)[number]) =>
+  shell
+    .replaceAll("%TITLE%", page.title)
+    .replaceAll("%PAGE%", page.page)
+    .replace("%BODY%", readAsset(`${page.page}.html`))
+
+const MEDIA_TYPES: Record<string, string> = {
+  js: "text/javascript; charset=utf-8",
+  css: "text/css; charset=utf-8"
+}
+
+interface Served {
+  readonly path: `/${string}`
+  readonly body: string
+  readonly contentType: string
+}
+
+/** Every script and stylesheet in `assets/`, served at `/dashboard/<file>`. */
+const staticFiles = (): Array<Served> =>
+  readdirSync(ASSETS).flatMap((file) => {
+    const type = MEDIA_TYPES[file.slice(file.lastIndexOf(".") + 1)]
+    return type === undefined ? [] : [{ path: `/dashboard/${file}`, body: readAsset(file), contentType: type }]
+  })
+
+const files = Effect.sync((): Array<Served> => {
+  const shell = readAsset("shell.html")
+  return [
+    ...PAGES.map((page) => ({
+      path: page.path,
+      body: renderPage(shell, page),
+      contentType: "text/html; charset=utf-8"
+    })),
+    ...staticFiles()
+  ]
+})
 
 export const DashboardLive = HttpApiBuilder.Router.use((router) =>
-  Effect.forEach(
-    assets,
-    (asset) =>
-      Effect.flatMap(readAsset(asset.file), (body) =>
+  Effect.flatMap(files, (all) =>
+    Effect.forEach(
+      all,
+      (file) =>
         router.get(
-          asset.path,
+          file.path,
           Effect.succeed(
-            HttpServerResponse.text(body, { contentType: asset.contentType, headers: SECURITY_HEADERS })
+            HttpServerResponse.text(file.body, { contentType: file.contentType, headers: SECURITY_HEADERS })
           )
-        )
-      ),
-    { discard: true }
+        ),
+      { discard: true }
+    )
   )
 )

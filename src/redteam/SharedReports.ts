@@ -13,7 +13,9 @@ import { randomToken } from "../platform/Ids.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { JobId, ShareLink, ShareToken } from "./Domain.js"
 import { RedteamRepo } from "./Repo.js"
-import { buildReport, comparisonOf, renderReportHtml } from "./Reports.js"
+import { buildReport, comparisonOf } from "./Reports.js"
+// The same renderer as the console's signed-in job page, run here without a browser (no script on the page).
+import { reportPage } from "../dashboard/assets/report-render.js"
 import { Redteam } from "./Redteam.js"
 
 export const DEFAULT_LINK_DAYS = 7
@@ -120,19 +122,28 @@ export class SharedReports extends Effect.Service<SharedReports>()("redteam/Shar
       })
     })
 
+    /** The live link of a token; every read behind it is scoped to the link's own workspace. */
+    const liveLink = (token: string) =>
+      Effect.flatMap(repo.findShareLink(hashToken(token)), (link) =>
+        Option.isNone(link) ? Effect.fail(linkNotFound) : Effect.succeed(link.value)
+      )
+
     /** The report behind a live token, read in the link's own workspace. */
     const sharedReport = Effect.fn("SharedReports.sharedReport")(function* (token: string) {
-      const link = yield* repo.findShareLink(hashToken(token))
-      if (Option.isNone(link)) return yield* linkNotFound
-      return yield* report(link.value.workspace_id, link.value.job_id, link.value.compare_job_id).pipe(
+      const link = yield* liveLink(token)
+      return yield* report(link.workspace_id, link.job_id, link.compare_job_id).pipe(
         Effect.catchTag("NotFound", () => Effect.fail(linkNotFound)),
         Effect.catchTag("BadRequest", () => Effect.fail(linkNotFound))
       )
     })
 
-    const sharedReportHtml = Effect.fn("SharedReports.sharedReportHtml")((token: string) =>
-      Effect.map(sharedReport(token), renderReportHtml)
-    )
+    /** The page of /r/{token}: the report and the job's stored hardening candidates (read-only there). */
+    const sharedReportHtml = Effect.fn("SharedReports.sharedReportHtml")(function* (token: string) {
+      const shown = yield* sharedReport(token)
+      const link = yield* liveLink(token)
+      const hardening = yield* repo.findHardening(link.workspace_id, link.job_id)
+      return reportPage(shown, Option.getOrNull(hardening))
+    })
 
     const revoke = Effect.fn("SharedReports.revoke")((workspaceId: string, token: string) =>
       Effect.flatMap(repo.revokeShareLink(workspaceId, hashToken(token)), (revoked) =>

@@ -34,3 +34,37 @@ export const openPage = (instance: Browser) =>
 export const run = <A>(work: () => Promise<A>) => Effect.promise(work)
 
 export type { Page }
+
+/** The plaintext behind the password digest `tenant()` signs up with (see `signUp` in test/support/Tenants.ts). */
+export const plaintextPassword = (owner: { readonly username: string }) => `${owner.username} secret`
+
+/** Opens `url`, signs in on its form with the owner's password and waits for the page's board. */
+export const openSignedIn = (page: Page, url: string, owner: { readonly username: string }) =>
+  run(async () => {
+    await page.goto(url)
+    await page.locator("#username").fill(owner.username)
+    await page.locator("#password").fill(plaintextPassword(owner))
+    await page.locator("#sign-in-button").click()
+    await page.locator("#board").waitFor()
+  })
+
+/** A screenshot of what a laptop screen shows, under test-results/ (gitignored), named after the page. */
+export const screenshot = (page: Page, name: string) =>
+  run(() => page.screenshot({ path: `test-results/console/${name}.png` }))
+
+/** Visible form controls without a label (neither a <label> nor aria-label): an accessibility check. */
+export const unlabelledControls = (page: Page) =>
+  run(() =>
+    page
+      .locator("input:visible, select:visible, textarea:visible, button:visible")
+      .evaluateAll((controls) =>
+        controls
+          .filter(
+            (control) =>
+              ((control as unknown as { labels?: ArrayLike<unknown> | null }).labels?.length ?? 0) === 0 &&
+              !control.getAttribute("aria-label") &&
+              (control.textContent ?? "").trim() === ""
+          )
+          .map((control) => control.outerHTML.slice(0, 80))
+      )
+  )

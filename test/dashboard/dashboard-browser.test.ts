@@ -129,7 +129,9 @@ layer(testServer("kafka"), SERVER_OPTIONS)("dashboard in headless Chromium", (it
         yield* run(() => page.locator("#sign-in-form").waitFor())
         // Over plain http to a non-local host the page has no crypto.subtle and hashes the password itself.
         const digest = yield* run(() =>
-          page.evaluate(`sha256Fallback(new TextEncoder().encode(${JSON.stringify(plaintextPassword(owner))}))`)
+          page.evaluate(
+            `import("/dashboard/session.js").then((m) => m.sha256Fallback(new TextEncoder().encode(${JSON.stringify(plaintextPassword(owner))})))`
+          )
         )
         expect(digest).toBe(owner.password)
 

@@ -21,7 +21,7 @@ layer(testServer("database"), SERVER_OPTIONS)("dashboard page over HTTP", (it) =
           const response = yield* call(base, "GET", path)
           expect(response.status, response.text).toBe(200)
           expect(response.headers.get("content-type")).toMatch(/^text\/html/)
-          expect(response.text).toContain('<script src="/dashboard/dashboard.js"')
+          expect(response.text).toContain('<script type="module" src="/dashboard/overview.js"')
           expect(response.text).toContain('id="sign-in-form"')
           // No inline script or style for the CSP to need to allow.
           expect(response.text).not.toMatch(/<script>|<script(?![^>]*\bsrc=)[^>]*>|<style|\sstyle=/)
@@ -41,11 +41,12 @@ layer(testServer("database"), SERVER_OPTIONS)("dashboard page over HTTP", (it) =
     it.effect("serves its script and stylesheet with their media types", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
-        const script = yield* call(base, "GET", "/dashboard/dashboard.js")
+        const script = yield* call(base, "GET", "/dashboard/overview.js")
         expect(script.status).toBe(200)
         expect(script.headers.get("content-type")).toMatch(/^text\/javascript/)
         expect(script.text).toContain("/v1/analytics/query")
-        expect(script.text).toContain("/v1/auth/login")
+        const shell = yield* call(base, "GET", "/dashboard/shell.js")
+        expect(shell.text).toContain("/v1/auth/login")
         const style = yield* call(base, "GET", "/dashboard/dashboard.css")
         expect(style.status).toBe(200)
         expect(style.headers.get("content-type")).toMatch(/^text\/css/)

@@ -56,7 +56,8 @@ layer(testServer("database"), SERVER_OPTIONS)("red-team console reports", (it) =
 
       const link = yield* owner.api.redteamReports.createShareLink({ payload: { job_id: job.id } })
       const page = yield* (yield* clientAt(base)).redteamReports.getSharedReportHtml({ path: { token: link.token } })
-      expect(page).toContain(`(score ${aggregates.risk_score} / 10)`)
+      // The console's report page (src/dashboard/assets/report-render.js): the score, "of 10".
+      expect(page).toContain(`data-risk-score="${aggregates.risk_score}">${aggregates.risk_score}</strong> / 10`)
     })
   )
 
