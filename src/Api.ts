@@ -10,7 +10,7 @@ import { BudgetAlertsApi, LlmPricingApi, LlmUsageApi } from "./billing/Api.js"
 import { AgentsApi, KnowledgeSourcesApi, LabelPoliciesApi, PoliciesApi, ToolMetadataApi } from "./catalog/Api.js"
 import { GatewayProxyApi, GatewayRoutesApi, ProviderConnectionsApi } from "./gateway/Api.js"
 import { McpProxyApi, McpServersApi } from "./mcp/Api.js"
-import { ApiKeysApi, AuthApi, EnvironmentsApi, SettingsApi, TeamApi } from "./identity/Api.js"
+import { ApiKeysApi, AuthApi, MeApi, EnvironmentsApi, SettingsApi, TeamApi } from "./identity/Api.js"
 import { AnyHttpErrorWire } from "./http/Errors.js"
 import { withOnlyErrorBody } from "./platform/OpenApiDocument.js"
 import { AdminApi, MetricsApi } from "./operations/Api.js"
@@ -21,6 +21,7 @@ import { SystemApi } from "./system/Api.js"
 export class GuardrailApi extends HttpApi.make("guardrail")
   .add(SystemApi)
   .add(AuthApi)
+  .add(MeApi)
   .add(ApiKeysApi)
   .add(TeamApi)
   .add(SettingsApi)

@@ -28,6 +28,7 @@ import {
 import {
   ApiKeysHttpLive,
   AuthHttpLive,
+  MeHttpLive,
   EnvironmentsHttpLive,
   IdentityLive,
   SettingsHttpLive,
@@ -42,6 +43,7 @@ import { SystemHttpLive } from "./system/Http.js"
 export const ApiGroupsLive = Layer.mergeAll(
   SystemHttpLive,
   AuthHttpLive,
+  MeHttpLive,
   ApiKeysHttpLive,
   TeamHttpLive,
   SettingsHttpLive,

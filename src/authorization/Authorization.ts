@@ -16,7 +16,7 @@
 import { Cause, Effect, Exit, FiberRef, LogLevel, Option, Runtime } from "effect"
 import type { Snapshot } from "../catalog/Snapshot.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
-import { Forbidden, type HttpError, NotFound } from "../http/Errors.js"
+import { type HttpError, NotFound } from "../http/Errors.js"
 import type { Caller } from "../identity/Authentication.js"
 import { type RuntimeConfig, WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { recordDecision } from "../operations/Metrics.js"
@@ -35,7 +35,6 @@ import {
   intentIdOf,
   modesOf,
   needsGrant,
-  type ProposedEventInput,
   unrecordedAnswer
 } from "./Decisions.js"
 import { DecisionWriter } from "./DecisionWriter.js"
@@ -43,6 +42,7 @@ import type { PolicyOverlay } from "./DryRun.js"
 import { notifyEscalation } from "./Escalations.js"
 import type { Decision, ParamSource } from "./Pipeline.js"
 import { Provenance, readsProvenance, type ScopeFingerprints, scopeOf } from "./Provenance.js"
+import { completedEvent, principalMismatch, type RequestedEvent } from "./Principals.js"
 import { ReceiptSigner } from "./Receipts.js"
 
 export { intentIdOf, type ProposedEventInput } from "./Decisions.js"
@@ -50,7 +50,7 @@ export { intentIdOf, type ProposedEventInput } from "./Decisions.js"
 /** A proposed event to decide for a caller; `startedAt` (performance.now()) when its request arrived. */
 export interface DecideRequest {
   readonly caller: Caller
-  readonly event: ProposedEventInput
+  readonly event: RequestedEvent
   readonly startedAt: number
   /**
    * The caller's own mode for this decision (the gateway route's per direction): `observe` caps every
@@ -94,129 +94,118 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
 
     const steps = ({
       caller,
-      event,
+      event: requested,
       startedAt,
       ceiling,
       overlay
-    }: DecideRequest): WarmSteps<Loaded, Decided, HttpError, Need, never, never> => ({
-      step: (loaded) => {
-        const { principal } = event
-        // A property of the body alone, like its schema: refused whole before anything else is looked up.
-        const oversized = oversizedTarget(event.action, maxMatchContentBytes)
-        if (oversized !== null) return refused(contentTooLarge(oversized, maxMatchContentBytes))
-        if (principal.workspace_id !== caller.workspaceId) {
-          return refused(
-            new NotFound({
-              code: "workspace_not_found",
-              message: "principal.workspace_id must be the workspace of your credential."
-            })
-          )
-        }
-        if (caller.environmentId !== null && caller.environmentId !== principal.environment_id) {
-          return refused(
-            new Forbidden({
-              code: "environment_mismatch",
-              message: "This runtime key is bound to another environment than principal.environment_id."
-            })
-          )
-        }
-        const config = loaded.config ?? settings.peekRuntimeConfig(caller.workspaceId)
-        if (config === undefined) return needs("config")
-        const environment = config.environments.get(principal.environment_id)
-        if (environment === undefined) {
-          // Maybe created (on another instance) since the cached copy was read: look once more before answering 404.
-          if (loaded.reloaded !== true) return needs("reload")
-          return refused(
-            new NotFound({
-              code: "environment_not_found",
-              message: `Environment ${principal.environment_id} does not exist in this workspace.`
-            })
-          )
-        }
-        const modes = capModes(modesOf(config, environment), ceiling)
-        let decision: Decision
-        let grant = Option.none<GrantRow>()
-        let fingerprints: ReadonlyArray<NewFingerprint> = []
-        if (loaded.unreadable !== undefined) {
-          decision = failClosed(unreadableRegistry, { failure: loaded.unreadable })
-        } else {
-          const live = loaded.snapshot ?? snapshots.peek(caller.workspaceId)
-          if (live === undefined) return needs("snapshot")
-          const snapshot = overlay === undefined ? live : { ...live, policies: overlay(live.policies) }
-          if (needsGrant(snapshot, event, modes)) {
-            if (loaded.grant === undefined) return needs("grant")
-            grant = loaded.grant
+    }: DecideRequest): WarmSteps<Loaded, Decided, HttpError, Need, never, never> => {
+      const event = completedEvent(requested, caller)
+      return {
+        step: (loaded) => {
+          const { principal } = event
+          // A property of the body alone, like its schema: refused whole before anything else is looked up.
+          const oversized = oversizedTarget(event.action, maxMatchContentBytes)
+          if (oversized !== null) return refused(contentTooLarge(oversized, maxMatchContentBytes))
+          const principalRefusal = principalMismatch(requested, caller)
+          if (principalRefusal !== undefined) return refused(principalRefusal)
+          const config = loaded.config ?? settings.peekRuntimeConfig(caller.workspaceId)
+          if (config === undefined) return needs("config")
+          const environment = config.environments.get(principal.environment_id)
+          if (environment === undefined) {
+            // Maybe created (on another instance) since the cached copy was read: look once more before answering 404.
+            if (loaded.reloaded !== true) return needs("reload")
+            return refused(
+              new NotFound({
+                code: "environment_not_found",
+                message: `Environment ${principal.environment_id} does not exist in this workspace.`
+              })
+            )
           }
-          // Provenance without labels: a proposed call reads its run's fingerprints; what comes in adds to them.
-          let inferred: ReadonlyArray<ParamSource> = []
-          const scope = scopeOf(event)
-          if (scope !== undefined && readsProvenance(event, modes)) {
-            const known = loaded.provenance ?? provenance.peek(caller.workspaceId, scope)
-            if (known === undefined) return needs("provenance")
-            inferred = provenance.infer(caller.workspaceId, known, event.action, snapshot.labelPolicies)
-          } else if (scope !== undefined) {
-            fingerprints = provenance.observed(caller.workspaceId, event, snapshot)
+          const modes = capModes(modesOf(config, environment), ceiling)
+          let decision: Decision
+          let grant = Option.none<GrantRow>()
+          let fingerprints: ReadonlyArray<NewFingerprint> = []
+          if (loaded.unreadable !== undefined) {
+            decision = failClosed(unreadableRegistry, { failure: loaded.unreadable })
+          } else {
+            const live = loaded.snapshot ?? snapshots.peek(caller.workspaceId)
+            if (live === undefined) return needs("snapshot")
+            const snapshot = overlay === undefined ? live : { ...live, policies: overlay(live.policies) }
+            if (needsGrant(snapshot, event, modes)) {
+              if (loaded.grant === undefined) return needs("grant")
+              grant = loaded.grant
+            }
+            // Provenance without labels: a proposed call reads its run's fingerprints; what comes in adds to them.
+            let inferred: ReadonlyArray<ParamSource> = []
+            const scope = scopeOf(event)
+            if (scope !== undefined && readsProvenance(event, modes)) {
+              const known = loaded.provenance ?? provenance.peek(caller.workspaceId, scope)
+              if (known === undefined) return needs("provenance")
+              inferred = provenance.infer(caller.workspaceId, known, event.action, snapshot.labelPolicies)
+            } else if (scope !== undefined) {
+              fingerprints = provenance.observed(caller.workspaceId, event, snapshot)
+            }
+            const defaultAction = ceiling === "observe" ? "permit" : config.settings.default_action
+            decision = evaluate(snapshot, event, modes, Option.isSome(grant), defaultAction, inferred)
           }
-          const defaultAction = ceiling === "observe" ? "permit" : config.settings.default_action
-          decision = evaluate(snapshot, event, modes, Option.isSome(grant), defaultAction, inferred)
-        }
-        const appliedGrant = Option.match(grant, {
-          onNone: () => null,
-          onSome: (row) => ({
-            intent_id: row.intent_id,
-            granted_by: row.granted_by,
-            expires_at: row.expires_at.toISOString()
+          const appliedGrant = Option.match(grant, {
+            onNone: () => null,
+            onSome: (row) => ({
+              intent_id: row.intent_id,
+              granted_by: row.granted_by,
+              expires_at: row.expires_at.toISOString()
+            })
           })
-        })
-        const outcome = decisionOutcome({
-          caller,
-          event,
-          config,
-          environment,
-          intentId: intentIdOf(caller.workspaceId, event),
-          decision,
-          appliedGrant,
-          startedAt,
-          sign: signer.signNow
-        })
-        const record = fingerprints.length === 0 ? outcome.record : { ...outcome.record, fingerprints }
-        return ready({ ...outcome, record, decision, config })
-      },
-      load: (need, loaded) => {
-        const workspaceId = caller.workspaceId
-        switch (need) {
-          case "config":
-            return Effect.map(settings.runtimeConfig(workspaceId), (config) => ({ ...loaded, config }))
-          case "reload":
-            return Effect.map(settings.reloadRuntimeConfig(workspaceId), (config) => ({
-              ...loaded,
-              config,
-              reloaded: true
-            }))
-          case "snapshot":
-            return failClosedOnError(
-              loaded,
-              Effect.map(snapshots.get(workspaceId), (snapshot) => ({ ...loaded, snapshot }))
-            )
-          case "provenance":
-            return failClosedOnError(
-              loaded,
-              Effect.map(provenance.load(workspaceId, scopeOf(event) ?? ""), (known) => ({
+          const outcome = decisionOutcome({
+            caller,
+            event,
+            config,
+            environment,
+            intentId: intentIdOf(caller.workspaceId, event),
+            decision,
+            appliedGrant,
+            startedAt,
+            sign: signer.signNow
+          })
+          const record = fingerprints.length === 0 ? outcome.record : { ...outcome.record, fingerprints }
+          return ready({ ...outcome, record, decision, config })
+        },
+        load: (need, loaded) => {
+          const workspaceId = caller.workspaceId
+          switch (need) {
+            case "config":
+              return Effect.map(settings.runtimeConfig(workspaceId), (config) => ({ ...loaded, config }))
+            case "reload":
+              return Effect.map(settings.reloadRuntimeConfig(workspaceId), (config) => ({
                 ...loaded,
-                provenance: known
+                config,
+                reloaded: true
               }))
-            )
-          case "grant":
-            return failClosedOnError(
-              loaded,
-              Effect.map(repo.activeGrant(workspaceId, intentIdOf(workspaceId, event)), (grant) => ({
-                ...loaded,
-                grant
-              }))
-            )
+            case "snapshot":
+              return failClosedOnError(
+                loaded,
+                Effect.map(snapshots.get(workspaceId), (snapshot) => ({ ...loaded, snapshot }))
+              )
+            case "provenance":
+              return failClosedOnError(
+                loaded,
+                Effect.map(provenance.load(workspaceId, scopeOf(event) ?? ""), (known) => ({
+                  ...loaded,
+                  provenance: known
+                }))
+              )
+            case "grant":
+              return failClosedOnError(
+                loaded,
+                Effect.map(repo.activeGrant(workspaceId, intentIdOf(workspaceId, event)), (grant) => ({
+                  ...loaded,
+                  grant
+                }))
+              )
+          }
         }
       }
-    })
+    }
 
     /** A registry that cannot be read decides the action `defer` (with why), never a 500. */
     const failClosedOnError = (loaded: Loaded, load: Effect.Effect<Loaded>) =>
@@ -245,7 +234,7 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
     const authorizeEvent = hotUseCase({ name: "Authorization.authorizeEvent", initial: {}, steps, act: commit })
 
     /** Decides one proposed event in Effect code (the red-team runner's agent): the same use case. */
-    const authorize = (caller: Caller, event: ProposedEventInput) =>
+    const authorize = (caller: Caller, event: RequestedEvent) =>
       Effect.scoped(authorizeEvent.run({ caller, event, startedAt: performance.now() })).pipe(
         Effect.withSpan("Authorization.authorize")
       )
@@ -254,7 +243,7 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
      * `POST /v1/events/evaluate`: the same steps as POST /v1/events over the overlaid policy set, answered
      * without committing anything (no trace, receipt, event, counter, fingerprint or escalation).
      */
-    const evaluateDry = (caller: Caller, event: ProposedEventInput, overlay: PolicyOverlay) =>
+    const evaluateDry = (caller: Caller, event: RequestedEvent, overlay: PolicyOverlay) =>
       settleValue(steps({ caller, event, startedAt: performance.now(), overlay }), {}).pipe(
         Effect.map((decided) => decided.response),
         Effect.withSpan("Authorization.evaluateDry")

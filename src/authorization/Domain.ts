@@ -21,8 +21,12 @@ export type Severity = typeof Severity.Type
 
 export const Principal = Schema.Struct({
   agent_id: Identifier,
-  environment_id: Identifier,
-  workspace_id: Identifier
+  environment_id: Schema.optional(Identifier).annotations({
+    description: "Required with a user session; a runtime key may leave it out (its own environment is used)"
+  }),
+  workspace_id: Schema.optional(Identifier).annotations({
+    description: "May be left out: the credential's workspace is used (a different value is refused)"
+  })
 })
 
 /** Where one param value came from, for label (information-flow) checks. */

@@ -68,6 +68,16 @@ export class TracesApi extends HttpApiGroup.make("traces")
       )
       .addSuccess(Schema.Struct({ traces: Schema.Array(Trace), next_cursor: nextCursor }))
   )
+  .add(
+    HttpApiEndpoint.get("getTrace", "/traces/:trace_id")
+      .setPath(TracePath)
+      .addSuccess(Trace)
+      .annotate(OpenApi.Summary, "Get a trace")
+      .annotate(
+        OpenApi.Description,
+        "Extension: one decision trace with its request, decision, findings and latest review outcome; 404 trace_not_found when the workspace has none by that id."
+      )
+  )
   .prefix("/v1")
   .middleware(Authentication)
   .annotate(OpenApi.Description, "Decision traces of the workspace, newest first; one per authorization call.") {}

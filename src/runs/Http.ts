@@ -52,21 +52,23 @@ export const RunsHttpLive = HttpApiBuilder.group(GuardrailApi, "runs", (handlers
 export const TracesHttpLive = HttpApiBuilder.group(GuardrailApi, "traces", (handlers) =>
   Effect.gen(function* () {
     const traces = yield* Traces
-    return handlers.handle("listTraces", ({ urlParams }) =>
-      inWorkspace((ws) =>
-        traces.list(
-          ws,
-          {
-            sessionId: urlParams.session_id,
-            agentId: urlParams.agent_id,
-            runId: urlParams.run_id,
-            effect: urlParams.effect
-          },
-          pageSize(urlParams.limit, 100),
-          urlParams.cursor
+    return handlers
+      .handle("listTraces", ({ urlParams }) =>
+        inWorkspace((ws) =>
+          traces.list(
+            ws,
+            {
+              sessionId: urlParams.session_id,
+              agentId: urlParams.agent_id,
+              runId: urlParams.run_id,
+              effect: urlParams.effect
+            },
+            pageSize(urlParams.limit, 100),
+            urlParams.cursor
+          )
         )
       )
-    )
+      .handle("getTrace", ({ path }) => inWorkspace((ws) => traces.get(ws, path.trace_id)))
   })
 )
 

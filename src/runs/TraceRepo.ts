@@ -52,6 +52,7 @@ const TraceLink = Schema.Struct({
 const decodeTraces = Schema.decodeUnknown(Schema.Array(TraceRow))
 
 export interface TraceFilters {
+  readonly traceId?: string | undefined
   readonly sessionId?: string | undefined
   readonly runId?: string | undefined
   readonly agentId?: string | undefined
@@ -151,6 +152,7 @@ export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
           sql`select id, run_id, run_event_id, session_id, decision, domain, environment, environment_id, elapsed_ms,
                              latest_review_outcome, latest_reviewed_at, created_at, payload
                       from traces where workspace_id = ${workspaceId}
+                      ${filters.traceId === undefined ? sql`` : sql`and id = ${filters.traceId}`}
                       ${filters.sessionId === undefined ? sql`` : sql`and session_id = ${filters.sessionId}`}
                       ${filters.runId === undefined ? sql`` : sql`and run_id = ${filters.runId}`}
                       ${filters.agentId === undefined ? sql`` : sql`and agent_id = ${filters.agentId}`}

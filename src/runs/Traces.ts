@@ -3,7 +3,8 @@
  * service inside its transaction (durable before the answer is sent), read
  * newest first with cursor paging.
  */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import { NotFound } from "../http/Errors.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { TraceId } from "./Domain.js"
 import { pageByTime } from "../platform/Cursor.js"
@@ -27,6 +28,9 @@ const toTrace = (row: TraceRow) => ({
   payload: row.payload
 })
 
+export const traceNotFound = (id: string) =>
+  new NotFound({ code: "trace_not_found", message: `No trace ${id} in this workspace.` })
+
 export class Traces extends Effect.Service<Traces>()("runs/Traces", {
   effect: Effect.gen(function* () {
     const repo = yield* TraceRepo
@@ -43,7 +47,13 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
       return { traces: page.map(toTrace), ...next }
     })
 
-    return { insertStatement: repo.insertStatement, list, find: repo.find, setLatestReview: repo.setLatestReview }
+    /** One trace of the workspace, whole. */
+    const get = Effect.fn("Traces.get")(function* (workspaceId: string, traceId: string) {
+      const [row] = yield* repo.listTraces(workspaceId, { traceId }, 1, Option.none())
+      return row === undefined ? yield* traceNotFound(traceId) : toTrace(row)
+    })
+
+    return { insertStatement: repo.insertStatement, list, get, find: repo.find, setLatestReview: repo.setLatestReview }
   }),
   dependencies: [TraceRepo.Default]
 }) {}
