@@ -177,7 +177,8 @@ export const evaluate = (
       policies: snapshot.policies.filter((policy) => policy.ownerAgentId === null || policy.ownerAgentId === agentId),
       labelPolicies: snapshot.labelPolicies,
       tools: snapshot.tools,
-      granted
+      granted,
+      defaultEffect
     },
     allCheckers,
     modes,

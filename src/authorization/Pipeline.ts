@@ -45,6 +45,8 @@ export interface CheckContext {
   readonly tools: ReadonlyMap<string, ToolMetadataRow>
   /** Approval grants that cover this intent. */
   readonly granted: boolean
+  /** The workspace's `default_action`: the effect of a finding that has no rule of its own (an unregistered agent). */
+  readonly defaultEffect?: DecisionEffect | undefined
 }
 
 /** What a checker reports; the pipeline adds ids, the checker name and the mode. */

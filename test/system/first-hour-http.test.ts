@@ -12,6 +12,7 @@ import { clientAt, expectFailure } from "../support/Api.js"
 import { createAgent, propose, reply } from "../support/Events.js"
 import { call, expectError } from "../support/Raw.js"
 import { createEnvironment, createKey, keyClient, tenant } from "../support/Tenants.js"
+import { until } from "../support/Eventually.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 
 const AGENT = "support-bot"
@@ -111,6 +112,62 @@ layer(testServer("database"), SERVER_OPTIONS)("first hour", (it) => {
         expect(refusal.details?.[0]?.message).toBe(
           'Expected one of "accepted" | "corrected" | "false_positive" | "ignored" | "missed_issue" | "rejected", actual "approve"'
         )
+      })
+    )
+  })
+
+  describe("unregistered agents", () => {
+    it.effect("an event for an agent the workspace does not know gets a finding with the default action's effect", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const permitted = yield* propose(base, owner, "typo-bot", reply("Your order ships tomorrow."))
+        expect(permitted.effect).toBe("permit")
+        const [finding] = permitted.findings
+        expect(permitted.findings).toHaveLength(1)
+        expect(finding).toMatchObject({ source: "profile", effect: "permit", requirement_id: "agent.registered" })
+        expect(finding?.reason).toContain("typo-bot is not registered")
+
+        yield* owner.api.settings.updateSettings({ payload: { default_action: "deny" } })
+        // Settings reach decisions within a second (cached runtime config).
+        const denied = yield* until(
+          Effect.tap(propose(base, owner, "typo-bot", reply("Your order ships tomorrow.")), (decision) =>
+            expect(decision.effect).toBe("deny")
+          )
+        )
+        expect(denied.findings.map((f) => [f.requirement_id, f.effect])).toEqual([["agent.registered", "deny"]])
+        expect(denied.reason).toContain("typo-bot is not registered")
+
+        // A registered agent has no such finding.
+        yield* createAgent(base, owner, AGENT)
+        yield* owner.api.settings.updateSettings({ payload: { default_action: "permit" } })
+        const known = yield* until(
+          Effect.tap(propose(base, owner, AGENT, reply("Your order ships tomorrow.")), (decision) =>
+            expect(decision.effect).toBe("permit")
+          )
+        )
+        expect(known.findings).toEqual([])
+      })
+    )
+  })
+
+  describe("POST /v1/policies/draft", () => {
+    it.effect("answers a document POST /v1/policies creates as is", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        for (const prompt of [
+          "never promise a refund",
+          "rewrite damn as darn",
+          "require approval before refund_order"
+        ]) {
+          const drafted = yield* call(base, "POST", "/v1/policies/draft", { token: owner.jwt, body: { prompt } })
+          expect(drafted.status, drafted.text).toBe(200)
+          const draft = (drafted.body as { draft: { id: string } }).draft
+          const created = yield* call(base, "POST", "/v1/policies", { token: owner.jwt, body: draft })
+          expect(created.status, created.text).toBe(201)
+          expect(created.body).toMatchObject({ id: draft.id, enabled: false })
+        }
       })
     )
   })

@@ -3,6 +3,7 @@
  * out-of-scope topics, forbidden tone words (rewritten away) and escalation
  * triggers (deferred to a human, status `escalated`).
  */
+import type { DecisionEffect } from "../Domain.js"
 import type { Checker, EventKind, FindingDraft } from "../Pipeline.js"
 
 /** Escalation triggers read what comes in and what goes out; the other profile checks only what goes out. */
@@ -38,12 +39,29 @@ const patternFor = (phrase: string) => {
 
 const mentions = (content: string, phrase: string) => phrase.trim() !== "" && patternFor(phrase).test(content)
 
+const everyKind: ReadonlySet<EventKind> = new Set(["input.received", "tool.result", "output.proposed"])
+
+/**
+ * An event for an agent the workspace has no profile of: said in a finding (a typo would otherwise skip every
+ * profile check unnoticed), whose effect is the workspace's default action.
+ */
+const unregistered = (agentId: string, effect: DecisionEffect): FindingDraft => ({
+  policy_id: null,
+  requirement_id: "agent.registered",
+  reason: `Agent ${agentId} is not registered in this workspace, so no profile was checked; the workspace's default action (${effect}) applies.`,
+  remediation: `Register it with POST /v1/agents, or send the agent_id of a registered agent.`,
+  effect,
+  severity: "medium",
+  evidence: { agent_id: agentId }
+})
+
 export const profileChecker: Checker = {
   name: "profile",
-  kinds: inputAndProposed,
-  check: ({ action, agent, kind }) => {
+  kinds: everyKind,
+  check: ({ action, agent, agentId, defaultEffect, kind }) => {
+    if (agent === undefined) return [unregistered(agentId, defaultEffect ?? "permit")]
     const content = action.content
-    if (agent === undefined || content === undefined || content === "") return []
+    if (!inputAndProposed.has(kind) || content === undefined || content === "") return []
     const findings: Array<FindingDraft> = []
     const found = (draft: FindingDraft) => findings.push(draft)
     // What comes in is only checked for escalation triggers: promises, scope and tone are the agent's own words.
