@@ -7,7 +7,7 @@
 import { Effect, Either, Option, Schema } from "effect"
 import { BadRequest, Conflict, NotFound, Unprocessable } from "../http/Errors.js"
 import { ConfigChanges } from "./ConfigChanges.js"
-import { DRAFT_EXAMPLES, draftPolicy, draftToPolicyDocument } from "./Drafting.js"
+import { DRAFT_EXAMPLES, draftMatchOf, draftPolicy, draftToPolicyDocument } from "./Drafting.js"
 import { PolicyDocument, PolicyId } from "./Domain.js"
 import { compilePolicy, type PolicyErrors, readDocument, validatePolicy } from "./PolicyLanguage.js"
 import { policyTestErrors, runPolicyTest, withPolicy } from "./PolicyTests.js"
@@ -263,6 +263,7 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
             draft: {
               ...draftToPolicyDocument(found),
               enabled: false,
+              match: draftMatchOf(found),
               match_type: found.match_type,
               match_value: found.match_value,
               rewrite: found.rewrite ?? ""
