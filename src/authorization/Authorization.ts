@@ -35,6 +35,7 @@ import {
   intentIdOf,
   modesOf,
   needsGrant,
+  type ProposedEventInput,
   unrecordedAnswer
 } from "./Decisions.js"
 import { DecisionWriter } from "./DecisionWriter.js"
@@ -92,120 +93,118 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
     // The per-decision debug line is built only when debug logs are kept at all.
     const debugLogs = LogLevel.lessThanEqual(yield* FiberRef.get(FiberRef.currentMinimumLogLevel), LogLevel.Debug)
 
-    const steps = ({
-      caller,
-      event: requested,
-      startedAt,
-      ceiling,
-      overlay
-    }: DecideRequest): WarmSteps<Loaded, Decided, HttpError, Need, never, never> => {
-      const event = completedEvent(requested, caller)
-      return {
-        step: (loaded) => {
-          const { principal } = event
-          // A property of the body alone, like its schema: refused whole before anything else is looked up.
-          const oversized = oversizedTarget(event.action, maxMatchContentBytes)
-          if (oversized !== null) return refused(contentTooLarge(oversized, maxMatchContentBytes))
-          const principalRefusal = principalMismatch(requested, caller)
-          if (principalRefusal !== undefined) return refused(principalRefusal)
-          const config = loaded.config ?? settings.peekRuntimeConfig(caller.workspaceId)
-          if (config === undefined) return needs("config")
-          const environment = config.environments.get(principal.environment_id)
-          if (environment === undefined) {
-            // Maybe created (on another instance) since the cached copy was read: look once more before answering 404.
-            if (loaded.reloaded !== true) return needs("reload")
-            return refused(
-              new NotFound({
-                code: "environment_not_found",
-                message: `Environment ${principal.environment_id} does not exist in this workspace.`
-              })
-            )
-          }
-          const modes = capModes(modesOf(config, environment), ceiling)
-          let decision: Decision
-          let grant = Option.none<GrantRow>()
-          let fingerprints: ReadonlyArray<NewFingerprint> = []
-          if (loaded.unreadable !== undefined) {
-            decision = failClosed(unreadableRegistry, { failure: loaded.unreadable })
-          } else {
-            const live = loaded.snapshot ?? snapshots.peek(caller.workspaceId)
-            if (live === undefined) return needs("snapshot")
-            const snapshot = overlay === undefined ? live : { ...live, policies: overlay(live.policies) }
-            if (needsGrant(snapshot, event, modes)) {
-              if (loaded.grant === undefined) return needs("grant")
-              grant = loaded.grant
-            }
-            // Provenance without labels: a proposed call reads its run's fingerprints; what comes in adds to them.
-            let inferred: ReadonlyArray<ParamSource> = []
-            const scope = scopeOf(event)
-            if (scope !== undefined && readsProvenance(event, modes)) {
-              const known = loaded.provenance ?? provenance.peek(caller.workspaceId, scope)
-              if (known === undefined) return needs("provenance")
-              inferred = provenance.infer(caller.workspaceId, known, event.action, snapshot.labelPolicies)
-            } else if (scope !== undefined) {
-              fingerprints = provenance.observed(caller.workspaceId, event, snapshot)
-            }
-            const defaultAction = ceiling === "observe" ? "permit" : config.settings.default_action
-            decision = evaluate(snapshot, event, modes, Option.isSome(grant), defaultAction, inferred)
-          }
-          const appliedGrant = Option.match(grant, {
-            onNone: () => null,
-            onSome: (row) => ({
-              intent_id: row.intent_id,
-              granted_by: row.granted_by,
-              expires_at: row.expires_at.toISOString()
+    /** The steps of a request, over its event with the principal completed from the credential (Principals.ts). */
+    const steps = (request: DecideRequest) =>
+      stepsOf(request, completedEvent(request.event, request.caller), principalMismatch(request.event, request.caller))
+
+    const stepsOf = (
+      { caller, startedAt, ceiling, overlay }: DecideRequest,
+      event: ProposedEventInput,
+      principalRefusal: HttpError | undefined
+    ): WarmSteps<Loaded, Decided, HttpError, Need, never, never> => ({
+      step: (loaded) => {
+        const { principal } = event
+        // A property of the body alone, like its schema: refused whole before anything else is looked up.
+        const oversized = oversizedTarget(event.action, maxMatchContentBytes)
+        if (oversized !== null) return refused(contentTooLarge(oversized, maxMatchContentBytes))
+        if (principalRefusal !== undefined) return refused(principalRefusal)
+        const config = loaded.config ?? settings.peekRuntimeConfig(caller.workspaceId)
+        if (config === undefined) return needs("config")
+        const environment = config.environments.get(principal.environment_id)
+        if (environment === undefined) {
+          // Maybe created (on another instance) since the cached copy was read: look once more before answering 404.
+          if (loaded.reloaded !== true) return needs("reload")
+          return refused(
+            new NotFound({
+              code: "environment_not_found",
+              message: `Environment ${principal.environment_id} does not exist in this workspace.`
             })
-          })
-          const outcome = decisionOutcome({
-            caller,
-            event,
-            config,
-            environment,
-            intentId: intentIdOf(caller.workspaceId, event),
-            decision,
-            appliedGrant,
-            startedAt,
-            sign: signer.signNow
-          })
-          const record = fingerprints.length === 0 ? outcome.record : { ...outcome.record, fingerprints }
-          return ready({ ...outcome, record, decision, config })
-        },
-        load: (need, loaded) => {
-          const workspaceId = caller.workspaceId
-          switch (need) {
-            case "config":
-              return Effect.map(settings.runtimeConfig(workspaceId), (config) => ({ ...loaded, config }))
-            case "reload":
-              return Effect.map(settings.reloadRuntimeConfig(workspaceId), (config) => ({
-                ...loaded,
-                config,
-                reloaded: true
-              }))
-            case "snapshot":
-              return failClosedOnError(
-                loaded,
-                Effect.map(snapshots.get(workspaceId), (snapshot) => ({ ...loaded, snapshot }))
-              )
-            case "provenance":
-              return failClosedOnError(
-                loaded,
-                Effect.map(provenance.load(workspaceId, scopeOf(event) ?? ""), (known) => ({
-                  ...loaded,
-                  provenance: known
-                }))
-              )
-            case "grant":
-              return failClosedOnError(
-                loaded,
-                Effect.map(repo.activeGrant(workspaceId, intentIdOf(workspaceId, event)), (grant) => ({
-                  ...loaded,
-                  grant
-                }))
-              )
+          )
+        }
+        const modes = capModes(modesOf(config, environment), ceiling)
+        let decision: Decision
+        let grant = Option.none<GrantRow>()
+        let fingerprints: ReadonlyArray<NewFingerprint> = []
+        if (loaded.unreadable !== undefined) {
+          decision = failClosed(unreadableRegistry, { failure: loaded.unreadable })
+        } else {
+          const live = loaded.snapshot ?? snapshots.peek(caller.workspaceId)
+          if (live === undefined) return needs("snapshot")
+          const snapshot = overlay === undefined ? live : { ...live, policies: overlay(live.policies) }
+          if (needsGrant(snapshot, event, modes)) {
+            if (loaded.grant === undefined) return needs("grant")
+            grant = loaded.grant
           }
+          // Provenance without labels: a proposed call reads its run's fingerprints; what comes in adds to them.
+          let inferred: ReadonlyArray<ParamSource> = []
+          const scope = scopeOf(event)
+          if (scope !== undefined && readsProvenance(event, modes)) {
+            const known = loaded.provenance ?? provenance.peek(caller.workspaceId, scope)
+            if (known === undefined) return needs("provenance")
+            inferred = provenance.infer(caller.workspaceId, known, event.action, snapshot.labelPolicies)
+          } else if (scope !== undefined) {
+            fingerprints = provenance.observed(caller.workspaceId, event, snapshot)
+          }
+          const defaultAction = ceiling === "observe" ? "permit" : config.settings.default_action
+          decision = evaluate(snapshot, event, modes, Option.isSome(grant), defaultAction, inferred)
+        }
+        const appliedGrant = Option.match(grant, {
+          onNone: () => null,
+          onSome: (row) => ({
+            intent_id: row.intent_id,
+            granted_by: row.granted_by,
+            expires_at: row.expires_at.toISOString()
+          })
+        })
+        const outcome = decisionOutcome({
+          caller,
+          event,
+          config,
+          environment,
+          intentId: intentIdOf(caller.workspaceId, event),
+          decision,
+          appliedGrant,
+          startedAt,
+          sign: signer.signNow
+        })
+        const record = fingerprints.length === 0 ? outcome.record : { ...outcome.record, fingerprints }
+        return ready({ ...outcome, record, decision, config })
+      },
+      load: (need, loaded) => {
+        const workspaceId = caller.workspaceId
+        switch (need) {
+          case "config":
+            return Effect.map(settings.runtimeConfig(workspaceId), (config) => ({ ...loaded, config }))
+          case "reload":
+            return Effect.map(settings.reloadRuntimeConfig(workspaceId), (config) => ({
+              ...loaded,
+              config,
+              reloaded: true
+            }))
+          case "snapshot":
+            return failClosedOnError(
+              loaded,
+              Effect.map(snapshots.get(workspaceId), (snapshot) => ({ ...loaded, snapshot }))
+            )
+          case "provenance":
+            return failClosedOnError(
+              loaded,
+              Effect.map(provenance.load(workspaceId, scopeOf(event) ?? ""), (known) => ({
+                ...loaded,
+                provenance: known
+              }))
+            )
+          case "grant":
+            return failClosedOnError(
+              loaded,
+              Effect.map(repo.activeGrant(workspaceId, intentIdOf(workspaceId, event)), (grant) => ({
+                ...loaded,
+                grant
+              }))
+            )
         }
       }
-    }
+    })
 
     /** A registry that cannot be read decides the action `defer` (with why), never a 500. */
     const failClosedOnError = (loaded: Loaded, load: Effect.Effect<Loaded>) =>

@@ -16,16 +16,22 @@ export type RequestedEvent = Omit<ProposedEventInput, "principal"> & {
   }
 }
 
-/** The event with the credential's workspace and environment where it left them out. */
-export const completedEvent = (event: RequestedEvent, caller: Caller): ProposedEventInput => ({
-  ...event,
-  principal: {
-    agent_id: event.principal.agent_id,
-    workspace_id: event.principal.workspace_id ?? caller.workspaceId,
-    // A session without one is refused by `principalMismatch` before this empty id is looked up.
-    environment_id: event.principal.environment_id ?? caller.environmentId ?? ""
-  }
-})
+const isComplete = (event: RequestedEvent): event is ProposedEventInput =>
+  event.principal.workspace_id !== undefined && event.principal.environment_id !== undefined
+
+/** The event with the credential's workspace and environment where it left them out (as sent when complete). */
+export const completedEvent = (event: RequestedEvent, caller: Caller): ProposedEventInput =>
+  isComplete(event)
+    ? event
+    : {
+        ...event,
+        principal: {
+          agent_id: event.principal.agent_id,
+          workspace_id: event.principal.workspace_id ?? caller.workspaceId,
+          // A session without one is refused by `principalMismatch` before this empty id is looked up.
+          environment_id: event.principal.environment_id ?? caller.environmentId ?? ""
+        }
+      }
 
 /** Why the event's principal is not the caller's to decide for; undefined when it is. */
 export const principalMismatch = (event: RequestedEvent, caller: Caller) => {

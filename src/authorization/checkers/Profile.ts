@@ -3,6 +3,7 @@
  * out-of-scope topics, forbidden tone words (rewritten away) and escalation
  * triggers (deferred to a human, status `escalated`).
  */
+import type { AgentProfile } from "../../catalog/Agents.js"
 import type { DecisionEffect } from "../Domain.js"
 import type { Checker, EventKind, FindingDraft } from "../Pipeline.js"
 
@@ -54,6 +55,18 @@ const unregistered = (agentId: string, effect: DecisionEffect): FindingDraft => 
   severity: "medium",
   evidence: { agent_id: agentId }
 })
+
+/**
+ * A registered profile none of these checks can find anything in (no phrase, topic, word or trigger; canaries
+ * are matched too): for such an agent, with no policy, deciding would only cost time (the gateway skips it).
+ */
+export const profileFindsNothing = (agent: AgentProfile | undefined) =>
+  agent !== undefined &&
+  agent.authority.cannot_promise.length === 0 &&
+  agent.scope.out_of_scope.length === 0 &&
+  agent.tone.forbidden.length === 0 &&
+  agent.escalation_triggers.length === 0 &&
+  (agent.canaries?.length ?? 0) === 0
 
 export const profileChecker: Checker = {
   name: "profile",
