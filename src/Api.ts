@@ -11,9 +11,10 @@ import { AgentsApi, KnowledgeSourcesApi, LabelPoliciesApi, PoliciesApi, ToolMeta
 import { PolicyImpactApi } from "./impact/Api.js"
 import { GatewayProxyApi, GatewayRoutesApi, ProviderConnectionsApi } from "./gateway/Api.js"
 import { McpProxyApi, McpServersApi } from "./mcp/Api.js"
-import { ApiKeysApi, AuthApi, EnvironmentsApi, SettingsApi, TeamApi } from "./identity/Api.js"
+import { ApiKeysApi, AuthApi, MeApi, EnvironmentsApi, SettingsApi, TeamApi } from "./identity/Api.js"
 import { AnyHttpErrorWire } from "./http/Errors.js"
-import { withOnlyErrorBody } from "./platform/OpenApiDocument.js"
+import { accessByGroup } from "./identity/Access.js"
+import { documented, withOnlyErrorBody } from "./platform/OpenApiDocument.js"
 import { AdminApi, MetricsApi } from "./operations/Api.js"
 import { PolicySetsApi } from "./policysets/Api.js"
 import { RedteamApi, RedteamReportsApi } from "./redteam/Api.js"
@@ -21,9 +22,48 @@ import { ReviewQueuesApi } from "./reviewqueues/Api.js"
 import { ReviewEventsApi, RunsApi, TracesApi } from "./runs/Api.js"
 import { SystemApi } from "./system/Api.js"
 
+/** Error statuses beyond the ones an operation's shape implies (see `documented`), by operation or group. */
+const extraStatuses = {
+  // Sign-in throttles and the password hashing limit.
+  "auth.login": [429],
+  "auth.signup": [429],
+  "auth.changePassword": [429],
+  // Authenticates in its handler (a session or the internal key).
+  "team.listMyWorkspaces": [401],
+  "policies.draftPolicy": [422],
+  // Budgets (402), calls in flight (429), the provider (502, 504).
+  gatewayProxy: [402, 429, 502, 504],
+  mcpProxy: [502]
+}
+
+const summaries = {
+  "system.healthz": "Liveness probe",
+  "system.readyz": "Readiness probe",
+  "auth.login": "Log in",
+  "auth.signup": "Sign up",
+  "auth.oauthSession": "Exchange an OAuth identity for a session (internal)",
+  "receipts.jwks": "Receipt verification keys (JWKS)",
+  "llmPricing.putLlmPrice": "Set LLM price",
+  "redteam.createPlan": "Create red-team plan",
+  "redteam.listPlans": "List red-team plans",
+  "redteam.deletePlan": "Delete red-team plan",
+  "redteam.dispatch": "Dispatch red-team job",
+  "redteam.listAttacks": "List red-team attacks",
+  "redteam.listJobs": "List red-team jobs",
+  "redteam.getJob": "Get red-team job",
+  "redteam.cancelJob": "Cancel red-team job",
+  "redteam.hardenJob": "Harden from red-team job",
+  "redteam.getReport": "Get red-team report",
+  "metrics.metrics": "Prometheus metrics",
+  "mcpProxy.mcpMessage": "Send MCP message",
+  "mcpProxy.mcpStream": "Open MCP event stream",
+  "mcpProxy.mcpEndSession": "End MCP session"
+}
+
 export class GuardrailApi extends HttpApi.make("guardrail")
   .add(SystemApi)
   .add(AuthApi)
+  .add(MeApi)
   .add(ApiKeysApi)
   .add(TeamApi)
   .add(SettingsApi)
@@ -57,7 +97,9 @@ export class GuardrailApi extends HttpApi.make("guardrail")
   .add(AdminApi)
   .add(AuditEventsApi)
   .addError(AnyHttpErrorWire)
-  .annotate(OpenApi.Transform, withOnlyErrorBody)
+  .annotate(OpenApi.Transform, (document) =>
+    documented({ access: accessByGroup, extraStatuses, summaries })(withOnlyErrorBody(document))
+  )
   .annotate(OpenApi.Title, "Guardrail Service API")
   .annotate(OpenApi.Version, "1.0.0")
   .annotate(

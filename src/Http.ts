@@ -34,6 +34,7 @@ import {
 import {
   ApiKeysHttpLive,
   AuthHttpLive,
+  MeHttpLive,
   EnvironmentsHttpLive,
   IdentityLive,
   SettingsHttpLive,
@@ -53,6 +54,7 @@ import { SystemHttpLive } from "./system/Http.js"
 export const ApiGroupsLive = Layer.mergeAll(
   SystemHttpLive,
   AuthHttpLive,
+  MeHttpLive,
   ApiKeysHttpLive,
   TeamHttpLive,
   SettingsHttpLive,

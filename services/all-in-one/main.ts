@@ -5,7 +5,6 @@
  * embedded database everything shares one thread. The outbox relay runs
  * beside the stream workers.
  */
-import { NodeRuntime } from "@effect/platform-node"
 import { Duration, Effect, Layer } from "effect"
 import { AppConfig, isEmbeddedDatabase } from "../../src/platform/Config.js"
 import { guardRepeatedSignals, lifecycleLog } from "../../src/platform/Lifecycle.js"
@@ -13,6 +12,7 @@ import { TracingLive } from "../../src/operations/Tracing.js"
 import { LoggingLive } from "../../src/platform/Logging.js"
 import { OutboxRelayLive } from "../../src/platform/Outbox.js"
 import { PlatformCoreLive } from "../../src/platform/Platform.js"
+import { runService } from "../../src/platform/StartupFailure.js"
 import { workerThreadLayer } from "../../src/platform/WorkerThread.js"
 import { HttpServerLive } from "../../src/Server.js"
 import { StreamWorkersLive } from "../../src/StreamWorkers.js"
@@ -38,5 +38,5 @@ Layer.mergeAll(HttpServerLive, StreamWorkersHere).pipe(
   Layer.provide(TracingLive),
   Layer.provide(LoggingLive),
   Layer.launch,
-  NodeRuntime.runMain({ disablePrettyLogger: true })
+  runService
 )

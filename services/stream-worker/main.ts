@@ -1,10 +1,10 @@
 /** Deployable stream worker: the event consumers plus the outbox relay. */
-import { NodeRuntime } from "@effect/platform-node"
 import { Layer } from "effect"
 import { guardRepeatedSignals, lifecycleLog } from "../../src/platform/Lifecycle.js"
 import { TracingLive } from "../../src/operations/Tracing.js"
 import { LoggingLive } from "../../src/platform/Logging.js"
 import { PlatformLive } from "../../src/platform/Platform.js"
+import { runService } from "../../src/platform/StartupFailure.js"
 import { StreamWorkersLive } from "../../src/StreamWorkers.js"
 
 guardRepeatedSignals()
@@ -15,5 +15,5 @@ StreamWorkersLive.pipe(
   Layer.provide(TracingLive),
   Layer.provide(LoggingLive),
   Layer.launch,
-  NodeRuntime.runMain({ disablePrettyLogger: true })
+  runService
 )

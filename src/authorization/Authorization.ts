@@ -16,7 +16,7 @@
 import { Cause, Deferred, Effect, Exit, FiberId, FiberRef, LogLevel, Option, Runtime, Schema } from "effect"
 import type { Snapshot } from "../catalog/Snapshot.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
-import { Forbidden, type HttpError, NotFound } from "../http/Errors.js"
+import { type HttpError, NotFound } from "../http/Errors.js"
 import type { Caller } from "../identity/Authentication.js"
 import { type RuntimeConfig, WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { recordDecision } from "../operations/Metrics.js"
@@ -44,6 +44,7 @@ import type { PolicyOverlay } from "./DryRun.js"
 import { notifyEscalation } from "./Escalations.js"
 import type { Decision, ParamSource } from "./Pipeline.js"
 import { Provenance, readsProvenance, type ScopeFingerprints, scopeOf } from "./Provenance.js"
+import { completedEvent, principalMismatch, type RequestedEvent } from "./Principals.js"
 import { ReceiptSigner } from "./Receipts.js"
 
 export { intentIdOf, type ProposedEventInput } from "./Decisions.js"
@@ -51,7 +52,7 @@ export { intentIdOf, type ProposedEventInput } from "./Decisions.js"
 /** A proposed event to decide for a caller; `startedAt` (performance.now()) when its request arrived. */
 export interface DecideRequest {
   readonly caller: Caller
-  readonly event: ProposedEventInput
+  readonly event: RequestedEvent
   readonly startedAt: number
   /**
    * The caller's own mode for this decision (the gateway route's per direction): `observe` caps every
@@ -114,34 +115,21 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
     // The per-decision debug line is built only when debug logs are kept at all.
     const debugLogs = LogLevel.lessThanEqual(yield* FiberRef.get(FiberRef.currentMinimumLogLevel), LogLevel.Debug)
 
-    const steps = ({
-      caller,
-      event,
-      startedAt,
-      ceiling,
-      overlay
-    }: DecideRequest): WarmSteps<Loaded, Decided, HttpError, Need, never, never> => ({
+    /** The steps of a request, over its event with the principal completed from the credential (Principals.ts). */
+    const steps = (request: DecideRequest) =>
+      stepsOf(request, completedEvent(request.event, request.caller), principalMismatch(request.event, request.caller))
+
+    const stepsOf = (
+      { caller, startedAt, ceiling, overlay }: DecideRequest,
+      event: ProposedEventInput,
+      principalRefusal: HttpError | undefined
+    ): WarmSteps<Loaded, Decided, HttpError, Need, never, never> => ({
       step: (loaded) => {
         const { principal } = event
         // A property of the body alone, like its schema: refused whole before anything else is looked up.
         const oversized = oversizedTarget(event.action, maxMatchContentBytes)
         if (oversized !== null) return refused(contentTooLarge(oversized, maxMatchContentBytes))
-        if (principal.workspace_id !== caller.workspaceId) {
-          return refused(
-            new NotFound({
-              code: "workspace_not_found",
-              message: "principal.workspace_id must be the workspace of your credential."
-            })
-          )
-        }
-        if (caller.environmentId !== null && caller.environmentId !== principal.environment_id) {
-          return refused(
-            new Forbidden({
-              code: "environment_mismatch",
-              message: "This runtime key is bound to another environment than principal.environment_id."
-            })
-          )
-        }
+        if (principalRefusal !== undefined) return refused(principalRefusal)
         const config = loaded.config ?? settings.peekRuntimeConfig(caller.workspaceId)
         if (config === undefined) return needs("config")
         const environment = config.environments.get(principal.environment_id)
@@ -299,7 +287,7 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
     })
 
     /** Decides one proposed event in Effect code (the red-team runner's agent): the same use case. */
-    const authorize = (caller: Caller, event: ProposedEventInput) =>
+    const authorize = (caller: Caller, event: RequestedEvent) =>
       Effect.scoped(authorizeEvent.run({ caller, event, startedAt: performance.now() })).pipe(
         Effect.withSpan("Authorization.authorize")
       )
@@ -308,7 +296,7 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
      * `POST /v1/events/evaluate`: the same steps as POST /v1/events over the overlaid policy set, answered
      * without committing anything (no trace, receipt, event, counter, fingerprint or escalation).
      */
-    const evaluateDry = (caller: Caller, event: ProposedEventInput, overlay: PolicyOverlay) =>
+    const evaluateDry = (caller: Caller, event: RequestedEvent, overlay: PolicyOverlay) =>
       settleValue(steps({ caller, event, startedAt: performance.now(), overlay }), {}).pipe(
         Effect.map((decided) => ({ ...decided.response, policy_set_digest: decided.policySetDigest })),
         Effect.withSpan("Authorization.evaluateDry")

@@ -180,7 +180,8 @@ export const evaluate = (
       labelPolicies: snapshot.labelPolicies,
       tools: snapshot.tools,
       granted,
-      denial
+      denial,
+      defaultEffect
     },
     allCheckers,
     modes,

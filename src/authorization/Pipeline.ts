@@ -47,6 +47,8 @@ export interface CheckContext {
   readonly granted: boolean
   /** An approver denied this intent (a denied intent stays denied). */
   readonly denial?: { readonly reason: string | null } | undefined
+  /** The workspace's `default_action`: the effect of a finding that has no rule of its own (an unregistered agent). */
+  readonly defaultEffect?: DecisionEffect | undefined
 }
 
 /** What a checker reports; the pipeline adds ids, the checker name and the mode. */

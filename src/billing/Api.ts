@@ -55,7 +55,7 @@ export class LlmUsageApi extends HttpApiGroup.make("llmUsage")
   .middleware(Authentication)
   .annotate(
     OpenApi.Description,
-    "LLM usage records (customer inference and guardrail judges), raw or grouped by day, principal or model."
+    "LLM usage records (customer inference and guardrail judges), raw or grouped by day, principal, agent or model."
   ) {}
 
 const AlertPath = Schema.Struct({ id: BudgetAlertId })

@@ -33,7 +33,7 @@ export const PutLlmPrice = Schema.Struct({
 // ---- usage
 
 export const UsageKind = Schema.Literal("customer_inference", "guardrail")
-export const UsageGroupBy = Schema.Literal("day", "principal", "model")
+export const UsageGroupBy = Schema.Literal("day", "principal", "agent", "model")
 
 export class LlmUsageEvent extends Schema.Class<LlmUsageEvent>("LlmUsageEvent")({
   id: Schema.String,
@@ -104,7 +104,8 @@ export const LlmUsageParams = Schema.Struct({
 
 /**
  * One bucket of `group_by`: `key` is the UTC day (YYYY-MM-DD), the principal
- * id (null for events without a principal) or the model.
+ * id (null for events without a principal), the agent id (null for events
+ * without an agent) or the model.
  */
 export const UsageGroup = Schema.Struct({
   key: Schema.NullOr(Schema.String),

@@ -48,7 +48,7 @@ export interface UsageFilters {
   readonly end?: string | undefined
 }
 
-export type GroupBy = "day" | "principal" | "model"
+export type GroupBy = "day" | "principal" | "agent" | "model"
 
 export class UsageRepo extends Effect.Service<UsageRepo>()("billing/UsageRepo", {
   effect: Effect.gen(function* () {
@@ -69,7 +69,9 @@ export class UsageRepo extends Effect.Service<UsageRepo>()("billing/UsageRepo", 
         ? sql`to_char(effective_at at time zone 'UTC', 'YYYY-MM-DD')`
         : groupBy === "principal"
           ? sql`principal_id`
-          : sql`model`
+          : groupBy === "agent"
+            ? sql`agent_id`
+            : sql`model`
 
     return dieOnErrors({
       /** Stores the records whose ids are not stored yet, in one statement; answers the ids that were new. */

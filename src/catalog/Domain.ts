@@ -201,14 +201,23 @@ export const ValidationResult = Schema.Struct({
 
 export const DraftRequest = Schema.Struct({ prompt: nonEmptyBounded(Limits.text) })
 
+/** A draft is a policy document `POST /v1/policies` takes as is (disabled), with the spec's flat match fields. */
 export const PolicyDraft = Schema.Struct({
   id: Schema.String,
   description: Schema.String,
+  family: PolicyFamily.annotations({ description: "Extension: the document's family" }),
   action: DecisionEffect,
   severity: Severity,
+  enabled: Schema.Boolean.annotations({ description: "Extension: false; enable the policy once reviewed" }),
+  match: Schema.Struct({
+    type: MatchType,
+    value: Schema.Union(Schema.String, Schema.Array(Schema.String)),
+    target: Schema.String,
+    case_sensitive: Schema.Boolean
+  }).annotations({ description: "Extension: the document's match" }),
   match_type: MatchType,
   match_value: Schema.String,
-  rewrite: Schema.NullOr(Schema.String)
+  rewrite: Schema.String.annotations({ description: "The replacement text of a rewrite draft; empty otherwise" })
 }).annotations({ identifier: "PolicyDraft" })
 
 // ---- guard packs

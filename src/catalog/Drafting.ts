@@ -284,6 +284,14 @@ export const draftPolicy = (prompt: string): Option.Option<Draft> => {
   )
 }
 
+/** The policy document's `match` of a draft. */
+export const draftMatchOf = (draft: Draft) => ({
+  type: draft.match_type,
+  value: draft.match_values ?? draft.match_value,
+  target: draft.target,
+  case_sensitive: false
+})
+
 /** The policy document for a draft, in the conventions' shape; disabled, so review comes first. */
 export const draftToPolicyDocument = (draft: Draft): Schema.Schema.Encoded<typeof PolicyDocument> => ({
   id: draft.id,
@@ -292,12 +300,7 @@ export const draftToPolicyDocument = (draft: Draft): Schema.Schema.Encoded<typeo
   severity: draft.severity,
   action: draft.action,
   enabled: false,
-  match: {
-    type: draft.match_type,
-    value: draft.match_values ?? draft.match_value,
-    target: draft.target,
-    case_sensitive: false
-  },
+  match: draftMatchOf(draft),
   ...(draft.action === "rewrite" && draft.rewrite !== null ? { rewrite: draft.rewrite } : {})
 })
 

@@ -7,7 +7,7 @@
 import { Effect, Either, Option, Schema } from "effect"
 import { BadRequest, Conflict, NotFound, Unprocessable } from "../http/Errors.js"
 import { ConfigChanges } from "./ConfigChanges.js"
-import { DRAFT_EXAMPLES, draftPolicy } from "./Drafting.js"
+import { DRAFT_EXAMPLES, draftMatchOf, draftPolicy, draftToPolicyDocument } from "./Drafting.js"
 import { PolicyDocument, PolicyId } from "./Domain.js"
 import { compilePolicy, type PolicyErrors, readDocument, validatePolicy } from "./PolicyLanguage.js"
 import { policyTestErrors, runPolicyTest, withPolicy } from "./PolicyTests.js"
@@ -274,13 +274,12 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
         onSome: (found) =>
           Effect.succeed({
             draft: {
-              id: found.id,
-              description: found.description,
-              action: found.action,
-              severity: found.severity,
+              ...draftToPolicyDocument(found),
+              enabled: false,
+              match: draftMatchOf(found),
               match_type: found.match_type,
               match_value: found.match_value,
-              rewrite: found.rewrite
+              rewrite: found.rewrite ?? ""
             }
           })
       })

@@ -7,7 +7,9 @@ import { HttpServerResponse } from "@effect/platform"
 import { Effect, Either, Schema } from "effect"
 import { Readable } from "node:stream"
 import type { DecisionAnswer } from "../authorization/Decisions.js"
+import { profileFindsNothing } from "../authorization/checkers/Profile.js"
 import { strictest } from "../authorization/Pipeline.js"
+import type { AgentProfile } from "../catalog/Agents.js"
 import type { Snapshot } from "../catalog/Snapshot.js"
 import { BadGateway, BadRequest, errorBodyOf, errorHeadersOf, type HttpError, statusOf } from "../http/Errors.js"
 import type { RuntimeConfig } from "../identity/WorkspaceSettings.js"
@@ -35,7 +37,8 @@ export const allOff = (target: RouteTarget) =>
 /** Nothing in the workspace could find anything or decide other than permit: deciding would only cost time. */
 export const nothingCouldMatch = (config: RuntimeConfig, snapshot: Snapshot, agentId: string) =>
   config.settings.default_action === "permit" &&
-  !snapshot.agents.has(agentId) &&
+  // A route's agent is registered (routes refuse unknown agents): its profile must have nothing to find.
+  profileFindsNothing(snapshot.agents.get(agentId) as AgentProfile | undefined) &&
   snapshot.tools.size === 0 &&
   snapshot.labelPolicies.size === 0 &&
   !snapshot.policies.some((policy) => policy.ownerAgentId === null || policy.ownerAgentId === agentId)

@@ -3,6 +3,7 @@ import { HttpApiBuilder, type HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { auditedWrites } from "../audit/Chain.js"
+import { Agents } from "../catalog/Agents.js"
 import { type HotEndpoint, rawRouterHandler, type RawBody } from "../http/Hot.js"
 import { inWorkspace } from "../identity/Authentication.js"
 import { mapInput } from "../platform/Warm.js"
@@ -31,14 +32,27 @@ export const ProviderConnectionsHttpLive = HttpApiBuilder.group(GuardrailApi, "p
 export const GatewayRoutesHttpLive = HttpApiBuilder.group(GuardrailApi, "gatewayRoutes", (handlers) =>
   Effect.gen(function* () {
     const connections = yield* Connections
+    // A route decides for one agent: its profile must exist (404 agent_not_found), as events' findings say.
+    const agents = yield* Agents
     const audited = yield* auditedWrites
     return handlers
       .handle("listGatewayRoutes", () =>
         inWorkspace(connections.listRoutes).pipe(Effect.map((list) => ({ gateway_routes: list })))
       )
-      .handle("createGatewayRoute", ({ payload }) => audited(inWorkspace((ws) => connections.createRoute(ws, payload))))
+      .handle("createGatewayRoute", ({ payload }) =>
+        audited(
+          inWorkspace((ws) => Effect.zipRight(agents.find(ws, payload.agent_id), connections.createRoute(ws, payload)))
+        )
+      )
       .handle("updateGatewayRoute", ({ path, payload }) =>
-        audited(inWorkspace((ws) => connections.updateRoute(ws, path.id, payload)))
+        audited(
+          inWorkspace((ws) =>
+            Effect.zipRight(
+              payload.agent_id === undefined ? Effect.void : agents.find(ws, payload.agent_id),
+              connections.updateRoute(ws, path.id, payload)
+            )
+          )
+        )
       )
   })
 ).pipe(Layer.provide(Connections.Default))

@@ -151,6 +151,39 @@ export const internalErrorBody = (requestId: string): ErrorBody => ({
 
 const formatPath = (path: ReadonlyArray<PropertyKey>) => path.map(String).join(".")
 
+const expectedActual = /^Expected (.+), actual (.+)$/s
+
+/**
+ * A union's members each fail on their own (`Expected "a", actual "x"`, then `Expected "b", actual "x"`): the
+ * issues at one path with one actual value become one that names every allowed value.
+ */
+const withAlternativesFolded = (details: ReadonlyArray<ErrorDetail>): ReadonlyArray<ErrorDetail> => {
+  const folded: Array<{ path: string; expected: Array<string>; actual: string } | ErrorDetail> = []
+  for (const detail of details) {
+    const match = expectedActual.exec(detail.message)
+    const last = folded[folded.length - 1]
+    if (match === null) folded.push(detail)
+    else if (last !== undefined && "expected" in last && last.path === detail.path && last.actual === match[2]) {
+      if (!last.expected.includes(match[1]!)) last.expected.push(match[1]!)
+    } else folded.push({ path: detail.path, expected: [match[1]!], actual: match[2]! })
+  }
+  return folded.map((entry) =>
+    "expected" in entry
+      ? {
+          path: entry.path,
+          message:
+            entry.expected.length === 1
+              ? `Expected ${entry.expected[0]}, actual ${entry.actual}`
+              : `Expected one of ${entry.expected.join(" | ")}, actual ${entry.actual}`
+        }
+      : entry
+  )
+}
+
+/** Decodes with every failing path reported, not only the first: what a refusal's details list. */
+export const decodeReportingAll = <A, I>(schema: Schema.Schema<A, I>) =>
+  Schema.decodeUnknown(schema, { errors: "all" })
+
 /**
  * The 400 for a request that does not match its endpoint's schemas, naming
  * every failing path (`issues` as ParseResult's ArrayFormatter lists them).
@@ -159,11 +192,16 @@ export const validationFailed = (
   issues: ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }>,
   message = "The request does not match this endpoint's schema."
 ) => {
-  const details = issues.map((issue) => ({ path: formatPath(issue.path), message: shortMessage(issue.message) }))
+  const details = withAlternativesFolded(issues.map((issue) => ({ path: formatPath(issue.path), message: issue.message })))
+    .map((detail) => ({ path: detail.path, message: shortMessage(detail.message) }))
   const first = details[0]
   return new BadRequest({
     code: "validation_failed",
-    message: first === undefined ? message : `${first.path === "" ? "body" : first.path}: ${first.message}`,
+    message:
+      first === undefined
+        ? message
+        : `${first.path === "" ? "body" : first.path}: ${first.message}` +
+          (details.length > 1 ? ` (and ${details.length - 1} more; see details)` : ""),
     details
   })
 }

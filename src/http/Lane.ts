@@ -27,7 +27,7 @@ import type { WarmUseCase } from "../platform/Warm.js"
 import { requestAnswered } from "./AccessLog.js"
 import { isJsonType, mediaTypeOf, parseJsonBody } from "./Body.js"
 import { bearerTokenOf, withMessagesDialectKey } from "./Credential.js"
-import { type HttpError, schemaRefusal } from "./Errors.js"
+import { decodeReportingAll, type HttpError, schemaRefusal } from "./Errors.js"
 import type { AnyHotEndpoint, HotRequest } from "./Hot.js"
 import { requestIdOf } from "./RequestInfo.js"
 import { findRoute, pathParams, type RouteEntry } from "./Routes.js"
@@ -66,9 +66,9 @@ const laneRouteOf = (route: RouteEntry, hot: AnyHotEndpoint): LaneRoute => {
   return {
     route,
     hot,
-    decodePath: pathSchema === undefined ? identity : Schema.decodeUnknown(pathSchema),
+    decodePath: pathSchema === undefined ? identity : decodeReportingAll(pathSchema),
     decodePathNow: pathSchema === undefined ? identityNow : Schema.decodeUnknownEither(pathSchema),
-    decodePayload: hot.raw || payloadSchema === undefined ? identity : Schema.decodeUnknown(payloadSchema),
+    decodePayload: hot.raw || payloadSchema === undefined ? identity : decodeReportingAll(payloadSchema),
     decodePayloadNow: hot.raw || payloadSchema === undefined ? identityNow : Schema.decodeUnknownEither(payloadSchema),
     success: { raw: hot.raw, status: route.successStatus, encode: Schema.encodeEither(route.successSchema) }
   }

@@ -30,12 +30,14 @@ import { isJsonType, mediaTypeOf, parseJsonBody, readNodeBody, tooLarge, YAML_TY
 import { withMessagesDialectKey } from "./Credential.js"
 import {
   BadRequest,
+  decodeReportingAll,
   errorBodyOf,
   type HttpError,
   errorHeadersOf,
   internalErrorBody,
   isHttpError,
   NotFound,
+  schemaRefusal,
   statusOf,
   UnsupportedMediaType,
   validationFailed
@@ -146,6 +148,25 @@ const routeNotFound = (error: RouteNotFound) =>
     message: `No route for ${error.request.method} ${pathOf(error.request.url)}.`
   })
 
+/**
+ * The 400 for a request HttpApi refused. HttpApi stops at the first failing path; when the body is what failed,
+ * it is decoded again reporting every failing path (as the fast lane does), so one answer lists them all.
+ */
+const everyIssue = (
+  route: RouteEntry | undefined,
+  request: HttpServerRequest.HttpServerRequest,
+  error: HttpApiError.HttpApiDecodeError
+) =>
+  Effect.gen(function* () {
+    const schema = route?.payloadSchema
+    if (schema === undefined || (route?.body !== "json" && route?.body !== "yaml")) {
+      return validationFailed(error.issues, error.message)
+    }
+    const body = route.body === "json" ? yield* request.json : yield* request.text
+    const decoded = yield* Effect.either(decodeReportingAll(schema)(body))
+    return Either.isLeft(decoded) ? schemaRefusal(decoded.left) : validationFailed(error.issues, error.message)
+  }).pipe(Effect.orElseSucceed(() => validationFailed(error.issues, error.message)))
+
 /** Body checks before routing, error-shape mapping after, for the request's route. */
 const requestGuard =
   (route: RouteEntry | undefined, maxBodyBytes: number) =>
@@ -161,16 +182,18 @@ const requestGuard =
       const checked = yield* checkBody(request, route, limit)
       const inner =
         checked === original ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, checked)
-      return yield* inner.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(FileSystem.Size(limit))))
+      return yield* inner.pipe(
+        HttpIncomingMessage.withMaxBodySize(Option.some(FileSystem.Size(limit))),
+        Effect.catchIf(
+          (error): error is E & HttpApiError.HttpApiDecodeError => Predicate.isTagged(error, "HttpApiDecodeError"),
+          (error) => Effect.flatMap(everyIssue(route, checked, error), Effect.fail)
+        )
+      )
     }).pipe(
       Effect.catchAllCause((cause): Effect.Effect<never, HttpError | E> => {
         const failure = Cause.failureOption(cause)
         if (Option.isSome(failure)) {
           const error: unknown = failure.value
-          if (Predicate.isTagged(error, "HttpApiDecodeError")) {
-            const decodeError = error as HttpApiError.HttpApiDecodeError
-            return Effect.fail(validationFailed(decodeError.issues, decodeError.message))
-          }
           if (Predicate.isTagged(error, "RouteNotFound")) return Effect.fail(routeNotFound(error as RouteNotFound))
         }
         return Effect.failCause(cause)

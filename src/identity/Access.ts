@@ -24,6 +24,7 @@ const member = { read: "member", write: "member" } as const
 const adminWrites = { read: "member", write: "admin" } as const
 
 export const accessByGroup: Readonly<Record<string, GroupAccess>> = {
+  me: { runtimeKey: "read", ...member },
   apiKeys: { runtimeKey: "none", read: "admin", write: "admin" },
   team: { runtimeKey: "none", ...member, endpoints: { createInvite: "admin", listMembers: "member" } },
   settings: { runtimeKey: "none", ...adminWrites },

@@ -8,7 +8,7 @@ import { Effect, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { Conflict, Unauthorized, tooManyRequests } from "../http/Errors.js"
 import { transactionOf } from "../platform/Sql.js"
-import { Session, UserId } from "./Domain.js"
+import { Session, UserId, WorkspaceId } from "./Domain.js"
 import { Passwords } from "./Passwords.js"
 import { IdentityRepo, type UserRow } from "./Repo.js"
 import { LoginThrottle } from "./LoginThrottle.js"
@@ -29,9 +29,17 @@ export class Accounts extends Effect.Service<Accounts>()("identity/Accounts", {
     const throttle = yield* LoginThrottle
     const passwords = yield* Passwords
 
-    const session = (user: { id: string; username: string }, passwordVersion: number) =>
+    const session = (
+      user: { id: string; username: string; default_workspace_id: string | null },
+      passwordVersion: number
+    ) =>
       Effect.map(tokens.issue({ userId: user.id, passwordVersion }), (jwt) =>
-        Session.make({ jwt, user_id: UserId.make(user.id), username: user.username })
+        Session.make({
+          jwt,
+          user_id: UserId.make(user.id),
+          username: user.username,
+          workspace_id: user.default_workspace_id === null ? null : WorkspaceId.make(user.default_workspace_id)
+        })
       )
 
     /** Creates a user with a personal workspace; `None` when the username is taken. */

@@ -12,6 +12,7 @@ import {
   CreateInvite,
   CreateWorkspace,
   Invite,
+  Me,
   TeamMembers,
   Credentials,
   Environment,
@@ -43,6 +44,20 @@ export class AuthApi extends HttpApiGroup.make("auth")
     OpenApi.Description,
     "Sessions: login, signup and password change take the SHA-256 hex digest of the password; oauth-session is internal (internal key only)."
   ) {}
+
+export class MeApi extends HttpApiGroup.make("me")
+  .add(
+    HttpApiEndpoint.get("getMe", "/me")
+      .addSuccess(Me)
+      .annotate(OpenApi.Summary, "Who am I")
+      .annotate(
+        OpenApi.Description,
+        "Extension: the caller's identity, credential kind, workspace id, environment id (runtime keys), role and the workspace's feature flags. Use it to find the workspace_id events need."
+      )
+  )
+  .prefix("/v1")
+  .middleware(Authentication)
+  .annotate(OpenApi.Description, "The caller as the service sees it.") {}
 
 export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
   .add(HttpApiEndpoint.get("listApiKeys", "/api-keys").addSuccess(Schema.Struct({ api_keys: Schema.Array(ApiKey) })))

@@ -12,7 +12,7 @@ import { NotFound } from "../http/Errors.js"
 import { prefixedId, randomToken } from "../platform/Ids.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import type { Caller } from "./Authentication.js"
-import { ApiKeyId } from "./Domain.js"
+import { ApiKeyId, WorkspaceId } from "./Domain.js"
 import { type ApiKeyRow, SettingsRepo } from "./SettingsRepo.js"
 
 export const LIVE_KEY_PREFIX = "gr_live_"
@@ -83,7 +83,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("identity/ApiKeys", {
         createdBy: caller.userId ?? caller.principalId
       })
       const [row] = yield* repo.listApiKeys(caller.workspaceId, [id])
-      return { api_key: toApiKey(row!), plaintext_key: plaintext }
+      return { api_key: toApiKey(row!), workspace_id: WorkspaceId.make(caller.workspaceId), plaintext_key: plaintext }
     })
 
     const list = Effect.fn("ApiKeys.list")((workspaceId: string) =>

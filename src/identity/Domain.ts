@@ -68,7 +68,10 @@ export const OAuthSessionRequest = Schema.Struct({
 export class Session extends Schema.Class<Session>("Session")({
   jwt: Schema.String,
   user_id: UserId,
-  username: Schema.String
+  username: Schema.String,
+  workspace_id: Schema.NullOr(WorkspaceId).annotations({
+    description: "Extension: the user's default workspace, which the session acts in unless X-SERVICE-Workspace-Id names another"
+  })
 }) {}
 
 // ---- API keys
@@ -96,8 +99,25 @@ export const CreateApiKey = Schema.Struct({
 
 export const CreatedApiKey = Schema.Struct({
   api_key: ApiKey,
+  workspace_id: WorkspaceId.annotations({ description: "Extension: the workspace the key acts in" }),
   plaintext_key: Schema.String.annotations({ description: "The full secret (gr_live_...), shown only once" })
 })
+
+/** `GET /v1/me`: who the credential is, where it acts, and what it may use. */
+export const Me = Schema.Struct({
+  kind: Schema.Literal("user", "runtime_key").annotations({ description: "The credential: a user session or a runtime key" }),
+  principal_id: Schema.String.annotations({ description: "The user id, or the API key id" }),
+  user_id: Schema.NullOr(Schema.String),
+  api_key_id: Schema.NullOr(Schema.String),
+  workspace_id: WorkspaceId,
+  environment_id: Schema.NullOr(EnvironmentId).annotations({ description: "The environment a runtime key is bound to" }),
+  role: Schema.Literal("owner", "admin", "member"),
+  feature_flags: Schema.Struct({
+    is_attacks_enabled: Schema.Boolean,
+    is_knowledge_base_enabled: Schema.Boolean,
+    is_mcp_gateway_enabled: Schema.Boolean
+  })
+}).annotations({ identifier: "Me" })
 
 export const RevokeApiKeys = Schema.Struct({ ids: boundedArray(Identifier, 1000) })
 

@@ -10,6 +10,7 @@ import { ApiKeys } from "./ApiKeys.js"
 import { CurrentCaller, inWorkspace } from "./Authentication.js"
 import { AuthenticationLive, InternalAuthenticationLive } from "./AuthenticationLive.js"
 import { Credentials, missingCredential } from "./Credentials.js"
+import { EnvironmentId, WorkspaceId } from "./Domain.js"
 import { WorkspaceFeatures } from "./FeatureFlags.js"
 import { WorkspaceSettings } from "./WorkspaceSettings.js"
 import { Workspaces } from "./Workspaces.js"
@@ -31,6 +32,32 @@ export const AuthHttpLive = HttpApiBuilder.group(GuardrailApi, "auth", (handlers
         Effect.flatMap(clientAddress, (address) => accounts.changePassword(payload, address))
       )
       .handle("oauthSession", ({ payload }) => accounts.oauthSession(payload))
+  })
+)
+
+export const MeHttpLive = HttpApiBuilder.group(GuardrailApi, "me", (handlers) =>
+  Effect.gen(function* () {
+    const features = yield* WorkspaceFeatures
+    return handlers.handle("getMe", () =>
+      Effect.gen(function* () {
+        const caller = yield* CurrentCaller
+        const flags = yield* features.flagsOf(caller.workspaceId)
+        return {
+          kind: caller.kind,
+          principal_id: caller.principalId,
+          user_id: caller.userId,
+          api_key_id: caller.apiKeyId,
+          workspace_id: WorkspaceId.make(caller.workspaceId),
+          environment_id: caller.environmentId === null ? null : EnvironmentId.make(caller.environmentId),
+          role: caller.role,
+          feature_flags: {
+            is_attacks_enabled: flags.is_attacks_enabled,
+            is_knowledge_base_enabled: flags.is_knowledge_base_enabled,
+            is_mcp_gateway_enabled: flags.is_mcp_gateway_enabled
+          }
+        }
+      })
+    )
   })
 )
 

@@ -69,6 +69,16 @@ export class TracesApi extends HttpApiGroup.make("traces")
         })
       )
   )
+  .add(
+    HttpApiEndpoint.get("getTrace", "/traces/:trace_id")
+      .setPath(TracePath)
+      .addSuccess(Trace)
+      .annotate(OpenApi.Summary, "Get a trace")
+      .annotate(
+        OpenApi.Description,
+        "Extension: one decision trace with its request, decision, findings and latest review outcome; 404 trace_not_found when the workspace has none by that id."
+      )
+  )
   .prefix("/v1")
   .middleware(Authentication)
   .annotate(

@@ -56,15 +56,17 @@ export const RunsHttpLive = HttpApiBuilder.group(GuardrailApi, "runs", (handlers
 export const TracesHttpLive = HttpApiBuilder.group(GuardrailApi, "traces", (handlers) =>
   Effect.gen(function* () {
     const traces = yield* Traces
-    return handlers.handle("listTraces", ({ urlParams }) =>
-      inWorkspace((ws) => {
-        const filters = traceFilters(urlParams)
-        const limit = pageSize(urlParams.limit, 100)
-        if (urlParams.after === undefined) return traces.list(ws, filters, limit, urlParams.cursor)
-        if (urlParams.cursor !== undefined) return Effect.fail(tailWithCursor)
-        return traces.tail(ws, filters, limit, urlParams.after)
-      })
-    )
+    return handlers
+      .handle("listTraces", ({ urlParams }) =>
+        inWorkspace((ws) => {
+          const filters = traceFilters(urlParams)
+          const limit = pageSize(urlParams.limit, 100)
+          if (urlParams.after === undefined) return traces.list(ws, filters, limit, urlParams.cursor)
+          if (urlParams.cursor !== undefined) return Effect.fail(tailWithCursor)
+          return traces.tail(ws, filters, limit, urlParams.after)
+        })
+      )
+      .handle("getTrace", ({ path }) => inWorkspace((ws) => traces.get(ws, path.trace_id)))
   })
 )
 

@@ -9,7 +9,6 @@ import type { Caller } from "../identity/Authentication.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { keepJson, keepOptionalString } from "../privacy/Redaction.js"
 import { pageByTime } from "../platform/Cursor.js"
-import { NotFound } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { Outbox } from "../platform/Outbox.js"
 import { toTimestamp } from "../platform/Schemas.js"
@@ -17,7 +16,7 @@ import { orFailWith, transactionOf } from "../platform/Sql.js"
 import { Topics } from "../platform/Topics.js"
 import { ReviewEventId, ReviewEventMessage, type ReviewOutcome, TraceId } from "./Domain.js"
 import { type ReviewRow, TraceRepo } from "./TraceRepo.js"
-import { Traces } from "./Traces.js"
+import { traceNotFound, Traces } from "./Traces.js"
 
 const toReview = (row: ReviewRow) => ({
   id: ReviewEventId.make(row.id),
@@ -34,9 +33,6 @@ const toReview = (row: ReviewRow) => ({
 })
 
 const encodeReviewEventMessage = Schema.encodeSync(ReviewEventMessage)
-
-const traceNotFound = (id: string) =>
-  new NotFound({ code: "trace_not_found", message: `No trace ${id} in this workspace.` })
 
 export class Reviews extends Effect.Service<Reviews>()("runs/Reviews", {
   effect: Effect.gen(function* () {

@@ -55,6 +55,7 @@ const TraceLink = Schema.Struct({
 const decodeTraces = Schema.decodeUnknown(Schema.Array(TraceRow))
 
 export interface TraceFilters {
+  readonly traceId?: string | undefined
   readonly sessionId?: string | undefined
   readonly runId?: string | undefined
   readonly agentId?: string | undefined
@@ -164,6 +165,7 @@ export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
       sql`select id, run_id, run_event_id, session_id, decision, domain, environment, environment_id, elapsed_ms,
                  latest_review_outcome, latest_reviewed_at, created_at, payload, policy_set_digest
           from traces where workspace_id = ${workspaceId}
+          ${optional(filters.traceId, (v) => sql`and id = ${v}`)}
           ${optional(filters.sessionId, (v) => sql`and session_id = ${v}`)}
           ${optional(filters.runId, (v) => sql`and run_id = ${v}`)}
           ${optional(filters.agentId, (v) => sql`and agent_id = ${v}`)}

@@ -4,7 +4,7 @@
  * newest first with cursor paging.
  */
 import { Effect, Option } from "effect"
-import { BadRequest } from "../http/Errors.js"
+import { BadRequest, NotFound } from "../http/Errors.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { TraceId } from "./Domain.js"
 import { decodeTimeCursor, encodeTimeCursor, pageByTime } from "../platform/Cursor.js"
@@ -37,6 +37,9 @@ export const toTrace = (row: TraceRow) => ({
   payload: row.payload,
   policy_set_digest: row.policy_set_digest
 })
+
+export const traceNotFound = (id: string) =>
+  new NotFound({ code: "trace_not_found", message: `No trace ${id} in this workspace.` })
 
 export class Traces extends Effect.Service<Traces>()("runs/Traces", {
   effect: Effect.gen(function* () {
@@ -77,7 +80,20 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
       }
     })
 
-    return { insertStatement: repo.insertStatement, list, tail, find: repo.find, setLatestReview: repo.setLatestReview }
+    /** One trace of the workspace, whole. */
+    const get = Effect.fn("Traces.get")(function* (workspaceId: string, traceId: string) {
+      const [row] = yield* repo.listTraces(workspaceId, { traceId }, 1, Option.none())
+      return row === undefined ? yield* traceNotFound(traceId) : toTrace(row)
+    })
+
+    return {
+      insertStatement: repo.insertStatement,
+      list,
+      tail,
+      get,
+      find: repo.find,
+      setLatestReview: repo.setLatestReview
+    }
   }),
   dependencies: [TraceRepo.Default]
 }) {}

@@ -15,7 +15,7 @@ import { call, expectValidation } from "../support/Raw.js"
 import { createEnvironment, createKey, keyClient, tenant, type Tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import { reasonsOf, upsertTool } from "./event-helpers.js"
-import { type Action, createPolicy, propose, reply } from "../support/Events.js"
+import { type Action, createAgent, createPolicy, propose, reply } from "../support/Events.js"
 import { until } from "../support/Eventually.js"
 
 const AGENT = "billing-bot"
@@ -47,6 +47,7 @@ const grantRaw = (base: string, token: string, intentId: string, body: Record<st
 const withApprovalTool = (base: string, mode: "off" | "observe" | "enforce", approval: unknown = true) =>
   Effect.gen(function* () {
     const owner = yield* tenant(base)
+    yield* createAgent(base, owner, AGENT)
     yield* upsertTool(base, owner, { tool: "issue_refund", reversible: false, side_effect: "payment", approval })
     yield* upsertTool(base, owner, { tool: "lookup_order", reversible: true, side_effect: "none" })
     const settings = yield* setSettings(owner, { approval_checker_mode: mode })

@@ -7,13 +7,15 @@ import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import { createPolicy, propose, reply } from "../support/Events.js"
+import { createAgent, createPolicy, propose, reply } from "../support/Events.js"
 
 layer(testServer("database"), SERVER_OPTIONS)("default_action", (it) => {
   it.effect("permit by default; deny or defer when set; a matching permit policy still permits", () =>
     Effect.gen(function* () {
       const base = yield* baseUrl
       const owner = yield* tenant(base)
+      // A registered agent: an unregistered one gets a finding of its own (first-hour-http.test.ts).
+      yield* createAgent(base, owner, "bot")
       const innocuous = reply("Your order ships tomorrow.")
       expect((yield* propose(base, owner, "bot", innocuous)).effect).toBe("permit")
 

@@ -428,12 +428,12 @@ layer(testServer("database"), SERVER_OPTIONS)("POST /v1/events (database event l
       })
     )
 
-    it.effect("a missing principal field is 400 naming its path", () =>
+    it.effect("a missing principal field is 400 naming its path (a session may leave workspace_id out)", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
         const owner = yield* setUp(base)
         const full = eventBody(owner, AGENT, reply("hello"))
-        for (const field of ["agent_id", "environment_id", "workspace_id"] as const) {
+        for (const field of ["agent_id", "environment_id"] as const) {
           const { [field]: _dropped, ...principal } = full.principal
           const response = yield* call(base, "POST", "/v1/events", {
             token: owner.jwt,

@@ -78,7 +78,13 @@ const cases: ReadonlyArray<{
       ["escalation_triggers:speak to a manager", "defer"]
     ]
   },
-  { name: "no agent profile", context: context("full refund", false), found: [] },
+  // An agent without a profile is said in a finding whose effect is the default action (permit unless set).
+  { name: "no agent profile", context: context("full refund", false), found: [["agent.registered", "permit"]] },
+  {
+    name: "no agent profile, default action deny",
+    context: { ...context("full refund", false), defaultEffect: "deny" },
+    found: [["agent.registered", "deny"]]
+  },
   { name: "no content", context: context(undefined), found: [] },
   { name: "empty content", context: context(""), found: [] }
 ]

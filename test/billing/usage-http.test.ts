@@ -184,6 +184,10 @@ layer(testServer("kafka"), SERVER_OPTIONS)("GET /v1/llm-usage (Kafka event log)"
           cost_usd_nanos: "280000000"
         }
       ])
+      // group_by agent: every event here came through the route of support-bot.
+      const byAgent = usageGroupsOf(yield* usage(owner.api, { group_by: "agent" }))
+      expect(byAgent.group_by).toBe("agent")
+      expect(byAgent.groups.map((group) => [group.key, group.event_count])).toEqual([["support-bot", 5]])
       const byModel = usageGroupsOf(yield* usage(owner.api, { group_by: "model", start: "2026-03-01T12:00:00Z" }))
       expect(byModel.group_by).toBe("model")
       expect(byKey(byModel)).toEqual(

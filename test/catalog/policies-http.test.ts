@@ -571,7 +571,18 @@ layer(testServer("database"), SERVER_OPTIONS)("policies over HTTP", (it) => {
         )
         const { draft } = answer.value
         expect(keysOf(fieldOf(answer.body, "draft"))).toEqual(
-          ["action", "description", "id", "match_type", "match_value", "rewrite", "severity"].sort()
+          [
+            "action",
+            "description",
+            "enabled",
+            "family",
+            "id",
+            "match",
+            "match_type",
+            "match_value",
+            "rewrite",
+            "severity"
+          ].sort()
         )
         expect(draft.action).toBe("deny")
         expect(draft.id).toMatch(/^[a-z0-9][a-z0-9_.-]{0,127}$/)

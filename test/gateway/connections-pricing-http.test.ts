@@ -21,7 +21,7 @@ import {
   testServerOver,
   testServerWithDatabase
 } from "../support/TestServer.js"
-import { GATEWAY_SETTINGS, PROVIDER_KEY, setupGateway } from "./gateway-helpers.js"
+import { GATEWAY_SETTINGS, PROVIDER_KEY, registerAgent, setupGateway } from "./gateway-helpers.js"
 
 const CONNECTION_KEYS = [
   "base_url",
@@ -253,6 +253,21 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
         const mine = yield* setupGateway(base, owner, "http://127.0.0.1:9", "bot-a")
         const theirs = yield* setupGateway(base, other, "http://127.0.0.1:9")
         const routes = owner.api.gatewayRoutes
+        yield* registerAgent(owner, "bot-b")
+        yield* registerAgent(owner, "bot-c")
+        // A route's agent must be registered in the workspace.
+        yield* expectFailure(
+          routes.createGatewayRoute({
+            payload: { agent_id: "ghost", display_name: "d", provider_connection_id: mine.connectionId }
+          }),
+          404,
+          "agent_not_found"
+        )
+        yield* expectFailure(
+          routes.updateGatewayRoute({ path: { id: mine.routeId }, payload: { agent_id: "ghost" } }),
+          404,
+          "agent_not_found"
+        )
 
         const { body: listedBody, value: listed } = yield* withRaw(routes.listGatewayRoutes({ withResponse: true }))
         expect(listed.gateway_routes).toHaveLength(1)
@@ -277,7 +292,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
 
         const foreign = yield* expectFailure(
           routes.createGatewayRoute({
-            payload: { agent_id: "a", display_name: "d", provider_connection_id: theirs.connectionId }
+            payload: { agent_id: "bot-a", display_name: "d", provider_connection_id: theirs.connectionId }
           }),
           404,
           "provider_connection_not_found"

@@ -28,9 +28,23 @@ export interface Gateway {
   readonly routeBase: string
 }
 
+/** Registers `agentId` with a profile that finds nothing (a route's agent must exist); kept when already there. */
+export const registerAgent = (owner: Caller, agentId: string) =>
+  owner.api.agents
+    .createAgent({
+      payload: new TextEncoder().encode(
+        `agent_id: ${agentId}\ndisplay_name: ${agentId}\nauthority: {}\nscope: {}\ntone:\n  target: neutral\n`
+      )
+    })
+    .pipe(
+      Effect.asVoid,
+      Effect.catchTag("Conflict", () => Effect.void)
+    )
+
 /** A connection to `upstreamUrl` and a route through it, created by `owner`. */
 export const setupGateway = (base: string, owner: Caller, upstreamUrl: string, agentId = "support-bot") =>
   Effect.gen(function* () {
+    yield* registerAgent(owner, agentId)
     const connection = yield* owner.api.providerConnections.createProviderConnection({
       payload: {
         display_name: "Stub",

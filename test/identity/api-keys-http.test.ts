@@ -64,7 +64,7 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("API keys over HTTP", 
         } = yield* withRaw(owner.api.apiKeys.createApiKey({ payload: { name }, withResponse: true }))
         expect(status).toBe(201)
         // The body as sent: decoding would drop any field the contract does not name.
-        expect(Object.keys(body as object).sort()).toEqual(["api_key", "plaintext_key"])
+        expect(Object.keys(body as object).sort()).toEqual(["api_key", "plaintext_key", "workspace_id"])
         // gr_live_ and at least 32 random bytes (43 base64url characters).
         expect(created.plaintext_key).toMatch(/^gr_live_[A-Za-z0-9_-]{43,}$/)
         const key = created.api_key

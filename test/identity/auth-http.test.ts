@@ -71,7 +71,7 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
         )
         expect(status).toBe(200)
         // The body as sent: decoding would drop any field the contract does not name.
-        expect(Object.keys(body as object).sort()).toEqual(["jwt", "user_id", "username"])
+        expect(Object.keys(body as object).sort()).toEqual(["jwt", "user_id", "username", "workspace_id"])
         expect(session.user_id).toMatch(UUID)
         expect(session.username).toBe(username)
         expect(session.jwt.split(".")).toHaveLength(3)

@@ -54,9 +54,10 @@ export const runRefusedChildService = (env: Record<string, string>) =>
     const databaseUrl = yield* freshDatabase
     return yield* Effect.promise(
       () =>
-        new Promise<{ readonly code: number | string; readonly output: string }>((resolve) => {
+        new Promise<{ readonly code: number | string; readonly output: string; readonly stderr: string }>((resolve) => {
           const child = spawnService(databaseUrl, `${uniqueName("refused")}.`, env)
           let output = ""
+          let stderr = ""
           let started = false
           const onData = (chunk: Buffer) => {
             output += chunk.toString()
@@ -67,8 +68,9 @@ export const runRefusedChildService = (env: Record<string, string>) =>
           }
           child.stdout.on("data", onData)
           child.stderr.on("data", onData)
+          child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
           child.on("close", (code, signal) =>
-            resolve({ code: started ? "started" : (code ?? signal ?? "unknown"), output })
+            resolve({ code: started ? "started" : (code ?? signal ?? "unknown"), output, stderr })
           )
         })
     )

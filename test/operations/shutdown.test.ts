@@ -13,7 +13,7 @@ import { inject } from "vitest"
 import { queryDatabase } from "../support/Database.js"
 import { tenant } from "../support/Tenants.js"
 import { startChildService } from "./child-service.js"
-import { eventBody, propose, reply } from "../support/Events.js"
+import { createAgent, eventBody, propose, reply } from "../support/Events.js"
 import { until } from "../support/Eventually.js"
 
 /**
@@ -83,6 +83,7 @@ it.live(
       const service = yield* startChildService({ SHUTDOWN_DRAIN_SECONDS: "15" })
       const base = service.baseUrl
       const owner = yield* tenant(base)
+      yield* createAgent(base, owner, "bot")
       const run = yield* owner.api.runs.createRun({ payload: { agent_id: "bot", kind: "chat_session" } })
       for (let i = 0; i < 4; i++) yield* propose(base, owner, "bot", reply(`answer ${i}`), { run_id: run.id })
       // The run-counters consumer has applied the four decisions.

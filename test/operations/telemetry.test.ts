@@ -10,7 +10,7 @@ import { Effect } from "effect"
 import { readTopics } from "../privacy/kafka-read.js"
 import { tenant } from "../support/Tenants.js"
 import { startChildService } from "./child-service.js"
-import { createPolicy, propose, reply } from "../support/Events.js"
+import { createAgent, createPolicy, propose, reply } from "../support/Events.js"
 
 it.live(
   "details on the decisions topic and in the log only for workspaces with telemetry enabled",
@@ -21,6 +21,7 @@ it.live(
       const reporting = yield* tenant(base)
       const quiet = yield* tenant(base)
       for (const owner of [reporting, quiet]) {
+        yield* createAgent(base, owner, "bot")
         yield* createPolicy(base, owner, "no-refunds", { value: "refund", description: "Refunds need a human" })
       }
       const settings = yield* reporting.api.settings.getSettings()

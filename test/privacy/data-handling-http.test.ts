@@ -9,7 +9,7 @@ import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { createHash } from "node:crypto"
 import { queryDatabase } from "../support/Database.js"
-import { createPolicy, proposeCall } from "../support/Events.js"
+import { createAgent, createPolicy, proposeCall } from "../support/Events.js"
 import { type Tenant, tenant } from "../support/Tenants.js"
 import { uniqueName } from "../support/TestPlatform.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
@@ -126,6 +126,7 @@ layer(testServerWithDatabase("kafka", { KAFKA_TOPIC_PREFIX: PREFIX }), SERVER_OP
         const base = yield* baseUrl
         const url = yield* TestDatabaseUrl
         const owner = yield* tenant(base)
+        yield* createAgent(base, owner, "bot")
         yield* createPolicy(base, owner, "mask-darn", { action: "rewrite", value: "darn", rewrite: "[bleep]" })
         yield* createPolicy(base, owner, "no-openai-keys", { action: "deny", value: API_KEY })
 

@@ -3,6 +3,8 @@
  * out-of-scope topics, forbidden tone words (rewritten away) and escalation
  * triggers (deferred to a human, status `escalated`).
  */
+import type { AgentProfile } from "../../catalog/Agents.js"
+import type { DecisionEffect } from "../Domain.js"
 import type { Checker, EventKind, FindingDraft } from "../Pipeline.js"
 
 /** Escalation triggers read what comes in and what goes out; the other profile checks only what goes out. */
@@ -38,12 +40,41 @@ const patternFor = (phrase: string) => {
 
 const mentions = (content: string, phrase: string) => phrase.trim() !== "" && patternFor(phrase).test(content)
 
+const everyKind: ReadonlySet<EventKind> = new Set(["input.received", "tool.result", "output.proposed"])
+
+/**
+ * An event for an agent the workspace has no profile of: said in a finding (a typo would otherwise skip every
+ * profile check unnoticed), whose effect is the workspace's default action.
+ */
+const unregistered = (agentId: string, effect: DecisionEffect): FindingDraft => ({
+  policy_id: null,
+  requirement_id: "agent.registered",
+  reason: `Agent ${agentId} is not registered in this workspace, so no profile was checked; the workspace's default action (${effect}) applies.`,
+  remediation: `Register it with POST /v1/agents, or send the agent_id of a registered agent.`,
+  effect,
+  severity: "medium",
+  evidence: { agent_id: agentId }
+})
+
+/**
+ * A registered profile none of these checks can find anything in (no phrase, topic, word or trigger; canaries
+ * are matched too): for such an agent, with no policy, deciding would only cost time (the gateway skips it).
+ */
+export const profileFindsNothing = (agent: AgentProfile | undefined) =>
+  agent !== undefined &&
+  agent.authority.cannot_promise.length === 0 &&
+  agent.scope.out_of_scope.length === 0 &&
+  agent.tone.forbidden.length === 0 &&
+  agent.escalation_triggers.length === 0 &&
+  (agent.canaries?.length ?? 0) === 0
+
 export const profileChecker: Checker = {
   name: "profile",
-  kinds: inputAndProposed,
-  check: ({ action, agent, kind }) => {
+  kinds: everyKind,
+  check: ({ action, agent, agentId, defaultEffect, kind }) => {
+    if (agent === undefined) return [unregistered(agentId, defaultEffect ?? "permit")]
     const content = action.content
-    if (agent === undefined || content === undefined || content === "") return []
+    if (!inputAndProposed.has(kind) || content === undefined || content === "") return []
     const findings: Array<FindingDraft> = []
     const found = (draft: FindingDraft) => findings.push(draft)
     // What comes in is only checked for escalation triggers: promises, scope and tone are the agent's own words.
