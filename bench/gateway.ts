@@ -29,8 +29,17 @@ import { createHash } from "node:crypto"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { Agent, request as httpRequest } from "node:http"
 import { createRequire } from "node:module"
-import { portkeyGuardrailConfig } from "./portkey-guardrails.js"
-import { admin, adminUrl, brokers, cannon, pause, SERVICE_NODE_FLAGS, waitUntilIdle } from "./support.js"
+import { portkeyTargets } from "./portkey-guardrails.js"
+import {
+  admin,
+  adminUrl,
+  brokers,
+  cannon,
+  pause,
+  registerBenchAgent,
+  SERVICE_NODE_FLAGS,
+  waitUntilIdle
+} from "./support.js"
 
 const seconds = Number(process.argv[2] ?? 10)
 const STUB_DELAY_MS = 20
@@ -160,6 +169,7 @@ const configureService = async (base: string, budget = true, screened = false) =
       base_url: `http://127.0.0.1:${ports.stub}/v1`
     })
   })
+  await registerBenchAgent(base, auth, "bench-bot")
   const route = await json(`${base}/v1/gateway/routes`, {
     method: "POST",
     headers: auth,
@@ -300,16 +310,7 @@ const main = async () => {
 
     const portkeyEntry = createRequire(import.meta.url).resolve("@portkey-ai/gateway/build/start-server.js")
     const portkey = start("node", [portkeyEntry, `--port=${ports.portkey}`, "--headless"])
-    const portkeyTarget: Target = {
-      name: "portkey",
-      url: `http://127.0.0.1:${ports.portkey}/v1/chat/completions`,
-      headers: {
-        authorization: "Bearer sk-bench",
-        "content-type": "application/json",
-        "x-portkey-provider": "openai",
-        "x-portkey-custom-host": `http://127.0.0.1:${ports.stub}/v1`
-      }
-    }
+    const { plain: portkeyTarget, guarded: portkeyGuardedTarget } = portkeyTargets(ports.portkey, ports.stub)
     await waitFor(
       async () => (await fetch(portkeyTarget.url, { method: "POST", body, headers: portkeyTarget.headers })).ok,
       "portkey",
@@ -323,11 +324,7 @@ const main = async () => {
     const portkeyResult = await measure(portkeyTarget)
     console.log(JSON.stringify({ bench: "gateway", target: "portkey", ...portkeyResult }))
     // Portkey with its own built-in guardrail checks (bench/portkey-guardrails.ts), input and output.
-    const portkeyGuarded = await measure({
-      name: "portkey-guarded",
-      url: portkeyTarget.url,
-      headers: { ...portkeyTarget.headers, "x-portkey-config": portkeyGuardrailConfig }
-    })
+    const portkeyGuarded = await measure(portkeyGuardedTarget)
     console.log(JSON.stringify({ bench: "gateway", target: "portkey-guarded", ...portkeyGuarded }))
     const quiet = () => waitUntilIdle([service.child.pid!, portkey.child.pid!])
     const guardrail = await measure({ name: "guardrail", ...ours }, quiet)

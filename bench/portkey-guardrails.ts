@@ -51,3 +51,18 @@ export const portkeyGuardrailConfig = JSON.stringify({
   input_guardrails: [checks([...INJECTION_PHRASES, ...phrases])],
   output_guardrails: [checks(phrases)]
 })
+
+/** Portkey's gateway on `port` in front of the stub on `stubPort`: without checks, and with them. */
+export const portkeyTargets = (port: number, stubPort: number) => {
+  const url = `http://127.0.0.1:${port}/v1/chat/completions`
+  const headers = {
+    authorization: "Bearer sk-bench",
+    "content-type": "application/json",
+    "x-portkey-provider": "openai",
+    "x-portkey-custom-host": `http://127.0.0.1:${stubPort}/v1`
+  }
+  return {
+    plain: { name: "portkey", url, headers },
+    guarded: { name: "portkey-guarded", url, headers: { ...headers, "x-portkey-config": portkeyGuardrailConfig } }
+  }
+}

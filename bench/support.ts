@@ -119,9 +119,20 @@ export const benchTenant = async (base: string, policies: number) => {
       body: phrasePolicy(i, i % 3 === 0 ? "deny" : "defer")
     })
   }
+  for (const agentId of BENCH_AGENTS) await registerBenchAgent(base, auth, agentId)
   const keyHeaders = { authorization: `Bearer ${String(key["plaintext_key"])}`, "content-type": "application/json" }
   return { userHeaders: auth, keyHeaders, workspaceId, environmentId }
 }
+
+/** The agents the benchmarks decide for: registered, as events and gateway routes need (a bare profile). */
+export const BENCH_AGENTS = ["bench", "bench-bot"] as const
+
+export const registerBenchAgent = (base: string, auth: Record<string, string>, agentId: string) =>
+  json(`${base}/v1/agents`, {
+    method: "POST",
+    headers: { ...auth, "content-type": "application/yaml" },
+    body: `agent_id: ${agentId}\ndisplay_name: ${agentId}\nauthority: {}\nscope: {}\ntone:\n  target: neutral\n`
+  })
 
 /** The benchmark tenants' content policy `phrase-<i>`: `action` on "forbidden phrase <i>" (three digits). */
 export const phrasePolicy = (i: number, action: "deny" | "defer") =>
