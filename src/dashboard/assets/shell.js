@@ -35,7 +35,7 @@ export function pageLink(path, params, text) {
 }
 
 export const traceLink = (trace) =>
-  pageLink("/dashboard/trace", { id: trace.trace_id, at: trace.created_at }, trace.trace_id)
+  pageLink("/dashboard/trace", { id: trace.trace_id }, trace.trace_id)
 
 export const param = (name) => new URLSearchParams(location.search).get(name) ?? ""
 

@@ -11,20 +11,14 @@ const REVIEWS = 20
 
 const traceId = param("id")
 
-/**
- * The trace by id. Explorer links carry its time (`at`), so the list is asked for the millisecond
- * around it; other links (approvals, red team) have only the id, a UUIDv7 whose first 48 bits are
- * the time it was minted, just before the trace was stored: a few seconds after it are searched.
- */
+/** The trace by id (GET /v1/traces/{id}); null when the workspace has none. */
 async function findTrace() {
-  const at = Date.parse(param("at"))
-  const minted = parseInt(traceId.replace(/^trc_/, "").slice(0, 12), 16)
-  const window = !Number.isNaN(at)
-    ? { start: new Date(at).toISOString(), end: new Date(at + 1).toISOString(), limit: 10 }
-    : { start: new Date(minted).toISOString(), end: new Date(minted + 10_000).toISOString(), limit: 100 }
-  if (Number.isNaN(at) && Number.isNaN(minted)) return null
-  const page = await api("GET", "/v1/traces" + query(window))
-  return page.traces.find((trace) => trace.trace_id === traceId) ?? null
+  try {
+    return await api("GET", `/v1/traces/${encodeURIComponent(traceId)}`)
+  } catch (error) {
+    if (error.status === 404) return null
+    throw error
+  }
 }
 
 const fact = (term, ...value) => [el("dt", { text: term }), el("dd", {}, ...value)]
