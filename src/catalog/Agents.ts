@@ -205,6 +205,9 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
         Effect.map(repo.listAgents(workspaceId), (rows) => rows.map((row) => storedProfile(row.profile)))
       ),
       find,
+      /** Gateway routes and MCP servers decide for one agent: it must be registered (404 agent_not_found). */
+      requireRegistered: (workspaceId: string, agentId: string | undefined) =>
+        agentId === undefined ? Effect.void : Effect.asVoid(find(workspaceId, agentId)),
       /** `GET /v1/agents/{id}/versions`: newest first; still answers after a delete. */
       versions: Effect.fn("Agents.versions")((workspaceId: string, agentId: string) =>
         history.versions<{ readonly profile: AgentProfile; readonly source_text: string }, NotFound>(

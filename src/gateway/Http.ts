@@ -41,14 +41,16 @@ export const GatewayRoutesHttpLive = HttpApiBuilder.group(GuardrailApi, "gateway
       )
       .handle("createGatewayRoute", ({ payload }) =>
         audited(
-          inWorkspace((ws) => Effect.zipRight(agents.find(ws, payload.agent_id), connections.createRoute(ws, payload)))
+          inWorkspace((ws) =>
+            Effect.zipRight(agents.requireRegistered(ws, payload.agent_id), connections.createRoute(ws, payload))
+          )
         )
       )
       .handle("updateGatewayRoute", ({ path, payload }) =>
         audited(
           inWorkspace((ws) =>
             Effect.zipRight(
-              payload.agent_id === undefined ? Effect.void : agents.find(ws, payload.agent_id),
+              agents.requireRegistered(ws, payload.agent_id),
               connections.updateRoute(ws, path.id, payload)
             )
           )

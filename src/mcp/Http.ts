@@ -3,6 +3,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { auditedWrites } from "../audit/Chain.js"
+import { Agents } from "../catalog/Agents.js"
 import { CurrentCaller, inWorkspace } from "../identity/Authentication.js"
 import { McpGateway } from "./Gateway.js"
 import { McpServers } from "./Servers.js"
@@ -10,13 +11,25 @@ import { McpServers } from "./Servers.js"
 export const McpServersHttpLive = HttpApiBuilder.group(GuardrailApi, "mcpServers", (handlers) =>
   Effect.gen(function* () {
     const servers = yield* McpServers
+    // A server's calls are decided for one agent: its profile must exist (404 agent_not_found), as for routes.
+    const agents = yield* Agents
     const audited = yield* auditedWrites
     return handlers
       .handle("listMcpServers", () => inWorkspace(servers.list).pipe(Effect.map((list) => ({ mcp_servers: list }))))
-      .handle("createMcpServer", ({ payload }) => audited(inWorkspace((ws) => servers.create(ws, payload))))
+      .handle("createMcpServer", ({ payload }) =>
+        audited(
+          inWorkspace((ws) =>
+            Effect.zipRight(agents.requireRegistered(ws, payload.agent_id), servers.create(ws, payload))
+          )
+        )
+      )
       .handle("getMcpServer", ({ path }) => inWorkspace((ws) => servers.get(ws, path.id)))
       .handle("updateMcpServer", ({ path, payload }) =>
-        audited(inWorkspace((ws) => servers.update(ws, path.id, payload)))
+        audited(
+          inWorkspace((ws) =>
+            Effect.zipRight(agents.requireRegistered(ws, payload.agent_id), servers.update(ws, path.id, payload))
+          )
+        )
       )
       .handle("deleteMcpServer", ({ path }) => audited(inWorkspace((ws) => servers.remove(ws, path.id))))
   })

@@ -48,6 +48,18 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)(
             expect(raw.text).not.toContain(SERVER_TOKEN)
           }
 
+          // A server decides for one registered agent.
+          for (const attempt of [
+            call(base, "POST", "/v1/mcp/servers", {
+              token: owner.jwt,
+              body: { display_name: "x", url: sse.url, agent_id: "ghost-bot" }
+            }),
+            call(base, "PATCH", `/v1/mcp/servers/${serverId}`, { token: owner.jwt, body: { agent_id: "ghost-bot" } })
+          ]) {
+            const refused = yield* attempt
+            expect([refused.status, refused.body]).toMatchObject([404, { error: { code: "agent_not_found" } }])
+          }
+
           const updated = yield* owner.api.mcpServers.updateMcpServer({
             path: { id: serverId },
             payload: { display_name: "Mailbox", result_origin: "email" }
@@ -158,7 +170,13 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)(
             })
             const { client, transport } = yield* connect(setup)
             const { tools } = yield* Effect.promise(() => client.listTools())
-            expect(tools.map((tool) => tool.name).sort()).toEqual(["fetch_attachment", "lookup_order", "lookup_payee", "read_email", "send_money"])
+            expect(tools.map((tool) => tool.name).sort()).toEqual([
+              "fetch_attachment",
+              "lookup_order",
+              "lookup_payee",
+              "read_email",
+              "send_money"
+            ])
 
             const before = invocations(sse, "lookup_order")
             const result = yield* callTool(client, "lookup_order", { order_id: "o-7" })

@@ -3,6 +3,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { Effect, Redacted } from "effect"
 import type { McpServerId } from "../../src/mcp/Domain.js"
+import { registerAgent } from "../gateway/gateway-helpers.js"
 import { createKey, tenant, type Tenant } from "../support/Tenants.js"
 import { baseUrl } from "../support/TestServer.js"
 
@@ -22,6 +23,7 @@ export const mcpTenant = (url: string) =>
     const base = yield* baseUrl
     const owner = yield* tenant(base)
     const key = yield* createKey(owner)
+    yield* registerAgent(owner, AGENT)
     const server = yield* owner.api.mcpServers.createMcpServer({
       payload: {
         display_name: "Mail",
