@@ -3,6 +3,7 @@
  * plus the documented extensions. OpenAPI is generated from it.
  */
 import { HttpApi, OpenApi } from "@effect/platform"
+import { JSONSchema, SchemaAST as AST } from "effect"
 import { AnalyticsApi } from "./analytics/Api.js"
 import { AuditEventsApi } from "./audit/Api.js"
 import { ApprovalsApi, EventsApi, ReceiptsApi } from "./authorization/Api.js"
@@ -13,6 +14,7 @@ import { GatewayProxyApi, GatewayRoutesApi, ProviderConnectionsApi } from "./gat
 import { McpProxyApi, McpServersApi } from "./mcp/Api.js"
 import { ApiKeysApi, AuthApi, MeApi, EnvironmentsApi, SettingsApi, TeamApi } from "./identity/Api.js"
 import { AnyHttpErrorWire } from "./http/Errors.js"
+import { IdempotencyKey } from "./idempotency/Domain.js"
 import { accessByGroup } from "./identity/Access.js"
 import { documented, withOnlyErrorBody } from "./platform/OpenApiDocument.js"
 import { AdminApi, MetricsApi } from "./operations/Api.js"
@@ -35,6 +37,16 @@ const extraStatuses = {
   gatewayProxy: [402, 429, 502, 504],
   mcpProxy: [502]
 }
+
+/** Idempotency-Key (src/idempotency), read by the two hot writes' handlers rather than their contract. */
+const { $schema: _dialect, ...idempotencyKeySchema } = JSONSchema.make(IdempotencyKey)
+const idempotencyKeyHeader = {
+  name: "Idempotency-Key",
+  required: false,
+  description: IdempotencyKey.ast.annotations[AST.DescriptionAnnotationId],
+  schema: idempotencyKeySchema
+}
+const headers = { "events.authorizeEvent": [idempotencyKeyHeader], "runs.appendRunEvent": [idempotencyKeyHeader] }
 
 const summaries = {
   "system.healthz": "Liveness probe",
@@ -98,7 +110,7 @@ export class GuardrailApi extends HttpApi.make("guardrail")
   .add(AuditEventsApi)
   .addError(AnyHttpErrorWire)
   .annotate(OpenApi.Transform, (document) =>
-    documented({ access: accessByGroup, extraStatuses, summaries })(withOnlyErrorBody(document))
+    documented({ access: accessByGroup, extraStatuses, summaries, headers })(withOnlyErrorBody(document))
   )
   .annotate(OpenApi.Title, "Guardrail Service API")
   .annotate(OpenApi.Version, "1.0.0")

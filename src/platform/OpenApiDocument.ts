@@ -45,6 +45,8 @@ export interface DocumentationOptions {
   readonly extraStatuses: Readonly<Record<string, ReadonlyArray<number>>>
   /** Summaries, by operation, where the name in words reads badly. */
   readonly summaries: Readonly<Record<string, string>>
+  /** Request headers an operation reads itself (outside its declared schema), as OpenAPI header parameters. */
+  readonly headers?: Readonly<Record<string, ReadonlyArray<Json>>>
 }
 
 const ACRONYMS: Readonly<Record<string, string>> = {
@@ -171,6 +173,11 @@ export const documented =
           for (const status of Object.keys(responses)) {
             if (Number(status) >= 400 && !statuses.has(Number(status))) delete responses[status]
           }
+        }
+        const headers = options.headers?.[`${group}.${endpoint}`] ?? []
+        if (headers.length > 0) {
+          const parameters = Array.isArray(operation["parameters"]) ? operation["parameters"] : []
+          operation["parameters"] = [...parameters, ...headers.map((header) => ({ in: "header", ...header }))]
         }
         liftExamples(operation, document)
       }

@@ -53,6 +53,23 @@ layer(testServer("database"), SERVER_OPTIONS)("the OpenAPI document", (it) => {
       })
     )
 
+    it.effect("the two retried writes document their Idempotency-Key header", () =>
+      Effect.gen(function* () {
+        const doc = yield* fetchDocument
+        for (const path of ["/v1/events", "/v1/runs/{id}/events"]) {
+          const parameters = (doc.paths[path]?.["post"]?.["parameters"] ?? []) as ReadonlyArray<Record<string, unknown>>
+          expect(
+            parameters.find((parameter) => parameter["name"] === "Idempotency-Key"),
+            path
+          ).toMatchObject({
+            in: "header",
+            required: false,
+            schema: { type: "string", maxLength: 255 }
+          })
+        }
+      })
+    )
+
     it.effect("each operation lists only the error statuses it can answer", () =>
       Effect.gen(function* () {
         const doc = yield* fetchDocument
