@@ -14,9 +14,16 @@
  * - An `event_log` row goes once it is older than W and every group that reads
  *   its topic (has a position on it) has read past it; a topic no group has
  *   read is pruned by age alone (like Kafka's retention).
+ * - An idempotency key goes once its 24 h window is over (src/idempotency).
  */
 import { Clock, Effect } from "effect"
-import { outboxHoldsOlderThan, pruneEventLogBatch, pruneProcessedEventsBatch } from "./Repo.js"
+import { IDEMPOTENCY_WINDOW_HOURS } from "../idempotency/Domain.js"
+import {
+  outboxHoldsOlderThan,
+  pruneEventLogBatch,
+  pruneIdempotencyKeysBatch,
+  pruneProcessedEventsBatch
+} from "./Repo.js"
 
 export interface PruneWindows {
   readonly processedEventsHours: number
@@ -50,5 +57,7 @@ export const pruneEventPlumbing = Effect.fn("EventPruning.prune")(function* (win
     ? 0
     : yield* inBatches(windows.batchSize, pruneProcessedEventsBatch(dedupeCutoff, windows.batchSize))
   const eventLog = yield* inBatches(windows.batchSize, pruneEventLogBatch(logCutoff, windows.batchSize))
-  return { processed_events: processedEvents, event_log: eventLog }
+  const keyCutoff = new Date(now - IDEMPOTENCY_WINDOW_HOURS * HOUR_MILLIS)
+  const idempotencyKeys = yield* inBatches(windows.batchSize, pruneIdempotencyKeysBatch(keyCutoff, windows.batchSize))
+  return { processed_events: processedEvents, event_log: eventLog, idempotency_keys: idempotencyKeys }
 })

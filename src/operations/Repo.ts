@@ -99,6 +99,19 @@ export const pruneEventLogBatch = (cutoff: Date, batchSize: number) =>
       select count(*)::text as count from gone`)
   )
 
+/** Idempotency keys past their window (src/idempotency): a repeat after it is a new request anyway. */
+export const pruneIdempotencyKeysBatch = (cutoff: Date, batchSize: number) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    countOf(sql`
+      with doomed as (
+        select workspace_id, idempotency_key from idempotency_keys where created_at < ${cutoff} limit ${batchSize}
+      ), gone as (
+        delete from idempotency_keys k using doomed d
+        where k.workspace_id = d.workspace_id and k.idempotency_key = d.idempotency_key returning 1
+      )
+      select count(*)::text as count from gone`)
+  )
+
 // ---- retention: workspace records (Retention.ts)
 
 const nameRows = rowsOf(Schema.Struct({ name: Schema.String }))

@@ -146,8 +146,14 @@ describe("pruning the event plumbing", () => {
 
         yield* age("update event_log set created_at = now() - interval '8 days'")
         yield* age("update processed_events set processed_at = now() - interval '8 days'")
+        // Idempotency keys past their 24 h window go; a fresh one stays.
+        yield* age("insert into organizations (id, name) values ('org_prune', 'o')")
+        yield* age("insert into workspaces (id, organization_id, name, slug) values ('ws_prune', 'org_prune', 'w', 'w')")
+        yield* age(`insert into idempotency_keys (workspace_id, idempotency_key, request_digest, created_at)
+                    values ('ws_prune', 'old', 'd', now() - interval '25 hours'), ('ws_prune', 'new', 'd', now())`)
         const pruned = yield* pruneEventPlumbing(WINDOWS).pipe(Effect.provideService(SqlClient.SqlClient, sql))
-        expect(pruned).toEqual({ processed_events: 50, event_log: 30 })
+        expect(pruned).toEqual({ processed_events: 50, event_log: 30, idempotency_keys: 1 })
+        expect(yield* count("select count(*)::text as n from idempotency_keys where idempotency_key = 'new'")).toBe(1)
         expect(yield* count(`select count(*)::text as n from processed_events where group_id = '${lagging}'`)).toBe(30)
         expect(yield* count(`select min("offset")::text as n from event_log`)).toBe(31)
 
