@@ -8,7 +8,7 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { expectFailure } from "../support/Api.js"
-import { type Action, propose } from "../support/Events.js"
+import { type Action, createAgent, propose } from "../support/Events.js"
 import { TIMESTAMP } from "../support/Formats.js"
 import { createKey, INTERNAL_KEY, joinedAs, keyClient, tenant, type Tenant, type User } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
@@ -18,9 +18,10 @@ const AGENT = "billing-bot"
 
 const refund = (amount: number): Action => ({ operation: "issue_refund", params: { order_id: "o-1", amount } })
 
-/** A tenant whose `issue_refund` tool needs approval (the approval checker enforcing). */
+/** A tenant with the agent registered, whose `issue_refund` tool needs approval (the approval checker enforcing). */
 const withApprovalTool = (base: string, owner: Tenant, approval: unknown = true) =>
   Effect.gen(function* () {
+    yield* createAgent(base, owner, AGENT)
     yield* upsertTool(base, owner, { tool: "issue_refund", reversible: false, side_effect: "payment", approval })
     yield* owner.api.settings.updateSettings({ payload: { approval_checker_mode: "enforce" } })
   })
