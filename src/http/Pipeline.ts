@@ -148,9 +148,21 @@ const routeNotFound = (error: RouteNotFound) =>
     message: `No route for ${error.request.method} ${pathOf(error.request.url)}.`
   })
 
+/** The query string as HttpApi decodes it: one value a string, a repeated name an array. */
+const searchRecord = (url: string) => {
+  const params = new URL(url, "http://localhost").searchParams
+  const record: Record<string, string | Array<string>> = {}
+  for (const name of new Set(params.keys())) {
+    const values = params.getAll(name)
+    record[name] = values.length === 1 ? values[0]! : values
+  }
+  return record
+}
+
 /**
- * The 400 for a request HttpApi refused. HttpApi stops at the first failing path; when the body is what failed,
- * it is decoded again reporting every failing path (as the fast lane does), so one answer lists them all.
+ * The 400 for a request HttpApi refused. HttpApi stops at the first failing path; when the query string or
+ * the body is what failed, it is decoded again reporting every failing path (as the fast lane does), so one
+ * answer lists them all.
  */
 const everyIssue = (
   route: RouteEntry | undefined,
@@ -158,6 +170,10 @@ const everyIssue = (
   error: HttpApiError.HttpApiDecodeError
 ) =>
   Effect.gen(function* () {
+    if (route?.urlParamsSchema !== undefined) {
+      const query = yield* Effect.either(decodeReportingAll(route.urlParamsSchema)(searchRecord(request.url)))
+      if (Either.isLeft(query)) return schemaRefusal(query.left)
+    }
     const schema = route?.payloadSchema
     if (schema === undefined || (route?.body !== "json" && route?.body !== "yaml")) {
       return validationFailed(error.issues, error.message)

@@ -24,6 +24,7 @@ export interface RouteEntry {
   /** The contract's schemas of the endpoint's path parameters, body and success, and the success status. */
   readonly pathSchema: Schema.Schema.AnyNoContext | undefined
   readonly payloadSchema: Schema.Schema.AnyNoContext | undefined
+  readonly urlParamsSchema: Schema.Schema.AnyNoContext | undefined
   readonly successSchema: Schema.Schema.AnyNoContext
   readonly successStatus: number
 }
@@ -56,6 +57,7 @@ export const makeRouteTable = (api: HttpApi.HttpApi.Any): ReadonlyArray<RouteEnt
         maxBodyBytes: Context.getOption(endpoint.annotations, MaxBodyBytes).pipe(Option.getOrUndefined),
         pathSchema: Option.getOrUndefined(Option.map(endpoint.pathSchema, untyped)),
         payloadSchema: Option.getOrUndefined(Option.map(endpoint.payloadSchema, untyped)),
+        urlParamsSchema: Option.getOrUndefined(Option.map(endpoint.urlParamsSchema, untyped)),
         successSchema: untyped(endpoint.successSchema),
         successStatus: HttpApiSchema.getStatusSuccess(endpoint.successSchema)
       })

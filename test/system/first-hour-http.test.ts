@@ -112,6 +112,11 @@ layer(testServer("database"), SERVER_OPTIONS)("first hour", (it) => {
         expect(refusal.details?.[0]?.message).toBe(
           'Expected one of "accepted" | "corrected" | "false_positive" | "ignored" | "missed_issue" | "rejected", actual "approve"'
         )
+
+        // And a query string: every failing parameter at once.
+        const listed = yield* call(base, "GET", "/v1/traces?limit=many&effect=maybe", { token: owner.jwt })
+        const query = expectError(listed, 400, "validation_failed")
+        expect([...new Set(query.details?.map((detail) => detail.path))].sort()).toEqual(["effect", "limit"])
       })
     )
   })
