@@ -21,7 +21,7 @@ import {
   UrlParams
 } from "@effect/platform"
 import { RequestError, type RouteNotFound } from "@effect/platform/HttpServerError"
-import { Cause, Effect, Either, FiberRef, LogLevel, Option, Predicate, Stream } from "effect"
+import { Cause, Effect, Either, FiberRef, LogLevel, Option, ParseResult, Predicate, Schema, Stream } from "effect"
 import { Readable } from "node:stream"
 import { countedRequest, type Traffic } from "../operations/Drain.js"
 import { clientFaultOf } from "../platform/Sql.js"
@@ -37,13 +37,12 @@ import {
   internalErrorBody,
   isHttpError,
   NotFound,
-  schemaRefusal,
   statusOf,
   UnsupportedMediaType,
   validationFailed
 } from "./Errors.js"
 import { CurrentRequest, requestIdOf } from "./RequestInfo.js"
-import { findRoute, pathOf, type RouteEntry } from "./Routes.js"
+import { findRoute, pathOf, pathParams, type RouteEntry } from "./Routes.js"
 
 const utf8 = new TextDecoder()
 
@@ -159,10 +158,20 @@ const searchRecord = (url: string) => {
   return record
 }
 
+type Issue = { readonly path: ReadonlyArray<PropertyKey>; readonly message: string }
+
+const issuesOf = (schema: Schema.Schema.AnyNoContext | undefined, input: unknown) =>
+  schema === undefined
+    ? Effect.succeed<ReadonlyArray<Issue>>([])
+    : decodeReportingAll(schema)(input).pipe(
+        Effect.as<ReadonlyArray<Issue>>([]),
+        Effect.catchAll((error) => Effect.succeed(ParseResult.ArrayFormatter.formatErrorSync(error)))
+      )
+
 /**
- * The 400 for a request HttpApi refused. HttpApi stops at the first failing path; when the query string or
- * the body is what failed, it is decoded again reporting every failing path (as the fast lane does), so one
- * answer lists them all.
+ * The 400 for a request HttpApi refused. HttpApi stops at the first failing part (path, then query string,
+ * then body) and at its first failing path; the path parameters, query string and body are decoded again reporting every failing
+ * path (as the fast lane does), so one answer lists them all.
  */
 const everyIssue = (
   route: RouteEntry | undefined,
@@ -170,17 +179,21 @@ const everyIssue = (
   error: HttpApiError.HttpApiDecodeError
 ) =>
   Effect.gen(function* () {
-    if (route?.urlParamsSchema !== undefined) {
-      const query = yield* Effect.either(decodeReportingAll(route.urlParamsSchema)(searchRecord(request.url)))
-      if (Either.isLeft(query)) return schemaRefusal(query.left)
-    }
-    const schema = route?.payloadSchema
-    if (schema === undefined || (route?.body !== "json" && route?.body !== "yaml")) {
-      return validationFailed(error.issues, error.message)
-    }
-    const body = route.body === "json" ? yield* request.json : yield* request.text
-    const decoded = yield* Effect.either(decodeReportingAll(schema)(body))
-    return Either.isLeft(decoded) ? schemaRefusal(decoded.left) : validationFailed(error.issues, error.message)
+    if (route === undefined) return validationFailed(error.issues, error.message)
+    const body =
+      route.payloadSchema === undefined
+        ? undefined
+        : route.body === "json"
+          ? yield* request.json
+          : route.body === "yaml"
+            ? yield* request.text
+            : undefined
+    const issues = [
+      ...(yield* issuesOf(route.pathSchema, pathParams(route, request.url))),
+      ...(yield* issuesOf(route.urlParamsSchema, searchRecord(request.url))),
+      ...(body === undefined ? [] : yield* issuesOf(route.payloadSchema, body))
+    ]
+    return issues.length === 0 ? validationFailed(error.issues, error.message) : validationFailed(issues)
   }).pipe(Effect.orElseSucceed(() => validationFailed(error.issues, error.message)))
 
 /** Body checks before routing, error-shape mapping after, for the request's route. */

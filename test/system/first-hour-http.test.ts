@@ -117,6 +117,14 @@ layer(testServer("database"), SERVER_OPTIONS)("first hour", (it) => {
         const listed = yield* call(base, "GET", "/v1/traces?limit=many&effect=maybe", { token: owner.jwt })
         const query = expectError(listed, 400, "validation_failed")
         expect([...new Set(query.details?.map((detail) => detail.path))].sort()).toEqual(["effect", "limit"])
+
+        // A path parameter and the body failing together: both in one answer.
+        const install = yield* call(base, "POST", "/v1/policies/packs/Not_A_Pack/install", {
+          token: owner.jwt,
+          body: { enabled: "yes" }
+        })
+        const both = expectError(install, 400, "validation_failed")
+        expect(both.details?.map((detail) => detail.path)).toEqual(["name", "enabled"])
       })
     )
   })
