@@ -149,6 +149,9 @@ export type ListTracesParams = typeof ListTracesParams.Type
 
 export class Trace extends Schema.Class<Trace>("Trace")({
   trace_id: TraceId,
+  agent_id: Schema.String.annotations({
+    description: "Extension: the agent the decision was made for (the event's principal.agent_id)"
+  }),
   run_id: Schema.NullOr(Schema.String),
   run_event_id: Schema.NullOr(Schema.String),
   session_id: Schema.NullOr(Schema.String),

@@ -23,6 +23,7 @@ const START_OF_TAIL = encodeTimeCursor(new Date(0), "0")
 
 export const toTrace = (row: TraceRow) => ({
   trace_id: TraceId.make(row.id),
+  agent_id: row.agent_id,
   run_id: row.run_id,
   run_event_id: row.run_event_id,
   session_id: row.session_id,

@@ -45,6 +45,14 @@ layer(testServer("database"), SERVER_OPTIONS)("console pages in headless Chromiu
         yield* run(() => row(denied.trace_id).waitFor())
         yield* run(() => row(permitted.trace_id).waitFor())
 
+        // The agent column names the deny's agent; clicking it filters the list by that agent.
+        const agent = row(denied.trace_id).locator("[data-agent-id]")
+        expect(yield* run(() => agent.textContent())).toBe(AGENT)
+        yield* run(() => agent.click())
+        yield* run(() => page.waitForURL(/agent_id=support-bot/))
+        expect(yield* run(() => page.locator('#trace-filters [name="agent_id"]').inputValue())).toBe(AGENT)
+        yield* run(() => row(denied.trace_id).waitFor())
+
         // Filtering by effect keeps the deny and drops the permit.
         yield* run(() => page.getByLabel("Effect").selectOption("deny"))
         yield* run(() => page.getByRole("button", { name: "Apply filters" }).click())
