@@ -208,6 +208,19 @@ export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
           sql`${selectTraces(workspaceId, filters)}
               and (created_at, id) > (${after.at}::timestamptz, ${after.id})
               order by created_at, id limit ${limit}`.pipe(Effect.flatMap(decodeTraces)),
+        /**
+         * The run's traces within `limit` of the trace `traceId` on each side, that trace included, newest
+         * first; none when the run has no such trace (the second part always holds it otherwise).
+         */
+        listRunTracesAround: (workspaceId: string, runId: string, traceId: string, limit: number) => {
+          const target = sql`(select created_at, id from traces
+                              where workspace_id = ${workspaceId} and run_id = ${runId} and id = ${traceId})`
+          const ofRun = selectTraces(workspaceId, { runId })
+          return sql`(${ofRun} and (created_at, id) > ${target} order by created_at, id limit ${limit})
+              union all
+              (${ofRun} and (created_at, id) <= ${target} order by created_at desc, id desc limit ${limit + 1})
+              order by created_at desc, id desc`.pipe(Effect.flatMap(decodeTraces))
+        },
         find: (workspaceId: string, id: string) => findTrace({ workspaceId, id }),
         setLatestReview: (workspaceId: string, id: string, outcome: string, at: Date) =>
           sql`update traces set latest_review_outcome = ${outcome}, latest_reviewed_at = ${at}
