@@ -12,7 +12,7 @@ import type { RunEvent } from "../../src/runs/Domain.js"
 import { createAgent, createPolicy, createRun, proposeCall, reply } from "../support/Events.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import { browser, openPage, openSignedIn, run, screenshot, unlabelledControls } from "./browser.js"
+import { browser, lowContrastText, openPage, openSignedIn, run, screenshot, unlabelledControls } from "./browser.js"
 
 const AGENT = "support-bot"
 const DENIED = "Good news: I can give you a full refund today."
@@ -84,6 +84,7 @@ layer(testServer("database"), SERVER_OPTIONS)("console pages in headless Chromiu
         )
         yield* run(() => page.getByLabel("Live tail (every 3 s)").uncheck())
         yield* screenshot(page, "traces")
+        expect(yield* lowContrastText(page)).toEqual([])
         expect(yield* unlabelledControls(page)).toEqual([])
 
         yield* run(() => row(denied.trace_id).getByRole("link").click())
@@ -110,6 +111,7 @@ layer(testServer("database"), SERVER_OPTIONS)("console pages in headless Chromiu
         expect(yield* run(() => currentTrace.getAttribute("data-trace-id"))).toBe(denied.trace_id)
         expect(yield* run(() => page.locator(`#run-traces li[data-trace-id="${permitted.trace_id}"]`).count())).toBe(1)
         yield* screenshot(page, "trace")
+        expect(yield* lowContrastText(page)).toEqual([])
         expect(yield* unlabelledControls(page)).toEqual([])
 
         // A review from the form is what the API lists for the trace.
