@@ -52,3 +52,15 @@ export const pageByTime = <Row extends { readonly created_at: Date; readonly id:
       next: rows.length > limit && last !== undefined ? { next_cursor: encodeTimeCursor(last.created_at, last.id) } : {}
     }
   })
+
+/**
+ * The window of a list around one of its rows: from `rows` (in list order, holding up to `limit` rows
+ * on each side of the row at `target`), the `limit` nearest it, as many before as after, topped up from
+ * the other side near either end of the list. `more`: rows of the list follow the window.
+ */
+export const windowAround = <Row>(rows: ReadonlyArray<Row>, target: number, limit: number) => {
+  const size = Math.min(limit, rows.length)
+  const start = Math.max(0, Math.min(target - Math.floor(size / 2), rows.length - size))
+  const end = start + size
+  return { window: rows.slice(start, end), more: end < rows.length }
+}

@@ -7,7 +7,7 @@
 import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
-import { TraceRow } from "../runs/TraceRepo.js"
+import { traceColumns, TraceRow } from "../runs/TraceRepo.js"
 import { ReviewRule } from "./Domain.js"
 
 export const QueueRow = Schema.Struct({
@@ -121,9 +121,7 @@ export class ReviewQueueRepo extends Effect.Service<ReviewQueueRepo>()("reviewqu
         ),
       /** One page of the queue's traces: not yet reviewed first, then reviewed; newest first within each. */
       items: (workspaceId: string, queue: QueueRow, limit: number, after: Option.Option<ItemPosition>) =>
-        sql`select id, run_id, run_event_id, session_id, decision, domain, environment, environment_id, elapsed_ms,
-                   latest_review_outcome, latest_reviewed_at, created_at, payload, policy_set_digest,
-                   latest_review_outcome is not null as reviewed
+        sql`select ${traceColumns(sql)}, latest_review_outcome is not null as reviewed
             from traces where ${inQueue(workspaceId, queue)}
             ${Option.match(after, {
               onNone: () => sql``,

@@ -7,7 +7,9 @@ import {
   CreateReviewEvent,
   CreateRun,
   CreateRunEvent,
+  ListRunEventsParams,
   ListRunsParams,
+  ListRunTracesParams,
   ListTracesParams,
   ReviewEvent,
   Run,
@@ -36,7 +38,7 @@ export class RunsApi extends HttpApiGroup.make("runs")
   .add(
     HttpApiEndpoint.get("listRunEvents", "/runs/:id/events")
       .setPath(RunPath)
-      .setUrlParams(Schema.Struct(Page))
+      .setUrlParams(Schema.Struct({ ...ListRunEventsParams.fields, ...Page }))
       .addSuccess(Schema.Struct({ events: Schema.Array(RunEvent), next_cursor: nextCursor }))
   )
   .add(
@@ -48,7 +50,7 @@ export class RunsApi extends HttpApiGroup.make("runs")
   .add(
     HttpApiEndpoint.get("listRunTraces", "/runs/:id/traces")
       .setPath(RunPath)
-      .setUrlParams(Schema.Struct(Page))
+      .setUrlParams(Schema.Struct({ ...ListRunTracesParams.fields, ...Page }))
       .addSuccess(Schema.Struct({ traces: Schema.Array(Trace), next_cursor: nextCursor }))
   )
   .prefix("/v1")

@@ -122,6 +122,15 @@ export const CreateRunEvent = Schema.Struct({
   occurred_at: Schema.optional(Timestamp)
 })
 
+/** Extension query of `GET /v1/runs/{id}/events`: the events around one of them instead of a page from the start. */
+export const ListRunEventsParams = Schema.Struct({
+  around: Schema.optional(RunEventId).annotations({
+    description:
+      "Extension: the id of an event of this run; lists the `limit` events nearest it by sequence (as many before as after, topped up from the other side near either end), in sequence order, with next_cursor for the events after them. Cannot be combined with cursor; 404 run_event_not_found when the run has no such event"
+  })
+})
+export type ListRunEventsParams = typeof ListRunEventsParams.Type
+
 // ---- traces
 
 export const TraceEffect = Schema.Literal("permit", "deny", "defer", "rewrite")
@@ -147,8 +156,20 @@ export const ListTracesParams = Schema.Struct({
 })
 export type ListTracesParams = typeof ListTracesParams.Type
 
+/** Extension query of `GET /v1/runs/{id}/traces`: the decisions around one of them instead of the newest. */
+export const ListRunTracesParams = Schema.Struct({
+  around: Schema.optional(TraceId).annotations({
+    description:
+      "Extension: the id of a trace of this run; lists the `limit` traces nearest it in the list's order (newest first; as many newer as older, topped up from the other side near either end), with next_cursor for the older ones after them. Cannot be combined with cursor; 404 trace_not_found when the run has no such trace"
+  })
+})
+export type ListRunTracesParams = typeof ListRunTracesParams.Type
+
 export class Trace extends Schema.Class<Trace>("Trace")({
   trace_id: TraceId,
+  agent_id: Schema.String.annotations({
+    description: "Extension: the agent the decision was made for (the event's principal.agent_id)"
+  }),
   run_id: Schema.NullOr(Schema.String),
   run_event_id: Schema.NullOr(Schema.String),
   session_id: Schema.NullOr(Schema.String),

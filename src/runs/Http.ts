@@ -44,11 +44,15 @@ export const RunsHttpLive = HttpApiBuilder.group(GuardrailApi, "runs", (handlers
       .handle("getRun", ({ path }) => inWorkspace((ws) => runs.detail(ws, path.id)))
       .handle("updateRun", ({ path, payload }) => inWorkspace((ws) => runs.update(ws, path.id, payload)))
       .handle("listRunEvents", ({ path, urlParams }) =>
-        inWorkspace((ws) => runs.events(ws, path.id, pageSize(urlParams.limit, 200), urlParams.cursor))
+        inWorkspace((ws) =>
+          runs.events(ws, path.id, pageSize(urlParams.limit, 200), urlParams.cursor, urlParams.around)
+        )
       )
       .handle("appendRunEvent", routerHandler(append))
       .handle("listRunTraces", ({ path, urlParams }) =>
-        inWorkspace((ws) => runs.runTraces(ws, path.id, pageSize(urlParams.limit, 100), urlParams.cursor))
+        inWorkspace((ws) =>
+          runs.runTraces(ws, path.id, pageSize(urlParams.limit, 100), urlParams.cursor, urlParams.around)
+        )
       )
   })
 )

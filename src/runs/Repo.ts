@@ -140,6 +140,21 @@ export class RunsRepo extends Effect.Service<RunsRepo>()("runs/RunsRepo", {
             and sequence > ${afterSequence} order by sequence limit ${limit + 1}`.pipe(Effect.flatMap(decodeEvents)),
 
       /**
+       * The events within `limit` of the event `eventId` on each side, that event included, by sequence;
+       * none when the run has no such event (the second part always holds it otherwise).
+       */
+      listEventsAround: (workspaceId: string, runId: string, eventId: string, limit: number) =>
+        sql`with target as (
+              select sequence from run_events where workspace_id = ${workspaceId} and run_id = ${runId} and id = ${eventId}
+            )
+            (select e.* from run_events e join target on e.sequence < target.sequence
+              where e.workspace_id = ${workspaceId} and e.run_id = ${runId} order by e.sequence desc limit ${limit})
+            union all
+            (select e.* from run_events e join target on e.sequence >= target.sequence
+              where e.workspace_id = ${workspaceId} and e.run_id = ${runId} order by e.sequence limit ${limit + 1})
+            order by sequence`.pipe(Effect.flatMap(decodeEvents)),
+
+      /**
        * One round trip: locks the runs of an append batch in id order (no lock-order cycle between writers),
        * then bumps each open run's last_sequence by its number of events in the batch. Runs not found are
        * absent; ended ones are locked but not bumped (`last_sequence` null).

@@ -9,7 +9,7 @@ import { SqlClient } from "@effect/sql"
 import { absurd, Effect, Either, Exit, Option } from "effect"
 import type { Caller } from "../identity/Authentication.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
-import { decodeCursor, encodeCursor, invalidCursor, pageByTime } from "../platform/Cursor.js"
+import { decodeCursor, encodeCursor, invalidCursor, pageByTime, windowAround } from "../platform/Cursor.js"
 import { BadRequest, Conflict, type HttpError, NotFound } from "../http/Errors.js"
 import { type Answer, hotUseCase, ready, refused, type WarmSteps } from "../platform/Warm.js"
 import { prefixedId } from "../platform/Ids.js"
@@ -25,6 +25,15 @@ import { type RunFilters, type RunRow, RunsRepo } from "./Repo.js"
 import { Traces } from "./Traces.js"
 
 const TERMINAL: ReadonlySet<string> = new Set(["completed", "failed", "canceled"])
+
+const aroundWithCursor = new BadRequest({
+  code: "validation_failed",
+  message: "around: a window around one item and paging with cursor cannot be combined",
+  details: [{ path: "around", message: "cannot be combined with cursor" }]
+})
+
+const runEventNotFound = (runId: string, eventId: string) =>
+  new NotFound({ code: "run_event_not_found", message: `No event ${eventId} in run ${runId}.` })
 
 const toRun = (row: RunRow) => ({
   id: RunId.make(row.id),
@@ -173,13 +182,36 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
         writer.enqueue(event, (outcome) => answer(Exit.map(outcome, toRunEvent)))
     })
 
+    /** The run's events around the event `eventId` (by sequence), with next_cursor for the ones after. */
+    const eventsAround = Effect.fn("Runs.eventsAround")(function* (
+      workspaceId: string,
+      runId: string,
+      eventId: string,
+      limit: number
+    ) {
+      const rows = yield* repo.listEventsAround(workspaceId, runId, eventId, limit)
+      const target = rows.findIndex((row) => row.id === eventId)
+      if (target < 0) return yield* runEventNotFound(runId, eventId)
+      const { more, window } = windowAround(rows, target, limit)
+      const last = window[window.length - 1]
+      return {
+        events: window.map(toRunEvent),
+        ...(more && last !== undefined ? { next_cursor: encodeCursor([String(last.sequence)]) } : {})
+      }
+    })
+
+    /** A page of the run's events from the start (or `cursor`), or with `around` the window around one. */
     const events = Effect.fn("Runs.events")(function* (
       workspaceId: string,
       runId: string,
       limit: number,
-      cursor: string | undefined
+      cursor: string | undefined,
+      around?: string | undefined
     ) {
       yield* find(workspaceId, runId)
+      if (around !== undefined) {
+        return yield* cursor === undefined ? eventsAround(workspaceId, runId, around, limit) : aroundWithCursor
+      }
       const after = cursor === undefined ? Option.some(["0"]) : decodeCursor(cursor, 1)
       if (Option.isNone(after) || !/^\d{1,9}$/.test(after.value[0]!)) return yield* invalidCursor
       const rows = yield* repo.listEvents(workspaceId, runId, limit, Number(after.value[0]))
@@ -191,10 +223,18 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
       }
     })
 
-    const runTraces = (workspaceId: string, runId: string, limit: number, cursor: string | undefined) =>
-      Effect.zipRight(find(workspaceId, runId), traces.list(workspaceId, { runId }, limit, cursor)).pipe(
-        Effect.withSpan("Runs.runTraces")
-      )
+    /** A page of the run's traces, newest first, or with `around` the window around one. */
+    const runTraces = Effect.fn("Runs.runTraces")(function* (
+      workspaceId: string,
+      runId: string,
+      limit: number,
+      cursor: string | undefined,
+      around?: string | undefined
+    ) {
+      yield* find(workspaceId, runId)
+      if (around === undefined) return yield* traces.list(workspaceId, { runId }, limit, cursor)
+      return yield* cursor === undefined ? traces.around(workspaceId, runId, around, limit) : aroundWithCursor
+    })
 
     const detail = Effect.fn("Runs.detail")(function* (workspaceId: string, runId: string) {
       const run = yield* find(workspaceId, runId)

@@ -29,6 +29,7 @@ export interface NewTrace {
 
 export const TraceRow = Schema.Struct({
   id: Schema.String,
+  agent_id: Schema.String,
   run_id: Schema.NullOr(Schema.String),
   run_event_id: Schema.NullOr(Schema.String),
   session_id: Schema.NullOr(Schema.String),
@@ -53,6 +54,10 @@ const TraceLink = Schema.Struct({
 })
 
 const decodeTraces = Schema.decodeUnknown(Schema.Array(TraceRow))
+
+/** The columns of a `TraceRow`, for every query that answers traces. */
+export const traceColumns = (sql: SqlClient.SqlClient) =>
+  sql.unsafe(Object.keys(TraceRow.fields).join(", "))
 
 export interface TraceFilters {
   readonly traceId?: string | undefined
@@ -106,6 +111,7 @@ const decodeReviews = Schema.decodeUnknown(Schema.Array(ReviewRow))
 export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const TRACE_COLUMNS = traceColumns(sql)
     /** The insert of a batch (at least one) as a statement, to run alone or as part of another. */
     const insertStatement = (batch: ReadonlyArray<NewTrace>) =>
       sql`insert into traces ${sql.insert(
@@ -162,9 +168,7 @@ export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
       value === undefined ? sql`` : condition(value)
     /** The traces of a workspace that pass `filters`, before ordering and position. */
     const selectTraces = (workspaceId: string, filters: TraceFilters) =>
-      sql`select id, run_id, run_event_id, session_id, decision, domain, environment, environment_id, elapsed_ms,
-                 latest_review_outcome, latest_reviewed_at, created_at, payload, policy_set_digest
-          from traces where workspace_id = ${workspaceId}
+      sql`select ${TRACE_COLUMNS} from traces where workspace_id = ${workspaceId}
           ${optional(filters.traceId, (v) => sql`and id = ${v}`)}
           ${optional(filters.sessionId, (v) => sql`and session_id = ${v}`)}
           ${optional(filters.runId, (v) => sql`and run_id = ${v}`)}
@@ -204,6 +208,19 @@ export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
           sql`${selectTraces(workspaceId, filters)}
               and (created_at, id) > (${after.at}::timestamptz, ${after.id})
               order by created_at, id limit ${limit}`.pipe(Effect.flatMap(decodeTraces)),
+        /**
+         * The run's traces within `limit` of the trace `traceId` on each side, that trace included, newest
+         * first; none when the run has no such trace (the second part always holds it otherwise).
+         */
+        listRunTracesAround: (workspaceId: string, runId: string, traceId: string, limit: number) => {
+          const target = sql`(select created_at, id from traces
+                              where workspace_id = ${workspaceId} and run_id = ${runId} and id = ${traceId})`
+          const ofRun = selectTraces(workspaceId, { runId })
+          return sql`(${ofRun} and (created_at, id) > ${target} order by created_at, id limit ${limit})
+              union all
+              (${ofRun} and (created_at, id) <= ${target} order by created_at desc, id desc limit ${limit + 1})
+              order by created_at desc, id desc`.pipe(Effect.flatMap(decodeTraces))
+        },
         find: (workspaceId: string, id: string) => findTrace({ workspaceId, id }),
         setLatestReview: (workspaceId: string, id: string, outcome: string, at: Date) =>
           sql`update traces set latest_review_outcome = ${outcome}, latest_reviewed_at = ${at}

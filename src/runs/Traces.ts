@@ -7,7 +7,7 @@ import { Effect, Option } from "effect"
 import { BadRequest, NotFound } from "../http/Errors.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { TraceId } from "./Domain.js"
-import { decodeTimeCursor, encodeTimeCursor, pageByTime } from "../platform/Cursor.js"
+import { decodeTimeCursor, encodeTimeCursor, pageByTime, windowAround } from "../platform/Cursor.js"
 import { type TraceFilters, TraceRepo, type TraceRow } from "./TraceRepo.js"
 
 export type { NewTrace, TraceFilters } from "./TraceRepo.js"
@@ -23,6 +23,7 @@ const START_OF_TAIL = encodeTimeCursor(new Date(0), "0")
 
 export const toTrace = (row: TraceRow) => ({
   trace_id: TraceId.make(row.id),
+  agent_id: row.agent_id,
   run_id: row.run_id,
   run_event_id: row.run_event_id,
   session_id: row.session_id,
@@ -86,11 +87,32 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
       return row === undefined ? yield* traceNotFound(traceId) : toTrace(row)
     })
 
+    /** The run's traces around the trace `traceId` (newest first), with next_cursor for the older ones. */
+    const around = Effect.fn("Traces.around")(function* (
+      workspaceId: string,
+      runId: string,
+      traceId: string,
+      limit: number
+    ) {
+      const rows = yield* repo.listRunTracesAround(workspaceId, runId, traceId, limit)
+      const target = rows.findIndex((row) => row.id === traceId)
+      if (target < 0) {
+        return yield* new NotFound({ code: "trace_not_found", message: `No trace ${traceId} in run ${runId}.` })
+      }
+      const { more, window } = windowAround(rows, target, limit)
+      const last = window[window.length - 1]
+      return {
+        traces: window.map(toTrace),
+        ...(more && last !== undefined ? { next_cursor: encodeTimeCursor(last.created_at, last.id) } : {})
+      }
+    })
+
     return {
       insertStatement: repo.insertStatement,
       list,
       tail,
       get,
+      around,
       find: repo.find,
       setLatestReview: repo.setLatestReview
     }

@@ -8,10 +8,11 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { createAgent, createPolicy, proposeCall, reply } from "../support/Events.js"
+import type { RunEvent } from "../../src/runs/Domain.js"
+import { createAgent, createPolicy, createRun, proposeCall, reply } from "../support/Events.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import { browser, openPage, openSignedIn, run, screenshot, unlabelledControls } from "./browser.js"
+import { browser, lowContrastText, openPage, openSignedIn, run, screenshot, unlabelledControls } from "./browser.js"
 
 const AGENT = "support-bot"
 const DENIED = "Good news: I can give you a full refund today."
@@ -25,9 +26,17 @@ layer(testServer("database"), SERVER_OPTIONS)("console pages in headless Chromiu
         const owner = yield* tenant(base)
         yield* createAgent(base, owner, AGENT)
         yield* createPolicy(base, owner, "no-full-refund", { value: "full refund", description: "No refunds promised" })
-        const permitted = yield* proposeCall(base, owner, AGENT, reply("Your parcel ships tomorrow."))
+        // A long chat: the deny answers its 25th event, the permit its 3rd.
+        const chat = yield* createRun(base, owner, { agent_id: AGENT, kind: "chat_session" })
+        const turns: Array<RunEvent> = []
+        for (let i = 1; i <= 30; i++) {
+          const kind = i % 2 === 1 ? "user_turn" : "agent_turn"
+          turns.push(yield* owner.api.runs.appendRunEvent({ path: { id: chat.id }, payload: { kind, label: `turn ${i}` } }))
+        }
+        const inChat = (turn: number) => ({ run_id: chat.id, run_event_id: turns[turn - 1]!.id })
+        const permitted = yield* proposeCall(base, owner, AGENT, reply("Your parcel ships tomorrow."), inChat(3))
         expect(permitted.effect).toBe("permit")
-        const denied = yield* proposeCall(base, owner, AGENT, reply(DENIED))
+        const denied = yield* proposeCall(base, owner, AGENT, reply(DENIED), inChat(25))
         expect(denied.effect).toBe("deny")
 
         const chrome = yield* browser
@@ -44,6 +53,14 @@ layer(testServer("database"), SERVER_OPTIONS)("console pages in headless Chromiu
         const row = (traceId: string) => page.locator(`#traces-body tr[data-trace-id="${traceId}"]`)
         yield* run(() => row(denied.trace_id).waitFor())
         yield* run(() => row(permitted.trace_id).waitFor())
+
+        // The agent column names the deny's agent; clicking it filters the list by that agent.
+        const agent = row(denied.trace_id).locator("[data-agent-id]")
+        expect(yield* run(() => agent.textContent())).toBe(AGENT)
+        yield* run(() => agent.click())
+        yield* run(() => page.waitForURL(/agent_id=support-bot/))
+        expect(yield* run(() => page.locator('#trace-filters [name="agent_id"]').inputValue())).toBe(AGENT)
+        yield* run(() => row(denied.trace_id).waitFor())
 
         // Filtering by effect keeps the deny and drops the permit.
         yield* run(() => page.getByLabel("Effect").selectOption("deny"))
@@ -67,6 +84,7 @@ layer(testServer("database"), SERVER_OPTIONS)("console pages in headless Chromiu
         )
         yield* run(() => page.getByLabel("Live tail (every 3 s)").uncheck())
         yield* screenshot(page, "traces")
+        expect(yield* lowContrastText(page)).toEqual([])
         expect(yield* unlabelledControls(page)).toEqual([])
 
         yield* run(() => row(denied.trace_id).getByRole("link").click())
@@ -80,7 +98,20 @@ layer(testServer("database"), SERVER_OPTIONS)("console pages in headless Chromiu
         const badge = page.locator('#receipt-badge[data-verified="true"]')
         yield* run(() => badge.waitFor({ timeout: 15_000 }))
         expect(yield* run(() => badge.textContent())).toContain("Verified")
+        // The run: events 20..30 around the deny's 25th, that one marked; the decisions around it, the deny marked.
+        const currentEvent = page.locator('#run-events li[aria-current="true"]')
+        yield* run(() => currentEvent.waitFor())
+        expect(yield* run(() => currentEvent.getAttribute("data-sequence"))).toBe("25")
+        expect(yield* run(() => currentEvent.textContent())).toContain("turn 25 (this decision)")
+        const shownSequences = yield* run(() =>
+          page.locator("#run-events li").evaluateAll((items) => items.map((li) => Number(li.getAttribute("data-sequence"))))
+        )
+        expect(shownSequences).toEqual(Array.from({ length: 11 }, (_, i) => 20 + i))
+        const currentTrace = page.locator('#run-traces li[aria-current="true"]')
+        expect(yield* run(() => currentTrace.getAttribute("data-trace-id"))).toBe(denied.trace_id)
+        expect(yield* run(() => page.locator(`#run-traces li[data-trace-id="${permitted.trace_id}"]`).count())).toBe(1)
         yield* screenshot(page, "trace")
+        expect(yield* lowContrastText(page)).toEqual([])
         expect(yield* unlabelledControls(page)).toEqual([])
 
         // A review from the form is what the API lists for the trace.

@@ -13,7 +13,7 @@ import { createAgent, createPolicy, proposeCall, reply } from "../support/Events
 import { until } from "../support/Eventually.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import { browser, openPage, openSignedIn, run, screenshot, unlabelledControls } from "./browser.js"
+import { browser, lowContrastText, openPage, openSignedIn, run, screenshot, unlabelledControls } from "./browser.js"
 
 const AGENT = "support-bot"
 const sendMoney = (amount: number) => ({ operation: "send_money", params: { amount } })
@@ -46,6 +46,7 @@ layer(testServer("database"), SERVER_OPTIONS)("console queues in headless Chromi
           toGrant.intent_id
         )
         yield* screenshot(page, "approvals")
+        expect(yield* lowContrastText(page)).toEqual([])
         expect(yield* unlabelledControls(page)).toEqual([])
 
         yield* run(() => page.getByLabel(`Lease for ${toGrant.intent_id}`).selectOption({ label: "1 hour" }))
@@ -111,6 +112,7 @@ layer(testServer("database"), SERVER_OPTIONS)("console queues in headless Chromi
         expect(yield* run(() => progress.getAttribute("data-total"))).toBe("2")
         expect(yield* run(() => progress.getAttribute("data-reviewed"))).toBe("1")
         yield* screenshot(page, "reviews")
+        expect(yield* lowContrastText(page)).toEqual([])
         expect(yield* unlabelledControls(page)).toEqual([])
 
         // The overview shows the workspace's default view, made with the workspace (no setup).
@@ -138,6 +140,7 @@ layer(testServer("database"), SERVER_OPTIONS)("console queues in headless Chromi
         const budget = page.locator('[data-widget-id="llm-spend"] .budget')
         expect(yield* run(() => budget.textContent())).toContain("budget $5.00 per day")
         yield* screenshot(page, "overview")
+        expect(yield* lowContrastText(page)).toEqual([])
         expect(yield* unlabelledControls(page)).toEqual([])
         expect(problems).toEqual([])
       }),

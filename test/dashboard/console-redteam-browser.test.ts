@@ -12,7 +12,7 @@ import { Comparison, type Report } from "../../src/redteam/Domain.js"
 import { DEMO, dispatch, report, waitForJob } from "../redteam/redteam-helpers.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import { browser, openPage, openSignedIn, type Page, run, screenshot, unlabelledControls } from "./browser.js"
+import { browser, lowContrastText, openPage, openSignedIn, type Page, run, screenshot, unlabelledControls } from "./browser.js"
 
 /** What the charts on the page say: outcome bars and per-category landed/blocked. */
 const chartNumbers = (page: Page) =>
@@ -75,6 +75,7 @@ layer(testServer("database"), SERVER_OPTIONS)("red-team report pages in headless
         )
         expect(rows.sort()).toEqual(hardened.candidates.map((c) => c.policy.id).sort())
         yield* screenshot(page, "redteam-job")
+        expect(yield* lowContrastText(page)).toEqual([])
         yield* run(() => page.evaluate(`document.getElementById("hardening-title").scrollIntoView()`))
         yield* screenshot(page, "redteam-hardening")
         expect(yield* unlabelledControls(page)).toEqual([])
@@ -116,6 +117,7 @@ layer(testServer("database"), SERVER_OPTIONS)("red-team report pages in headless
         }
         expect(comparison.fixed.length).toBeGreaterThan(0)
         yield* screenshot(page, "report-shared")
+        expect(yield* lowContrastText(page)).toEqual([])
 
         // The signed-in page of the second job, compared on the page.
         yield* run(() => page.goto(`${base}/dashboard/redteam?job=${second.id}`))

@@ -17,7 +17,7 @@ import { createAgent, proposeCall, reply } from "../support/Events.js"
 import { until } from "../support/Eventually.js"
 import { type Tenant, tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import { browser, openPage, type Page, run } from "./browser.js"
+import { browser, lowContrastText, openPage, type Page, run } from "./browser.js"
 
 const AGENT = "support-bot"
 
@@ -139,6 +139,8 @@ layer(testServer("kafka"), SERVER_OPTIONS)("dashboard in headless Chromium", (it
         yield* signInOnPage(page, owner.username, "not the password")
         yield* run(() => page.locator("#sign-in-error").filter({ hasText: "Wrong username or password" }).waitFor())
         expect(yield* run(() => page.locator("#board").isVisible())).toBe(false)
+        // The sign-in form and its error are readable (WCAG AA contrast).
+        expect(yield* lowContrastText(page)).toEqual([])
 
         yield* signInOnPage(page, owner.username, plaintextPassword(owner))
         yield* run(() => page.locator("#board").waitFor())
@@ -184,6 +186,8 @@ layer(testServer("kafka"), SERVER_OPTIONS)("dashboard in headless Chromium", (it
         expect(denies.total).toBe("2")
         const rows = yield* run(() => widget(page, "denies").locator("tbody tr").allTextContents())
         expect(rows).toEqual([`${AGENT}2`])
+        // Every chart type drawn: its labels, totals and legends are readable.
+        expect(yield* lowContrastText(page)).toEqual([])
 
         // A new decision reaches the aggregates; Refresh redraws the charts in place with it.
         yield* propose(base, owner, "One more order update.")

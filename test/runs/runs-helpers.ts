@@ -31,6 +31,7 @@ export const RUN_KEYS = [
 ]
 
 export const TRACE_KEYS = [
+  "agent_id",
   "created_at",
   "decision",
   "domain",

@@ -62,6 +62,7 @@ layer(testServer("database"), SERVER_OPTIONS)("traces (database event log)", (it
           const decision = decisions[index]!
           expect(keysOf(jsonAt(body, "traces", index))).toEqual(TRACE_KEYS)
           expect(trace.decision).toBe(decision.effect)
+          expect(trace.agent_id).toBe(AGENT)
           expect(trace.domain).toBe(decision.domain)
           expect(trace.elapsed_ms).toBe(decision.latency_ms)
           expect(trace.environment_id).toBe(owner.defaultEnvironmentId)
@@ -104,6 +105,9 @@ layer(testServer("database"), SERVER_OPTIONS)("traces (database event log)", (it
         expect(yield* ids({ session_id: "s-3" })).toEqual([])
         expect(yield* ids({ agent_id: AGENT })).toEqual(traceIds([noSession, s1Deny, s1Permit]))
         expect(yield* ids({ agent_id: "other-bot" })).toEqual(traceIds([s2Permit]))
+        // Each trace names the agent it decided for.
+        const agents = Effect.map(listTraces(owner, { session_id: "s-2" }), (page) => page.traces.map((t) => t.agent_id))
+        expect(yield* agents).toEqual(["other-bot"])
         expect(yield* ids({ effect: "deny" })).toEqual(traceIds([s1Deny]))
         expect(yield* ids({ effect: "permit" })).toEqual(traceIds([noSession, s2Permit, s1Permit]))
         expect(yield* ids({ effect: "rewrite" })).toEqual([])

@@ -6,7 +6,8 @@ import { verifyReceipt } from "./receipt.js"
 import { api, query } from "./session.js"
 import { $, effectBadge, el, formatTime, message, pageLink, param, start, traceLink } from "./shell.js"
 
-const NEIGHBOURS = 10
+// Five on each side of this decision's run event and of this trace.
+const NEIGHBOURS = 11
 const REVIEWS = 20
 
 const traceId = param("id")
@@ -109,24 +110,42 @@ async function showReceipt(trace) {
   }
 }
 
-/** The run's first events and traces, this trace's event and trace marked. */
+/**
+ * NEIGHBOURS items of a run's list around `id` (`around`), and whether they are centred on it; the
+ * run's first ones when there is no id or the run has no such item (run_event_id is the caller's word).
+ */
+async function neighbours(path, key, id) {
+  const first = () => api("GET", path + query({ limit: NEIGHBOURS }))
+    .then((page) => ({ items: page[key], centred: false }), () => ({ items: [], centred: false }))
+  if (!id) return first()
+  return api("GET", path + query({ around: id, limit: NEIGHBOURS }))
+    .then((page) => ({ items: page[key], centred: true }), first)
+}
+
+/** The run's events around this decision's event and its decisions around this one, both marked. */
 async function showRun(trace) {
   const view = $("run-view")
   if (!trace.run_id) return view.replaceChildren(el("p", { class: "muted", text: "This decision was not part of a run." }))
   const runId = encodeURIComponent(trace.run_id)
   const [events, traces] = await Promise.all([
-    api("GET", `/v1/runs/${runId}/events${query({ limit: NEIGHBOURS })}`).catch(() => ({ events: [] })),
-    api("GET", `/v1/runs/${runId}/traces${query({ limit: NEIGHBOURS })}`).catch(() => ({ traces: [] }))
+    neighbours(`/v1/runs/${runId}/events`, "events", trace.run_event_id),
+    neighbours(`/v1/runs/${runId}/traces`, "traces", trace.trace_id)
   ])
+  const current = (yes) => ({ "aria-current": yes ? "true" : null, class: yes ? "current" : null })
   view.replaceChildren(
     el("p", {}, "Run ", pageLink("/dashboard/traces", { run_id: trace.run_id }, trace.run_id), " (all its traces in the explorer)"),
-    el("h3", { text: "Events" }),
-    events.events.length === 0 ? el("p", { class: "muted", text: "No events." }) : el("ol", {}, ...events.events.map((event) =>
-      el("li", { "aria-current": event.id === trace.run_event_id ? "true" : null, class: event.id === trace.run_event_id ? "current" : "" },
-        `#${event.sequence} ${event.kind}${event.label ? ` · ${event.label}` : ""}${event.id === trace.run_event_id ? " (this decision)" : ""}`))),
-    el("h3", { text: "Decisions in the run" }),
-    el("ul", {}, ...traces.traces.map((other) => el("li", {}, effectBadge(other.decision), " ",
-      other.trace_id === trace.trace_id ? el("strong", { text: `${other.trace_id} (this one)` }) : traceLink(other)))))
+    el("h3", { text: events.centred ? "Events around this decision" : "First events of the run" }),
+    events.items.length === 0 ? el("p", { class: "muted", text: "No events." }) : el("ol", { id: "run-events" }, ...events.items.map((event) => {
+      const isThis = event.id === trace.run_event_id
+      return el("li", { ...current(isThis), "data-sequence": event.sequence },
+        `#${event.sequence} ${event.kind}${event.label ? ` · ${event.label}` : ""}${isThis ? " (this decision)" : ""}`)
+    })),
+    el("h3", { text: traces.centred ? "Decisions around this one" : "Latest decisions of the run" }),
+    el("ul", { id: "run-traces" }, ...traces.items.map((other) => {
+      const isThis = other.trace_id === trace.trace_id
+      return el("li", { ...current(isThis), "data-trace-id": other.trace_id }, effectBadge(other.decision), " ",
+        isThis ? el("strong", { text: `${other.trace_id} (this one)` }) : traceLink(other))
+    })))
 }
 
 async function showReviews() {

@@ -40,12 +40,29 @@ function toLocalInput(iso) {
   return local.toISOString().slice(0, 16)
 }
 
+/** The agent as a button that narrows the list to that agent's traces. */
+function agentFilterButton(agentId) {
+  if (!agentId) return "—"
+  return el("button", {
+    type: "button",
+    class: "link",
+    "data-agent-id": agentId,
+    "aria-label": `Show only agent ${agentId}`,
+    text: agentId,
+    onclick: () => {
+      $("trace-filters").elements.agent_id.value = agentId
+      void loadPage(undefined)
+    }
+  })
+}
+
 function row(trace) {
   const request = trace.payload?.request ?? {}
   const response = trace.payload?.response ?? {}
   const environment = state.environments.get(trace.environment_id) ?? trace.environment
   return el("tr", { "data-trace-id": trace.trace_id, "data-effect": trace.decision },
     el("td", { text: formatTime(trace.created_at) }),
+    el("td", {}, agentFilterButton(trace.agent_id)),
     el("td", {}, effectBadge(trace.decision)),
     el("td", { text: request.kind ?? "" }),
     el("td", { text: request.action?.operation ?? "" }),
