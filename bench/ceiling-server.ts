@@ -15,12 +15,19 @@
  *  - decide-kafka:  decide, plus the decision acknowledged by Kafka (acks=all,
  *                   batched) before the answer, nothing in PostgreSQL;
  *  - pipeline:      pg, on emptied tables, for bench/ceiling-pipeline.ts to
- *                   relay and aggregate (a separate process).
+ *                   relay and aggregate (a separate process);
+ *  - gateway-screened: a chat-completions call screened as bench/gateway.ts's
+ *                   `guardrail-screened` target is: the last user message
+ *                   decided (`decide` plus eight personal-data and injection
+ *                   regexes) and stored as in `pg` while the call goes to the
+ *                   provider at STUB_URL (keep-alive), then the reply decided
+ *                   and stored the same way before the answer, which carries
+ *                   both decisions (`guardrail`) and x-guardrail-* headers.
  * In the other modes nothing relays the outbox and no consumer runs.
  * Env: PORT, DATABASE_URL, KAFKA_BROKERS.
  */
 import { createHash, generateKeyPairSync, sign } from "node:crypto"
-import { createServer, type ServerResponse } from "node:http"
+import { Agent, createServer, request as httpRequest, type ServerResponse } from "node:http"
 import { Kafka, logLevel } from "kafkajs"
 import pg from "pg"
 import { uuidv7 } from "../src/platform/Ids.js"
@@ -31,6 +38,18 @@ const PHRASES = Array.from({ length: 200 }, (_, i) => `forbidden phrase ${String
 const KEYS = new Map([[createHash("sha256").update("gr_live_ceiling").digest("hex"), "ws_ceiling"]])
 const { privateKey } = generateKeyPairSync("ed25519")
 const HEADER = Buffer.from(JSON.stringify({ alg: "EdDSA", typ: "guardrail-receipt+jws" })).toString("base64url")
+
+/** What `gateway-screened` checks besides the phrases: card, IBAN, SSN, e-mail, phone and three injection tells. */
+const SCREEN_PATTERNS = [
+  /\b(?:\d[ -]?){13,19}\b/,
+  /\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){3,7}\b/,
+  /\b\d{3}-\d{2}-\d{4}\b/,
+  /[\w.+-]+@[\w-]+\.[\w.]+/,
+  /\+?\d[\d ()-]{8,}\d/,
+  /ignore (?:all )?(?:previous|prior) instructions/i,
+  /you are now (?:in )?developer mode/i,
+  /reveal (?:your|the) system prompt/i
+]
 
 const SCHEMA = `
 create table if not exists c_traces (id text primary key, workspace_id text not null, agent_id text not null,
@@ -104,7 +123,7 @@ const groupCommit = <T>(write: (batch: Array<T>) => Promise<void>) => {
 
 const main = async () => {
   const pool = new pg.Pool({ connectionString: process.env["DATABASE_URL"], max: 4 })
-  if (mode === "pg" || mode === "pipeline") await pool.query(SCHEMA)
+  if (mode === "pg" || mode === "pipeline" || mode === "gateway-screened") await pool.query(SCHEMA)
   if (mode === "pipeline") await pool.query("truncate c_outbox, c_traces, c_receipts, c_run_events")
   const inTransaction = async (work: (client: pg.PoolClient) => Promise<void>) => {
     const client = await pool.connect()
@@ -197,6 +216,58 @@ const main = async () => {
     )
   }
 
+  const upstream = process.env["STUB_URL"] === undefined ? undefined : new URL(process.env["STUB_URL"])
+  const upstreamAgent = new Agent({ keepAlive: true, maxSockets: 512 })
+  /** One text decided (phrases and patterns, signed receipt) and stored; `done` once durable. */
+  const screen = (content: string, done: (decided: Decided | undefined) => void) => {
+    const decided = decide({ principal: { agent_id: "bench-bot" }, action: { content } }, "Bearer gr_live_ceiling")!
+    const flagged = SCREEN_PATTERNS.filter((pattern) => pattern.test(content)).length
+    const payload = JSON.stringify({ content, flagged, response: decided.response })
+    storeDecisions({ ...decided, payload }, (ok) => done(ok ? decided : undefined))
+  }
+  const forward = (text: string, done: (status: number, body: string) => void) => {
+    const call = httpRequest(
+      upstream!,
+      { method: "POST", agent: upstreamAgent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(text) } },
+      (reply) => {
+        const parts: Array<Buffer> = []
+        reply.on("data", (chunk: Buffer) => parts.push(chunk))
+        reply.on("end", () => done(reply.statusCode ?? 502, Buffer.concat(parts).toString("utf8")))
+      }
+    )
+    call.on("error", () => done(502, '{"error":{"code":"upstream_unreachable"}}'))
+    call.end(text)
+  }
+  const screenedCall = (text: string, body: unknown, response: ServerResponse) => {
+    const messages = field(body, "messages")
+    const users = Array.isArray(messages) ? messages.filter((message) => field(message, "role") === "user") : []
+    let input: Decided | undefined | null = null
+    let upstreamAnswer: { status: number; body: string } | undefined
+    const both = () => {
+      if (input === null || upstreamAnswer === undefined) return
+      if (input === undefined || upstreamAnswer.status !== 200) return answer(response, 502, upstreamAnswer.body)
+      const json = JSON.parse(upstreamAnswer.body) as Record<string, unknown>
+      const choices = field(json, "choices")
+      const reply = String(field(field(Array.isArray(choices) ? choices[0] : undefined, "message"), "content") ?? "")
+      const decidedInput = input
+      screen(reply, (output) => {
+        if (output === undefined) return answer(response, 500, '{"error":{"code":"not_recorded"}}')
+        json["guardrail"] = { output: [{ effect: output.effect, trace_id: output.traceId, receipt_id: output.receiptId }] }
+        const out = JSON.stringify(json)
+        response.writeHead(200, {
+          "content-type": "application/json",
+          "content-length": Buffer.byteLength(out),
+          "x-guardrail-effect": decidedInput.effect,
+          "x-guardrail-trace-id": decidedInput.traceId,
+          "x-guardrail-receipt-id": decidedInput.receiptId
+        })
+        response.end(out)
+      })
+    }
+    screen(String(field(users.at(-1), "content") ?? ""), (decided) => ((input = decided), both()))
+    forward(text, (status, reply) => ((upstreamAnswer = { status, body: reply }), both()))
+  }
+
   const server = createServer((request, response) => {
     const chunks: Array<Buffer> = []
     request.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -204,6 +275,7 @@ const main = async () => {
       const text = Buffer.concat(chunks).toString("utf8")
       if (mode === "echo") return answer(response, 200, text.length > 0 ? text : "{}")
       const body: unknown = JSON.parse(text)
+      if (mode === "gateway-screened") return screenedCall(text, body, response)
       const run = /^\/v1\/runs\/([^/]+)\/events$/.exec(request.url ?? "")
       if (run !== null) {
         const runId = run[1]!

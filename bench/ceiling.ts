@@ -17,7 +17,7 @@
 import { spawn } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
 import pg from "pg"
-import { SERVICE_NODE_FLAGS, admin, adminUrl, brokers, cannon, pause } from "./support.js"
+import { SERVICE_NODE_FLAGS, admin, adminUrl, brokers, cannon, pause, startCeilingServer } from "./support.js"
 
 const seconds = Number(process.argv[2] ?? 10)
 const onlyPipeline = process.argv[3] === "pipeline"
@@ -29,25 +29,6 @@ const decision = JSON.stringify({
 })
 const runEvent = JSON.stringify({ kind: "tool_call", label: "lookup_order", metadata: { order: "A-1001" } })
 const headers = { authorization: "Bearer gr_live_ceiling", "content-type": "application/json" }
-
-/** Starts the ceiling server in `mode` on its own port; answers its base URL and a stop function. */
-const startServer = (mode: string, databaseUrl: string) =>
-  new Promise<{ base: string; stop: () => Promise<void> }>((resolve, reject) => {
-    const port = 40_000 + Math.floor(Math.random() * 10_000)
-    const child = spawn("node", [...SERVICE_NODE_FLAGS, "--import", "tsx", "bench/ceiling-server.ts", mode], {
-      env: { ...process.env, PORT: String(port), DATABASE_URL: databaseUrl, KAFKA_BROKERS: brokers },
-      stdio: ["ignore", "pipe", "inherit"]
-    })
-    const timer = setTimeout(() => reject(new Error(`ceiling server ${mode} did not start`)), 60_000)
-    child.stdout.on("data", (chunk: Buffer) => {
-      if (!chunk.toString().includes("ready")) return
-      clearTimeout(timer)
-      resolve({
-        base: `http://127.0.0.1:${port}`,
-        stop: () => new Promise((done) => (child.kill("SIGTERM"), child.once("exit", () => done())))
-      })
-    })
-  })
 
 const measure = async (url: string, body: string, connections: number) => {
   await cannon({ url, method: "POST", body, headers, connections: 10, duration: 2 }) // warm-up
@@ -107,7 +88,7 @@ const measurePipeline = async (databaseUrl: string) => {
       }
     })
   )
-  const server = await startServer("pipeline", databaseUrl)
+  const server = await startCeilingServer("pipeline", databaseUrl)
   try {
     await ready
     const mix = await measureMix(server.base)
@@ -134,7 +115,7 @@ const main = async () => {
   const results: Record<string, unknown> = {}
   try {
     for (const mode of onlyPipeline ? [] : ["echo", "decide", "decide-kafka", "pg"]) {
-      const server = await startServer(mode, url.toString())
+      const server = await startCeilingServer(mode, url.toString())
       try {
         results[mode === "pg" ? "decide-pg" : mode] = await measure(`${server.base}/v1/events`, decision, 50)
         if (mode === "pg") {

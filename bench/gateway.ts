@@ -14,8 +14,10 @@
  * The gateway is also measured without a budget (usage still recorded), for
  * the cost breakdown, and with guardrails (`screenEverything`: two guard
  * packs and 50 content policies, the request and the reply each decided;
- * no budget, as Portkey's guarded target has none). Loads: concurrency 1; a fixed 500 requests/s; and as fast as 100
- * connections go (sustained requests/s). Added latency = gateway percentile
+ * no budget, as Portkey's guarded target has none), beside the ceiling of that
+ * screened work: bench/ceiling-server.ts `gateway-screened`, a plain node:http
+ * program deciding and durably storing the same two decisions per call.
+ * Loads: concurrency 1; a fixed 500 requests/s; and as fast as 100 connections go (sustained requests/s). Added latency = gateway percentile
  * minus the direct percentile of the same load. Concurrency 1 is timed per
  * request to 0.01 ms (`sequential`); the other loads by autocannon (whole ms).
  *
@@ -23,20 +25,18 @@
  * Needs PostgreSQL (BENCH_POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/test)
  * and Kafka (BENCH_KAFKA_BROKERS, default 127.0.0.1:9092).
  */
-import autocannon from "autocannon"
 import { type ChildProcess, spawn } from "node:child_process"
 import { createHash } from "node:crypto"
 import { mkdirSync, writeFileSync } from "node:fs"
-import { Agent, request as httpRequest } from "node:http"
 import { createRequire } from "node:module"
+import { type Load, LOADS, measure as measureTarget, type Target } from "./gateway-measure.js"
 import { portkeyTargets } from "./portkey-guardrails.js"
 import {
   admin,
   adminUrl,
   brokers,
-  cannon,
-  pause,
   registerBenchAgent,
+  startCeilingServer,
   SERVICE_NODE_FLAGS,
   waitUntilIdle
 } from "./support.js"
@@ -70,23 +70,7 @@ const body = JSON.stringify({
   messages: [{ role: "user", content: "Say hello to the benchmark." }]
 })
 
-const LOADS = ["concurrency_1", "rate_500", "sustained"] as const
-type Load = (typeof LOADS)[number]
-
-interface LoadResult {
-  readonly p50_ms: number
-  readonly p99_ms: number
-  readonly mean_ms: number
-  readonly requests_per_s: number
-  readonly non_2xx: number
-  readonly errors: number
-}
-
-/** The loads autocannon drives (concurrency 1 is timed by `sequential`). */
-const cannonLoads: Record<Exclude<Load, "concurrency_1">, Partial<autocannon.Options>> = {
-  rate_500: { connections: 50, overallRate: 500 },
-  sustained: { connections: 100 }
-}
+const measure = (target: Target, settle?: () => Promise<void>) => measureTarget(target, body, seconds, settle)
 
 const children: Array<ChildProcess> = []
 const start = (command: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
@@ -194,86 +178,6 @@ const configureService = async (base: string, budget = true, screened = false) =
   }
 }
 
-interface Target {
-  readonly name: string
-  readonly url: string
-  readonly headers: Record<string, string>
-}
-
-/** The `q` quantile of sorted values, rounded to 0.01 ms. */
-const quantile = (sorted: ReadonlyArray<number>, q: number) =>
-  Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! * 100) / 100
-
-/**
- * Concurrency 1, timed per request with `performance.now()` over one
- * keep-alive connection: autocannon's histogram counts whole milliseconds,
- * too coarse where the gateways add about a millisecond.
- */
-const sequential = async (target: Target) => {
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 })
-  const url = new URL(target.url)
-  /** One request's status and milliseconds to its last byte. */
-  const once = () =>
-    new Promise<{ status: number; ms: number }>((resolve, reject) => {
-      const started = performance.now()
-      const request = httpRequest(
-        url,
-        { method: "POST", agent, headers: { ...target.headers, "content-length": Buffer.byteLength(body) } },
-        (response) => {
-          response.resume()
-          response.on("end", () => resolve({ status: response.statusCode ?? 0, ms: performance.now() - started }))
-        }
-      )
-      request.on("error", reject)
-      request.end(body)
-    })
-  const latencies: Array<number> = []
-  let non2xx = 0
-  let errors = 0
-  const until = Date.now() + seconds * 1000
-  while (Date.now() < until) {
-    await once().then(
-      ({ status, ms }) => (status >= 200 && status < 300 ? latencies.push(ms) : (non2xx += 1)),
-      () => (errors += 1)
-    )
-  }
-  agent.destroy()
-  const sorted = [...latencies].sort((a, b) => a - b)
-  return {
-    p50_ms: quantile(sorted, 0.5),
-    p99_ms: quantile(sorted, 0.99),
-    mean_ms: Math.round((latencies.reduce((sum, ms) => sum + ms, 0) / latencies.length) * 100) / 100,
-    requests_per_s: Math.round(latencies.length / seconds),
-    non_2xx: non2xx,
-    errors
-  } satisfies LoadResult
-}
-
-/**
- * Warm-up, then each load; before each measurement `settle` waits until the
- * machine is quiet again (by default a fixed pause), so no run measures the
- * previous one's backlog.
- */
-const measure = async (target: Target, settle: () => Promise<void> = () => pause(5_000)) => {
-  const base = { url: target.url, method: "POST" as const, body, headers: target.headers, duration: seconds }
-  await cannon({ ...base, connections: 20, duration: 3 }) // warm-up
-  await settle()
-  const results: Partial<Record<Load, LoadResult>> = { concurrency_1: await sequential(target) }
-  for (const [load, options] of Object.entries(cannonLoads) as Array<[Load, Partial<autocannon.Options>]>) {
-    await settle()
-    const result = await cannon({ ...base, ...options })
-    results[load] = {
-      p50_ms: result.latency.p50,
-      p99_ms: result.latency.p99,
-      mean_ms: result.latency.average,
-      requests_per_s: Math.round(result.requests.average),
-      non_2xx: result.non2xx,
-      errors: result.errors
-    }
-  }
-  return results as Record<Load, LoadResult>
-}
-
 const main = async () => {
   const database = `bench_gateway_${Date.now()}`
   await admin(`create database ${database}`)
@@ -326,6 +230,15 @@ const main = async () => {
     // Portkey with its own built-in guardrail checks (bench/portkey-guardrails.ts), input and output.
     const portkeyGuarded = await measure(portkeyGuardedTarget)
     console.log(JSON.stringify({ bench: "gateway", target: "portkey-guarded", ...portkeyGuarded }))
+    // The ceiling of the screened target: a plain node:http program doing its guaranteed work
+    // (two decisions, each signed and durable in PostgreSQL; bench/ceiling-server.ts `gateway-screened`).
+    const ceiling = await startCeilingServer("gateway-screened", databaseUrl.toString(), { STUB_URL: stubUrl })
+    const ceilingScreened = await measure({
+      name: "ceiling-screened",
+      url: `${ceiling.base}/v1/chat/completions`,
+      headers: { "content-type": "application/json" }
+    }).finally(() => ceiling.stop())
+    console.log(JSON.stringify({ bench: "gateway", target: "ceiling-screened", ...ceilingScreened }))
     const quiet = () => waitUntilIdle([service.child.pid!, portkey.child.pid!])
     const guardrail = await measure({ name: "guardrail", ...ours }, quiet)
     console.log(JSON.stringify({ bench: "gateway", target: "guardrail", ...guardrail }))
@@ -354,13 +267,15 @@ const main = async () => {
       guardrail_without_budget: added(unbudgeted),
       guardrail_screened: added(screened),
       portkey_guarded: added(portkeyGuarded),
+      ceiling_screened: added(ceilingScreened),
       sustained_requests_per_s: {
         direct: direct.sustained.requests_per_s,
         guardrail: guardrail.sustained.requests_per_s,
         portkey: portkeyResult.sustained.requests_per_s,
         guardrail_without_budget: unbudgeted.sustained.requests_per_s,
         guardrail_screened: screened.sustained.requests_per_s,
-        portkey_guarded: portkeyGuarded.sustained.requests_per_s
+        portkey_guarded: portkeyGuarded.sustained.requests_per_s,
+        ceiling_screened: ceilingScreened.sustained.requests_per_s
       }
     }
     // Issue 18: screened added p50 and p99 below Portkey's with its checks at both loads, sustained >= 2x.
@@ -379,7 +294,7 @@ const main = async () => {
     mkdirSync(new URL("results/", import.meta.url), { recursive: true })
     writeFileSync(
       new URL("results/gateway.json", import.meta.url),
-      `${JSON.stringify({ at: new Date().toISOString(), summary: { ...summary, goal_met: goalMet, screened_goal_met: screenedGoalMet }, direct, guardrail, portkey: portkeyResult, portkey_guarded: portkeyGuarded, guardrail_without_budget: unbudgeted, guardrail_screened: screened }, null, 2)}\n`
+      `${JSON.stringify({ at: new Date().toISOString(), summary: { ...summary, goal_met: goalMet, screened_goal_met: screenedGoalMet }, direct, guardrail, portkey: portkeyResult, portkey_guarded: portkeyGuarded, guardrail_without_budget: unbudgeted, guardrail_screened: screened, ceiling_screened: ceilingScreened }, null, 2)}\n`
     )
   } finally {
     for (const child of children) child.kill("SIGTERM")

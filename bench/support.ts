@@ -176,3 +176,22 @@ export const waitUntilIdle = async (pids: ReadonlyArray<number>) => {
     if (total() - before < 50) return
   }
 }
+
+/** Starts the ceiling server in `mode` on its own port; answers its base URL and a stop function. */
+export const startCeilingServer = (mode: string, databaseUrl: string, env: Record<string, string> = {}) =>
+  new Promise<{ base: string; stop: () => Promise<void> }>((resolve, reject) => {
+    const port = 40_000 + Math.floor(Math.random() * 10_000)
+    const child = spawn("node", [...SERVICE_NODE_FLAGS, "--import", "tsx", "bench/ceiling-server.ts", mode], {
+      env: { ...process.env, PORT: String(port), DATABASE_URL: databaseUrl, KAFKA_BROKERS: brokers, ...env },
+      stdio: ["ignore", "pipe", "inherit"]
+    })
+    const timer = setTimeout(() => reject(new Error(`ceiling server ${mode} did not start`)), 60_000)
+    child.stdout.on("data", (chunk: Buffer) => {
+      if (!chunk.toString().includes("ready")) return
+      clearTimeout(timer)
+      resolve({
+        base: `http://127.0.0.1:${port}`,
+        stop: () => new Promise((done) => (child.kill("SIGTERM"), child.once("exit", () => done())))
+      })
+    })
+  })

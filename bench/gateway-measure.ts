@@ -1,0 +1,112 @@
+/**
+ * How bench/gateway.ts measures one target: a warm-up, then concurrency 1
+ * timed per request, a fixed 500 requests/s and as fast as 100 connections
+ * go (sustained), each after the machine settles.
+ */
+import type autocannon from "autocannon"
+import { Agent, request as httpRequest } from "node:http"
+import { cannon, pause } from "./support.js"
+
+export const LOADS = ["concurrency_1", "rate_500", "sustained"] as const
+export type Load = (typeof LOADS)[number]
+
+export interface LoadResult {
+  readonly p50_ms: number
+  readonly p99_ms: number
+  readonly mean_ms: number
+  readonly requests_per_s: number
+  readonly non_2xx: number
+  readonly errors: number
+}
+
+/** The loads autocannon drives (concurrency 1 is timed by `sequential`). */
+const cannonLoads: Record<Exclude<Load, "concurrency_1">, Partial<autocannon.Options>> = {
+  rate_500: { connections: 50, overallRate: 500 },
+  sustained: { connections: 100 }
+}
+
+export interface Target {
+  readonly name: string
+  readonly url: string
+  readonly headers: Record<string, string>
+}
+
+/** The `q` quantile of sorted values, rounded to 0.01 ms. */
+const quantile = (sorted: ReadonlyArray<number>, q: number) =>
+  Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! * 100) / 100
+
+/**
+ * Concurrency 1, timed per request with `performance.now()` over one
+ * keep-alive connection: autocannon's histogram counts whole milliseconds,
+ * too coarse where the gateways add about a millisecond.
+ */
+const sequential = async (target: Target, body: string, seconds: number) => {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+  const url = new URL(target.url)
+  /** One request's status and milliseconds to its last byte. */
+  const once = () =>
+    new Promise<{ status: number; ms: number }>((resolve, reject) => {
+      const started = performance.now()
+      const request = httpRequest(
+        url,
+        { method: "POST", agent, headers: { ...target.headers, "content-length": Buffer.byteLength(body) } },
+        (response) => {
+          response.resume()
+          response.on("end", () => resolve({ status: response.statusCode ?? 0, ms: performance.now() - started }))
+        }
+      )
+      request.on("error", reject)
+      request.end(body)
+    })
+  const latencies: Array<number> = []
+  let non2xx = 0
+  let errors = 0
+  const until = Date.now() + seconds * 1000
+  while (Date.now() < until) {
+    await once().then(
+      ({ status, ms }) => (status >= 200 && status < 300 ? latencies.push(ms) : (non2xx += 1)),
+      () => (errors += 1)
+    )
+  }
+  agent.destroy()
+  const sorted = [...latencies].sort((a, b) => a - b)
+  return {
+    p50_ms: quantile(sorted, 0.5),
+    p99_ms: quantile(sorted, 0.99),
+    mean_ms: Math.round((latencies.reduce((sum, ms) => sum + ms, 0) / latencies.length) * 100) / 100,
+    requests_per_s: Math.round(latencies.length / seconds),
+    non_2xx: non2xx,
+    errors
+  } satisfies LoadResult
+}
+
+/**
+ * Warm-up, then each load; before each measurement `settle` waits until the
+ * machine is quiet again (by default a fixed pause), so no run measures the
+ * previous one's backlog.
+ */
+export const measure = async (
+  target: Target,
+  body: string,
+  seconds: number,
+  settle: () => Promise<void> = () => pause(5_000)
+) => {
+  const base = { url: target.url, method: "POST" as const, body, headers: target.headers, duration: seconds }
+  await cannon({ ...base, connections: 20, duration: 3 }) // warm-up
+  await settle()
+  const results: Partial<Record<Load, LoadResult>> = { concurrency_1: await sequential(target, body, seconds) }
+  for (const [load, options] of Object.entries(cannonLoads) as Array<[Load, Partial<autocannon.Options>]>) {
+    await settle()
+    const result = await cannon({ ...base, ...options })
+    results[load] = {
+      p50_ms: result.latency.p50,
+      p99_ms: result.latency.p99,
+      mean_ms: result.latency.average,
+      requests_per_s: Math.round(result.requests.average),
+      non_2xx: result.non2xx,
+      errors: result.errors
+    }
+  }
+  return results as Record<Load, LoadResult>
+}
+
