@@ -89,9 +89,9 @@ const credentialSentence = (
 
 /**
  * The error statuses an operation can answer: 400 when it takes parameters or a body, 401/403/404 when it needs a
- * credential (404 also for a path naming a missing resource), 409 for writes, 413/415 with a body, 503
- * (shutting down) always, plus the operation's or group's own extras. Not 500: no request may produce one
- * (test/http/no-server-errors.test.ts calls every operation to hold that).
+ * credential (404 also for a path naming a missing resource), 409 for writes, 413/415 with a body, 500 (a
+ * server fault such as a lost database, never the input: test/http/no-server-errors.test.ts calls every
+ * operation to hold that) and 503 (shutting down) always, plus the operation's or group's own extras.
  */
 const statusesOf = (
   operation: Json,
@@ -103,7 +103,7 @@ const statusesOf = (
   const parameters = Array.isArray(operation["parameters"]) ? operation["parameters"].filter(isRecord) : []
   const hasBody = isRecord(operation["requestBody"])
   const secured = Array.isArray(operation["security"]) && operation["security"].length > 0
-  const statuses = new Set([503])
+  const statuses = new Set([500, 503])
   if (parameters.length > 0 || hasBody) statuses.add(400)
   if (secured) [401, 403, 404].forEach((status) => statuses.add(status))
   if (parameters.some((parameter) => parameter["in"] === "path")) statuses.add(404)
