@@ -54,11 +54,14 @@ export const pageByTime = <Row extends { readonly created_at: Date; readonly id:
   })
 
 /**
- * The window of a list around one of its rows: from `rows` (in list order, holding up to `limit` rows
- * on each side of the row at `target`), the `limit` nearest it, as many before as after, topped up from
- * the other side near either end of the list. `more`: rows of the list follow the window.
+ * The window of a list around its row that `isTarget` picks: from `rows` (in list order, holding up to
+ * `limit` rows on each side of it), the `limit` nearest it, as many before as after, topped up from the
+ * other side near either end of the list. `more`: rows of the list follow the window. Undefined when no
+ * row is the target.
  */
-export const windowAround = <Row>(rows: ReadonlyArray<Row>, target: number, limit: number) => {
+export const windowAround = <Row>(rows: ReadonlyArray<Row>, isTarget: (row: Row) => boolean, limit: number) => {
+  const target = rows.findIndex(isTarget)
+  if (target < 0) return undefined
   const size = Math.min(limit, rows.length)
   const start = Math.max(0, Math.min(target - Math.floor(size / 2), rows.length - size))
   const end = start + size

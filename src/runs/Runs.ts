@@ -21,7 +21,7 @@ type RunStatus = typeof RunStatuses.Type
 import { newRunEvent, type RunEventInput, toRunEvent } from "./RunEvents.js"
 import { type NewRunEvent } from "./RunEventWriter.js"
 import { RunEventWriter, runNotFound } from "./RunEventWriter.js"
-import { type RunFilters, type RunRow, RunsRepo } from "./Repo.js"
+import { type RunEventRow, type RunFilters, type RunRow, RunsRepo } from "./Repo.js"
 import { Traces } from "./Traces.js"
 
 const TERMINAL: ReadonlySet<string> = new Set(["completed", "failed", "canceled"])
@@ -34,6 +34,15 @@ const aroundWithCursor = new BadRequest({
 
 const runEventNotFound = (runId: string, eventId: string) =>
   new NotFound({ code: "run_event_not_found", message: `No event ${eventId} in run ${runId}.` })
+
+/** A page of run events, with next_cursor after its last one when `more` follow. */
+const eventPage = (page: ReadonlyArray<RunEventRow>, more: boolean) => {
+  const last = page[page.length - 1]
+  return {
+    events: page.map(toRunEvent),
+    ...(more && last !== undefined ? { next_cursor: encodeCursor([String(last.sequence)]) } : {})
+  }
+}
 
 const toRun = (row: RunRow) => ({
   id: RunId.make(row.id),
@@ -190,14 +199,8 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
       limit: number
     ) {
       const rows = yield* repo.listEventsAround(workspaceId, runId, eventId, limit)
-      const target = rows.findIndex((row) => row.id === eventId)
-      if (target < 0) return yield* runEventNotFound(runId, eventId)
-      const { more, window } = windowAround(rows, target, limit)
-      const last = window[window.length - 1]
-      return {
-        events: window.map(toRunEvent),
-        ...(more && last !== undefined ? { next_cursor: encodeCursor([String(last.sequence)]) } : {})
-      }
+      const found = windowAround(rows, (row) => row.id === eventId, limit)
+      return found === undefined ? yield* runEventNotFound(runId, eventId) : eventPage(found.window, found.more)
     })
 
     /** A page of the run's events from the start (or `cursor`), or with `around` the window around one. */
@@ -215,12 +218,7 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
       const after = cursor === undefined ? Option.some(["0"]) : decodeCursor(cursor, 1)
       if (Option.isNone(after) || !/^\d{1,9}$/.test(after.value[0]!)) return yield* invalidCursor
       const rows = yield* repo.listEvents(workspaceId, runId, limit, Number(after.value[0]))
-      const page = rows.slice(0, limit)
-      const last = page[page.length - 1]
-      return {
-        events: page.map(toRunEvent),
-        ...(rows.length > limit && last !== undefined ? { next_cursor: encodeCursor([String(last.sequence)]) } : {})
-      }
+      return eventPage(rows.slice(0, limit), rows.length > limit)
     })
 
     /** A page of the run's traces, newest first, or with `around` the window around one. */

@@ -95,11 +95,11 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
       limit: number
     ) {
       const rows = yield* repo.listRunTracesAround(workspaceId, runId, traceId, limit)
-      const target = rows.findIndex((row) => row.id === traceId)
-      if (target < 0) {
+      const found = windowAround(rows, (row) => row.id === traceId, limit)
+      if (found === undefined) {
         return yield* new NotFound({ code: "trace_not_found", message: `No trace ${traceId} in run ${runId}.` })
       }
-      const { more, window } = windowAround(rows, target, limit)
+      const { more, window } = found
       const last = window[window.length - 1]
       return {
         traces: window.map(toTrace),
