@@ -5,7 +5,7 @@
  * started_at..finished_at), time to result (POST /v1/policies/impact until
  * GET shows it completed, polled every 25 ms) and the result_digest; the goal
  * is at least 20,000 decisions/s, with the same digest both times. Output is
- * JSON lines, also saved to bench/results/issue19/replay-<date>T<hhmm>.txt.
+ * JSON lines, also saved to bench/results/issue19/replay-<date>T<hhmmss>.txt.
  *
  * The decisions are seeded in SQL from one real trace of the service (its
  * payload with the content varied): every fifth of them names a denying
@@ -153,7 +153,7 @@ const main = async () => {
   }
   const directory = new URL("results/issue19/", import.meta.url)
   mkdirSync(directory, { recursive: true })
-  const stamp = new Date().toISOString().slice(0, 16).replace(":", "")
+  const stamp = new Date().toISOString().slice(0, 19).replaceAll(":", "")
   const file = new URL(`replay-${stamp}.txt`, directory)
   writeFileSync(file, `$ npx tsx bench/replay.ts ${process.argv.slice(2).join(" ")}\n${lines.join("\n")}\n`)
 }
