@@ -13,7 +13,7 @@
  * direct path; otherwise the Effect path loads what a step needs and runs
  * the same step again.
  */
-import { Cause, Deferred, Effect, Exit, FiberId, FiberRef, LogLevel, Option, Runtime, Schema } from "effect"
+import { Cause, Effect, Exit, FiberRef, LogLevel, Option, Runtime, Schema } from "effect"
 import type { Snapshot } from "../catalog/Snapshot.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
 import { type HttpError, NotFound } from "../http/Errors.js"
@@ -23,7 +23,17 @@ import { recordDecision } from "../operations/Metrics.js"
 import { logDecisionDetails } from "../operations/Telemetry.js"
 import { AppConfig } from "../platform/Config.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
-import { type Answer, hotUseCase, needs, ready, refused, settleValue, type WarmSteps } from "../platform/Warm.js"
+import {
+  type Answer,
+  hotUseCase,
+  type Later,
+  later,
+  needs,
+  ready,
+  refused,
+  settleValue,
+  type WarmSteps
+} from "../platform/Warm.js"
 import { type PolicySet, policySetOf } from "../policysets/Digest.js"
 import { type ApprovalState, AuthorizationRepo, type GrantRow, type NewFingerprint } from "./Repo.js"
 import { contentTooLarge, oversizedTarget } from "./ContentCap.js"
@@ -66,7 +76,7 @@ export interface DecideRequest {
 /** A decision answered before its records are durable, and the answer that stands once they are. */
 export interface EarlyDecision {
   readonly answer: DecisionAnswer
-  readonly durable: Effect.Effect<DecisionAnswer>
+  readonly durable: Later<DecisionAnswer>
 }
 
 /** What deciding read beyond the caches: settings, a snapshot, an approval grant, or why the registry is unreadable. */
@@ -272,11 +282,9 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
      * other work (the gateway's provider call) and releases nothing before `durable` answers.
      */
     const commitLater = (_: DecideRequest, decided: Decided, answer: Answer<EarlyDecision, HttpError>) => {
-      const durable = Deferred.unsafeMake<DecisionAnswer>(FiberId.none)
-      writer.enqueue(decided.record, (committed) =>
-        Deferred.unsafeDone(durable, Exit.succeed(settled(decided, committed)))
-      )
-      answer(Exit.succeed({ answer: decided.response, durable: Deferred.await(durable) }))
+      const durable = later<DecisionAnswer>()
+      writer.enqueue(decided.record, (committed) => durable.done(settled(decided, committed)))
+      answer(Exit.succeed({ answer: decided.response, durable }))
     }
 
     const authorizeEventEarly = hotUseCase({

@@ -4,7 +4,7 @@
  * told (headers, refusal), the run/session headers, reading an answer whole.
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Effect, Either, Schema } from "effect"
+import { Either, Exit, Schema } from "effect"
 import { Readable } from "node:stream"
 import type { DecisionAnswer } from "../authorization/Decisions.js"
 import { profileFindsNothing } from "../authorization/checkers/Profile.js"
@@ -13,6 +13,7 @@ import type { AgentProfile } from "../catalog/Agents.js"
 import type { Snapshot } from "../catalog/Snapshot.js"
 import { BadGateway, BadRequest, errorBodyOf, errorHeadersOf, type HttpError, statusOf } from "../http/Errors.js"
 import type { RuntimeConfig } from "../identity/WorkspaceSettings.js"
+import type { Answer } from "../platform/Warm.js"
 import { Identifier } from "../platform/Schemas.js"
 import type { RouteTarget } from "./Connections.js"
 import type { GuardrailMode } from "./Domain.js"
@@ -121,24 +122,20 @@ export const scopeHeader = (headers: ProxyRequest["headers"], name: string) => {
 }
 
 /** The whole body of a proxied answer (a Node stream the proxy handed back), or why it could not be read. */
-export const readBody = (response: Response) =>
-  Effect.async<Buffer, BadGateway>((resume) => {
-    const source = response.body._tag === "Raw" ? response.body.body : undefined
-    if (!(source instanceof Readable)) {
-      resume(Effect.fail(new BadGateway({ code: "upstream_error", message: "The provider's answer is not readable." })))
-      return
+export const readBody = (response: Response, answer: Answer<Buffer, BadGateway>) => {
+  const source = response.body._tag === "Raw" ? response.body.body : undefined
+  const fail = (code: string, message: string) => answer(Exit.fail(new BadGateway({ code, message })))
+  if (!(source instanceof Readable)) return fail("upstream_error", "The provider's answer is not readable.")
+  const chunks: Array<Buffer> = []
+  let size = 0
+  source.on("data", (chunk: Buffer) => {
+    size += chunk.length
+    if (size <= MAX_SCREENED_ANSWER_BYTES) chunks.push(chunk)
+    else {
+      source.destroy()
+      fail("answer_too_large_to_screen", "The provider's answer is larger than the guardrails screen (16 MiB).")
     }
-    const chunks: Array<Buffer> = []
-    let size = 0
-    const fail = (code: string, message: string) => resume(Effect.fail(new BadGateway({ code, message })))
-    source.on("data", (chunk: Buffer) => {
-      size += chunk.length
-      if (size <= MAX_SCREENED_ANSWER_BYTES) chunks.push(chunk)
-      else {
-        source.destroy()
-        fail("answer_too_large_to_screen", "The provider's answer is larger than the guardrails screen (16 MiB).")
-      }
-    })
-    source.once("end", () => resume(Effect.succeed(Buffer.concat(chunks))))
-    source.once("error", () => fail("upstream_error", "The provider's answer broke off."))
   })
+  source.once("end", () => answer(Exit.succeed(Buffer.concat(chunks))))
+  source.once("error", () => fail("upstream_error", "The provider's answer broke off."))
+}

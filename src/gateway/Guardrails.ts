@@ -20,61 +20,107 @@
  * changes the traffic, `enforce` acts. A route with everything off, or a
  * workspace with nothing that could match (no policy for the agent, no
  * agent profile, no tool metadata or label policy, default action permit),
- * takes the proxy's direct path with no extra work.
+ * is the proxy alone.
+ *
+ * The call is one hot use case (src/platform/Warm.ts): its steps read the
+ * route, the workspace's settings and its catalog from their caches (the
+ * Effect path loads them when cold), and its act screens the call in
+ * callbacks. The decisions and the proxy are hot use cases too, each run
+ * directly when warm (`runNow`), so a warm screened call runs no fiber.
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Cause, Effect, Either, Exit, Option, Runtime, type Scope } from "effect"
-import { PassThrough, Readable } from "node:stream"
-import { Authorization } from "../authorization/Authorization.js"
+import { Cause, Effect, Either, Exit, Option, Runtime } from "effect"
+import { Authorization, type EarlyDecision } from "../authorization/Authorization.js"
 import type { DecisionAnswer } from "../authorization/Decisions.js"
-import { CatalogSnapshot } from "../catalog/Snapshot.js"
+import { CatalogSnapshot, type Snapshot } from "../catalog/Snapshot.js"
 import { type HttpError, NotFound } from "../http/Errors.js"
-import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
+import { type RuntimeConfig, WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { AppConfig } from "../platform/Config.js"
-import type { HotUseCase } from "../platform/Warm.js"
+import {
+  allNow,
+  type Answer,
+  catching,
+  type HotUseCase,
+  hotUseCase,
+  needs,
+  ready,
+  runNow,
+  type WarmSteps
+} from "../platform/Warm.js"
 import { providerBody } from "./Calls.js"
 import { Connections, type RouteTarget } from "./Connections.js"
-import {
-  refusalEvent,
-  refusalResponse,
-  requestEvents,
-  responseEvents,
-  type Screened,
-  unscreenableEvent
-} from "./GuardrailTexts.js"
 import {
   allOff,
   type Decided,
   decisionHeaders,
   errorWithHeaders,
-  guardrailEvent,
-  guardrailSummary,
   headline,
   nothingCouldMatch,
-  readBody,
   refusalIn,
   scopeHeader
 } from "./GuardrailDecisions.js"
-import { screenStream, type Verdict } from "./StreamScreen.js"
+import { applyRewrites, type Call, discard, refusalOf, screenAnswer, screenedStream } from "./GuardrailAnswers.js"
+import { requestEvents, type Screened } from "./GuardrailTexts.js"
 import { GatewayProxy, type ProxyRequest } from "./Proxy.js"
 
 type Response = HttpServerResponse.HttpServerResponse
 
 /** A decision answered before its records are durable. */
 interface Pending extends Decided {
-  readonly durable: Effect.Effect<DecisionAnswer>
+  readonly durable: EarlyDecision["durable"]
 }
 
-/** The decisions as they stand once their records are durable (an unrecorded one as a defer). */
-const durably = (pending: ReadonlyArray<Pending>): Effect.Effect<ReadonlyArray<Decided>> =>
-  Effect.forEach(pending, ({ durable, mode, screened }) =>
-    Effect.map(durable, (answer) => ({ screened, mode, answer }))
-  )
-
-/** Drops a provider's answer that will not be passed on (the proxy then records its usage as it ended). */
-const discard = (response: Response) => {
-  if (response.body._tag === "Raw" && response.body.body instanceof Readable) response.body.body.destroy()
+/** What screening a call reads from the caches: its route, and unless all off, the settings and the catalog. */
+interface Loaded {
+  readonly target?: RouteTarget
+  readonly config?: RuntimeConfig
+  /** None: the catalog could not be read, which is not "nothing to match" (deciding then fails closed). */
+  readonly snapshot?: Option.Option<Snapshot>
 }
+
+type Need = "route" | "settings" | "catalog"
+
+interface Warmed {
+  readonly target: RouteTarget
+  readonly config?: RuntimeConfig
+  readonly snapshot?: Option.Option<Snapshot>
+}
+
+/** A call is the proxy alone (with these decision headers), or is screened (over its body as sent). */
+type Plan =
+  | { readonly _tag: "alone"; readonly headers: Record<string, string> }
+  | {
+      readonly _tag: "screen"
+      readonly target: RouteTarget
+      readonly config: RuntimeConfig
+      readonly body: Record<string, unknown>
+    }
+
+const planOf = (request: ProxyRequest, { target, config, snapshot }: Warmed): Plan => {
+  // All off (the steps then read nothing more).
+  if (allOff(target) || config === undefined || snapshot === undefined) {
+    return { _tag: "alone", headers: decisionHeaders("off") }
+  }
+  const parsed = providerBody(request.json)
+  // Nothing to decide (or no body to read, which the proxy refuses in its own words).
+  if (Either.isLeft(parsed) || (Option.isSome(snapshot) && nothingCouldMatch(config, snapshot.value, target.agentId))) {
+    return { _tag: "alone", headers: decisionHeaders("none") }
+  }
+  return { _tag: "screen", target, config, body: parsed.right }
+}
+
+/** An outcome answered with the request-side decision's headers (an error too: every gateway answer has them). */
+const withHeaders =
+  (answer: Answer<Response, HttpError>, headers: Record<string, string>): Answer<Response, HttpError> =>
+  (exit) =>
+    answer(
+      Exit.isSuccess(exit)
+        ? Exit.succeed(HttpServerResponse.setHeaders(exit.value, headers))
+        : Option.match(Cause.failureOption(exit.cause), {
+            onNone: () => exit,
+            onSome: (error) => Exit.succeed(errorWithHeaders(error, headers))
+          })
+    )
 
 export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/GatewayGuard", {
   effect: Effect.gen(function* () {
@@ -84,274 +130,261 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
     const settings = yield* WorkspaceSettings
     const snapshots = yield* CatalogSnapshot
     const { gatewayGuardrailHoldChars: holdChars, gatewayGuardrailWindowChars: windowChars } = yield* AppConfig
-    const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
+    const runtime = yield* Effect.runtime<never>()
+    const runFork = Runtime.runFork(runtime)
 
     /**
      * Decides one event by the use case of `POST /v1/events`, answered before its records are durable
      * (`durable` answers once they are); in observe, a refusal of the event itself is only logged.
      */
-    const decideEarly = (
-      request: ProxyRequest,
-      target: RouteTarget,
-      environmentId: string,
-      scope: { readonly run_id?: string | undefined; readonly session_id?: string | undefined },
-      screened: Screened
-    ): Effect.Effect<ReadonlyArray<Pending>, HttpError> => {
+    const decideEarly = (call: Call, screened: Screened, answer: Answer<ReadonlyArray<Pending>, HttpError>) => {
+      const { request, target } = call
       const mode = target.guardrails[screened.direction]
-      if (mode === "off") return Effect.succeed([])
-      const decision = Effect.scoped(
-        authorization.authorizeEventEarly.run({
-          caller: request.caller,
-          startedAt: performance.now(),
-          ceiling: mode,
-          event: {
-            kind: screened.kind,
-            principal: {
-              agent_id: target.agentId,
-              environment_id: environmentId,
-              workspace_id: request.caller.workspaceId
-            },
-            action: { operation: screened.operation, content: screened.content, params: screened.params },
-            ...scope,
-            metadata: {
-              source: "gateway",
-              route_id: target.routeId,
-              request_id: request.requestId,
-              dialect: request.dialect === "chat" ? "chat_style" : "messages_style"
-            }
+      if (mode === "off") return answer(Exit.succeed([]))
+      const input = {
+        caller: request.caller,
+        startedAt: performance.now(),
+        ceiling: mode,
+        event: {
+          kind: screened.kind,
+          principal: {
+            agent_id: target.agentId,
+            environment_id: call.environmentId,
+            workspace_id: request.caller.workspaceId
+          },
+          action: { operation: screened.operation, content: screened.content, params: screened.params },
+          ...call.scope,
+          metadata: {
+            source: "gateway",
+            route_id: target.routeId,
+            request_id: request.requestId,
+            dialect: request.dialect === "chat" ? "chat_style" : "messages_style"
           }
-        })
-      ).pipe(Effect.map(({ answer, durable }): ReadonlyArray<Pending> => [{ screened, mode, answer, durable }]))
-      return mode === "enforce"
-        ? decision
-        : Effect.catchAll(decision, (error) =>
-            Effect.as(Effect.logWarning("observed guardrail decision refused", error), [])
-          )
-    }
-
-    /** Decides one event and answers once its records are durable (what stands). */
-    const decide = (...args: Parameters<typeof decideEarly>) => Effect.flatMap(decideEarly(...args), durably)
-
-    /** The first enforced refusal among `decided`, as the dialect's 403. */
-    const refusalOf = (
-      request: ProxyRequest,
-      decided: ReadonlyArray<Decided>,
-      headers: Record<string, string>
-    ): Response | undefined => {
-      const refusal = refusalIn(decided)
-      return refusal === undefined ? undefined : refusalResponse(request.dialect, refusal, headers)
-    }
-
-    /** Screens a streamed answer as it passes (StreamScreen.ts); a decision that cannot be made ends it. */
-    const screenedStream = (
-      request: ProxyRequest,
-      target: RouteTarget,
-      environmentId: string,
-      scope: { readonly run_id?: string | undefined; readonly session_id?: string | undefined },
-      response: Response
-    ): Response => {
-      const source = response.body._tag === "Raw" ? response.body.body : undefined
-      if (!(source instanceof Readable)) return response
-      const { dialect } = request
-      const verdict = (screened: Screened) =>
-        runPromise(
-          decide(request, target, environmentId, scope, screened).pipe(
-            Effect.map((decided): Verdict => {
-              decisions.push(...decided)
-              const refusal = refusalIn(decided)
-              if (refusal !== undefined) return { _tag: "stop", event: refusalEvent(dialect, refusal) }
-              const rewrite = decided.find((one) => one.mode === "enforce" && one.answer.effect === "rewrite")
-              const text = rewrite?.answer.transformed_value
-              return { _tag: "pass", rewritten: typeof text === "string" ? text : null }
-            }),
-            Effect.catchAll((error) =>
-              Effect.succeed<Verdict>({ _tag: "stop", event: unscreenableEvent(dialect, error.code, error.message) })
-            ),
-            // Nothing unscreened goes out after a failure: the stream ends with an error event (fail closed).
-            Effect.catchAllDefect((defect) =>
-              Effect.as(Effect.logError("stream screening failed", defect), {
-                _tag: "stop",
-                event: unscreenableEvent(dialect, "guardrail_unavailable", "The answer could not be screened.")
-              } satisfies Verdict)
-            )
-          )
-        )
-      const sink = new PassThrough()
-      const decisions: Array<Decided> = []
-      void screenStream(source, sink, {
-        dialect,
-        windowChars,
-        holdChars,
-        screensText: target.guardrails.output !== "off",
-        screensToolCalls: target.guardrails.tool_calls !== "off",
-        decide: verdict,
-        finalEvent: () => guardrailEvent(decisions)
-      })
-      return HttpServerResponse.raw(sink, {
-        status: response.status,
-        headers: response.headers,
-        contentType: response.body.contentType ?? "text/event-stream"
-      })
-    }
-
-    /** Puts each enforced rewrite's text in place; answers whether anything changed. */
-    const applyRewrites = (decided: ReadonlyArray<Decided>) => {
-      let changed = false
-      for (const { answer, mode, screened } of decided) {
-        if (mode !== "enforce" || answer.effect !== "rewrite" || typeof answer.transformed_value !== "string") continue
-        screened.replace?.(answer.transformed_value)
-        changed = true
+        }
       }
-      return changed
+      // A decision holds nothing once answered: its run is closed at once.
+      let closed: (() => void) | undefined
+      let answered = false
+      closed = runNow(
+        authorization.authorizeEventEarly,
+        input,
+        (exit) => {
+          answered = true
+          closed?.()
+          if (Exit.isSuccess(exit)) {
+            return answer(Exit.succeed([{ screened, mode, answer: exit.value.answer, durable: exit.value.durable }]))
+          }
+          const refusal = Cause.failureOption(exit.cause)
+          if (mode === "enforce" || Option.isNone(refusal)) return answer(Exit.failCause(exit.cause))
+          runFork(Effect.logWarning("observed guardrail decision refused", refusal.value))
+          answer(Exit.succeed([]))
+        },
+        runFork
+      )
+      if (answered) closed()
     }
 
-    /** The answer's reply and tool calls decided; the answer rewritten, refused, or passed with the decisions added. */
-    const screenAnswer = (
-      request: ProxyRequest,
-      target: RouteTarget,
-      environmentId: string,
-      scope: { readonly run_id?: string | undefined; readonly session_id?: string | undefined },
-      response: Response,
-      headers: Record<string, string>
-    ) =>
-      Effect.gen(function* () {
-        const text = (yield* readBody(response)).toString("utf8")
-        let body: unknown
-        try {
-          body = JSON.parse(text)
-        } catch {
-          body = undefined
+    /** The decisions as they stand once their records are durable (an unrecorded one as a defer). */
+    const durably = (pending: ReadonlyArray<Pending>, then: (decided: ReadonlyArray<Decided>) => void) =>
+      allNow<Pending, Decided, never>(
+        pending,
+        ({ durable, mode, screened }, answer) =>
+          durable.then((stands: DecisionAnswer) => answer(Exit.succeed({ screened, mode, answer: stands }))),
+        (exit) => Exit.isSuccess(exit) && then(exit.value)
+      )
+
+    /** Decides each event and answers once their records are durable (what stands). */
+    const decide = (call: Call, events: ReadonlyArray<Screened>, answer: Answer<ReadonlyArray<Decided>, HttpError>) =>
+      allNow(
+        events,
+        (screened, one: Answer<ReadonlyArray<Pending>, HttpError>) => decideEarly(call, screened, one),
+        (exit) =>
+          Exit.isSuccess(exit)
+            ? durably(exit.value.flat(), (decided) => answer(Exit.succeed(decided)))
+            : answer(Exit.failCause(exit.cause))
+      )
+
+    /** One window of a streamed answer decided, for StreamScreen's promise; a defect is logged and answered. */
+    const decideWindow = (call: Call, screened: Screened) =>
+      new Promise<Exit.Exit<ReadonlyArray<Decided>, HttpError>>((resolve) => {
+        const settle = (outcome: Exit.Exit<ReadonlyArray<Decided>, HttpError>) => {
+          if (Exit.isFailure(outcome) && Option.isNone(Cause.failureOption(outcome.cause))) {
+            runFork(Effect.logError("stream screening failed", outcome.cause))
+          }
+          resolve(outcome)
         }
-        if (typeof body !== "object" || body === null || Array.isArray(body)) {
-          // Not a JSON answer: nothing of it is a reply or a tool call to decide.
-          return HttpServerResponse.text(text, { status: response.status, headers: response.headers })
-        }
-        const json = body as Record<string, unknown>
-        const events = responseEvents(request.dialect, json)
-        const decided = (yield* Effect.forEach(
-          events,
-          (screened) => decide(request, target, environmentId, scope, screened),
-          { concurrency: "unbounded" }
-        )).flat()
-        const refusal = refusalOf(request, decided, headers)
-        if (refusal !== undefined) return HttpServerResponse.setHeaders(refusal, response.headers)
-        applyRewrites(decided)
-        json["guardrail"] = guardrailSummary(decided)
-        return HttpServerResponse.unsafeJson(json, { status: response.status, headers: response.headers })
+        const die = (defect: unknown) => settle(Exit.die(defect))
+        catching(die, () => decide(call, [screened], catching(die, settle)))(undefined)
       })
 
-    const screened = (request: ProxyRequest): Effect.Effect<Response, HttpError, Scope.Scope> => {
+    const steps = (request: ProxyRequest): WarmSteps<Loaded, Warmed, HttpError, Need, HttpError, never> => ({
+      step: (loaded) => {
+        const workspaceId = request.caller.workspaceId
+        const target = loaded.target ?? connections.peekTarget(workspaceId, request.routeId)
+        if (target === undefined) return needs("route")
+        if (allOff(target)) return ready({ target })
+        const config = loaded.config ?? settings.peekRuntimeConfig(workspaceId)
+        if (config === undefined) return needs("settings")
+        const snapshot = loaded.snapshot ?? Option.fromNullable(snapshots.peek(workspaceId))
+        if (loaded.snapshot === undefined && Option.isNone(snapshot)) return needs("catalog")
+        return ready({ target, config, snapshot })
+      },
+      load: (need, loaded) => {
+        const workspaceId = request.caller.workspaceId
+        switch (need) {
+          case "route":
+            return Effect.map(connections.target(workspaceId, request.routeId), (target) => ({ ...loaded, target }))
+          case "settings":
+            return Effect.map(settings.runtimeConfig(workspaceId), (config) => ({ ...loaded, config }))
+          case "catalog":
+            return Effect.map(
+              Effect.option(Effect.catchAllDefect(snapshots.get(workspaceId), Effect.fail)),
+              (snapshot) => ({ ...loaded, snapshot })
+            )
+        }
+      }
+    })
+
+    /** Screens one call whose caches are warm: input decisions, the provider call, output decisions. */
+    const act = (request: ProxyRequest, warmed: Warmed, answerOnce: Answer<Response, HttpError>): (() => void) => {
+      let answered = false
+      const answer: Answer<Response, HttpError> = (exit) => {
+        if (answered) return
+        answered = true
+        answerOnce(exit)
+      }
+      // The proxy's run, once started; `closed` before it starts means the client left: nothing goes upstream.
+      let proxyClosed: (() => void) | undefined
+      let gone = false
+      const forward = (forwarded: ProxyRequest, then: Answer<Response, HttpError>) => {
+        if (!gone) proxyClosed = runNow(proxy.forward, forwarded, then, runFork)
+      }
+      const closed = () => {
+        gone = true
+        proxyClosed?.()
+      }
+      const plan = planOf(request, warmed)
+      if (plan._tag === "alone") {
+        forward(request, withHeaders(answer, plan.headers))
+        return closed
+      }
+      const { target, config } = plan
       // What the answer's x-guardrail-* headers say so far: an error answer carries them too.
       let headers = decisionHeaders("none")
-      return Effect.gen(function* () {
-        const { caller } = request
-        const target = yield* connections.target(caller.workspaceId, request.routeId)
-        if (allOff(target)) {
-          headers = decisionHeaders("off")
-          return HttpServerResponse.setHeaders(yield* proxy.forward.run(request), headers)
-        }
-        const config = yield* settings.runtimeConfig(caller.workspaceId)
-        // A catalog that cannot be read is not "nothing to match": deciding then fails closed (defer).
-        const snapshot = yield* Effect.option(Effect.catchAllDefect(snapshots.get(caller.workspaceId), Effect.fail))
-        const parsed = providerBody(request.json)
-        const quiet = Option.isSome(snapshot) && nothingCouldMatch(config, snapshot.value, target.agentId)
-        if (quiet || Either.isLeft(parsed)) {
-          // Nothing to decide (or no body to read, which the proxy refuses in its own words).
-          return HttpServerResponse.setHeaders(yield* proxy.forward.run(request), decisionHeaders("none"))
-        }
-        // A runtime key bound to an environment decides there; anyone else in the workspace's default one.
-        const environmentId =
-          caller.environmentId ?? [...config.environments].find(([, environment]) => environment.isDefault)?.[0]
-        if (environmentId === undefined) {
-          return yield* new NotFound({
+      const fail = (error: HttpError) => answer(Exit.succeed(errorWithHeaders(error, headers)))
+      // A runtime key bound to an environment decides there; anyone else in the workspace's default one.
+      const environmentId =
+        request.caller.environmentId ?? [...config.environments].find(([, environment]) => environment.isDefault)?.[0]
+      if (environmentId === undefined) {
+        fail(
+          new NotFound({
             code: "environment_not_found",
             message: "The workspace has no default environment to decide the gateway's guardrails in."
           })
-        }
-        const runId = yield* scopeHeader(request.headers, "x-guardrail-run-id")
-        const sessionId = yield* scopeHeader(request.headers, "x-guardrail-session-id")
-        const scope = {
-          ...(runId === undefined ? {} : { run_id: runId }),
-          ...(sessionId === undefined ? {} : { session_id: sessionId })
-        }
-        // A copy: a rewrite changes the body that goes upstream, never the request as received.
-        const body = structuredClone(parsed.right)
-        const inputs = target.guardrails.input === "off" ? [] : requestEvents(request.dialect, body)
-        const early = (yield* Effect.forEach(inputs, (one) => decideEarly(request, target, environmentId, scope, one), {
-          concurrency: "unbounded"
-        })).flat()
-        const headersOf = (decided: ReadonlyArray<Decided>) => {
-          const first = headline(decided)
-          return decisionHeaders(target.guardrails.input === "off" ? "off" : first === undefined ? "none" : first)
-        }
-        headers = headersOf(early)
-        // Refused: nothing goes upstream. Else the provider call overlaps the decisions' commit (which a
-        // rewrite's text needs no more than a permit does); nothing is answered before they are durable.
-        const refused = refusalIn(early) !== undefined
-        const rewritten = !refused && applyRewrites(early)
-        const forwarded = rewritten ? { ...request, json: body, text: JSON.stringify(body) } : request
-        const [response, decided] = yield* Effect.all(
-          [refused ? Effect.succeed(undefined) : proxy.forward.run(forwarded), durably(early)],
-          { concurrency: 2 }
         )
+        return closed
+      }
+      const runId = scopeHeader(request.headers, "x-guardrail-run-id")
+      const sessionId = scopeHeader(request.headers, "x-guardrail-session-id")
+      if (Either.isLeft(runId) || Either.isLeft(sessionId)) {
+        fail(Either.isLeft(runId) ? runId.left : (sessionId as Either.Left<HttpError, unknown>).left)
+        return closed
+      }
+      const call: Call = {
+        request,
+        target,
+        environmentId,
+        scope: {
+          ...(runId.right === undefined ? {} : { run_id: runId.right }),
+          ...(sessionId.right === undefined ? {} : { session_id: sessionId.right })
+        }
+      }
+      // A copy: a rewrite changes the body that goes upstream, never the request as received.
+      const body = structuredClone(plan.body)
+      const inputs = target.guardrails.input === "off" ? [] : requestEvents(request.dialect, body)
+      const headersOf = (decided: ReadonlyArray<Decided>) => {
+        const first = headline(decided)
+        return decisionHeaders(target.guardrails.input === "off" ? "off" : first === undefined ? "none" : first)
+      }
+      const guarded = <A>(run: (value: A) => void) => catching((defect) => answer(Exit.die(defect)), run)
+
+      /** Once the provider answered (or not: refused) and the request's decisions are durable. */
+      const proceed = (response: Exit.Exit<Response, HttpError> | undefined, decided: ReadonlyArray<Decided>) => {
         headers = headersOf(decided)
         const refusal = refusalOf(request, decided, headers)
         if (refusal !== undefined) {
           // Also a permit that could not be recorded (it stands as a defer): the provider's answer is dropped.
-          if (response !== undefined) discard(response)
-          return refusal
+          if (response !== undefined && Exit.isSuccess(response)) discard(response.value)
+          return answer(Exit.succeed(refusal))
         }
-        if (response === undefined) return yield* Effect.dieMessage("a refused request was not refused")
+        if (response === undefined) return answer(Exit.die(new Error("a refused request was not refused")))
+        if (Exit.isFailure(response)) return withHeaders(answer, headers)(response)
         const screensAnswer = target.guardrails.output !== "off" || target.guardrails.tool_calls !== "off"
-        const contentType = response.headers["content-type"] ?? response.body.contentType ?? ""
-        if (screensAnswer && response.status === 200 && contentType.includes("event-stream")) {
-          return HttpServerResponse.setHeaders(screenedStream(request, target, environmentId, scope, response), headers)
+        const provided = response.value
+        const contentType = provided.headers["content-type"] ?? provided.body.contentType ?? ""
+        const answerWithHeaders = withHeaders(answer, headers)
+        if (screensAnswer && provided.status === 200 && contentType.includes("event-stream")) {
+          return answerWithHeaders(
+            Exit.succeed(screenedStream(call, provided, { windowChars, holdChars }, (one) => decideWindow(call, one)))
+          )
         }
-        if (!screensAnswer || body["stream"] === true || response.status !== 200 || !contentType.includes("json")) {
-          return HttpServerResponse.setHeaders(response, headers)
+        if (!screensAnswer || body["stream"] === true || provided.status !== 200 || !contentType.includes("json")) {
+          return answerWithHeaders(response)
         }
-        return HttpServerResponse.setHeaders(
-          yield* screenAnswer(request, target, environmentId, scope, response, headers),
-          headers
-        )
-      }).pipe(
-        Effect.catchAll((error) => Effect.succeed(errorWithHeaders(error, headers))),
-        Effect.withSpan("GatewayGuard.forward")
+        screenAnswer(call, provided, headers, (events, then) => decide(call, events, then), answerWithHeaders)
+      }
+
+      allNow(
+        inputs,
+        (one, then: Answer<ReadonlyArray<Pending>, HttpError>) => decideEarly(call, one, then),
+        guarded((exit: Exit.Exit<Array<ReadonlyArray<Pending>>, HttpError>) => {
+          if (Exit.isFailure(exit)) return withHeaders(answer, headers)(Exit.failCause(exit.cause))
+          const early = exit.value.flat()
+          headers = headersOf(early)
+          // Refused: nothing goes upstream. Else the provider call overlaps the decisions' commit (which a
+          // rewrite's text needs no more than a permit does); nothing is answered before they are durable.
+          const refused = refusalIn(early) !== undefined
+          const rewritten = !refused && applyRewrites(early)
+          const forwarded = rewritten ? { ...request, json: body, text: JSON.stringify(body) } : request
+          let response: Exit.Exit<Response, HttpError> | undefined
+          let decided: ReadonlyArray<Decided> | undefined
+          const both = guarded(() => {
+            if ((response !== undefined || refused) && decided !== undefined) proceed(response, decided)
+          })
+          if (!refused)
+            forward(forwarded, (exit) => {
+              response = exit
+              both(undefined)
+            })
+          durably(early, (stands) => {
+            decided = stands
+            both(undefined)
+          })
+        })
       )
+      return closed
     }
 
+    const useCase = hotUseCase({ name: "GatewayGuard.forward", initial: {}, steps, act })
+
     /**
-     * The proxy with its guardrails. The direct path is the proxy's own when nothing is to be decided
-     * (route all off, or nothing that could match, known from the caches); anything to decide takes the
-     * Effect path, which loads what it needs.
+     * The proxy with its guardrails. Directly when the caches are warm: the proxy alone by its own direct run
+     * (which declines when a step of its own needs loading), a screened call by `act`. An error answer of the
+     * Effect path (an unknown route) carries the headers too.
      */
     const forward: HotUseCase<ProxyRequest, Response, HttpError> = {
       direct: (request, answer) => {
-        const workspaceId = request.caller.workspaceId
-        const target = connections.peekTarget(workspaceId, request.routeId)
-        if (target === undefined) return { taken: false }
-        let headers: Record<string, string>
-        if (allOff(target)) headers = decisionHeaders("off")
-        else {
-          const config = settings.peekRuntimeConfig(workspaceId)
-          const snapshot = snapshots.peek(workspaceId)
-          if (config === undefined || snapshot === undefined || !nothingCouldMatch(config, snapshot, target.agentId)) {
-            return { taken: false }
-          }
-          headers = decisionHeaders("none")
-        }
-        return proxy.forward.direct(request, (exit) =>
-          answer(
-            Exit.isSuccess(exit)
-              ? Exit.succeed(HttpServerResponse.setHeaders(exit.value, headers))
-              : Option.match(Cause.failureOption(exit.cause), {
-                  onNone: () => exit,
-                  onSome: (error) => Exit.succeed(errorWithHeaders(error, headers))
-                })
-          )
-        )
+        const warm = steps(request).step({})
+        if (warm._tag !== "Ready") return { taken: false }
+        const plan = planOf(request, warm.value)
+        return plan._tag === "alone"
+          ? proxy.forward.direct(request, withHeaders(answer, plan.headers))
+          : { taken: true, closed: act(request, warm.value, answer) }
       },
-      run: screened
+      run: (request) =>
+        Effect.catchAll(useCase.run(request), (error) =>
+          Effect.succeed(errorWithHeaders(error, decisionHeaders("none")))
+        )
     }
 
     return { forward }

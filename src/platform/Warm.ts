@@ -15,7 +15,7 @@
  * `Ready` branch, as its last act: whoever receives `Ready` acts on it at
  * once (`settle` calls `act` in the same synchronous turn as the step).
  */
-import { Deferred, Effect, Exit, type Scope } from "effect"
+import { Deferred, Effect, Exit, type Fiber, FiberId, Scope } from "effect"
 
 export interface Ready<A> {
   readonly _tag: "Ready"
@@ -151,3 +151,93 @@ export const mapInput = <In, From, A, E>(
   direct: (input, answer) => useCase.direct(toInput(input), answer),
   run: (input) => useCase.run(toInput(input))
 })
+
+/**
+ * Runs a hot use case from callback code: its direct run when the steps are ready, else its Effect run on a
+ * fiber of `runFork`'s runtime. Answers the `closed` work, to call once the outcome is no longer needed
+ * (for a proxied call: once its response has closed); before the answer, it abandons the run.
+ */
+export const runNow = <In, A, E>(
+  useCase: HotUseCase<In, A, E>,
+  input: In,
+  answer: Answer<A, E>,
+  runFork: <X, Y>(effect: Effect.Effect<X, Y>) => Fiber.RuntimeFiber<X, Y>
+): (() => void) => {
+  const direct = useCase.direct(input, answer)
+  if (direct.taken) return direct.closed
+  // The run's scope stays open (its `closed` work pending) until interrupted by `closed`.
+  const fiber = runFork(
+    Effect.acquireUseRelease(
+      Scope.make(),
+      (scope) =>
+        Effect.exit(Scope.extend(useCase.run(input), scope)).pipe(
+          Effect.flatMap((outcome) => Effect.sync(() => answer(outcome))),
+          Effect.zipRight(Effect.never)
+        ),
+      (scope, exit) => Scope.close(scope, exit)
+    )
+  )
+  return () => fiber.unsafeInterruptAsFork(FiberId.none)
+}
+
+/** A value that arrives once, from callback code; whoever asks before it arrives is called when it does. */
+export interface Later<A> {
+  readonly done: (value: A) => void
+  readonly then: (use: (value: A) => void) => void
+}
+
+export const later = <A>(): Later<A> => {
+  let arrived: { readonly value: A } | undefined
+  let waiting: Array<(value: A) => void> = []
+  return {
+    done: (value) => {
+      if (arrived !== undefined) return
+      arrived = { value }
+      const callbacks = waiting
+      waiting = []
+      for (const use of callbacks) use(value)
+    },
+    then: (use) => {
+      if (arrived === undefined) waiting.push(use)
+      else use(arrived.value)
+    }
+  }
+}
+
+/** Starts one callback run per item; answers their values in order once all have, or the first failure. */
+export const allNow = <I, A, E>(
+  items: ReadonlyArray<I>,
+  start: (item: I, answer: Answer<A, E>) => void,
+  answer: Answer<Array<A>, E>
+): void => {
+  const values = new Array<A>(items.length)
+  let left = items.length
+  let over = false
+  if (left === 0) return answer(Exit.succeed(values))
+  items.forEach((item, index) =>
+    start(item, (exit) => {
+      if (over) return
+      if (Exit.isFailure(exit)) {
+        over = true
+        return answer(Exit.failCause(exit.cause))
+      }
+      values[index] = exit.value
+      left -= 1
+      if (left === 0) {
+        over = true
+        answer(Exit.succeed(values))
+      }
+    })
+  )
+}
+
+/** A callback that hands a thrown defect to `onDefect` rather than into its caller (a stream's or a writer's loop). */
+export const catching =
+  <X>(onDefect: (defect: unknown) => void, run: (value: X) => void) =>
+  (value: X): void => {
+    try {
+      run(value)
+    } catch (defect) {
+      onDefect(defect)
+    }
+  }

@@ -1,0 +1,150 @@
+/**
+ * The answer side of the gateway's guardrails (Guardrails.ts), in callback
+ * code: a JSON answer read whole and decided, a streamed answer screened as
+ * it passes (StreamScreen.ts), and what a refusal or a rewrite does to them.
+ */
+import { HttpServerResponse } from "@effect/platform"
+import { Cause, Exit, Option } from "effect"
+import { PassThrough, Readable } from "node:stream"
+import type { HttpError } from "../http/Errors.js"
+import { type Answer, catching } from "../platform/Warm.js"
+import type { RouteTarget } from "./Connections.js"
+import { type Decided, guardrailEvent, guardrailSummary, readBody, refusalIn } from "./GuardrailDecisions.js"
+import { refusalEvent, refusalResponse, responseEvents, type Screened, unscreenableEvent } from "./GuardrailTexts.js"
+import type { ProxyRequest } from "./Proxy.js"
+import { screenStream, type Verdict } from "./StreamScreen.js"
+
+type Response = HttpServerResponse.HttpServerResponse
+
+/** One screened call: what its decisions are made for. */
+export interface Call {
+  readonly request: ProxyRequest
+  readonly target: RouteTarget
+  readonly environmentId: string
+  readonly scope: { readonly run_id?: string; readonly session_id?: string }
+}
+
+/** Decides events of the call; answers once their records are durable (what stands). */
+export type DecideEvents = (events: ReadonlyArray<Screened>, answer: Answer<ReadonlyArray<Decided>, HttpError>) => void
+
+/** Drops a provider's answer that will not be passed on (the proxy then records its usage as it ended). */
+export const discard = (response: Response) => {
+  if (response.body._tag === "Raw" && response.body.body instanceof Readable) response.body.body.destroy()
+}
+
+/** The first enforced refusal among `decided`, as the dialect's 403. */
+export const refusalOf = (
+  request: ProxyRequest,
+  decided: ReadonlyArray<Decided>,
+  headers: Record<string, string>
+): Response | undefined => {
+  const refusal = refusalIn(decided)
+  return refusal === undefined ? undefined : refusalResponse(request.dialect, refusal, headers)
+}
+
+/** Puts each enforced rewrite's text in place; answers whether anything changed. */
+export const applyRewrites = (decided: ReadonlyArray<Decided>) => {
+  let changed = false
+  for (const { answer, mode, screened } of decided) {
+    if (mode !== "enforce" || answer.effect !== "rewrite" || typeof answer.transformed_value !== "string") continue
+    screened.replace?.(answer.transformed_value)
+    changed = true
+  }
+  return changed
+}
+
+/** What a stream does after one window's decisions: pass (rewritten when enforced) or stop with an error event. */
+const verdictOf = (call: Call, outcome: Exit.Exit<ReadonlyArray<Decided>, HttpError>): Verdict => {
+  const { dialect } = call.request
+  if (Exit.isSuccess(outcome)) {
+    const refusal = refusalIn(outcome.value)
+    if (refusal !== undefined) return { _tag: "stop", event: refusalEvent(dialect, refusal) }
+    const rewrite = outcome.value.find((one) => one.mode === "enforce" && one.answer.effect === "rewrite")
+    const text = rewrite?.answer.transformed_value
+    return { _tag: "pass", rewritten: typeof text === "string" ? text : null }
+  }
+  // Nothing unscreened goes out after a failure: the stream ends with an error event (fail closed).
+  return Option.match(Cause.failureOption(outcome.cause), {
+    onSome: (error) => ({ _tag: "stop", event: unscreenableEvent(dialect, error.code, error.message) }),
+    onNone: () => ({
+      _tag: "stop",
+      event: unscreenableEvent(dialect, "guardrail_unavailable", "The answer could not be screened.")
+    })
+  })
+}
+
+/** Screens a streamed answer as it passes (StreamScreen.ts); a decision that cannot be made ends it. */
+export const screenedStream = (
+  call: Call,
+  response: Response,
+  windows: { readonly windowChars: number; readonly holdChars: number },
+  decide: (screened: Screened) => Promise<Exit.Exit<ReadonlyArray<Decided>, HttpError>>
+): Response => {
+  const source = response.body._tag === "Raw" ? response.body.body : undefined
+  if (!(source instanceof Readable)) return response
+  const { guardrails } = call.target
+  const sink = new PassThrough()
+  const decisions: Array<Decided> = []
+  void screenStream(source, sink, {
+    dialect: call.request.dialect,
+    ...windows,
+    screensText: guardrails.output !== "off",
+    screensToolCalls: guardrails.tool_calls !== "off",
+    decide: (screened) =>
+      decide(screened).then((outcome) => {
+        if (Exit.isSuccess(outcome)) decisions.push(...outcome.value)
+        return verdictOf(call, outcome)
+      }),
+    finalEvent: () => guardrailEvent(decisions)
+  })
+  return HttpServerResponse.raw(sink, {
+    status: response.status,
+    headers: response.headers,
+    contentType: response.body.contentType ?? "text/event-stream"
+  })
+}
+
+/** The answer's reply and tool calls decided; the answer rewritten, refused, or passed with the decisions added. */
+export const screenAnswer = (
+  call: Call,
+  response: Response,
+  headers: Record<string, string>,
+  decide: DecideEvents,
+  answer: Answer<Response, HttpError>
+) => {
+  const die = (defect: unknown) => answer(Exit.die(defect))
+  readBody(
+    response,
+    catching(die, (read) => {
+      if (Exit.isFailure(read)) return answer(Exit.failCause(read.cause))
+      const text = read.value.toString("utf8")
+      let body: unknown
+      try {
+        body = JSON.parse(text)
+      } catch {
+        body = undefined
+      }
+      if (typeof body !== "object" || body === null || Array.isArray(body)) {
+        // Not a JSON answer: nothing of it is a reply or a tool call to decide.
+        return answer(
+          Exit.succeed(HttpServerResponse.text(text, { status: response.status, headers: response.headers }))
+        )
+      }
+      const json = body as Record<string, unknown>
+      decide(
+        responseEvents(call.request.dialect, json),
+        catching(die, (decided) => {
+          if (Exit.isFailure(decided)) return answer(Exit.failCause(decided.cause))
+          const refusal = refusalOf(call.request, decided.value, headers)
+          if (refusal !== undefined)
+            return answer(Exit.succeed(HttpServerResponse.setHeaders(refusal, response.headers)))
+          applyRewrites(decided.value)
+          json["guardrail"] = guardrailSummary(decided.value)
+          answer(
+            Exit.succeed(HttpServerResponse.unsafeJson(json, { status: response.status, headers: response.headers }))
+          )
+        })
+      )
+    })
+  )
+}
