@@ -146,7 +146,8 @@ export const decisionTenant = async (base: string, policies: number) => {
     method: "POST" as const,
     body: JSON.stringify({
       kind: "output.proposed",
-      principal: { agent_id: "support-bot", environment_id: tenant.environmentId, workspace_id: tenant.workspaceId },
+      // A registered agent, as a fleet's agents are: an unregistered one adds a finding to every decision.
+      principal: { agent_id: "bench", environment_id: tenant.environmentId, workspace_id: tenant.workspaceId },
       action: { operation: "reply", content: "Thanks for waiting: your order ships tomorrow and arrives by Friday." }
     }),
     headers: tenant.keyHeaders
