@@ -39,6 +39,7 @@ import { AppConfig } from "../platform/Config.js"
 import {
   allNow,
   type Answer,
+  answerNow,
   catching,
   type HotUseCase,
   hotUseCase,
@@ -80,12 +81,6 @@ interface Loaded {
 
 type Need = "route" | "settings" | "catalog"
 
-interface Warmed {
-  readonly target: RouteTarget
-  readonly config?: RuntimeConfig
-  readonly snapshot?: Option.Option<Snapshot>
-}
-
 /** A call is the proxy alone (with these decision headers), or is screened (over its body as sent). */
 type Plan =
   | { readonly _tag: "alone"; readonly headers: Record<string, string> }
@@ -96,15 +91,18 @@ type Plan =
       readonly body: Record<string, unknown>
     }
 
-const planOf = (request: ProxyRequest, { target, config, snapshot }: Warmed): Plan => {
-  // All off (the steps then read nothing more).
-  if (allOff(target) || config === undefined || snapshot === undefined) {
-    return { _tag: "alone", headers: decisionHeaders("off") }
-  }
+const alone = (headers: Record<string, string>): Plan => ({ _tag: "alone", headers })
+
+/** Nothing to decide (or no body to read, which the proxy refuses in its own words): the proxy alone. */
+const planOf = (
+  request: ProxyRequest,
+  target: RouteTarget,
+  config: RuntimeConfig,
+  snapshot: Option.Option<Snapshot>
+): Plan => {
   const parsed = providerBody(request.json)
-  // Nothing to decide (or no body to read, which the proxy refuses in its own words).
   if (Either.isLeft(parsed) || (Option.isSome(snapshot) && nothingCouldMatch(config, snapshot.value, target.agentId))) {
-    return { _tag: "alone", headers: decisionHeaders("none") }
+    return alone(decisionHeaders("none"))
   }
   return { _tag: "screen", target, config, body: parsed.right }
 }
@@ -162,15 +160,10 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
           }
         }
       }
-      // A decision holds nothing once answered: its run is closed at once.
-      let closed: (() => void) | undefined
-      let answered = false
-      closed = runNow(
+      answerNow(
         authorization.authorizeEventEarly,
         input,
         (exit) => {
-          answered = true
-          closed?.()
           if (Exit.isSuccess(exit)) {
             return answer(Exit.succeed([{ screened, mode, answer: exit.value.answer, durable: exit.value.durable }]))
           }
@@ -181,7 +174,6 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
         },
         runFork
       )
-      if (answered) closed()
     }
 
     /** The decisions as they stand once their records are durable (an unrecorded one as a defer). */
@@ -190,7 +182,9 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
         pending,
         ({ durable, mode, screened }, answer) =>
           durable.then((stands: DecisionAnswer) => answer(Exit.succeed({ screened, mode, answer: stands }))),
-        (exit) => Exit.isSuccess(exit) && then(exit.value)
+        (exit) => {
+          if (Exit.isSuccess(exit)) then(exit.value)
+        }
       )
 
     /** Decides each event and answers once their records are durable (what stands). */
@@ -214,20 +208,24 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
           resolve(outcome)
         }
         const die = (defect: unknown) => settle(Exit.die(defect))
-        catching(die, () => decide(call, [screened], catching(die, settle)))(undefined)
+        try {
+          decide(call, [screened], catching(die, settle))
+        } catch (defect) {
+          die(defect)
+        }
       })
 
-    const steps = (request: ProxyRequest): WarmSteps<Loaded, Warmed, HttpError, Need, HttpError, never> => ({
+    const steps = (request: ProxyRequest): WarmSteps<Loaded, Plan, HttpError, Need, HttpError, never> => ({
       step: (loaded) => {
         const workspaceId = request.caller.workspaceId
         const target = loaded.target ?? connections.peekTarget(workspaceId, request.routeId)
         if (target === undefined) return needs("route")
-        if (allOff(target)) return ready({ target })
+        if (allOff(target)) return ready(alone(decisionHeaders("off")))
         const config = loaded.config ?? settings.peekRuntimeConfig(workspaceId)
         if (config === undefined) return needs("settings")
         const snapshot = loaded.snapshot ?? Option.fromNullable(snapshots.peek(workspaceId))
         if (loaded.snapshot === undefined && Option.isNone(snapshot)) return needs("catalog")
-        return ready({ target, config, snapshot })
+        return ready(planOf(request, target, config, snapshot))
       },
       load: (need, loaded) => {
         const workspaceId = request.caller.workspaceId
@@ -246,7 +244,7 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
     })
 
     /** Screens one call whose caches are warm: input decisions, the provider call, output decisions. */
-    const act = (request: ProxyRequest, warmed: Warmed, answerOnce: Answer<Response, HttpError>): (() => void) => {
+    const act = (request: ProxyRequest, plan: Plan, answerOnce: Answer<Response, HttpError>): (() => void) => {
       let answered = false
       const answer: Answer<Response, HttpError> = (exit) => {
         if (answered) return
@@ -263,7 +261,6 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
         gone = true
         proxyClosed?.()
       }
-      const plan = planOf(request, warmed)
       if (plan._tag === "alone") {
         forward(request, withHeaders(answer, plan.headers))
         return closed
@@ -286,8 +283,12 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
       }
       const runId = scopeHeader(request.headers, "x-guardrail-run-id")
       const sessionId = scopeHeader(request.headers, "x-guardrail-session-id")
-      if (Either.isLeft(runId) || Either.isLeft(sessionId)) {
-        fail(Either.isLeft(runId) ? runId.left : (sessionId as Either.Left<HttpError, unknown>).left)
+      if (Either.isLeft(runId)) {
+        fail(runId.left)
+        return closed
+      }
+      if (Either.isLeft(sessionId)) {
+        fail(sessionId.left)
         return closed
       }
       const call: Call = {
@@ -376,10 +377,10 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
       direct: (request, answer) => {
         const warm = steps(request).step({})
         if (warm._tag !== "Ready") return { taken: false }
-        const plan = planOf(request, warm.value)
+        const plan = warm.value
         return plan._tag === "alone"
           ? proxy.forward.direct(request, withHeaders(answer, plan.headers))
-          : { taken: true, closed: act(request, warm.value, answer) }
+          : { taken: true, closed: act(request, plan, answer) }
       },
       run: (request) =>
         Effect.catchAll(useCase.run(request), (error) =>

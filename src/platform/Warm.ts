@@ -180,6 +180,20 @@ export const runNow = <In, A, E>(
   return () => fiber.unsafeInterruptAsFork(FiberId.none)
 }
 
+/**
+ * `runNow` for a use case that leaves no work for when its response closes (a decision): its Effect run's
+ * scope closes as soon as it has answered.
+ */
+export const answerNow = <In, A, E>(
+  useCase: HotUseCase<In, A, E>,
+  input: In,
+  answer: Answer<A, E>,
+  runFork: <X, Y>(effect: Effect.Effect<X, Y>) => Fiber.RuntimeFiber<X, Y>
+): void => {
+  if (useCase.direct(input, answer).taken) return
+  runFork(Effect.scoped(useCase.run(input))).addObserver(answer)
+}
+
 /** A value that arrives once, from callback code; whoever asks before it arrives is called when it does. */
 export interface Later<A> {
   readonly done: (value: A) => void
