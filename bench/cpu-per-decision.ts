@@ -10,7 +10,8 @@
  * Saves bench/results/cpu-per-decision-<mode>.json. Linux only (/proc).
  */
 import { spawn } from "node:child_process"
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { mkdirSync, writeFileSync } from "node:fs"
+import { cpuOf, everyProcess, perUnit } from "./cpu.js"
 import { admin, adminUrl, brokers, cannon, decisionTenant, pause, SERVICE_NODE_FLAGS } from "./support.js"
 
 const mode = process.argv[2] ?? "all"
@@ -20,43 +21,6 @@ const POLICIES = 200
 const profile = process.env["BENCH_CPU_PROFILE"]
 /** BENCH_CPU_PROFILE=<dir>: each service process writes a V8 CPU profile there. */
 const profileArgs = profile === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profile}`]
-
-/** CPU milliseconds (user + system) of one process. */
-const cpuOf = (pid: number | string) => {
-  const raw = readFileSync(`/proc/${pid}/stat`, "utf8")
-  const fields = raw.slice(raw.lastIndexOf(")") + 2).split(" ")
-  return (Number(fields[11]) + Number(fields[12])) * 10
-}
-
-/** CPU milliseconds of every process, by "pid:name". */
-const everyProcess = () => {
-  const all = new Map<string, number>()
-  for (const pid of readdirSync("/proc").filter((entry) => /^\d+$/.test(entry))) {
-    try {
-      const raw = readFileSync(`/proc/${pid}/stat`, "utf8")
-      all.set(`${pid}:${raw.slice(raw.indexOf("(") + 1, raw.lastIndexOf(")"))}`, cpuOf(pid))
-    } catch {
-      // the process ended meanwhile
-    }
-  }
-  return all
-}
-
-/** Microseconds per decision by process name (digits stripped: kworker/1 and kworker/2 add up). */
-const perDecision = (before: Map<string, number>, after: Map<string, number>, decisions: number) => {
-  const byName = new Map<string, number>()
-  for (const [key, value] of after) {
-    const name = key.slice(key.indexOf(":") + 1).replace(/[0-9]+/g, "")
-    byName.set(name, (byName.get(name) ?? 0) + value - (before.get(key) ?? 0))
-  }
-  return Object.fromEntries(
-    [...byName]
-      .filter(([, ms]) => ms > 0)
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, 8)
-      .map(([name, ms]) => [name, Math.round((ms * 1000) / decisions)])
-  )
-}
 
 const main = async () => {
   const database = `bench_cpu_${Date.now()}`
@@ -109,7 +73,7 @@ const main = async () => {
           Math.round(((cpuOf(children[i]!.pid!) - serviceBefore[i]!) * 1000) / decisions)
         ])
       ),
-      all_processes_cpu_us_per_decision: perDecision(before, everyProcess(), decisions)
+      all_processes_cpu_us_per_decision: perUnit(before, everyProcess(), decisions)
     }
     console.log(JSON.stringify({ bench: "cpu-per-decision", ...result }))
     mkdirSync(new URL("results/", import.meta.url), { recursive: true })

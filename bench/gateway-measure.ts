@@ -32,8 +32,24 @@ export interface Target {
 }
 
 /** The `q` quantile of sorted values, rounded to 0.01 ms. */
-const quantile = (sorted: ReadonlyArray<number>, q: number) =>
+export const quantile = (sorted: ReadonlyArray<number>, q: number) =>
   Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! * 100) / 100
+
+/** One request to `target` over `agent`: its status and the milliseconds to its last byte. */
+export const timedRequest = (target: Target, body: string, agent: Agent) =>
+  new Promise<{ status: number; ms: number }>((resolve, reject) => {
+    const started = performance.now()
+    const request = httpRequest(
+      new URL(target.url),
+      { method: "POST", agent, headers: { ...target.headers, "content-length": Buffer.byteLength(body) } },
+      (response) => {
+        response.resume()
+        response.on("end", () => resolve({ status: response.statusCode ?? 0, ms: performance.now() - started }))
+      }
+    )
+    request.on("error", reject)
+    request.end(body)
+  })
 
 /**
  * Concurrency 1, timed per request with `performance.now()` over one
@@ -42,28 +58,12 @@ const quantile = (sorted: ReadonlyArray<number>, q: number) =>
  */
 const sequential = async (target: Target, body: string, seconds: number) => {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 })
-  const url = new URL(target.url)
-  /** One request's status and milliseconds to its last byte. */
-  const once = () =>
-    new Promise<{ status: number; ms: number }>((resolve, reject) => {
-      const started = performance.now()
-      const request = httpRequest(
-        url,
-        { method: "POST", agent, headers: { ...target.headers, "content-length": Buffer.byteLength(body) } },
-        (response) => {
-          response.resume()
-          response.on("end", () => resolve({ status: response.statusCode ?? 0, ms: performance.now() - started }))
-        }
-      )
-      request.on("error", reject)
-      request.end(body)
-    })
   const latencies: Array<number> = []
   let non2xx = 0
   let errors = 0
   const until = Date.now() + seconds * 1000
   while (Date.now() < until) {
-    await once().then(
+    await timedRequest(target, body, agent).then(
       ({ status, ms }) => (status >= 200 && status < 300 ? latencies.push(ms) : (non2xx += 1)),
       () => (errors += 1)
     )

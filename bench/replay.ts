@@ -18,7 +18,8 @@
 import { mkdirSync, writeFileSync } from "node:fs"
 import { cpus, loadavg } from "node:os"
 import pg from "pg"
-import { admin, adminUrl, benchTenant, cpuMillisOf, json, pause, phrasePolicy, startService } from "./support.js"
+import { cpuOf } from "./cpu.js"
+import { admin, adminUrl, benchTenant, json, pause, phrasePolicy, startService } from "./support.js"
 
 const DECISIONS = Number(process.argv[2] ?? 100_000)
 const PORT = Number(process.argv[3] ?? 42_210)
@@ -61,7 +62,7 @@ const seed = async (databaseUrl: string, templateId: string) => {
 }
 
 const replayOnce = async (base: string, headers: Record<string, string>, body: unknown, pid: number) => {
-  const cpuBefore = cpuMillisOf(pid)
+  const cpuBefore = cpuOf(pid)
   const started = performance.now()
   const job = await json(`${base}/v1/policies/impact`, {
     method: "POST",
@@ -73,7 +74,7 @@ const replayOnce = async (base: string, headers: Record<string, string>, body: u
     const current = await json(`${base}/v1/policies/impact/${job["id"]}`, { headers })
     if (current["status"] === "completed" || current["status"] === "failed") {
       const timeToResult = Math.round(performance.now() - started)
-      const cpuMs = cpuMillisOf(pid) - cpuBefore
+      const cpuMs = cpuOf(pid) - cpuBefore
       if (current["status"] === "failed") throw new Error(`impact failed: ${String(current["error"])}`)
       const result = current["result"] as {
         decisions_replayed: number

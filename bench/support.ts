@@ -6,8 +6,8 @@
 import autocannon from "autocannon"
 import { spawn } from "node:child_process"
 import { createHash } from "node:crypto"
-import { readFileSync } from "node:fs"
 import pg from "pg"
+import { cpuOf } from "./cpu.js"
 
 export const adminUrl = process.env["BENCH_POSTGRES_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
 export const brokers = process.env["BENCH_KAFKA_BROKERS"] ?? "127.0.0.1:9092"
@@ -156,20 +156,13 @@ export const decisionTenant = async (base: string, policies: number) => {
 
 export const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
-/** CPU milliseconds (user + system) a process has used, from /proc (Linux). */
-export const cpuMillisOf = (pid: number) => {
-  const raw = readFileSync(`/proc/${pid}/stat`, "utf8")
-  const fields = raw.slice(raw.lastIndexOf(")") + 2).split(" ")
-  return (Number(fields[11]) + Number(fields[12])) * 10
-}
-
 /**
  * Waits (at least 2 s, at most 60 s) until the processes together used under
  * 5% of a core over the last second: a service's stream workers have digested
  * what the previous run produced.
  */
 export const waitUntilIdle = async (pids: ReadonlyArray<number>) => {
-  const total = () => pids.reduce((sum, pid) => sum + cpuMillisOf(pid), 0)
+  const total = () => pids.reduce((sum, pid) => sum + cpuOf(pid), 0)
   await pause(1_000)
   for (let waited = 0; waited < 60_000; waited += 1_000) {
     const before = total()

@@ -133,8 +133,11 @@ export const upstreamHeaders = (
   return headers
 }
 
-/** The answer for a call that ended before the provider's response head; notes why in `outcome`. */
-/** An upstream's failure as the HTTP error the client gets; `upstream` names it ("The provider", "The MCP server"). */
+/**
+ * The answer for a call that ended before the upstream's response head, as
+ * the HTTP error the client gets (`upstream` names it: "The provider", "The
+ * MCP server"); notes why in `outcome`.
+ */
 export const upstreamFailure = (error: UpstreamFailure, outcome: Outcome, upstream = "The provider") => {
   outcome.error = error._tag === "UpstreamTimeout" ? "timeout" : error.reason
   switch (error._tag) {
