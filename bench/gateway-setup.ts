@@ -1,7 +1,8 @@
 /**
  * What the gateway benchmarks set up: a stub provider, the service's
  * tenant, connection, route and price (with a budget, or guardrails), and
- * the processes they start. Shared by bench/gateway.ts and bench/gateway-cpu.ts.
+ * the processes they start. Shared by bench/gateway.ts, bench/gateway-cpu.ts
+ * and bench/gateway-paired.ts.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { createHash } from "node:crypto"
