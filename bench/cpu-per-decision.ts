@@ -12,7 +12,7 @@
 import { spawn } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { cpuOf, everyProcess, perUnit } from "./cpu.js"
-import { admin, adminUrl, brokers, cannon, decisionTenant, pause, SERVICE_NODE_FLAGS } from "./support.js"
+import { benchDatabase, brokers, cannon, decisionTenant, pause, SERVICE_NODE_FLAGS } from "./support.js"
 
 const mode = process.argv[2] ?? "all"
 const seconds = Number(process.argv[3] ?? 8)
@@ -23,16 +23,13 @@ const profile = process.env["BENCH_CPU_PROFILE"]
 const profileArgs = profile === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profile}`]
 
 const main = async () => {
-  const database = `bench_cpu_${Date.now()}`
-  await admin(`create database ${database}`)
-  const url = new URL(adminUrl)
-  url.pathname = `/${database}`
+  const database = await benchDatabase("bench_cpu")
   const port = 40_000 + Math.floor(Math.random() * 10_000)
   const children = services.map((service) =>
     spawn("node", [...SERVICE_NODE_FLAGS, ...profileArgs, "--import", "tsx", `services/${service}/main.ts`], {
       env: {
         ...process.env,
-        DATABASE_URL: url.toString(),
+        DATABASE_URL: database.url.toString(),
         KAFKA_BROKERS: brokers,
         KAFKA_TOPIC_PREFIX: `benchcpu${Date.now()}.`,
         PORT: String(port),
@@ -84,7 +81,7 @@ const main = async () => {
   } finally {
     for (const child of children) child.kill("SIGTERM")
     await pause(3000)
-    await admin(`drop database if exists ${database} with (force)`)
+    await database.drop()
   }
   process.exit(0)
 }

@@ -15,7 +15,7 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { resolve } from "node:path"
 import { everyProcess, everyThread, perUnit } from "./cpu.js"
 import { body, children, configureService, startGatewayService, startStub } from "./gateway-setup.js"
-import { admin, adminUrl, cannon, pause, waitUntilIdle } from "./support.js"
+import { benchDatabase, cannon, pause, waitUntilIdle } from "./support.js"
 
 const target = process.argv[2] === "plain" ? "plain" : "screened"
 const seconds = Number(process.argv[3] ?? 10)
@@ -23,13 +23,10 @@ const connections = Number(process.argv[4] ?? 50)
 const checkout = resolve(process.argv[5] ?? ".")
 
 const main = async () => {
-  const database = `bench_gateway_cpu_${Date.now()}`
-  await admin(`create database ${database}`)
-  const databaseUrl = new URL(adminUrl)
-  databaseUrl.pathname = `/${database}`
+  const database = await benchDatabase("bench_gateway_cpu")
   try {
     await startStub()
-    const { service, serviceBase } = await startGatewayService(databaseUrl, checkout)
+    const { service, serviceBase } = await startGatewayService(database.url, checkout)
     const pid = service.child.pid!
     const route = await configureService(serviceBase, false, target === "screened")
     const request = { url: route.url, method: "POST" as const, body, headers: route.headers }
@@ -61,7 +58,7 @@ const main = async () => {
   } finally {
     for (const child of children) child.kill("SIGTERM")
     await pause(2000)
-    await admin(`drop database if exists ${database} with (force)`)
+    await database.drop()
   }
   process.exit(0)
 }

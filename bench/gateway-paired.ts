@@ -10,6 +10,7 @@
  * apart, which at concurrency 1 moves a gateway's added p50 by more than a
  * millisecond between two runs of the same commit (issue 16's gate).
  * Usage: npx tsx bench/gateway-paired.ts <checkout A> <checkout B> [rounds=3000]
+ * (the same checkout twice measures the method's own noise).
  * Saves bench/results/gateway-paired.json.
  */
 import { mkdirSync, writeFileSync } from "node:fs"
@@ -17,7 +18,7 @@ import { Agent } from "node:http"
 import { resolve } from "node:path"
 import { quantile, type Target, timedRequest } from "./gateway-measure.js"
 import { body, children, configureService, ports, startGatewayService, startStub } from "./gateway-setup.js"
-import { admin, adminUrl, cannon, pause } from "./support.js"
+import { benchDatabase, cannon, pause } from "./support.js"
 
 const checkouts = [process.argv[2], process.argv[3]].map((dir) => {
   if (dir === undefined) throw new Error("usage: npx tsx bench/gateway-paired.ts <checkout A> <checkout B> [rounds]")
@@ -36,16 +37,17 @@ const shuffled = <A>(items: ReadonlyArray<A>) => {
 }
 
 const main = async () => {
-  const databases = checkouts.map((_, i) => `bench_gateway_paired_${Date.now()}_${i}`)
-  for (const database of databases) await admin(`create database ${database}`)
+  const databases: Array<Awaited<ReturnType<typeof benchDatabase>>> = []
   try {
     const { stubUrl } = await startStub()
     const targets: Array<Target> = [{ name: "direct", url: stubUrl, headers: { "content-type": "application/json" } }]
+    // Named by side as well, so that one checkout can be measured against itself.
+    const nameOf = (i: number) => `${i === 0 ? "A" : "B"} ${checkouts[i]}`
     for (const [i, checkout] of checkouts.entries()) {
-      const databaseUrl = new URL(adminUrl)
-      databaseUrl.pathname = `/${databases[i]}`
-      const { serviceBase } = await startGatewayService(databaseUrl, checkout, ports.portkey + 1 + i)
-      targets.push({ name: checkout, ...(await configureService(serviceBase)) })
+      const database = await benchDatabase(`bench_gateway_paired_${i}`)
+      databases.push(database)
+      const { serviceBase } = await startGatewayService(database.url, checkout, ports.portkey + 1 + i)
+      targets.push({ name: nameOf(i), ...(await configureService(serviceBase)) })
     }
     for (const target of targets.slice(1))
       await cannon({ url: target.url, method: "POST", body, headers: target.headers, connections: 20, duration: 3 })
@@ -66,8 +68,8 @@ const main = async () => {
       return { p50_ms: quantile(sorted, 0.5), p99_ms: quantile(sorted, 0.99), samples: sorted.length }
     }
     const direct = percentiles("direct")
-    const added = checkouts.map((checkout) => {
-      const own = percentiles(checkout)
+    const added = checkouts.map((checkout, i) => {
+      const own = percentiles(nameOf(i))
       return {
         checkout,
         ...own,
@@ -95,7 +97,7 @@ const main = async () => {
   } finally {
     for (const child of children) child.kill("SIGTERM")
     await pause(2000)
-    for (const database of databases) await admin(`drop database if exists ${database} with (force)`)
+    for (const database of databases) await database.drop()
   }
   process.exit(0)
 }

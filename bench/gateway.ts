@@ -40,20 +40,17 @@ import {
   waitFor
 } from "./gateway-setup.js"
 import { portkeyTargets } from "./portkey-guardrails.js"
-import { admin, adminUrl, startCeilingServer, waitUntilIdle } from "./support.js"
+import { benchDatabase, startCeilingServer, waitUntilIdle } from "./support.js"
 
 const seconds = Number(process.argv[2] ?? 10)
 
 const measure = (target: Target, settle?: () => Promise<void>) => measureTarget(target, body, seconds, settle)
 
 const main = async () => {
-  const database = `bench_gateway_${Date.now()}`
-  await admin(`create database ${database}`)
-  const databaseUrl = new URL(adminUrl)
-  databaseUrl.pathname = `/${database}`
+  const database = await benchDatabase("bench_gateway")
   try {
     const { stubUrl } = await startStub()
-    const { service, serviceBase } = await startGatewayService(databaseUrl)
+    const { service, serviceBase } = await startGatewayService(database.url)
     const ours = await configureService(serviceBase)
     const oursWithoutBudget = await configureService(serviceBase, false)
     const oursScreened = await configureService(serviceBase, false, true)
@@ -78,7 +75,7 @@ const main = async () => {
     console.log(JSON.stringify({ bench: "gateway", target: "portkey-guarded", ...portkeyGuarded }))
     // The ceiling of the screened target: a plain node:http program doing its guaranteed work
     // (two decisions, each signed and durable in PostgreSQL; bench/ceiling-server.ts `gateway-screened`).
-    const ceiling = await startCeilingServer("gateway-screened", databaseUrl.toString(), { STUB_URL: stubUrl })
+    const ceiling = await startCeilingServer("gateway-screened", database.url.toString(), { STUB_URL: stubUrl })
     const ceilingScreened = await measure({
       name: "ceiling-screened",
       url: `${ceiling.base}/v1/chat/completions`,
@@ -145,7 +142,7 @@ const main = async () => {
   } finally {
     for (const child of children) child.kill("SIGTERM")
     await new Promise((resolve) => setTimeout(resolve, 2000))
-    await admin(`drop database if exists ${database} with (force)`)
+    await database.drop()
   }
   process.exit(0)
 }

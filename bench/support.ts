@@ -19,6 +19,15 @@ export const admin = async (text: string) => {
   await client.query(text).finally(() => client.end())
 }
 
+/** A new database for one benchmark run (`<prefix>_<time>`): its URL, and `drop` for the run's end. */
+export const benchDatabase = async (prefix: string) => {
+  const name = `${prefix}_${Date.now()}_${Math.floor(Math.random() * 1_000)}`
+  await admin(`create database ${name}`)
+  const url = new URL(adminUrl)
+  url.pathname = `/${name}`
+  return { url, drop: () => admin(`drop database if exists ${name} with (force)`) }
+}
+
 /**
  * Node flags the service runs with, as in package.json's start scripts and
  * the Dockerfile: V8's garbage collector on the thread that needs it, not on
