@@ -10,9 +10,8 @@
  * Saves bench/results/cpu-per-decision-<mode>.json. Linux only (/proc).
  */
 import { spawn } from "node:child_process"
-import { mkdirSync, writeFileSync } from "node:fs"
 import { cpuOf, everyProcess, perUnit } from "./cpu.js"
-import { benchDatabase, brokers, cannon, decisionTenant, pause, SERVICE_NODE_FLAGS } from "./support.js"
+import { benchDatabase, brokers, cannon, decisionTenant, pause, printAndSave, SERVICE_NODE_FLAGS } from "./support.js"
 
 const mode = process.argv[2] ?? "all"
 const seconds = Number(process.argv[3] ?? 8)
@@ -72,12 +71,7 @@ const main = async () => {
       ),
       all_processes_cpu_us_per_decision: perUnit(before, everyProcess(), decisions)
     }
-    console.log(JSON.stringify({ bench: "cpu-per-decision", ...result }))
-    mkdirSync(new URL("results/", import.meta.url), { recursive: true })
-    writeFileSync(
-      new URL(`results/cpu-per-decision-${mode}.json`, import.meta.url),
-      `${JSON.stringify({ at: new Date().toISOString(), ...result }, null, 2)}\n`
-    )
+    printAndSave("cpu-per-decision", `cpu-per-decision-${mode}.json`, result)
   } finally {
     for (const child of children) child.kill("SIGTERM")
     await pause(3000)

@@ -11,11 +11,10 @@
  * (`checkout`: another checkout's service, to compare two commits the same way).
  * Saves bench/results/gateway-cpu-<target>.json. Linux only (/proc).
  */
-import { mkdirSync, writeFileSync } from "node:fs"
 import { resolve } from "node:path"
 import { everyProcess, everyThread, perUnit } from "./cpu.js"
 import { body, children, configureService, startGatewayService, startStub } from "./gateway-setup.js"
-import { benchDatabase, cannon, pause, waitUntilIdle } from "./support.js"
+import { benchDatabase, cannon, pause, printAndSave, waitUntilIdle } from "./support.js"
 
 const target = process.argv[2] === "plain" ? "plain" : "screened"
 const seconds = Number(process.argv[3] ?? 10)
@@ -49,12 +48,7 @@ const main = async () => {
       service_threads_cpu_us_per_call: perUnit(threadsBefore, everyThread(pid), calls),
       all_processes_cpu_us_per_call: perUnit(processesBefore, everyProcess(), calls)
     }
-    console.log(JSON.stringify({ bench: "gateway-cpu", ...result }))
-    mkdirSync(new URL("results/", import.meta.url), { recursive: true })
-    writeFileSync(
-      new URL(`results/gateway-cpu-${target}.json`, import.meta.url),
-      `${JSON.stringify({ at: new Date().toISOString(), ...result }, null, 2)}\n`
-    )
+    printAndSave("gateway-cpu", `gateway-cpu-${target}.json`, result)
   } finally {
     for (const child of children) child.kill("SIGTERM")
     await pause(2000)

@@ -13,12 +13,11 @@
  * (the same checkout twice measures the method's own noise).
  * Saves bench/results/gateway-paired.json.
  */
-import { mkdirSync, writeFileSync } from "node:fs"
 import { Agent } from "node:http"
 import { resolve } from "node:path"
 import { quantile, type Target, timedRequest } from "./gateway-measure.js"
 import { body, children, configureService, ports, startGatewayService, startStub } from "./gateway-setup.js"
-import { benchDatabase, cannon, pause } from "./support.js"
+import { benchDatabase, cannon, pause, printAndSave } from "./support.js"
 
 const checkouts = [process.argv[2], process.argv[3]].map((dir) => {
   if (dir === undefined) throw new Error("usage: npx tsx bench/gateway-paired.ts <checkout A> <checkout B> [rounds]")
@@ -88,12 +87,7 @@ const main = async () => {
         added_p99: Math.round((b.added_p99_ms / a.added_p99_ms) * 100) / 100
       }
     }
-    console.log(JSON.stringify({ bench: "gateway-paired", ...result }))
-    mkdirSync(new URL("results/", import.meta.url), { recursive: true })
-    writeFileSync(
-      new URL("results/gateway-paired.json", import.meta.url),
-      `${JSON.stringify({ at: new Date().toISOString(), ...result }, null, 2)}\n`
-    )
+    printAndSave("gateway-paired", "gateway-paired.json", result)
   } finally {
     for (const child of children) child.kill("SIGTERM")
     await pause(2000)

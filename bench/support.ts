@@ -5,6 +5,7 @@
  */
 import autocannon from "autocannon"
 import { spawn } from "node:child_process"
+import { mkdirSync, writeFileSync } from "node:fs"
 import { createHash } from "node:crypto"
 import pg from "pg"
 import { cpuOf } from "./cpu.js"
@@ -17,6 +18,16 @@ export const admin = async (text: string) => {
   const client = new pg.Client({ connectionString: adminUrl })
   await client.connect()
   await client.query(text).finally(() => client.end())
+}
+
+/** Prints a run's figures as one JSON line (`bench` names it) and saves them, timed, as bench/results/<file>. */
+export const printAndSave = (bench: string, file: string, result: Record<string, unknown>) => {
+  console.log(JSON.stringify({ bench, ...result }))
+  mkdirSync(new URL("results/", import.meta.url), { recursive: true })
+  writeFileSync(
+    new URL(`results/${file}`, import.meta.url),
+    `${JSON.stringify({ at: new Date().toISOString(), ...result }, null, 2)}\n`
+  )
 }
 
 /** A new database for one benchmark run (`<prefix>_<time>`): its URL, and `drop` for the run's end. */
