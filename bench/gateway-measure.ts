@@ -35,10 +35,12 @@ export interface Target {
 export const quantile = (sorted: ReadonlyArray<number>, q: number) =>
   Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! * 100) / 100
 
-/** One request to `target` over `agent`: its status and the milliseconds to its last byte. */
-export const timedRequest = (target: Target, body: string, agent: Agent) =>
+/**
+ * One request to `target` over `agent`: its status and the milliseconds to
+ * its last byte, counted from `started` (by default, now).
+ */
+export const timedRequest = (target: Target, body: string, agent: Agent, started = performance.now()) =>
   new Promise<{ status: number; ms: number }>((resolve, reject) => {
-    const started = performance.now()
     const request = httpRequest(
       new URL(target.url),
       { method: "POST", agent, headers: { ...target.headers, "content-length": Buffer.byteLength(body) } },
@@ -49,6 +51,40 @@ export const timedRequest = (target: Target, body: string, agent: Agent) =>
     )
     request.on("error", reject)
     request.end(body)
+  })
+
+/**
+ * `perSecond` requests a second for `seconds`, open loop: each is due at a
+ * fixed time whether or not earlier ones have answered, and its latency
+ * counts from when it was due (so a stall is not hidden by sending less).
+ * Answers once every request has settled.
+ */
+export const openLoop = (target: Target, body: string, agent: Agent, perSecond: number, seconds: number) =>
+  new Promise<{ latencies: Array<number>; failed: number }>((resolve) => {
+    const total = Math.round(perSecond * seconds)
+    const interval = 1000 / perSecond
+    const latencies: Array<number> = []
+    let failed = 0
+    let sent = 0
+    let settled = 0
+    const settle = () => {
+      settled += 1
+      if (settled === total) resolve({ latencies, failed })
+    }
+    const startedAt = performance.now()
+    const tick = () => {
+      const due = Math.min(total, Math.floor((performance.now() - startedAt) / interval) + 1)
+      for (; sent < due; sent++) {
+        timedRequest(target, body, agent, startedAt + sent * interval)
+          .then(
+            ({ status, ms }) => (status >= 200 && status < 300 ? latencies.push(ms) : (failed += 1)),
+            () => (failed += 1)
+          )
+          .finally(settle)
+      }
+      if (sent < total) setTimeout(tick, 1)
+    }
+    tick()
   })
 
 /**

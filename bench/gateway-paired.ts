@@ -9,21 +9,30 @@
  * alike. bench/gateway.ts measures its targets one after the other, minutes
  * apart, which at concurrency 1 moves a gateway's added p50 by more than a
  * millisecond between two runs of the same commit (issue 16's gate).
- * Usage: npx tsx bench/gateway-paired.ts <checkout A> <checkout B> [rounds=3000]
- * (the same checkout twice measures the method's own noise).
- * Saves bench/results/gateway-paired.json.
+ *
+ * With `rate500`, each round instead gives each target, in a shuffled
+ * order, one second of 500 requests/s open loop over up to 50 connections
+ * (bench/gateway.ts's `rate_500` load, timed per request rather than in
+ * autocannon's whole milliseconds), so the p99 at that load is compared
+ * over slices interleaved second by second rather than runs minutes apart.
+ * Usage: npx tsx bench/gateway-paired.ts <checkout A> <checkout B> [<checkout C> ...] [rounds=3000] [c1|rate500]
+ * (the same checkout twice measures the method's own noise); ratios are over A.
+ * Saves bench/results/gateway-paired.json (or gateway-paired-rate500.json).
  */
 import { Agent } from "node:http"
 import { resolve } from "node:path"
-import { quantile, type Target, timedRequest } from "./gateway-measure.js"
+import { openLoop, quantile, type Target, timedRequest } from "./gateway-measure.js"
 import { body, children, configureService, ports, startGatewayService, startStub } from "./gateway-setup.js"
 import { benchDatabase, cannon, pause, printAndSave } from "./support.js"
 
-const checkouts = [process.argv[2], process.argv[3]].map((dir) => {
-  if (dir === undefined) throw new Error("usage: npx tsx bench/gateway-paired.ts <checkout A> <checkout B> [rounds]")
-  return resolve(dir)
-})
-const rounds = Number(process.argv[4] ?? 3000)
+// Arguments in any order: checkouts (two or more), a number of rounds, a mode.
+const args = process.argv.slice(2)
+const modes = ["c1", "rate500"] as const
+const mode = modes.find((name) => args.includes(name)) ?? "c1"
+const rounds = Number(args.find((arg) => /^\d+$/.test(arg)) ?? 3000)
+const checkouts = args.filter((arg) => !/^\d+$/.test(arg) && !modes.some((name) => name === arg)).map((dir) => resolve(dir))
+if (checkouts.length < 2)
+  throw new Error("usage: npx tsx bench/gateway-paired.ts <checkout A> <checkout B> [<checkout C> ...] [rounds] [c1|rate500]")
 
 /** Fisher-Yates, so no target always goes first (the one after an idle gap). */
 const shuffled = <A>(items: ReadonlyArray<A>) => {
@@ -41,7 +50,7 @@ const main = async () => {
     const { stubUrl } = await startStub()
     const targets: Array<Target> = [{ name: "direct", url: stubUrl, headers: { "content-type": "application/json" } }]
     // Named by side as well, so that one checkout can be measured against itself.
-    const nameOf = (i: number) => `${i === 0 ? "A" : "B"} ${checkouts[i]}`
+    const nameOf = (i: number) => `${String.fromCharCode(65 + i)} ${checkouts[i]}`
     for (const [i, checkout] of checkouts.entries()) {
       const database = await benchDatabase(`bench_gateway_paired_${i}`)
       databases.push(database)
@@ -51,20 +60,35 @@ const main = async () => {
     for (const target of targets.slice(1))
       await cannon({ url: target.url, method: "POST", body, headers: target.headers, connections: 20, duration: 3 })
     await pause(5_000)
-    const agents = new Map(targets.map((target) => [target.name, new Agent({ keepAlive: true, maxSockets: 1 })]))
+    const sockets = mode === "c1" ? 1 : 50
+    const agents = new Map(targets.map((target) => [target.name, new Agent({ keepAlive: true, maxSockets: sockets })]))
     const latencies = new Map(targets.map((target) => [target.name, [] as Array<number>]))
+    // Each 500 requests/s slice's own p99, in order, to show whether a tail is spread or a few stalls.
+    const sliceP99s = new Map(targets.map((target) => [target.name, [] as Array<number>]))
     let failed = 0
-    for (let round = 0; round < rounds; round++) {
+    // Two unrecorded rounds first at 500 requests/s: the services' first seconds at that load (JIT, pools) are not its steady state.
+    const warmUp = mode === "c1" ? 0 : 2
+    for (let round = -warmUp; round < rounds; round++) {
       for (const target of shuffled(targets)) {
-        const { status, ms } = await timedRequest(target, body, agents.get(target.name)!)
-        if (status >= 200 && status < 300) latencies.get(target.name)!.push(ms)
-        else failed += 1
+        const agent = agents.get(target.name)!
+        if (mode === "c1") {
+          const { status, ms } = await timedRequest(target, body, agent)
+          if (status >= 200 && status < 300) latencies.get(target.name)!.push(ms)
+          else failed += 1
+        } else {
+          const slice = await openLoop(target, body, agent, 500, 1)
+          if (round < 0) continue
+          latencies.get(target.name)!.push(...slice.latencies)
+          sliceP99s.get(target.name)!.push(quantile([...slice.latencies].sort((x, y) => x - y), 0.99))
+          failed += slice.failed
+        }
       }
     }
     for (const agent of agents.values()) agent.destroy()
     const percentiles = (name: string) => {
       const sorted = [...latencies.get(name)!].sort((a, b) => a - b)
-      return { p50_ms: quantile(sorted, 0.5), p99_ms: quantile(sorted, 0.99), samples: sorted.length }
+      const slices = mode === "c1" ? {} : { slice_p99s_ms: sliceP99s.get(name)!.map(Math.round) }
+      return { p50_ms: quantile(sorted, 0.5), p99_ms: quantile(sorted, 0.99), samples: sorted.length, ...slices }
     }
     const direct = percentiles("direct")
     const added = checkouts.map((checkout, i) => {
@@ -76,18 +100,22 @@ const main = async () => {
         added_p99_ms: Math.round((own.p99_ms - direct.p99_ms) * 100) / 100
       }
     })
-    const [a, b] = added as [(typeof added)[number], (typeof added)[number]]
+    const first = added[0]!
+    const ratio = (x: number, y: number) => Math.round((x / y) * 100) / 100
     const result = {
+      mode,
       rounds,
       failed,
       direct,
       gateways: added,
-      b_over_a: {
-        added_p50: Math.round((b.added_p50_ms / a.added_p50_ms) * 100) / 100,
-        added_p99: Math.round((b.added_p99_ms / a.added_p99_ms) * 100) / 100
-      }
+      // Each later checkout's added latency over the first's (B over A, C over A, ...).
+      over_a: added.slice(1).map((other) => ({
+        checkout: other.checkout,
+        added_p50: ratio(other.added_p50_ms, first.added_p50_ms),
+        added_p99: ratio(other.added_p99_ms, first.added_p99_ms)
+      }))
     }
-    printAndSave("gateway-paired", "gateway-paired.json", result)
+    printAndSave("gateway-paired", mode === "c1" ? "gateway-paired.json" : "gateway-paired-rate500.json", result)
   } finally {
     for (const child of children) child.kill("SIGTERM")
     await pause(2000)

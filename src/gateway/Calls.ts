@@ -156,8 +156,8 @@ export const upstreamFailure = (error: UpstreamFailure, outcome: Outcome, upstre
   }
 }
 
-const responseHeaders = (upstream: UpstreamResponse) => {
-  const headers: Record<string, string> = {}
+const responseHeaders = (upstream: UpstreamResponse, extra: Readonly<Record<string, string>> | undefined) => {
+  const headers: Record<string, string> = { ...extra }
   for (const [name, value] of Object.entries(upstream.headers)) {
     if (value !== undefined && FORWARDED_HEADER.test(name))
       headers[name] = Array.isArray(value) ? value.join(", ") : value
@@ -176,12 +176,21 @@ const streamErrorEvent = (dialect: Dialect, code: string, message: string) =>
     ? `\n\ndata: ${JSON.stringify({ error: { message, type: "server_error", code } })}\n\n`
     : `\n\nevent: error\ndata: ${JSON.stringify({ type: "error", error: { type: "api_error", message, code } })}\n\n`
 
-/** The client's response: the upstream body streamed through the meter, or an error body. */
-export const respond = (upstream: UpstreamResponse, meter: UsageMeter, outcome: Outcome, limits: StreamLimits) => {
+/**
+ * The client's response: the upstream body streamed through the meter, or an error body; `extra` headers
+ * (ProxyRequest's `answerHeaders`) go on both.
+ */
+export const respond = (
+  upstream: UpstreamResponse,
+  meter: UsageMeter,
+  outcome: Outcome,
+  limits: StreamLimits,
+  extra?: Readonly<Record<string, string>>
+) => {
   outcome.status = upstream.status
   const contentType = upstream.headers["content-type"]
   meter.contentType(contentType)
-  const headers = responseHeaders(upstream)
+  const headers = responseHeaders(upstream, extra)
   if (upstream.status >= 300 && upstream.status < 400) {
     // Redirects are never followed (the Location could name an internal host): an upstream error.
     outcome.ended = true
@@ -193,7 +202,7 @@ export const respond = (upstream: UpstreamResponse, meter: UsageMeter, outcome: 
           message: `The provider answered HTTP ${upstream.status}, a redirect; the gateway does not follow redirects, so set the connection's base_url to the final address.`
         }
       },
-      { status: 502 }
+      { status: 502, ...(extra === undefined ? {} : { headers: extra }) }
     )
   }
   if (upstream.status === 401 || upstream.status === 403) {

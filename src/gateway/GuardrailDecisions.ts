@@ -4,7 +4,7 @@
  * told (headers, refusal), the run/session headers, reading an answer whole.
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Either, Exit, Schema } from "effect"
+import { Cause, Either, Exit, Option, Schema } from "effect"
 import { Readable } from "node:stream"
 import type { DecisionAnswer } from "../authorization/Decisions.js"
 import { profileFindsNothing } from "../authorization/checkers/Profile.js"
@@ -79,6 +79,27 @@ export const errorWithHeaders = (error: HttpError, headers: Record<string, strin
     status: statusOf(error),
     headers: { ...errorHeadersOf(error), ...headers }
   })
+
+/** Whether `response` already has every one of `headers` (the provider's answer built with them). */
+const carries = (response: Response, headers: Record<string, string>) => {
+  for (const name in headers) if (response.headers[name] !== headers[name]) return false
+  return true
+}
+
+/** An outcome answered with the request-side decision's headers (an error too: every gateway answer has them). */
+export const withHeaders =
+  (answer: Answer<Response, HttpError>, headers: Record<string, string>): Answer<Response, HttpError> =>
+  (exit) =>
+    answer(
+      Exit.isSuccess(exit)
+        ? carries(exit.value, headers)
+          ? exit
+          : Exit.succeed(HttpServerResponse.setHeaders(exit.value, headers))
+        : Option.match(Cause.failureOption(exit.cause), {
+            onNone: () => exit,
+            onSome: (error) => Exit.succeed(errorWithHeaders(error, headers))
+          })
+    )
 
 /** The first enforced deny or defer among `decided` (strictest first), as what the client is told. */
 export const refusalIn = (decided: ReadonlyArray<Decided>): Refusal | undefined => {

@@ -58,7 +58,8 @@ import {
   headline,
   nothingCouldMatch,
   refusalIn,
-  scopeHeader
+  scopeHeader,
+  withHeaders
 } from "./GuardrailDecisions.js"
 import { applyRewrites, type Call, discard, refusalOf, screenAnswer, screenedStream } from "./GuardrailAnswers.js"
 import { requestEvents, type Screened } from "./GuardrailTexts.js"
@@ -100,25 +101,13 @@ const planOf = (
   config: RuntimeConfig,
   snapshot: Option.Option<Snapshot>
 ): Plan => {
-  const parsed = providerBody(request.json)
-  if (Either.isLeft(parsed) || (Option.isSome(snapshot) && nothingCouldMatch(config, snapshot.value, target.agentId))) {
+  // Decided before the body is read: a route that nothing could match pays no body decoding.
+  if (Option.isSome(snapshot) && nothingCouldMatch(config, snapshot.value, target.agentId)) {
     return alone(decisionHeaders("none"))
   }
-  return { _tag: "screen", target, config, body: parsed.right }
+  const parsed = providerBody(request.json)
+  return Either.isLeft(parsed) ? alone(decisionHeaders("none")) : { _tag: "screen", target, config, body: parsed.right }
 }
-
-/** An outcome answered with the request-side decision's headers (an error too: every gateway answer has them). */
-const withHeaders =
-  (answer: Answer<Response, HttpError>, headers: Record<string, string>): Answer<Response, HttpError> =>
-  (exit) =>
-    answer(
-      Exit.isSuccess(exit)
-        ? Exit.succeed(HttpServerResponse.setHeaders(exit.value, headers))
-        : Option.match(Cause.failureOption(exit.cause), {
-            onNone: () => exit,
-            onSome: (error) => Exit.succeed(errorWithHeaders(error, headers))
-          })
-    )
 
 export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/GatewayGuard", {
   effect: Effect.gen(function* () {
@@ -262,7 +251,7 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
         proxyClosed?.()
       }
       if (plan._tag === "alone") {
-        forward(request, withHeaders(answer, plan.headers))
+        forward({ ...request, answerHeaders: plan.headers }, withHeaders(answer, plan.headers))
         return closed
       }
       const { target, config } = plan
@@ -346,7 +335,9 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
           // rewrite's text needs no more than a permit does); nothing is answered before they are durable.
           const refused = refusalIn(early) !== undefined
           const rewritten = !refused && applyRewrites(early)
-          const forwarded = rewritten ? { ...request, json: body, text: JSON.stringify(body) } : request
+          const forwarded = rewritten
+            ? { ...request, json: body, text: JSON.stringify(body), answerHeaders: headers }
+            : { ...request, answerHeaders: headers }
           let response: Exit.Exit<Response, HttpError> | undefined
           let decided: ReadonlyArray<Decided> | undefined
           const both = guarded(() => {
@@ -379,7 +370,7 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
         if (warm._tag !== "Ready") return { taken: false }
         const plan = warm.value
         return plan._tag === "alone"
-          ? proxy.forward.direct(request, withHeaders(answer, plan.headers))
+          ? proxy.forward.direct({ ...request, answerHeaders: plan.headers }, withHeaders(answer, plan.headers))
           : { taken: true, closed: act(request, plan, answer) }
       },
       run: (request) =>

@@ -65,6 +65,11 @@ export interface ProxyRequest {
   readonly text: string
   readonly json: unknown
   readonly headers: Headers.Headers
+  /**
+   * Headers every answer to this call carries (the guardrails' decision): the provider's answer is built with
+   * them, which spares copying the response to add them afterwards.
+   */
+  readonly answerHeaders?: Readonly<Record<string, string>> | undefined
 }
 
 /** The model an active budget cannot admit a call for, because it has no price. */
@@ -196,7 +201,7 @@ export class GatewayProxy extends Effect.Service<GatewayProxy>()("gateway/Gatewa
           answer(
             isUpstreamFailure(result)
               ? Exit.fail(upstreamFailure(result, outcome))
-              : Exit.succeed(respond(result, meter, outcome, limits))
+              : Exit.succeed(respond(result, meter, outcome, limits, request.answerHeaders))
           )
         } catch (defect) {
           answer(Exit.die(defect))
