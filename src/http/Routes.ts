@@ -89,11 +89,37 @@ const staticRoutesOf = (routes: ReadonlyArray<RouteEntry>) => {
   return found
 }
 
+/** How many `/` a path has, less a trailing one: a template's parameter stands for one segment, so they must agree. */
+const depthOf = (path: string) => {
+  let slashes = 0
+  for (let i = 0; i < path.length; i++) if (path.charCodeAt(i) === 47) slashes++
+  return path.length > 1 && path.endsWith("/") ? slashes - 1 : slashes
+}
+
+// Routes with parameters by "METHOD depth", in table order: a request's path is tested against a few, not all.
+const patternRoutes = new WeakMap<ReadonlyArray<RouteEntry>, ReadonlyMap<string, ReadonlyArray<RouteEntry>>>()
+
+const patternRoutesOf = (routes: ReadonlyArray<RouteEntry>) => {
+  let found = patternRoutes.get(routes)
+  if (found === undefined) {
+    const byDepth = new Map<string, Array<RouteEntry>>()
+    for (const route of routes) {
+      const key = `${route.method} ${depthOf(route.template)}`
+      byDepth.set(key, [...(byDepth.get(key) ?? []), route])
+    }
+    found = byDepth
+    patternRoutes.set(routes, found)
+  }
+  return found
+}
+
 export const findRoute = (routes: ReadonlyArray<RouteEntry>, method: string, url: string) => {
   const path = pathOf(url)
   return (
     staticRoutesOf(routes).get(`${method} ${path}`) ??
-    routes.find((route) => route.method === method && route.pattern.test(path))
+    patternRoutesOf(routes)
+      .get(`${method} ${depthOf(path)}`)
+      ?.find((route) => route.pattern.test(path))
   )
 }
 
