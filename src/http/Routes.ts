@@ -126,12 +126,28 @@ export const findRoute = (routes: ReadonlyArray<RouteEntry>, method: string, url
 /** `:name` segments of the route's template, read from the URL's path (percent-decoded, as the router does). */
 export const pathParams = (route: RouteEntry, url: string) => {
   const params: Record<string, string> = {}
-  const template = route.template.split("/")
+  const segments = paramSegmentsOf(route)
+  if (segments.length === 0) return params
   const path = pathOf(url).split("/")
-  template.forEach((segment, index) => {
-    if (segment.startsWith(":")) params[segment.slice(1)] = percentDecoded(path[index] ?? "")
-  })
+  for (const [index, name] of segments) {
+    const segment = path[index] ?? ""
+    params[name] = segment.includes("%") ? percentDecoded(segment) : segment
+  }
   return params
+}
+
+// Each route's parameters as (segment index, name), read from its template once.
+const paramSegments = new WeakMap<RouteEntry, ReadonlyArray<readonly [number, string]>>()
+
+const paramSegmentsOf = (route: RouteEntry) => {
+  let found = paramSegments.get(route)
+  if (found === undefined) {
+    found = route.template
+      .split("/")
+      .flatMap((segment, index) => (segment.startsWith(":") ? [[index, segment.slice(1)] as const] : []))
+    paramSegments.set(route, found)
+  }
+  return found
 }
 
 /** A path segment percent-decoded; a malformed escape is kept as sent (the path schema then refuses it). */
