@@ -207,7 +207,9 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("billing/Budget
         windowStart: lease.windowStart,
         leased: true
       }
-      return { reservation, spent, low: lease.remaining * LEASE_REFILL_BELOW < lease.granted }
+      // Low only while nothing follows the lease yet: once the next is taken (or being taken), no draw forks for it.
+      const low = lease.remaining * LEASE_REFILL_BELOW < lease.granted && !entry.refilling && entry.next === undefined
+      return { reservation, spent, low }
     }
 
     /** A lease for a call that found none to draw from, if one fits under the cap (the used-up one goes back). */
