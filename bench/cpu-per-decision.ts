@@ -11,7 +11,16 @@
  */
 import { spawn } from "node:child_process"
 import { cpuOf, everyProcess, perUnit } from "./cpu.js"
-import { benchDatabase, brokers, cannon, decisionTenant, pause, printAndSave, SERVICE_NODE_FLAGS } from "./support.js"
+import {
+  benchDatabase,
+  brokers,
+  cannon,
+  decisionTenant,
+  endRun,
+  pause,
+  printAndSave,
+  SERVICE_NODE_FLAGS
+} from "./support.js"
 
 const mode = process.argv[2] ?? "all"
 const seconds = Number(process.argv[3] ?? 8)
@@ -73,9 +82,7 @@ const main = async () => {
     }
     printAndSave("cpu-per-decision", `cpu-per-decision-${mode}.json`, result)
   } finally {
-    for (const child of children) child.kill("SIGTERM")
-    await pause(3000)
-    await database.drop()
+    await endRun(children, 3000, [database])
   }
   process.exit(0)
 }

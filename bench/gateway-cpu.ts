@@ -14,7 +14,7 @@
 import { resolve } from "node:path"
 import { everyProcess, everyThread, perUnit } from "./cpu.js"
 import { body, children, configureService, startGatewayService, startStub } from "./gateway-setup.js"
-import { benchDatabase, cannon, pause, printAndSave, waitUntilIdle } from "./support.js"
+import { benchDatabase, cannon, endRun, printAndSave, waitUntilIdle } from "./support.js"
 
 const target = process.argv[2] === "plain" ? "plain" : "screened"
 const seconds = Number(process.argv[3] ?? 10)
@@ -50,9 +50,7 @@ const main = async () => {
     }
     printAndSave("gateway-cpu", `gateway-cpu-${target}.json`, result)
   } finally {
-    for (const child of children) child.kill("SIGTERM")
-    await pause(2000)
-    await database.drop()
+    await endRun(children, 2000, [database])
   }
   process.exit(0)
 }

@@ -145,4 +145,3 @@ export const measure = async (
   }
   return results as Record<Load, LoadResult>
 }
-

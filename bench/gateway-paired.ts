@@ -23,16 +23,20 @@ import { Agent } from "node:http"
 import { resolve } from "node:path"
 import { openLoop, quantile, type Target, timedRequest } from "./gateway-measure.js"
 import { body, children, configureService, ports, startGatewayService, startStub } from "./gateway-setup.js"
-import { benchDatabase, cannon, pause, printAndSave } from "./support.js"
+import { benchDatabase, cannon, endRun, pause, printAndSave } from "./support.js"
 
 // Arguments in any order: checkouts (two or more), a number of rounds, a mode.
 const args = process.argv.slice(2)
 const modes = ["c1", "rate500"] as const
 const mode = modes.find((name) => args.includes(name)) ?? "c1"
 const rounds = Number(args.find((arg) => /^\d+$/.test(arg)) ?? 3000)
-const checkouts = args.filter((arg) => !/^\d+$/.test(arg) && !modes.some((name) => name === arg)).map((dir) => resolve(dir))
+const checkouts = args
+  .filter((arg) => !/^\d+$/.test(arg) && !modes.some((name) => name === arg))
+  .map((dir) => resolve(dir))
 if (checkouts.length < 2)
-  throw new Error("usage: npx tsx bench/gateway-paired.ts <checkout A> <checkout B> [<checkout C> ...] [rounds] [c1|rate500]")
+  throw new Error(
+    "usage: npx tsx bench/gateway-paired.ts <checkout A> <checkout B> [<checkout C> ...] [rounds] [c1|rate500]"
+  )
 
 /** Fisher-Yates, so no target always goes first (the one after an idle gap). */
 const shuffled = <A>(items: ReadonlyArray<A>) => {
@@ -79,7 +83,12 @@ const main = async () => {
           const slice = await openLoop(target, body, agent, 500, 1)
           if (round < 0) continue
           latencies.get(target.name)!.push(...slice.latencies)
-          sliceP99s.get(target.name)!.push(quantile([...slice.latencies].sort((x, y) => x - y), 0.99))
+          sliceP99s.get(target.name)!.push(
+            quantile(
+              [...slice.latencies].sort((x, y) => x - y),
+              0.99
+            )
+          )
           failed += slice.failed
         }
       }
@@ -117,9 +126,7 @@ const main = async () => {
     }
     printAndSave("gateway-paired", mode === "c1" ? "gateway-paired.json" : "gateway-paired-rate500.json", result)
   } finally {
-    for (const child of children) child.kill("SIGTERM")
-    await pause(2000)
-    for (const database of databases) await database.drop()
+    await endRun(children, 2000, databases)
   }
   process.exit(0)
 }

@@ -40,7 +40,7 @@ import {
   waitFor
 } from "./gateway-setup.js"
 import { portkeyTargets } from "./portkey-guardrails.js"
-import { benchDatabase, startCeilingServer, waitUntilIdle } from "./support.js"
+import { benchDatabase, endRun, startCeilingServer, waitUntilIdle } from "./support.js"
 
 const seconds = Number(process.argv[2] ?? 10)
 
@@ -140,9 +140,7 @@ const main = async () => {
       `${JSON.stringify({ at: new Date().toISOString(), summary: { ...summary, goal_met: goalMet, screened_goal_met: screenedGoalMet }, direct, guardrail, portkey: portkeyResult, portkey_guarded: portkeyGuarded, guardrail_without_budget: unbudgeted, guardrail_screened: screened, ceiling_screened: ceilingScreened }, null, 2)}\n`
     )
   } finally {
-    for (const child of children) child.kill("SIGTERM")
-    await new Promise((resolve) => setTimeout(resolve, 2000))
-    await database.drop()
+    await endRun(children, 2000, [database])
   }
   process.exit(0)
 }

@@ -40,6 +40,20 @@ export const benchDatabase = async (prefix: string) => {
 }
 
 /**
+ * The end of a run: stops its processes (SIGTERM), gives them `graceMs` to
+ * exit (and the database connections to close), then drops its databases.
+ */
+export const endRun = async (
+  processes: ReadonlyArray<{ kill: (signal: NodeJS.Signals) => boolean }>,
+  graceMs: number,
+  databases: ReadonlyArray<{ readonly drop: () => Promise<unknown> }>
+) => {
+  for (const child of processes) child.kill("SIGTERM")
+  await pause(graceMs)
+  for (const database of databases) await database.drop()
+}
+
+/**
  * Node flags the service runs with, as in package.json's start scripts and
  * the Dockerfile: V8's garbage collector on the thread that needs it, not on
  * helper threads that compete for the same few cores (docs/operations.md).

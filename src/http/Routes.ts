@@ -18,6 +18,8 @@ export interface RouteEntry {
   readonly method: string
   readonly template: string
   readonly pattern: RegExp
+  /** The template's parameters as (path segment index, name). */
+  readonly params: ReadonlyArray<readonly [number, string]>
   readonly body: BodyKind
   /** Body limit of this endpoint, when it has its own. */
   readonly maxBodyBytes: number | undefined
@@ -53,6 +55,9 @@ export const makeRouteTable = (api: HttpApi.HttpApi.Any): ReadonlyArray<RouteEnt
         method: endpoint.method,
         template: endpoint.path,
         pattern: new RegExp(`^${source}/?$`),
+        params: endpoint.path
+          .split("/")
+          .flatMap((segment, index) => (segment.startsWith(":") ? [[index, segment.slice(1)] as const] : [])),
         body: bodyKindOf(endpoint.method, endpoint.payloadSchema),
         maxBodyBytes: Context.getOption(endpoint.annotations, MaxBodyBytes).pipe(Option.getOrUndefined),
         pathSchema: Option.getOrUndefined(Option.map(endpoint.pathSchema, untyped)),
@@ -72,23 +77,6 @@ export const pathOf = (url: string) => {
   return query === -1 ? url : url.slice(0, query)
 }
 
-// Routes without parameters by "METHOD /path": most requests are found here without a regex scan.
-const staticRoutes = new WeakMap<ReadonlyArray<RouteEntry>, ReadonlyMap<string, RouteEntry>>()
-
-const staticRoutesOf = (routes: ReadonlyArray<RouteEntry>) => {
-  let found = staticRoutes.get(routes)
-  if (found === undefined) {
-    const byPath = new Map<string, RouteEntry>()
-    for (const route of routes) {
-      const key = `${route.method} ${route.template}`
-      if (!route.template.includes(":") && !byPath.has(key)) byPath.set(key, route)
-    }
-    found = byPath
-    staticRoutes.set(routes, found)
-  }
-  return found
-}
-
 /** How many `/` a path has, less a trailing one: a template's parameter stands for one segment, so they must agree. */
 const depthOf = (path: string) => {
   let slashes = 0
@@ -96,58 +84,51 @@ const depthOf = (path: string) => {
   return path.length > 1 && path.endsWith("/") ? slashes - 1 : slashes
 }
 
-// Routes with parameters by "METHOD depth", in table order: a request's path is tested against a few, not all.
-const patternRoutes = new WeakMap<ReadonlyArray<RouteEntry>, ReadonlyMap<string, ReadonlyArray<RouteEntry>>>()
+interface RouteIndex {
+  /** Routes without parameters by "METHOD /path": most requests are found here without a regex test. */
+  readonly byPath: ReadonlyMap<string, RouteEntry>
+  /** Every route by "METHOD depth", in table order: a path is tested against a few patterns, not all. */
+  readonly byDepth: ReadonlyMap<string, ReadonlyArray<RouteEntry>>
+}
 
-const patternRoutesOf = (routes: ReadonlyArray<RouteEntry>) => {
-  let found = patternRoutes.get(routes)
-  if (found === undefined) {
+const indexes = new WeakMap<ReadonlyArray<RouteEntry>, RouteIndex>()
+
+const indexOf = (routes: ReadonlyArray<RouteEntry>): RouteIndex => {
+  let index = indexes.get(routes)
+  if (index === undefined) {
+    const byPath = new Map<string, RouteEntry>()
     const byDepth = new Map<string, Array<RouteEntry>>()
     for (const route of routes) {
-      const key = `${route.method} ${depthOf(route.template)}`
-      byDepth.set(key, [...(byDepth.get(key) ?? []), route])
+      const key = `${route.method} ${route.template}`
+      if (!route.template.includes(":") && !byPath.has(key)) byPath.set(key, route)
+      const depth = `${route.method} ${depthOf(route.template)}`
+      byDepth.set(depth, [...(byDepth.get(depth) ?? []), route])
     }
-    found = byDepth
-    patternRoutes.set(routes, found)
+    index = { byPath, byDepth }
+    indexes.set(routes, index)
   }
-  return found
+  return index
 }
 
 export const findRoute = (routes: ReadonlyArray<RouteEntry>, method: string, url: string) => {
   const path = pathOf(url)
+  const { byPath, byDepth } = indexOf(routes)
   return (
-    staticRoutesOf(routes).get(`${method} ${path}`) ??
-    patternRoutesOf(routes)
-      .get(`${method} ${depthOf(path)}`)
-      ?.find((route) => route.pattern.test(path))
+    byPath.get(`${method} ${path}`) ??
+    byDepth.get(`${method} ${depthOf(path)}`)?.find((route) => route.pattern.test(path))
   )
 }
 
 /** `:name` segments of the route's template, read from the URL's path (percent-decoded, as the router does). */
 export const pathParams = (route: RouteEntry, url: string) => {
   const params: Record<string, string> = {}
-  const segments = paramSegmentsOf(route)
-  if (segments.length === 0) return params
+  if (route.params.length === 0) return params
   const path = pathOf(url).split("/")
-  for (const [index, name] of segments) {
+  for (const [index, name] of route.params) {
     const segment = path[index] ?? ""
     params[name] = segment.includes("%") ? percentDecoded(segment) : segment
   }
   return params
-}
-
-// Each route's parameters as (segment index, name), read from its template once.
-const paramSegments = new WeakMap<RouteEntry, ReadonlyArray<readonly [number, string]>>()
-
-const paramSegmentsOf = (route: RouteEntry) => {
-  let found = paramSegments.get(route)
-  if (found === undefined) {
-    found = route.template
-      .split("/")
-      .flatMap((segment, index) => (segment.startsWith(":") ? [[index, segment.slice(1)] as const] : []))
-    paramSegments.set(route, found)
-  }
-  return found
 }
 
 /** A path segment percent-decoded; a malformed escape is kept as sent (the path schema then refuses it). */
