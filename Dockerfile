@@ -11,4 +11,4 @@ COPY services ./services
 RUN mkdir -p /data && chown node:node /data
 USER node
 EXPOSE 8080
-CMD ["node", "--single-threaded-gc", "--import", "tsx", "services/all-in-one/main.ts"]
+CMD ["node", "--single-threaded-gc", "--max-semi-space-size=32", "--import", "tsx", "services/all-in-one/main.ts"]

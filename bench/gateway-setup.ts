@@ -162,13 +162,18 @@ export const startStub = async () => {
 /**
  * Starts the all-in-one service on PostgreSQL (`databaseUrl`) and Kafka, and
  * waits until it is ready; `checkout` runs another checkout's service (its
- * own sources, same node_modules) on `port`.
+ * own sources, same node_modules) on `port`; `nodeFlags` replaces the service's node flags.
  */
-export const startGatewayService = async (databaseUrl: URL, checkout = process.cwd(), port = ports.service) => {
+export const startGatewayService = async (
+  databaseUrl: URL,
+  checkout = process.cwd(),
+  port = ports.service,
+  nodeFlags: ReadonlyArray<string> = SERVICE_NODE_FLAGS
+) => {
   // BENCH_CPU_PROFILE=<dir>: a V8 CPU profile of the service, as in bench/support.ts.
   const profile = process.env["BENCH_CPU_PROFILE"]
   const profileArgs = profile === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profile}`]
-  const args = [...SERVICE_NODE_FLAGS, ...profileArgs, "--import", "tsx", "services/all-in-one/main.ts"]
+  const args = [...nodeFlags, ...profileArgs, "--import", "tsx", "services/all-in-one/main.ts"]
   const env = {
     DATABASE_URL: databaseUrl.toString(),
     KAFKA_BROKERS: brokers,

@@ -58,7 +58,7 @@ export const endRun = async (
  * the Dockerfile: V8's garbage collector on the thread that needs it, not on
  * helper threads that compete for the same few cores (docs/operations.md).
  */
-export const SERVICE_NODE_FLAGS = ["--single-threaded-gc"] as const
+export const SERVICE_NODE_FLAGS = ["--single-threaded-gc", "--max-semi-space-size=32"] as const
 
 /**
  * Starts `services/all-in-one` over `databaseUrl` on `port` (fresh topic
