@@ -23,7 +23,7 @@
  * retried with capped exponential backoff for as long as it lasts, holding the
  * partition: nothing past the failing batch is applied or acknowledged.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Cause, Data, Duration, Effect, Either, Option, ParseResult, Schedule, Schema, Stream } from "effect"
 import { makeActors } from "./Actors.js"
@@ -85,12 +85,15 @@ const insertedRows = rowsOf(Schema.Array(Schema.Struct({ event_id: Schema.String
 /** The partition's position row (the upsert always answers it); `next_offset` (bigint) as text. */
 const positionRow = rowsOf(Schema.Tuple(Schema.Struct({ next_offset: Schema.String })))
 
-/** Inserts the dedupe records; answers the deliveries not applied before (first of each event id). */
-const freshOf = (group: string, batch: ReadonlyArray<Delivery>) =>
+/**
+ * Inserts the dedupe records; answers the deliveries not applied before (first of each event id).
+ * `before`, a data-modifying `with` clause, runs in the same statement (one round trip less).
+ */
+const freshOf = (group: string, batch: ReadonlyArray<Delivery>, before?: Statement.Fragment) =>
   Effect.gen(function* () {
     if (batch.length === 0) return []
     const sql = yield* SqlClient.SqlClient
-    const inserted = yield* sql`
+    const inserted = yield* sql`${before === undefined ? sql`` : sql`with stored as (${before})`}
       insert into processed_events ${sql.insert(batch.map((delivery) => ({ group_id: group, event_id: delivery.eventId })))}
       on conflict do nothing returning event_id::text as event_id`.pipe(Effect.flatMap(insertedRows))
     const fresh = new Set(inserted.map((row) => row.event_id))
@@ -146,14 +149,12 @@ const lockPosition = (group: string, first: Delivery) =>
     return next
   })
 
-const storePosition = (group: string, last: Delivery) =>
-  Effect.flatMap(
-    SqlClient.SqlClient,
-    (sql) => sql`update consumer_partition_positions
-                 set next_offset = ${(BigInt(last.offset) + 1n).toString()}, updated_at = now()
-                 where group_id = ${group} and log_kind = ${last.source.kind} and log_id = ${last.source.logId}
-                   and physical_topic = ${last.source.physicalTopic} and partition = ${last.partition}`
-  )
+/** Advances the partition's position past `last` (a statement of its own, or a clause of the dedupe insert). */
+const storePosition = (sql: SqlClient.SqlClient, group: string, last: Delivery) =>
+  sql`update consumer_partition_positions
+      set next_offset = ${(BigInt(last.offset) + 1n).toString()}, updated_at = now()
+      where group_id = ${group} and log_kind = ${last.source.kind} and log_id = ${last.source.logId}
+        and physical_topic = ${last.source.physicalTopic} and partition = ${last.partition}`
 
 /** Records undecodable deliveries (one row per group and event; a replay that fails again re-opens it). */
 const insertDeadLetters = (group: string, dead: ReadonlyArray<Delivery>, reasons: ReadonlyMap<string, string>) =>
@@ -201,13 +202,15 @@ export const applyPartitionBatch = <E, R>(
         if (last === undefined) return 0
         const ours = pending.filter(isForGroup(group))
         const dead = ours.filter((delivery) => undecodable.has(delivery.eventId))
-        const fresh = yield* freshOf(
-          group,
-          dead.length === 0 ? ours : ours.filter((delivery) => !undecodable.has(delivery.eventId))
-        )
+        const decodable = dead.length === 0 ? ours : ours.filter((delivery) => !undecodable.has(delivery.eventId))
+        // The position moves with the dedupe records, in their statement: all of it commits with the effects or
+        // none of it does.
+        const stored = storePosition(sql, group, last)
+        let fresh: ReadonlyArray<Delivery> = []
+        if (decodable.length === 0) yield* stored
+        else fresh = yield* freshOf(group, decodable, stored)
         if (fresh.length > 0) yield* apply(fresh)
         if (dead.length > 0) yield* insertDeadLetters(group, dead, undecodable)
-        yield* storePosition(group, last)
         return fresh.length
       })
     )
