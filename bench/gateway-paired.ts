@@ -15,9 +15,12 @@
  * (bench/gateway.ts's `rate_500` load, timed per request rather than in
  * autocannon's whole milliseconds), so the p99 at that load is compared
  * over slices interleaved second by second rather than runs minutes apart.
- * Usage: npx tsx bench/gateway-paired.ts <checkout A> <checkout B> [<checkout C> ...] [rounds=3000] [c1|rate500]
+ * With `screened`, each gateway's route is bench/gateway.ts's screened one
+ * (two packs and 50 policies, request and reply decided, no budget) instead
+ * of the budgeted plain one.
+ * Usage: npx tsx bench/gateway-paired.ts <checkout A> <checkout B> [<checkout C> ...] [rounds=3000] [c1|rate500] [screened]
  * (the same checkout twice measures the method's own noise); ratios are over A.
- * Saves bench/results/gateway-paired.json (or gateway-paired-rate500.json).
+ * Saves bench/results/gateway-paired[-rate500][-screened].json.
  */
 import { Agent } from "node:http"
 import { resolve } from "node:path"
@@ -28,14 +31,15 @@ import { benchDatabase, cannon, endRun, pause, printAndSave } from "./support.js
 // Arguments in any order: checkouts (two or more), a number of rounds, a mode.
 const args = process.argv.slice(2)
 const modes = ["c1", "rate500"] as const
+const screened = args.includes("screened")
 const mode = modes.find((name) => args.includes(name)) ?? "c1"
 const rounds = Number(args.find((arg) => /^\d+$/.test(arg)) ?? 3000)
 const checkouts = args
-  .filter((arg) => !/^\d+$/.test(arg) && !modes.some((name) => name === arg))
+  .filter((arg) => !/^\d+$/.test(arg) && arg !== "screened" && !modes.some((name) => name === arg))
   .map((dir) => resolve(dir))
 if (checkouts.length < 2)
   throw new Error(
-    "usage: npx tsx bench/gateway-paired.ts <checkout A> <checkout B> [<checkout C> ...] [rounds] [c1|rate500]"
+    "usage: npx tsx bench/gateway-paired.ts <checkout A> <checkout B> [<checkout C> ...] [rounds] [c1|rate500] [screened]"
   )
 
 /** Fisher-Yates, so no target always goes first (the one after an idle gap). */
@@ -59,7 +63,7 @@ const main = async () => {
       const database = await benchDatabase(`bench_gateway_paired_${i}`)
       databases.push(database)
       const { serviceBase } = await startGatewayService(database.url, checkout, ports.portkey + 1 + i)
-      targets.push({ name: nameOf(i), ...(await configureService(serviceBase)) })
+      targets.push({ name: nameOf(i), ...(await configureService(serviceBase, !screened, screened)) })
     }
     for (const target of targets.slice(1))
       await cannon({ url: target.url, method: "POST", body, headers: target.headers, connections: 20, duration: 3 })
@@ -113,6 +117,7 @@ const main = async () => {
     const ratio = (x: number, y: number) => Math.round((x / y) * 100) / 100
     const result = {
       mode,
+      screened,
       rounds,
       failed,
       direct,
@@ -124,7 +129,11 @@ const main = async () => {
         added_p99: ratio(other.added_p99_ms, first.added_p99_ms)
       }))
     }
-    printAndSave("gateway-paired", mode === "c1" ? "gateway-paired.json" : "gateway-paired-rate500.json", result)
+    printAndSave(
+      "gateway-paired",
+      `gateway-paired${mode === "c1" ? "" : "-rate500"}${screened ? "-screened" : ""}.json`,
+      result
+    )
   } finally {
     await endRun(children, 2000, databases)
   }
