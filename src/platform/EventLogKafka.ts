@@ -23,8 +23,6 @@ import { kafkaConnectionOf } from "./KafkaConnection.js"
 
 const COMMIT_INTERVAL = Duration.millis(200)
 const FETCH_MAX_WAIT_MS = 1_000
-/** A fetched batch smaller than this means the consumer has caught up with its partition. */
-const CAUGHT_UP_BELOW = 100
 
 const kafkaLevelName: Record<number, string> = {
   [logLevel.ERROR]: "error",
@@ -207,17 +205,6 @@ export const EventLogKafkaLive = Layer.scoped(
                 )
               }
             }
-            // A consumer that keeps up gets a fetch back per event or two (minBytes 1): a broker round trip,
-            // a request to encode and a response to decode for each. After a small batch it waits the
-            // consumers' linger (once per window, however many partitions the fetch held) before fetching
-            // again, so a fetch carries a linger's worth of events; a consumer that is behind fetches at once.
-            let pausedUntil = 0
-            const pauseIfCaughtUp = (fetched: number) => {
-              const now = Date.now()
-              if (fetched >= CAUGHT_UP_BELOW || now < pausedUntil) return undefined
-              pausedUntil = now + config.consumerLingerMillis
-              return new Promise((resolve) => setTimeout(resolve, config.consumerLingerMillis))
-            }
             // A fetched batch goes downstream as one chunk: one hand-over per batch, not per message.
             yield* attempt("run", () =>
               consumer.run({
@@ -232,7 +219,6 @@ export const EventLogKafkaLive = Layer.scoped(
                       )
                     )
                   )
-                  await pauseIfCaughtUp(batch.messages.length)
                 }
               })
             )
