@@ -140,7 +140,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       /** Database-log rows older than this, and read by every consumer group, are pruned by the retention task. */
       eventLogRetentionHours: yield* Config.integer("EVENT_LOG_RETENTION_HOURS").pipe(Config.withDefault(168)),
       /** How long a consumer batch waits for more events after its first (fewer, larger transactions). */
-      consumerLingerMillis: yield* Config.integer("CONSUMER_LINGER_MS").pipe(Config.withDefault(20)),
+      consumerLingerMillis: yield* Config.integer("CONSUMER_LINGER_MS").pipe(Config.withDefault(100)),
       kafkaReplicationFactor: yield* Config.integer("KAFKA_REPLICATION_FACTOR").pipe(Config.withDefault(1)),
       maxBodyBytes: yield* Config.integer("MAX_BODY_BYTES").pipe(Config.withDefault(1024 * 1024)),
       /**
