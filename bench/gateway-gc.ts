@@ -9,18 +9,19 @@
  * service's peak resident memory, and the run's latency p50 / p99.
  * GC time is counted by V8 itself, so it compares sizes even on a machine
  * whose speed drifts between runs, which the latencies alone cannot.
- * Usage: npx tsx bench/gateway-gc.ts [seconds=12] [rounds=2] [sizes=16,64]
+ * Usage: npx tsx bench/gateway-gc.ts [seconds=12] [rounds=2] [sizes=16,32]
  * Saves bench/results/gateway-gc.json.
  */
 import { readFileSync } from "node:fs"
 import { Agent } from "node:http"
+import { createInterface } from "node:readline"
 import { openLoop, quantile } from "./gateway-measure.js"
 import { body, children, configureService, startGatewayService, startStub } from "./gateway-setup.js"
 import { benchDatabase, cannon, endRun, pause, printAndSave, SERVICE_NODE_FLAGS } from "./support.js"
 
 const seconds = Number(process.argv[2] ?? 12)
 const rounds = Number(process.argv[3] ?? 2)
-const sizes = (process.argv[4] ?? "16,64").split(",").map(Number)
+const sizes = (process.argv[4] ?? "16,32").split(",").map(Number)
 
 /** One `--trace-gc` line: the isolate (thread), the kind and the pause in ms. */
 const GC_LINE = /^\[\d+:(0x[0-9a-f]+)\]\s+\d+ ms: (Scavenge|Mark-Compact)[^,]*, ([\d.]+) \/ [\d.]+ ms/
@@ -67,9 +68,12 @@ const runOnce = async (semiSpaceMiB: number) => {
     const { service, serviceBase } = await startGatewayService(database.url, process.cwd(), undefined, flags)
     let recording = false
     const lines: Array<string> = []
-    service.child.stdout?.on("data", (chunk: Buffer) => {
-      if (recording) lines.push(...chunk.toString().split("\n"))
-    })
+    // Whole lines: a chunk of stdout can end mid-line.
+    if (service.child.stdout !== null) {
+      createInterface({ input: service.child.stdout }).on("line", (line) => {
+        if (recording) lines.push(line)
+      })
+    }
     const route = await configureService(serviceBase, false, true)
     await cannon({ url: route.url, method: "POST", body, headers: route.headers, connections: 20, duration: 3 })
     await pause(3000)
