@@ -56,9 +56,12 @@ export const serveApi = <E, R>(lane: Effect.Effect<LaneListener, E, R>) =>
       server.on("request", listener)
       // Released after the drain (docs/operations.md): what is still connected then is idle keep-alive
       // connections, or an answer past the drain limit; neither may hold the shutdown for the keep-alive timeout.
+      // Listening stops first: a client that reconnects at once (an MCP client's event stream does) would
+      // otherwise open a connection nothing closes until its keep-alive timeout.
       yield* Effect.addFinalizer(() =>
         Effect.sync(() => {
           server.off("request", listener)
+          if (server.listening) server.close()
           server.closeAllConnections()
         })
       )
