@@ -5,7 +5,7 @@
  * Messages go upstream as sent, with the server's own headers and the
  * client's `Mcp-Session-Id` / `MCP-Protocol-Version`; the server's
  * `Mcp-Session-Id` comes back as it is (the gateway keeps no session state:
- * the id is only ever sent to the server that issued it). Three messages
+ * the id is only ever sent to the server that issued it). These messages
  * are screened:
  * - `tools/call` is decided before it goes out, like `POST /v1/events` of
  *   kind `output.proposed` (agent: the server's `agent_id`, operation: the
@@ -13,7 +13,10 @@
  *   `permit` answers a tool error result and the server is not called;
  * - its result is decided as kind `tool.result` (content: its text items)
  *   and passed, rewritten or withheld;
- * - `tools/list` answers without the tools disabled in tool metadata.
+ * - `tools/list` answers without the tools disabled in tool metadata;
+ * - what the server asks of the client (`sampling/createMessage`,
+ *   `elicitation/create`) is decided like a tool result: passed, rewritten,
+ *   or withheld, the gateway then answering the server with an error.
  * The outbound guard, upstream timeout, stream limits and per-key/workspace
  * stream slots are the LLM gateway's.
  */
@@ -31,7 +34,7 @@ import {
   UpstreamUnreachable
 } from "../gateway/Upstream.js"
 import type { RawBody } from "../http/Hot.js"
-import { BadGateway, BadRequest, Conflict, schemaRefusal } from "../http/Errors.js"
+import { BadGateway, Conflict, schemaRefusal } from "../http/Errors.js"
 import type { Caller } from "../identity/Authentication.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { AppConfig } from "../platform/Config.js"
@@ -51,15 +54,18 @@ import {
   unscreenedResult
 } from "./Screening.js"
 import { McpServers, type ServerTarget } from "./Servers.js"
+import { ANSWER_ACCEPT, badRequest, sessionOf, upstreamHeaders } from "./SessionHeaders.js"
+import {
+  requestSource,
+  requestText,
+  rewrittenRequest,
+  type ServerRequest,
+  serverRequestOf,
+  withheldAnswer,
+  withheldReason
+} from "./ServerRequests.js"
 
 const keepAll: Screen = () => Effect.succeed("keep")
-
-const badRequest = (path: string, message: string) =>
-  new BadRequest({ code: "validation_failed", message: `${path}: ${message}`, details: [{ path, message }] })
-
-// The spec's session ids are visible ASCII; bounded like other identifiers.
-const SESSION_ID = /^[\x21-\x7e]{1,200}$/
-const PROTOCOL_VERSION = /^[A-Za-z0-9._-]{1,64}$/
 
 /** The response `message` answers, when it is the response to request `id` with a result. */
 const resultFor = (message: unknown, id: string | number) => {
@@ -69,6 +75,13 @@ const resultFor = (message: unknown, id: string | number) => {
 
 const jsonAnswer = (body: unknown, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson(body, { status: 200, headers })
+
+/** Why a screening decision could not be made, for the notice that replaces what it screened. */
+const whyUndecided = (cause: Cause.Cause<{ readonly message: string }>) =>
+  Option.match(Cause.failureOption(cause), {
+    onNone: () => "the decision failed",
+    onSome: (error) => error.message
+  })
 
 export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
   effect: Effect.gen(function* () {
@@ -127,32 +140,6 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         })
       )
 
-    /** The client's session and protocol headers, checked, for the upstream request and the decisions. */
-    const sessionOf = (incoming: Headers.Headers) =>
-      Effect.gen(function* () {
-        const session = incoming["mcp-session-id"]
-        if (session !== undefined && !SESSION_ID.test(session)) {
-          return yield* badRequest("Mcp-Session-Id", "expected 1 to 200 visible ASCII characters")
-        }
-        const version = incoming["mcp-protocol-version"]
-        const forwarded: Record<string, string> = {}
-        if (session !== undefined) forwarded["mcp-session-id"] = session
-        if (version !== undefined && PROTOCOL_VERSION.test(version)) forwarded["mcp-protocol-version"] = version
-        return { session, forwarded }
-      })
-
-    const upstreamHeaders = (
-      server: Readonly<Record<string, string>>,
-      forwarded: Record<string, string>,
-      accept: string
-    ) => ({
-      ...server,
-      ...forwarded,
-      "content-type": "application/json",
-      accept,
-      "accept-encoding": "identity"
-    })
-
     const environmentOf = (caller: Caller) =>
       caller.environmentId !== null
         ? Effect.succeed(caller.environmentId)
@@ -206,15 +193,67 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
             return screened === undefined ? "keep" : { replace: resultMessage(id, screened) }
           }),
           // Fail closed: a result that cannot be decided (too large, decision refused) is withheld.
-          Effect.catchAllCause((cause) => {
-            const why = Option.match(Cause.failureOption(cause), {
-              onNone: () => "the decision failed",
-              onSome: (error) => error.message
-            })
-            return Effect.succeed<Verdict>({ replace: resultMessage(id, unscreenedResult(tool, why)) })
-          })
+          Effect.catchAllCause((cause) =>
+            Effect.succeed<Verdict>({ replace: resultMessage(id, unscreenedResult(tool, whyUndecided(cause))) })
+          )
         )
       }
+
+    /**
+     * `screen`, with what the server asks of the client decided first as its tool results are: a request
+     * withheld (deny, defer, or undecidable: fail closed) is answered to the server with an error on the
+     * client's behalf, so the server does not wait for an answer that never comes.
+     */
+    const withServerRequests =
+      (
+        caller: Caller,
+        target: ServerTarget,
+        upstreamHeaders: Record<string, string>,
+        session: string | undefined,
+        screen: Screen
+      ): Screen =>
+      (message) => {
+        const request = serverRequestOf(message)
+        if (request === undefined) return screen(message)
+        const answerServer = (why: string) =>
+          call(
+            target.url,
+            upstreamHeaders,
+            Buffer.from(JSON.stringify(withheldAnswer(request, why)), "utf8"),
+            "POST"
+          ).pipe(
+            Effect.map((upstream) => upstream.abort()),
+            Effect.catchAll((error) =>
+              Effect.logWarning("the MCP server could not be told that its request was withheld", error.message)
+            ),
+            Effect.as<Verdict>("drop")
+          )
+        return decideServerRequest(caller, target, session, request).pipe(
+          Effect.flatMap((answer) => {
+            if (answer.effect === "permit") return Effect.succeed<Verdict>("keep")
+            if (answer.effect === "rewrite")
+              return Effect.succeed<Verdict>({ replace: rewrittenRequest(request, answer.transformed_value ?? "") })
+            return answerServer(withheldReason(answer))
+          }),
+          Effect.catchAllCause((cause) => answerServer(`it could not be screened (${whyUndecided(cause)}).`))
+        )
+      }
+
+    const decideServerRequest = (
+      caller: Caller,
+      target: ServerTarget,
+      session: string | undefined,
+      request: ServerRequest
+    ) =>
+      Effect.flatMap(environmentOf(caller), (environmentId) =>
+        decide(caller, target, environmentId, session, "tool.result", {
+          operation: request.method,
+          content: requestText(request),
+          sources: [
+            { path: "content", origin: target.resultOrigin, source_id: `mcp:${target.id}/${requestSource(request)}` }
+          ]
+        })
+      )
 
     /** Holds a stream slot (the LLM gateway's per-key and per-workspace caps) for one upstream call. */
     const takeSlot = (caller: Caller) =>
@@ -281,7 +320,9 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         "POST"
       ).pipe(Effect.tapError(() => Effect.sync(release)))
       const ending = (reason: string) => (id === undefined ? undefined : errorMessage(id, -32603, reason))
-      return yield* respond(upstream, screen, ending, release, limits, runPromise)
+      const answers = upstreamHeaders(headers, forwarded, ANSWER_ACCEPT)
+      const screened = withServerRequests(caller, target, answers, session, screen)
+      return yield* respond(upstream, screened, ending, release, limits, runPromise)
     })
 
     /** `GET /v1/mcp/{server_id}`: the server's own event stream, when it offers one. */
@@ -291,7 +332,7 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
       incoming: Headers.Headers
     ) {
       const { target, headers } = yield* targetOf(caller, serverId)
-      const { forwarded } = yield* sessionOf(incoming)
+      const { forwarded, session } = yield* sessionOf(incoming)
       const release = yield* takeSlot(caller)
       const upstream = yield* call(
         target.url,
@@ -304,7 +345,9 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         const object = asObject(message)
         return Effect.succeed(object !== undefined && ("result" in object || "error" in object) ? "drop" : "keep")
       }
-      return yield* respond(upstream, dropResponses, () => undefined, release, limits, runPromise)
+      const answers = upstreamHeaders(headers, forwarded, ANSWER_ACCEPT)
+      const screen = withServerRequests(caller, target, answers, session, dropResponses)
+      return yield* respond(upstream, screen, () => undefined, release, limits, runPromise)
     })
 
     /** `DELETE /v1/mcp/{server_id}`: ends the session at the server. */

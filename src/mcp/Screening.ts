@@ -23,7 +23,8 @@ export const errorMessage = (id: string | number | null, code: number, message: 
   error: { code, message }
 })
 
-const reasonsOf = (answer: DecisionAnswer) => {
+/** The findings' reasons (with their policies), or the decision's own reason when there are none. */
+export const reasonsOf = (answer: DecisionAnswer) => {
   const reasons = [
     ...new Set(
       answer.findings.map((finding) =>

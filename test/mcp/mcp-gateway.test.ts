@@ -171,11 +171,13 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)(
             const { client, transport } = yield* connect(setup)
             const { tools } = yield* Effect.promise(() => client.listTools())
             expect(tools.map((tool) => tool.name).sort()).toEqual([
+              "confirm_transfer",
               "fetch_attachment",
               "lookup_order",
               "lookup_payee",
               "read_email",
-              "send_money"
+              "send_money",
+              "summarize"
             ])
 
             const before = invocations(sse, "lookup_order")

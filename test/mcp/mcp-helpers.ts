@@ -1,6 +1,7 @@
 /** Shared by the MCP gateway suites: a tenant with a server, an SDK client through the gateway, tool calls, traces. */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import type { ClientCapabilities } from "@modelcontextprotocol/sdk/types.js"
 import { Effect, Redacted } from "effect"
 import type { McpServerId } from "../../src/mcp/Domain.js"
 import { registerAgent } from "../gateway/gateway-helpers.js"
@@ -35,14 +36,22 @@ export const mcpTenant = (url: string) =>
     return { base, owner, key: key.plaintext_key, serverId: server.id } satisfies Setup
   })
 
-/** An SDK client connected through the gateway with the runtime key; closed with the scope. */
-export const connect = (setup: Setup) =>
+/**
+ * An SDK client connected through the gateway with the runtime key; closed with the scope. `capabilities`
+ * and `prepare` (e.g. request handlers) are set before it connects.
+ */
+export const connect = (
+  setup: Setup,
+  capabilities: ClientCapabilities = {},
+  prepare: (client: Client) => void = () => undefined
+) =>
   Effect.acquireRelease(
     Effect.promise(async () => {
       const transport = new StreamableHTTPClientTransport(new URL(`${setup.base}/v1/mcp/${setup.serverId}`), {
         requestInit: { headers: { Authorization: `Bearer ${setup.key}` } }
       })
-      const client = new Client({ name: "test-agent", version: "1.0.0" })
+      const client = new Client({ name: "test-agent", version: "1.0.0" }, { capabilities })
+      prepare(client)
       await client.connect(transport)
       return { client, transport }
     }),

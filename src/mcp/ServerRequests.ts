@@ -1,0 +1,128 @@
+/**
+ * The pure parts of screening what an MCP server asks of the client: a
+ * `sampling/createMessage` request (a prompt the server wants the client's
+ * model to answer) and an `elicitation/create` request (a question put to
+ * the user). Both carry text from the server, so they are decided like its
+ * tool results; this says what text is screened, what the client receives
+ * after a rewrite, and what the server is told when the request is withheld.
+ */
+import type { DecisionAnswer } from "../authorization/Decisions.js"
+import { asObject, errorMessage, reasonsOf } from "./Screening.js"
+
+type Json = Record<string, unknown>
+
+/** The server-to-client requests that are screened, by method, with the operation their decision names. */
+const SCREENED = { "sampling/createMessage": "sampling", "elicitation/create": "elicitation" } as const
+
+export interface ServerRequest {
+  readonly id: string | number
+  readonly method: keyof typeof SCREENED
+  readonly params: Json
+}
+
+/** The screened server-to-client request `message` is, if it is one. */
+export const serverRequestOf = (message: unknown): ServerRequest | undefined => {
+  const object = asObject(message)
+  const method = object?.["method"]
+  const id = object?.["id"]
+  if (typeof method !== "string" || !(method in SCREENED)) return undefined
+  if (typeof id !== "string" && typeof id !== "number") return undefined
+  return { id, method: method as ServerRequest["method"], params: asObject(object?.["params"]) ?? {} }
+}
+
+/** The part of the decision's source id that names the request: `mcp:<server>/<sampling|elicitation>`. */
+export const requestSource = (request: ServerRequest) => SCREENED[request.method]
+
+/** A place in the request that holds text: read and written back in the same order. */
+interface TextSlot {
+  readonly text: string
+  readonly write: (text: string) => void
+}
+
+const textBlock = (block: unknown): block is Json & { readonly text: string } =>
+  asObject(block)?.["type"] === "text" && typeof asObject(block)?.["text"] === "string"
+
+/** A message content (one block or, with tools, a list): its text blocks, and the text inside tool results. */
+const blocksOf = (content: unknown): ReadonlyArray<unknown> => {
+  const blocks = Array.isArray(content) ? content : [content]
+  return blocks.flatMap((block) => {
+    const object = asObject(block)
+    return object?.["type"] === "tool_result" && Array.isArray(object["content"]) ? object["content"] : [block]
+  })
+}
+
+/**
+ * The request's text in reading order, each slot writable on a copy: for sampling the system prompt
+ * then each message's text blocks, for elicitation the message (and URL). Binary blocks carry no text.
+ */
+const slotsOf = (request: ServerRequest, copy: Json): ReadonlyArray<TextSlot> => {
+  if (request.method === "elicitation/create") {
+    // A form's question, and for a URL elicitation the address the user is sent to as well.
+    return (["message", "url"] as const).flatMap((field) => {
+      const text = copy[field]
+      return typeof text === "string" ? [{ text, write: (written: string) => (copy[field] = written) }] : []
+    })
+  }
+  const slots: Array<TextSlot> = []
+  const system = copy["systemPrompt"]
+  if (typeof system === "string") slots.push({ text: system, write: (text) => (copy["systemPrompt"] = text) })
+  const messages = Array.isArray(copy["messages"]) ? (copy["messages"] as ReadonlyArray<unknown>) : []
+  for (const message of messages) {
+    for (const block of blocksOf(asObject(message)?.["content"])) {
+      if (textBlock(block)) slots.push({ text: block.text, write: (text) => ((block as Json)["text"] = text) })
+    }
+  }
+  return slots
+}
+
+/** What the request's decision screens: its text, one part a line. */
+export const requestText = (request: ServerRequest) =>
+  slotsOf(request, structuredClone(request.params))
+    .map((slot) => slot.text)
+    .join("\n")
+
+const lineCount = (text: string) => text.split("\n").length
+
+/**
+ * The request's params after a rewrite. When the transformed text has the same lines as the screened
+ * text, each part gets its own lines back; otherwise the parts cannot be told apart again, and the
+ * transformed text becomes the first part (the system prompt, else the first text) and the other parts
+ * are emptied, so nothing unscreened is left.
+ */
+export const rewrittenParams = (request: ServerRequest, transformed: string): Json => {
+  const copy = structuredClone(request.params)
+  const slots = slotsOf(request, copy)
+  const lines = transformed.split("\n")
+  if (lines.length === slots.reduce((total, slot) => total + lineCount(slot.text), 0)) {
+    let next = 0
+    for (const slot of slots) {
+      const count = lineCount(slot.text)
+      slot.write(lines.slice(next, next + count).join("\n"))
+      next += count
+    }
+  } else slots.forEach((slot, index) => slot.write(index === 0 ? transformed : ""))
+  return copy
+}
+
+/** The request as the client receives it after a rewrite. */
+export const rewrittenRequest = (request: ServerRequest, transformed: string) => ({
+  jsonrpc: "2.0",
+  id: request.id,
+  method: request.method,
+  params: rewrittenParams(request, transformed)
+})
+
+/** MCP's code for a request the client's side rejected (the SDKs use it for a refused sampling request). */
+const REJECTED = -1
+
+/** What the gateway answers the server, on the client's behalf, for a request it did not pass on. */
+export const withheldAnswer = (request: ServerRequest, why: string) => {
+  const what = request.method === "sampling/createMessage" ? "sampling request" : "elicitation request"
+  return errorMessage(request.id, REJECTED, `The guardrail withheld this ${what} from the client: ${why}`)
+}
+
+/** Why a decision withheld the request, as the server reads it. */
+export const withheldReason = (answer: DecisionAnswer) =>
+  answer.effect === "defer"
+    ? `${reasonsOf(answer)} (pending approval, intent ${answer.intent_id}). Trace: ${answer.trace_id}.`
+    : `${reasonsOf(answer)}. Trace: ${answer.trace_id}.`
