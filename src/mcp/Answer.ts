@@ -13,14 +13,18 @@ import { readWhole, relaySse, type RelayLimits, type Verdict } from "./Relay.js"
 /** What becomes of each message of the answer. */
 export type Screen = (message: unknown) => Effect.Effect<Verdict>
 
-/** The client's answer for an upstream response, each message through `screen`; `release` once it is over. */
+/**
+ * The client's answer for an upstream response, each message through `screen`; `release` once it is over;
+ * `eventId` gives the id the client sees for each SSE event id of the server.
+ */
 export const respond = (
   upstream: UpstreamResponse,
   screen: Screen,
   ending: (reason: string) => unknown,
   release: () => void,
   limits: RelayLimits,
-  runPromise: <A>(effect: Effect.Effect<A>) => Promise<A>
+  runPromise: <A>(effect: Effect.Effect<A>) => Promise<A>,
+  eventId?: (id: string) => string
 ): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
   Effect.gen(function* () {
     const headers: Record<string, string> = {}
@@ -54,7 +58,7 @@ export const respond = (
     const contentType = upstream.headers["content-type"] ?? ""
     if (contentType.includes("text/event-stream")) {
       const run = (message: unknown) => runPromise(screen(message))
-      const body = relaySse(upstream.body, upstream.abort, run, limits, ending, release)
+      const body = relaySse(upstream.body, upstream.abort, run, limits, ending, release, eventId)
       return HttpServerResponse.raw(body, {
         status,
         headers: { ...headers, "cache-control": "no-cache" },

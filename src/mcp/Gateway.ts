@@ -24,15 +24,8 @@ import { type Headers, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Option, Runtime, Schema } from "effect"
 import { Authorization, type ProposedEventInput } from "../authorization/Authorization.js"
 import { CatalogRepo } from "../catalog/Repo.js"
-import { upstreamFailure } from "../gateway/Calls.js"
 import { StreamSlots } from "../gateway/StreamSlots.js"
-import {
-  isUpstreamFailure,
-  sendUpstream,
-  type UpstreamFailure,
-  type UpstreamResponse,
-  UpstreamUnreachable
-} from "../gateway/Upstream.js"
+import type { UpstreamResponse } from "../gateway/Upstream.js"
 import type { RawBody } from "../http/Hot.js"
 import { BadGateway, Conflict, schemaRefusal } from "../http/Errors.js"
 import type { Caller } from "../identity/Authentication.js"
@@ -54,6 +47,9 @@ import {
   unscreenedResult
 } from "./Screening.js"
 import { McpServers, type ServerTarget } from "./Servers.js"
+import { makeEventIds, type StreamContext } from "./EventIds.js"
+import { makeUpstreamCall, takeSlot } from "./UpstreamCall.js"
+import { Secrets } from "../platform/Secrets.js"
 import { ANSWER_ACCEPT, badRequest, sessionOf, upstreamHeaders } from "./SessionHeaders.js"
 import {
   requestSource,
@@ -66,6 +62,12 @@ import {
 } from "./ServerRequests.js"
 
 const keepAll: Screen = () => Effect.succeed("keep")
+
+/** The GET stream's responses could only belong to a request this gateway does not know: never passed on. */
+const dropResponses: Screen = (message) => {
+  const object = asObject(message)
+  return Effect.succeed(object !== undefined && ("result" in object || "error" in object) ? "drop" : "keep")
+}
 
 /** The response `message` answers, when it is the response to request `id` with a result. */
 const resultFor = (message: unknown, id: string | number) => {
@@ -91,38 +93,14 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
     const settings = yield* WorkspaceSettings
     const slots = yield* StreamSlots
     const config = yield* AppConfig
-    const connectGuard = (yield* OutboundGuard).connectOptions
     const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
     const limits = {
       maxStreamMillis: config.gatewayMaxStreamSeconds * 1000,
       maxEventBytes: config.gatewaySseMaxLineBytes
     }
 
-    const call = (url: URL, headers: Record<string, string>, body: Uint8Array, method: "POST" | "GET" | "DELETE") =>
-      Effect.async<UpstreamResponse, UpstreamFailure>((resume) => {
-        try {
-          const abort = sendUpstream(
-            url,
-            headers,
-            body,
-            config.gatewayUpstreamTimeoutMillis,
-            connectGuard,
-            (result) => resume(isUpstreamFailure(result) ? Effect.fail(result) : Effect.succeed(result)),
-            method
-          )
-          return Effect.sync(abort)
-        } catch (error) {
-          // node:http refuses a request it cannot send (e.g. a header value it rejects): the server is unreachable.
-          resume(
-            Effect.fail(new UpstreamUnreachable({ reason: error instanceof Error ? error.message : String(error) }))
-          )
-          return Effect.void
-        }
-      }).pipe(
-        Effect.mapError((failure) =>
-          upstreamFailure(failure, { status: null, error: null, ended: false }, "The MCP server")
-        )
-      )
+    const call = makeUpstreamCall(config.gatewayUpstreamTimeoutMillis, (yield* OutboundGuard).connectOptions)
+    const eventIds = makeEventIds((yield* Secrets).jwtSecret)
 
     /** The server and its decrypted headers (502 when this service cannot decrypt them). */
     const targetOf = (caller: Caller, serverId: string) =>
@@ -255,19 +233,54 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         })
       )
 
-    /** Holds a stream slot (the LLM gateway's per-key and per-workspace caps) for one upstream call. */
-    const takeSlot = (caller: Caller) =>
-      Effect.suspend(() => {
-        const release = slots.tryTake(caller)
-        if (release === undefined) return Effect.fail(slots.refusal(caller))
-        let released = false
-        return Effect.succeed(() => {
-          if (!released) {
-            released = true
-            release()
-          }
-        })
+    /** What becomes of the messages of a stream answering `context` (a request's, or a resumed one). */
+    const screenOf = (caller: Caller, target: ServerTarget, session: string | undefined, context: StreamContext) =>
+      Effect.gen(function* () {
+        const id = context.request_id
+        if (id === undefined) return context.method === "stream" ? dropResponses : keepAll
+        if (context.method === "tools/call") {
+          const environmentId = yield* environmentOf(caller)
+          const tool = context.tool ?? ""
+          return resultScreen(caller, target, environmentId, session, id, tool, context.origin ?? target.resultOrigin)
+        }
+        if (context.method !== "tools/list") return keepAll
+        const rows = yield* Effect.orDie(catalog.listToolMetadata(caller.workspaceId))
+        const hidden = new Set(rows.filter((row) => !row.enabled).map((row) => row.tool))
+        return ((message) => {
+          const result = resultFor(message, id)
+          return Effect.succeed(
+            result === undefined ? "keep" : { replace: resultMessage(id, listedTools(result, hidden)) }
+          )
+        }) satisfies Screen
       })
+
+    /** Relays the server's answer to a stream of `context`: screened, with resumable event ids. */
+    const relay = (
+      caller: Caller,
+      server: { readonly target: ServerTarget; readonly headers: Readonly<Record<string, string>> },
+      client: { readonly session: string | undefined; readonly forwarded: Record<string, string> },
+      context: StreamContext,
+      upstream: UpstreamResponse,
+      release: () => void
+    ) =>
+      Effect.gen(function* () {
+        const { target } = server
+        const screen = yield* screenOf(caller, target, client.session, context)
+        const answers = upstreamHeaders(server.headers, client.forwarded, ANSWER_ACCEPT)
+        const screened = withServerRequests(caller, target, answers, client.session, screen)
+        const id = context.request_id
+        const ending = (reason: string) => (id === undefined ? undefined : errorMessage(id, -32603, reason))
+        const binding = { workspaceId: caller.workspaceId, serverId: target.id, session: client.session ?? "" }
+        const eventId = (event: string) => eventIds.issue(binding, context, event)
+        return yield* respond(upstream, screened, ending, release, limits, runPromise, eventId)
+      }).pipe(
+        Effect.tapErrorCause(() =>
+          Effect.sync(() => {
+            upstream.abort()
+            release()
+          })
+        )
+      )
 
     /** `POST /v1/mcp/{server_id}`: one JSON-RPC message. */
     const message = Effect.fn("McpGateway.message")(function* (
@@ -280,19 +293,12 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
       if (Array.isArray(body.json))
         return yield* badRequest("body", "expected one JSON-RPC message (batches are not supported)")
       const rpc = yield* Schema.decodeUnknown(JsonRpcMessage)(body.json).pipe(Effect.mapError(schemaRefusal))
-      const { session, forwarded } = yield* sessionOf(incoming)
+      const client = yield* sessionOf(incoming)
+      const { session, forwarded } = client
       const id = rpc.id
-      let screen = keepAll
-      if (rpc.method === "tools/list" && id !== undefined) {
-        const rows = yield* Effect.orDie(catalog.listToolMetadata(caller.workspaceId))
-        const hidden = new Set(rows.filter((row) => !row.enabled).map((row) => row.tool))
-        screen = (message) => {
-          const result = resultFor(message, id)
-          return Effect.succeed(
-            result === undefined ? "keep" : { replace: resultMessage(id, listedTools(result, hidden)) }
-          )
-        }
-      } else if (rpc.method === "tools/call" && id !== undefined) {
+      let context: StreamContext = { method: "other" }
+      if (rpc.method === "tools/list" && id !== undefined) context = { method: "tools/list", request_id: id }
+      else if (rpc.method === "tools/call" && id !== undefined) {
         const params = yield* Schema.decodeUnknown(ToolCallParams)(asObject(body.json)?.["params"]).pipe(
           Effect.mapError(schemaRefusal)
         )
@@ -309,9 +315,9 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         // The tool's own result_origin (tool metadata) wins over the server's.
         const own = Option.flatMap(metadata, (row) => Option.fromNullable(asObject(row.metadata)?.["result_origin"]))
         const origin = Option.isSome(own) && typeof own.value === "string" ? own.value : target.resultOrigin
-        screen = resultScreen(caller, target, environmentId, session, id, tool, origin)
+        context = { method: "tools/call", request_id: id, tool, origin }
       }
-      const release = yield* takeSlot(caller)
+      const release = yield* takeSlot(slots, caller)
       const accept = incoming["accept"] ?? "application/json, text/event-stream"
       const upstream = yield* call(
         target.url,
@@ -319,13 +325,13 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         Buffer.from(body.text, "utf8"),
         "POST"
       ).pipe(Effect.tapError(() => Effect.sync(release)))
-      const ending = (reason: string) => (id === undefined ? undefined : errorMessage(id, -32603, reason))
-      const answers = upstreamHeaders(headers, forwarded, ANSWER_ACCEPT)
-      const screened = withServerRequests(caller, target, answers, session, screen)
-      return yield* respond(upstream, screened, ending, release, limits, runPromise)
+      return yield* relay(caller, { target, headers }, client, context, upstream, release)
     })
 
-    /** `GET /v1/mcp/{server_id}`: the server's own event stream, when it offers one. */
+    /**
+     * `GET /v1/mcp/{server_id}`: the server's own event stream, when it offers one, or with `Last-Event-ID`
+     * the rest of a stream this gateway relayed before (its id says how that stream is screened).
+     */
     const stream = Effect.fn("McpGateway.stream")(function* (
       caller: Caller,
       serverId: string,
@@ -333,21 +339,24 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
     ) {
       const { target, headers } = yield* targetOf(caller, serverId)
       const { forwarded, session } = yield* sessionOf(incoming)
-      const release = yield* takeSlot(caller)
+      let context: StreamContext = { method: "stream" }
+      const lastEventId = incoming["last-event-id"]
+      if (lastEventId !== undefined) {
+        const binding = { workspaceId: caller.workspaceId, serverId: target.id, session: session ?? "" }
+        const resumed = eventIds.read(binding, lastEventId)
+        if (Option.isNone(resumed))
+          return yield* badRequest("Last-Event-ID", "not an event id this gateway gave for this server and session")
+        context = resumed.value.context
+        forwarded["last-event-id"] = resumed.value.event
+      }
+      const release = yield* takeSlot(slots, caller)
       const upstream = yield* call(
         target.url,
         upstreamHeaders(headers, forwarded, "text/event-stream"),
         new Uint8Array(0),
         "GET"
       ).pipe(Effect.tapError(() => Effect.sync(release)))
-      // Responses could only come here on a resumed request stream; unscreened, they are never passed on.
-      const dropResponses: Screen = (message) => {
-        const object = asObject(message)
-        return Effect.succeed(object !== undefined && ("result" in object || "error" in object) ? "drop" : "keep")
-      }
-      const answers = upstreamHeaders(headers, forwarded, ANSWER_ACCEPT)
-      const screen = withServerRequests(caller, target, answers, session, dropResponses)
-      return yield* respond(upstream, screen, () => undefined, release, limits, runPromise)
+      return yield* relay(caller, { target, headers }, { session, forwarded }, context, upstream, release)
     })
 
     /** `DELETE /v1/mcp/{server_id}`: ends the session at the server. */

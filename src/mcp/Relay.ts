@@ -65,7 +65,8 @@ const write = async (out: PassThrough, text: string) => {
 
 /**
  * Relays an SSE body through `screen`; `ending` gives the last message to send when the gateway ends the
- * stream itself (limits), `done` runs once the relay is over (stream ended, cut, or client gone).
+ * stream itself (limits), `done` runs once the relay is over (stream ended, cut, or client gone), and
+ * `eventId` gives the id the client sees for each event id of the server (EventIds.ts).
  */
 export const relaySse = (
   body: Readable,
@@ -73,7 +74,8 @@ export const relaySse = (
   screen: (message: unknown) => Promise<Verdict>,
   limits: RelayLimits,
   ending: (reason: string) => unknown,
-  done: () => void
+  done: () => void,
+  eventId: (id: string) => string = (id) => id
 ): PassThrough => {
   const out = new PassThrough()
   let finished = false
@@ -101,8 +103,11 @@ export const relaySse = (
   // A client that goes away ends the upstream request too.
   out.once("close", finish)
 
-  const relayEvent = async (raw: string) => {
-    const lines = raw.split("\n")
+  const relayEvent = async (upstreamEvent: string) => {
+    const lines = upstreamEvent
+      .split("\n")
+      .map((line) => (line.startsWith("id:") ? `id: ${eventId(line.slice(3).replace(/^ /, ""))}` : line))
+    const raw = lines.join("\n")
     const data = lines.filter((line) => line.startsWith("data:")).map((line) => line.slice(5).replace(/^ /, ""))
     const parsed = data.length === 0 ? undefined : parseJson(data.join("\n"))
     // Comments, retry hints and data that is not JSON (no MCP client would act on it) go on as sent.

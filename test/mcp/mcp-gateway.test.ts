@@ -173,6 +173,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)(
             expect(tools.map((tool) => tool.name).sort()).toEqual([
               "confirm_transfer",
               "fetch_attachment",
+              "long_report",
               "lookup_order",
               "lookup_payee",
               "read_email",

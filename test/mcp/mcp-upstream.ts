@@ -6,6 +6,8 @@
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
+import type { EventStore } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
 import { randomUUID } from "node:crypto"
 import { createServer, type IncomingHttpHeaders, type IncomingMessage } from "node:http"
@@ -25,6 +27,28 @@ export interface McpUpstream {
   readonly close: () => Promise<void>
 }
 
+/**
+ * An event store that replays in the order events were stored. (The SDK's example store orders by id, and
+ * two events of one millisecond can then come out of order: a stream's result before its priming event.)
+ */
+const orderedEventStore = (): EventStore => {
+  const events: Array<{ readonly id: string; readonly streamId: string; readonly message: JSONRPCMessage }> = []
+  return {
+    storeEvent: async (streamId, message) => {
+      const id = `${streamId}_${events.length}`
+      events.push({ id, streamId, message })
+      return id
+    },
+    replayEventsAfter: async (lastEventId, { send }) => {
+      const last = events.findIndex((event) => event.id === lastEventId)
+      if (last < 0) return ""
+      const { streamId } = events[last]!
+      for (const event of events.slice(last + 1)) if (event.streamId === streamId) await send(event.id, event.message)
+      return streamId
+    }
+  }
+}
+
 const readBody = async (request: IncomingMessage): Promise<unknown> => {
   const chunks: Array<Buffer> = []
   for await (const chunk of request) chunks.push(chunk as Buffer)
@@ -32,8 +56,13 @@ const readBody = async (request: IncomingMessage): Promise<unknown> => {
   return text === "" ? undefined : (JSON.parse(text) as unknown)
 }
 
-/** `jsonResponse`: answer requests with application/json instead of an SSE stream. */
-export const startMcpUpstream = async (options: { readonly jsonResponse?: boolean } = {}): Promise<McpUpstream> => {
+/**
+ * `jsonResponse`: answer requests with application/json instead of an SSE stream. `resumable`: keep
+ * every event (the SDK's in-memory event store), so a client resumes a stream with `Last-Event-ID`.
+ */
+export const startMcpUpstream = async (
+  options: { readonly jsonResponse?: boolean; readonly resumable?: boolean } = {}
+): Promise<McpUpstream> => {
   const invocations = new Map<string, number>()
   const requests: Array<{ readonly method: string; readonly headers: IncomingHttpHeaders }> = []
   const transports = new Map<string, StreamableHTTPServerTransport>()
@@ -134,6 +163,17 @@ export const startMcpUpstream = async (options: { readonly jsonResponse?: boolea
         }
       }
     )
+    // A long task: the server closes the call's stream at once (its priming event lets the client resume)
+    // and the result is only to be had by resuming it (2025-11-25 polling).
+    server.registerTool(
+      "long_report",
+      { description: "Builds a report, answered on a resumed stream", inputSchema: { id: z.string() } },
+      async ({ id }, extra) => {
+        invoked("long_report")
+        extra.closeSSEStream?.()
+        return text(id === "injected" ? INJECTED_TEXT : EMAIL_TEXT)
+      }
+    )
     server.registerTool("delete_mailbox", { description: "Deletes the mailbox" }, async () => {
       invoked("delete_mailbox")
       return text("Mailbox deleted")
@@ -166,6 +206,7 @@ export const startMcpUpstream = async (options: { readonly jsonResponse?: boolea
         const created: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
           sessionIdGenerator: () => randomUUID(),
           enableJsonResponse: options.jsonResponse ?? false,
+          ...(options.resumable === true ? { eventStore: orderedEventStore(), retryInterval: 20 } : {}),
           onsessioninitialized: (id) => void transports.set(id, created)
         })
         created.onclose = () => {
