@@ -21,7 +21,7 @@
  * stream slots are the LLM gateway's.
  */
 import { type Headers, HttpServerResponse } from "@effect/platform"
-import { Cause, Effect, Option, Runtime, Schema } from "effect"
+import { Effect, Option, Runtime, Schema } from "effect"
 import { Authorization, type ProposedEventInput } from "../authorization/Authorization.js"
 import { CatalogRepo } from "../catalog/Repo.js"
 import { StreamSlots } from "../gateway/StreamSlots.js"
@@ -51,15 +51,8 @@ import { makeEventIds, type StreamContext } from "./EventIds.js"
 import { makeUpstreamCall, takeSlot } from "./UpstreamCall.js"
 import { Secrets } from "../platform/Secrets.js"
 import { ANSWER_ACCEPT, badRequest, sessionOf, upstreamHeaders } from "./SessionHeaders.js"
-import {
-  requestSource,
-  requestText,
-  rewrittenRequest,
-  type ServerRequest,
-  serverRequestOf,
-  withheldAnswer,
-  withheldReason
-} from "./ServerRequests.js"
+import { clientAnswerOf } from "./ServerRequests.js"
+import { makeServerRequestScreening, whyUndecided } from "./ServerRequestScreen.js"
 
 const keepAll: Screen = () => Effect.succeed("keep")
 
@@ -77,13 +70,6 @@ const resultFor = (message: unknown, id: string | number) => {
 
 const jsonAnswer = (body: unknown, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson(body, { status: 200, headers })
-
-/** Why a screening decision could not be made, for the notice that replaces what it screened. */
-const whyUndecided = (cause: Cause.Cause<{ readonly message: string }>) =>
-  Option.match(Cause.failureOption(cause), {
-    onNone: () => "the decision failed",
-    onSome: (error) => error.message
-  })
 
 export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
   effect: Effect.gen(function* () {
@@ -177,61 +163,7 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         )
       }
 
-    /**
-     * `screen`, with what the server asks of the client decided first as its tool results are: a request
-     * withheld (deny, defer, or undecidable: fail closed) is answered to the server with an error on the
-     * client's behalf, so the server does not wait for an answer that never comes.
-     */
-    const withServerRequests =
-      (
-        caller: Caller,
-        target: ServerTarget,
-        upstreamHeaders: Record<string, string>,
-        session: string | undefined,
-        screen: Screen
-      ): Screen =>
-      (message) => {
-        const request = serverRequestOf(message)
-        if (request === undefined) return screen(message)
-        const answerServer = (why: string) =>
-          call(
-            target.url,
-            upstreamHeaders,
-            Buffer.from(JSON.stringify(withheldAnswer(request, why)), "utf8"),
-            "POST"
-          ).pipe(
-            Effect.map((upstream) => upstream.abort()),
-            Effect.catchAll((error) =>
-              Effect.logWarning("the MCP server could not be told that its request was withheld", error.message)
-            ),
-            Effect.as<Verdict>("drop")
-          )
-        return decideServerRequest(caller, target, session, request).pipe(
-          Effect.flatMap((answer) => {
-            if (answer.effect === "permit") return Effect.succeed<Verdict>("keep")
-            if (answer.effect === "rewrite")
-              return Effect.succeed<Verdict>({ replace: rewrittenRequest(request, answer.transformed_value ?? "") })
-            return answerServer(withheldReason(answer))
-          }),
-          Effect.catchAllCause((cause) => answerServer(`it could not be screened (${whyUndecided(cause)}).`))
-        )
-      }
-
-    const decideServerRequest = (
-      caller: Caller,
-      target: ServerTarget,
-      session: string | undefined,
-      request: ServerRequest
-    ) =>
-      Effect.flatMap(environmentOf(caller), (environmentId) =>
-        decide(caller, target, environmentId, session, "tool.result", {
-          operation: request.method,
-          content: requestText(request),
-          sources: [
-            { path: "content", origin: target.resultOrigin, source_id: `mcp:${target.id}/${requestSource(request)}` }
-          ]
-        })
-      )
+    const serverRequests = makeServerRequestScreening({ call, decide, environmentOf })
 
     /** What becomes of the messages of a stream answering `context` (a request's, or a resumed one). */
     const screenOf = (caller: Caller, target: ServerTarget, session: string | undefined, context: StreamContext) =>
@@ -266,8 +198,8 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
       Effect.gen(function* () {
         const { target } = server
         const screen = yield* screenOf(caller, target, client.session, context)
-        const answers = upstreamHeaders(server.headers, client.forwarded, ANSWER_ACCEPT)
-        const screened = withServerRequests(caller, target, answers, client.session, screen)
+        const channel = { target, headers: upstreamHeaders(server.headers, client.forwarded, ANSWER_ACCEPT) }
+        const screened = serverRequests.withServerRequests(caller, channel, client.session, screen)
         const id = context.request_id
         const ending = (reason: string) => (id === undefined ? undefined : errorMessage(id, -32603, reason))
         const binding = { workspaceId: caller.workspaceId, serverId: target.id, session: client.session ?? "" }
@@ -295,6 +227,15 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
       const rpc = yield* Schema.decodeUnknown(JsonRpcMessage)(body.json).pipe(Effect.mapError(schemaRefusal))
       const client = yield* sessionOf(incoming)
       const { session, forwarded } = client
+      let sent = body.text
+      const clientAnswer = rpc.method === undefined ? clientAnswerOf(body.json) : undefined
+      if (clientAnswer !== undefined) {
+        const channel = { target, headers: upstreamHeaders(headers, forwarded, ANSWER_ACCEPT) }
+        const passed = yield* serverRequests.screenClientAnswer(caller, channel, session, clientAnswer, sent)
+        // Withheld: the server has the gateway's error instead; the client is answered as a server accepts an answer.
+        if (Option.isNone(passed)) return HttpServerResponse.empty({ status: 202 })
+        sent = passed.value
+      }
       const id = rpc.id
       let context: StreamContext = { method: "other" }
       if (rpc.method === "tools/list" && id !== undefined) context = { method: "tools/list", request_id: id }
@@ -322,7 +263,7 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
       const upstream = yield* call(
         target.url,
         upstreamHeaders(headers, forwarded, accept),
-        Buffer.from(body.text, "utf8"),
+        Buffer.from(sent, "utf8"),
         "POST"
       ).pipe(Effect.tapError(() => Effect.sync(release)))
       return yield* relay(caller, { target, headers }, client, context, upstream, release)

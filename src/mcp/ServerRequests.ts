@@ -69,11 +69,14 @@ const slotsOf = (request: ServerRequest, copy: Json): ReadonlyArray<TextSlot> =>
   const messages = Array.isArray(copy["messages"]) ? (copy["messages"] as ReadonlyArray<unknown>) : []
   for (const message of messages) {
     for (const block of blocksOf(asObject(message)?.["content"])) {
-      if (textBlock(block)) slots.push({ text: block.text, write: (text) => ((block as Json)["text"] = text) })
+      slots.push(...textSlots([block]))
     }
   }
   return slots
 }
+
+const textSlots = (blocks: ReadonlyArray<unknown>): ReadonlyArray<TextSlot> =>
+  blocks.filter(textBlock).map((block) => ({ text: block.text, write: (text) => ((block as Json)["text"] = text) }))
 
 /** What the request's decision screens: its text, one part a line. */
 export const requestText = (request: ServerRequest) =>
@@ -91,7 +94,11 @@ const lineCount = (text: string) => text.split("\n").length
  */
 export const rewrittenParams = (request: ServerRequest, transformed: string): Json => {
   const copy = structuredClone(request.params)
-  const slots = slotsOf(request, copy)
+  rewriteSlots(slotsOf(request, copy), transformed)
+  return copy
+}
+
+const rewriteSlots = (slots: ReadonlyArray<TextSlot>, transformed: string) => {
   const lines = transformed.split("\n")
   if (lines.length === slots.reduce((total, slot) => total + lineCount(slot.text), 0)) {
     let next = 0
@@ -101,7 +108,6 @@ export const rewrittenParams = (request: ServerRequest, transformed: string): Js
       next += count
     }
   } else slots.forEach((slot, index) => slot.write(index === 0 ? transformed : ""))
-  return copy
 }
 
 /** The request as the client receives it after a rewrite. */
@@ -115,11 +121,63 @@ export const rewrittenRequest = (request: ServerRequest, transformed: string) =>
 /** MCP's code for a request the client's side rejected (the SDKs use it for a refused sampling request). */
 const REJECTED = -1
 
+const requestName = (method: ServerRequest["method"]) =>
+  method === "sampling/createMessage" ? "sampling request" : "elicitation request"
+
 /** What the gateway answers the server, on the client's behalf, for a request it did not pass on. */
-export const withheldAnswer = (request: ServerRequest, why: string) => {
-  const what = request.method === "sampling/createMessage" ? "sampling request" : "elicitation request"
-  return errorMessage(request.id, REJECTED, `The guardrail withheld this ${what} from the client: ${why}`)
+export const withheldAnswer = (request: ServerRequest, why: string) =>
+  errorMessage(
+    request.id,
+    REJECTED,
+    `The guardrail withheld this ${requestName(request.method)} from the client: ${why}`
+  )
+
+/** The client's answer to a screened server request (a JSON-RPC response it posts), told by its result's shape. */
+export interface ClientAnswer {
+  readonly id: string | number
+  readonly method: ServerRequest["method"]
+  readonly result: Json
 }
+
+export const clientAnswerOf = (message: unknown): ClientAnswer | undefined => {
+  const object = asObject(message)
+  const id = object?.["id"]
+  const result = asObject(object?.["result"])
+  if (result === undefined || (typeof id !== "string" && typeof id !== "number")) return undefined
+  // A sampled reply is {model, role, content}; an accepted form is {action: "accept", content}.
+  if (typeof result["role"] === "string" && result["content"] !== undefined)
+    return { id, method: "sampling/createMessage", result }
+  if (result["action"] === "accept" && asObject(result["content"]) !== undefined)
+    return { id, method: "elicitation/create", result }
+  return undefined
+}
+
+/** What the client's answer sends the server: the sampled text (one block a line), or the form's answers. */
+export const answerAction = (answer: ClientAnswer) =>
+  answer.method === "sampling/createMessage"
+    ? {
+        operation: answer.method,
+        content: textSlots(blocksOf(answer.result["content"]))
+          .map((slot) => slot.text)
+          .join("\n")
+      }
+    : { operation: answer.method, params: asObject(answer.result["content"]) ?? {} }
+
+/** The client's answer after a rewrite: a sampled reply's text, put back as a request's is; a form's answers are not edited. */
+export const rewrittenAnswer = (answer: ClientAnswer, transformed: string) => {
+  if (answer.method !== "sampling/createMessage") return undefined
+  const result = structuredClone(answer.result)
+  rewriteSlots(textSlots(blocksOf(result["content"])), transformed)
+  return { jsonrpc: "2.0", id: answer.id, result }
+}
+
+/** What the server receives instead of a client's answer the gateway withheld. */
+export const withheldClientAnswer = (answer: ClientAnswer, why: string) =>
+  errorMessage(
+    answer.id,
+    REJECTED,
+    `The guardrail withheld the client's answer to this ${requestName(answer.method)}: ${why}`
+  )
 
 /** Why a decision withheld the request, as the server reads it. */
 export const withheldReason = (answer: DecisionAnswer) =>

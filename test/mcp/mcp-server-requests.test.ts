@@ -26,8 +26,8 @@ afterAll(async () => {
 const SUMMARY = "A one-line summary."
 const QUESTION = "Confirm the transfer of 900 EUR?"
 
-/** A client whose model answers sampling and whose user confirms elicitations, recording what each was shown. */
-const askedClient = (setup: Setup) => {
+/** A client whose model answers sampling with `reply` and whose user confirms elicitations, recording what each was shown. */
+const askedClient = (setup: Setup, reply = SUMMARY) => {
   const prompts: Array<string> = []
   const questions: Array<string> = []
   const prepare = (client: Client) => {
@@ -38,7 +38,7 @@ const askedClient = (setup: Setup) => {
         )
       )
       prompts.push([request.params.systemPrompt ?? "", ...texts].join("\n"))
-      return { model: "stub-model", role: "assistant" as const, content: { type: "text" as const, text: SUMMARY } }
+      return { model: "stub-model", role: "assistant" as const, content: { type: "text" as const, text: reply } }
     })
     client.setRequestHandler(ElicitRequestSchema, async (request) => {
       questions.push(request.params.message)
@@ -66,11 +66,41 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
         expect(yield* sessionTraces(setup.owner, transport.sessionId!)).toEqual([
           { effect: "permit", kind: "output.proposed", operation: "summarize" },
           { effect: "permit", kind: "tool.result", operation: "sampling/createMessage" },
+          { effect: "permit", kind: "output.proposed", operation: "sampling/createMessage" },
           { effect: "permit", kind: "tool.result", operation: "summarize" },
           { effect: "permit", kind: "output.proposed", operation: "confirm_transfer" },
           { effect: "permit", kind: "tool.result", operation: "elicitation/create" },
+          { effect: "permit", kind: "output.proposed", operation: "elicitation/create" },
           { effect: "permit", kind: "tool.result", operation: "confirm_transfer" }
         ])
+      })
+    )
+
+    it.scoped("the client's answers reach the server screened: rewritten, or withheld with the server told", () =>
+      Effect.gen(function* () {
+        const setup = yield* mcpTenant(sse.url)
+        yield* createPolicy(setup.base, setup.owner, "mask-key", {
+          value: "sk-live-123",
+          action: "rewrite",
+          rewrite: "[key]"
+        })
+        yield* createPolicy(setup.base, setup.owner, "no-card-out", { value: "4111 1111 1111 1111" })
+        const leaky = yield* askedClient(setup, "The key is sk-live-123.")
+        const masked = yield* callTool(leaky.client, "summarize", { body: EMAIL_TEXT })
+        expect(masked).toEqual({ text: "The key is [key].", isError: false })
+
+        const carded = yield* askedClient(setup, "Pay with 4111 1111 1111 1111.")
+        const refused = yield* callTool(carded.client, "summarize", { body: EMAIL_TEXT })
+        expect(refused.isError).toBe(true)
+        expect(refused.text).toContain("sampling refused")
+        expect(refused.text).toContain("withheld the client's answer to this sampling request")
+        expect(refused.text).toContain("no-card-out")
+        expect(refused.text).not.toContain("4111")
+        expect(yield* sessionTraces(setup.owner, carded.transport.sessionId!)).toContainEqual({
+          effect: "deny",
+          kind: "output.proposed",
+          operation: "sampling/createMessage"
+        })
       })
     )
 

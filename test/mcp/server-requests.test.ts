@@ -3,7 +3,14 @@
  * what the client receives after a rewrite (src/mcp/ServerRequests.ts).
  */
 import { describe, expect, it } from "vitest"
-import { requestText, rewrittenParams, serverRequestOf } from "../../src/mcp/ServerRequests.js"
+import {
+  answerAction,
+  clientAnswerOf,
+  requestText,
+  rewrittenAnswer,
+  rewrittenParams,
+  serverRequestOf
+} from "../../src/mcp/ServerRequests.js"
 
 const sampling = (params: Record<string, unknown>) =>
   serverRequestOf({ jsonrpc: "2.0", id: 7, method: "sampling/createMessage", params })!
@@ -78,5 +85,26 @@ describe("server requests", () => {
       message: "Sign in",
       url: "[link removed]"
     })
+  })
+
+  it("the client's answers: a sampled reply's text and an accepted form's answers are screened; others pass", () => {
+    const reply = clientAnswerOf({
+      jsonrpc: "2.0",
+      id: 7,
+      result: { model: "m", role: "assistant", content: { type: "text", text: "key sk-1" } }
+    })!
+    expect(answerAction(reply)).toEqual({ operation: "sampling/createMessage", content: "key sk-1" })
+    expect(rewrittenAnswer(reply, "key [key]")).toEqual({
+      jsonrpc: "2.0",
+      id: 7,
+      result: { model: "m", role: "assistant", content: { type: "text", text: "key [key]" } }
+    })
+    const form = clientAnswerOf({ jsonrpc: "2.0", id: "f", result: { action: "accept", content: { pin: "1234" } } })!
+    expect(answerAction(form)).toEqual({ operation: "elicitation/create", params: { pin: "1234" } })
+    // A form's answers are not edited: a rewrite withholds them.
+    expect(rewrittenAnswer(form, "[pin]")).toBeUndefined()
+    expect(clientAnswerOf({ jsonrpc: "2.0", id: "f", result: { action: "decline" } })).toBeUndefined()
+    expect(clientAnswerOf({ jsonrpc: "2.0", id: 1, result: { roots: [] } })).toBeUndefined()
+    expect(clientAnswerOf({ jsonrpc: "2.0", id: 1, error: { code: -1, message: "no" } })).toBeUndefined()
   })
 })

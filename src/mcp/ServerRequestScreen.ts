@@ -1,0 +1,141 @@
+/**
+ * Screening the exchanges an MCP server starts: its sampling and
+ * elicitation requests to the client (decided like its tool results, as
+ * `tool.result`), and the client's answers to them (decided like what the
+ * agent sends out, as `output.proposed`). Whatever is withheld is answered
+ * to the server with an error in the client's place, so the server never
+ * waits for an answer that will not come. (ServerRequests.ts holds the pure
+ * parts.)
+ */
+import { Cause, Effect, Option } from "effect"
+import type { ProposedEventInput } from "../authorization/Authorization.js"
+import type { DecisionAnswer } from "../authorization/Decisions.js"
+import type { UpstreamResponse } from "../gateway/Upstream.js"
+import type { Caller } from "../identity/Authentication.js"
+import type { Screen } from "./Answer.js"
+import type { Verdict } from "./Relay.js"
+import type { ServerTarget } from "./Servers.js"
+import {
+  answerAction,
+  type ClientAnswer,
+  requestSource,
+  requestText,
+  rewrittenAnswer,
+  rewrittenRequest,
+  serverRequestOf,
+  withheldAnswer,
+  withheldClientAnswer,
+  withheldReason
+} from "./ServerRequests.js"
+import type { UpstreamMethod } from "./UpstreamCall.js"
+
+interface Failure {
+  readonly message: string
+}
+
+/** Why a screening decision could not be made, for the notice that replaces what it screened. */
+export const whyUndecided = (cause: Cause.Cause<Failure>) =>
+  Option.match(Cause.failureOption(cause), {
+    onNone: () => "the decision failed",
+    onSome: (error) => error.message
+  })
+
+/** Where the gateway's own messages to the server go: the server, and the headers of a message to it. */
+export interface ServerChannel {
+  readonly target: ServerTarget
+  readonly headers: Record<string, string>
+}
+
+export const makeServerRequestScreening = (deps: {
+  readonly call: (
+    url: URL,
+    headers: Record<string, string>,
+    body: Uint8Array,
+    method: UpstreamMethod
+  ) => Effect.Effect<UpstreamResponse, Failure>
+  readonly decide: (
+    caller: Caller,
+    target: ServerTarget,
+    environmentId: string,
+    session: string | undefined,
+    kind: ProposedEventInput["kind"],
+    action: ProposedEventInput["action"]
+  ) => Effect.Effect<DecisionAnswer, Failure>
+  readonly environmentOf: (caller: Caller) => Effect.Effect<string, Failure>
+}) => {
+  /** Posts `message` to the server in the client's place (its answer is not read). */
+  const tellServer = (channel: ServerChannel, message: unknown) =>
+    deps.call(channel.target.url, channel.headers, Buffer.from(JSON.stringify(message), "utf8"), "POST").pipe(
+      Effect.map((upstream) => upstream.abort()),
+      Effect.catchAll((error) =>
+        Effect.logWarning("the MCP server could not be told that the guardrail withheld a message", error.message)
+      )
+    )
+
+  const decide = (
+    caller: Caller,
+    channel: ServerChannel,
+    session: string | undefined,
+    kind: ProposedEventInput["kind"],
+    action: ProposedEventInput["action"]
+  ) =>
+    Effect.flatMap(deps.environmentOf(caller), (environmentId) =>
+      deps.decide(caller, channel.target, environmentId, session, kind, action)
+    )
+
+  /**
+   * `screen`, with the server's sampling and elicitation requests decided first as its tool results are:
+   * passed, rewritten, or withheld (deny, defer, or undecidable: fail closed) with the server told.
+   */
+  const withServerRequests =
+    (caller: Caller, channel: ServerChannel, session: string | undefined, screen: Screen): Screen =>
+    (message) => {
+      const request = serverRequestOf(message)
+      if (request === undefined) return screen(message)
+      const { target } = channel
+      const withhold = (why: string) => Effect.as(tellServer(channel, withheldAnswer(request, why)), "drop" as const)
+      return decide(caller, channel, session, "tool.result", {
+        operation: request.method,
+        content: requestText(request),
+        sources: [
+          { path: "content", origin: target.resultOrigin, source_id: `mcp:${target.id}/${requestSource(request)}` }
+        ]
+      }).pipe(
+        Effect.flatMap((answer): Effect.Effect<Verdict> => {
+          if (answer.effect === "permit") return Effect.succeed("keep")
+          if (answer.effect === "rewrite")
+            return Effect.succeed({ replace: rewrittenRequest(request, answer.transformed_value ?? "") })
+          return withhold(withheldReason(answer))
+        }),
+        Effect.catchAllCause((cause) => withhold(`it could not be screened (${whyUndecided(cause)}).`))
+      )
+    }
+
+  /**
+   * The client's answer to a sampling or elicitation request, decided as what it sends out: the body to
+   * pass on (as sent, or rewritten), or none when it was withheld and the server told instead. A form's
+   * answers are not edited: a rewrite of them withholds them.
+   */
+  const screenClientAnswer = (
+    caller: Caller,
+    channel: ServerChannel,
+    session: string | undefined,
+    answer: ClientAnswer,
+    sent: string
+  ): Effect.Effect<Option.Option<string>> => {
+    const withhold = (why: string) => Effect.as(tellServer(channel, withheldClientAnswer(answer, why)), Option.none())
+    return decide(caller, channel, session, "output.proposed", answerAction(answer)).pipe(
+      Effect.flatMap((decision) => {
+        if (decision.effect === "permit") return Effect.succeed(Option.some(sent))
+        const rewritten =
+          decision.effect === "rewrite" ? rewrittenAnswer(answer, decision.transformed_value ?? "") : undefined
+        return rewritten === undefined
+          ? withhold(withheldReason(decision))
+          : Effect.succeed(Option.some(JSON.stringify(rewritten)))
+      }),
+      Effect.catchAllCause((cause) => withhold(`it could not be screened (${whyUndecided(cause)}).`))
+    )
+  }
+
+  return { withServerRequests, screenClientAnswer }
+}
