@@ -57,7 +57,7 @@ export const serveApi = <E, R>(lane: Effect.Effect<LaneListener, E, R>) =>
       // Released after the drain (docs/operations.md): what is still connected then is idle keep-alive
       // connections, or an answer past the drain limit; neither may hold the shutdown for the keep-alive timeout.
       // Listening stops first: a client that reconnects at once (an MCP client's event stream does) would
-      // otherwise open a connection nothing closes until its keep-alive timeout.
+      // otherwise open a connection that nothing answers and nothing closes until its request times out.
       yield* Effect.addFinalizer(() =>
         Effect.sync(() => {
           server.off("request", listener)

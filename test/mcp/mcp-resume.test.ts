@@ -61,7 +61,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
           { effect: "deny", kind: "tool.result", operation: "long_report" }
         ])
 
-        // An id the gateway did not give, one changed, or one given for another server: 400.
+        // An id the gateway did not give (junk, too long), one changed, or one given for another server: 400.
         const other = yield* setup.owner.api.mcpServers.createMcpServer({
           payload: { display_name: "Other", url: resumable.url, agent_id: "mail-bot" }
         })
@@ -70,6 +70,8 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
         for (const [serverId, lastEventId] of [
           [setup.serverId, "42"],
           [setup.serverId, tampered],
+          [setup.serverId, "g1.!!!.###"],
+          [setup.serverId, `g1.${"x".repeat(5_000)}`],
           [other.id, token]
         ] as const) {
           const refused = yield* call(setup.base, "GET", `/v1/mcp/${serverId}`, {
