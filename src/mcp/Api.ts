@@ -47,5 +47,5 @@ export class McpProxyApi extends HttpApiGroup.make("mcpProxy")
   .middleware(Authentication)
   .annotate(
     OpenApi.Description,
-    "MCP streamable HTTP endpoint of a server: JSON-RPC over POST (answers application/json or text/event-stream), GET for the server's event stream (or, with Last-Event-ID, the rest of a stream relayed before), DELETE to end the session. Tool calls, tool results and the server's sampling and elicitation requests are decided like POST /v1/events."
+    "MCP streamable HTTP endpoint of a server: JSON-RPC over POST (answers application/json or text/event-stream), GET for the server's event stream (or, with Last-Event-ID, the rest of a stream relayed before), DELETE to end the session. Tool calls, tool results, read resources, fetched prompts, and the server's sampling and elicitation requests (and the client's answers) are decided like POST /v1/events."
   ) {}

@@ -15,8 +15,8 @@ import { Either, Option, Redacted, Schema } from "effect"
 
 /** What a stream answers, as far as its screening goes. */
 export const StreamContext = Schema.Struct({
-  /** `tools/call` and `tools/list`: the request's answer is screened; `other`: passed; `stream`: the GET stream. */
-  method: Schema.Literal("tools/call", "tools/list", "other", "stream"),
+  /** The request's method when its answer is screened; `other`: passed as it is; `stream`: the GET stream. */
+  method: Schema.Literal("tools/call", "tools/list", "resources/read", "prompts/get", "other", "stream"),
   request_id: Schema.optional(Schema.Union(Schema.String, Schema.Number)),
   tool: Schema.optional(Schema.String),
   origin: Schema.optional(Schema.String)

@@ -12,11 +12,14 @@
  *   tool, params: its arguments, session: the MCP session); anything but
  *   `permit` answers a tool error result and the server is not called;
  * - its result is decided as kind `tool.result` (content: its text items)
- *   and passed, rewritten or withheld;
+ *   and passed, rewritten or withheld, as are the answers of
+ *   `resources/read` and `prompts/get` (ContentResults.ts);
  * - `tools/list` answers without the tools disabled in tool metadata;
  * - what the server asks of the client (`sampling/createMessage`,
- *   `elicitation/create`) is decided like a tool result: passed, rewritten,
- *   or withheld, the gateway then answering the server with an error.
+ *   `elicitation/create`) is decided like a tool result, and the client's
+ *   answer like what the agent sends out (ServerRequestScreen.ts);
+ * - each SSE event id is the gateway's own, so a stream resumes with
+ *   `Last-Event-ID` and is screened as it began (EventIds.ts).
  * The outbound guard, upstream timeout, stream limits and per-key/workspace
  * stream slots are the LLM gateway's.
  */
@@ -52,6 +55,14 @@ import { makeUpstreamCall, takeSlot } from "./UpstreamCall.js"
 import { Secrets } from "../platform/Secrets.js"
 import { ANSWER_ACCEPT, badRequest, sessionOf, upstreamHeaders } from "./SessionHeaders.js"
 import { clientAnswerOf } from "./ServerRequests.js"
+import {
+  type ContentMethod,
+  contentSource,
+  contentText,
+  isContentMethod,
+  screenedContent,
+  unscreenedContent
+} from "./ContentResults.js"
 import { makeServerRequestScreening, whyUndecided } from "./ServerRequestScreen.js"
 
 const keepAll: Screen = () => Effect.succeed("keep")
@@ -165,6 +176,38 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
 
     const serverRequests = makeServerRequestScreening({ call, decide, environmentOf })
 
+    /** Screens a read resource or a fetched prompt (the response to request `id`) as a `tool.result` event. */
+    const contentScreen =
+      (
+        caller: Caller,
+        target: ServerTarget,
+        session: string | undefined,
+        id: string | number,
+        method: ContentMethod
+      ): Screen =>
+      (message) => {
+        const result = resultFor(message, id)
+        if (result === undefined) return Effect.succeed("keep")
+        const action = {
+          operation: method,
+          content: contentText(method, result),
+          sources: [
+            { path: "content", origin: target.resultOrigin, source_id: `mcp:${target.id}/${contentSource(method)}` }
+          ]
+        }
+        return Effect.flatMap(environmentOf(caller), (environmentId) =>
+          decide(caller, target, environmentId, session, "tool.result", action)
+        ).pipe(
+          Effect.map((answer): Verdict => {
+            const screened = screenedContent(method, id, result, answer)
+            return screened === undefined ? "keep" : { replace: screened }
+          }),
+          Effect.catchAllCause((cause) =>
+            Effect.succeed<Verdict>({ replace: unscreenedContent(method, id, whyUndecided(cause)) })
+          )
+        )
+      }
+
     /** What becomes of the messages of a stream answering `context` (a request's, or a resumed one). */
     const screenOf = (caller: Caller, target: ServerTarget, session: string | undefined, context: StreamContext) =>
       Effect.gen(function* () {
@@ -175,6 +218,7 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
           const tool = context.tool ?? ""
           return resultScreen(caller, target, environmentId, session, id, tool, context.origin ?? target.resultOrigin)
         }
+        if (isContentMethod(context.method)) return contentScreen(caller, target, session, id, context.method)
         if (context.method !== "tools/list") return keepAll
         const rows = yield* Effect.orDie(catalog.listToolMetadata(caller.workspaceId))
         const hidden = new Set(rows.filter((row) => !row.enabled).map((row) => row.tool))
@@ -238,7 +282,8 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
       }
       const id = rpc.id
       let context: StreamContext = { method: "other" }
-      if (rpc.method === "tools/list" && id !== undefined) context = { method: "tools/list", request_id: id }
+      if ((rpc.method === "tools/list" || isContentMethod(rpc.method)) && id !== undefined)
+        context = { method: rpc.method, request_id: id }
       else if (rpc.method === "tools/call" && id !== undefined) {
         const params = yield* Schema.decodeUnknown(ToolCallParams)(asObject(body.json)?.["params"]).pipe(
           Effect.mapError(schemaRefusal)

@@ -135,3 +135,9 @@ export const listedTools = (result: Json, hidden: ReadonlySet<string>): Json => 
   const tools = Array.isArray(result["tools"]) ? (result["tools"] as ReadonlyArray<unknown>) : []
   return { ...result, tools: tools.filter((tool) => !hidden.has(String(asObject(tool)?.["name"] ?? ""))) }
 }
+
+/** Why a decision withheld something, for whoever reads the notice: the reasons, the approval a defer waits for, the trace. */
+export const withheldReason = (answer: DecisionAnswer) =>
+  answer.effect === "defer"
+    ? `${reasonsOf(answer)} (pending approval, intent ${answer.intent_id}). Trace: ${answer.trace_id}.`
+    : `${reasonsOf(answer)}. Trace: ${answer.trace_id}.`

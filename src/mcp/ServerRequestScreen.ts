@@ -24,9 +24,9 @@ import {
   rewrittenRequest,
   serverRequestOf,
   withheldAnswer,
-  withheldClientAnswer,
-  withheldReason
+  withheldClientAnswer
 } from "./ServerRequests.js"
+import { withheldReason } from "./Screening.js"
 import type { UpstreamMethod } from "./UpstreamCall.js"
 
 interface Failure {

@@ -6,8 +6,8 @@
  * tool results; this says what text is screened, what the client receives
  * after a rewrite, and what the server is told when the request is withheld.
  */
-import type { DecisionAnswer } from "../authorization/Decisions.js"
-import { asObject, errorMessage, reasonsOf } from "./Screening.js"
+import { asObject, errorMessage } from "./Screening.js"
+import { blocksOf, fieldSlot, messageSlots, rewriteSlots, slotText, type TextSlot, textSlots } from "./TextSlots.js"
 
 type Json = Record<string, unknown>
 
@@ -33,58 +33,18 @@ export const serverRequestOf = (message: unknown): ServerRequest | undefined => 
 /** The part of the decision's source id that names the request: `mcp:<server>/<sampling|elicitation>`. */
 export const requestSource = (request: ServerRequest) => SCREENED[request.method]
 
-/** A place in the request that holds text: read and written back in the same order. */
-interface TextSlot {
-  readonly text: string
-  readonly write: (text: string) => void
-}
-
-const textBlock = (block: unknown): block is Json & { readonly text: string } =>
-  asObject(block)?.["type"] === "text" && typeof asObject(block)?.["text"] === "string"
-
-/** A message content (one block or, with tools, a list): its text blocks, and the text inside tool results. */
-const blocksOf = (content: unknown): ReadonlyArray<unknown> => {
-  const blocks = Array.isArray(content) ? content : [content]
-  return blocks.flatMap((block) => {
-    const object = asObject(block)
-    return object?.["type"] === "tool_result" && Array.isArray(object["content"]) ? object["content"] : [block]
-  })
-}
-
 /**
  * The request's text in reading order, each slot writable on a copy: for sampling the system prompt
  * then each message's text blocks, for elicitation the message (and URL). Binary blocks carry no text.
  */
 const slotsOf = (request: ServerRequest, copy: Json): ReadonlyArray<TextSlot> => {
-  if (request.method === "elicitation/create") {
-    // A form's question, and for a URL elicitation the address the user is sent to as well.
-    return (["message", "url"] as const).flatMap((field) => {
-      const text = copy[field]
-      return typeof text === "string" ? [{ text, write: (written: string) => (copy[field] = written) }] : []
-    })
-  }
-  const slots: Array<TextSlot> = []
-  const system = copy["systemPrompt"]
-  if (typeof system === "string") slots.push({ text: system, write: (text) => (copy["systemPrompt"] = text) })
-  const messages = Array.isArray(copy["messages"]) ? (copy["messages"] as ReadonlyArray<unknown>) : []
-  for (const message of messages) {
-    for (const block of blocksOf(asObject(message)?.["content"])) {
-      slots.push(...textSlots([block]))
-    }
-  }
-  return slots
+  // A form's question, and for a URL elicitation the address the user is sent to as well.
+  if (request.method === "elicitation/create") return [...fieldSlot(copy, "message"), ...fieldSlot(copy, "url")]
+  return [...fieldSlot(copy, "systemPrompt"), ...messageSlots(copy["messages"])]
 }
 
-const textSlots = (blocks: ReadonlyArray<unknown>): ReadonlyArray<TextSlot> =>
-  blocks.filter(textBlock).map((block) => ({ text: block.text, write: (text) => ((block as Json)["text"] = text) }))
-
 /** What the request's decision screens: its text, one part a line. */
-export const requestText = (request: ServerRequest) =>
-  slotsOf(request, structuredClone(request.params))
-    .map((slot) => slot.text)
-    .join("\n")
-
-const lineCount = (text: string) => text.split("\n").length
+export const requestText = (request: ServerRequest) => slotText(slotsOf(request, structuredClone(request.params)))
 
 /**
  * The request's params after a rewrite. When the transformed text has the same lines as the screened
@@ -96,18 +56,6 @@ export const rewrittenParams = (request: ServerRequest, transformed: string): Js
   const copy = structuredClone(request.params)
   rewriteSlots(slotsOf(request, copy), transformed)
   return copy
-}
-
-const rewriteSlots = (slots: ReadonlyArray<TextSlot>, transformed: string) => {
-  const lines = transformed.split("\n")
-  if (lines.length === slots.reduce((total, slot) => total + lineCount(slot.text), 0)) {
-    let next = 0
-    for (const slot of slots) {
-      const count = lineCount(slot.text)
-      slot.write(lines.slice(next, next + count).join("\n"))
-      next += count
-    }
-  } else slots.forEach((slot, index) => slot.write(index === 0 ? transformed : ""))
 }
 
 /** The request as the client receives it after a rewrite. */
@@ -157,9 +105,7 @@ export const answerAction = (answer: ClientAnswer) =>
   answer.method === "sampling/createMessage"
     ? {
         operation: answer.method,
-        content: textSlots(blocksOf(answer.result["content"]))
-          .map((slot) => slot.text)
-          .join("\n")
+        content: slotText(textSlots(blocksOf(answer.result["content"])))
       }
     : { operation: answer.method, params: asObject(answer.result["content"]) ?? {} }
 
@@ -178,9 +124,3 @@ export const withheldClientAnswer = (answer: ClientAnswer, why: string) =>
     REJECTED,
     `The guardrail withheld the client's answer to this ${requestName(answer.method)}: ${why}`
   )
-
-/** Why a decision withheld the request, as the server reads it. */
-export const withheldReason = (answer: DecisionAnswer) =>
-  answer.effect === "defer"
-    ? `${reasonsOf(answer)} (pending approval, intent ${answer.intent_id}). Trace: ${answer.trace_id}.`
-    : `${reasonsOf(answer)}. Trace: ${answer.trace_id}.`

@@ -174,6 +174,23 @@ export const startMcpUpstream = async (
         return text(id === "injected" ? INJECTED_TEXT : EMAIL_TEXT)
       }
     )
+    // Content that reaches the model's context without a tool call: resources and prompts.
+    for (const [name, body] of [
+      ["latest", EMAIL_TEXT],
+      ["injected", INJECTED_TEXT]
+    ] as const) {
+      server.registerResource(name, `mail://inbox/${name}`, { mimeType: "text/plain" }, async (uri) => ({
+        contents: [{ uri: uri.href, mimeType: "text/plain", text: body }]
+      }))
+    }
+    server.registerPrompt(
+      "reply_to",
+      { description: "Drafts a reply to an e-mail", argsSchema: { id: z.string() } },
+      async ({ id }) => ({
+        description: "Reply to this e-mail",
+        messages: [{ role: "user", content: { type: "text", text: id === "injected" ? INJECTED_TEXT : EMAIL_TEXT } }]
+      })
+    )
     server.registerTool("delete_mailbox", { description: "Deletes the mailbox" }, async () => {
       invoked("delete_mailbox")
       return text("Mailbox deleted")
