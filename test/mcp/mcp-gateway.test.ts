@@ -19,7 +19,16 @@ import { createKey, keyClient, tenant } from "../support/Tenants.js"
 import { SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 import { GATEWAY_SETTINGS } from "../gateway/gateway-helpers.js"
 import { EMAIL_TEXT, IBAN, INJECTED_TEXT, startMcpUpstream } from "./mcp-upstream.js"
-import { AGENT, callTool, connect, invocations, mcpTenant, SERVER_TOKEN, sessionTraces } from "./mcp-helpers.js"
+import {
+  AGENT,
+  callTool,
+  connect,
+  invocations,
+  mcpTenant,
+  screenContent,
+  SERVER_TOKEN,
+  sessionTraces
+} from "./mcp-helpers.js"
 
 const sse = await startMcpUpstream()
 const json = await startMcpUpstream({ jsonResponse: true })
@@ -299,16 +308,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)(
         it.scoped(`${name} answers: an injected instruction is withheld, an IBAN rewritten, the session ended`, () =>
           Effect.gen(function* () {
             const setup = yield* mcpTenant(upstream.url)
-            yield* createPolicy(setup.base, setup.owner, "no-injection", {
-              value: "ignore previous instructions",
-              appliesTo: ["tool.result"]
-            })
-            yield* createPolicy(setup.base, setup.owner, "redact-iban", {
-              value: IBAN,
-              action: "rewrite",
-              rewrite: "[iban removed]",
-              appliesTo: ["tool.result"]
-            })
+            yield* screenContent(setup)
             const { client, transport } = yield* connect(setup)
             const injected = yield* callTool(client, "read_email", { id: "injected" })
             expect(injected.isError).toBe(true)

@@ -5,8 +5,10 @@ import type { ClientCapabilities } from "@modelcontextprotocol/sdk/types.js"
 import { Effect, Redacted } from "effect"
 import type { McpServerId } from "../../src/mcp/Domain.js"
 import { registerAgent } from "../gateway/gateway-helpers.js"
+import { createPolicy } from "../support/Events.js"
 import { createKey, tenant, type Tenant } from "../support/Tenants.js"
 import { baseUrl } from "../support/TestServer.js"
+import { IBAN } from "./mcp-upstream.js"
 
 export const AGENT = "mail-bot"
 export const SERVER_TOKEN = "upstream-token-0123456789"
@@ -85,3 +87,18 @@ export const sessionTraces = (owner: Tenant, sessionId: string) =>
       return { effect: trace.decision, kind: request.kind, operation: request.action.operation }
     })
   )
+
+/** The content policies the screening suites share: an injected instruction denied, an IBAN rewritten. */
+export const screenContent = (setup: Setup) =>
+  Effect.gen(function* () {
+    yield* createPolicy(setup.base, setup.owner, "no-injection", {
+      value: "ignore previous instructions",
+      appliesTo: ["tool.result"]
+    })
+    yield* createPolicy(setup.base, setup.owner, "redact-iban", {
+      value: IBAN,
+      action: "rewrite",
+      rewrite: "[iban removed]",
+      appliesTo: ["tool.result"]
+    })
+  })

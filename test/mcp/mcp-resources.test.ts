@@ -6,10 +6,9 @@
  */
 import { afterAll, describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { createPolicy } from "../support/Events.js"
 import { SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
 import { GATEWAY_SETTINGS } from "../gateway/gateway-helpers.js"
-import { connect, mcpTenant, sessionTraces } from "./mcp-helpers.js"
+import { connect, mcpTenant, screenContent, sessionTraces } from "./mcp-helpers.js"
 import { EMAIL_TEXT, IBAN, INJECTED_TEXT, startMcpUpstream } from "./mcp-upstream.js"
 
 const sse = await startMcpUpstream()
@@ -33,16 +32,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)(
       it.scoped("are decided as tool results: rewritten, or withheld with an error the client raises", () =>
         Effect.gen(function* () {
           const setup = yield* mcpTenant(sse.url)
-          yield* createPolicy(setup.base, setup.owner, "no-injection", {
-            value: "ignore previous instructions",
-            appliesTo: ["tool.result"]
-          })
-          yield* createPolicy(setup.base, setup.owner, "redact-iban", {
-            value: IBAN,
-            action: "rewrite",
-            rewrite: "[iban removed]",
-            appliesTo: ["tool.result"]
-          })
+          yield* screenContent(setup)
           const { client, transport } = yield* connect(setup)
           const resource = yield* Effect.promise(() => client.readResource({ uri: "mail://inbox/latest" }))
           expect(resource.contents).toEqual([{ uri: "mail://inbox/latest", mimeType: "text/plain", text: REDACTED }])

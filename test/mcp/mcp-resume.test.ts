@@ -9,11 +9,10 @@
 import { afterAll, describe, expect, layer } from "@effect/vitest"
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js"
 import { Effect } from "effect"
-import { createPolicy } from "../support/Events.js"
 import { call } from "../support/Raw.js"
 import { SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
 import { GATEWAY_SETTINGS } from "../gateway/gateway-helpers.js"
-import { callTool, connect, mcpTenant, sessionTraces } from "./mcp-helpers.js"
+import { callTool, connect, mcpTenant, screenContent, sessionTraces } from "./mcp-helpers.js"
 import { EMAIL_TEXT, IBAN, INJECTED_TEXT, startMcpUpstream } from "./mcp-upstream.js"
 
 const resumable = await startMcpUpstream({ resumable: true })
@@ -24,16 +23,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
     it.scoped("a call answered on a resumed stream is screened as that tool's result", () =>
       Effect.gen(function* () {
         const setup = yield* mcpTenant(resumable.url)
-        yield* createPolicy(setup.base, setup.owner, "no-injection", {
-          value: "ignore previous instructions",
-          appliesTo: ["tool.result"]
-        })
-        yield* createPolicy(setup.base, setup.owner, "redact-iban", {
-          value: IBAN,
-          action: "rewrite",
-          rewrite: "[iban removed]",
-          appliesTo: ["tool.result"]
-        })
+        yield* screenContent(setup)
         const { client, transport } = yield* connect(setup)
         const tokens: Array<string> = []
         const result = yield* Effect.promise(() =>
