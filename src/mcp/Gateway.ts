@@ -26,6 +26,7 @@
 import { type Headers, HttpServerResponse } from "@effect/platform"
 import { Effect, Option, Runtime, Schema } from "effect"
 import { Authorization, type ProposedEventInput } from "../authorization/Authorization.js"
+import type { DecisionAnswer } from "../authorization/Decisions.js"
 import { CatalogRepo } from "../catalog/Repo.js"
 import { StreamSlots } from "../gateway/StreamSlots.js"
 import type { UpstreamResponse } from "../gateway/Upstream.js"
@@ -63,7 +64,7 @@ import {
   screenedContent,
   unscreenedContent
 } from "./ContentResults.js"
-import { makeServerRequestScreening, whyUndecided } from "./ServerRequestScreen.js"
+import { type DecideEvent, makeServerRequestScreening, whyUndecided } from "./ServerRequestScreen.js"
 
 const keepAll: Screen = () => Effect.succeed("keep")
 
@@ -127,97 +128,97 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
           })
 
     /** The decision of one event of the MCP session, as `POST /v1/events` would make it. */
-    const decide = (
-      caller: Caller,
-      target: ServerTarget,
-      environmentId: string,
-      session: string | undefined,
-      kind: ProposedEventInput["kind"],
-      action: ProposedEventInput["action"]
-    ) =>
-      authorization.authorize(caller, {
-        kind,
-        principal: { agent_id: target.agentId, environment_id: environmentId, workspace_id: caller.workspaceId },
-        action,
-        ...(session === undefined ? {} : { session_id: session }),
-        metadata: { source: "mcp", mcp_server_id: target.id }
-      })
+    const decide: DecideEvent = (caller, target, session, kind, action) =>
+      Effect.flatMap(environmentOf(caller), (environmentId) =>
+        authorization.authorize(caller, {
+          kind,
+          principal: { agent_id: target.agentId, environment_id: environmentId, workspace_id: caller.workspaceId },
+          action,
+          ...(session === undefined ? {} : { session_id: session }),
+          metadata: { source: "mcp", mcp_server_id: target.id }
+        })
+      )
 
-    /** Screens the result of `tool` (the response to request `id`) as a `tool.result` event. */
-    const resultScreen =
+    const serverRequests = makeServerRequestScreening({ call, decide })
+
+    /**
+     * Screens the answer to request `id` as a `tool.result` event (`action` of its result): `screened` says
+     * what replaces the message after the decision (undefined: kept), `unscreened` what replaces it when no
+     * decision can be made (fail closed: too large, decision refused).
+     */
+    const answerScreen =
       (
         caller: Caller,
         target: ServerTarget,
-        environmentId: string,
         session: string | undefined,
         id: string | number,
-        tool: string,
-        origin: string
+        answer: {
+          readonly action: (result: Record<string, unknown>) => ProposedEventInput["action"]
+          readonly screened: (result: Record<string, unknown>, decision: DecisionAnswer) => unknown
+          readonly unscreened: (why: string) => unknown
+        }
       ): Screen =>
       (message) => {
         const result = resultFor(message, id)
         if (result === undefined) return Effect.succeed("keep")
-        const action = {
-          operation: tool,
-          content: textOf(result),
-          sources: [{ path: "content", origin, source_id: `mcp:${target.id}/${tool}` }]
-        }
-        return decide(caller, target, environmentId, session, "tool.result", action).pipe(
-          Effect.map((answer): Verdict => {
-            const screened = screenedResult(tool, result, answer)
-            return screened === undefined ? "keep" : { replace: resultMessage(id, screened) }
+        return decide(caller, target, session, "tool.result", answer.action(result)).pipe(
+          Effect.map((decision): Verdict => {
+            const screened = answer.screened(result, decision)
+            return screened === undefined ? "keep" : { replace: screened }
           }),
-          // Fail closed: a result that cannot be decided (too large, decision refused) is withheld.
-          Effect.catchAllCause((cause) =>
-            Effect.succeed<Verdict>({ replace: resultMessage(id, unscreenedResult(tool, whyUndecided(cause))) })
-          )
+          Effect.catchAllCause((cause) => Effect.succeed<Verdict>({ replace: answer.unscreened(whyUndecided(cause)) }))
         )
       }
 
-    const serverRequests = makeServerRequestScreening({ call, decide, environmentOf })
+    /** A tool's result, its origin the tool's (or the server's). */
+    const resultScreen = (
+      caller: Caller,
+      target: ServerTarget,
+      session: string | undefined,
+      id: string | number,
+      tool: string,
+      origin: string
+    ) =>
+      answerScreen(caller, target, session, id, {
+        action: (result) => ({
+          operation: tool,
+          content: textOf(result),
+          sources: [{ path: "content", origin, source_id: `mcp:${target.id}/${tool}` }]
+        }),
+        screened: (result, decision) => {
+          const screened = screenedResult(tool, result, decision)
+          return screened === undefined ? undefined : resultMessage(id, screened)
+        },
+        unscreened: (why) => resultMessage(id, unscreenedResult(tool, why))
+      })
 
-    /** Screens a read resource or a fetched prompt (the response to request `id`) as a `tool.result` event. */
-    const contentScreen =
-      (
-        caller: Caller,
-        target: ServerTarget,
-        session: string | undefined,
-        id: string | number,
-        method: ContentMethod
-      ): Screen =>
-      (message) => {
-        const result = resultFor(message, id)
-        if (result === undefined) return Effect.succeed("keep")
-        const action = {
+    /** A read resource or a fetched prompt, its origin the server's. */
+    const contentScreen = (
+      caller: Caller,
+      target: ServerTarget,
+      session: string | undefined,
+      id: string | number,
+      method: ContentMethod
+    ) =>
+      answerScreen(caller, target, session, id, {
+        action: (result) => ({
           operation: method,
           content: contentText(method, result),
           sources: [
             { path: "content", origin: target.resultOrigin, source_id: `mcp:${target.id}/${contentSource(method)}` }
           ]
-        }
-        return Effect.flatMap(environmentOf(caller), (environmentId) =>
-          decide(caller, target, environmentId, session, "tool.result", action)
-        ).pipe(
-          Effect.map((answer): Verdict => {
-            const screened = screenedContent(method, id, result, answer)
-            return screened === undefined ? "keep" : { replace: screened }
-          }),
-          Effect.catchAllCause((cause) =>
-            Effect.succeed<Verdict>({ replace: unscreenedContent(method, id, whyUndecided(cause)) })
-          )
-        )
-      }
+        }),
+        screened: (result, decision) => screenedContent(method, id, result, decision),
+        unscreened: (why) => unscreenedContent(method, id, why)
+      })
 
     /** What becomes of the messages of a stream answering `context` (a request's, or a resumed one). */
     const screenOf = (caller: Caller, target: ServerTarget, session: string | undefined, context: StreamContext) =>
       Effect.gen(function* () {
         const id = context.request_id
         if (id === undefined) return context.method === "stream" ? dropResponses : keepAll
-        if (context.method === "tools/call") {
-          const environmentId = yield* environmentOf(caller)
-          const tool = context.tool ?? ""
-          return resultScreen(caller, target, environmentId, session, id, tool, context.origin ?? target.resultOrigin)
-        }
+        if (context.method === "tools/call")
+          return resultScreen(caller, target, session, id, context.tool ?? "", context.origin ?? target.resultOrigin)
         if (isContentMethod(context.method)) return contentScreen(caller, target, session, id, context.method)
         if (context.method !== "tools/list") return keepAll
         const rows = yield* Effect.orDie(catalog.listToolMetadata(caller.workspaceId))
@@ -292,8 +293,7 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         const metadata = yield* Effect.orDie(catalog.findToolMetadata(caller.workspaceId, tool))
         if (Option.isSome(metadata) && !metadata.value.enabled)
           return jsonAnswer(resultMessage(id, disabledToolResult(tool)))
-        const environmentId = yield* environmentOf(caller)
-        const answer = yield* decide(caller, target, environmentId, session, "output.proposed", {
+        const answer = yield* decide(caller, target, session, "output.proposed", {
           operation: tool,
           params: params.arguments ?? {}
         })

@@ -11,6 +11,7 @@ import { Cause, Effect, Option } from "effect"
 import type { ProposedEventInput } from "../authorization/Authorization.js"
 import type { DecisionAnswer } from "../authorization/Decisions.js"
 import type { UpstreamResponse } from "../gateway/Upstream.js"
+import type { HttpError } from "../http/Errors.js"
 import type { Caller } from "../identity/Authentication.js"
 import type { Screen } from "./Answer.js"
 import type { Verdict } from "./Relay.js"
@@ -46,6 +47,15 @@ export interface ServerChannel {
   readonly headers: Record<string, string>
 }
 
+/** The decision of one event of an MCP session (the gateway's, as `POST /v1/events` would make it). */
+export type DecideEvent = (
+  caller: Caller,
+  target: ServerTarget,
+  session: string | undefined,
+  kind: ProposedEventInput["kind"],
+  action: ProposedEventInput["action"]
+) => Effect.Effect<DecisionAnswer, HttpError>
+
 export const makeServerRequestScreening = (deps: {
   readonly call: (
     url: URL,
@@ -53,15 +63,7 @@ export const makeServerRequestScreening = (deps: {
     body: Uint8Array,
     method: UpstreamMethod
   ) => Effect.Effect<UpstreamResponse, Failure>
-  readonly decide: (
-    caller: Caller,
-    target: ServerTarget,
-    environmentId: string,
-    session: string | undefined,
-    kind: ProposedEventInput["kind"],
-    action: ProposedEventInput["action"]
-  ) => Effect.Effect<DecisionAnswer, Failure>
-  readonly environmentOf: (caller: Caller) => Effect.Effect<string, Failure>
+  readonly decide: DecideEvent
 }) => {
   /** Posts `message` to the server in the client's place (its answer is not read). */
   const tellServer = (channel: ServerChannel, message: unknown) =>
@@ -70,17 +72,6 @@ export const makeServerRequestScreening = (deps: {
       Effect.catchAll((error) =>
         Effect.logWarning("the MCP server could not be told that the guardrail withheld a message", error.message)
       )
-    )
-
-  const decide = (
-    caller: Caller,
-    channel: ServerChannel,
-    session: string | undefined,
-    kind: ProposedEventInput["kind"],
-    action: ProposedEventInput["action"]
-  ) =>
-    Effect.flatMap(deps.environmentOf(caller), (environmentId) =>
-      deps.decide(caller, channel.target, environmentId, session, kind, action)
     )
 
   /**
@@ -94,21 +85,23 @@ export const makeServerRequestScreening = (deps: {
       if (request === undefined) return screen(message)
       const { target } = channel
       const withhold = (why: string) => Effect.as(tellServer(channel, withheldAnswer(request, why)), "drop" as const)
-      return decide(caller, channel, session, "tool.result", {
-        operation: request.method,
-        content: requestText(request),
-        sources: [
-          { path: "content", origin: target.resultOrigin, source_id: `mcp:${target.id}/${requestSource(request)}` }
-        ]
-      }).pipe(
-        Effect.flatMap((answer): Effect.Effect<Verdict> => {
-          if (answer.effect === "permit") return Effect.succeed("keep")
-          if (answer.effect === "rewrite")
-            return Effect.succeed({ replace: rewrittenRequest(request, answer.transformed_value ?? "") })
-          return withhold(withheldReason(answer))
-        }),
-        Effect.catchAllCause((cause) => withhold(`it could not be screened (${whyUndecided(cause)}).`))
-      )
+      return deps
+        .decide(caller, target, session, "tool.result", {
+          operation: request.method,
+          content: requestText(request),
+          sources: [
+            { path: "content", origin: target.resultOrigin, source_id: `mcp:${target.id}/${requestSource(request)}` }
+          ]
+        })
+        .pipe(
+          Effect.flatMap((answer): Effect.Effect<Verdict> => {
+            if (answer.effect === "permit") return Effect.succeed("keep")
+            if (answer.effect === "rewrite")
+              return Effect.succeed({ replace: rewrittenRequest(request, answer.transformed_value ?? "") })
+            return withhold(withheldReason(answer))
+          }),
+          Effect.catchAllCause((cause) => withhold(`it could not be screened (${whyUndecided(cause)}).`))
+        )
     }
 
   /**
@@ -124,7 +117,7 @@ export const makeServerRequestScreening = (deps: {
     sent: string
   ): Effect.Effect<Option.Option<string>> => {
     const withhold = (why: string) => Effect.as(tellServer(channel, withheldClientAnswer(answer, why)), Option.none())
-    return decide(caller, channel, session, "output.proposed", answerAction(answer)).pipe(
+    return deps.decide(caller, channel.target, session, "output.proposed", answerAction(answer)).pipe(
       Effect.flatMap((decision) => {
         if (decision.effect === "permit") return Effect.succeed(Option.some(sent))
         const rewritten =
