@@ -50,7 +50,8 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("identity/ApiKeys", {
       lastUsed.clear()
       return repo.touchApiKeys(batch)
     }).pipe(
-      Effect.catchAll((error) => Effect.logWarning("could not record API key use", error)),
+      // The repo turns database failures into defects: caught here too, or one outage would end the flushing.
+      Effect.catchAllCause((cause) => Effect.logWarning("could not record API key use", cause)),
       Effect.withSpan("ApiKeys.flushLastUsed")
     )
     yield* Effect.forkScoped(flushLastUsed.pipe(Effect.repeat(Schedule.spaced(LAST_USED_FLUSH))))

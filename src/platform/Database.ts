@@ -3,11 +3,64 @@
  * embedded PGlite persisted under DATA_DIR and served over the pg wire
  * protocol on loopback, so both paths use one driver and one dialect.
  */
+import { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Duration, Effect, Layer, Option, Redacted } from "effect"
 import { chmodSync, mkdirSync, readdirSync } from "node:fs"
 import { join, resolve } from "node:path"
+import Pg from "pg"
 import { AppConfig } from "./Config.js"
+
+/**
+ * A pg client whose backend process id stays unknown to @effect/sql-pg. On
+ * interruption, sql-pg cancels a running query with
+ * `pg_cancel_backend(pid)` sent over another connection; when the query ends
+ * before that arrives, the connection has gone back to the pool and the
+ * cancel kills whatever query its next user runs (seen as "canceling
+ * statement due to user request" in an unrelated request or shutdown
+ * flush). Without a pid, an interrupted query runs to its end on its
+ * connection and the next query on it waits behind it; the interrupted
+ * fiber still returns at once.
+ */
+const CONNECT_TIMEOUT = Duration.seconds(10)
+
+class UncancelledClient extends Pg.Client {
+  // pg assigns processID from the server's BackendKeyData; keep it for logs, hide it from sql-pg.
+  backendPid: number | null = null
+  get processID(): undefined {
+    return undefined
+  }
+  set processID(pid: number | null) {
+    this.backendPid = pid
+  }
+}
+
+/** A PgClient over a pool of `UncancelledClient`s, otherwise as `PgClient.layer` builds it. */
+const pgLayer = (url: Redacted.Redacted, maxConnections: number) =>
+  PgClient.layerFromPool({
+    applicationName: "guardrail-service",
+    transformJson: false,
+    acquire: Effect.acquireRelease(
+      Effect.tryPromise({
+        try: async () => {
+          const pool = new Pg.Pool({
+            connectionString: Redacted.value(url),
+            // A connect that hangs (packets dropped, not refused) fails after this, so
+            // retries and shutdown are not held up to the OS TCP timeout.
+            connectionTimeoutMillis: Duration.toMillis(CONNECT_TIMEOUT),
+            max: maxConnections,
+            application_name: "guardrail-service",
+            Client: UncancelledClient
+          })
+          pool.on("error", () => {}) // an idle connection's error; the pool replaces it
+          await pool.query("select 1")
+          return pool
+        },
+        catch: (cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })
+      }),
+      (pool) => Effect.promise(() => pool.end()).pipe(Effect.timeoutOption(Duration.seconds(1)))
+    )
+  })
 
 /**
  * Owner-only modes for everything under `directory` (folders 0700, files
@@ -49,17 +102,12 @@ const embeddedPostgres = (dataDir: string, port: number) =>
 export const SqlLive = Layer.unwrapScoped(
   Effect.gen(function* () {
     const config = yield* AppConfig
-    // A connect that hangs (packets dropped, not refused) fails after this, so
-    // retries and shutdown are not held up to the OS TCP timeout.
-    const pgOptions = { applicationName: "guardrail-service", transformJson: false, connectTimeout: "10 seconds" } as const
-    if (Option.isSome(config.databaseUrl)) {
-      return PgClient.layer({ ...pgOptions, url: config.databaseUrl.value, maxConnections: config.databasePoolSize })
-    }
+    if (Option.isSome(config.databaseUrl)) return pgLayer(config.databaseUrl.value, config.databasePoolSize)
     const url = yield* embeddedPostgres(config.dataDir, config.embeddedDatabasePort)
     yield* Effect.logInfo("embedded database started").pipe(
       Effect.annotateLogs({ data_dir: join(config.dataDir, "pglite") })
     )
     // PGlite is single-connection: one pooled connection keeps transactions whole.
-    return PgClient.layer({ ...pgOptions, url: Redacted.make(url), maxConnections: 1 })
+    return pgLayer(Redacted.make(url), 1)
   })
 )
