@@ -160,7 +160,8 @@ const expectedActual = /^Expected (.+), actual (.+)$/s
 const withAlternativesFolded = (details: ReadonlyArray<ErrorDetail>): ReadonlyArray<ErrorDetail> => {
   const folded: Array<{ path: string; expected: Array<string>; actual: string } | ErrorDetail> = []
   for (const detail of details) {
-    const match = expectedActual.exec(detail.message)
+    // An actual value can be a megabyte; the message is cut to 300 characters below anyway.
+    const match = expectedActual.exec(shortMessage(detail.message, 4_096))
     const last = folded[folded.length - 1]
     if (match === null) folded.push(detail)
     else if (last !== undefined && "expected" in last && last.path === detail.path && last.actual === match[2]) {
@@ -181,8 +182,7 @@ const withAlternativesFolded = (details: ReadonlyArray<ErrorDetail>): ReadonlyAr
 }
 
 /** Decodes with every failing path reported, not only the first: what a refusal's details list. */
-export const decodeReportingAll = <A, I>(schema: Schema.Schema<A, I>) =>
-  Schema.decodeUnknown(schema, { errors: "all" })
+export const decodeReportingAll = <A, I>(schema: Schema.Schema<A, I>) => Schema.decodeUnknown(schema, { errors: "all" })
 
 /**
  * The 400 for a request that does not match its endpoint's schemas, naming
@@ -192,8 +192,9 @@ export const validationFailed = (
   issues: ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }>,
   message = "The request does not match this endpoint's schema."
 ) => {
-  const details = withAlternativesFolded(issues.map((issue) => ({ path: formatPath(issue.path), message: issue.message })))
-    .map((detail) => ({ path: detail.path, message: shortMessage(detail.message) }))
+  const details = withAlternativesFolded(
+    issues.map((issue) => ({ path: formatPath(issue.path), message: issue.message }))
+  ).map((detail) => ({ path: detail.path, message: shortMessage(detail.message) }))
   const first = details[0]
   return new BadRequest({
     code: "validation_failed",

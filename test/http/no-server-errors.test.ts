@@ -21,14 +21,7 @@ import { queryDatabase } from "../support/Database.js"
 import { call, type CallOptions, type ErrorShape, isErrorBody, type JsonResponse } from "../support/Raw.js"
 import { createKey, INTERNAL_KEY, tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServer, testServerWithDatabase } from "../support/TestServer.js"
-import {
-  fieldPaths,
-  fieldSchema,
-  HOSTILE_VALUES,
-  resolverOf,
-  valueWith,
-  WHOLE_BODY_VALUES
-} from "./oversized-inputs.js"
+import { bodyWith, fieldPaths, fieldSchema, HOSTILE_VALUES, resolverOf, WHOLE_BODY_VALUES } from "./oversized-inputs.js"
 
 interface Operation {
   readonly method: string
@@ -213,10 +206,7 @@ const probesOf = (method: string, path: string, operation: OpenApiOperation, doc
           path: url,
           field: field.join("."),
           what: hostile.name,
-          raw: () =>
-            JSON.stringify(
-              valueWith(bodySchema, field, hostile.value(fieldSchema(bodySchema, field, resolve)), resolve)
-            ),
+          raw: () => bodyWith(bodySchema, field, hostile, fieldSchema(bodySchema, field, resolve), resolve),
           validates: path === "/v1/policies/validate",
           document: yamlDocument !== undefined
         })

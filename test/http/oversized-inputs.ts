@@ -109,7 +109,9 @@ export const baseValue = (raw: unknown, resolve: Resolve, depth = 0, name = ""):
       return baseString(schema, name)
     case "integer":
     case "number":
-      return Number(schema["minimum"] ?? (schema["exclusiveMinimum"] === undefined ? 1 : Number(schema["exclusiveMinimum"]) + 1))
+      return Number(
+        schema["minimum"] ?? (schema["exclusiveMinimum"] === undefined ? 1 : Number(schema["exclusiveMinimum"]) + 1)
+      )
     case "boolean":
       return true
     case "array":
@@ -167,6 +169,31 @@ const childSchema = (raw: unknown, segment: Segment, resolve: Resolve): { parent
     }
   }
   return { parent: schema, child: {} }
+}
+
+const LEAF_MARKER = "\u0001leaf\u0001"
+const hostileTexts = new Map<string, string>()
+
+/**
+ * The JSON text of the minimal valid value of `schema` with `hostile` (sized for the field's schema) at
+ * `path`. The hostile value's own text is made once and spliced in: stringifying a megabyte per probe
+ * would cost the suite more than the requests it makes.
+ */
+export const bodyWith = (
+  raw: unknown,
+  path: ReadonlyArray<Segment>,
+  hostile: HostileValue,
+  field: JsonSchema,
+  resolve: Resolve
+): string => {
+  const key = `${hostile.name}:${String(field["maxLength"] ?? "")}`
+  let text = hostileTexts.get(key)
+  if (text === undefined) {
+    text = JSON.stringify(hostile.value(field))
+    hostileTexts.set(key, text)
+  }
+  const spliced = text
+  return JSON.stringify(valueWith(raw, path, LEAF_MARKER, resolve)).replace(JSON.stringify(LEAF_MARKER), () => spliced)
 }
 
 /** The minimal valid value of `schema` with `leaf` put at `path`. */
