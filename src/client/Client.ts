@@ -64,46 +64,84 @@ const transformClient = (options: ClientOptions) => (client: HttpClient.HttpClie
   return options.retry === false ? keyed : retrying(keyed, options.retry ?? {})
 }
 
-/**
- * Every endpoint function with its `path` values percent-encoded: the platform's client puts them into
- * the URL as they are, so `a/b` or `a b` would otherwise name another route or an invalid URL.
- */
-const encodingPaths = <C extends object>(client: C): C => {
-  const encodeRequest = (request: unknown) => {
-    if (typeof request !== "object" || request === null || !("path" in request)) return request
-    const path = request.path
-    if (typeof path !== "object" || path === null) return request
-    const encoded = Object.fromEntries(
-      Object.entries(path).map(([name, value]) => [name, typeof value === "string" ? encodeURIComponent(value) : value])
+/** The request's `path` values percent-encoded: the platform's client puts them into the URL as they are. */
+const encodeRequest = (request: unknown) => {
+  if (typeof request !== "object" || request === null || !("path" in request)) return request
+  const path = request.path
+  if (typeof path !== "object" || path === null) return request
+  const encoded = Object.fromEntries(
+    Object.entries(path).map(([name, value]) => [name, typeof value === "string" ? encodeURIComponent(value) : value])
+  )
+  return { ...request, path: encoded }
+}
+
+/** The HTTP client (base URL, credentials, retries) of the bound client an endpoint is called through. */
+const BoundHttpClient = FiberRef.unsafeMake<HttpClient.HttpClient | undefined>(undefined)
+
+/** Sends each request through the bound client of the call that made it. */
+const throughBoundClient = (reflectedOver: HttpClient.HttpClient) =>
+  HttpClient.transform(reflectedOver, (_unbound, request) =>
+    Effect.flatMap(FiberRef.get(BoundHttpClient), (bound) =>
+      bound === undefined
+        ? Effect.dieMessage("guardrail client: endpoint called outside its client")
+        : bound.execute(request)
     )
-    return { ...request, path: encoded }
-  }
-  const wrapGroup = (group: object) =>
+  )
+
+const reflectApi = (http: HttpClient.HttpClient) =>
+  HttpApiClient.make(GuardrailApi, { transformClient: throughBoundClient }).pipe(
+    Effect.provideService(HttpClient.HttpClient, http)
+  )
+
+type ReflectedClient = Effect.Effect.Success<ReturnType<typeof reflectApi>>
+
+/**
+ * Reflecting the API (a schema per endpoint and response) costs ~150 ms of CPU, so it is done once per
+ * underlying HTTP client; each `makeClient` only binds its options to the endpoint functions.
+ */
+const reflected = new WeakMap<HttpClient.HttpClient, ReflectedClient>()
+
+/** Every endpoint function, with its path values encoded and its requests sent through `bound`. */
+const bindTo = <C extends object>(client: C, bound: HttpClient.HttpClient): C => {
+  const bindEndpoint =
+    (endpoint: (request: unknown) => Effect.Effect<unknown, unknown, unknown>) => (request: unknown) =>
+      Effect.locally(endpoint(encodeRequest(request)), BoundHttpClient, bound)
+  const bindGroup = (group: object) =>
     Object.fromEntries(
       Object.entries(group).map(([name, endpoint]) => [
         name,
-        typeof endpoint === "function"
-          ? (request: unknown) => (endpoint as (request: unknown) => unknown)(encodeRequest(request))
-          : endpoint
+        typeof endpoint === "function" ? bindEndpoint(endpoint) : endpoint
       ])
     )
   return Object.fromEntries(
     Object.entries(client).map(([name, group]) => [
       name,
-      typeof group === "object" && group !== null ? wrapGroup(group) : group
+      typeof group === "object" && group !== null ? bindGroup(group) : group
     ])
   ) as C
 }
 
 /** The client over the platform's `HttpClient` in context. */
 export const makeClient = (options: ClientOptions) =>
-  Effect.map(
-    HttpApiClient.make(GuardrailApi, { baseUrl: options.baseUrl, transformClient: transformClient(options) }),
-    encodingPaths
-  )
+  Effect.gen(function* () {
+    const http = yield* HttpClient.HttpClient
+    let client = reflected.get(http)
+    if (client === undefined) {
+      client = yield* reflectApi(http)
+      reflected.set(http, client)
+    }
+    // The base URL last, as HttpApiClient does: the idempotency rule matches the request's path.
+    const bound = HttpClient.mapRequest(transformClient(options)(http), HttpClientRequest.prependUrl(options.baseUrl))
+    return bindTo(client, bound)
+  })
 
 export type GuardrailClient = Effect.Effect.Success<ReturnType<typeof makeClient>>
 
+/** One `fetch` client for every `guardrailClient`, so the API is reflected once (`fetch` itself is looked up per request). */
+const fetchHttpClient = Effect.runSync(Effect.cached(Effect.provide(HttpClient.HttpClient, FetchHttpClient.layer)))
+
 /** The client over `fetch`. */
 export const guardrailClient = (options: ClientOptions): Effect.Effect<GuardrailClient> =>
-  makeClient(options).pipe(Effect.provide(FetchHttpClient.layer))
+  Effect.flatMap(fetchHttpClient, (http) =>
+    makeClient(options).pipe(Effect.provideService(HttpClient.HttpClient, http))
+  )

@@ -55,6 +55,23 @@ const traceCount = (workspaceId: string) =>
   )
 
 layer(testServerWithDatabase("database"), SERVER_OPTIONS)("typed client", (it) => {
+  it.effect("clients with different credentials, called at once, each act as their own caller", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const owners = [yield* tenant(base), yield* tenant(base)]
+      const seen = yield* Effect.forEach(
+        Array.from({ length: 20 }, (_, n) => owners[n % 2]!),
+        (owner) =>
+          Effect.map(owner.api.environments.listEnvironments({}), ({ environments }) => ({
+            expected: owner.defaultEnvironmentId,
+            listed: environments.map((environment) => environment.id)
+          })),
+        { concurrency: "unbounded" }
+      )
+      for (const { expected, listed } of seen) expect(listed).toEqual([expected])
+    })
+  )
+
   it.effect("every facade method against the service", () =>
     Effect.gen(function* () {
       const { client } = yield* setUp()
