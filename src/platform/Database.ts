@@ -11,6 +11,10 @@ import { join, resolve } from "node:path"
 import Pg from "pg"
 import { AppConfig } from "./Config.js"
 
+// A connect that hangs (packets dropped, not refused) fails after this, so
+// retries and shutdown are not held up to the OS TCP timeout.
+const CONNECT_TIMEOUT = Duration.seconds(10)
+
 /**
  * A pg client whose backend process id stays unknown to @effect/sql-pg. On
  * interruption, sql-pg cancels a running query with
@@ -22,8 +26,6 @@ import { AppConfig } from "./Config.js"
  * connection and the next query on it waits behind it; the interrupted
  * fiber still returns at once.
  */
-const CONNECT_TIMEOUT = Duration.seconds(10)
-
 class UncancelledClient extends Pg.Client {
   // pg assigns processID from the server's BackendKeyData; keep it for logs, hide it from sql-pg.
   backendPid: number | null = null
@@ -45,8 +47,6 @@ const pgLayer = (url: Redacted.Redacted, maxConnections: number) =>
         try: async () => {
           const pool = new Pg.Pool({
             connectionString: Redacted.value(url),
-            // A connect that hangs (packets dropped, not refused) fails after this, so
-            // retries and shutdown are not held up to the OS TCP timeout.
             connectionTimeoutMillis: Duration.toMillis(CONNECT_TIMEOUT),
             max: maxConnections,
             application_name: "guardrail-service",
@@ -57,8 +57,15 @@ const pgLayer = (url: Redacted.Redacted, maxConnections: number) =>
           return pool
         },
         catch: (cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })
-      }),
-      (pool) => Effect.promise(() => pool.end()).pipe(Effect.timeoutOption(Duration.seconds(1)))
+      }).pipe(
+        Effect.timeoutFail({
+          duration: CONNECT_TIMEOUT,
+          onTimeout: () =>
+            new SqlError({ cause: new Error("Connection timed out"), message: "PgClient: Connection timed out" })
+        })
+      ),
+      // As sql-pg does: a pool that will not end does not hold shutdown up.
+      (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(Duration.seconds(1)))
     )
   })
 
