@@ -50,9 +50,9 @@ layer(sqlOverFreshDatabase, { timeout: "60 seconds", excludeTestServices: true }
            where datname = current_database() and state = 'active' and query like 'select pg_sleep%'`
         )
       )
-      // Both connections busy: one long query, and the one to interrupt.
-      const holder = yield* Effect.fork(sql`select pg_sleep(1.5)`)
-      const interrupted = yield* Effect.fork(sql`select pg_sleep(0.5)`)
+      // Both connections busy: one long query, and the one to interrupt (long enough to be seen running).
+      const holder = yield* Effect.fork(sql`select pg_sleep(3)`)
+      const interrupted = yield* Effect.fork(sql`select pg_sleep(1.5)`)
       yield* until(
         Effect.filterOrFail(
           sleeping,
@@ -64,7 +64,7 @@ layer(sqlOverFreshDatabase, { timeout: "60 seconds", excludeTestServices: true }
       const queued = yield* Deferred.make<void>()
       const next = yield* Effect.fork(
         Deferred.succeed(queued, undefined).pipe(
-          Effect.zipRight(sql<{ readonly answer: string }>`select pg_sleep(2), 'whole' as answer`)
+          Effect.zipRight(sql<{ readonly answer: string }>`select pg_sleep(3), 'whole' as answer`)
         )
       )
       yield* Deferred.await(queued)
