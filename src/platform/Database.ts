@@ -27,14 +27,11 @@ const CONNECT_TIMEOUT = Duration.seconds(10)
  * fiber still returns at once.
  */
 class UncancelledClient extends Pg.Client {
-  // pg assigns processID from the server's BackendKeyData; keep it for logs, hide it from sql-pg.
-  backendPid: number | null = null
   get processID(): undefined {
     return undefined
   }
-  set processID(pid: number | null) {
-    this.backendPid = pid
-  }
+  // pg assigns it from the server's BackendKeyData; nothing else of ours reads it.
+  set processID(_pid: number | null) {}
 }
 
 /** A PgClient over a pool of `UncancelledClient`s, otherwise as `PgClient.layer` builds it. */

@@ -6,35 +6,20 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Context, Deferred, Effect, Fiber, Layer } from "effect"
-import pg from "pg"
+import { Deferred, Effect, Fiber, Layer } from "effect"
 import { AppConfig } from "../../src/platform/Config.js"
 import { SqlLive } from "../../src/platform/Database.js"
+import { queryDatabase } from "../support/Database.js"
 import { until } from "../support/Eventually.js"
 import { configLayer, freshDatabase, settingsFor } from "../support/TestPlatform.js"
-
-/** A connection of the test's own, outside the pool under test. */
-class Observer extends Context.Tag("test/Observer")<Observer, pg.Client>() {}
-
-const observer = (url: string) =>
-  Layer.scoped(
-    Observer,
-    Effect.acquireRelease(
-      Effect.promise(async () => {
-        const client = new pg.Client({ connectionString: url })
-        await client.connect()
-        return client
-      }),
-      (client) => Effect.promise(() => client.end())
-    )
-  )
+import { TestDatabaseUrl } from "../support/TestServer.js"
 
 const sqlOverFreshDatabase = Layer.unwrapScoped(
   Effect.map(freshDatabase, (url) =>
     SqlLive.pipe(
       Layer.provide(AppConfig.Default),
       Layer.provide(configLayer(settingsFor("database", url, { DATABASE_POOL_SIZE: "2" }))),
-      Layer.merge(observer(url))
+      Layer.merge(Layer.succeed(TestDatabaseUrl, url))
     )
   )
 )
@@ -43,12 +28,12 @@ layer(sqlOverFreshDatabase, { timeout: "60 seconds", excludeTestServices: true }
   it.effect("interrupting a running query leaves the next query on its connection whole", () =>
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
-      const client = yield* Observer
-      const sleeping = Effect.promise(() =>
-        client.query<{ running: number }>(
-          `select count(*)::int as running from pg_stat_activity
-           where datname = current_database() and state = 'active' and query like 'select pg_sleep%'`
-        )
+      const databaseUrl = yield* TestDatabaseUrl
+      // Read over a connection of its own, outside the pool under test.
+      const sleeping = queryDatabase<{ running: number }>(
+        databaseUrl,
+        `select count(*)::int as running from pg_stat_activity
+         where datname = current_database() and state = 'active' and query like 'select pg_sleep%'`
       )
       // Both connections busy: one long query, and the one to interrupt (long enough to be seen running).
       const holder = yield* Effect.fork(sql`select pg_sleep(3)`)
@@ -56,7 +41,7 @@ layer(sqlOverFreshDatabase, { timeout: "60 seconds", excludeTestServices: true }
       yield* until(
         Effect.filterOrFail(
           sleeping,
-          ({ rows }) => rows[0]?.running === 2,
+          (rows) => rows[0]?.running === 2,
           () => "not running yet"
         )
       )
