@@ -38,14 +38,13 @@ export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", fields)
 export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", fields) {}
 export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()("UnsupportedMediaType", fields) {}
 export class Unprocessable extends Schema.TaggedError<Unprocessable>()("Unprocessable", fields) {}
-export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()("TooManyRequests", {
-  ...fields,
-  retry_after_seconds: Schema.optional(Schema.Int)
-}) {}
+// `retry_after_seconds` is sent as the `Retry-After` header, not in the body.
+const retryable = { ...fields, retry_after_seconds: Schema.optional(Schema.Int) }
+export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()("TooManyRequests", retryable) {}
 export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", fields) {}
 export class NotImplemented extends Schema.TaggedError<NotImplemented>()("NotImplemented", fields) {}
 export class BadGateway extends Schema.TaggedError<BadGateway>()("BadGateway", fields) {}
-export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", fields) {}
+export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", retryable) {}
 export class GatewayTimeout extends Schema.TaggedError<GatewayTimeout>()("GatewayTimeout", fields) {}
 
 interface WireFields {
@@ -100,9 +99,9 @@ export const errorBodyOf = (error: HttpError): ErrorBody => ({
   }
 })
 
-/** Headers an HTTP error's answer carries: `Retry-After` on a 429 that says when to retry. */
+/** Headers an HTTP error's answer carries: `Retry-After` on a 429 or 503 that says when to retry. */
 export const errorHeadersOf = (error: HttpError): Readonly<Record<string, string>> =>
-  error._tag === "TooManyRequests" && error.retry_after_seconds !== undefined
+  (error._tag === "TooManyRequests" || error._tag === "ServiceUnavailable") && error.retry_after_seconds !== undefined
     ? { "retry-after": String(error.retry_after_seconds) }
     : {}
 

@@ -31,7 +31,7 @@ import { decodeReportingAll, type HttpError, schemaRefusal } from "./Errors.js"
 import type { AnyHotEndpoint, HotRequest } from "./Hot.js"
 import { requestIdOf } from "./RequestInfo.js"
 import { findRoute, pathParams, type RouteEntry } from "./Routes.js"
-import { answerOf, type LaneAnswer, type SuccessEncoding, writeAnswer } from "./Writes.js"
+import { answerOf, type LaneAnswer, logProblem, type SuccessEncoding, writeAnswer } from "./Writes.js"
 
 /** Offered every request first; answers true when it took the request. */
 export type LaneListener = (request: IncomingMessage, response: ServerResponse) => boolean
@@ -84,14 +84,6 @@ const hotRequest = (
   startedAt: number
 ): HotRequest<never, never> =>
   ({ caller, path, payload, headers, requestId, startedAt }) as HotRequest<unknown, unknown> as HotRequest<never, never>
-
-/** Logs what answering found wrong: a defect (answered 500), or a value the database refused (answered 4xx). */
-const problems = (defect: unknown, warning: unknown) =>
-  defect !== undefined
-    ? Effect.logError("unhandled failure", defect)
-    : warning !== undefined
-      ? Effect.logWarning("database refused a client's value", warning)
-      : Effect.void
 
 /** Waits until the response is closed: its last byte went out, or the client went away. */
 const untilClosed = (response: ServerResponse) =>
@@ -172,11 +164,10 @@ export const makeLane = (options: LaneOptions): LaneListener => {
       if (authenticated._tag !== "Ready") return false
       const reply = (outcome: Exit.Exit<unknown, HttpError>) => {
         if (response.destroyed) return // the client left; what was done stands
-        const { answer, defect, warning } = answerOf(outcome, lane.success, requestId)
+        const { answer, problem } = answerOf(outcome, lane.success, requestId)
         const line = answered(answer)
         // No fiber at all for an ordinary answer when the access log is off.
-        if (defect !== undefined || warning !== undefined || options.logs)
-          runFork(Effect.zipRight(problems(defect, warning), line))
+        if (problem !== undefined || options.logs) runFork(Effect.zipRight(logProblem(problem), line))
       }
       const path = lane.decodePathNow(params)
       const payload = lane.hot.raw ? Either.right({ text, json: body.right }) : lane.decodePayloadNow(body.right)
@@ -205,8 +196,8 @@ export const makeLane = (options: LaneOptions): LaneListener => {
             return yield* Scope.extend(lane.hot.useCase.run(input), scope)
           })
         )
-        const { answer, defect, warning } = answerOf(outcome, lane.success, requestId)
-        yield* problems(defect, warning)
+        const { answer, problem } = answerOf(outcome, lane.success, requestId)
+        yield* logProblem(problem)
         yield* answered(answer)
         // The request's scope stays open while a streamed answer is still going out.
         yield* untilClosed(response)

@@ -24,7 +24,6 @@ import { RequestError, type RouteNotFound } from "@effect/platform/HttpServerErr
 import { Cause, Effect, Either, FiberRef, LogLevel, Option, ParseResult, Predicate, Schema, Stream } from "effect"
 import { Readable } from "node:stream"
 import { countedRequest, type Traffic } from "../operations/Drain.js"
-import { clientFaultOf } from "../platform/Sql.js"
 import { requestAnswered } from "./AccessLog.js"
 import { isJsonType, mediaTypeOf, parseJsonBody, readNodeBody, tooLarge, YAML_TYPES } from "./Body.js"
 import { withMessagesDialectKey } from "./Credential.js"
@@ -43,6 +42,7 @@ import {
 } from "./Errors.js"
 import { CurrentRequest, requestIdOf } from "./RequestInfo.js"
 import { findRoute, pathOf, pathParams, type RouteEntry } from "./Routes.js"
+import { databaseAnswerOf, logProblem } from "./Writes.js"
 
 const utf8 = new TextDecoder()
 
@@ -229,7 +229,8 @@ const requestGuard =
       })
     )
 
-const errorAnswer = (status: number, body: unknown) => HttpServerResponse.unsafeJson(body, { status })
+const errorAnswer = (status: number, body: unknown, headers: Readonly<Record<string, string>> = {}) =>
+  HttpServerResponse.unsafeJson(body, { status, headers })
 
 /** Maps a cause that escaped the API's error encoding to a response. */
 const defectResponse = (cause: Cause.Cause<unknown>, requestId: string, maxBodyBytes: number) => {
@@ -245,10 +246,10 @@ const defectResponse = (cause: Cause.Cause<unknown>, requestId: string, maxBodyB
     })
     return Effect.succeed(errorAnswer(statusOf(refusal), errorBodyOf(refusal)))
   }
-  const clientFault = clientFaultOf(error)
-  if (clientFault !== undefined) {
-    return Effect.logWarning("database refused a client's value", cause).pipe(
-      Effect.as(errorAnswer(statusOf(clientFault), errorBodyOf(clientFault)))
+  const database = databaseAnswerOf(error, cause)
+  if (database !== undefined) {
+    return logProblem(database.problem).pipe(
+      Effect.as(errorAnswer(statusOf(database.error), errorBodyOf(database.error), errorHeadersOf(database.error)))
     )
   }
   return Effect.logError("unhandled failure", cause).pipe(Effect.as(errorAnswer(500, internalErrorBody(requestId))))

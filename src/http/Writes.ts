@@ -5,10 +5,10 @@
  * response whose body is a stream) and never sees a response object.
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Cause, Either, Exit, Option, type ParseResult } from "effect"
+import { Cause, Effect, Either, Exit, Option, type ParseResult } from "effect"
 import type { ServerResponse } from "node:http"
 import { Readable } from "node:stream"
-import { clientFaultOf } from "../platform/Sql.js"
+import { databaseFaultOf } from "../platform/Sql.js"
 import { errorBodyOf, errorHeadersOf, type HttpError, internalErrorBody, isHttpError, statusOf } from "./Errors.js"
 
 /** What to send: a JSON body, or a platform response (bytes or a Node stream: the gateway's pass-through). */
@@ -35,16 +35,48 @@ const internalError = (requestId: string): LaneAnswer => ({
   headers: {}
 })
 
+/** What answering found wrong, to log: a defect (answered 500), or the database's failure (answered 4xx or 503). */
+export interface Problem {
+  readonly level: "error" | "warning"
+  readonly message: string
+  readonly cause: unknown
+}
+
+export const logProblem = (problem: Problem | undefined) =>
+  problem === undefined
+    ? Effect.void
+    : problem.level === "error"
+      ? Effect.logError(problem.message, problem.cause)
+      : Effect.logWarning(problem.message, problem.cause)
+
 /**
- * The answer to an outcome: its success, its HTTP error, the 4xx for a value
- * the database refused (a `warning` to log), else the conventions' 500 (a
- * `defect` to log).
+ * The HTTP error a database failure is answered with (see `databaseFaultOf`) and what to log: a value
+ * the database refused is a client's doing (a warning); a database out of reach is an operator's concern.
+ */
+export const databaseAnswerOf = (
+  defect: unknown,
+  cause: unknown
+): { readonly error: HttpError; readonly problem: Problem } | undefined => {
+  const error = databaseFaultOf(defect)
+  if (error === undefined) return undefined
+  return {
+    error,
+    problem:
+      statusOf(error) >= 500
+        ? { level: "error", message: "database unavailable", cause }
+        : { level: "warning", message: "database refused a client's value", cause }
+  }
+}
+
+/**
+ * The answer to an outcome: its success, its HTTP error, the 4xx or 503 for a database failure (see
+ * `databaseAnswerOf`), else the conventions' 500; with what to log.
  */
 export const answerOf = (
   outcome: Exit.Exit<unknown, HttpError>,
   success: SuccessEncoding,
   requestId: string
-): { readonly answer: LaneAnswer; readonly defect?: unknown; readonly warning?: unknown } => {
+): { readonly answer: LaneAnswer; readonly problem?: Problem } => {
   if (Exit.isSuccess(outcome)) {
     const value = outcome.value
     if (success.raw && HttpServerResponse.isServerResponse(value))
@@ -52,14 +84,16 @@ export const answerOf = (
     const encoded = success.encode(value)
     return Either.isRight(encoded)
       ? { answer: { status: success.status, json: encoded.right, headers: {} } }
-      : { answer: internalError(requestId), defect: encoded.left }
+      : { answer: internalError(requestId), problem: unhandled(encoded.left) }
   }
   const failure = Cause.failureOption(outcome.cause)
   if (Option.isSome(failure) && isHttpError(failure.value)) return { answer: errorAnswer(failure.value) }
-  const clientFault = clientFaultOf(Cause.squash(outcome.cause))
-  if (clientFault !== undefined) return { answer: errorAnswer(clientFault), warning: outcome.cause }
-  return { answer: internalError(requestId), defect: outcome.cause }
+  const database = databaseAnswerOf(Cause.squash(outcome.cause), outcome.cause)
+  if (database !== undefined) return { answer: errorAnswer(database.error), problem: database.problem }
+  return { answer: internalError(requestId), problem: unhandled(outcome.cause) }
 }
+
+const unhandled = (cause: unknown): Problem => ({ level: "error", message: "unhandled failure", cause })
 
 /** Writes a platform response: bytes, a Node stream piped with backpressure, or nothing. */
 const writePlatformResponse = (

@@ -121,6 +121,11 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       dataDir: yield* Config.string("DATA_DIR").pipe(Config.withDefault("./.data")),
       embeddedDatabasePort: yield* Config.integer("EMBEDDED_DB_PORT").pipe(Config.withDefault(0)),
       databasePoolSize: yield* Config.integer("DATABASE_POOL_SIZE").pipe(Config.withDefault(10)),
+      /** Longest a statement on DATABASE_URL may run (a lock wait included); 0 lets it run for ever. Not for migrations. */
+      databaseStatementTimeoutMillis: yield* Config.integer("DATABASE_STATEMENT_TIMEOUT_MS").pipe(
+        Config.withDefault(30_000),
+        Config.validate({ message: "must be 0 or more", validation: (millis) => millis >= 0 })
+      ),
       jwtSecret: yield* strongSecret("JWT_SECRET"),
       internalApiKey: yield* strongSecret("INTERNAL_API_KEY"),
       /** Ed25519 private JWK that signs decision receipts; generated under DATA_DIR when unset. */

@@ -34,8 +34,13 @@ class UncancelledClient extends Pg.Client {
   set processID(_pid: number | null) {}
 }
 
-/** A PgClient over a pool of `UncancelledClient`s, otherwise as `PgClient.layer` builds it. */
-const pgLayer = (url: Redacted.Redacted, maxConnections: number) =>
+/**
+ * A PgClient over a pool of `UncancelledClient`s, otherwise as `PgClient.layer` builds it.
+ * `statementTimeoutMillis` (0: none) is every connection's `statement_timeout`: since an
+ * interrupted query is not cancelled (above), the server ends one that hangs, e.g. behind
+ * a lock, and its caller gets an error to answer instead of waiting for ever.
+ */
+const pgLayer = (url: Redacted.Redacted, maxConnections: number, statementTimeoutMillis: number) =>
   PgClient.layerFromPool({
     applicationName: "guardrail-service",
     transformJson: false,
@@ -47,6 +52,7 @@ const pgLayer = (url: Redacted.Redacted, maxConnections: number) =>
             connectionTimeoutMillis: Duration.toMillis(CONNECT_TIMEOUT),
             max: maxConnections,
             application_name: "guardrail-service",
+            ...(statementTimeoutMillis > 0 ? { statement_timeout: statementTimeoutMillis } : {}),
             Client: UncancelledClient
           })
           pool.on("error", () => {}) // an idle connection's error; the pool replaces it
@@ -106,12 +112,15 @@ const embeddedPostgres = (dataDir: string, port: number) =>
 export const SqlLive = Layer.unwrapScoped(
   Effect.gen(function* () {
     const config = yield* AppConfig
-    if (Option.isSome(config.databaseUrl)) return pgLayer(config.databaseUrl.value, config.databasePoolSize)
+    if (Option.isSome(config.databaseUrl)) {
+      return pgLayer(config.databaseUrl.value, config.databasePoolSize, config.databaseStatementTimeoutMillis)
+    }
     const url = yield* embeddedPostgres(config.dataDir, config.embeddedDatabasePort)
     yield* Effect.logInfo("embedded database started").pipe(
       Effect.annotateLogs({ data_dir: join(config.dataDir, "pglite") })
     )
     // PGlite is single-connection: one pooled connection keeps transactions whole.
-    return pgLayer(Redacted.make(url), 1)
+    // PGlite runs one statement at a time in this process and has no timer to end one early.
+    return pgLayer(Redacted.make(url), 1, 0)
   })
 )

@@ -20,7 +20,13 @@ const sqlFileLoader: Migrator.Loader = Effect.sync(() =>
       return [
         Number(match[1]),
         match[2]!,
-        Effect.succeed(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(text)))
+        // A migration may rewrite a large table: no statement timeout (DATABASE_STATEMENT_TIMEOUT_MS) for
+        // the rest of the migrator's transaction.
+        Effect.succeed(
+          Effect.flatMap(SqlClient.SqlClient, (sql) =>
+            Effect.zipRight(sql.unsafe("set local statement_timeout = 0"), sql.unsafe(text))
+          )
+        )
       ]
     })
     .sort(([a], [b]) => a - b)
@@ -37,10 +43,17 @@ const runMigrations = Effect.gen(function* () {
   if (isEmbeddedDatabase(yield* AppConfig)) return yield* migrate
   const sql = yield* SqlClient.SqlClient
   const connection = yield* sql.reserve
+  // The lock waits as long as another process migrates, past any statement timeout.
   return yield* Effect.acquireUseRelease(
-    connection.executeValues(`select pg_advisory_lock(${MIGRATION_LOCK})`, []),
+    Effect.zipRight(
+      connection.executeValues("set statement_timeout = 0", []),
+      connection.executeValues(`select pg_advisory_lock(${MIGRATION_LOCK})`, [])
+    ),
     () => migrate,
-    () => connection.executeValues(`select pg_advisory_unlock(${MIGRATION_LOCK})`, []).pipe(Effect.ignore)
+    () =>
+      connection
+        .executeValues(`select pg_advisory_unlock(${MIGRATION_LOCK})`, [])
+        .pipe(Effect.zipRight(connection.executeValues("reset statement_timeout", [])), Effect.ignore)
   )
 }).pipe(Effect.scoped)
 

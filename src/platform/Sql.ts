@@ -2,7 +2,7 @@
 import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import { Effect, Option, Predicate } from "effect"
-import { BadRequest, Conflict } from "../http/Errors.js"
+import { BadRequest, Conflict, ServiceUnavailable } from "../http/Errors.js"
 
 type OrDie<T> = {
   readonly [K in keyof T]: T[K] extends (...args: infer Args) => Effect.Effect<infer A, infer _E, infer R>
@@ -52,29 +52,56 @@ const sqlStateOf = (error: unknown, depth = 0): string | undefined => {
 }
 
 /**
- * The one mapping of database failures a client's input can still provoke
- * (past the request schemas' bounds) to a 4xx: values PostgreSQL cannot
- * store (class 22, e.g. a NUL character in text), values too large for an
- * index row or statements too large (class 54), a broken constraint (class
- * 23: 409 for a duplicate or a dangling reference, else 400). Anything else
- * (connection loss, a failed transaction, a bug) answers undefined and stays
- * a logged 500. The HTTP pipeline and the fast lane both ask here.
+ * SQLSTATE classes of a database that cannot serve now but may shortly: a
+ * lost connection (08), a transaction rolled back for a deadlock or a
+ * serialization conflict (40), no resources left (53: too many connections,
+ * disk full), an operator's or a timeout's intervention (57: a statement that
+ * ran past `statement_timeout`, a shutdown), a lock not available (55P03).
  */
-export const clientFaultOf = (defect: unknown): BadRequest | Conflict | undefined => {
+const transientState = /^(08|40|53|57)|^55P03$/
+
+/**
+ * The one mapping of database failures that are not a bug of ours to an HTTP
+ * error. Values a client's input can still provoke (past the request
+ * schemas' bounds) are 4xx: values PostgreSQL cannot store (class 22, e.g. a
+ * NUL character in text), values too large for an index row or statements
+ * too large (class 54), a broken constraint (class 23: 409 for a duplicate
+ * or a dangling reference, else 400). A database out of reach or refusing
+ * for now (a failure without SQLSTATE is the pool's or the connection's: a
+ * refused connect, a cut socket, a pool wait past its timeout) is 503
+ * `database_unavailable` with `Retry-After`. Anything else (a bug) answers undefined and stays a
+ * logged 500. The HTTP pipeline and the fast lane both ask here.
+ */
+export const databaseFaultOf = (defect: unknown): BadRequest | Conflict | ServiceUnavailable | undefined => {
   if (!(defect instanceof SqlError)) return undefined
   const state = sqlStateOf(defect)
-  if (state === undefined) return undefined
+  if (state === undefined || transientState.test(state)) {
+    return new ServiceUnavailable({
+      code: "database_unavailable",
+      message: "The database cannot serve this request right now; retry shortly.",
+      retry_after_seconds: 1
+    })
+  }
   if (state === "23505") {
     return new Conflict({ code: "conflict", message: "Something with the same identifying values already exists." })
   }
   if (state === "23503") {
-    return new Conflict({ code: "conflict", message: "The request refers to something that does not exist or is still in use." })
+    return new Conflict({
+      code: "conflict",
+      message: "The request refers to something that does not exist or is still in use."
+    })
   }
   if (state.startsWith("22") || state.startsWith("23")) {
-    return new BadRequest({ code: "validation_failed", message: "A value in the request cannot be stored (invalid, out of range or not allowed)." })
+    return new BadRequest({
+      code: "validation_failed",
+      message: "A value in the request cannot be stored (invalid, out of range or not allowed)."
+    })
   }
   if (state.startsWith("54")) {
-    return new BadRequest({ code: "validation_failed", message: "A value in the request is too large to store or query; see docs/limits.md." })
+    return new BadRequest({
+      code: "validation_failed",
+      message: "A value in the request is too large to store or query; see docs/limits.md."
+    })
   }
   return undefined
 }

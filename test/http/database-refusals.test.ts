@@ -1,15 +1,17 @@
 /**
  * Values PostgreSQL refuses never answer 500: the schemas bound what they
- * can, and the one mapping of database refusals (`clientFaultOf`) turns what
- * a client can still provoke into a 4xx, while a broken connection stays a
- * server error. The mapping is checked on real PostgreSQL errors.
+ * can, and the one mapping of database failures (`databaseFaultOf`) turns
+ * what a client can still provoke into a 4xx, and a database that cannot
+ * serve for now (a broken connection, a statement past its timeout) into a
+ * 503; a bug (a missing table) stays a 500. The mapping is checked on real
+ * PostgreSQL errors.
  */
 import { expect, layer } from "@effect/vitest"
 import { randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
-import { clientFaultOf } from "../../src/platform/Sql.js"
+import { databaseFaultOf } from "../../src/platform/Sql.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 import { call, expectValidation } from "../support/Raw.js"
 import { createKey, tenant } from "../support/Tenants.js"
@@ -48,7 +50,7 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("database refusals", (
     })
   )
 
-  it.effect("real PostgreSQL refusals map to 400/409; a dropped connection does not", () =>
+  it.effect("real PostgreSQL refusals map to 400/409, a dropped connection and a timed-out statement to 503", () =>
     Effect.gen(function* () {
       const setup = yield* failureOf((sql) =>
         sql`create table bounds_probe (name text primary key)`.pipe(
@@ -62,21 +64,26 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("database refusals", (
       const tooLarge = yield* failureOf(
         (sql) => sql`insert into bounds_probe values (${randomBytes(16_000).toString("hex")})`
       )
-      expect(clientFaultOf(tooLarge)).toMatchObject({ _tag: "BadRequest", code: "validation_failed" })
+      expect(databaseFaultOf(tooLarge)).toMatchObject({ _tag: "BadRequest", code: "validation_failed" })
 
       const nul = yield* failureOf((sql) => sql`select ${"a\u0000b"}::text`)
-      expect(clientFaultOf(nul)).toMatchObject({ _tag: "BadRequest", code: "validation_failed" })
+      expect(databaseFaultOf(nul)).toMatchObject({ _tag: "BadRequest", code: "validation_failed" })
 
       const outOfRange = yield* failureOf((sql) => sql`select ${"2147483648"}::int4`)
-      expect(clientFaultOf(outOfRange)).toMatchObject({ _tag: "BadRequest", code: "validation_failed" })
+      expect(databaseFaultOf(outOfRange)).toMatchObject({ _tag: "BadRequest", code: "validation_failed" })
 
       const duplicate = yield* failureOf((sql) => sql`insert into bounds_probe values ('taken')`)
-      expect(clientFaultOf(duplicate)).toMatchObject({ _tag: "Conflict", code: "conflict" })
+      expect(databaseFaultOf(duplicate)).toMatchObject({ _tag: "Conflict", code: "conflict" })
 
+      const unavailable = { _tag: "ServiceUnavailable", code: "database_unavailable", retry_after_seconds: 1 }
       const dropped = yield* failureOf((sql) => sql`select pg_terminate_backend(pg_backend_pid())`)
-      expect(clientFaultOf(dropped)).toBeUndefined()
+      expect(databaseFaultOf(dropped)).toMatchObject(unavailable)
+      const timedOut = yield* failureOf((sql) =>
+        sql.withTransaction(sql`set local statement_timeout = 50`.pipe(Effect.zipRight(sql`select pg_sleep(5)`)))
+      )
+      expect(databaseFaultOf(timedOut)).toMatchObject(unavailable)
       const missingTable = yield* failureOf((sql) => sql`select * from no_such_table`)
-      expect(clientFaultOf(missingTable)).toBeUndefined()
+      expect(databaseFaultOf(missingTable)).toBeUndefined()
     })
   )
 })
