@@ -4,7 +4,7 @@
  * what to do, not as a logged, escaped stack. Any other failure is logged
  * as before. Every service's `main.ts` runs through `runService`.
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Effect, Predicate } from "effect"
 
 /** An error and the errors beneath it (`cause` chains), outermost first. */

@@ -12,7 +12,7 @@
  * loops would never advance).
  */
 import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import fc from "fast-check"
