@@ -109,7 +109,14 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
     const kafkaBrokers = yield* csv("KAFKA_BROKERS")
     return {
       host: yield* Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
-      port: yield* Config.port("PORT").pipe(Config.withDefault(8080)),
+      /** 0: a free port the OS picks as the server binds it (the URL is logged), for tests and side-by-side runs. */
+      port: yield* Config.integer("PORT").pipe(
+        Config.withDefault(8080),
+        Config.validate({
+          message: "Expected a network port value (0 to 65535)",
+          validation: (port) => port >= 0 && port <= 65_535
+        })
+      ),
       /** `None` selects the embedded PGlite database. */
       databaseUrl,
       /** Empty selects the database-backed event log. */

@@ -35,7 +35,9 @@ const spawnService = (databaseUrl: string, topicPrefix: string, env: Record<stri
       KAFKA_PARTITIONS: "3",
       DATA_DIR: `/tmp/${uniqueName("guardrail-child")}`,
       HOST: "127.0.0.1",
-      PORT: String(20_000 + Math.floor(Math.random() * 20_000)),
+      // The OS picks the port as the service binds it (no other process can take it in between); the
+      // service announces its URL.
+      PORT: "0",
       LOG_LEVEL: "info",
       POLL_INTERVAL_MS: "50",
       ...CHEAP_ACCOUNTS,

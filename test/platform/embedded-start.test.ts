@@ -17,10 +17,13 @@ interface Started {
   readonly baseUrl: string
 }
 
-/** Runs `npm start` in its own process group; resolves once it prints its URL. */
-const npmStart = (dataDir: string, port: number) =>
+/**
+ * Runs `npm start` in its own process group on a port the OS picks (PORT=0: no other process can
+ * take it between choosing and binding); resolves once it prints its URL.
+ */
+const npmStart = (dataDir: string) =>
   new Promise<Started>((resolve, reject) => {
-    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1" }
+    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: "0", HOST: "127.0.0.1" }
     delete env["DATABASE_URL"]
     delete env["KAFKA_BROKERS"]
     const child = spawn("npm", ["start"], { cwd: root, env, detached: true, stdio: ["ignore", "pipe", "pipe"] })
@@ -28,9 +31,12 @@ const npmStart = (dataDir: string, port: number) =>
     const timer = setTimeout(() => reject(new Error(`npm start printed no URL within 60 s:\n${output}`)), 60_000)
     const onData = (chunk: Buffer) => {
       output += chunk.toString()
-      if (output.includes("Guardrail service listening")) {
+      const announced = /Guardrail service listening: API (http:\/\/127\.0\.0\.1:[1-9][0-9]*) {2}docs \1\/docs/.exec(
+        output
+      )
+      if (announced !== null) {
         clearTimeout(timer)
-        resolve({ child, output: () => output, baseUrl: `http://127.0.0.1:${port}` })
+        resolve({ child, output: () => output, baseUrl: announced[1]! })
       }
     }
     child.stdout.on("data", onData)
@@ -69,10 +75,8 @@ const getJson = async (url: string) => {
 describe("npm start with nothing configured", () => {
   it("serves the API on embedded PGlite with the database event log, and keeps its data across restarts", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "guardrail-embedded-"))
-    const port = 30_000 + Math.floor(Math.random() * 10_000)
     try {
-      const first = await npmStart(dataDir, port)
-      expect(first.output()).toContain(`http://127.0.0.1:${port}/docs`)
+      const first = await npmStart(dataDir)
       expect(await getJson(`${first.baseUrl}/healthz`)).toEqual({ status: 200, body: { status: "ok" } })
       const ready = await getJson(`${first.baseUrl}/readyz`)
       expect(ready.status).toBe(200)
@@ -104,7 +108,7 @@ describe("npm start with nothing configured", () => {
 
       expect(existsSync(join(dataDir, "pglite"))).toBe(true)
       expect(notOwnerOnly(join(dataDir, "pglite"))).toEqual([])
-      const second = await npmStart(dataDir, port)
+      const second = await npmStart(dataDir)
       expect(second.output()).not.toContain("migrations applied")
       expect((await getJson(`${second.baseUrl}/readyz`)).status).toBe(200)
       expect(readFileSync(secretFile, "utf8")).toBe(secret)
