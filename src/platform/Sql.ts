@@ -61,27 +61,43 @@ const sqlStateOf = (error: unknown, depth = 0): string | undefined => {
 const transientState = /^(08|40|53|57)|^55P03$/
 
 /**
+ * True when the connection or the pool failed, along the `cause` chain: a system error (ECONNREFUSED,
+ * ECONNRESET, EPIPE...) or pg's and sql-pg's own words for a cut connection or a pool wait past its
+ * timeout ("Connection terminated unexpectedly", "timeout exceeded when trying to connect", "Failed to
+ * acquire connection").
+ */
+const isConnectionFailure = (error: unknown, depth = 0): boolean => {
+  if (depth > 4 || !Predicate.isObject(error)) return false
+  const code = Predicate.hasProperty(error, "code") ? error.code : undefined
+  const message = Predicate.hasProperty(error, "message") ? error.message : undefined
+  if (typeof code === "string" && /^E[A-Z]{3,}$/.test(code)) return true
+  if (typeof message === "string" && /connection|timeout exceeded when trying to connect/i.test(message)) return true
+  return Predicate.hasProperty(error, "cause") && error.cause !== error && isConnectionFailure(error.cause, depth + 1)
+}
+
+/**
  * The one mapping of database failures that are not a bug of ours to an HTTP
  * error. Values a client's input can still provoke (past the request
  * schemas' bounds) are 4xx: values PostgreSQL cannot store (class 22, e.g. a
  * NUL character in text), values too large for an index row or statements
  * too large (class 54), a broken constraint (class 23: 409 for a duplicate
  * or a dangling reference, else 400). A database out of reach or refusing
- * for now (a failure without SQLSTATE is the pool's or the connection's: a
- * refused connect, a cut socket, a pool wait past its timeout) is 503
- * `database_unavailable` with `Retry-After`. Anything else (a bug) answers undefined and stays a
- * logged 500. The HTTP pipeline and the fast lane both ask here.
+ * for now (a refused connect, a cut socket, a pool wait past its timeout, or
+ * a `transientState`) is 503 `database_unavailable` with `Retry-After`.
+ * Anything else (a bug) answers undefined and stays a logged 500. The HTTP
+ * pipeline and the fast lane both ask here.
  */
 export const databaseFaultOf = (defect: unknown): BadRequest | Conflict | ServiceUnavailable | undefined => {
   if (!(defect instanceof SqlError)) return undefined
   const state = sqlStateOf(defect)
-  if (state === undefined || transientState.test(state)) {
+  if (state === undefined ? isConnectionFailure(defect) : transientState.test(state)) {
     return new ServiceUnavailable({
       code: "database_unavailable",
       message: "The database cannot serve this request right now; retry shortly.",
       retry_after_seconds: 1
     })
   }
+  if (state === undefined) return undefined
   if (state === "23505") {
     return new Conflict({ code: "conflict", message: "Something with the same identifying values already exists." })
   }

@@ -9,6 +9,7 @@
 import { expect, layer } from "@effect/vitest"
 import { randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql"
+import { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
 import { databaseFaultOf } from "../../src/platform/Sql.js"
@@ -50,7 +51,7 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("database refusals", (
     })
   )
 
-  it.effect("real PostgreSQL refusals map to 400/409, a dropped connection and a timed-out statement to 503", () =>
+  it.effect("PostgreSQL refusals: 400/409; a dropped connection, a statement timed out: 503; a bug: 500", () =>
     Effect.gen(function* () {
       const setup = yield* failureOf((sql) =>
         sql`create table bounds_probe (name text primary key)`.pipe(
@@ -82,6 +83,12 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("database refusals", (
         sql.withTransaction(sql`set local statement_timeout = 50`.pipe(Effect.zipRight(sql`select pg_sleep(5)`)))
       )
       expect(databaseFaultOf(timedOut)).toMatchObject(unavailable)
+      // A failure with no SQLSTATE that is not the connection's (a value the driver cannot send) is a bug: a 500.
+      const circular: { self?: unknown } = {}
+      circular.self = circular
+      const unsendable = yield* failureOf((sql) => sql.unsafe("select $1::jsonb", [circular]))
+      expect(unsendable).toBeInstanceOf(SqlError)
+      expect(databaseFaultOf(unsendable)).toBeUndefined()
       const missingTable = yield* failureOf((sql) => sql`select * from no_such_table`)
       expect(databaseFaultOf(missingTable)).toBeUndefined()
     })
