@@ -41,15 +41,23 @@ export const orFailWith =
   <A, E, R>(lookup: Effect.Effect<Option.Option<A>, E, R>) =>
     Effect.flatMap(lookup, Option.match({ onNone: () => Effect.fail(error()), onSome: Effect.succeed }))
 
-/** The SQLSTATE of a database failure (PostgreSQL's five-character code), looked for along its `cause` chain. */
-const sqlStateOf = (error: unknown, depth = 0): string | undefined => {
-  if (depth > 4 || !Predicate.isObject(error)) return undefined
-  if (error instanceof SqlError || depth > 0) {
-    const code = Predicate.hasProperty(error, "code") ? error.code : undefined
-    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code
+/** `error` and the errors along its `cause` chain, at most five. */
+const causeChain = (error: unknown): ReadonlyArray<object> => {
+  const chain: Array<object> = []
+  for (let link = error; Predicate.isObject(link) && chain.length < 5 && !chain.includes(link);) {
+    chain.push(link)
+    link = Predicate.hasProperty(link, "cause") ? link.cause : undefined
   }
-  return Predicate.hasProperty(error, "cause") && error.cause !== error ? sqlStateOf(error.cause, depth + 1) : undefined
+  return chain
 }
+
+const codeOf = (error: object) => (Predicate.hasProperty(error, "code") ? error.code : undefined)
+
+/** The SQLSTATE of a database failure (PostgreSQL's five-character code), looked for along its `cause` chain. */
+const sqlStateOf = (error: unknown): string | undefined =>
+  causeChain(error)
+    .map((link, depth) => (link instanceof SqlError || depth > 0 ? codeOf(link) : undefined))
+    .find((code): code is string => typeof code === "string" && /^[0-9A-Z]{5}$/.test(code))
 
 /**
  * SQLSTATE classes of a database that cannot serve now but may shortly: a
@@ -66,14 +74,15 @@ const transientState = /^(08|40|53|57)|^55P03$/
  * timeout ("Connection terminated unexpectedly", "timeout exceeded when trying to connect", "Failed to
  * acquire connection").
  */
-const isConnectionFailure = (error: unknown, depth = 0): boolean => {
-  if (depth > 4 || !Predicate.isObject(error)) return false
-  const code = Predicate.hasProperty(error, "code") ? error.code : undefined
-  const message = Predicate.hasProperty(error, "message") ? error.message : undefined
-  if (typeof code === "string" && /^E[A-Z]{3,}$/.test(code)) return true
-  if (typeof message === "string" && /connection|timeout exceeded when trying to connect/i.test(message)) return true
-  return Predicate.hasProperty(error, "cause") && error.cause !== error && isConnectionFailure(error.cause, depth + 1)
-}
+const isConnectionFailure = (error: unknown): boolean =>
+  causeChain(error).some((link) => {
+    const code = codeOf(link)
+    const message = Predicate.hasProperty(link, "message") ? link.message : undefined
+    return (
+      (typeof code === "string" && /^E[A-Z]{3,}$/.test(code)) ||
+      (typeof message === "string" && /connection|timeout exceeded when trying to connect/i.test(message))
+    )
+  })
 
 /**
  * The one mapping of database failures that are not a bug of ours to an HTTP
