@@ -62,8 +62,8 @@ export interface UrlRefusal {
 }
 
 export interface UrlRules {
-  /** `allowlisted` (default): plain http only to hosts on HTTP_URL_ALLOWLIST; `any`: http anywhere public. */
-  readonly plainHttp?: "allowlisted" | "any"
+  /** `allowlisted` (default): plain http only to hosts on HTTP_URL_ALLOWLIST; `public`: http to every public host. */
+  readonly plainHttp?: "allowlisted" | "public"
   /** `accept` (default): a name that does not resolve now is saved and checked at connect time. */
   readonly unresolved?: "accept" | "refuse"
 }

@@ -40,7 +40,7 @@ export const checkTargetUrl = (
   raw: string
 ): Effect.Effect<Either.Either<URL, TargetProblem>> => {
   if (raw === DEMO_TARGET_URL) return Effect.succeed(Either.right(new URL(raw)))
-  return outbound.checkUrl(raw, { plainHttp: "any", unresolved: "refuse" }).pipe(
+  return outbound.checkUrl(raw, { plainHttp: "public", unresolved: "refuse" }).pipe(
     Effect.mapError(
       (refusal): TargetProblem =>
         refusal.kind === "invalid_url"
