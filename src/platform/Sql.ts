@@ -84,6 +84,13 @@ const isConnectionFailure = (error: unknown): boolean =>
     )
   })
 
+const databaseUnavailable = () =>
+  new ServiceUnavailable({
+    code: "database_unavailable",
+    message: "The database cannot serve this request right now; retry shortly.",
+    retry_after_seconds: 1
+  })
+
 /**
  * The one mapping of database failures that are not a bug of ours to an HTTP
  * error. Values a client's input can still provoke (past the request
@@ -99,14 +106,8 @@ const isConnectionFailure = (error: unknown): boolean =>
 export const databaseFaultOf = (defect: unknown): BadRequest | Conflict | ServiceUnavailable | undefined => {
   if (!(defect instanceof SqlError)) return undefined
   const state = sqlStateOf(defect)
-  if (state === undefined ? isConnectionFailure(defect) : transientState.test(state)) {
-    return new ServiceUnavailable({
-      code: "database_unavailable",
-      message: "The database cannot serve this request right now; retry shortly.",
-      retry_after_seconds: 1
-    })
-  }
-  if (state === undefined) return undefined
+  if (state === undefined) return isConnectionFailure(defect) ? databaseUnavailable() : undefined
+  if (transientState.test(state)) return databaseUnavailable()
   if (state === "23505") {
     return new Conflict({ code: "conflict", message: "Something with the same identifying values already exists." })
   }
