@@ -24,6 +24,13 @@ export interface WindowKey {
   readonly start: Date
 }
 
+/**
+ * The most spend a window row records (the bigint maximum): spend saturates there rather than failing the
+ * settlement, whose transaction also records the calls' usage events. With prices and token counts bounded, a call
+ * adds at most 2 * 10^17, so only tens of calls at the highest price in one window reach it.
+ */
+const MAX_LEDGER_NANOS = 9_223_372_036_854_775_807n
+
 const decodeCommitted = Schema.decodeUnknown(Schema.Array(Schema.Struct({ committed: Schema.String })))
 const decodeIds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String })))
 
@@ -40,7 +47,7 @@ export class BudgetRepo extends Effect.Service<BudgetRepo>()("billing/BudgetRepo
       /** Spend plus reservations of the window (0 when nothing was recorded yet). */
       committed: (key: WindowKey) =>
         sql`
-          select (spent_usd_nanos + reserved_usd_nanos)::text as committed from llm_budget_ledger
+          select (spent_usd_nanos::numeric + reserved_usd_nanos)::text as committed from llm_budget_ledger
           where workspace_id = ${key.workspaceId} and window_kind = ${key.kind} and window_start = ${key.start}`.pipe(
           Effect.flatMap(decodeCommitted),
           Effect.map((rows) => BigInt(rows[0]?.committed ?? "0"))
@@ -62,7 +69,7 @@ export class BudgetRepo extends Effect.Service<BudgetRepo>()("billing/BudgetRepo
                set reserved_usd_nanos = reserved_usd_nanos + ${input.amount.toString()}::bigint, updated_at = now()
               from async_commit
              where workspace_id = ${key.workspaceId} and window_kind = ${key.kind} and window_start = ${key.start}
-               and spent_usd_nanos + reserved_usd_nanos + ${input.amount.toString()}::bigint <= ${input.cap.toString()}::bigint
+               and spent_usd_nanos::numeric + reserved_usd_nanos + ${input.amount.toString()}::numeric <= ${input.cap.toString()}::numeric
             returning workspace_id
           )
           insert into llm_budget_reservations (id, workspace_id, window_kind, window_start, amount_usd_nanos, expires_at)
@@ -91,11 +98,11 @@ export class BudgetRepo extends Effect.Service<BudgetRepo>()("billing/BudgetRepo
                 workspace_id: row.workspaceId,
                 window_kind: row.kind,
                 window_start: row.start,
-                spent_usd_nanos: row.spent.toString()
+                spent_usd_nanos: (row.spent < MAX_LEDGER_NANOS ? row.spent : MAX_LEDGER_NANOS).toString()
               }))
             )}
             on conflict (workspace_id, window_kind, window_start) do update
-              set spent_usd_nanos = l.spent_usd_nanos + excluded.spent_usd_nanos,
+              set spent_usd_nanos = least(l.spent_usd_nanos::numeric + excluded.spent_usd_nanos, 9223372036854775807)::bigint,
                   reserved_usd_nanos = l.reserved_usd_nanos - coalesce((
                     select h.amount from held h
                      where h.workspace_id = excluded.workspace_id and h.window_kind = excluded.window_kind

@@ -11,6 +11,7 @@
  * Refusal is 402 `budget_exceeded`, naming when the window resets.
  */
 import { Duration, Effect, Option, Schedule } from "effect"
+import { MAX_BUDGET_MINOR } from "../identity/Domain.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { PaymentRequired } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
@@ -44,13 +45,18 @@ export interface Settlement {
 
 const SWEEP_EVERY = Duration.seconds(30)
 
+const WORST_CASE_REFUSAL =
+  "This request's worst-case cost (from max_tokens) does not fit in what is left of the LLM budget."
+
 /** The active budget in a settings `config` object, if any. */
 export const budgetOf = (config: Readonly<Record<string, unknown>>): Option.Option<LlmBudget> => {
   const raw = config["llm_budget"]
   if (typeof raw !== "object" || raw === null) return Option.none()
   const { cap_minor, window } = raw as { cap_minor?: unknown; window?: unknown }
   if (typeof cap_minor !== "number" || !Number.isFinite(cap_minor) || cap_minor <= 0) return Option.none()
-  return Option.some({ capMinor: Math.floor(cap_minor), window: window === "day" ? "day" : "month" })
+  // Clamped: a cap stored before caps were bounded acts as the largest one.
+  const capMinor = Math.min(Math.floor(cap_minor), MAX_BUDGET_MINOR)
+  return Option.some({ capMinor, window: window === "day" ? "day" : "month" })
 }
 
 const refusal = (budget: LlmBudget, at: Date, detail: string) => {
@@ -108,6 +114,8 @@ export class Budgets extends Effect.Service<Budgets>()("billing/Budgets", {
       holdFor: Duration.Duration
     ) {
       const at = new Date()
+      // A worst case beyond the whole cap never fits (and may not even be a 64-bit amount for the ledger).
+      if (worstCase > minorToNanos(budget.capMinor)) return yield* refusal(budget, at, WORST_CASE_REFUSAL)
       const key = keyOf(workspaceId, budget, at)
       const drawn = leases.draw(key, budget, worstCase, holdFor)
       if (drawn !== undefined) return drawn
@@ -122,11 +130,7 @@ export class Budgets extends Effect.Service<Budgets>()("billing/Budgets", {
         expiresAt: new Date(at.getTime() + Duration.toMillis(holdFor))
       })
       if (Option.isNone(reserved)) {
-        return yield* refusal(
-          budget,
-          at,
-          "This request's worst-case cost (from max_tokens) does not fit in what is left of the LLM budget."
-        )
+        return yield* refusal(budget, at, WORST_CASE_REFUSAL)
       }
       return { id, amount: worstCase, window: key.kind, windowStart: key.start, leased: false } satisfies Reservation
     })

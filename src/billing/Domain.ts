@@ -24,10 +24,18 @@ export class LlmPrice extends Schema.Class<LlmPrice>("LlmPrice")({
   source: Schema.String.annotations({ description: "Where the price comes from, e.g. workspace" })
 }) {}
 
+/**
+ * The highest price, in cents per million tokens ($1 million): with the gateway's token bound per call
+ * (MAX_COUNTED_TOKENS), one call costs at most $200 million, an exact 64-bit count of USD nanos.
+ */
+export const MAX_PRICE_PER_MILLION_MINOR = 100_000_000
+
 /** Negative prices are refused (400): they would subtract from spend and defeat the budget gate. */
+const PricePerMillionMinor = Schema.Int.pipe(Schema.between(0, MAX_PRICE_PER_MILLION_MINOR))
+
 export const PutLlmPrice = Schema.Struct({
-  input_per_million_minor: Schema.Int.pipe(Schema.nonNegative()),
-  output_per_million_minor: Schema.Int.pipe(Schema.nonNegative())
+  input_per_million_minor: PricePerMillionMinor,
+  output_per_million_minor: PricePerMillionMinor
 })
 
 // ---- usage

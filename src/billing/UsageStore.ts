@@ -16,6 +16,9 @@ import { type GroupBy, type UsageFilters, UsageRepo, type UsageRow } from "./Usa
 
 const decodeUsage = decodeDelivery(LlmUsageMessage)
 
+/** A bucket's sum as an exact JSON integer; one past 2^53 (no real workspace's) answers the largest exact one. */
+const sumOf = (text: string) => Math.min(Number(text), Number.MAX_SAFE_INTEGER)
+
 const toRecord = (row: UsageRow) => ({
   id: row.id,
   workspace_id: row.workspace_id,
@@ -72,10 +75,10 @@ export class LlmUsage extends Effect.Service<LlmUsage>()("billing/LlmUsage", {
           group_by: query.group_by,
           groups: groups.map((row) => ({
             key: row.key,
-            event_count: Number(row.event_count),
-            prompt_tokens: Number(row.prompt_tokens),
-            completion_tokens: Number(row.completion_tokens),
-            cost_minor: Number(row.cost_minor),
+            event_count: sumOf(row.event_count),
+            prompt_tokens: sumOf(row.prompt_tokens),
+            completion_tokens: sumOf(row.completion_tokens),
+            cost_minor: sumOf(row.cost_minor),
             cost_usd_nanos: row.cost_usd_nanos
           }))
         }

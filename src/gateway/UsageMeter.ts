@@ -33,8 +33,14 @@ export interface MeteredUsage {
 /** The most of a JSON answer read whole (here for its usage; the MCP gateway for its results). */
 export const MAX_JSON_BYTES = 16 * 1024 * 1024
 
+/**
+ * The most tokens one call is counted for, each way: far beyond any model's context, and small enough that
+ * costs and window sums stay exact integers. A provider's larger report is counted as this (docs/gateway.md).
+ */
+export const MAX_COUNTED_TOKENS = 100_000_000
+
 const count = (value: unknown) =>
-  typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.trunc(value) : 0
+  typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.min(Math.trunc(value), MAX_COUNTED_TOKENS) : 0
 
 const asRecord = (value: unknown): Record<string, unknown> | undefined =>
   typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
@@ -48,7 +54,12 @@ const parse = (text: string): Record<string, unknown> | undefined => {
 }
 
 const anthropicPrompt = (usage: Record<string, unknown>) =>
-  count(usage["input_tokens"]) + count(usage["cache_creation_input_tokens"]) + count(usage["cache_read_input_tokens"])
+  Math.min(
+    count(usage["input_tokens"]) +
+      count(usage["cache_creation_input_tokens"]) +
+      count(usage["cache_read_input_tokens"]),
+    MAX_COUNTED_TOKENS
+  )
 
 export class UsageMeter {
   private prompt = 0

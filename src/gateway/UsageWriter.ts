@@ -56,12 +56,14 @@ export class UsageWriter extends Effect.Service<UsageWriter>()("gateway/UsageWri
         Effect.as(allCommitted(calls))
       )
 
-    // Nothing waits on a usage record (calls hand over after their response is out): a failed batch is logged.
+    // Nothing waits on a usage record (calls hand over after their response is out): a failed record is logged.
+    // A batch holds many workspaces' calls, so a failed batch is committed call by call: one bad record loses
+    // only itself.
     return yield* makeGroupCommit({
       name: "gateway usage record",
       maxBatch: MAX_BATCH,
       linger: LINGER,
-      retryAlone: false,
+      retryAlone: true,
       commit
     })
   }),

@@ -58,9 +58,7 @@ const NonBlank = trimmed(256).pipe(
 )
 
 export const OAuthSessionRequest = Schema.Struct({
-  email: trimmed(320).pipe(
-    Schema.pattern(/^[^\s@]+@[^\s@]+$/, { message: () => "expected an email address" })
-  ),
+  email: trimmed(320).pipe(Schema.pattern(/^[^\s@]+@[^\s@]+$/, { message: () => "expected an email address" })),
   provider: NonBlank,
   provider_subject: NonBlank
 })
@@ -70,7 +68,8 @@ export class Session extends Schema.Class<Session>("Session")({
   user_id: UserId,
   username: Schema.String,
   workspace_id: Schema.NullOr(WorkspaceId).annotations({
-    description: "Extension: the user's default workspace, which the session acts in unless X-SERVICE-Workspace-Id names another"
+    description:
+      "Extension: the user's default workspace, which the session acts in unless X-SERVICE-Workspace-Id names another"
   })
 }) {}
 
@@ -105,12 +104,16 @@ export const CreatedApiKey = Schema.Struct({
 
 /** `GET /v1/me`: who the credential is, where it acts, and what it may use. */
 export const Me = Schema.Struct({
-  kind: Schema.Literal("user", "runtime_key").annotations({ description: "The credential: a user session or a runtime key" }),
+  kind: Schema.Literal("user", "runtime_key").annotations({
+    description: "The credential: a user session or a runtime key"
+  }),
   principal_id: Schema.String.annotations({ description: "The user id, or the API key id" }),
   user_id: Schema.NullOr(Schema.String),
   api_key_id: Schema.NullOr(Schema.String),
   workspace_id: WorkspaceId,
-  environment_id: Schema.NullOr(EnvironmentId).annotations({ description: "The environment a runtime key is bound to" }),
+  environment_id: Schema.NullOr(EnvironmentId).annotations({
+    description: "The environment a runtime key is bound to"
+  }),
   role: Schema.Literal("owner", "admin", "member"),
   feature_flags: Schema.Struct({
     is_attacks_enabled: Schema.Boolean,
@@ -145,9 +148,7 @@ export const MyWorkspacesHeaders = Schema.Struct({
 export const CreateWorkspace = Schema.Struct({ name: trimmed(200).pipe(Schema.minLength(1), Schema.maxLength(200)) })
 
 export const CreateInvite = Schema.Struct({
-  email: trimmed(320).pipe(
-    Schema.pattern(/^[^\s@]+@[^\s@]+$/, { message: () => "expected an email address" })
-  ),
+  email: trimmed(320).pipe(Schema.pattern(/^[^\s@]+@[^\s@]+$/, { message: () => "expected an email address" })),
   role: Schema.optionalWith(WorkspaceRole, { default: () => "member" as const })
 })
 
@@ -174,8 +175,11 @@ export const DataHandlingMode = Schema.Literal("raw_allowed", "redacted", "metad
 /** The effect applied when no policy decides; `rewrite` needs a matching policy so it is not offered. */
 export const DefaultAction = Schema.Literal("permit", "deny", "defer")
 
+/** The largest LLM budget, in cents ($1 billion): its cap in USD nanos stays well inside a 64-bit integer. */
+export const MAX_BUDGET_MINOR = 100_000_000_000
+
 export const LlmBudget = Schema.Struct({
-  cap_minor: Schema.Int.pipe(Schema.nonNegative()),
+  cap_minor: Schema.Int.pipe(Schema.between(0, MAX_BUDGET_MINOR)),
   currency: Schema.Literal("usd"),
   window: Schema.Literal("day", "month")
 }).annotations({ identifier: "LlmBudget" })
@@ -202,7 +206,8 @@ export class Settings extends Schema.Class<Settings>("Settings")({
   retention_days: Schema.String,
   telemetry_enabled: Schema.Boolean,
   require_impact_before_enable: Schema.Boolean.annotations({
-    description: "Extension: enabling a policy needs a completed impact replay of its document (last 24 h), else 409 impact_required"
+    description:
+      "Extension: enabling a policy needs a completed impact replay of its document (last 24 h), else 409 impact_required"
   }),
   config: SettingsConfig,
   updated_at: Timestamp

@@ -5,10 +5,10 @@
 import { Effect, Option } from "effect"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
 import { orFailWith } from "../platform/Sql.js"
-import { Conflict, NotFound } from "../http/Errors.js"
+import { Conflict, NotFound, validationFailed } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
-import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
+import { jsonOverLimit, Limits, toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { EnvironmentId } from "./Domain.js"
 import { type EnvironmentRow, SettingsRepo, type SettingsRow } from "./SettingsRepo.js"
 
@@ -50,6 +50,18 @@ export const toCheckerModes = (row: EnvironmentRow) => ({
   param_checker_mode: row.param_checker_mode as CheckerMode | null,
   updated_at: toTimestampOrNull(row.checker_modes_updated_at)
 })
+
+/**
+ * Each patch is bounded by its schema, but keys accumulate across patches: the merged config must stay within
+ * the same JSON caps (256 keys at its top too) and `Limits.settingsConfigBytes` as a whole.
+ */
+const storedConfigProblem = (merged: Record<string, unknown>, stored: string) =>
+  Buffer.byteLength(stored) > Limits.settingsConfigBytes
+    ? {
+        path: [],
+        message: `the merged config must be at most ${Limits.settingsConfigBytes.toLocaleString("en-US")} bytes of JSON (remove keys with null)`
+      }
+    : jsonOverLimit(merged, Limits.json)
 
 const environmentNotFound = (id: string) =>
   new NotFound({ code: "environment_not_found", message: `Environment ${id} does not exist in this workspace.` })
@@ -110,7 +122,11 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
             if (value === null) delete merged[key]
             else merged[key] = value
           }
-          values["config"] = JSON.stringify(merged)
+          const stored = JSON.stringify(merged)
+          const problem = storedConfigProblem(merged, stored)
+          if (problem !== undefined)
+            return yield* validationFailed([{ path: ["config", ...problem.path], message: problem.message }])
+          values["config"] = stored
         }
         if (Object.keys(values).length === 0) return yield* settingsOf(workspaceId)
         return toSettings(yield* Effect.orDie(yield* repo.updateSettings(workspaceId, values)))

@@ -52,8 +52,9 @@ export const makeGroupCommit = <I, A, E>(
         Effect.catchAll((error) => Effect.logError(`a ${options.name}'s answer could not be sent`, error))
       )
 
+    // Suspended: a `commit` that throws while building its effect fails this batch, not the writer fiber.
     const writeBatch = (batch: ReadonlyArray<Pending<I, A, E>>): Effect.Effect<void> =>
-      options.commit(batch.map(([item]) => item)).pipe(
+      Effect.suspend(() => options.commit(batch.map(([item]) => item))).pipe(
         Effect.flatMap((outcomes) =>
           Effect.forEach(batch, ([, done], index) => tell(done, outcomes[index] ?? missingOutcome()), { discard: true })
         ),

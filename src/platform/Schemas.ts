@@ -71,13 +71,17 @@ export const Limits = {
   json: { depth: 16, keys: 256, items: 1_000, string: 65_536 },
   /** YAML/JSON documents (policies, agent profiles): body bytes (413 above), and YAML tokens (parsing cost grows with them). */
   yaml: { bytes: 262_144, tokens: 10_000 },
+  /** A workspace's stored settings `config`, merged from its patches, in JSON bytes (every hot path caches it). */
+  settingsConfigBytes: 262_144,
   /** Any JSON body, before any schema: depth, keys per object, items per array. */
   body: { depth: 64, keys: 1_000, items: 10_000 }
 } as const
 
 /** A string of at most `max` characters; the message names the limit (never the value). */
 export const boundedString = (max: number) =>
-  Schema.String.pipe(Schema.maxLength(max, { message: () => `must be at most ${max.toLocaleString("en-US")} characters` }))
+  Schema.String.pipe(
+    Schema.maxLength(max, { message: () => `must be at most ${max.toLocaleString("en-US")} characters` })
+  )
 
 /** Like `boundedString`, and not empty. */
 export const nonEmptyBounded = (max: number) =>

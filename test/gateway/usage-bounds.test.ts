@@ -1,0 +1,154 @@
+/**
+ * Numbers a caller or a provider controls, at their extremes: a provider's
+ * absurd token count, the highest prices and budgets, a worst case past the
+ * cap, spend past what a window row can count, and a settings config grown by
+ * many patches. None of them may stop usage recording (for this workspace or
+ * any other) or answer anything but the documented status.
+ */
+import { afterAll, describe, expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { MAX_PRICE_PER_MILLION_MINOR } from "../../src/billing/Domain.js"
+import { MAX_COUNTED_TOKENS } from "../../src/gateway/UsageMeter.js"
+import { MAX_BUDGET_MINOR } from "../../src/identity/Domain.js"
+import { call, expectError, expectValidation, request } from "../support/Raw.js"
+import { createKey } from "../support/Tenants.js"
+import { SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
+import { awaitUsage, GATEWAY_SETTINGS, gatewayTenant, monthSpend, setBudget, setPrice } from "./gateway-helpers.js"
+import { startStubUpstream } from "./stub-upstream.js"
+
+const stub = await startStubUpstream()
+afterAll(() => stub.close())
+
+/** The stub answers model `budget` with as many completion tokens as `max_tokens` asks for. */
+const chatCall = (routeBase: string, token: string, body: Record<string, unknown>) =>
+  request(`${routeBase}/chat_style/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ messages: [{ role: "user", content: "hi" }], ...body })
+  })
+
+const BIGINT_MAX = 9_223_372_036_854_775_807n
+
+layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gateway numbers at their bounds", (it) => {
+  describe("usage recording", () => {
+    it.effect("a provider's absurd token count is counted at the bound, and later calls are still recorded", () =>
+      Effect.gen(function* () {
+        const { db, owner, gateway } = yield* gatewayTenant(stub.url)
+        const other = yield* gatewayTenant(stub.url)
+        const key = yield* createKey(owner)
+        const otherKey = yield* createKey(other.owner)
+        yield* setPrice(owner, "budget", 1, 1)
+
+        const absurd = yield* chatCall(gateway.routeBase, key.plaintext_key, { model: "budget", max_tokens: 1e16 })
+        expect(absurd.status, absurd.text).toBe(200)
+        // Then an ordinary call here and in another workspace: their usage must still reach the event log.
+        const after = yield* chatCall(gateway.routeBase, key.plaintext_key, { model: "plain" })
+        const elsewhere = yield* chatCall(other.gateway.routeBase, otherKey.plaintext_key, { model: "plain" })
+        expect([after.status, elsewhere.status]).toEqual([200, 200])
+
+        const usage = yield* awaitUsage(db, owner.workspaceId, 2)
+        expect(usage.map((event) => [event.model, event.completion_tokens])).toEqual([
+          ["budget", MAX_COUNTED_TOKENS],
+          ["plain", 3]
+        ])
+        // 5 prompt and 10^8 completion tokens at 1 cent per million each: 10^8 x 10 nanos, plus 50.
+        expect(usage[0]!.cost_usd_nanos).toBe(String(MAX_COUNTED_TOKENS * 10 + 50))
+        yield* awaitUsage(db, other.owner.workspaceId, 1)
+      })
+    )
+
+    it.effect(
+      "spend past what a window row can count saturates there, and every call's usage is recorded",
+      () =>
+        Effect.gen(function* () {
+          const { db, owner, gateway } = yield* gatewayTenant(stub.url)
+          const key = yield* createKey(owner)
+          yield* setPrice(owner, "budget", 0, MAX_PRICE_PER_MILLION_MINOR)
+          // Each call: 10^8 tokens at the highest price = 10^17 nanos; 100 of them pass the bigint maximum.
+          const calls = 100
+          const answers = yield* Effect.forEach(
+            Array.from({ length: calls }, () => 0),
+            () => chatCall(gateway.routeBase, key.plaintext_key, { model: "budget", max_tokens: MAX_COUNTED_TOKENS }),
+            { concurrency: 10 }
+          )
+          expect(answers.filter((answer) => answer.status === 200)).toHaveLength(calls)
+          const usage = yield* awaitUsage(db, owner.workspaceId, calls)
+          expect(new Set(usage.map((event) => event.cost_usd_nanos))).toEqual(new Set(["100000000000000000"]))
+          const spend = yield* monthSpend(db, owner.workspaceId)
+          expect(spend.spent).toBe(BIGINT_MAX)
+        }),
+      60_000
+    )
+  })
+
+  describe("prices and budgets", () => {
+    it.effect(
+      "a price or a budget cap above its bound is a 400 naming the field; the bounds themselves are taken",
+      () =>
+        Effect.gen(function* () {
+          const { base, owner } = yield* gatewayTenant(stub.url)
+          const price = (input: number, output: number) =>
+            call(base, "PUT", "/v1/llm-pricing/some-model", {
+              token: owner.jwt,
+              body: { input_per_million_minor: input, output_per_million_minor: output }
+            })
+          expectValidation(yield* price(MAX_PRICE_PER_MILLION_MINOR + 1, 0), "input_per_million_minor")
+          expectValidation(yield* price(0, 2 ** 53 - 1), "output_per_million_minor")
+          expect((yield* price(MAX_PRICE_PER_MILLION_MINOR, MAX_PRICE_PER_MILLION_MINOR)).status).toBe(200)
+
+          const cap = (capMinor: number) =>
+            call(base, "PATCH", "/v1/settings", {
+              token: owner.jwt,
+              body: { config: { llm_budget: { cap_minor: capMinor, currency: "usd", window: "month" } } }
+            })
+          expectValidation(yield* cap(MAX_BUDGET_MINOR + 1), "config.llm_budget.cap_minor")
+          expect((yield* cap(MAX_BUDGET_MINOR)).status).toBe(200)
+        })
+    )
+
+    it.effect("a strict call whose worst case is past the whole cap is refused 402, and nothing stays reserved", () =>
+      Effect.gen(function* () {
+        const { db, owner, gateway } = yield* gatewayTenant(stub.url)
+        const key = yield* createKey(owner)
+        yield* setPrice(owner, "budget", 0, 1000)
+        yield* setBudget(owner, 100, "month")
+        // 10^15 tokens x 1000 cents per million: 10^19 nanos, more than a 64-bit ledger amount.
+        const refused = yield* chatCall(gateway.routeBase, key.plaintext_key, { model: "budget", max_tokens: 1e15 })
+        expectError(refused, 402, "budget_exceeded")
+        expect(stub.requests.some((seen) => seen.body["max_tokens"] === 1e15)).toBe(false)
+        const fits = yield* chatCall(gateway.routeBase, key.plaintext_key, { model: "budget", max_tokens: 1000 })
+        expect(fits.status, fits.text).toBe(200)
+        yield* awaitUsage(db, owner.workspaceId, 1)
+      })
+    )
+  })
+
+  describe("settings config", () => {
+    it.effect("keys added patch by patch stop at the config's bounds with a 400; removing keys makes room", () =>
+      Effect.gen(function* () {
+        const { base, owner } = yield* gatewayTenant(stub.url)
+        const patch = (config: Record<string, unknown>) =>
+          call(base, "PATCH", "/v1/settings", { token: owner.jwt, body: { config } })
+        const keys = (prefix: string, count: number, value: unknown = true) =>
+          Object.fromEntries(Array.from({ length: count }, (_, i) => [`${prefix}_${i}`, value]))
+
+        // 256 keys at the top is the bound: two patches of 200 each would make 400.
+        expect((yield* patch(keys("first", 200))).status).toBe(200)
+        expectValidation(yield* patch(keys("second", 200)), "config")
+        expect((yield* patch(keys("first", 200, null))).status).toBe(200)
+        expect((yield* patch(keys("second", 200))).status).toBe(200)
+
+        // Within the key bound, but large values add up past 256 KiB of stored JSON.
+        const big = "x".repeat(60_000)
+        for (const index of [0, 1, 2]) {
+          expect((yield* patch({ [`big_${index}`]: big })).status).toBe(200)
+        }
+        const error = expectValidation(yield* patch({ big_3: big, big_4: big }), "config")
+        expect(error.message).toContain("262,144 bytes")
+        const settings = yield* call(base, "GET", "/v1/settings", { token: owner.jwt })
+        const stored = (settings.body as { config: Record<string, unknown> }).config
+        expect(Object.keys(stored).filter((name) => name.startsWith("big_"))).toEqual(["big_0", "big_1", "big_2"])
+      })
+    )
+  })
+})
