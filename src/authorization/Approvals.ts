@@ -46,6 +46,12 @@ const field = (approval: unknown, key: string): string | null => {
 const statusOf = (row: ApprovalRow): ApprovalStatus =>
   row.denied_by !== null ? "denied" : row.granted_by !== null ? "granted" : "pending"
 
+const intentNotFound = (intentId: string) =>
+  new NotFound({
+    code: "intent_not_found",
+    message: `No decision in this workspace asked for approval of intent ${intentId}.`
+  })
+
 const toApproval = (row: ApprovalRow) => ({
   intent_id: row.intent_id,
   status: statusOf(row),
@@ -118,15 +124,11 @@ export class Approvals extends Effect.Service<Approvals>()("authorization/Approv
       input: { readonly reason?: string | undefined }
     ) {
       const asked = yield* checkApprover(caller, intentId)
-      if (!asked) {
-        return yield* new NotFound({
-          code: "intent_not_found",
-          message: `No decision in this workspace asked for approval of intent ${intentId}.`
-        })
-      }
+      if (!asked) return yield* intentNotFound(intentId)
       yield* repo.deny(caller.workspaceId, intentId, caller.principalId, input.reason ?? null)
       const [row] = yield* repo.list(caller.workspaceId, "denied", 1, Option.none(), intentId)
-      return row === undefined ? yield* Effect.die(new Error("a denied intent is listed as denied")) : toApproval(row)
+      // Unlisted only if retention pruned its trace in between: gone, as far as the caller can tell.
+      return row === undefined ? yield* intentNotFound(intentId) : toApproval(row)
     })
 
     const list = Effect.fn("Approvals.list")(function* (

@@ -6,11 +6,10 @@
  * DATA_DIR/secrets/receipt-signing-key.jwk.
  */
 import { Effect, Option, Redacted } from "effect"
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
-import { join, resolve } from "node:path"
-import { exportJWK, generateKeyPair, type JWK } from "jose"
-import { createPrivateKey, type JsonWebKeyInput, sign as signBytes } from "node:crypto"
+import type { JWK } from "jose"
+import { createPrivateKey, generateKeyPairSync, type JsonWebKeyInput, sign as signBytes } from "node:crypto"
 import { AppConfig } from "../platform/Config.js"
+import { persistedSecretFile } from "../platform/Secrets.js"
 
 const base64url = (text: string) => Buffer.from(text, "utf8").toString("base64url")
 
@@ -22,23 +21,16 @@ export const canonicalJson = (value: unknown): string =>
       : item
   )
 
+/** The persisted signing key; when two processes (or two signers in one process) start together, one key wins. */
 const loadOrCreateKey = (dataDir: string) =>
-  Effect.promise(async (): Promise<JWK> => {
-    const directory = resolve(dataDir, "secrets")
-    const file = join(directory, "receipt-signing-key.jwk")
-    if (existsSync(file)) return JSON.parse(readFileSync(file, "utf8")) as JWK
-    const { privateKey } = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true })
-    const jwk = await exportJWK(privateKey)
-    mkdirSync(directory, { recursive: true, mode: 0o700 })
-    // Exclusive create: when two processes (or two signers in one process)
-    // start together, the first key written wins and the other one reads it.
-    try {
-      writeFileSync(file, JSON.stringify(jwk), { mode: 0o600, flag: "wx" })
-      return jwk
-    } catch {
-      return JSON.parse(readFileSync(file, "utf8")) as JWK
-    }
-  })
+  Effect.sync(
+    (): JWK =>
+      JSON.parse(
+        persistedSecretFile(dataDir, "receipt-signing-key.jwk", () =>
+          JSON.stringify(generateKeyPairSync("ed25519").privateKey.export({ format: "jwk" }))
+        )
+      ) as JWK
+  )
 
 export class ReceiptSigner extends Effect.Service<ReceiptSigner>()("authorization/ReceiptSigner", {
   effect: Effect.gen(function* () {

@@ -7,30 +7,11 @@
  * iv (12 bytes) | tag (16 bytes) | ciphertext.
  */
 import { Effect, Option, Redacted } from "effect"
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto"
-import { join, resolve } from "node:path"
 import { AppConfig } from "../platform/Config.js"
-import { randomToken } from "../platform/Ids.js"
+import { persistedRandomSecret } from "../platform/Secrets.js"
 
 const FILE = "gateway-encryption-key"
-
-const persistedSecret = (dataDir: string) =>
-  Effect.sync(() => {
-    const directory = resolve(dataDir, "secrets")
-    const file = join(directory, FILE)
-    if (existsSync(file)) return readFileSync(file, "utf8").trim()
-    mkdirSync(directory, { recursive: true, mode: 0o700 })
-    const secret = randomToken(48)
-    try {
-      writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: "wx" })
-      chmodSync(file, 0o600)
-      return secret
-    } catch {
-      // Another process created it first: use theirs.
-      return readFileSync(file, "utf8").trim()
-    }
-  })
 
 const aadOf = (workspaceId: string, connectionId: string) => Buffer.from(`${workspaceId}/${connectionId}`, "utf8")
 
@@ -39,7 +20,7 @@ export class ProviderKeyCipher extends Effect.Service<ProviderKeyCipher>()("gate
     const config = yield* AppConfig
     const secret = Option.isSome(config.gatewayEncryptionKey)
       ? Redacted.value(config.gatewayEncryptionKey.value)
-      : yield* persistedSecret(config.dataDir)
+      : yield* persistedRandomSecret(config.dataDir, FILE)
     const key = createHash("sha256").update(secret, "utf8").digest()
 
     const encrypt = (workspaceId: string, connectionId: string, plaintext: Redacted.Redacted<string>) => {

@@ -124,15 +124,17 @@ export class ImpactRepo extends Effect.Service<ImpactRepo>()("impact/ImpactRepo"
       insert,
       find: (workspaceId: string, id: string) => find({ workspaceId, id }),
       claim: (workerId: string) => Effect.map(claim(workerId), (rows) => Option.fromNullable(rows[0])),
-      count: (window: ReplayWindow) =>
-        Effect.map(count(window), (row) => row.total),
+      count: (window: ReplayWindow) => Effect.map(count(window), (row) => row.total),
       page,
       landed: (workspaceId: string) =>
         Effect.map(
           landed(workspaceId),
           (rows) => new Map(rows.map((row) => [row.trace_id, { job_id: row.job_id, seq: row.seq }]))
         ),
-      setTotal: (id: string, total: number) => sql`update impact_jobs set total = ${total} where id = ${id}`,
+      // Like every write of a running job: only while this worker still holds it (a stale one may have lost it).
+      setTotal: (workerId: string, id: string, total: number) =>
+        sql`update impact_jobs set total = ${total}
+             where id = ${id} and worker_id = ${workerId} and status = 'running'`,
       progress: (workerId: string, id: string, replayed: number) =>
         sql`update impact_jobs set replayed = ${replayed}, heartbeat_at = now()
              where id = ${id} and worker_id = ${workerId} and status = 'running'`,

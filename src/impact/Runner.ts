@@ -48,8 +48,15 @@ export const makeImpactRunner = Effect.gen(function* () {
         end: job.request.end,
         agentId: job.request.agent_id ?? null
       }
-      yield* repo.setTotal(job.id, yield* repo.count(window))
-      const tally = makeTally({ workspaceId, live, overlay: candidate.right.overlay, changed: candidate.right.changed, config, landed })
+      yield* repo.setTotal(workerId, job.id, yield* repo.count(window))
+      const tally = makeTally({
+        workspaceId,
+        live,
+        overlay: candidate.right.overlay,
+        changed: candidate.right.changed,
+        config,
+        landed
+      })
       const pageAfter = (after: RetainedRow | undefined) =>
         repo.page({ ...window, afterAt: after?.created_at ?? null, afterId: after?.id ?? "", limit: PAGE_SIZE })
       // The next page is read while this one is replayed (PostgreSQL works beside this thread).
