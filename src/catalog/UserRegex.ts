@@ -8,10 +8,14 @@
  * each pattern's DFA cache grows with the text it scans. So compiled patterns are cached (the hot
  * path never recompiles), freed when evicted, recompiled after scanning `RECYCLE_AFTER_UNITS`
  * (which releases their DFA cache), and texts above `LARGE_TEXT_UNITS` run on a throwaway copy
- * freed at once. If the heap still runs out, every cached pattern is freed and the match retried.
+ * freed at once. If the heap still runs out, the wasm instance aborts, and an aborted instance never
+ * gets the aborted call's memory back: it is replaced by a fresh one (see `replaceEngine`), and the
+ * compile or match is tried once more there.
  */
 import { Either } from "effect"
-import { RE2 } from "re2-wasm"
+import { createRequire } from "node:module"
+import type { RE2 } from "re2-wasm"
+import { expansionOf, MAX_EXPANSION } from "./RegexExpansion.js"
 
 /** Which engine holds a compiled pattern; tests assert it. There is only the linear-time one. */
 export type RegexEngine = "re2"
@@ -43,14 +47,32 @@ export interface UserRegex {
 
 /** The fields re2-wasm keeps private but that must be reached: freeing, and matching without captures. */
 interface Wrapped {
-  readonly match: (input: string, start: number, captures: boolean) => { readonly match: string; readonly index: number }
+  readonly match: (
+    input: string,
+    start: number,
+    captures: boolean
+  ) => { readonly match: string; readonly index: number }
   readonly delete: () => void
 }
 const wrapped = (re: RE2): Wrapped => (re as unknown as { readonly wrapper: Wrapped }).wrapper
 
 const flagsOf = (caseSensitive: boolean) => (caseSensitive ? "u" : "iu")
 
-const compileRaw = (source: string, caseSensitive: boolean): Wrapped => wrapped(new RE2(source, flagsOf(caseSensitive)))
+const requireEngine = createRequire(import.meta.url)
+/** re2-wasm's wrapper and its emscripten instance: loaded anew, they are a fresh wasm instance with a fresh heap. */
+const engineModules = [requireEngine.resolve("re2-wasm"), requireEngine.resolve("re2-wasm/build/wasm/re2.js")]
+const loadEngine = (): typeof RE2 => {
+  for (const id of engineModules) delete requireEngine.cache[id]
+  return (requireEngine("re2-wasm") as { readonly RE2: typeof RE2 }).RE2
+}
+let Engine = loadEngine()
+let engineReplacements = 0
+
+/** How many times an aborted engine was replaced in this process (for tests and diagnostics). */
+export const regexEngineReplacements = () => engineReplacements
+
+const compileRaw = (source: string, caseSensitive: boolean): Wrapped =>
+  wrapped(new Engine(source, flagsOf(caseSensitive)))
 
 /** A compiled pattern held for reuse, with how much text it scanned since it was compiled. */
 interface Held {
@@ -65,9 +87,15 @@ const free = (held: Held) => {
   held.current = null
 }
 
-/** Frees every cached pattern (their DFA caches are most of the heap); they recompile on next use. */
-const freeAll = () => {
-  for (const held of cache.values()) free(held)
+/**
+ * After an abort (heap exhausted) the instance keeps what the aborted call allocated, for good: a few
+ * oversized patterns would leave every policy regex failing closed. Every cached pattern lives in that
+ * heap, so all are dropped with it (unfreed: the instance goes as a whole) and recompile on next use.
+ */
+const replaceEngine = () => {
+  cache.clear()
+  Engine = loadEngine()
+  engineReplacements += 1
 }
 
 const SURROGATE = /[\uD800-\uDFFF]/
@@ -132,7 +160,13 @@ const heldFor = (key: string, source: string, caseSensitive: boolean): Held => {
   return held
 }
 
-const runOnce = (key: string, source: string, caseSensitive: boolean, text: string, found: (m: RegexMatch) => boolean) => {
+const runOnce = (
+  key: string,
+  source: string,
+  caseSensitive: boolean,
+  text: string,
+  found: (m: RegexMatch) => boolean
+) => {
   if (text.length > LARGE_TEXT_UNITS) {
     const throwaway = compileRaw(source, caseSensitive)
     try {
@@ -154,14 +188,14 @@ const makeUserRegex = (source: string, caseSensitive: boolean): UserRegex => {
     source,
     caseSensitive,
     scan: (text, found) => {
-      // A full wasm heap frees every cached pattern; the match is tried once more on the emptied heap.
+      // An aborted engine is replaced, and the match tried once more on the fresh one.
       for (let attempt = 0; attempt < 2; attempt++) {
         try {
           runOnce(key, source, caseSensitive, text, found)
           return true
         } catch (error) {
           if (!isEngineFailure(error)) throw error
-          freeAll()
+          replaceEngine()
         }
       }
       return false
@@ -169,23 +203,37 @@ const makeUserRegex = (source: string, caseSensitive: boolean): UserRegex => {
   }
 }
 
+const TOO_LARGE =
+  "pattern expands too far for the regex engine: use smaller counted repeats, or fewer Unicode property classes (\\p{...}) inside them"
+
 const reasonOf = (error: unknown) =>
-  (error instanceof Error ? error.message : String(error)).replace(/^Invalid regular expression: \/.*\/[a-z]*: /s, "")
+  isEngineFailure(error)
+    ? TOO_LARGE
+    : (error instanceof Error ? error.message : String(error)).replace(
+        /^Invalid regular expression: \/.*\/[a-z]*: /s,
+        ""
+      )
 
 /**
  * Compiles a user's pattern on RE2, or says why it cannot run there. Compiling once here also
  * warms the cache for the first match.
  */
-export const compileUserRegex = (source: string, options: { readonly caseSensitive: boolean }): Either.Either<UserRegex, string> => {
+export const compileUserRegex = (
+  source: string,
+  options: { readonly caseSensitive: boolean }
+): Either.Either<UserRegex, string> => {
   if (source.length > MAX_PATTERN_LENGTH) return Either.left(`pattern is longer than ${MAX_PATTERN_LENGTH} characters`)
+  if (expansionOf(source) > MAX_EXPANSION) return Either.left(TOO_LARGE)
   const key = `${flagsOf(options.caseSensitive)}/${source}`
-  if (!cache.has(key)) {
+  // A pattern that aborts a fresh engine too is refused; either abort replaces the engine it broke.
+  for (let attempt = 0; !cache.has(key); attempt++) {
     try {
       heldFor(key, source, options.caseSensitive)
     } catch (error) {
       cache.delete(key)
-      if (isEngineFailure(error)) freeAll()
-      return Either.left(reasonOf(error))
+      if (!isEngineFailure(error)) return Either.left(reasonOf(error))
+      replaceEngine()
+      if (attempt > 0) return Either.left(reasonOf(error))
     }
   }
   return Either.right(makeUserRegex(source, options.caseSensitive))

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
 import { regexMatchesEmpty } from "../../src/catalog/RegexSafety.js"
-import { compileUserRegex, matchesAnywhere } from "../../src/catalog/UserRegex.js"
+import { compileUserRegex, matchesAnywhere, regexEngineReplacements } from "../../src/catalog/UserRegex.js"
 
 // `refused` is a fragment of the expected reason; null means the pattern compiles on RE2.
 const catastrophic: ReadonlyArray<{ readonly pattern: string; readonly refused: string | null }> = [
@@ -47,9 +47,21 @@ const catastrophic: ReadonlyArray<{ readonly pattern: string; readonly refused: 
   { pattern: String.raw`(?<=\$)\d+`, refused: "invalid perl operator: (?<" },
   { pattern: String.raw`(?<!no )refund`, refused: "invalid perl operator: (?<" },
   { pattern: String.raw`a{1,1001}`, refused: "invalid repetition size" },
-  { pattern: String.raw`((((a{100}){100}){100}){100})`, refused: "invalid repetition size" },
+  { pattern: String.raw`((((a{100}){100}){100}){100})`, refused: "expands too far" },
   { pattern: "a".repeat(2001), refused: "longer than 2000" },
-  { pattern: String.raw`(abc`, refused: "missing )" }
+  { pattern: String.raw`(abc`, refused: "missing )" },
+  // expansion: what would take RE2 seconds to compile or run its heap out is refused before compiling
+  { pattern: String.raw`\p{L}{1000}`, refused: "expands too far" },
+  { pattern: String.raw`(?:\p{L}|\p{N}){1000}x`, refused: "expands too far" },
+  { pattern: String.raw`(?i)\p{Greek}{999}`, refused: "expands too far" },
+  { pattern: `(?:${String.raw`[\p{L}\p{N}]`.repeat(150)})`, refused: "expands too far" },
+  { pattern: String.raw`(?:\S{10}){1000}`, refused: "expands too far" },
+  // and what stays within it runs
+  { pattern: String.raw`\p{L}{10}`, refused: null },
+  { pattern: String.raw`[\p{L}\p{N}]+@[\p{L}\p{N}]+\.[a-z]{2,24}`, refused: null },
+  { pattern: String.raw`.{1000}.{1000}`, refused: null },
+  { pattern: String.raw`(?:abcdefghij){1000}`, refused: null },
+  { pattern: String.raw`\x{1F600}{5}`, refused: null }
 ]
 
 describe("compileUserRegex", () => {
@@ -68,6 +80,19 @@ describe("compileUserRegex", () => {
       }
     })
   }
+
+  it("a heap run out by many large patterns gets a fresh engine: earlier patterns still match, new ones compile", () => {
+    const ssn = Either.getOrThrow(compileUserRegex(String.raw`\b\d{3}-\d{2}-\d{4}\b`, { caseSensitive: true }))
+    const before = regexEngineReplacements()
+    // Each compiles alone (about a megabyte of program); together they outgrow re2-wasm's 16 MiB heap.
+    for (let index = 0; index < 100 && regexEngineReplacements() === before; index++) {
+      expect(Either.isRight(compileUserRegex(`.{1000}.{1000}x${index}`, { caseSensitive: true }))).toBe(true)
+    }
+    expect(regexEngineReplacements()).toBe(before + 1)
+    expect(matchesAnywhere(ssn, "Your parcel ships tomorrow.")).toBe(false)
+    expect(matchesAnywhere(ssn, "SSN 123-45-6789 on file")).toBe(true)
+    expect(Either.isRight(compileUserRegex("refund", { caseSensitive: false }))).toBe(true)
+  })
 
   it("matches the issue's pattern against adversarial text and still finds a real match", () => {
     const regex = Either.getOrThrow(compileUserRegex(".*a.*a.*a.*b", { caseSensitive: false }))
