@@ -95,7 +95,9 @@ export class Approvals extends Effect.Service<Approvals>()("authorization/Approv
       intentId: string,
       input: { readonly note?: string | undefined; readonly ttl_seconds?: number | undefined }
     ) {
-      yield* checkApprover(caller, intentId)
+      // Only what a recorded decision asked for can be granted: an intent id alone (from a dry run, or computed)
+      // names no approvers to check.
+      if (!(yield* checkApprover(caller, intentId))) return yield* intentNotFound(intentId)
       if (yield* repo.isDenied(caller.workspaceId, intentId)) {
         return yield* new Conflict({
           code: "approval_denied",

@@ -15,7 +15,7 @@ import { call, expectValidation } from "../support/Raw.js"
 import { createEnvironment, createKey, keyClient, tenant, type Tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import { reasonsOf, upsertTool } from "./event-helpers.js"
-import { type Action, createAgent, createPolicy, propose, reply } from "../support/Events.js"
+import { type Action, createAgent, createPolicy, eventBody, propose, reply } from "../support/Events.js"
 import { until } from "../support/Eventually.js"
 
 const AGENT = "billing-bot"
@@ -135,8 +135,8 @@ layer(testServer("database"), SERVER_OPTIONS)("approval grants (database event l
         const deferred = yield* propose(base, owner, AGENT, refund(30))
         expect(deferred.effect).toBe("defer")
 
-        // Another workspace granting the same intent id changes nothing here.
-        yield* grant(base, stranger.jwt, deferred.intent_id)
+        // Another workspace cannot grant the same intent id: nothing there asked for it.
+        yield* expectFailure(grant(base, stranger.jwt, deferred.intent_id), 404, "intent_not_found")
         expect((yield* propose(base, owner, AGENT, refund(30))).effect).toBe("defer")
 
         const key = yield* createKey(owner)
@@ -152,6 +152,25 @@ layer(testServer("database"), SERVER_OPTIONS)("approval grants (database event l
           "ttl_seconds"
         )
         expect((yield* propose(base, owner, AGENT, refund(30))).effect).toBe("defer")
+      })
+    )
+
+    it.effect("only an intent a recorded decision deferred can be granted: a dry run's or a made-up id is 404", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* withApprovalTool(base, "enforce", { required: true, approvers: ["role:owner"] })
+        // A dry run defers too and shows the intent id, but records no approval request with its approvers.
+        const dryRun = yield* owner.api.events.evaluateEvent({ payload: eventBody(owner, AGENT, refund(40)) })
+        expect([dryRun.effect, dryRun.status]).toEqual(["defer", "awaiting_approval"])
+        yield* expectFailure(grant(base, owner.jwt, dryRun.intent_id), 404, "intent_not_found")
+        yield* expectFailure(grant(base, owner.jwt, "int_made_up"), 404, "intent_not_found")
+        expect((yield* propose(base, owner, AGENT, refund(40))).effect).toBe("defer")
+
+        // Once the agent's own call asked, its approvers decide.
+        const deferred = yield* propose(base, owner, AGENT, refund(40))
+        expect(deferred.intent_id).toBe(dryRun.intent_id)
+        yield* grant(base, owner.jwt, deferred.intent_id)
+        expect((yield* propose(base, owner, AGENT, refund(40))).effect).toBe("permit")
       })
     )
 
