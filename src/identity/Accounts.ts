@@ -118,8 +118,15 @@ export class Accounts extends Effect.Service<Accounts>()("identity/Accounts", {
       clientAddress: string
     ) {
       const user = yield* authenticate(input.username, input.current_password, clientAddress)
-      const version = yield* repo.setPassword(user.id, yield* passwords.hash(input.new_password))
-      return yield* session(user, version)
+      // Only the password that was checked is replaced: of concurrent changes with it, one wins.
+      const version = yield* repo.setPassword(user.id, yield* passwords.hash(input.new_password), user.password_version)
+      if (Option.isNone(version)) {
+        return yield* new Conflict({
+          code: "password_changed",
+          message: "The password was changed by another request meanwhile; sign in with the new password."
+        })
+      }
+      return yield* session(user, version.value)
     })
 
     /** Finds the user by provider subject, else links by email, else creates one; answers a session. */

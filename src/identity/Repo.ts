@@ -72,12 +72,12 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
             from user_identities i join users u on u.id = i.user_id
             where i.provider = ${provider} and i.provider_subject = ${subject}`
     })
-    const setPassword = SqlSchema.single({
-      Request: Schema.Struct({ userId: Schema.String, passwordHash: Schema.String }),
+    const setPassword = SqlSchema.findOne({
+      Request: Schema.Struct({ userId: Schema.String, passwordHash: Schema.String, version: Schema.Number }),
       Result: Schema.Struct({ password_version: Schema.Number }),
-      execute: ({ passwordHash, userId }) =>
+      execute: ({ passwordHash, userId, version }) =>
         sql`update users set password_hash = ${passwordHash}, password_version = password_version + 1, updated_at = now()
-            where id = ${userId} returning password_version`
+            where id = ${userId} and password_version = ${version} returning password_version`
     })
     const verifiedEmails = SqlSchema.findAll({
       Request: Schema.String,
@@ -151,8 +151,12 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
             on conflict do nothing returning id`.pipe(Effect.map((rows) => rows.length === 1)),
       setDefaultWorkspace: (userId: string, workspaceId: string) =>
         sql`update users set default_workspace_id = ${workspaceId} where id = ${userId}`,
-      setPassword: (userId: string, passwordHash: string) =>
-        Effect.map(setPassword({ userId, passwordHash }), (row) => row.password_version),
+      /** Replaces the password set at `version` (none when another change came first); answers the new version. */
+      setPassword: (userId: string, passwordHash: string, version: number) =>
+        Effect.map(
+          setPassword({ userId, passwordHash, version }),
+          Option.map((row) => row.password_version)
+        ),
       /** Replaces a hash made under older parameters; the version stays, so sessions stay valid. */
       rehashPassword: (userId: string, previousHash: string, passwordHash: string) =>
         sql`update users set password_hash = ${passwordHash}
