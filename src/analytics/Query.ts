@@ -8,6 +8,7 @@
  */
 import { Effect } from "effect"
 import { BadRequest } from "../http/Errors.js"
+import { isInstant } from "../platform/Schemas.js"
 import { bucketStart, type Granularity, unitMillis } from "./Aggregates.js"
 import { isDimension, metricNamed, type SeriesSum } from "./Catalog.js"
 import { AnalyticsRepo, type DimensionFilter, GROUP_SEPARATOR, type Segment } from "./Repo.js"
@@ -62,10 +63,9 @@ const invalid = (code: string, path: string, message: string) =>
 const parseTime = (text: string | undefined, path: string) =>
   Effect.suspend(() => {
     if (text === undefined) return Effect.succeed(undefined)
-    const at = new Date(text)
-    return Number.isNaN(at.getTime()) || !/^\d{4}-\d{2}-\d{2}T/.test(text)
-      ? Effect.fail(invalid("validation_failed", path, "expected an RFC 3339 timestamp"))
-      : Effect.succeed(at)
+    return isInstant(text)
+      ? Effect.succeed(new Date(text))
+      : Effect.fail(invalid("validation_failed", path, "expected an RFC 3339 timestamp"))
   })
 
 /** Checks the query against the catalog: 400 for an unknown metric or dimension. */

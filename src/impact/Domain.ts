@@ -2,22 +2,13 @@
 import { Schema } from "effect"
 import { DecisionEffect } from "../authorization/Domain.js"
 import { MAX_CANDIDATE_POLICIES } from "../authorization/DryRun.js"
-import { boundedArray, Identifier, Limits, nonEmptyBounded, Timestamp } from "../platform/Schemas.js"
+import { boundedArray, Identifier, InstantParam, Limits, nonEmptyBounded, Timestamp } from "../platform/Schemas.js"
 
 export const ImpactJobId = Identifier.pipe(Schema.brand("ImpactJobId")).annotations({ identifier: "ImpactJobId" })
 export type ImpactJobId = typeof ImpactJobId.Type
 
 /** At most this many example trace ids per transition (and landed attacks listed). */
 export const MAX_EXAMPLES = 50
-
-/** An ISO 8601 instant with a four-digit year (one PostgreSQL can compare with). */
-const Instant = Schema.String.pipe(
-  Schema.maxLength(64),
-  Schema.pattern(/^\d{4}-\d{2}-\d{2}T/, { message: () => "expected an ISO 8601 timestamp, e.g. 2026-11-24T00:00:00Z" }),
-  Schema.filter((text) => !Number.isNaN(Date.parse(text)), {
-    message: () => "expected an ISO 8601 timestamp, e.g. 2026-11-24T00:00:00Z"
-  })
-)
 
 export const ImpactRequest = Schema.Struct({
   candidate_policies: Schema.optional(
@@ -31,8 +22,8 @@ export const ImpactRequest = Schema.Struct({
   disable_ids: Schema.optional(
     boundedArray(Identifier, 1000).annotations({ description: "Live policies left out of the replay" })
   ),
-  start: Instant.annotations({ description: "Replays decisions made at or after this instant" }),
-  end: Instant.annotations({ description: "...and before this one" }),
+  start: InstantParam.annotations({ description: "Replays decisions made at or after this instant" }),
+  end: InstantParam.annotations({ description: "...and before this one" }),
   agent_id: Schema.optional(Identifier)
 }).annotations({ identifier: "ImpactRequest" })
 export type ImpactRequest = typeof ImpactRequest.Type

@@ -10,10 +10,38 @@ export const Timestamp = Schema.String.pipe(
   examples: ["2026-11-22T10:00:00.000Z"]
 })
 
-/** An RFC 3339 query bound; anything `Date` cannot read is a 400 naming the parameter. */
-export const InstantParam = Timestamp.pipe(
-  Schema.filter((text) => !Number.isNaN(Date.parse(text)), { message: () => "must be an RFC 3339 timestamp" })
-)
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-](\d{2}):(\d{2}))$/i
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+
+/**
+ * An RFC 3339 date-time with its offset (seconds optional) naming a real instant from year 1 on. `Date.parse`
+ * alone reads `-1`, `1.5` or `2026-02-30` as some date, which then misleads or reaches the database.
+ */
+export const isInstant = (text: string): boolean => {
+  const parts = RFC3339.exec(text)
+  if (parts === null) return false
+  const [year, month, day, hour, minute, second, offsetHours, offsetMinutes] = parts
+    .slice(1)
+    .map((part) => Number(part ?? 0))
+  const leap = year! % 4 === 0 && (year! % 100 !== 0 || year! % 400 === 0)
+  const monthDays = month === 2 && leap ? 29 : (DAYS_IN_MONTH[month! - 1] ?? 0)
+  return (
+    year! >= 1 &&
+    day! >= 1 &&
+    day! <= monthDays &&
+    hour! <= 23 &&
+    minute! <= 59 &&
+    second! <= 59 &&
+    offsetHours! <= 23 &&
+    offsetMinutes! <= 59 &&
+    !Number.isNaN(Date.parse(text))
+  )
+}
+
+const INSTANT_MESSAGE = "must be an RFC 3339 timestamp, e.g. 2026-11-24T00:00:00Z"
+
+/** An RFC 3339 instant in a request (a query bound, a replay window); anything else is a 400 naming the field. */
+export const InstantParam = Timestamp.pipe(Schema.filter(isInstant, { message: () => INSTANT_MESSAGE }))
 
 /** Any JSON value the client owns (metadata and similar). */
 export const JsonValue = Schema.Unknown.annotations({ identifier: "JsonValue", description: "Any JSON value" })

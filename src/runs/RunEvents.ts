@@ -2,7 +2,7 @@
 import { Either } from "effect"
 import { BadRequest } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
-import { toTimestamp } from "../platform/Schemas.js"
+import { isInstant, toTimestamp } from "../platform/Schemas.js"
 import { RunEventId, type RunEventKind as RunEventKinds, RunId } from "./Domain.js"
 import type { RunEventRow } from "./Repo.js"
 import type { NewRunEvent } from "./RunEventWriter.js"
@@ -26,8 +26,7 @@ export const newRunEvent = (
   input: RunEventInput
 ): Either.Either<NewRunEvent, BadRequest> => {
   const occurredAt = input.occurred_at === undefined ? new Date() : new Date(input.occurred_at)
-  // RFC 3339 years have four digits; JS dates reach years PostgreSQL cannot store (+275760, -271821).
-  if (Number.isNaN(occurredAt.getTime()) || (input.occurred_at !== undefined && !/^\d{4}-/.test(input.occurred_at))) {
+  if (input.occurred_at !== undefined && !isInstant(input.occurred_at)) {
     return Either.left(
       new BadRequest({
         code: "validation_failed",

@@ -110,6 +110,10 @@ layer(testServer("database"), SERVER_OPTIONS)("run events (database event log)",
           }),
           "occurred_at"
         )
+        // `Date` would read these as some date (March 2nd, year 2001, local time): not RFC 3339 instants.
+        for (const occurred_at of ["2026-02-30T00:00:00Z", "1.5", "2026-11-24T10:00:00", "0000-01-01T00:00:00Z"]) {
+          expectValidation(yield* post({ kind: "user_turn", occurred_at }), "occurred_at")
+        }
         expectValidation(yield* post({ kind: "user_turn", label: 5 }), "label")
         expect((yield* appendEvent(base, owner, run.id, { kind: "user_turn" })).sequence).toBe(1)
       })
