@@ -8,9 +8,34 @@
 import { HttpApiBuilder } from "@effect/platform"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Context, Effect, Layer } from "effect"
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import { createServer, type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http"
+import type { Duplex } from "node:stream"
 import { AppConfig } from "../platform/Config.js"
 import type { LaneListener } from "./Lane.js"
+
+/** What Node's parser refused before any handler saw a request: status, code and message, by Node's error code. */
+const clientErrorAnswers: Readonly<Record<string, readonly [number, string, string]>> = {
+  HPE_HEADER_OVERFLOW: [431, "headers_too_large", "The request line and headers exceed the 16 KiB limit."],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, "request_timeout", "The request was not received in time."]
+}
+const malformedRequest = [400, "malformed_request", "The request is not valid HTTP/1.1."] as const
+
+/**
+ * Node answers these itself with an empty body; here they get the conventions' error body. As in Node's own
+ * handler, nothing is written once an answer on the connection has begun, and the connection is closed.
+ */
+const answerClientError = (error: Error & { readonly code?: string }, socket: Duplex) => {
+  const inFlight = (socket as Duplex & { readonly _httpMessage?: ServerResponse | null })._httpMessage
+  if (socket.writable && error.code !== "ECONNRESET" && (inFlight == null || !inFlight.headersSent)) {
+    const [status, code, message] = clientErrorAnswers[error.code ?? ""] ?? malformedRequest
+    const body = JSON.stringify({ error: { code, message } })
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+    )
+  }
+  socket.destroy()
+}
 
 /** The Node server the service listens with. */
 export class NodeServer extends Context.Tag("http/NodeServer")<NodeServer, Server>() {}
@@ -33,6 +58,7 @@ export const nodeServer = (options: { readonly port: number; readonly host: stri
         // Node checks both timeouts on this interval (30 s by default): often enough that they hold to about a second.
         connectionsCheckingInterval: Math.max(100, Math.min(1_000, Math.floor(headersTimeout / 2)))
       })
+      server.on("clientError", answerClientError)
       return Layer.merge(
         NodeHttpServer.layer(() => server, options),
         Layer.succeed(NodeServer, server)

@@ -12,11 +12,10 @@ import Anthropic from "@anthropic-ai/sdk"
 import { HttpServer } from "@effect/platform"
 import { afterAll, expect, layer } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
-import { connect } from "node:net"
 import OpenAI from "openai"
 import { clientAt } from "../support/Api.js"
 import { eventually } from "../support/Eventually.js"
-import { expectError, request } from "../support/Raw.js"
+import { expectError, request, untilServerCloses } from "../support/Raw.js"
 import { createKey } from "../support/Tenants.js"
 import { SERVER_OPTIONS, TestDatabaseUrl, testServerOver, testServerWithDatabase } from "../support/TestServer.js"
 import { awaitUsage, GATEWAY_SETTINGS, gatewayTenant } from "./gateway-helpers.js"
@@ -89,19 +88,6 @@ const expectRefused = (url: string, key: string, init: { chunked?: boolean } = {
     expect(response.headers.get("retry-after")).toBe("1")
     return expectError(response, 429, "too_many_streams").message
   })
-
-/** Sends `data` on a raw connection to `base` and answers what came back once the server closed it. */
-const untilServerCloses = (base: string, data: string) =>
-  Effect.promise(
-    () =>
-      new Promise<string>((resolve) => {
-        const socket = connect(Number(new URL(base).port), "127.0.0.1", () => socket.write(data))
-        let received = ""
-        socket.on("data", (chunk: Buffer) => (received += chunk.toString("latin1")))
-        socket.on("error", () => {})
-        socket.on("close", () => resolve(received))
-      })
-  )
 
 /** The service at `base` answers its liveness probe (200). */
 const expectAlive = (base: string) =>
@@ -205,6 +191,7 @@ layer(testServerWithDatabase("database", SETTINGS), SERVER_OPTIONS)("gateway str
 
       const slowHeaders = yield* untilServerCloses(strict, "POST /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nx-partial: ")
       expect(slowHeaders).toMatch(/^HTTP\/1\.1 408/)
+      expect(slowHeaders).toContain('{"error":{"code":"request_timeout"')
       // Opened after the stream began and cut off after HTTP_REQUEST_TIMEOUT_MS: the stream is older than that now.
       const slowBody = yield* untilServerCloses(
         strict,

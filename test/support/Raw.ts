@@ -5,6 +5,7 @@
  */
 import { expect } from "@effect/vitest"
 import { Effect } from "effect"
+import { connect } from "node:net"
 
 export interface JsonResponse {
   readonly status: number
@@ -101,3 +102,16 @@ export const expectValidation = (response: JsonResponse, path: string) => {
   ).toContain(path)
   return error
 }
+
+/** Sends `data` on a raw connection to `base` and answers what came back once the server closed it. */
+export const untilServerCloses = (base: string, data: string) =>
+  Effect.promise(
+    () =>
+      new Promise<string>((resolve) => {
+        const socket = connect(Number(new URL(base).port), "127.0.0.1", () => socket.write(data))
+        let received = ""
+        socket.on("data", (chunk: Buffer) => (received += chunk.toString("latin1")))
+        socket.on("error", () => {})
+        socket.on("close", () => resolve(received))
+      })
+  )
