@@ -3,38 +3,20 @@
  * (database event log): an agent profile and policies set up through the
  * API, then proposals that permit, deny, defer (escalated), rewrite; the
  * strictest effect wins; owner scoping; enabling a policy takes effect at
- * once (snapshot invalidation); params and operation targets; and the
- * 400/403/404 answers for bad principals and bodies. Every decision carries
- * intent_id (stable per intent), receipt_id, trace_id and an integer
- * latency_ms.
+ * once (snapshot invalidation); params and operation targets. The identity
+ * of a decision (intent_id, receipt_id, trace_id, latency_ms) and the
+ * 400/403/404 answers for bad principals and bodies are in
+ * events-identity-principal-http.test.ts.
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { PolicyId } from "../../src/catalog/Domain.js"
-import { clientAt, expectFailure, jsonAt } from "../support/Api.js"
-import { call, expectError, expectValidation } from "../support/Raw.js"
-import { createEnvironment, createKey, tenant } from "../support/Tenants.js"
+import { jsonAt } from "../support/Api.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import { reasonsOf, setPolicyEnabled } from "./event-helpers.js"
-import { createAgent, createPolicy, eventBody, propose, proposeCall, reply } from "../support/Events.js"
+import { createPolicy, propose, reply } from "../support/Events.js"
 import { until } from "../support/Eventually.js"
-
-const AGENT = "support-bot"
-const OTHER_AGENT = "other-bot"
-
-/** A tenant with the support agent's profile and a second, bare agent. */
-const setUp = (base: string) =>
-  Effect.gen(function* () {
-    const owner = yield* tenant(base)
-    yield* createAgent(base, owner, AGENT)
-    yield* createAgent(
-      base,
-      owner,
-      OTHER_AGENT,
-      `agent_id: ${OTHER_AGENT}\ndisplay_name: Other\nauthority: {}\nscope: {}\ntone:\n  target: neutral\n`
-    )
-    return owner
-  })
+import { AGENT, OTHER_AGENT, setUp } from "./events-support.js"
 
 layer(testServer("database"), SERVER_OPTIONS)("POST /v1/events (database event log)", (it) => {
   describe("profile checks", () => {
@@ -305,175 +287,6 @@ layer(testServer("database"), SERVER_OPTIONS)("POST /v1/events (database event l
         // The tool name in a reply's text is not the operation.
         const text = yield* propose(base, owner, AGENT, reply("I cannot call delete_account for you."))
         expect(text.effect).toBe("permit")
-      })
-    )
-  })
-
-  describe("identity of a decision", () => {
-    it.effect("intent_id is stable for the same intent; receipt_id and trace_id are new on every call", () =>
-      Effect.gen(function* () {
-        const base = yield* baseUrl
-        const owner = yield* setUp(base)
-        const action = { operation: "lookup_order", params: { id: "o-1", expand: ["items"] } }
-        const first = yield* propose(base, owner, AGENT, action, { session_id: "s-1" })
-        const second = yield* propose(base, owner, AGENT, action, { session_id: "s-2", metadata: { turn: 2 } })
-        expect(second.intent_id).toBe(first.intent_id)
-        expect(second.receipt_id).not.toBe(first.receipt_id)
-        expect(second.trace_id).not.toBe(first.trace_id)
-        // Key order in the body does not change the intent.
-        const reordered = yield* propose(base, owner, AGENT, {
-          params: { expand: ["items"], id: "o-1" },
-          operation: "lookup_order"
-        })
-        expect(reordered.intent_id).toBe(first.intent_id)
-
-        const otherParams = yield* propose(base, owner, AGENT, { ...action, params: { id: "o-2", expand: ["items"] } })
-        const otherAgent = yield* propose(base, owner, OTHER_AGENT, action)
-        const ids = new Set([first.intent_id, otherParams.intent_id, otherAgent.intent_id])
-        expect(ids.size).toBe(3)
-
-        // The same proposal in another workspace is another intent.
-        const stranger = yield* setUp(base)
-        const theirs = yield* propose(base, stranger, AGENT, action)
-        expect(theirs.intent_id).not.toBe(first.intent_id)
-
-        for (const decision of [first, second, reordered, otherParams, otherAgent, theirs]) {
-          expect(Number.isInteger(decision.latency_ms)).toBe(true)
-          expect(decision.latency_ms).toBeGreaterThanOrEqual(0)
-        }
-      })
-    )
-  })
-
-  describe("principal and body", () => {
-    it.effect("principal.workspace_id of another workspace (or an unknown one) is 404", () =>
-      Effect.gen(function* () {
-        const base = yield* baseUrl
-        const owner = yield* setUp(base)
-        const stranger = yield* tenant(base)
-        for (const workspace_id of [stranger.workspaceId, "ws_does_not_exist"]) {
-          yield* expectFailure(
-            proposeCall(base, owner, AGENT, reply("hello"), {
-              workspace_id,
-              environment_id: stranger.defaultEnvironmentId
-            }),
-            404
-          )
-        }
-        // Nothing was decided in the other workspace.
-        const traces = yield* stranger.api.traces.listTraces({ urlParams: {} })
-        expect(traces.traces).toEqual([])
-      })
-    )
-
-    it.effect("an unknown environment_id, or another workspace's, is 404 environment_not_found", () =>
-      Effect.gen(function* () {
-        const base = yield* baseUrl
-        const owner = yield* setUp(base)
-        const stranger = yield* tenant(base)
-        for (const environment_id of ["env_nope", stranger.defaultEnvironmentId]) {
-          yield* expectFailure(
-            proposeCall(base, owner, AGENT, reply("hello"), { environment_id }),
-            404,
-            "environment_not_found"
-          )
-        }
-      })
-    )
-
-    it.effect("an environment created a moment ago is accepted at once", () =>
-      Effect.gen(function* () {
-        const base = yield* baseUrl
-        const owner = yield* setUp(base)
-        // A first decision loads the workspace's runtime configuration.
-        yield* propose(base, owner, AGENT, reply("hello"))
-        const staging = yield* createEnvironment(owner)
-        // The typed call succeeds only on the contract's 200.
-        yield* proposeCall(base, owner, AGENT, reply("hello"), { environment_id: staging.id })
-      })
-    )
-
-    it.effect("a runtime key answers for its own environment and is 403 for another one", () =>
-      Effect.gen(function* () {
-        const base = yield* baseUrl
-        const owner = yield* setUp(base)
-        const staging = yield* createEnvironment(owner)
-        const stagingKey = yield* createKey(owner, { environment_id: staging.id })
-        const defaultKey = yield* createKey(owner)
-
-        yield* expectFailure(
-          proposeCall(base, owner, AGENT, reply("hello"), { token: stagingKey.plaintext_key }),
-          403,
-          "environment_mismatch"
-        )
-
-        const own = yield* propose(base, owner, AGENT, reply("I can give you a full refund"), {
-          token: stagingKey.plaintext_key,
-          environment_id: staging.id
-        })
-        expect(own.effect).toBe("deny")
-        const byDefaultKey = yield* propose(base, owner, AGENT, reply("hello"), { token: defaultKey.plaintext_key })
-        expect(byDefaultKey.effect).toBe("permit")
-        yield* expectFailure(
-          proposeCall(base, owner, AGENT, reply("hello"), {
-            token: defaultKey.plaintext_key,
-            environment_id: staging.id
-          }),
-          403,
-          "environment_mismatch"
-        )
-        // No credential at all is 401.
-        const anonymous = yield* clientAt(base)
-        yield* expectFailure(anonymous.events.authorizeEvent({ payload: eventBody(owner, AGENT, reply("hello")) }), 401)
-      })
-    )
-
-    it.effect("a missing principal field is 400 naming its path (a session may leave workspace_id out)", () =>
-      Effect.gen(function* () {
-        const base = yield* baseUrl
-        const owner = yield* setUp(base)
-        const full = eventBody(owner, AGENT, reply("hello"))
-        for (const field of ["agent_id", "environment_id"] as const) {
-          const { [field]: _dropped, ...principal } = full.principal
-          const response = yield* call(base, "POST", "/v1/events", {
-            token: owner.jwt,
-            body: { ...full, principal }
-          })
-          expectValidation(response, `principal.${field}`)
-        }
-        const { principal: _principal, ...noPrincipal } = full
-        expectValidation(yield* call(base, "POST", "/v1/events", { token: owner.jwt, body: noPrincipal }), "principal")
-        const { action: _action, ...noAction } = full
-        expectValidation(yield* call(base, "POST", "/v1/events", { token: owner.jwt, body: noAction }), "action")
-        expectValidation(
-          yield* call(base, "POST", "/v1/events", { token: owner.jwt, body: { ...full, action: { content: "hi" } } }),
-          "action.operation"
-        )
-        expectValidation(
-          yield* call(base, "POST", "/v1/events", {
-            token: owner.jwt,
-            body: { ...full, principal: { ...full.principal, agent_id: 42 } }
-          }),
-          "principal.agent_id"
-        )
-      })
-    )
-
-    it.effect("a kind other than the three event kinds is 400 naming kind", () =>
-      Effect.gen(function* () {
-        const base = yield* baseUrl
-        const owner = yield* setUp(base)
-        const full = eventBody(owner, AGENT, reply("hello"))
-        for (const kind of ["output.sent", "OUTPUT.PROPOSED", "", 7]) {
-          expectValidation(
-            yield* call(base, "POST", "/v1/events", { token: owner.jwt, body: { ...full, kind } }),
-            "kind"
-          )
-        }
-        const { kind: _kind, ...noKind } = full
-        expectValidation(yield* call(base, "POST", "/v1/events", { token: owner.jwt, body: noKind }), "kind")
-        // Malformed JSON is 400 too, never a 500.
-        expectError(yield* call(base, "POST", "/v1/events", { token: owner.jwt, raw: '{"kind": ' }), 400)
       })
     )
   })
