@@ -154,11 +154,15 @@ const expectedActual = /^Expected (.+), actual (.+)$/s
 
 /**
  * A union's members each fail on their own (`Expected "a", actual "x"`, then `Expected "b", actual "x"`): the
- * issues at one path with one actual value become one that names every allowed value.
+ * issues at one path with one actual value become one that names every allowed value. An optional field's
+ * `Expected undefined, actual "abc"` says nothing beside the reason its value failed, so it is dropped then.
  */
 const withAlternativesFolded = (details: ReadonlyArray<ErrorDetail>): ReadonlyArray<ErrorDetail> => {
   const folded: Array<{ path: string; expected: Array<string>; actual: string } | ErrorDetail> = []
-  for (const detail of details) {
+  const omittable = (detail: ErrorDetail) =>
+    detail.message.startsWith("Expected undefined, actual ") &&
+    details.some((other) => other.path === detail.path && !other.message.startsWith("Expected "))
+  for (const detail of details.filter((each) => !omittable(each))) {
     // An actual value can be a megabyte; the message is cut to 300 characters below anyway.
     const match = expectedActual.exec(shortMessage(detail.message, 4_096))
     const last = folded[folded.length - 1]

@@ -256,7 +256,10 @@ layer(server, SERVER_OPTIONS)("red-team jobs over HTTP", (it) => {
       const attacks = (query: AttackQuery) => owner.api.redteam.listAttacks({ urlParams: query })
       expectValidation(yield* attacksRaw("limit=0"), "limit")
       expectValidation(yield* attacksRaw("limit=-3"), "limit")
-      expectValidation(yield* attacksRaw("limit=abc"), "limit")
+      // One reason, not also the optional field's `Expected undefined, actual "abc"`.
+      expect(expectValidation(yield* attacksRaw("limit=abc"), "limit").details).toEqual([
+        { path: "limit", message: 'Unable to decode "abc" into a number' }
+      ])
       const capped = yield* attacks({ limit: 500, job_id: deep.id })
       expect(capped.records).toHaveLength(100)
       expect(capped.next_cursor).toBeDefined()
