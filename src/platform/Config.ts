@@ -138,7 +138,13 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       /** Ed25519 private JWK that signs decision receipts; generated under DATA_DIR when unset. */
       receiptSigningKey: yield* optionalRedacted("RECEIPT_SIGNING_KEY"),
       logLevel: yield* logLevelConfig,
-      pollIntervalMillis: yield* Config.integer("POLL_INTERVAL_MS").pipe(Config.withDefault(100)),
+      /**
+       * Embedded, every write is this process's own and wakes its readers at once: the poll is only a fallback,
+       * and at 100 ms an idle all-in-one spent a fifth of a core polling PGlite (README, POLL_INTERVAL_MS).
+       */
+      pollIntervalMillis: yield* Config.integer("POLL_INTERVAL_MS").pipe(
+        Config.withDefault(Option.isNone(databaseUrl) ? 1_000 : 100)
+      ),
       /** How long the outbox relay waits after a write wakes it, to publish what follows in the same batch. */
       relayLingerMillis: yield* Config.integer("OUTBOX_RELAY_LINGER_MS").pipe(Config.withDefault(10)),
       /** First retry delay of a consumer batch the infrastructure failed (database, broker); doubles per attempt. */
