@@ -54,15 +54,18 @@ const headerNameProblem = (name: string) =>
 // Names are checked in the filter: a refined Record key would silently drop a name it refuses.
 export const McpHeaders = Schema.Redacted(
   Schema.Record({ key: Schema.String, value: HeaderValue }).pipe(
-    Schema.filter((headers) => {
-      const names = Object.keys(headers)
-      if (names.length > MAX_HEADERS) return `at most ${MAX_HEADERS} headers`
-      for (const name of names) {
-        const problem = headerNameProblem(name)
-        if (problem !== undefined) return { path: [name], message: problem }
-      }
-      return undefined
-    })
+    Schema.filter(
+      (headers) => {
+        const names = Object.keys(headers)
+        if (names.length > MAX_HEADERS) return `at most ${MAX_HEADERS} headers`
+        for (const name of names) {
+          const problem = headerNameProblem(name)
+          if (problem !== undefined) return { path: [name], message: problem }
+        }
+        return undefined
+      },
+      { jsonSchema: { maxProperties: MAX_HEADERS } }
+    )
   )
 ).annotations({ description: `Request headers for the server (write-only), at most ${MAX_HEADERS}` })
 
