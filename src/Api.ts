@@ -26,9 +26,9 @@ import { SystemApi } from "./system/Api.js"
 
 /** Error statuses beyond the ones an operation's shape implies (see `documented`), by operation or group. */
 const extraStatuses = {
-  // Sign-in throttles and the password hashing limit.
+  // Sign-in throttles and the password hashing limit; signup can be turned off (SIGNUP_ENABLED).
   "auth.login": [429],
-  "auth.signup": [429],
+  "auth.signup": [403, 429],
   "auth.changePassword": [429],
   // Authenticates in its handler (a session or the internal key).
   "team.listMyWorkspaces": [401],

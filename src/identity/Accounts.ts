@@ -6,7 +6,8 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { randomUUID } from "node:crypto"
-import { Conflict, Unauthorized, tooManyRequests } from "../http/Errors.js"
+import { Conflict, Forbidden, Unauthorized, tooManyRequests } from "../http/Errors.js"
+import { AppConfig } from "../platform/Config.js"
 import { transactionOf } from "../platform/Sql.js"
 import { Session, UserId, WorkspaceId } from "./Domain.js"
 import { Passwords } from "./Passwords.js"
@@ -14,6 +15,11 @@ import { IdentityRepo, type UserRow } from "./Repo.js"
 import { LoginThrottle } from "./LoginThrottle.js"
 import { SessionTokens } from "./Tokens.js"
 import { Workspaces } from "./Workspaces.js"
+
+const signupDisabled = new Forbidden({
+  code: "signup_disabled",
+  message: "Signup is turned off on this service (SIGNUP_ENABLED=false): accounts come through its OAuth sign-in."
+})
 
 const badCredentials = new Unauthorized({
   code: "invalid_credentials",
@@ -28,6 +34,7 @@ export class Accounts extends Effect.Service<Accounts>()("identity/Accounts", {
     const workspaces = yield* Workspaces
     const throttle = yield* LoginThrottle
     const passwords = yield* Passwords
+    const { signupEnabled } = yield* AppConfig
 
     const session = (
       user: { id: string; username: string; default_workspace_id: string | null },
@@ -58,6 +65,7 @@ export class Accounts extends Effect.Service<Accounts>()("identity/Accounts", {
       input: { readonly username: string; readonly password: string },
       clientAddress: string
     ) {
+      if (!signupEnabled) return yield* signupDisabled
       const addressKey = [`address:${clientAddress}`]
       const wait = yield* throttle.signups.take(addressKey)
       if (wait > 0) {

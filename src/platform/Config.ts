@@ -203,6 +203,8 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       ),
       loginFailureLimit: yield* positiveInteger("LOGIN_FAILURE_LIMIT", 10),
       loginFailureWindowSeconds: yield* positiveInteger("LOGIN_FAILURE_WINDOW_SECONDS", 60),
+      /** False: `POST /v1/auth/signup` answers 403 (accounts come through the OAuth session exchange only). */
+      signupEnabled: yield* Config.boolean("SIGNUP_ENABLED").pipe(Config.withDefault(true)),
       /** Signups per client address within SIGNUP_WINDOW_SECONDS before 429. */
       signupLimit: yield* positiveInteger("SIGNUP_LIMIT", 20),
       signupWindowSeconds: yield* positiveInteger("SIGNUP_WINDOW_SECONDS", 3600),
