@@ -25,8 +25,10 @@ export const respond = (
   limits: RelayLimits,
   runPromise: <A>(effect: Effect.Effect<A>) => Promise<A>,
   eventId?: (id: string) => string
-): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
-  Effect.gen(function* () {
+): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
+  // An event stream frees the slot when it ends; every other answer is over once it is built.
+  let streamOwnsSlot = false
+  return Effect.gen(function* () {
     const headers: Record<string, string> = {}
     const session = upstream.headers["mcp-session-id"]
     if (typeof session === "string") headers["mcp-session-id"] = session
@@ -59,6 +61,7 @@ export const respond = (
     if (contentType.includes("text/event-stream")) {
       const run = (message: unknown) => runPromise(screen(message))
       const body = relaySse(upstream.body, upstream.abort, run, limits, ending, release, eventId)
+      streamOwnsSlot = true
       return HttpServerResponse.raw(body, {
         status,
         headers: { ...headers, "cache-control": "no-cache" },
@@ -92,4 +95,5 @@ export const respond = (
           headers,
           contentType: contentType || "application/octet-stream"
         })
-  }).pipe(Effect.onExit((exit) => Effect.sync(() => Exit.isFailure(exit) && release())))
+  }).pipe(Effect.onExit((exit) => Effect.sync(() => (Exit.isFailure(exit) || !streamOwnsSlot) && release())))
+}
