@@ -6,7 +6,8 @@
 import { HttpServerResponse } from "@effect/platform"
 import { Cause, Exit, Option } from "effect"
 import { PassThrough, Readable } from "node:stream"
-import type { HttpError } from "../http/Errors.js"
+import { BadGateway, type HttpError } from "../http/Errors.js"
+import { jsonOverLimit, Limits } from "../platform/Schemas.js"
 import { type Answer, catching } from "../platform/Warm.js"
 import type { RouteTarget } from "./Connections.js"
 import { type Decided, guardrailEvent, guardrailSummary, readBody, refusalIn } from "./GuardrailDecisions.js"
@@ -28,6 +29,14 @@ export interface Call {
 export type DecideEvents = (events: ReadonlyArray<Screened>, answer: Answer<ReadonlyArray<Decided>, HttpError>) => void
 
 /** Drops a provider's answer that will not be passed on (the proxy then records its usage as it ended). */
+/** How deep a provider's answer may nest to be screened: a request body's own cap (deciding walks it). */
+const ANSWER_CAPS = { depth: Limits.body.depth }
+
+const unscreenable = new BadGateway({
+  code: "answer_not_screenable",
+  message: `The provider's answer is not a JSON object nested at most ${Limits.body.depth} levels, so the route's output guardrails cannot screen it.`
+})
+
 export const discard = (response: Response) => {
   if (response.body._tag === "Raw" && response.body.body instanceof Readable) response.body.body.destroy()
 }
@@ -124,11 +133,9 @@ export const screenAnswer = (
       } catch {
         body = undefined
       }
-      if (typeof body !== "object" || body === null || Array.isArray(body)) {
-        // Not a JSON answer: nothing of it is a reply or a tool call to decide.
-        return answer(
-          Exit.succeed(HttpServerResponse.text(text, { status: response.status, headers: response.headers }))
-        )
+      // A dialect's answer is a JSON object; anything else (or one nested past what is decided) cannot be screened.
+      if (typeof body !== "object" || body === null || Array.isArray(body) || jsonOverLimit(body, ANSWER_CAPS)) {
+        return answer(Exit.fail(unscreenable))
       }
       const json = body as Record<string, unknown>
       decide(

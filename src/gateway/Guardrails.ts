@@ -311,16 +311,15 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
         if (Exit.isFailure(response)) return withHeaders(answer, headers)(response)
         const screensAnswer = target.guardrails.output !== "off" || target.guardrails.tool_calls !== "off"
         const provided = response.value
-        const contentType = provided.headers["content-type"] ?? provided.body.contentType ?? ""
+        const contentType = (provided.headers["content-type"] ?? provided.body.contentType ?? "").toLowerCase()
         const answerWithHeaders = withHeaders(answer, headers)
         if (screensAnswer && provided.status === 200 && contentType.includes("event-stream")) {
           return answerWithHeaders(
             Exit.succeed(screenedStream(call, provided, { windowChars, holdChars }, (one) => decideWindow(call, one)))
           )
         }
-        if (!screensAnswer || body["stream"] === true || provided.status !== 200 || !contentType.includes("json")) {
-          return answerWithHeaders(response)
-        }
+        // Whatever else a 200 is (JSON, or not, whatever it says it is), it is screened or refused: never passed unseen.
+        if (!screensAnswer || provided.status !== 200) return answerWithHeaders(response)
         screenAnswer(call, provided, headers, (events, then) => decide(call, events, then), answerWithHeaders)
       }
 

@@ -265,9 +265,17 @@ export const screenStream = async (source: Readable, sink: PassThrough, options:
   })
   const decoder = new StringDecoder("utf8")
   let buffer = ""
+  // SSE lines end in LF, CRLF or a lone CR. A CR closing a chunk waits for the next one: with an LF there it is
+  // one line end, not two (which would end an event early).
+  let heldCR = ""
+  const lines = (text: string, last: boolean) => {
+    const joined = heldCR + text
+    heldCR = !last && joined.endsWith("\r") ? "\r" : ""
+    return (heldCR === "" ? joined : joined.slice(0, -1)).replace(/\r\n?/g, "\n")
+  }
   try {
     for await (const chunk of source) {
-      buffer += decoder.write(chunk as Buffer).replace(/\r\n/g, "\n")
+      buffer += lines(decoder.write(chunk as Buffer), false)
       let end = buffer.indexOf("\n\n")
       while (end >= 0 && !stopped) {
         const raw = buffer.slice(0, end + 2)
@@ -277,7 +285,7 @@ export const screenStream = async (source: Readable, sink: PassThrough, options:
       }
       if (stopped) return
     }
-    buffer += decoder.end()
+    buffer += lines(decoder.end(), true)
     if (buffer.trim() !== "") await onEvent(`${buffer}\n\n`)
     if (!stopped) await releaseAll()
     if (!stopped) await releaseCalls()

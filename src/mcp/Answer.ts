@@ -8,10 +8,18 @@ import { HttpServerResponse } from "@effect/platform"
 import { Effect, Either, Exit } from "effect"
 import type { UpstreamResponse } from "../gateway/Upstream.js"
 import { MAX_JSON_BYTES } from "../gateway/UsageMeter.js"
+import { jsonOverLimit, Limits } from "../platform/Schemas.js"
 import { readWhole, relaySse, type RelayLimits, type Verdict } from "./Relay.js"
 
 /** What becomes of each message of the answer. */
 export type Screen = (message: unknown) => Effect.Effect<Verdict>
+
+/** One JSON-RPC message (an object), nested no deeper than a request body may be: screening walks it. */
+const isScreenable = (message: unknown) =>
+  typeof message === "object" &&
+  message !== null &&
+  !Array.isArray(message) &&
+  jsonOverLimit(message, { depth: Limits.body.depth }) === undefined
 
 /**
  * The client's answer for an upstream response, each message through `screen`; `release` once it is over;
@@ -57,7 +65,7 @@ export const respond = (
       )
     }
     const status = upstream.status >= 500 ? 502 : upstream.status
-    const contentType = upstream.headers["content-type"] ?? ""
+    const contentType = (upstream.headers["content-type"] ?? "").toLowerCase()
     if (contentType.includes("text/event-stream")) {
       const run = (message: unknown) => runPromise(screen(message))
       const body = relaySse(upstream.body, upstream.abort, run, limits, ending, release, eventId)
@@ -80,13 +88,24 @@ export const respond = (
         { status: 502, headers }
       )
     }
-    if (contentType.includes("application/json") && bytes.length > 0) {
-      const parsed = Either.try(() => JSON.parse(bytes.toString("utf8")) as unknown)
-      if (Either.isRight(parsed)) {
-        const verdict = yield* screen(parsed.right)
-        if (verdict === "drop") return HttpServerResponse.empty({ status: 202, headers })
-        if (verdict !== "keep") return HttpServerResponse.unsafeJson(verdict.replace, { status, headers })
-      }
+    const parsed = contentType.includes("application/json")
+      ? Either.try(() => JSON.parse(bytes.toString("utf8")) as unknown)
+      : Either.left("not JSON")
+    if (Either.isRight(parsed) && isScreenable(parsed.right)) {
+      const verdict = yield* screen(parsed.right)
+      if (verdict === "drop") return HttpServerResponse.empty({ status: 202, headers })
+      if (verdict !== "keep") return HttpServerResponse.unsafeJson(verdict.replace, { status, headers })
+    } else if (status < 300 && bytes.length > 0) {
+      // A success the gateway cannot screen (not one JSON-RPC message, whatever its content type says) is refused.
+      return HttpServerResponse.unsafeJson(
+        {
+          error: {
+            code: "mcp_response_unreadable",
+            message: `The MCP server's answer is not one JSON-RPC message (nested at most ${Limits.body.depth} levels) the gateway can screen.`
+          }
+        },
+        { status: 502, headers }
+      )
     }
     return bytes.length === 0
       ? HttpServerResponse.empty({ status, headers })

@@ -17,11 +17,13 @@
  * - `budget`: the usage equals `max_tokens` (the worst case), after 30 ms;
  * - `say:<text>`: a short answer with `<text>` as its reply (streamed: in pieces of 3 characters);
  * - `tool-call`: a short answer proposing the tool call TOOL_CALL (streamed: its arguments in pieces);
+ * - `odd:<kind>:<text>`: a hostile or careless provider's answer (stub-odd-answers.ts);
  * - anything else: a short answer with fixed usage (see USAGE).
  * Every request is recorded (path, headers, parsed body).
  */
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
+import { answerOdd } from "./stub-odd-answers.js"
 
 export const USAGE = {
   chat: { prompt_tokens: 12, completion_tokens: 3 },
@@ -65,7 +67,9 @@ export interface StubUpstream {
 }
 
 const sse = (response: ServerResponse, data: unknown, event?: string) =>
-  response.write(`${event === undefined ? "" : `event: ${event}\n`}data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`)
+  response.write(
+    `${event === undefined ? "" : `event: ${event}\n`}data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`
+  )
 
 const chatChunk = (model: string, delta: Record<string, unknown>) => ({
   id: "chatcmpl-stub",
@@ -136,7 +140,14 @@ const chat = (body: Record<string, unknown>, response: ServerResponse, hold: Hol
   const rest = () => {
     const options = body["stream_options"] as { include_usage?: boolean } | undefined
     if (options?.include_usage === true) {
-      sse(response, { id: "chatcmpl-stub", object: "chat.completion.chunk", created: 1_700_000_000, model, choices: [], usage })
+      sse(response, {
+        id: "chatcmpl-stub",
+        object: "chat.completion.chunk",
+        created: 1_700_000_000,
+        model,
+        choices: [],
+        usage
+      })
     }
     sse(response, "[DONE]")
     response.end()
@@ -177,22 +188,41 @@ const messages = (body: Record<string, unknown>, response: ServerResponse, hold:
   const input = model === "hang" ? HANG_INPUT_TOKENS : usage.input_tokens
   sse(
     response,
-    { type: "message_start", message: { ...message, content: [], stop_reason: null, usage: { input_tokens: input, output_tokens: 1 } } },
+    {
+      type: "message_start",
+      message: { ...message, content: [], stop_reason: null, usage: { input_tokens: input, output_tokens: 1 } }
+    },
     "message_start"
   )
   if (model === "tool-call") {
     sse(
       response,
-      { type: "content_block_start", index: 0, content_block: { type: "tool_use", id: "toolu_1", name: TOOL_CALL.name, input: {} } },
+      {
+        type: "content_block_start",
+        index: 0,
+        content_block: { type: "tool_use", id: "toolu_1", name: TOOL_CALL.name, input: {} }
+      },
       "content_block_start"
     )
     for (const piece of argumentPieces()) {
-      sse(response, { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: piece } }, "content_block_delta")
+      sse(
+        response,
+        { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: piece } },
+        "content_block_delta"
+      )
     }
   } else {
-    sse(response, { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }, "content_block_start")
+    sse(
+      response,
+      { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } },
+      "content_block_start"
+    )
     for (const piece of replyPieces(model)) {
-      sse(response, { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: piece } }, "content_block_delta")
+      sse(
+        response,
+        { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: piece } },
+        "content_block_delta"
+      )
     }
   }
   const rest = () => {
@@ -200,7 +230,11 @@ const messages = (body: Record<string, unknown>, response: ServerResponse, hold:
     // Cumulative: output_tokens is the total so far, not an increment over message_start's 1.
     sse(
       response,
-      { type: "message_delta", delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { output_tokens: usage.output_tokens } },
+      {
+        type: "message_delta",
+        delta: { stop_reason: "end_turn", stop_sequence: null },
+        usage: { output_tokens: usage.output_tokens }
+      },
       "message_delta"
     )
     sse(response, { type: "message_stop" }, "message_stop")
@@ -254,6 +288,8 @@ export const startStubUpstream = () =>
             response.end(JSON.stringify({ error: { message: "bad key" } }))
           } else if (model === "no-newline") {
             noNewline(response)
+          } else if (model.startsWith("odd:")) {
+            answerOdd(model, response)
           } else if (path === "/chat/completions") {
             chat(body, response, hold)
           } else if (path === "/v1/messages") {
