@@ -251,9 +251,13 @@ export const respond = (
   )
   upstream.body.once("close", () => clearTimeout(deadline))
   upstream.body.once("end", () => void (outcome.ended = true))
+  // A provider's answer that breaks off is not ended as if complete: a stream gets the dialect's error event, and
+  // any other body is destroyed, so a client counting on its Content-Length is not left waiting for the rest.
   upstream.body.once("error", (error) => {
     outcome.error ??= error.message
-    if (!body.writableEnded && !body.destroyed) body.end()
+    if (body.writableEnded || body.destroyed) return
+    if (meter.isSse) body.end(streamErrorEvent(meter.dialect, "upstream_error", "The provider's answer broke off."))
+    else body.destroy(error)
   })
   upstream.body.pipe(body)
   // After the pipe's own listener, so a chunk that overflows is written before the stream is ended.

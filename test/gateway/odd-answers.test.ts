@@ -54,6 +54,27 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gua
         expect(released(clean.text), kind).toBe("all good here")
         expect(clean.text, kind).toContain('"decisions":[{')
       }
+      // A body that breaks off short of its Content-Length: refused when screened, cut (not hung) when passed.
+      expectError(yield* send("odd:broken-length"), 502)
+      yield* owner.api.gatewayRoutes.updateGatewayRoute({
+        path: { id: gateway.routeId },
+        payload: { guardrails: { input: "off", output: "off", tool_calls: "off" } }
+      })
+      const passed = yield* Effect.promise(() =>
+        fetch(`${gateway.routeBase}/chat_style/chat/completions`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${owner.jwt}`, "content-type": "application/json" },
+          body: JSON.stringify({ model: "odd:broken-length", messages: [] })
+        }).then(
+          (response) =>
+            response.text().then(
+              () => "whole",
+              () => "cut"
+            ),
+          () => "cut"
+        )
+      )
+      expect(passed).toBe("cut")
       expect((yield* request(`${base}/healthz`)).status).toBe(200)
     })
   )

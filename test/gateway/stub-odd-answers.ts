@@ -4,7 +4,8 @@
  * - `plain`: `<text>` as `text/plain`;
  * - `cr-sse`: a chat stream saying `<text>` whose lines end in a lone CR;
  * - `split-crlf-sse`: a chat stream with CRLF line ends, each CR and its LF in separate writes;
- * - `deep`: a JSON object nested 100,000 levels.
+ * - `deep`: a JSON object nested 100,000 levels;
+ * - `broken-length`: `Content-Length: 1000`, then 10 bytes, then the connection is dropped.
  */
 import type { ServerResponse } from "node:http"
 
@@ -59,6 +60,10 @@ export const answerOdd = (model: string, response: ServerResponse) => {
     case "deep":
       response.writeHead(200, { "content-type": "application/json" })
       return void response.end(`${'{"a":'.repeat(100_000)}1${"}".repeat(100_000)}`)
+    case "broken-length":
+      response.writeHead(200, { "content-type": "application/json", "content-length": "1000" })
+      response.write('{"id":"x",')
+      return void setImmediate(() => response.socket?.destroy())
     default:
       response.writeHead(400)
       return void response.end()
