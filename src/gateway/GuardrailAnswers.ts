@@ -28,7 +28,6 @@ export interface Call {
 /** Decides events of the call; answers once their records are durable (what stands). */
 export type DecideEvents = (events: ReadonlyArray<Screened>, answer: Answer<ReadonlyArray<Decided>, HttpError>) => void
 
-/** Drops a provider's answer that will not be passed on (the proxy then records its usage as it ended). */
 /** How deep a provider's answer may nest to be screened: a request body's own cap (deciding walks it). */
 const ANSWER_CAPS = { depth: Limits.body.depth }
 
@@ -37,6 +36,7 @@ const unscreenable = new BadGateway({
   message: `The provider's answer is not a JSON object nested at most ${Limits.body.depth} levels, so the route's output guardrails cannot screen it.`
 })
 
+/** Drops a provider's answer that will not be passed on (the proxy then records its usage as it ended). */
 export const discard = (response: Response) => {
   if (response.body._tag === "Raw" && response.body.body instanceof Readable) response.body.body.destroy()
 }
