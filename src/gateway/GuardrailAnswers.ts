@@ -7,7 +7,7 @@ import { HttpServerResponse } from "@effect/platform"
 import { Cause, Exit, Option } from "effect"
 import { PassThrough, Readable } from "node:stream"
 import { BadGateway, type HttpError } from "../http/Errors.js"
-import { jsonOverLimit, Limits } from "../platform/Schemas.js"
+import { isScreenableObject, Limits } from "../platform/Schemas.js"
 import { type Answer, catching } from "../platform/Warm.js"
 import type { RouteTarget } from "./Connections.js"
 import { type Decided, guardrailEvent, guardrailSummary, readBody, refusalIn } from "./GuardrailDecisions.js"
@@ -27,9 +27,6 @@ export interface Call {
 
 /** Decides events of the call; answers once their records are durable (what stands). */
 export type DecideEvents = (events: ReadonlyArray<Screened>, answer: Answer<ReadonlyArray<Decided>, HttpError>) => void
-
-/** How deep a provider's answer may nest to be screened: a request body's own cap (deciding walks it). */
-const ANSWER_CAPS = { depth: Limits.body.depth }
 
 const unscreenable = new BadGateway({
   code: "answer_not_screenable",
@@ -134,10 +131,8 @@ export const screenAnswer = (
         body = undefined
       }
       // A dialect's answer is a JSON object; anything else (or one nested past what is decided) cannot be screened.
-      if (typeof body !== "object" || body === null || Array.isArray(body) || jsonOverLimit(body, ANSWER_CAPS)) {
-        return answer(Exit.fail(unscreenable))
-      }
-      const json = body as Record<string, unknown>
+      if (!isScreenableObject(body)) return answer(Exit.fail(unscreenable))
+      const json = body
       decide(
         responseEvents(call.request.dialect, json),
         catching(die, (decided) => {

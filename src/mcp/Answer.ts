@@ -8,18 +8,11 @@ import { HttpServerResponse } from "@effect/platform"
 import { Effect, Either, Exit } from "effect"
 import type { UpstreamResponse } from "../gateway/Upstream.js"
 import { MAX_JSON_BYTES } from "../gateway/UsageMeter.js"
-import { jsonOverLimit, Limits } from "../platform/Schemas.js"
+import { isScreenableObject, Limits } from "../platform/Schemas.js"
 import { readWhole, relaySse, type RelayLimits, type Verdict } from "./Relay.js"
 
 /** What becomes of each message of the answer. */
 export type Screen = (message: unknown) => Effect.Effect<Verdict>
-
-/** One JSON-RPC message (an object), nested no deeper than a request body may be: screening walks it. */
-const isScreenable = (message: unknown) =>
-  typeof message === "object" &&
-  message !== null &&
-  !Array.isArray(message) &&
-  jsonOverLimit(message, { depth: Limits.body.depth }) === undefined
 
 /**
  * The client's answer for an upstream response, each message through `screen`; `release` once it is over;
@@ -91,7 +84,7 @@ export const respond = (
     const parsed = contentType.includes("application/json")
       ? Either.try(() => JSON.parse(bytes.toString("utf8")) as unknown)
       : Either.left("not JSON")
-    if (Either.isRight(parsed) && isScreenable(parsed.right)) {
+    if (Either.isRight(parsed) && isScreenableObject(parsed.right)) {
       const verdict = yield* screen(parsed.right)
       if (verdict === "drop") return HttpServerResponse.empty({ status: 202, headers })
       if (verdict !== "keep") return HttpServerResponse.unsafeJson(verdict.replace, { status, headers })

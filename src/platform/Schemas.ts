@@ -179,6 +179,13 @@ export const jsonOverLimit = (
   return undefined
 }
 
+/** A JSON object (not an array) nested no deeper than a request body may be: what the gateways screen and walk. */
+export const isScreenableObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" &&
+  value !== null &&
+  !Array.isArray(value) &&
+  jsonOverLimit(value, { depth: Limits.body.depth }) === undefined
+
 const jsonCapsText = `at most ${Limits.json.depth} levels deep, ${Limits.json.keys} keys per object, ${Limits.json.items} items per array, ${Limits.json.string} characters per string`
 
 /** Free-form client JSON (metadata, params, config...), within `Limits.json`. */
