@@ -4,14 +4,22 @@
  * it passes (StreamScreen.ts), and what a refusal or a rewrite does to them.
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Cause, Exit, Option } from "effect"
+import { Cause, Effect, Exit, Option } from "effect"
 import { PassThrough, Readable } from "node:stream"
-import { BadGateway, type HttpError } from "../http/Errors.js"
+import { BadGateway, BadRequest, type HttpError } from "../http/Errors.js"
+import { AppConfig } from "../platform/Config.js"
 import { isScreenableObject, Limits } from "../platform/Schemas.js"
 import { type Answer, catching } from "../platform/Warm.js"
 import type { RouteTarget } from "./Connections.js"
 import { type Decided, guardrailEvent, guardrailSummary, readBody, refusalIn } from "./GuardrailDecisions.js"
-import { refusalEvent, refusalResponse, responseEvents, type Screened, unscreenableEvent } from "./GuardrailTexts.js"
+import {
+  MAX_SCREENED_ITEMS,
+  refusalEvent,
+  refusalResponse,
+  responseEvents,
+  type Screened,
+  unscreenableEvent
+} from "./GuardrailTexts.js"
 import type { ProxyRequest } from "./Proxy.js"
 import { screenStream, type Verdict } from "./StreamScreen.js"
 
@@ -32,6 +40,20 @@ const unscreenable = new BadGateway({
   code: "answer_not_screenable",
   message: `The provider's answer is not a JSON object nested at most ${Limits.body.depth} levels, so the route's output guardrails cannot screen it.`
 })
+
+const tooManyItems = new BadGateway({
+  code: "too_many_screened_items",
+  message: `The provider's answer holds more than ${MAX_SCREENED_ITEMS} replies and tool calls, more than the route's output guardrails screen in one answer.`
+})
+
+/** The request's refusal when it carries more to screen than one call decides (MAX_SCREENED_ITEMS). */
+export const tooManyInputs = (count: number) =>
+  count <= MAX_SCREENED_ITEMS
+    ? undefined
+    : new BadRequest({
+        code: "too_many_screened_items",
+        message: `The request carries ${count} messages to screen (the latest user message and the tool results after the last assistant turn); the route's input guardrails screen at most ${MAX_SCREENED_ITEMS}.`
+      })
 
 /** Drops a provider's answer that will not be passed on (the proxy then records its usage as it ended). */
 export const discard = (response: Response) => {
@@ -79,11 +101,18 @@ const verdictOf = (call: Call, outcome: Exit.Exit<ReadonlyArray<Decided>, HttpEr
   })
 }
 
+/** How a streamed answer is screened: its text windows, and the most of one event held (StreamScreen.ts). */
+export const streamBounds = Effect.map(AppConfig, (config) => ({
+  windowChars: config.gatewayGuardrailWindowChars,
+  holdChars: config.gatewayGuardrailHoldChars,
+  maxEventBytes: config.gatewaySseMaxLineBytes
+}))
+
 /** Screens a streamed answer as it passes (StreamScreen.ts); a decision that cannot be made ends it. */
 export const screenedStream = (
   call: Call,
   response: Response,
-  windows: { readonly windowChars: number; readonly holdChars: number },
+  windows: Effect.Effect.Success<typeof streamBounds>,
   decide: (screened: Screened) => Promise<Exit.Exit<ReadonlyArray<Decided>, HttpError>>
 ): Response => {
   const source = response.body._tag === "Raw" ? response.body.body : undefined
@@ -133,8 +162,10 @@ export const screenAnswer = (
       // A dialect's answer is a JSON object; anything else (or one nested past what is decided) cannot be screened.
       if (!isScreenableObject(body)) return answer(Exit.fail(unscreenable))
       const json = body
+      const events = responseEvents(call.request.dialect, json)
+      if (events.length > MAX_SCREENED_ITEMS) return answer(Exit.fail(tooManyItems))
       decide(
-        responseEvents(call.request.dialect, json),
+        events,
         catching(die, (decided) => {
           if (Exit.isFailure(decided)) return answer(Exit.failCause(decided.cause))
           const refusal = refusalOf(call.request, decided.value, headers)

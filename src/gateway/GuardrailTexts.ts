@@ -28,6 +28,13 @@ export interface Screened {
 
 type Json = Record<string, unknown>
 
+/**
+ * The most things decided for one request, or one answer (its reply texts and tool calls): each is a decision
+ * with its trace, so a body of thousands of tool calls or results is refused rather than decided one by one.
+ * No model proposes anywhere near this many calls in one turn.
+ */
+export const MAX_SCREENED_ITEMS = 128
+
 const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value)
 const objects = (value: unknown): ReadonlyArray<Json> => (Array.isArray(value) ? value.filter(isObject) : [])
 

@@ -35,7 +35,6 @@ import type { DecisionAnswer } from "../authorization/Decisions.js"
 import { CatalogSnapshot, type Snapshot } from "../catalog/Snapshot.js"
 import { type HttpError, NotFound } from "../http/Errors.js"
 import { type RuntimeConfig, WorkspaceSettings } from "../identity/WorkspaceSettings.js"
-import { AppConfig } from "../platform/Config.js"
 import {
   allNow,
   type Answer,
@@ -61,7 +60,16 @@ import {
   scopeHeader,
   withHeaders
 } from "./GuardrailDecisions.js"
-import { applyRewrites, type Call, discard, refusalOf, screenAnswer, screenedStream } from "./GuardrailAnswers.js"
+import {
+  applyRewrites,
+  type Call,
+  discard,
+  refusalOf,
+  screenAnswer,
+  screenedStream,
+  streamBounds,
+  tooManyInputs
+} from "./GuardrailAnswers.js"
 import { requestEvents, type Screened } from "./GuardrailTexts.js"
 import { GatewayProxy, type ProxyRequest } from "./Proxy.js"
 
@@ -116,7 +124,7 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
     const authorization = yield* Authorization
     const settings = yield* WorkspaceSettings
     const snapshots = yield* CatalogSnapshot
-    const { gatewayGuardrailHoldChars: holdChars, gatewayGuardrailWindowChars: windowChars } = yield* AppConfig
+    const bounds = yield* streamBounds
     const runtime = yield* Effect.runtime<never>()
     const runFork = Runtime.runFork(runtime)
 
@@ -292,6 +300,11 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
       // A copy: a rewrite changes the body that goes upstream, never the request as received.
       const body = structuredClone(plan.body)
       const inputs = target.guardrails.input === "off" ? [] : requestEvents(request.dialect, body)
+      const tooMany = tooManyInputs(inputs.length)
+      if (tooMany !== undefined) {
+        fail(tooMany)
+        return closed
+      }
       const headersOf = (decided: ReadonlyArray<Decided>) => {
         const first = headline(decided)
         return decisionHeaders(target.guardrails.input === "off" ? "off" : first === undefined ? "none" : first)
@@ -315,7 +328,7 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
         const answerWithHeaders = withHeaders(answer, headers)
         if (screensAnswer && provided.status === 200 && contentType.includes("event-stream")) {
           return answerWithHeaders(
-            Exit.succeed(screenedStream(call, provided, { windowChars, holdChars }, (one) => decideWindow(call, one)))
+            Exit.succeed(screenedStream(call, provided, bounds, (one) => decideWindow(call, one)))
           )
         }
         // Whatever else a 200 is (JSON, or not, whatever it says it is), it is screened or refused: never passed unseen.

@@ -12,11 +12,14 @@
  * Any other event first releases (decides) what is pending. A refusal ends
  * the stream with the dialect's error event. Reading waits for each write to
  * drain and for each decision, so backpressure reaches the provider.
+ * What one answer can make the gateway hold or decide is bounded: one event,
+ * or one tool call's held events, up to `maxEventBytes` (else
+ * `sse_event_too_long`); at most MAX_SCREENED_ITEMS tool calls (else
+ * `too_many_screened_items`), each ending the stream with the error event.
  */
-import { once } from "node:events"
 import type { PassThrough, Readable } from "node:stream"
-import { StringDecoder } from "node:string_decoder"
-import { paramsOf, type Screened, toolCallEvent } from "./GuardrailTexts.js"
+import { SseEventSplitter, writeDrained } from "../platform/SseEvents.js"
+import { MAX_SCREENED_ITEMS, paramsOf, type Screened, toolCallEvent, unscreenableEvent } from "./GuardrailTexts.js"
 import type { Dialect } from "./UsageMeter.js"
 
 /** What deciding one event answered: go on (with a rewritten text when enforced), or stop with this error event. */
@@ -31,6 +34,8 @@ export interface StreamScreenOptions {
   readonly screensText: boolean
   readonly screensToolCalls: boolean
   readonly decide: (screened: Screened) => Promise<Verdict>
+  /** The most of one event, or of one tool call's events held until it is complete (GATEWAY_SSE_MAX_LINE_BYTES). */
+  readonly maxEventBytes: number
   /** The event that ends a stream that was not refused (the decisions made on it). */
   readonly finalEvent: () => string
 }
@@ -50,6 +55,8 @@ interface HeldCall {
   name: string
   args: string
   events: Array<string>
+  /** What its held events weigh (UTF-16 units), against `maxEventBytes`. */
+  held: number
   readonly rewritten: (call: HeldCall, args: string) => Array<string>
 }
 
@@ -85,15 +92,43 @@ export const screenStream = async (source: Readable, sink: PassThrough, options:
   /** Tool calls by slot (chat: choice and call index; messages: block index), in order of arrival. */
   const calls = new Map<string, HeldCall>()
   let stopped = false
+  /** Tool calls seen: past MAX_SCREENED_ITEMS the answer is not screened further (each would be a decision). */
+  let callsSeen = 0
 
-  const write = async (text: string) => {
-    if (text === "" || sink.destroyed) return
-    if (!sink.write(text)) await Promise.race([once(sink, "drain"), once(sink, "close")])
-  }
+  const write = (text: string) => writeDrained(sink, text)
   const stop = (event: string) => {
     stopped = true
     if (!sink.writableEnded && !sink.destroyed) sink.end(event)
     source.destroy()
+  }
+  const tooLong = (what: string) =>
+    stop(
+      unscreenableEvent(
+        dialect,
+        "sse_event_too_long",
+        `The provider sent ${what} longer than ${options.maxEventBytes} bytes (GATEWAY_SSE_MAX_LINE_BYTES); the gateway ended the stream.`
+      )
+    )
+  /** A new tool call: false (the stream stopped) once there are more than can be screened. */
+  const admitCall = () => {
+    callsSeen += 1
+    if (!options.screensToolCalls || callsSeen <= MAX_SCREENED_ITEMS) return true
+    stop(
+      unscreenableEvent(
+        dialect,
+        "too_many_screened_items",
+        `The provider's answer proposes more than ${MAX_SCREENED_ITEMS} tool calls, more than the route's guardrails screen in one answer; the gateway ended the stream.`
+      )
+    )
+    return false
+  }
+  /** Holds one more event of `call`; false (the stream stopped) once the call outgrew the bound. */
+  const hold = (call: HeldCall, raw: string) => {
+    call.events.push(raw)
+    call.held += raw.length
+    if (call.held <= options.maxEventBytes) return true
+    tooLong("a tool call")
+    return false
   }
 
   /** Releases what a window of `slot` allows (`final`: all of it), deciding the pending text first. */
@@ -175,14 +210,18 @@ export const screenStream = async (source: Readable, sink: PassThrough, options:
         let held: HeldCall | undefined
         for (const piece of toolCalls) {
           const key = `${index}:${String(piece["index"] ?? 0)}`
-          const call = calls.get(key) ?? { name: "", args: "", events: [], rewritten: chatCall(data, index, piece) }
-          calls.set(key, call)
+          let call = calls.get(key)
+          if (call === undefined) {
+            if (!admitCall()) return
+            call = { name: "", args: "", events: [], held: 0, rewritten: chatCall(data, index, piece) }
+            calls.set(key, call)
+          }
           const fn = isObject(piece["function"]) ? piece["function"] : {}
           if (typeof fn["name"] === "string") call.name += fn["name"]
           if (typeof fn["arguments"] === "string") call.args += fn["arguments"]
           held ??= call
         }
-        held!.events.push(raw)
+        hold(held!, raw)
         return
       }
       if (typeof content === "string" && keys.every((key) => key === "content")) {
@@ -207,10 +246,12 @@ export const screenStream = async (source: Readable, sink: PassThrough, options:
     if (isObject(data) && type === "content_block_start") {
       const block = data["content_block"]
       if (isObject(block) && block["type"] === "tool_use") {
+        if (!admitCall()) return
         calls.set(key, {
           name: typeof block["name"] === "string" ? block["name"] : "",
           args: "",
           events: [raw],
+          held: raw.length,
           rewritten: (call, args) => [
             call.events[0]!,
             `event: content_block_delta\ndata: ${JSON.stringify({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: JSON.stringify(paramsOf(args)) } })}\n\n`,
@@ -224,7 +265,7 @@ export const screenStream = async (source: Readable, sink: PassThrough, options:
     if (held !== undefined && (type === "content_block_delta" || type === "content_block_stop")) {
       const delta = isObject(data) ? data["delta"] : undefined
       if (isObject(delta) && typeof delta["partial_json"] === "string") held.args += delta["partial_json"]
-      held.events.push(raw)
+      if (!hold(held, raw)) return
       return type === "content_block_stop" ? releaseCalls([key]) : undefined
     }
     if (isObject(data) && type === "content_block_delta") {
@@ -263,30 +304,21 @@ export const screenStream = async (source: Readable, sink: PassThrough, options:
     stopped = true
     source.destroy()
   })
-  const decoder = new StringDecoder("utf8")
-  let buffer = ""
-  // SSE lines end in LF, CRLF or a lone CR. A CR closing a chunk waits for the next one: with an LF there it is
-  // one line end, not two (which would end an event early).
-  let heldCR = ""
-  const lines = (text: string, last: boolean) => {
-    const joined = heldCR + text
-    heldCR = !last && joined.endsWith("\r") ? "\r" : ""
-    return (heldCR === "" ? joined : joined.slice(0, -1)).replace(/\r\n?/g, "\n")
-  }
+  const splitter = new SseEventSplitter(options.maxEventBytes)
   try {
     for await (const chunk of source) {
-      buffer += lines(decoder.write(chunk as Buffer), false)
-      let end = buffer.indexOf("\n\n")
-      while (end >= 0 && !stopped) {
-        const raw = buffer.slice(0, end + 2)
-        buffer = buffer.slice(end + 2)
-        await onEvent(raw)
-        end = buffer.indexOf("\n\n")
+      const read = splitter.push(chunk as Buffer)
+      if (read._tag === "too_long") {
+        return tooLong("a stream event")
+      }
+      for (const event of read.events) {
+        if (stopped) return
+        await onEvent(`${event}\n\n`)
       }
       if (stopped) return
     }
-    buffer += lines(decoder.end(), true)
-    if (buffer.trim() !== "") await onEvent(`${buffer}\n\n`)
+    const rest = splitter.end()
+    if (rest !== undefined) await onEvent(`${rest}\n\n`)
     if (!stopped) await releaseAll()
     if (!stopped) await releaseCalls()
     if (!stopped && !sink.writableEnded) sink.end(options.finalEvent())

@@ -8,10 +8,9 @@
  * event, GATEWAY_MAX_STREAM_SECONDS for the whole stream, MAX_JSON_BYTES
  * for a JSON answer.
  */
-import { once } from "node:events"
 import type { Readable } from "node:stream"
 import { PassThrough } from "node:stream"
-import { StringDecoder } from "node:string_decoder"
+import { SseEventSplitter, writeDrained } from "../platform/SseEvents.js"
 
 /** What becomes of one upstream message: passed on as sent, dropped, or replaced. */
 export type Verdict = "keep" | "drop" | { readonly replace: unknown }
@@ -48,20 +47,6 @@ const parseJson = (text: string): { readonly value: unknown } | undefined => {
 /** One SSE event re-encoded with `message` as its data, keeping its other fields (`id`, `event`). */
 const encodeEvent = (fields: ReadonlyArray<string>, message: unknown) =>
   `${fields.map((line) => `${line}\n`).join("")}data: ${JSON.stringify(message)}\n\n`
-
-/** Writes `text`, waiting for the client to drain; false once the client is gone. */
-const write = async (out: PassThrough, text: string) => {
-  if (out.destroyed || out.writableEnded) return false
-  if (!out.write(text)) {
-    const controller = new AbortController()
-    await Promise.race([
-      once(out, "drain", { signal: controller.signal }),
-      once(out, "close", { signal: controller.signal })
-    ]).catch(() => undefined)
-    controller.abort()
-  }
-  return !out.destroyed
-}
 
 /**
  * Relays an SSE body through `screen`; `ending` gives the last message to send when the gateway ends the
@@ -113,8 +98,8 @@ export const relaySse = (
     // Comments, retry hints and data that is not JSON (no MCP client would act on it) go on as sent.
     const verdict = parsed === undefined ? "keep" : await screen(parsed.value)
     if (verdict === "drop") return true
-    if (verdict === "keep") return write(out, `${raw}\n\n`)
-    return write(
+    if (verdict === "keep") return writeDrained(out, `${raw}\n\n`)
+    return writeDrained(
       out,
       encodeEvent(
         lines.filter((line) => line !== "" && !line.startsWith("data:")),
@@ -124,31 +109,20 @@ export const relaySse = (
   }
 
   const run = async () => {
-    const decoder = new StringDecoder("utf8")
-    let buffer = ""
+    const splitter = new SseEventSplitter(limits.maxEventBytes)
     for await (const chunk of body) {
       if (finished) return
-      buffer += decoder.write(chunk as Buffer)
-      // A CR at the end may be the first half of CRLF: keep it until the next chunk.
-      const held = buffer.endsWith("\r") ? "\r" : ""
-      buffer = buffer.slice(0, buffer.length - held.length).replace(/\r\n?/g, "\n")
-      let boundary = buffer.indexOf("\n\n")
-      while (boundary >= 0) {
-        const event = buffer.slice(0, boundary)
-        buffer = buffer.slice(boundary + 2)
-        if (!(await relayEvent(event)) || finished) return
-        boundary = buffer.indexOf("\n\n")
-      }
-      buffer += held
-      if (Buffer.byteLength(buffer, "utf8") > limits.maxEventBytes) {
+      const read = splitter.push(chunk as Buffer)
+      if (read._tag === "too_long") {
         cut(
           `The MCP server sent an event longer than ${limits.maxEventBytes} bytes (GATEWAY_SSE_MAX_LINE_BYTES); the gateway ended the stream.`
         )
         return
       }
+      for (const event of read.events) if (!(await relayEvent(event)) || finished) return
     }
-    buffer += decoder.end()
-    if (buffer.trim() !== "" && !finished) await relayEvent(buffer.replace(/\n+$/, ""))
+    const rest = splitter.end()
+    if (rest !== undefined && !finished) await relayEvent(rest)
     if (!out.destroyed && !out.writableEnded) out.end()
     finish()
   }

@@ -30,6 +30,7 @@ const run = async (text: string, size: number, decide: (screened: Screened) => V
       decided.push(screened.content ?? "")
       return decide(screened)
     },
+    maxEventBytes: 4096,
     finalEvent: () => `event: guardrail\ndata: {"decided":${decided.length}}\n\n`
   })
   const events = Buffer.concat(out)

@@ -5,7 +5,10 @@
  * - `cr-sse`: a chat stream saying `<text>` whose lines end in a lone CR;
  * - `split-crlf-sse`: a chat stream with CRLF line ends, each CR and its LF in separate writes;
  * - `deep`: a JSON object nested 100,000 levels;
- * - `broken-length`: `Content-Length: 1000`, then 10 bytes, then the connection is dropped.
+ * - `broken-length`: `Content-Length: 1000`, then 10 bytes, then the connection is dropped;
+ * - `endless-event`: a stream of short `data:` lines with no blank line between them (4 MiB, or until cut);
+ * - `many-tools`: a chat completion proposing MANY_TOOL_CALLS tool calls;
+ * - `many-tools-sse`: a chat stream proposing MANY_TOOL_CALLS tool calls, each whole in one event.
  */
 import type { ServerResponse } from "node:http"
 
@@ -18,6 +21,16 @@ const completion = (text: string) =>
     choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }],
     usage: { prompt_tokens: 3, completion_tokens: 2 }
   })
+
+/** More tool calls in one answer than the gateway decides (MAX_SCREENED_ITEMS). */
+export const MANY_TOOL_CALLS = 200
+
+const toolCall = (index: number) => ({
+  index,
+  id: `call_${index}`,
+  type: "function",
+  function: { name: "lookup", arguments: JSON.stringify({ n: index }) }
+})
 
 const chunkOf = (delta: Record<string, unknown>) =>
   JSON.stringify({ id: "chatcmpl-odd", object: "chat.completion.chunk", model: "odd", choices: [{ index: 0, delta }] })
@@ -36,6 +49,19 @@ const writeApart = (response: ServerResponse, parts: ReadonlyArray<string>) => {
   if (first === undefined) return void response.end()
   response.write(first)
   setImmediate(() => writeApart(response, rest))
+}
+
+/** Writes `piece` again and again (waiting for drain) until `total` bytes went out or the reader left. */
+const writeUntil = (response: ServerResponse, piece: string, total: number) => {
+  let sent = 0
+  const more = () => {
+    while (sent < total && !response.destroyed) {
+      sent += piece.length
+      if (!response.write(piece)) return void response.once("drain", more)
+    }
+    if (!response.destroyed) response.end("\n")
+  }
+  more()
 }
 
 export const answerOdd = (model: string, response: ServerResponse) => {
@@ -64,6 +90,35 @@ export const answerOdd = (model: string, response: ServerResponse) => {
       response.writeHead(200, { "content-type": "application/json", "content-length": "1000" })
       response.write('{"id":"x",')
       return void setImmediate(() => response.socket?.destroy())
+    case "endless-event":
+      response.writeHead(200, { "content-type": "text/event-stream" })
+      return writeUntil(response, `data: ${chunkOf({ content: "x" })}\n`.repeat(100), 4 * 1024 * 1024)
+    case "many-tools":
+      response.writeHead(200, { "content-type": "application/json" })
+      return void response.end(
+        JSON.stringify({
+          id: "chatcmpl-odd",
+          object: "chat.completion",
+          model: "odd",
+          choices: [
+            {
+              index: 0,
+              message: {
+                role: "assistant",
+                content: null,
+                tool_calls: [...Array(MANY_TOOL_CALLS).keys()].map(toolCall)
+              },
+              finish_reason: "tool_calls"
+            }
+          ]
+        })
+      )
+    case "many-tools-sse":
+      response.writeHead(200, { "content-type": "text/event-stream" })
+      return writeApart(response, [
+        ...[...Array(MANY_TOOL_CALLS).keys()].map((index) => `data: ${chunkOf({ tool_calls: [toolCall(index)] })}\n\n`),
+        "data: [DONE]\n\n"
+      ])
     default:
       response.writeHead(400)
       return void response.end()
