@@ -14,7 +14,7 @@
  * tokens are estimated from the request size (4 bytes a token), flagged
  * `estimated`.
  *
- * Each chunk is scanned once, for its own newlines: the unfinished line is
+ * Each chunk is scanned once, for its own line ends (LF, CR or CRLF): the unfinished line is
  * kept only up to `maxLineBytes`. A longer line is dropped and `lineTooLong`
  * set; the proxy then ends the stream (Calls.ts), so a provider that never
  * sends a newline costs neither memory nor CPU beyond that bound.
@@ -39,8 +39,16 @@ export const MAX_JSON_BYTES = 16 * 1024 * 1024
  */
 export const MAX_COUNTED_TOKENS = 100_000_000
 
-const count = (value: unknown) =>
-  typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.min(Math.trunc(value), MAX_COUNTED_TOKENS) : 0
+/** A token count as reported: a number, or (some compatible servers) a string of digits; anything else is 0. */
+const count = (value: unknown) => {
+  const reported = typeof value === "string" && /^\d{1,20}$/.test(value) ? Number(value) : value
+  return typeof reported === "number" && Number.isFinite(reported) && reported > 0
+    ? Math.min(Math.trunc(reported), MAX_COUNTED_TOKENS)
+    : 0
+}
+
+/** An SSE line end: LF, CR, or (as a CR then an empty line, which no rule reads) CRLF. */
+const LINE_END = /[\r\n]/g
 
 const asRecord = (value: unknown): Record<string, unknown> | undefined =>
   typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
@@ -108,14 +116,13 @@ export class UsageMeter {
     }
     const text = this.decoder.decode(chunk, { stream: true })
     let start = 0
-    let newline = text.indexOf("\n")
-    while (newline !== -1) {
-      if (!this.skipping) this.onLine(this.pending + text.slice(start, newline))
+    LINE_END.lastIndex = 0
+    for (let end = LINE_END.exec(text); end !== null; end = LINE_END.exec(text)) {
+      if (!this.skipping) this.onLine(this.pending + text.slice(start, end.index))
       this.skipping = false
       this.pending = ""
       this.pendingBytes = 0
-      start = newline + 1
-      newline = text.indexOf("\n", start)
+      start = end.index + 1
     }
     if (this.skipping || start === text.length) return
     const rest = start === 0 ? text : text.slice(start)
@@ -131,8 +138,7 @@ export class UsageMeter {
     }
   }
 
-  private onLine(raw: string) {
-    const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw
+  private onLine(line: string) {
     if (!line.startsWith("data:")) return
     const data = line.slice(5).trimStart()
     if (this.dialect === "chat") this.onChatData(data)

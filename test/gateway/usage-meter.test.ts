@@ -35,3 +35,28 @@ describe("UsageMeter", () => {
     expect(meter.finish()).toMatchObject({ promptTokens: 5, completionTokens: 7, complete: true })
   })
 })
+
+describe("UsageMeter, what providers send", () => {
+  it("reads a stream whose lines end in a lone CR or CRLF", () => {
+    for (const end of ["\r", "\r\n"]) {
+      const meter = meterOf(1024)
+      const stream = `data: ${JSON.stringify({ choices: [{ delta: { content: "hi" } }] })}${end}${end}${usageLine(8, 2).replace(/\n/g, end)}`
+      for (const byte of Buffer.from(stream)) meter.onChunk(Uint8Array.of(byte))
+      expect(meter.finish(), JSON.stringify(end)).toEqual({
+        promptTokens: 8,
+        completionTokens: 2,
+        complete: true,
+        estimated: false
+      })
+    }
+  })
+
+  it("counts token counts sent as strings of digits, and nothing else that is not a number", () => {
+    const meter = meterOf(1024)
+    meter.onChunk(Buffer.from(`data: {"choices":[],"usage":{"prompt_tokens":"12","completion_tokens":"3"}}\n\n`))
+    expect(meter.finish()).toMatchObject({ promptTokens: 12, completionTokens: 3 })
+    const odd = meterOf(1024)
+    odd.onChunk(Buffer.from(`data: {"choices":[],"usage":{"prompt_tokens":"1e9","completion_tokens":"-4"}}\n\n`))
+    expect(odd.finish()).toMatchObject({ promptTokens: 0, completionTokens: 0 })
+  })
+})
