@@ -69,13 +69,15 @@ export const respond = (
         contentType: "text/event-stream"
       })
     }
-    const bytes = yield* Effect.promise(() => readWhole(upstream.body, MAX_JSON_BYTES).catch(() => undefined))
+    const bytes = yield* Effect.promise(() =>
+      readWhole(upstream.body, MAX_JSON_BYTES, limits.maxStreamMillis).catch(() => undefined)
+    )
     if (bytes === undefined) {
       return HttpServerResponse.unsafeJson(
         {
           error: {
             code: "mcp_response_unreadable",
-            message: `The MCP server's answer broke off or was larger than ${MAX_JSON_BYTES} bytes.`
+            message: `The MCP server's answer broke off, was larger than ${MAX_JSON_BYTES} bytes, or took longer than ${limits.maxStreamMillis / 1000} s (GATEWAY_MAX_STREAM_SECONDS).`
           }
         },
         { status: 502, headers }

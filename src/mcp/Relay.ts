@@ -20,20 +20,28 @@ export interface RelayLimits {
   readonly maxEventBytes: number
 }
 
-/** The whole body, or undefined when it is larger than `limit` (the rest is not read). */
-export const readWhole = async (body: Readable, limit: number): Promise<Buffer | undefined> => {
+/**
+ * The whole body, or undefined when it is larger than `limit` or not all there within `withinMillis` (the rest
+ * is not read): a server trickling its answer cannot hold the call, and its slot, past the stream duration.
+ */
+export const readWhole = async (body: Readable, limit: number, withinMillis: number): Promise<Buffer | undefined> => {
   const chunks: Array<Buffer> = []
   let bytes = 0
-  for await (const chunk of body) {
-    const buffer = chunk as Buffer
-    bytes += buffer.length
-    if (bytes > limit) {
-      body.destroy()
-      return undefined
+  const deadline = setTimeout(() => body.destroy(new Error(`not read within ${withinMillis} ms`)), withinMillis)
+  try {
+    for await (const chunk of body) {
+      const buffer = chunk as Buffer
+      bytes += buffer.length
+      if (bytes > limit) {
+        body.destroy()
+        return undefined
+      }
+      chunks.push(buffer)
     }
-    chunks.push(buffer)
+    return Buffer.concat(chunks, bytes)
+  } finally {
+    clearTimeout(deadline)
   }
-  return Buffer.concat(chunks, bytes)
 }
 
 const parseJson = (text: string): { readonly value: unknown } | undefined => {

@@ -83,6 +83,7 @@ export interface OutboundAnswer {
 export interface PostOptions {
   readonly headers: Readonly<Record<string, string>>
   readonly body: string | Uint8Array
+  /** For the whole call: connecting, sending, and reading the answer to its end. */
   readonly timeoutMillis: number
   /** The answer is read as a stream and the call aborted past this many bytes. */
   readonly maxResponseBytes: number
@@ -239,6 +240,7 @@ export class OutboundGuard extends Effect.Service<OutboundGuard>()("platform/Out
           const finish = (result: Effect.Effect<OutboundAnswer, OutboundFailed>) => {
             if (settled) return
             settled = true
+            clearTimeout(deadline)
             resume(result)
           }
           const fail = (reason: OutboundFailed["reason"], message: string) => {
@@ -251,8 +253,10 @@ export class OutboundGuard extends Effect.Service<OutboundGuard>()("platform/Out
             lookup: connect.lookup,
             headers: { ...options.headers, "content-length": String(body.byteLength) }
           })
-          request.setTimeout(options.timeoutMillis, () =>
-            fail("timeout", `no answer within ${options.timeoutMillis} ms`)
+          // The whole exchange, not an idle socket: a receiver trickling its answer byte by byte is cut too.
+          const deadline = setTimeout(
+            () => fail("timeout", `no complete answer within ${options.timeoutMillis} ms`),
+            options.timeoutMillis
           )
           request.on("error", (error: NodeJS.ErrnoException) =>
             fail(error.code === REFUSED_CODE ? "refused" : "unreachable", error.message)
@@ -281,7 +285,10 @@ export class OutboundGuard extends Effect.Service<OutboundGuard>()("platform/Out
             )
           })
           request.end(body)
-          return Effect.sync(() => request.destroy())
+          return Effect.sync(() => {
+            clearTimeout(deadline)
+            request.destroy()
+          })
         })
       )
 

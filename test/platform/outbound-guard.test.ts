@@ -12,7 +12,7 @@ import { AppConfig } from "../../src/platform/Config.js"
 import { blockedAddress } from "../../src/platform/OutboundAddresses.js"
 import { type HostResolver, OutboundGuard, Resolver } from "../../src/platform/OutboundGuard.js"
 import { configLayer } from "../support/TestPlatform.js"
-import { bigAnswerServer, loopbackServer, scriptedResolver } from "./outbound-helpers.js"
+import { bigAnswerServer, loopbackServer, scriptedResolver, tricklingServer } from "./outbound-helpers.js"
 
 const guardWith = (resolver: HostResolver, allowlist: string) =>
   OutboundGuard.Default.pipe(
@@ -217,6 +217,25 @@ describe("connect-time check", () => {
       expect(failure.reason).toBe("too_large")
       // The server saw the connection closed long before the end of its 100 MB.
       expect(yield* big.closedEarly).toBeLessThan(total / 10)
+    }).pipe(Effect.provide(guardWith(resolver, "127.0.0.1")))
+  })
+
+  it.scoped("the timeout covers the whole answer: one trickled byte by byte is cut", () => {
+    const { resolver } = scriptedResolver({})
+    return Effect.gen(function* () {
+      const guard = yield* OutboundGuard
+      const trickling = yield* tricklingServer()
+      const failure = yield* Effect.flip(
+        guard.post(new URL(`http://127.0.0.1:${trickling.port}/`), {
+          headers: {},
+          body: "{}",
+          timeoutMillis: 500,
+          maxResponseBytes: 64 * 1024
+        })
+      )
+      expect(failure.reason).toBe("timeout")
+      // Cut after about 10 of its 100,000 bytes (a byte every 50 ms), not when they stopped coming.
+      expect(yield* trickling.cutAfter).toBeLessThan(200)
     }).pipe(Effect.provide(guardWith(resolver, "127.0.0.1")))
   })
 })

@@ -49,6 +49,27 @@ const listen = <A>(handler: Parameters<typeof createServer>[1], extra: (port: nu
     (server) => Effect.sync(server.close)
   )
 
+/** A loopback server that sends its answer's head at once, then one byte every 50 ms; `sent` bytes when it was cut. */
+export const tricklingServer = () =>
+  Effect.flatMap(Deferred.make<number>(), (cutAfter) =>
+    listen(
+      (request, response) => {
+        request.resume()
+        let sent = 0
+        response.writeHead(200, { "content-type": "application/json", "content-length": "100000" })
+        const drip = setInterval(() => {
+          sent += 1
+          response.write(" ")
+        }, 50)
+        response.once("close", () => {
+          clearInterval(drip)
+          Deferred.unsafeDone(cutAfter, Effect.succeed(sent))
+        })
+      },
+      () => ({ cutAfter: Deferred.await(cutAfter) })
+    )
+  )
+
 /** A loopback HTTP server answering `status` (with a `location` when given) to every request; records them. */
 export const loopbackServer = (status: number, location?: string) => {
   const seen: Array<SeenRequest> = []
