@@ -68,11 +68,34 @@ import { type DecideEvent, makeServerRequestScreening, whyUndecided } from "./Se
 
 const keepAll: Screen = () => Effect.succeed("keep")
 
-/** The GET stream's responses could only belong to a request this gateway does not know: never passed on. */
-const dropResponses: Screen = (message) => {
+const isResponse = (message: unknown) => {
   const object = asObject(message)
-  return Effect.succeed(object !== undefined && ("result" in object || "error" in object) ? "drop" : "keep")
+  return object !== undefined && ("result" in object || "error" in object)
 }
+
+/**
+ * Responses on the GET stream, or on the answer to a notification, could only belong to a request this gateway
+ * does not know (and did not screen): never passed on.
+ */
+const dropResponses: Screen = (message) => Effect.succeed(isResponse(message) ? "drop" : "keep")
+
+/**
+ * The answer to request `id` may carry only its own response. A response with another id would reach the
+ * client's request of that id unscreened (a tool result passed off as another call's): it stands as an error
+ * for `id` instead, which ends this request without anything from it.
+ */
+const ownResponseOnly =
+  (id: string | number, screen: Screen): Screen =>
+  (message) =>
+    isResponse(message) && asObject(message)?.["id"] !== id
+      ? Effect.succeed({
+          replace: errorMessage(
+            id,
+            -32603,
+            "The MCP server answered this request with a response to another request; the gateway withheld it."
+          )
+        })
+      : screen(message)
 
 /** The response `message` answers, when it is the response to request `id` with a result. */
 const resultFor = (message: unknown, id: string | number) => {
@@ -216,7 +239,7 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
     const screenOf = (caller: Caller, target: ServerTarget, session: string | undefined, context: StreamContext) =>
       Effect.gen(function* () {
         const id = context.request_id
-        if (id === undefined) return context.method === "stream" ? dropResponses : keepAll
+        if (id === undefined) return dropResponses
         if (context.method === "tools/call")
           return resultScreen(caller, target, session, id, context.tool ?? "", context.origin ?? target.resultOrigin)
         if (isContentMethod(context.method)) return contentScreen(caller, target, session, id, context.method)
@@ -242,7 +265,8 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
     ) =>
       Effect.gen(function* () {
         const { target } = server
-        const screen = yield* screenOf(caller, target, client.session, context)
+        const own = yield* screenOf(caller, target, client.session, context)
+        const screen = context.request_id === undefined ? own : ownResponseOnly(context.request_id, own)
         const channel = { target, headers: upstreamHeaders(server.headers, client.forwarded, ANSWER_ACCEPT) }
         const screened = serverRequests.withServerRequests(caller, channel, client.session, screen)
         const id = context.request_id
@@ -282,7 +306,7 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         sent = passed.value
       }
       const id = rpc.id
-      let context: StreamContext = { method: "other" }
+      let context: StreamContext = id === undefined ? { method: "other" } : { method: "other", request_id: id }
       if ((rpc.method === "tools/list" || isContentMethod(rpc.method)) && id !== undefined)
         context = { method: rpc.method, request_id: id }
       else if (rpc.method === "tools/call" && id !== undefined) {
