@@ -10,6 +10,7 @@
  */
 import type { Readable } from "node:stream"
 import { PassThrough } from "node:stream"
+import { isScreenableObject, Limits } from "../platform/Schemas.js"
 import { SseEventSplitter, writeDrained } from "../platform/SseEvents.js"
 
 /** What becomes of one upstream message: passed on as sent, dropped, or replaced. */
@@ -104,6 +105,14 @@ export const relaySse = (
     const data = lines.filter((line) => line.startsWith("data:")).map((line) => line.slice(5).replace(/^ /, ""))
     const parsed = data.length === 0 ? undefined : parseJson(data.join("\n"))
     // Comments, retry hints and data that is not JSON (no MCP client would act on it) go on as sent.
+    const value = parsed?.value
+    if (typeof value === "object" && value !== null && !isScreenableObject(value)) {
+      // A batch, or a message nested past what is screened: not passed unseen; the request ends with an error.
+      cut(
+        `The MCP server sent a message that is not one JSON-RPC message nested at most ${Limits.body.depth} levels, which the gateway cannot screen; it ended the stream.`
+      )
+      return false
+    }
     const verdict = parsed === undefined ? "keep" : await screen(parsed.value)
     if (verdict === "drop") return true
     if (verdict === "keep") return writeDrained(out, `${raw}\n\n`)

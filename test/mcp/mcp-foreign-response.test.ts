@@ -3,6 +3,7 @@
  * id: the client's request of that id would take it as its own, a tool
  * result that was never screened. Whether the answer is JSON or an event
  * stream, such a response never passes; the request gets an error instead.
+ * Nor does a response nested too deep to screen.
  */
 import { afterAll, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
@@ -26,7 +27,12 @@ const foreign = createServer((incoming, response) => {
       id: sent.id + 1000,
       result: { content: [{ type: "text", text: INJECTED }], isError: false }
     })
-    if (incoming.url === "/sse") {
+    if (incoming.url === "/deep") {
+      // Its own id, but a result nested far past what is screened.
+      const deep = `${'{"a":'.repeat(100_000)}1${"}".repeat(100_000)}`
+      response.writeHead(200, { "content-type": "text/event-stream" })
+      response.end(`event: message\ndata: {"jsonrpc":"2.0","id":${sent.id},"result":${deep}}\n\n`)
+    } else if (incoming.url === "/sse") {
       response.writeHead(200, { "content-type": "text/event-stream" })
       response.end(`event: message\ndata: ${message}\n\n`)
     } else {
@@ -68,4 +74,29 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
       })
     )
   }
+
+  it.effect("an event-stream response nested too deep to screen ends the request with an error", () =>
+    Effect.gen(function* () {
+      const setup = yield* mcpTenant(`http://127.0.0.1:${(foreign.address() as AddressInfo).port}/deep`)
+      const answer = yield* request(`${setup.base}/v1/mcp/${setup.serverId}`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${setup.key}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream"
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 7,
+          method: "tools/call",
+          params: { name: "lookup_order", arguments: { order_id: "o-1" } }
+        })
+      })
+      expect(answer.status, answer.text).toBe(200)
+      expect(answer.text).not.toContain('{"a":{"a":')
+      expect(answer.text).toContain('"id":7')
+      expect(answer.text).toContain("nested")
+      expect((yield* request(`${setup.base}/healthz`)).status).toBe(200)
+    })
+  )
 })
