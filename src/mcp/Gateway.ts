@@ -65,43 +65,7 @@ import {
   unscreenedContent
 } from "./ContentResults.js"
 import { type DecideEvent, makeServerRequestScreening, whyUndecided } from "./ServerRequestScreen.js"
-
-const keepAll: Screen = () => Effect.succeed("keep")
-
-const isResponse = (message: unknown) => {
-  const object = asObject(message)
-  return object !== undefined && ("result" in object || "error" in object)
-}
-
-/**
- * Responses on the GET stream, or on the answer to a notification, could only belong to a request this gateway
- * does not know (and did not screen): never passed on.
- */
-const dropResponses: Screen = (message) => Effect.succeed(isResponse(message) ? "drop" : "keep")
-
-/**
- * The answer to request `id` may carry only its own response. A response with another id would reach the
- * client's request of that id unscreened (a tool result passed off as another call's): it stands as an error
- * for `id` instead, which ends this request without anything from it.
- */
-const ownResponseOnly =
-  (id: string | number, screen: Screen): Screen =>
-  (message) =>
-    isResponse(message) && asObject(message)?.["id"] !== id
-      ? Effect.succeed({
-          replace: errorMessage(
-            id,
-            -32603,
-            "The MCP server answered this request with a response to another request; the gateway withheld it."
-          )
-        })
-      : screen(message)
-
-/** The response `message` answers, when it is the response to request `id` with a result. */
-const resultFor = (message: unknown, id: string | number) => {
-  const object = asObject(message)
-  return object !== undefined && object["id"] === id ? asObject(object["result"]) : undefined
-}
+import { dropResponses, keepAll, ownResponseOnly, resultFor, toolResultFor } from "./Responses.js"
 
 const jsonAnswer = (body: unknown, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson(body, { status: 200, headers })
@@ -176,13 +140,15 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         session: string | undefined,
         id: string | number,
         answer: {
+          /** The result the message carries for `id` (default: a response's `result`). */
+          readonly resultOf?: typeof resultFor
           readonly action: (result: Record<string, unknown>) => ProposedEventInput["action"]
           readonly screened: (result: Record<string, unknown>, decision: DecisionAnswer) => unknown
           readonly unscreened: (why: string) => unknown
         }
       ): Screen =>
       (message) => {
-        const result = resultFor(message, id)
+        const result = (answer.resultOf ?? resultFor)(message, id)
         if (result === undefined) return Effect.succeed("keep")
         return decide(caller, target, session, "tool.result", answer.action(result)).pipe(
           Effect.map((decision): Verdict => {
@@ -203,6 +169,7 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
       origin: string
     ) =>
       answerScreen(caller, target, session, id, {
+        resultOf: toolResultFor,
         action: (result) => ({
           operation: tool,
           content: textOf(result),

@@ -1,0 +1,63 @@
+/**
+ * Which upstream message answers which request, for the MCP gateway's screens (Gateway.ts): the answer to
+ * a request carries only its own response, and a tool call's error is screened as the result it stands for.
+ */
+import { Effect } from "effect"
+import type { Screen } from "./Answer.js"
+import { asObject, errorMessage } from "./Screening.js"
+
+type Json = Record<string, unknown>
+
+export const keepAll: Screen = () => Effect.succeed("keep")
+
+const isResponse = (message: unknown) => {
+  const object = asObject(message)
+  return object !== undefined && ("result" in object || "error" in object)
+}
+
+/**
+ * Responses on the GET stream, or on the answer to a notification, could only belong to a request this gateway
+ * does not know (and did not screen): never passed on.
+ */
+export const dropResponses: Screen = (message) => Effect.succeed(isResponse(message) ? "drop" : "keep")
+
+/**
+ * The answer to request `id` may carry only its own response. A response with another id would reach the
+ * client's request of that id unscreened (a tool result passed off as another call's): it stands as an error
+ * for `id` instead, which ends this request without anything from it.
+ */
+export const ownResponseOnly =
+  (id: string | number, screen: Screen): Screen =>
+  (message) =>
+    isResponse(message) && asObject(message)?.["id"] !== id
+      ? Effect.succeed({
+          replace: errorMessage(
+            id,
+            -32603,
+            "The MCP server answered this request with a response to another request; the gateway withheld it."
+          )
+        })
+      : screen(message)
+
+/** The result of `message`, when it is the response to request `id` with a result. */
+export const resultFor = (message: unknown, id: string | number): Json | undefined => {
+  const object = asObject(message)
+  return object !== undefined && object["id"] === id ? asObject(object["result"]) : undefined
+}
+
+/**
+ * What a tool call's response gives the model to read: its result, or for an error its message and data
+ * (clients and agent SDKs hand a tool error's text to the model), as an error result screened like any other.
+ */
+export const toolResultFor = (message: unknown, id: string | number): Json | undefined => {
+  const result = resultFor(message, id)
+  if (result !== undefined) return result
+  const object = asObject(message)
+  const error = object !== undefined && object["id"] === id ? asObject(object["error"]) : undefined
+  if (error === undefined) return undefined
+  const texts = [
+    ...(typeof error["message"] === "string" ? [error["message"]] : []),
+    ...(error["data"] === undefined ? [] : [JSON.stringify(error["data"])])
+  ]
+  return { content: [{ type: "text", text: texts.join("\n") }], isError: true }
+}
