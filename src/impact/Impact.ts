@@ -11,6 +11,7 @@ import type { Caller } from "../identity/Authentication.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { prefixedId } from "../platform/Ids.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
+import { jobsQueued } from "../platform/Signal.js"
 import { ImpactJob, ImpactJobId, type ImpactRequest, ImpactResult } from "./Domain.js"
 import { candidateOf } from "./Replay.js"
 import { type ImpactJobRow, ImpactRepo } from "./Repo.js"
@@ -46,7 +47,8 @@ const replayUnavailable = new Conflict({
 })
 
 export class Impact extends Effect.Service<Impact>()("impact/Impact", {
-  effect: Effect.gen(function* () {
+  scoped: Effect.gen(function* () {
+    const queued = yield* jobsQueued("impact")
     const repo = yield* ImpactRepo
     const catalog = yield* CatalogRepo
     const settings = yield* WorkspaceSettings
@@ -89,6 +91,7 @@ export class Impact extends Effect.Service<Impact>()("impact/Impact", {
         digests: candidate.right.digests,
         createdBy: caller.principalId
       })
+      yield* queued.fire
       return toImpactJob(row)
     })
 

@@ -14,6 +14,7 @@ import { hostname } from "node:os"
 import { CatalogLive } from "../catalog/Http.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
+import { claimWhenQueued, jobsQueued } from "../platform/Signal.js"
 import { candidateOf, makeTally, resultDigest } from "./Replay.js"
 import { type ImpactJobRow, ImpactRepo, type RetainedRow } from "./Repo.js"
 
@@ -21,7 +22,6 @@ import { type ImpactJobRow, ImpactRepo, type RetainedRow } from "./Repo.js"
 export const PAGE_SIZE = 2_000
 /** Decisions replayed between yields to other fibers. */
 const YIELD_EVERY = 250
-const CLAIM_POLL = Duration.millis(200)
 const STALE_AFTER_SECONDS = 30
 const MAX_RESUMES = 3
 
@@ -107,7 +107,9 @@ export const makeImpactRunner = Effect.gen(function* () {
     )
 
   yield* forever("recovery", repo.recoverStale(STALE_AFTER_SECONDS, MAX_RESUMES), Duration.seconds(10))
-  yield* forever("claim", drain, CLAIM_POLL)
+  yield* claimWhenQueued(yield* jobsQueued("impact"), drain, (cause) =>
+    Effect.logWarning("impact claim failed; retrying", cause)
+  )
 })
 
 /** The runner with the services it needs beyond the platform (its own catalog view and settings). */

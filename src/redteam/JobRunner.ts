@@ -23,6 +23,7 @@ import { CatalogLive } from "../catalog/Http.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
+import { claimWhenQueued, jobsQueued } from "../platform/Signal.js"
 import { DEMO_AGENT_ID } from "./DemoAgent.js"
 import { runAttack } from "./Execution.js"
 import { keepAttack } from "./Keeping.js"
@@ -33,7 +34,6 @@ import { type AgentProfileView, attackCases, type JobProfile } from "./Technique
 
 export const MAX_CONCURRENT_JOBS = 2
 export const ATTACKS_IN_FLIGHT = 4
-const CLAIM_POLL = Duration.millis(200)
 const CANCEL_POLL = Duration.millis(200)
 const HEARTBEAT_EVERY = Duration.seconds(2)
 export const STALE_AFTER_SECONDS = 10
@@ -49,6 +49,7 @@ const makeRunner = Effect.gen(function* () {
   const settings = yield* WorkspaceSettings
   const workerId = `${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`
   const running = new Set<string>()
+  const queued = yield* jobsQueued("redteam")
   const jobs = yield* FiberSet.make()
 
   const waitForCancel = (jobId: string) =>
@@ -111,7 +112,13 @@ const makeRunner = Effect.gen(function* () {
       ),
       // Interrupted by shutdown: hand the job back so a worker resumes it.
       Effect.onInterrupt(() => repo.release(workerId, job.id)),
-      Effect.ensuring(Effect.sync(() => running.delete(job.id))),
+      // A slot is free: a job still queued is claimed now, not at the next idle look.
+      Effect.ensuring(
+        Effect.zipRight(
+          Effect.sync(() => running.delete(job.id)),
+          queued.fire
+        )
+      ),
       Effect.withSpan("JobRunner.runJob", { attributes: { job_id: job.id, workspace_id: job.workspace_id } })
     )
 
@@ -148,7 +155,7 @@ const makeRunner = Effect.gen(function* () {
     Effect.suspend(() => repo.heartbeat(workerId, [...running])),
     HEARTBEAT_EVERY
   )
-  yield* forever("claim", claim, CLAIM_POLL)
+  yield* claimWhenQueued(queued, claim, (cause) => Effect.logWarning("red-team claim failed; retrying", cause))
 })
 
 /** The runner with the services it needs beyond the platform (its own pipeline and catalog view). */

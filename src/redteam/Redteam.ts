@@ -13,6 +13,7 @@ import { BadRequest, Conflict, NotFound } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { pageSize, toTimestamp } from "../platform/Schemas.js"
 import { orFailWith } from "../platform/Sql.js"
+import { jobsQueued } from "../platform/Signal.js"
 import { DEMO_PROFILE } from "./DemoAgent.js"
 import { DEMO_TARGET_URL, Plan, PlanId } from "./Domain.js"
 import { planFor } from "./Planner.js"
@@ -53,7 +54,8 @@ export const profileView = (profile: {
 })
 
 export class Redteam extends Effect.Service<Redteam>()("redteam/Redteam", {
-  effect: Effect.gen(function* () {
+  scoped: Effect.gen(function* () {
+    const queued = yield* jobsQueued("redteam")
     const repo = yield* RedteamRepo
     const agents = yield* Agents
     const settings = yield* WorkspaceSettings
@@ -159,6 +161,7 @@ export class Redteam extends Effect.Service<Redteam>()("redteam/Redteam", {
         target: input.target_url,
         agent_profile: profile
       })
+      yield* queued.fire
       return toJob(row)
     })
 
