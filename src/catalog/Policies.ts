@@ -95,7 +95,7 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
     const repo = yield* CatalogRepo
     const changes = yield* ConfigChanges
     const snapshots = yield* CatalogSnapshot
-    // Writes that add or change documents go through the workspace limits; enabling, disabling and deleting cannot raise them.
+    // Writes that add or change documents pass the workspace limits; enabling, disabling, deleting cannot raise them.
     const limits = yield* PolicyLimits
     // require_impact_before_enable: every write below that leaves a document enabled asks the gate first.
     const gate = yield* ImpactGate
