@@ -10,6 +10,7 @@ import { AgentId, AgentProfileDocument } from "./Domain.js"
 import { ConfigChanges } from "./ConfigChanges.js"
 import { generateFromProfile } from "./Generation.js"
 import { toPolicyDetail, toPolicySummary } from "./Policies.js"
+import { PolicyLimits } from "./PolicyLimits.js"
 import { readDocument } from "./PolicyLanguage.js"
 import { CatalogRepo, type NewAgent, type PolicyAuthor } from "./Repo.js"
 
@@ -71,6 +72,7 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
     const repo = yield* CatalogRepo
     const changes = yield* ConfigChanges
     const history = yield* CatalogVersions
+    const limits = yield* PolicyLimits
 
     /** Writes a profile (`write` answers its version, `None` when it could not) and records that version. */
     const writeProfile = (
@@ -162,9 +164,8 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
     ) {
       const profile = yield* find(workspaceId, agentId)
       const generated = generateFromProfile(profile)
-      const rows = yield* changes.change(
+      const rows = yield* limits.write(
         workspaceId,
-        "policies",
         Effect.forEach(generated, (policy) =>
           repo.upsertGeneratedPolicy(
             workspaceId,
@@ -224,5 +225,5 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
       generate
     }
   }),
-  dependencies: [CatalogRepo.Default, CatalogVersions.Default]
+  dependencies: [CatalogRepo.Default, CatalogVersions.Default, PolicyLimits.Default]
 }) {}

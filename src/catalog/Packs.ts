@@ -8,10 +8,10 @@
 import { Effect } from "effect"
 import { stringify } from "yaml"
 import { NotFound } from "../http/Errors.js"
-import { ConfigChanges } from "./ConfigChanges.js"
 import { PolicyId } from "./Domain.js"
 import { findPack, GUARD_PACKS, type GuardPack, type PackDocument } from "./PackDocuments.js"
 import { toPolicySummary } from "./Policies.js"
+import { PolicyLimits } from "./PolicyLimits.js"
 import { CatalogRepo, type PolicyAuthor } from "./Repo.js"
 import { ImpactGate } from "../impact/Gate.js"
 
@@ -50,7 +50,7 @@ const installedDocument = (document: PackDocument, options: InstallOptions) => (
 export class Packs extends Effect.Service<Packs>()("catalog/Packs", {
   effect: Effect.gen(function* () {
     const repo = yield* CatalogRepo
-    const changes = yield* ConfigChanges
+    const limits = yield* PolicyLimits
     const gate = yield* ImpactGate
 
     const install = Effect.fn("Packs.install")(function* (
@@ -63,16 +63,17 @@ export class Packs extends Effect.Service<Packs>()("catalog/Packs", {
       if (pack === undefined) return yield* packNotFound(name)
       if (options.enabled === true) {
         // Only the policies this install adds are enabled by it (existing ids are skipped).
-        const present = new Set((yield* repo.findPolicies(workspaceId, pack.policies.map((doc) => doc.id))).map((row) => row.id))
+        const shippedIds = pack.policies.map((doc) => doc.id)
+        const present = new Set((yield* repo.findPolicies(workspaceId, shippedIds)).map((row) => row.id))
         const added = pack.policies.filter((shipped) => !present.has(shipped.id))
         yield* gate.beforeEnabling(
           workspaceId,
           added.map((shipped) => ({ id: shipped.id, document: installedDocument(shipped, options) }))
         )
       }
-      const inserted = yield* changes.change(
+      // One transaction: a pack that would pass a workspace limit installs nothing.
+      const inserted = yield* limits.write(
         workspaceId,
-        "policies",
         Effect.forEach(pack.policies, (shipped) => {
           const document = installedDocument(shipped, options)
           return repo.insertPolicy(
@@ -113,5 +114,5 @@ export class Packs extends Effect.Service<Packs>()("catalog/Packs", {
       install
     }
   }),
-  dependencies: [CatalogRepo.Default, ImpactGate.Default]
+  dependencies: [CatalogRepo.Default, ImpactGate.Default, PolicyLimits.Default]
 }) {}

@@ -13,6 +13,7 @@ import { compilePolicy, type PolicyErrors, readDocument, validatePolicy } from "
 import { policyTestErrors, runPolicyTest, withPolicy } from "./PolicyTests.js"
 import { CatalogSnapshot } from "./Snapshot.js"
 import { toPolicyVersion } from "./Lifecycle.js"
+import { PolicyLimits } from "./PolicyLimits.js"
 import { CatalogRepo, type PolicyAuthor, type PolicyRow } from "./Repo.js"
 import { ImpactGate } from "../impact/Gate.js"
 
@@ -94,6 +95,8 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
     const repo = yield* CatalogRepo
     const changes = yield* ConfigChanges
     const snapshots = yield* CatalogSnapshot
+    // Writes that add or change documents pass the workspace limits; enabling, disabling, deleting cannot raise them.
+    const limits = yield* PolicyLimits
     // require_impact_before_enable: every write below that leaves a document enabled asks the gate first.
     const gate = yield* ImpactGate
 
@@ -113,9 +116,8 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
       if (checked.value["enabled"] !== false) {
         yield* gate.beforeEnabling(workspaceId, [{ id: columns.id, document: checked.value }])
       }
-      const inserted = yield* changes.change(
+      const inserted = yield* limits.write(
         workspaceId,
-        "policies",
         repo.insertPolicy(
           workspaceId,
           { ...columns, enabled: checked.value["enabled"] !== false, origin: null },
@@ -154,9 +156,8 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
       const staysEnabled =
         typeof enabled === "boolean" ? enabled : (yield* repo.findPolicies(workspaceId, [id]))[0]?.enabled === true
       if (staysEnabled) yield* gate.beforeEnabling(workspaceId, [{ id, document: checked.value }])
-      const replaced = yield* changes.change(
+      const replaced = yield* limits.write(
         workspaceId,
-        "policies",
         repo.replacePolicy(workspaceId, { ...columns, enabled: typeof enabled === "boolean" ? enabled : null }, author)
       )
       return yield* Option.match(replaced, {
@@ -216,7 +217,10 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
       if (invalid.length > 0) return yield* validationFailed(invalid)
       if (enabled) {
         const turnedOn = found.filter((row) => !row.enabled)
-        yield* gate.beforeEnabling(workspaceId, turnedOn.map((row) => ({ id: row.id, document: row.document })))
+        yield* gate.beforeEnabling(
+          workspaceId,
+          turnedOn.map((row) => ({ id: row.id, document: row.document }))
+        )
       }
       yield* changes.change(workspaceId, "policies", repo.setEnabled(workspaceId, unique, enabled))
       return (yield* repo.findPolicies(workspaceId, unique)).map(toPolicySummary)
@@ -301,5 +305,5 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
       draft
     }
   }),
-  dependencies: [CatalogRepo.Default, ImpactGate.Default]
+  dependencies: [CatalogRepo.Default, ImpactGate.Default, PolicyLimits.Default]
 }) {}

@@ -68,12 +68,19 @@ const toLower = (text: string): string => {
   return lowered.lower
 }
 
-/** Substring search with `indexOf` on a pre-lowercased needle (unless case-sensitive). */
+/**
+ * Substring search with `indexOf` on a pre-lowercased needle (unless case-sensitive). Lowercasing can
+ * change lengths (e.g. "İ"), so offsets would drift: such texts use a regex, compiled on first need
+ * only, so literal policies leave the shared compiled-pattern cache (UserRegex.ts) to the regexes.
+ */
 const literalFinder = (literal: string, caseSensitive: boolean): Finder => {
   if (literal === "") return findNothing // validation refuses it; indexOf("") would never advance
   const needle = caseSensitive ? literal : literal.toLowerCase()
-  // Lowercasing can change lengths (e.g. "İ"); offsets would drift, so such texts use a regex.
-  const fallback = Either.getOrElse(literalsFinder([literal], caseSensitive), () => findNothing)
+  let compiled: Finder | undefined
+  const fallback: Finder = (text, target, out) => {
+    compiled ??= Either.getOrElse(literalsFinder([literal], caseSensitive), () => findNothing)
+    compiled(text, target, out)
+  }
   if (needle.length !== literal.length) return fallback
   return (text, target, out) => {
     const haystack = caseSensitive ? text : toLower(text)
@@ -88,17 +95,28 @@ const literalFinder = (literal: string, caseSensitive: boolean): Finder => {
   }
 }
 
-export const makeFinder = (match: SimpleMatch): Either.Either<Finder, string> => {
+/** The parts of a simple match that say how it runs. */
+export type MatchRule = Pick<SimpleMatch, "type" | "value" | "case_sensitive">
+
+/**
+ * The pattern a simple match compiles on RE2 and keeps in the shared cache: a regex, or an `any_of`
+ * list of two or more; none for a literal (and a one-item list), which runs on `indexOf`.
+ */
+export const enginePatternOf = (
+  match: MatchRule
+): { readonly source: string; readonly caseSensitive: boolean } | undefined => {
   const caseSensitive = match.case_sensitive === true
   const values = typeof match.value === "string" ? [match.value] : match.value
-  switch (match.type) {
-    case "literal":
-      return Either.right(literalFinder(values[0] ?? "", caseSensitive))
-    case "any_of":
-      return values.length === 1
-        ? Either.right(literalFinder(values[0]!, caseSensitive))
-        : literalsFinder(values, caseSensitive)
-    case "regex":
-      return Either.map(compileUserRegex(values[0] ?? "", { caseSensitive }), regexFinder)
+  if (match.type === "regex") return { source: values[0] ?? "", caseSensitive }
+  if (match.type === "any_of" && values.length > 1) return { source: literalsPattern(values), caseSensitive }
+  return undefined
+}
+
+export const makeFinder = (match: SimpleMatch): Either.Either<Finder, string> => {
+  const pattern = enginePatternOf(match)
+  if (pattern !== undefined) {
+    return Either.map(compileUserRegex(pattern.source, { caseSensitive: pattern.caseSensitive }), regexFinder)
   }
+  const literal = typeof match.value === "string" ? match.value : (match.value[0] ?? "")
+  return Either.right(literalFinder(literal, match.case_sensitive === true))
 }

@@ -11,6 +11,12 @@
  * freed at once. If the heap still runs out, the wasm instance aborts, and an aborted instance never
  * gets the aborted call's memory back: it is replaced by a fresh one (see `replaceEngine`), and the
  * compile or match is tried once more there.
+ *
+ * A compile near the expansion bound stalls the main thread for up to ~220 ms (docs/BENCHMARKS.md), so
+ * what keeps recompiles rare is that the patterns in use fit the cache: each workspace's stored policies
+ * use at most MAX_REGEX_PATTERNS_PER_WORKSPACE distinct patterns (PolicyLimits.ts; literals stay out of
+ * the cache), so one workspace cannot cycle the cache by itself, and at the default (128) four
+ * workspaces at their limit fit together. Past that, evicted patterns recompile on their next use.
  */
 import { Either } from "effect"
 import { createRequire } from "node:module"
@@ -26,7 +32,8 @@ export const MAX_PATTERN_LENGTH = 2000
 export const LARGE_TEXT_UNITS = 16 * 1024
 /** A cached compiled pattern is recompiled after scanning this much text, releasing its DFA cache. */
 export const RECYCLE_AFTER_UNITS = 256 * 1024
-const MAX_CACHED = 512
+/** Compiled patterns kept, process-wide; a workspace may use at most MAX_REGEX_PATTERNS_PER_WORKSPACE of them. */
+export const MAX_CACHED = 512
 
 export interface RegexMatch {
   /** UTF-16 offsets into the text. */
@@ -58,6 +65,9 @@ const wrapped = (re: RE2): Wrapped => (re as unknown as { readonly wrapper: Wrap
 
 const flagsOf = (caseSensitive: boolean) => (caseSensitive ? "u" : "iu")
 
+/** What the cache holds a compiled pattern under: two policies with the same key share one compile. */
+export const patternKey = (source: string, caseSensitive: boolean) => `${flagsOf(caseSensitive)}/${source}`
+
 const requireEngine = createRequire(import.meta.url)
 /** re2-wasm's wrapper and its emscripten instance: loaded anew, they are a fresh wasm instance with a fresh heap. */
 const engineModules = [requireEngine.resolve("re2-wasm"), requireEngine.resolve("re2-wasm/build/wasm/re2.js")]
@@ -67,6 +77,9 @@ const loadEngine = (): typeof RE2 => {
 }
 let Engine = loadEngine()
 let engineReplacements = 0
+
+/** How many compiled patterns the cache holds now (for tests and diagnostics). */
+export const cachedRegexCount = () => cache.size
 
 /** How many times an aborted engine was replaced in this process (for tests and diagnostics). */
 export const regexEngineReplacements = () => engineReplacements
@@ -182,7 +195,7 @@ const runOnce = (
 }
 
 const makeUserRegex = (source: string, caseSensitive: boolean): UserRegex => {
-  const key = `${flagsOf(caseSensitive)}/${source}`
+  const key = patternKey(source, caseSensitive)
   return {
     engine: "re2",
     source,
@@ -224,7 +237,7 @@ export const compileUserRegex = (
 ): Either.Either<UserRegex, string> => {
   if (source.length > MAX_PATTERN_LENGTH) return Either.left(`pattern is longer than ${MAX_PATTERN_LENGTH} characters`)
   if (expansionOf(source) > MAX_EXPANSION) return Either.left(TOO_LARGE)
-  const key = `${flagsOf(options.caseSensitive)}/${source}`
+  const key = patternKey(source, options.caseSensitive)
   // A pattern that aborts a fresh engine too is refused; either abort replaces the engine it broke.
   for (let attempt = 0; !cache.has(key); attempt++) {
     try {

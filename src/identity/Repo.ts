@@ -1,7 +1,7 @@
 /** SQL of the identity domain. Every workspace-owned query takes the workspace id. */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
-import { dieOnErrors } from "../platform/Sql.js"
+import { dieOnErrors, lockKey } from "../platform/Sql.js"
 
 const Role = Schema.Literal("owner", "admin", "member")
 
@@ -122,7 +122,7 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
 
     return dieOnErrors({
       /** Serializes transactions that take the same key (held until commit). */
-      lockKey: (key: string) => sql`select pg_advisory_xact_lock(hashtextextended(${key}, 0))`,
+      lockKey: (key: string) => lockKey(sql, key),
 
       // ---- users
       findUserById: SqlSchema.findOne({

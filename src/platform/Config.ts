@@ -217,6 +217,10 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       passwordHashConcurrency: yield* positiveInteger("PASSWORD_HASH_CONCURRENCY", availableParallelism()),
       /** Analytics: an event older than this when it is aggregated is counted as late (dimension `late`). */
       analyticsLateGraceSeconds: yield* Config.integer("ANALYTICS_LATE_GRACE_SECONDS").pipe(Config.withDefault(300)),
+      /** Policies a workspace may store (409 `policy_limit_reached` past it; docs/policies.md#workspace-limits). */
+      maxPoliciesPerWorkspace: yield* positiveInteger("MAX_POLICIES_PER_WORKSPACE", 1_000),
+      /** Distinct RE2 patterns a workspace's policies may use: a quarter of the process's cache of 512 compiled. */
+      maxRegexPatternsPerWorkspace: yield* positiveInteger("MAX_REGEX_PATTERNS_PER_WORKSPACE", 128),
       /** Fingerprints kept per run or session for provenance inference (docs/authorization.md); more are not recorded. */
       provenanceMaxPerScope: yield* positiveInteger("PROVENANCE_MAX_PER_SCOPE", 2_000),
       /** Key material of provider API keys at rest (AES-256-GCM); generated under DATA_DIR when unset. */

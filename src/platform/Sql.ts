@@ -35,6 +35,10 @@ export const transactionOf =
 
 const isSqlError = (error: unknown): error is SqlError => error instanceof SqlError
 
+/** Serializes transactions that take the same key: held until the caller's transaction ends. */
+export const lockKey = (sql: SqlClient.SqlClient, key: string) =>
+  sql`select pg_advisory_xact_lock(hashtextextended(${key}, 0))`
+
 /** The row a lookup found, or `error()` when it found none. */
 export const orFailWith =
   <E2>(error: () => E2) =>

@@ -7,6 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
 import type { PolicyDocument } from "../../src/catalog/Domain.js"
 import { applyRewrite, compilePolicy, compilePolicyText, type PolicyAction } from "../../src/catalog/PolicyLanguage.js"
+import { cachedRegexCount } from "../../src/catalog/UserRegex.js"
 import { header, yaml } from "./policy-language-support.js"
 
 const policy = (match: PolicyDocument["match"], extra: Partial<PolicyDocument> = {}) =>
@@ -224,5 +225,24 @@ describe("compilePolicy", () => {
     expect(unsupported.errors[0]).toMatchObject({ path: "match.value" })
     expect(unsupported.match(content("aa"))).toEqual([])
     expect(Either.isLeft(compilePolicyText(yaml({ top: header("rewrite") })))).toBe(true)
+  })
+})
+
+describe("literal policies and the compiled-pattern cache", () => {
+  it("literal policies compile no RE2 pattern until a text needs one, leaving the shared cache to regexes", () => {
+    const before = cachedRegexCount()
+    const literals = Array.from({ length: 50 }, (_, i) =>
+      policy({ type: "literal", value: `cache phrase ${i}`, target: "content" })
+    )
+    expect(literals.flatMap((compiled) => compiled.errors)).toEqual([])
+    expect(literals[7]!.match(content("a CACHE PHRASE 7 here"))).toEqual([
+      { target: "content", start: 2, end: 16, text: "CACHE PHRASE 7" }
+    ])
+    expect(cachedRegexCount()).toBe(before)
+    // A text whose lowercasing changes its length needs the regex: compiled then, once.
+    expect(literals[3]!.match(content("İ CACHE PHRASE 3"))).toEqual([
+      { target: "content", start: 2, end: 16, text: "CACHE PHRASE 3" }
+    ])
+    expect(cachedRegexCount()).toBe(before + 1)
   })
 })

@@ -1,0 +1,104 @@
+/**
+ * Per-workspace limits on stored policies (docs/policies.md#workspace-limits):
+ * - MAX_POLICIES_PER_WORKSPACE policies;
+ * - MAX_REGEX_PATTERNS_PER_WORKSPACE distinct RE2 patterns (regexes and `any_of` lists, each with its
+ *   case sensitivity), kept well below the process-wide compiled-pattern cache (UserRegex.ts), so one
+ *   workspace cannot evict every other workspace's patterns and make them all recompile.
+ *
+ * Both count every stored policy, enabled or not: what is stored may be compiled (snapshot, tests,
+ * impact, red-team replay), and enabling or disabling never meets a limit. Every write that adds or
+ * changes policies runs through `write`: under a per-workspace transaction lock (so two concurrent
+ * writes cannot both slip past a limit) it counts before and after the write and rolls back a write
+ * that leaves a count above its limit and higher than before (so a workspace already over a lowered
+ * limit can still edit and delete).
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { Conflict } from "../http/Errors.js"
+import { AppConfig } from "../platform/Config.js"
+import { lockKey } from "../platform/Sql.js"
+import { ConfigChanges } from "./ConfigChanges.js"
+import { isFields } from "./PolicyMatchValidation.js"
+import { enginePatternOf, type MatchRule } from "./PolicyFinders.js"
+import { patternKey } from "./UserRegex.js"
+
+const SIMPLE_TYPES: ReadonlyArray<unknown> = ["literal", "regex", "any_of"]
+
+const isMatchRule = (node: { readonly [key: string]: unknown }): node is MatchRule =>
+  SIMPLE_TYPES.includes(node["type"]) &&
+  (typeof node["value"] === "string" ||
+    (Array.isArray(node["value"]) && node["value"].every((item) => typeof item === "string")))
+
+/** Adds the cache keys of the RE2 patterns a stored `match` compiles (its leaves under all/any/not) to `keys`. */
+const collectPatterns = (node: unknown, keys: Set<string>): void => {
+  if (!isFields(node)) return
+  for (const children of [node["all"], node["any"]]) {
+    if (Array.isArray(children)) for (const child of children) collectPatterns(child, keys)
+  }
+  if (node["not"] !== undefined) collectPatterns(node["not"], keys)
+  if (!isMatchRule(node)) return
+  const pattern = enginePatternOf(node)
+  if (pattern !== undefined) keys.add(patternKey(pattern.source, pattern.caseSensitive))
+}
+
+interface Usage {
+  readonly policies: number
+  readonly patterns: number
+}
+
+const usageOf = (matches: ReadonlyArray<unknown>): Usage => {
+  const keys = new Set<string>()
+  for (const match of matches) collectPatterns(match, keys)
+  return { policies: matches.length, patterns: keys.size }
+}
+
+export class PolicyLimits extends Effect.Service<PolicyLimits>()("catalog/PolicyLimits", {
+  effect: Effect.gen(function* () {
+    const config = yield* AppConfig
+    const sql = yield* SqlClient.SqlClient
+    const changes = yield* ConfigChanges
+    const maxPolicies = config.maxPoliciesPerWorkspace
+    const maxPatterns = config.maxRegexPatternsPerWorkspace
+
+    const refusal = (before: Usage, after: Usage): Conflict | undefined => {
+      if (after.policies > maxPolicies && after.policies > before.policies) {
+        return new Conflict({
+          code: "policy_limit_reached",
+          message: `This workspace may store at most ${maxPolicies} policies (MAX_POLICIES_PER_WORKSPACE) and holds ${before.policies}; delete policies it no longer needs, or ask the operator to raise the limit.`
+        })
+      }
+      if (after.patterns > maxPatterns && after.patterns > before.patterns) {
+        return new Conflict({
+          code: "regex_limit_reached",
+          message: `This workspace's policies may use at most ${maxPatterns} distinct regex patterns (MAX_REGEX_PATTERNS_PER_WORKSPACE: regex values and any_of lists, each with its case sensitivity) and use ${before.patterns}; reuse a pattern a policy already has, or delete or change a policy that uses one.`
+        })
+      }
+      return undefined
+    }
+
+    /** The stored policies' count and distinct patterns (a database failure is a defect, as in Repo.ts). */
+    const usage = (workspaceId: string) =>
+      sql<{ readonly match: unknown }>`select document->'match' as match from policies
+          where workspace_id = ${workspaceId}`.pipe(
+        Effect.map((rows) => usageOf(rows.map((row) => row.match))),
+        Effect.orDie
+      )
+
+    /** Runs a write of the workspace's policies as a config change, refused (409, rolled back) past a limit. */
+    const write = <A, E, R>(workspaceId: string, write: Effect.Effect<A, E, R>) =>
+      changes.change(
+        workspaceId,
+        "policies",
+        Effect.gen(function* () {
+          yield* Effect.orDie(lockKey(sql, `policies:${workspaceId}`))
+          const before = yield* usage(workspaceId)
+          const result = yield* write
+          const refused = refusal(before, yield* usage(workspaceId))
+          if (refused !== undefined) return yield* refused
+          return result
+        })
+      )
+
+    return { write }
+  })
+}) {}
