@@ -17,7 +17,7 @@ import {
   SimpleMatch
 } from "./MatchSchemas.js"
 import { regexMatchesEmpty } from "./RegexSafety.js"
-import { compileUserRegex } from "./UserRegex.js"
+import { regexProblem } from "./UserRegex.js"
 
 export interface PolicyError {
   readonly path: string
@@ -87,10 +87,10 @@ const INDEX = "0|[1-9][0-9]*"
 const TARGET = new RegExp(`^(?:content|operation|params(?:\\.(?:${IDENT}|${INDEX}))+)$`)
 
 const regexErrors = (pattern: string, caseSensitive: boolean): Array<string> => {
-  const compiled = compileUserRegex(pattern, { caseSensitive })
-  if (Either.isLeft(compiled)) {
+  const problem = regexProblem(pattern, { caseSensitive })
+  if (problem !== undefined) {
     return [
-      `Unsupported regex: ${compiled.left}. Policies run on RE2 (linear time): back-references and lookarounds are not supported`
+      `Unsupported regex: ${problem}. Policies run on RE2 (linear time): back-references and lookarounds are not supported`
     ]
   }
   if (regexMatchesEmpty(pattern)) {

@@ -227,16 +227,44 @@ const reasonOf = (error: unknown) =>
         ""
       )
 
+/** Why `source` is refused before compiling (too long, expands too far), or undefined. */
+const refusedUncompiled = (source: string) =>
+  source.length > MAX_PATTERN_LENGTH
+    ? `pattern is longer than ${MAX_PATTERN_LENGTH} characters`
+    : expansionOf(source) > MAX_EXPANSION
+      ? TOO_LARGE
+      : undefined
+
 /**
- * Compiles a user's pattern on RE2, or says why it cannot run there. Compiling once here also
- * warms the cache for the first match.
+ * Why a user's pattern cannot run on RE2, or undefined. It is compiled once and freed at once: checking
+ * patterns (validation, `POST /v1/policies/validate`) takes no slot of the cache the policies in use share.
+ */
+export const regexProblem = (source: string, options: { readonly caseSensitive: boolean }): string | undefined => {
+  const refused = refusedUncompiled(source)
+  if (refused !== undefined) return refused
+  // A pattern that aborts a fresh engine too is refused; either abort replaces the engine it broke.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      compileRaw(source, options.caseSensitive).delete()
+      return undefined
+    } catch (error) {
+      if (!isEngineFailure(error)) return reasonOf(error)
+      replaceEngine()
+      if (attempt > 0) return reasonOf(error)
+    }
+  }
+}
+
+/**
+ * Compiles a user's pattern on RE2 into the cache, or says why it cannot run there. Compiling once here
+ * also warms the cache for the first match.
  */
 export const compileUserRegex = (
   source: string,
   options: { readonly caseSensitive: boolean }
 ): Either.Either<UserRegex, string> => {
-  if (source.length > MAX_PATTERN_LENGTH) return Either.left(`pattern is longer than ${MAX_PATTERN_LENGTH} characters`)
-  if (expansionOf(source) > MAX_EXPANSION) return Either.left(TOO_LARGE)
+  const refused = refusedUncompiled(source)
+  if (refused !== undefined) return Either.left(refused)
   const key = patternKey(source, options.caseSensitive)
   // A pattern that aborts a fresh engine too is refused; either abort replaces the engine it broke.
   for (let attempt = 0; !cache.has(key); attempt++) {

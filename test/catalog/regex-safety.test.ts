@@ -5,7 +5,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
 import { regexMatchesEmpty } from "../../src/catalog/RegexSafety.js"
-import { compileUserRegex, matchesAnywhere, regexEngineReplacements } from "../../src/catalog/UserRegex.js"
+import {
+  cachedRegexCount,
+  compileUserRegex,
+  matchesAnywhere,
+  regexEngineReplacements,
+  regexProblem
+} from "../../src/catalog/UserRegex.js"
 
 // `refused` is a fragment of the expected reason; null means the pattern compiles on RE2.
 const catastrophic: ReadonlyArray<{ readonly pattern: string; readonly refused: string | null }> = [
@@ -123,6 +129,20 @@ describe("compileUserRegex", () => {
       [6, 11]
     ])
     expect(collect("ÉCOLE", "école École", true)).toEqual([])
+  })
+})
+
+describe("regexProblem", () => {
+  it("checks a pattern without taking a slot of the shared cache, with the reasons compiling gives", () => {
+    const before = cachedRegexCount()
+    for (let i = 0; i < 50; i++)
+      expect(regexProblem(`check-only-${i}-[a-z]+`, { caseSensitive: false })).toBeUndefined()
+    expect(cachedRegexCount()).toBe(before)
+    for (const bad of ["(a)\\1", "(?=a)b", "\\p{L}{1000}"]) {
+      const compiled = compileUserRegex(bad, { caseSensitive: true })
+      expect(Either.isLeft(compiled), bad).toBe(true)
+      expect(regexProblem(bad, { caseSensitive: true }), bad).toBe(Either.isLeft(compiled) ? compiled.left : "")
+    }
   })
 })
 
