@@ -7,6 +7,7 @@ import type { McpServerId } from "../../src/mcp/Domain.js"
 import { registerAgent } from "../gateway/gateway-helpers.js"
 import { createPolicy } from "../support/Events.js"
 import { createKey, tenant, type Tenant } from "../support/Tenants.js"
+import { request } from "../support/Raw.js"
 import { baseUrl } from "../support/TestServer.js"
 import { IBAN } from "./mcp-upstream.js"
 
@@ -102,3 +103,19 @@ export const screenContent = (setup: Setup) =>
       appliesTo: ["tool.result"]
     })
   })
+
+/** One JSON-RPC message POSTed to the gateway's endpoint with the runtime key, as raw HTTP (no SDK session). */
+export const postMessage = (setup: Setup, message: Record<string, unknown>) =>
+  request(`${setup.base}/v1/mcp/${setup.serverId}`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${setup.key}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream"
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", ...message })
+  })
+
+/** A `tools/call` of `lookup_order` with JSON-RPC id 7, POSTed raw (postMessage). */
+export const rawLookupCall = (setup: Setup) =>
+  postMessage(setup, { id: 7, method: "tools/call", params: { name: "lookup_order", arguments: { order_id: "o-1" } } })
