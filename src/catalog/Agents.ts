@@ -5,6 +5,7 @@
  */
 import { Effect, Either, Option, ParseResult, Schema } from "effect"
 import { BadRequest, Conflict, NotFound } from "../http/Errors.js"
+import { ImpactGate } from "../impact/Gate.js"
 import { CatalogVersions } from "./CatalogVersions.js"
 import { AgentId, AgentProfileDocument } from "./Domain.js"
 import { ConfigChanges } from "./ConfigChanges.js"
@@ -73,6 +74,7 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
     const changes = yield* ConfigChanges
     const history = yield* CatalogVersions
     const limits = yield* PolicyLimits
+    const gate = yield* ImpactGate
 
     /** Writes a profile (`write` answers its version, `None` when it could not) and records that version. */
     const writeProfile = (
@@ -156,6 +158,36 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
       )
     )
 
+    /**
+     * Regenerating keeps whether each policy is enabled, so a new document replacing an enabled one goes
+     * live: it passes `require_impact_before_enable` like a PUT (docs/catalog.md#generated-guardrails).
+     */
+    const gateChangedEnabled = (
+      workspaceId: string,
+      generated: ReadonlyArray<{ readonly document: Record<string, unknown>; readonly sourceYaml: string }>
+    ) =>
+      Effect.flatMap(
+        repo.findPolicies(
+          workspaceId,
+          generated.map((policy) => String(policy.document["id"]))
+        ),
+        (stored) => {
+          const live = new Map(
+            stored
+              .filter((row) => row.enabled && row.origin === "agent_profile")
+              .map((row) => [row.id, row.source_yaml])
+          )
+          const changed = generated.filter((policy) => {
+            const current = live.get(String(policy.document["id"]))
+            return current !== undefined && current !== policy.sourceYaml
+          })
+          return gate.beforeEnabling(
+            workspaceId,
+            changed.map((policy) => ({ id: String(policy.document["id"]), document: policy.document }))
+          )
+        }
+      )
+
     /** Upserts the policies derived from the profile (disabled, stable ids: regenerating does not duplicate). */
     const generate = Effect.fn("Agents.generate")(function* (
       workspaceId: string,
@@ -166,36 +198,39 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
       const generated = generateFromProfile(profile)
       const rows = yield* limits.write(
         workspaceId,
-        Effect.forEach(generated, (policy) =>
-          repo.upsertGeneratedPolicy(
-            workspaceId,
-            {
-              id: String(policy.document["id"]),
-              description: String(policy.document["description"]),
-              family: String(policy.document["family"]),
-              severity: String(policy.document["severity"]),
-              action: String(policy.document["action"]),
-              enabled: false,
-              ownerAgentId: agentId,
-              sourceYaml: policy.sourceYaml,
-              document: policy.document,
-              origin: "agent_profile"
-            },
-            author
+        Effect.zipRight(
+          gateChangedEnabled(workspaceId, generated),
+          Effect.forEach(generated, (policy) =>
+            repo.upsertGeneratedPolicy(
+              workspaceId,
+              {
+                id: String(policy.document["id"]),
+                description: String(policy.document["description"]),
+                family: String(policy.document["family"]),
+                severity: String(policy.document["severity"]),
+                action: String(policy.document["action"]),
+                enabled: false,
+                ownerAgentId: agentId,
+                sourceYaml: policy.sourceYaml,
+                document: policy.document,
+                origin: "agent_profile"
+              },
+              author
+            )
+          ).pipe(
+            // Inside the transaction: an id held by an authored policy rolls the whole generation back.
+            Effect.flatMap((upserted) => {
+              const taken = generated.filter((_, index) => Option.isNone(upserted[index]!))
+              return taken.length === 0
+                ? Effect.succeed(upserted.flatMap((row) => Option.toArray(row)))
+                : Effect.fail(
+                    new Conflict({
+                      code: "policy_id_taken",
+                      message: `Authored policies already use the generated id(s) ${taken.map((policy) => String(policy.document["id"])).join(", ")}; rename them and generate again.`
+                    })
+                  )
+            })
           )
-        ).pipe(
-          // Inside the transaction: an id held by an authored policy rolls the whole generation back.
-          Effect.flatMap((upserted) => {
-            const taken = generated.filter((_, index) => Option.isNone(upserted[index]!))
-            return taken.length === 0
-              ? Effect.succeed(upserted.flatMap((row) => Option.toArray(row)))
-              : Effect.fail(
-                  new Conflict({
-                    code: "policy_id_taken",
-                    message: `Authored policies already use the generated id(s) ${taken.map((policy) => String(policy.document["id"])).join(", ")}; rename them and generate again.`
-                  })
-                )
-          })
         )
       )
       return rows.map(toPolicyDetail)
@@ -225,5 +260,5 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
       generate
     }
   }),
-  dependencies: [CatalogRepo.Default, CatalogVersions.Default, PolicyLimits.Default]
+  dependencies: [CatalogRepo.Default, CatalogVersions.Default, ImpactGate.Default, PolicyLimits.Default]
 }) {}

@@ -1,13 +1,14 @@
 /**
  * `require_impact_before_enable` over HTTP: with the setting on, every path
  * that enables a policy (create enabled, enable, batch enable, PUT, rollback,
- * pack install) answers 409 `impact_required` until an impact replay of that
+ * pack install, a regeneration from an agent profile that changes an enabled
+ * policy) answers 409 `impact_required` until an impact replay of that
  * very document has completed (within 24 hours), and then succeeds; with it
  * off (the default) nothing changes.
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { PolicyId } from "../../src/catalog/Domain.js"
+import { AgentId, PolicyId } from "../../src/catalog/Domain.js"
 import { expectFailure } from "../support/Api.js"
 import { policyDocument, yamlBytes } from "../support/Events.js"
 import { tenant } from "../support/Tenants.js"
@@ -16,6 +17,12 @@ import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from
 import { aroundNow, replay } from "./impact-helpers.js"
 
 const path = (id: string) => ({ id: PolicyId.make(id) })
+
+/** A profile whose one generated policy is `<agent>.cannot-promise.full-refund`, with `phrase` as its literal. */
+const profileYaml = (agentId: string, phrase: string) =>
+  yamlBytes(
+    `agent_id: ${agentId}\ndisplay_name: Gate Bot\nauthority:\n  cannot_promise: ["${phrase}"]\nscope: {}\ntone:\n  target: neutral\n`
+  )
 
 layer(testServerWithDatabase("database"), SERVER_OPTIONS)("require_impact_before_enable over HTTP", (it) => {
   describe("the gate on every enabling path", () => {
@@ -42,7 +49,11 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("require_impact_before
         yield* policies.createPolicy({ payload: yamlBytes(docA) })
 
         // Enable and batch enable: refused until a replay with p1 in enable_ids completed.
-        yield* expectFailure(policies.setPolicyEnabled({ path: path("p1"), payload: { enabled: true } }), 409, "impact_required")
+        yield* expectFailure(
+          policies.setPolicyEnabled({ path: path("p1"), payload: { enabled: true } }),
+          409,
+          "impact_required"
+        )
         yield* expectFailure(
           policies.setPoliciesEnabled({ payload: { ids: [PolicyId.make("p1")], enabled: true } }),
           409,
@@ -53,12 +64,18 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("require_impact_before
         expect(first.document_digests).toHaveLength(1)
         expect((yield* policies.setPolicyEnabled({ path: path("p1"), payload: { enabled: true } })).enabled).toBe(true)
         // Enabling what is on already, and disabling, need nothing.
-        yield* policies.setPoliciesEnabled({ payload: { ids: [PolicyId.make("p1"), PolicyId.make("free")], enabled: true } })
+        yield* policies.setPoliciesEnabled({
+          payload: { ids: [PolicyId.make("p1"), PolicyId.make("free")], enabled: true }
+        })
         yield* policies.setPolicyEnabled({ path: path("free"), payload: { enabled: false } })
 
         // PUT of a new document on an enabled policy: refused until that document was replayed.
         const docB = policyDocument("p1", { value: "beta" })
-        yield* expectFailure(policies.replacePolicy({ path: path("p1"), payload: yamlBytes(docB) }), 409, "impact_required")
+        yield* expectFailure(
+          policies.replacePolicy({ path: path("p1"), payload: yamlBytes(docB) }),
+          409,
+          "impact_required"
+        )
         yield* replay(owner, { candidate_policies: [docB], ...aroundNow() })
         expect((yield* policies.replacePolicy({ path: path("p1"), payload: yamlBytes(docB) })).version).toBe(2)
         // `enabled` is not part of what was replayed: the same document turned on explicitly passes too.
@@ -74,7 +91,11 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("require_impact_before
         yield* policies.replacePolicy({ path: path("p1"), payload: yamlBytes(docC) })
         yield* policies.replacePolicy({ path: path("p1"), payload: yamlBytes(docBOn) })
         yield* owner.api.settings.updateSettings({ payload: { require_impact_before_enable: true } })
-        yield* expectFailure(policies.rollbackPolicy({ path: path("p1"), payload: { version: 5 } }), 409, "impact_required")
+        yield* expectFailure(
+          policies.rollbackPolicy({ path: path("p1"), payload: { version: 5 } }),
+          409,
+          "impact_required"
+        )
         expect((yield* policies.getPolicy({ path: path("p1") })).version).toBe(6)
 
         // Pack install: enabled is refused, disabled is fine.
@@ -95,6 +116,47 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("require_impact_before
       })
     )
 
+    it.effect("regenerating an enabled generated policy with a new document needs a replay of that document", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const agents = owner.api.agents
+        const policies = owner.api.policies
+        yield* owner.api.settings.updateSettings({ payload: { require_impact_before_enable: true } })
+        yield* agents.createAgent({ payload: profileYaml("gate-bot", "full refund") })
+        const generate = agents.generateAgentGuardrails({ path: { id: AgentId.make("gate-bot") } })
+        const [generated] = (yield* generate).generated
+        const id = generated!.id
+        // Generated disabled: no replay needed; enabling it needs one.
+        yield* expectFailure(
+          policies.setPolicyEnabled({ path: path(id), payload: { enabled: true } }),
+          409,
+          "impact_required"
+        )
+        yield* replay(owner, { enable_ids: [id], ...aroundNow() })
+        yield* policies.setPolicyEnabled({ path: path(id), payload: { enabled: true } })
+        // Regenerating the same document changes nothing and passes.
+        expect((yield* generate).generated[0]).toMatchObject({ id, enabled: true, version: 1 })
+
+        // The profile now spells the phrase differently: same id, a new document that would go live at once.
+        yield* agents.replaceAgent({
+          path: { id: AgentId.make("gate-bot") },
+          payload: profileYaml("gate-bot", "Full Refund")
+        })
+        const refused = yield* expectFailure(generate, 409, "impact_required")
+        expect(refused.details?.map((detail) => detail.path)).toEqual([id])
+        const kept = yield* policies.getPolicy({ path: path(id) })
+        expect(kept).toMatchObject({ enabled: true, version: 1 })
+        expect(kept.source_yaml).toContain("full refund")
+
+        // Disabled, it regenerates; the new document is enabled after its own replay.
+        yield* policies.setPolicyEnabled({ path: path(id), payload: { enabled: false } })
+        expect((yield* generate).generated[0]).toMatchObject({ id, enabled: false, version: 2 })
+        yield* replay(owner, { enable_ids: [id], ...aroundNow() })
+        expect((yield* policies.setPolicyEnabled({ path: path(id), payload: { enabled: true } })).enabled).toBe(true)
+      })
+    )
+
     it.effect("a replay vouches for 24 hours: aged past that, enabling is refused again", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
@@ -109,9 +171,15 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("require_impact_before
           "update impact_jobs set finished_at = now() - interval '25 hours' where id = $1",
           [job.id]
         )
-        yield* expectFailure(policies.setPolicyEnabled({ path: path("late"), payload: { enabled: true } }), 409, "impact_required")
+        yield* expectFailure(
+          policies.setPolicyEnabled({ path: path("late"), payload: { enabled: true } }),
+          409,
+          "impact_required"
+        )
         yield* replay(owner, { enable_ids: ["late"], ...aroundNow() })
-        expect((yield* policies.setPolicyEnabled({ path: path("late"), payload: { enabled: true } })).enabled).toBe(true)
+        expect((yield* policies.setPolicyEnabled({ path: path("late"), payload: { enabled: true } })).enabled).toBe(
+          true
+        )
       })
     )
   })
