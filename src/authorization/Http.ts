@@ -5,6 +5,8 @@ import { GuardrailApi } from "../Api.js"
 import { type HotEndpoint, routerHandler } from "../http/Hot.js"
 import { CurrentCaller, inWorkspace } from "../identity/Authentication.js"
 import { Idempotency } from "../idempotency/Idempotency.js"
+import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
+import { keepDecisionAnswer } from "../privacy/Payloads.js"
 import { pageSize } from "../platform/Schemas.js"
 import { Approvals } from "./Approvals.js"
 import { mapInput } from "../platform/Warm.js"
@@ -30,7 +32,13 @@ export const authorizeEvent = Effect.gen(function* () {
       startedAt: request.startedAt
     }))
   }
-  return idempotency.hot(hot, AuthorizationResponse)
+  const settings = yield* WorkspaceSettings
+  // The caller gets its own content back; what a repeat answers is stored as the trace keeps it.
+  return idempotency.hot(hot, AuthorizationResponse, (request, response) =>
+    Effect.map(settings.runtimeConfig(request.caller.workspaceId), (config) =>
+      keepDecisionAnswer(config.settings.data_handling_mode, response)
+    )
+  )
 })
 
 export const EventsHttpLive = HttpApiBuilder.group(GuardrailApi, "events", (handlers) =>

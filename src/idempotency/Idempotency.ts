@@ -26,16 +26,29 @@ export class Idempotency extends Effect.Service<Idempotency>()("idempotency/Idem
   effect: Effect.gen(function* () {
     const repo = yield* IdempotencyRepo
 
-    /** The hot endpoint, made idempotent per `Idempotency-Key`; its success is stored as `success` encodes it. */
+    /**
+     * The hot endpoint, made idempotent per `Idempotency-Key`; its success is stored as `success` encodes
+     * it, after `storable` (the workspace's data handling mode: a repeat answers what may be kept).
+     */
     const hot = <P, Payload, A, I>(
       endpoint: HotEndpoint<P, Payload, A>,
-      success: Schema.Schema<A, I>
+      success: Schema.Schema<A, I>,
+      storable: (request: HotRequest<P, Payload>, value: A) => Effect.Effect<A> = (_, value) => Effect.succeed(value)
     ): HotEndpoint<P, Payload, A> => {
       const encode = Schema.encodeSync(success)
       const decode = Schema.decodeUnknown(success)
+      // The credential's environment is part of the request: another environment's key gets its own answer.
       const digestOf = (request: HotRequest<P, Payload>) =>
         createHash("sha256")
-          .update(JSON.stringify([endpoint.group, endpoint.endpoint, request.path ?? null, request.payload]))
+          .update(
+            JSON.stringify([
+              endpoint.group,
+              endpoint.endpoint,
+              request.caller.environmentId,
+              request.path ?? null,
+              request.payload
+            ])
+          )
           .digest("hex")
 
       /** Waits for the first request's answer; `Released` when it failed and gave the key up. */
@@ -65,7 +78,9 @@ export class Idempotency extends Effect.Service<Idempotency>()("idempotency/Idem
                   .pipe(
                     Effect.onExit((exit) =>
                       exit._tag === "Success"
-                        ? repo.complete({ ...ref, response: JSON.stringify(encode(exit.value)) })
+                        ? Effect.flatMap(storable(request, exit.value), (kept) =>
+                            repo.complete({ ...ref, response: JSON.stringify(encode(kept)) })
+                          )
                         : repo.release(ref)
                     )
                   )

@@ -5,6 +5,11 @@
  */
 import { type DataHandlingMode, keepJson } from "./Redaction.js"
 
+interface DecisionAnswerShape {
+  readonly findings: ReadonlyArray<{ readonly evidence: unknown }>
+  readonly transformed_value: unknown
+}
+
 interface TracePayloadShape {
   readonly request: {
     readonly action: {
@@ -15,11 +20,18 @@ interface TracePayloadShape {
     }
     readonly metadata: unknown
   }
-  readonly response: {
-    readonly findings: ReadonlyArray<{ readonly evidence: unknown }>
-    readonly transformed_value: unknown
-  }
+  readonly response: DecisionAnswerShape
 }
+
+/** A decision's answer as it may be stored (trace, idempotent repeat): finding evidence and the rewritten value. */
+export const keepDecisionAnswer = <A extends DecisionAnswerShape>(mode: DataHandlingMode, answer: A): A =>
+  mode === "raw_allowed"
+    ? answer
+    : {
+        ...answer,
+        findings: answer.findings.map((finding) => ({ ...finding, evidence: keepJson(mode, finding.evidence) })),
+        transformed_value: keepJson(mode, answer.transformed_value)
+      }
 
 /** A decision trace's payload: content, params, metadata, finding evidence and the rewritten value. */
 export const keepTracePayload = <P extends TracePayloadShape>(mode: DataHandlingMode, payload: P): P => {
@@ -36,10 +48,6 @@ export const keepTracePayload = <P extends TracePayloadShape>(mode: DataHandling
       },
       metadata: keepJson(mode, payload.request.metadata)
     },
-    response: {
-      ...payload.response,
-      findings: payload.response.findings.map((finding) => ({ ...finding, evidence: keepJson(mode, finding.evidence) })),
-      transformed_value: keepJson(mode, payload.response.transformed_value)
-    }
+    response: keepDecisionAnswer(mode, payload.response)
   }
 }

@@ -2,14 +2,15 @@
  * `Idempotency-Key` on `POST /v1/events` and run-event appends (migration
  * 0024): a repeat within 24 h answers the first result and writes nothing,
  * concurrent duplicates write once, a key is its workspace's own, and the
- * same key with another request is refused.
+ * same key with another request (another environment's credential included)
+ * is refused.
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { queryDatabase } from "../support/Database.js"
 import { createAgent, eventBody, reply } from "../support/Events.js"
 import { call, expectError, expectValidation } from "../support/Raw.js"
-import { type Tenant, tenant } from "../support/Tenants.js"
+import { createEnvironment, createKey, type Tenant, tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 
 const AGENT = "support-bot"
@@ -54,6 +55,25 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("idempotency keys", (i
       yield* decide(base, owner, "Hello")
       expect(yield* countIn("traces", owner.workspaceId)).toBe(3)
       expectValidation(yield* decide(base, owner, "Hello", "x".repeat(256)), "headers.idempotency-key")
+    })
+  )
+
+  it.effect("the same key and body from another environment's runtime key is another request", () =>
+    Effect.gen(function* () {
+      const { base, owner } = yield* setUp
+      const staging = yield* createEnvironment(owner)
+      const production = yield* createKey(owner, { environment_id: owner.defaultEnvironmentId })
+      const stagingKey = yield* createKey(owner, { environment_id: staging.id })
+      // The principal's environment is left out: each runtime key completes it with its own.
+      const { principal, ...rest } = eventBody(owner, AGENT, reply("Hello"))
+      const body = { ...rest, principal: { agent_id: principal.agent_id } }
+      const send = (token: string) =>
+        call(base, "POST", "/v1/events", { token, body, headers: { "idempotency-key": "shared-key" } })
+      const first = yield* send(production.plaintext_key)
+      expect(first.status, first.text).toBe(200)
+      expectError(yield* send(stagingKey.plaintext_key), 422, "idempotency_key_reused")
+      expect([(yield* send(production.plaintext_key)).body]).toEqual([first.body])
+      expect(yield* countIn("traces", owner.workspaceId)).toBe(1)
     })
   )
 

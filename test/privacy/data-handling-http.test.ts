@@ -1,15 +1,17 @@
 /**
  * data_handling_mode end to end, over PostgreSQL and Kafka: decisions are
  * made on the raw content, and in `redacted` and `metadata_only` modes no
- * raw PII or secret survives in traces, receipts, run events, review events
- * or any message of the decisions, run-events and review-events topics.
+ * raw PII or secret survives in traces, receipts, run events, review events,
+ * the answers kept for an Idempotency-Key's repeats, or any message of the
+ * decisions, run-events and review-events topics.
  * `raw_allowed` keeps the content (so the checks can tell the difference).
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { createHash } from "node:crypto"
 import { queryDatabase } from "../support/Database.js"
-import { createAgent, createPolicy, proposeCall } from "../support/Events.js"
+import { createAgent, createPolicy, eventBody, proposeCall } from "../support/Events.js"
+import { call } from "../support/Raw.js"
 import { type Tenant, tenant } from "../support/Tenants.js"
 import { uniqueName } from "../support/TestPlatform.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
@@ -28,6 +30,7 @@ const CONTENT = `Contact ${EMAIL} or ${PHONE}; card ${CARD}; IBAN ${IBAN}; token
 type Mode = "raw_allowed" | "redacted" | "metadata_only"
 
 interface Trail {
+  readonly idempotencyKey: string
   readonly runId: string
   readonly traceIds: ReadonlyArray<string>
   readonly reviewId: string
@@ -58,6 +61,19 @@ const leaveTrail = (base: string, owner: Tenant, mode: Mode) =>
     )
     expect(denied.effect).toBe("deny")
     expect(denied.findings.map((finding) => finding.policy_id)).toEqual(["no-openai-keys"])
+    // With an Idempotency-Key: the caller gets its content back; what a repeat answers is stored as kept.
+    const idempotencyKey = uniqueName(`trail-${mode}`)
+    const keyedCall = call(base, "POST", "/v1/events", {
+      token: owner.jwt,
+      body: eventBody(owner, "bot", { operation: "reply", content: CONTENT }, { run_id: run.id }),
+      headers: { "idempotency-key": idempotencyKey }
+    })
+    const keyed = yield* keyedCall
+    expect(keyed.status).toBe(200)
+    const keyedAnswer = keyed.body as { readonly trace_id: string; readonly transformed_value: unknown }
+    expect(keyedAnswer.transformed_value).toContain(EMAIL)
+    const repeated = yield* keyedCall
+    expect(repeated.body).toMatchObject({ effect: "rewrite", trace_id: keyedAnswer.trace_id })
     yield* owner.api.runs.appendRunEvent({
       path: { id: run.id },
       payload: {
@@ -71,7 +87,12 @@ const leaveTrail = (base: string, owner: Tenant, mode: Mode) =>
       path: { trace_id: rewritten.trace_id },
       payload: { outcome: "accepted", note: `checked with ${EMAIL}`, metadata: { iban: IBAN } }
     })
-    return { runId: run.id, traceIds: [rewritten.trace_id, denied.trace_id], reviewId: review.id } satisfies Trail
+    return {
+      idempotencyKey,
+      runId: run.id,
+      traceIds: [rewritten.trace_id, denied.trace_id, keyedAnswer.trace_id],
+      reviewId: review.id
+    } satisfies Trail
   })
 
 /** Everything stored about a trail, as one JSON text (receipt payloads decoded). */
@@ -89,12 +110,16 @@ const storedText = (url: string, trail: Trail) =>
     const reviews = yield* queryDatabase(url, "select note, metadata from review_events where id = $1", [
       trail.reviewId
     ])
-    expect(traces).toHaveLength(2)
-    expect(receipts).toHaveLength(2)
+    const repeats = yield* queryDatabase(url, "select response from idempotency_keys where idempotency_key = $1", [
+      trail.idempotencyKey
+    ])
+    expect(traces).toHaveLength(3)
+    expect(receipts).toHaveLength(3)
+    expect(repeats).toHaveLength(1)
     expect(events).toHaveLength(1)
     expect(reviews).toHaveLength(1)
     const receiptPayloads = receipts.map(({ jws }) => Buffer.from(jws.split(".")[1]!, "base64url").toString("utf8"))
-    return JSON.stringify({ traces, receiptPayloads, events, reviews })
+    return JSON.stringify({ traces, receiptPayloads, events, reviews, repeats })
   })
 
 const topicText = (trail: Trail) =>
