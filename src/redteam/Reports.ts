@@ -44,6 +44,17 @@ export const riskOf = (
   return { points, score: riskScoreOf(points), level }
 }
 
+/**
+ * The target as a shared report shows it: the origin, with "/…" for a path or query, which may carry a
+ * token (`?api_key=`, a webhook's secret path). Members see the whole URL on the job itself.
+ */
+export const publicTarget = (target: string): string => {
+  if (!URL.canParse(target)) return "[target]"
+  const url = new URL(target)
+  if (url.origin === "null") return `${url.protocol}//${url.host}`
+  return url.pathname === "/" && url.search === "" && url.hash === "" ? url.origin : `${url.origin}/…`
+}
+
 export const toJob = (row: JobRow) =>
   new Job({
     id: JobId.make(row.id),
@@ -109,7 +120,11 @@ export const toSession = (row: AttackRow) => ({
   }>
 })
 
-const findingRef = (row: AttackRow) => ({ attack: row.attack, category: row.category, severity: row.severity as Severity })
+const findingRef = (row: AttackRow) => ({
+  attack: row.attack,
+  category: row.category,
+  severity: row.severity as Severity
+})
 
 export const comparisonOf = (compareJobId: string, now: ReadonlyArray<AttackRow>, before: ReadonlyArray<AttackRow>) => {
   const landedNow = new Map(now.filter((row) => row.landed).map((row) => [row.attack, row]))

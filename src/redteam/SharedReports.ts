@@ -11,9 +11,9 @@ import type { Caller } from "../identity/Authentication.js"
 import { BadRequest, NotFound } from "../http/Errors.js"
 import { randomToken } from "../platform/Ids.js"
 import { toTimestamp } from "../platform/Schemas.js"
-import { JobId, ShareLink, ShareToken } from "./Domain.js"
+import { Job, JobId, ShareLink, ShareToken } from "./Domain.js"
 import { RedteamRepo } from "./Repo.js"
-import { buildReport, comparisonOf } from "./Reports.js"
+import { buildReport, comparisonOf, publicTarget } from "./Reports.js"
 // The same renderer as the console's signed-in job page, run here without a browser (no script on the page).
 import { reportPage } from "../dashboard/assets/report-render.js"
 import { Redteam } from "./Redteam.js"
@@ -131,10 +131,11 @@ export class SharedReports extends Effect.Service<SharedReports>()("redteam/Shar
     /** The report behind a live token, read in the link's own workspace. */
     const sharedReport = Effect.fn("SharedReports.sharedReport")(function* (token: string) {
       const link = yield* liveLink(token)
-      return yield* report(link.workspace_id, link.job_id, link.compare_job_id).pipe(
+      const shown = yield* report(link.workspace_id, link.job_id, link.compare_job_id).pipe(
         Effect.catchTag("NotFound", () => Effect.fail(linkNotFound)),
         Effect.catchTag("BadRequest", () => Effect.fail(linkNotFound))
       )
+      return { ...shown, job: new Job({ ...shown.job, target: publicTarget(shown.job.target) }) }
     })
 
     /** The page of /r/{token}: the report and the job's stored hardening candidates (read-only there). */
