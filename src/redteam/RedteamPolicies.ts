@@ -10,6 +10,7 @@ import { Effect, Either, Option, Schema } from "effect"
 import { stringify } from "yaml"
 import { Agents } from "../catalog/Agents.js"
 import { Policies } from "../catalog/Policies.js"
+import { PolicyLimits } from "../catalog/PolicyLimits.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
@@ -110,6 +111,7 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
     const snapshots = yield* CatalogSnapshot
     const settings = yield* WorkspaceSettings
     const outbound = yield* OutboundGuard
+    const limits = yield* PolicyLimits
 
     /** Creates a disabled policy, or answers the existing one with that id (so regenerating never duplicates). */
     const createOrReuse = (workspaceId: string, document: Record<string, unknown>) =>
@@ -121,14 +123,19 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
         )
       )
 
+    /** All of `documents` (created or reused) or, when a limit refuses one, none of them. */
+    const createAll = (workspaceId: string, documents: ReadonlyArray<Record<string, unknown>>) =>
+      limits.write(
+        workspaceId,
+        Effect.forEach(documents, (document) => createOrReuse(workspaceId, document))
+      )
+
     const generateStatic = Effect.fn("RedteamPolicies.generateStatic")(function* (
       workspaceId: string,
       agentId: string
     ) {
       const agent = profileView(yield* agents.find(workspaceId, agentId))
-      const created = yield* Effect.forEach(staticDocuments(agentId, agent), (document) =>
-        createOrReuse(workspaceId, document)
-      )
+      const created = yield* createAll(workspaceId, staticDocuments(agentId, agent))
       return { generated: created.map((entry) => entry.detail) }
     })
 
@@ -171,7 +178,8 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
       const runtime = yield* runtimeModes(workspaceId, job.environment_id)
       const without = inMemoryDecider(snapshot, agentId, runtime, [])
 
-      const candidates = []
+      // Verified first, then created together: a limit refusing one candidate leaves none behind.
+      const verified = []
       const rejections = []
       for (const group of groups) {
         const evidenceSeqs = group.evidence.map((row) => row.seq)
@@ -198,17 +206,24 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
           })
           continue
         }
-        const { detail, reused } = yield* createOrReuse(workspaceId, group.document)
-        candidates.push({
+        verified.push({ group, evidenceSeqs, verify: checked.verify })
+      }
+      const written = yield* createAll(
+        workspaceId,
+        verified.map((entry) => entry.group.document)
+      )
+      const candidates = verified.map(({ evidenceSeqs, group, verify }, index) => {
+        const { detail, reused } = written[index]!
+        return {
           operation: reused ? ("reuse" as const) : ("create" as const),
           existing_policy_id: reused ? detail.id : null,
           source: group.source,
           substrate: group.substrate,
           evidence_seqs: evidenceSeqs,
           policy: detail,
-          verify: checked.verify
-        })
-      }
+          verify
+        }
+      })
       const result = { generated_at: new Date().toISOString(), candidates, rejections, unreachable }
       // Kept (the last run per job) so the report page reads it back without replaying.
       yield* repo.saveHardening(workspaceId, jobId, yield* encodeHardening(result))
@@ -230,5 +245,5 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
 
     return { generateStatic, harden, hardening }
   }),
-  dependencies: [OutboundGuard.Default]
+  dependencies: [OutboundGuard.Default, PolicyLimits.Default]
 }) {}

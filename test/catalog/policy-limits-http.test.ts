@@ -3,7 +3,8 @@
  * service, with small limits: MAX_REGEX_PATTERNS_PER_WORKSPACE distinct RE2 patterns (regexes and
  * any_of lists) and MAX_POLICIES_PER_WORKSPACE policies. A write past either answers 409 with the
  * conventions' error body and changes nothing; edits, reuse of a pattern, enabling and deleting
- * still work at the limit; another workspace keeps its own count.
+ * still work at the limit; another workspace keeps its own count; the red team's static policies
+ * are created all together or not at all.
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
@@ -12,7 +13,8 @@ import { policyDocument, type PolicyOptions, yamlBytes } from "../support/Events
 import { expectError } from "../support/Raw.js"
 import { type Tenant, tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import { ids, listPolicies, policyPath, sendText, setEnabled } from "./catalog-helpers.js"
+import { agentPath, ids, listPolicies, policyPath, sendText, setEnabled } from "./catalog-helpers.js"
+import { agentYaml, createAgent, DEMO } from "../redteam/redteam-helpers.js"
 
 const MAX_PATTERNS = 3
 const MAX_POLICIES = 5
@@ -115,6 +117,17 @@ layer(testServer("database", SETTINGS), SERVER_OPTIONS)("workspace policy limits
       expect(yield* listPolicies(owner)).toHaveLength(MAX_POLICIES)
       yield* owner.api.policies.deletePolicy({ path: policyPath("phrase-1") })
       yield* create(owner, "one-too-many", literal("one too many"))
+    })
+  )
+
+  it.effect("red-team static policies past a limit are refused whole: none of them is created", () =>
+    Effect.gen(function* () {
+      const { owner } = yield* setUp
+      yield* createAgent(owner, agentYaml("limit-bot", DEMO))
+      // Six or more documents, four of them patterns: past both limits of this server.
+      const refused = yield* Effect.flip(owner.api.redteam.generateStaticPolicies({ path: agentPath("limit-bot") }))
+      expect(refused).toMatchObject({ code: expect.stringMatching(/^(policy|regex)_limit_reached$/) })
+      expect(yield* listPolicies(owner)).toEqual([])
     })
   )
 
