@@ -21,6 +21,7 @@
 import { Either } from "effect"
 import { createRequire } from "node:module"
 import type { RE2 } from "re2-wasm"
+import { MAX_COMPILED_PATTERNS } from "../platform/Config.js"
 import { expansionOf, MAX_EXPANSION } from "./RegexExpansion.js"
 
 /** Which engine holds a compiled pattern; tests assert it. There is only the linear-time one. */
@@ -33,7 +34,7 @@ export const LARGE_TEXT_UNITS = 16 * 1024
 /** A cached compiled pattern is recompiled after scanning this much text, releasing its DFA cache. */
 export const RECYCLE_AFTER_UNITS = 256 * 1024
 /** Compiled patterns kept, process-wide; a workspace may use at most MAX_REGEX_PATTERNS_PER_WORKSPACE of them. */
-export const MAX_CACHED = 512
+export const MAX_CACHED = MAX_COMPILED_PATTERNS
 
 export interface RegexMatch {
   /** UTF-16 offsets into the text. */

@@ -48,6 +48,9 @@ const strongSecret = (name: string) =>
     })
   )
 
+/** Compiled RE2 patterns the process keeps (catalog/UserRegex.ts); a workspace's allowance must fit in it. */
+export const MAX_COMPILED_PATTERNS = 512
+
 const positiveInteger = (name: string, fallback: number) =>
   Config.integer(name).pipe(
     Config.withDefault(fallback),
@@ -220,7 +223,12 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       /** Policies a workspace may store (409 `policy_limit_reached` past it; docs/policies.md#workspace-limits). */
       maxPoliciesPerWorkspace: yield* positiveInteger("MAX_POLICIES_PER_WORKSPACE", 1_000),
       /** Distinct RE2 patterns a workspace's policies may use: a quarter of the process's cache of 512 compiled. */
-      maxRegexPatternsPerWorkspace: yield* positiveInteger("MAX_REGEX_PATTERNS_PER_WORKSPACE", 128),
+      maxRegexPatternsPerWorkspace: yield* positiveInteger("MAX_REGEX_PATTERNS_PER_WORKSPACE", 128).pipe(
+        Config.validate({
+          message: `MAX_REGEX_PATTERNS_PER_WORKSPACE must be at most ${MAX_COMPILED_PATTERNS} (the compiled-pattern cache): past it one workspace would recompile its own patterns on every decision`,
+          validation: (count) => count <= MAX_COMPILED_PATTERNS
+        })
+      ),
       /** Fingerprints kept per run or session for provenance inference (docs/authorization.md); more are not recorded. */
       provenanceMaxPerScope: yield* positiveInteger("PROVENANCE_MAX_PER_SCOPE", 2_000),
       /** Key material of provider API keys at rest (AES-256-GCM); generated under DATA_DIR when unset. */

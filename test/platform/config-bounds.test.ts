@@ -1,0 +1,27 @@
+/**
+ * Settings with a bound beyond "at least 1": a value past it stops the start with a message naming
+ * the setting, instead of a service that runs badly (MAX_REGEX_PATTERNS_PER_WORKSPACE above the
+ * process's compiled-pattern cache would let one workspace recompile its patterns on every decision).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Exit } from "effect"
+import { AppConfig, MAX_COMPILED_PATTERNS } from "../../src/platform/Config.js"
+
+const configWith = (settings: Record<string, string>) =>
+  Effect.exit(
+    Effect.withConfigProvider(AppConfig.pipe(Effect.provide(AppConfig.Default)), ConfigProvider.fromJson(settings))
+  )
+
+describe("bounded settings", () => {
+  it.effect("MAX_REGEX_PATTERNS_PER_WORKSPACE fits in the compiled-pattern cache, or the start is refused", () =>
+    Effect.gen(function* () {
+      const fits = yield* configWith({ MAX_REGEX_PATTERNS_PER_WORKSPACE: String(MAX_COMPILED_PATTERNS) })
+      expect(Exit.isSuccess(fits) && fits.value.maxRegexPatternsPerWorkspace).toBe(MAX_COMPILED_PATTERNS)
+      const past = yield* configWith({ MAX_REGEX_PATTERNS_PER_WORKSPACE: String(MAX_COMPILED_PATTERNS + 1) })
+      expect(Exit.isFailure(past)).toBe(true)
+      expect(String(Exit.isFailure(past) ? past.cause : "")).toContain(
+        `MAX_REGEX_PATTERNS_PER_WORKSPACE must be at most ${MAX_COMPILED_PATTERNS}`
+      )
+    })
+  )
+})
