@@ -4,7 +4,13 @@
  * itself is Authorization.ts's, step for step; only its writes are left out.
  */
 import { Either, Schema } from "effect"
-import { compilePolicyText, type CompiledPolicy, type PolicyError } from "../catalog/PolicyLanguage.js"
+import { compileBudgetErrors } from "../catalog/CompileBudget.js"
+import {
+  compilePolicyText,
+  type CompiledPolicy,
+  parseDocumentText,
+  type PolicyError
+} from "../catalog/PolicyLanguage.js"
 import { BadRequest } from "../http/Errors.js"
 import { candidateDigest } from "../policysets/Digest.js"
 import { boundedArray, Identifier, Limits, nonEmptyBounded } from "../platform/Schemas.js"
@@ -48,22 +54,30 @@ export interface PolicyOverlay {
 export const overlayOf = (
   request: Pick<EvaluateEvent, "candidate_policies" | "disable_policy_ids">
 ): Either.Either<PolicyOverlay, BadRequest> => {
-  const errors: Array<PolicyError> = []
+  const texts = request.candidate_policies ?? []
+  // Measured before anything compiles: the candidates' regexes together stay within one request's budget.
+  const errors: Array<PolicyError> = compileBudgetErrors(
+    texts.map((text) =>
+      Either.match(parseDocumentText(text), { onLeft: () => undefined, onRight: (doc) => doc["match"] })
+    ),
+    "candidate_policies"
+  )
   const candidates: Array<CompiledPolicy> = []
   const seen = new Set<string>()
   const digests = new Map<string, string>()
-  ;(request.candidate_policies ?? []).forEach((text, index) => {
-    const at = (path: string) => `candidate_policies.${index}${path === "" ? "" : `.${path}`}`
-    Either.match(compilePolicyText(text), {
-      onLeft: (found) => errors.push(...found.map((error) => ({ path: at(error.path), message: error.message }))),
-      onRight: (policy) => {
-        if (seen.has(policy.id)) errors.push({ path: at("id"), message: `another candidate has id ${policy.id}` })
-        seen.add(policy.id)
-        digests.set(policy.id, candidateDigest(text))
-        candidates.push(policy)
-      }
+  if (errors.length === 0)
+    texts.forEach((text, index) => {
+      const at = (path: string) => `candidate_policies.${index}${path === "" ? "" : `.${path}`}`
+      Either.match(compilePolicyText(text), {
+        onLeft: (found) => errors.push(...found.map((error) => ({ path: at(error.path), message: error.message }))),
+        onRight: (policy) => {
+          if (seen.has(policy.id)) errors.push({ path: at("id"), message: `another candidate has id ${policy.id}` })
+          seen.add(policy.id)
+          digests.set(policy.id, candidateDigest(text))
+          candidates.push(policy)
+        }
+      })
     })
-  })
   if (errors.length > 0) {
     return Either.left(
       new BadRequest({

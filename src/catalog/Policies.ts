@@ -9,6 +9,7 @@ import { BadRequest, Conflict, NotFound, Unprocessable } from "../http/Errors.js
 import { ConfigChanges } from "./ConfigChanges.js"
 import { DRAFT_EXAMPLES, draftMatchOf, draftPolicy, draftToPolicyDocument } from "./Drafting.js"
 import { PolicyDocument, PolicyId } from "./Domain.js"
+import { compileBudgetErrors } from "./CompileBudget.js"
 import { compilePolicy, type PolicyErrors, readDocument, validatePolicy } from "./PolicyLanguage.js"
 import { policyTestErrors, runPolicyTest, withPolicy } from "./PolicyTests.js"
 import { CatalogSnapshot } from "./Snapshot.js"
@@ -45,10 +46,14 @@ const policyNotFound = (ids: ReadonlyArray<string>) =>
     details: ids.map((id) => ({ path: "ids", message: `${id} not found` }))
   })
 
-/** Parses and validates a document: its value, or the ValidationResult errors. */
+const idOf = (document: Record<string, unknown>) => (typeof document["id"] === "string" ? document["id"] : null)
+
+/** Parses and validates a document (within the compile budget): its value, or the ValidationResult errors. */
 const checkDocument = (body: Uint8Array | string) => {
   const parsed = readDocument(body)
   if (Either.isLeft(parsed)) return { valid: false as const, policy_id: null, errors: parsed.left }
+  const overBudget = compileBudgetErrors([parsed.right["match"]], "match")
+  if (overBudget.length > 0) return { valid: false as const, policy_id: idOf(parsed.right), errors: overBudget }
   const result = validatePolicy(parsed.right)
   if (!result.valid) return { ...result, valid: false as const }
   // A valid document's own tests must pass too (each against the policy alone).

@@ -18,28 +18,7 @@ import { Conflict } from "../http/Errors.js"
 import { AppConfig } from "../platform/Config.js"
 import { lockKey } from "../platform/Sql.js"
 import { ConfigChanges } from "./ConfigChanges.js"
-import { isFields } from "./PolicyMatchValidation.js"
-import { enginePatternOf, type MatchRule } from "./PolicyFinders.js"
-import { patternKey } from "./UserRegex.js"
-
-const SIMPLE_TYPES: ReadonlyArray<unknown> = ["literal", "regex", "any_of"]
-
-const isMatchRule = (node: { readonly [key: string]: unknown }): node is MatchRule =>
-  SIMPLE_TYPES.includes(node["type"]) &&
-  (typeof node["value"] === "string" ||
-    (Array.isArray(node["value"]) && node["value"].every((item) => typeof item === "string")))
-
-/** Adds the cache keys of the RE2 patterns a stored `match` compiles (its leaves under all/any/not) to `keys`. */
-const collectPatterns = (node: unknown, keys: Set<string>): void => {
-  if (!isFields(node)) return
-  for (const children of [node["all"], node["any"]]) {
-    if (Array.isArray(children)) for (const child of children) collectPatterns(child, keys)
-  }
-  if (node["not"] !== undefined) collectPatterns(node["not"], keys)
-  if (!isMatchRule(node)) return
-  const pattern = enginePatternOf(node)
-  if (pattern !== undefined) keys.add(patternKey(pattern.source, pattern.caseSensitive))
-}
+import { collectPatterns } from "./CompileBudget.js"
 
 interface Usage {
   readonly policies: number
@@ -47,9 +26,9 @@ interface Usage {
 }
 
 const usageOf = (matches: ReadonlyArray<unknown>): Usage => {
-  const keys = new Set<string>()
-  for (const match of matches) collectPatterns(match, keys)
-  return { policies: matches.length, patterns: keys.size }
+  const patterns = new Map<string, string>()
+  for (const match of matches) collectPatterns(match, patterns)
+  return { policies: matches.length, patterns: patterns.size }
 }
 
 export class PolicyLimits extends Effect.Service<PolicyLimits>()("catalog/PolicyLimits", {

@@ -236,17 +236,31 @@ const refusedUncompiled = (source: string) =>
       ? TOO_LARGE
       : undefined
 
+/** Verdicts of checked patterns (text only, no engine memory), so re-validating stored documents compiles nothing twice. */
+const MAX_VERDICTS = 4096
+const verdicts = new Map<string, string | undefined>()
+
 /**
  * Why a user's pattern cannot run on RE2, or undefined. It is compiled once and freed at once: checking
  * patterns (validation, `POST /v1/policies/validate`) takes no slot of the cache the policies in use share.
+ * The verdict is kept: every snapshot build validates the workspace's stored documents again.
  */
 export const regexProblem = (source: string, options: { readonly caseSensitive: boolean }): string | undefined => {
+  const key = patternKey(source, options.caseSensitive)
+  if (verdicts.has(key)) return verdicts.get(key)
+  const verdict = checkPattern(source, options.caseSensitive)
+  if (verdicts.size >= MAX_VERDICTS) verdicts.delete(verdicts.keys().next().value!)
+  verdicts.set(key, verdict)
+  return verdict
+}
+
+const checkPattern = (source: string, caseSensitive: boolean): string | undefined => {
   const refused = refusedUncompiled(source)
   if (refused !== undefined) return refused
   // A pattern that aborts a fresh engine too is refused; either abort replaces the engine it broke.
   for (let attempt = 0; ; attempt++) {
     try {
-      compileRaw(source, options.caseSensitive).delete()
+      compileRaw(source, caseSensitive).delete()
       return undefined
     } catch (error) {
       if (!isEngineFailure(error)) return reasonOf(error)
