@@ -2,13 +2,15 @@
  * `POST /v1/policies/impact` queues a replay of the workspace's retained
  * decisions against a candidate policy set (run by the stream worker,
  * Runner.ts); `GET /v1/policies/impact/{id}` shows its progress and result.
- * A workspace keeping metadata only retains no decision inputs: 409.
+ * A workspace keeping metadata only retains no decision inputs: 409. A
+ * workspace at MAX_IMPACT_JOBS_PER_WORKSPACE queued or running: 429 `too_many_jobs`.
  */
 import { Effect, Either, Option, Schema } from "effect"
 import { CatalogRepo } from "../catalog/Repo.js"
-import { BadRequest, Conflict, NotFound } from "../http/Errors.js"
+import { BadRequest, Conflict, NotFound, tooManyRequests } from "../http/Errors.js"
 import type { Caller } from "../identity/Authentication.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
+import { AppConfig } from "../platform/Config.js"
 import { prefixedId } from "../platform/Ids.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { jobsQueued } from "../platform/Signal.js"
@@ -17,6 +19,8 @@ import { candidateOf } from "./Replay.js"
 import { type ImpactJobRow, ImpactRepo } from "./Repo.js"
 
 const decodeResult = Schema.decodeUnknownOption(ImpactResult)
+/** Retry-After of a replay refused at the workspace's job cap: most replays take seconds. */
+const QUEUE_FULL_RETRY_SECONDS = 5
 
 export const toImpactJob = (row: ImpactJobRow) =>
   new ImpactJob({
@@ -49,6 +53,7 @@ const replayUnavailable = new Conflict({
 export class Impact extends Effect.Service<Impact>()("impact/Impact", {
   scoped: Effect.gen(function* () {
     const queued = yield* jobsQueued("impact")
+    const config = yield* AppConfig
     const repo = yield* ImpactRepo
     const catalog = yield* CatalogRepo
     const settings = yield* WorkspaceSettings
@@ -84,15 +89,23 @@ export class Impact extends Effect.Service<Impact>()("impact/Impact", {
       }
       const candidate = candidateOf(stored)
       if (Either.isLeft(candidate)) return yield* candidate.left
-      const row = yield* repo.insert({
+      const max = config.maxImpactJobsPerWorkspace
+      const inserted = yield* repo.insert(max, {
         id: prefixedId("imp"),
         workspaceId,
         request: stored,
         digests: candidate.right.digests,
         createdBy: caller.principalId
       })
+      if (Option.isNone(inserted)) {
+        return yield* tooManyRequests(
+          QUEUE_FULL_RETRY_SECONDS,
+          `This workspace already has ${max} impact replays queued or running (MAX_IMPACT_JOBS_PER_WORKSPACE); start this one when one finishes.`,
+          "too_many_jobs"
+        )
+      }
       yield* queued.fire
-      return toImpactJob(row)
+      return toImpactJob(inserted.value)
     })
 
     const get = Effect.fn("Impact.get")(function* (workspaceId: string, id: string) {

@@ -1,11 +1,13 @@
 /**
- * SQL of impact replay: its job queue (`impact_jobs`, claimed with
- * `for update skip locked` like the red-team queue) and what a replay reads:
+ * SQL of impact replay: its job queue (`impact_jobs`, claimed fairly across
+ * workspaces with `for update skip locked` like the red-team queue,
+ * platform/JobQueues.ts) and what a replay reads:
  * retained decisions (traces) in order, and landed red-team attacks. Every
  * query reading a workspace's data takes its id.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
+import { fairlyQueued, insertWithinCap } from "../platform/JobQueues.js"
 import { dieOnErrors } from "../platform/Sql.js"
 import { StoredRequest } from "./Domain.js"
 
@@ -47,6 +49,14 @@ const Window = {
 /** The decisions a job replays: made in [start, end), of one agent or all. */
 export type ReplayWindow = Schema.Struct.Type<typeof Window>
 
+const NewJob = Schema.Struct({
+  id: Schema.String,
+  workspaceId: Schema.String,
+  request: StoredRequest,
+  digests: Schema.Array(Schema.String),
+  createdBy: Schema.String
+})
+
 const columns = `id, workspace_id, request, document_digests, status, total, replayed, result, result_digest, error,
   created_at, started_at, finished_at`
 
@@ -57,13 +67,7 @@ export class ImpactRepo extends Effect.Service<ImpactRepo>()("impact/ImpactRepo"
     const agentFilter = (agentId: string | null) => (agentId === null ? sql`` : sql`and agent_id = ${agentId}`)
 
     const insert = SqlSchema.single({
-      Request: Schema.Struct({
-        id: Schema.String,
-        workspaceId: Schema.String,
-        request: StoredRequest,
-        digests: Schema.Array(Schema.String),
-        createdBy: Schema.String
-      }),
+      Request: NewJob,
       Result: ImpactJobRow,
       execute: (row) =>
         sql`insert into impact_jobs (id, workspace_id, request, document_digests, status, created_by)
@@ -78,13 +82,12 @@ export class ImpactRepo extends Effect.Service<ImpactRepo>()("impact/ImpactRepo"
         sql`select ${cols} from impact_jobs where workspace_id = ${workspaceId} and id = ${id}`
     })
     const claim = SqlSchema.findAll({
-      Request: Schema.String,
+      Request: Schema.Struct({ workerId: Schema.String, perWorkspace: Schema.Number }),
       Result: ImpactJobRow,
-      execute: (workerId) =>
+      execute: ({ perWorkspace, workerId }) =>
         sql`update impact_jobs set status = 'running', worker_id = ${workerId}, heartbeat_at = now(),
               started_at = coalesce(started_at, now()), replayed = 0
-            where id in (select id from impact_jobs where status = 'queued' order by created_at, id
-                         for update skip locked limit 1)
+            where id in (${fairlyQueued(sql, "impact_jobs", perWorkspace, 1)})
             returning ${cols}`
     })
     const count = SqlSchema.single({
@@ -121,9 +124,15 @@ export class ImpactRepo extends Effect.Service<ImpactRepo>()("impact/ImpactRepo"
     })
 
     return dieOnErrors({
-      insert,
+      /** Queues a job unless its workspace already has `max` queued or running: none then. */
+      insert: (max: number, row: typeof NewJob.Type) =>
+        insertWithinCap(sql, "impact_jobs", row.workspaceId, max, insert(row)).pipe(
+          Effect.map((result) => (result.inserted ? Option.some(result.value) : Option.none()))
+        ),
       find: (workspaceId: string, id: string) => find({ workspaceId, id }),
-      claim: (workerId: string) => Effect.map(claim(workerId), (rows) => Option.fromNullable(rows[0])),
+      /** One queued job for this worker, fairly across workspaces, at most `perWorkspace` running per workspace. */
+      claim: (workerId: string, perWorkspace: number) =>
+        Effect.map(claim({ workerId, perWorkspace }), (rows) => Option.fromNullable(rows[0])),
       count: (window: ReplayWindow) => Effect.map(count(window), (row) => row.total),
       page,
       landed: (workspaceId: string) =>

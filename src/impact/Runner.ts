@@ -1,7 +1,8 @@
 /**
  * The impact replay runner, a stream-worker layer (like the red-team runner,
  * src/redteam/JobRunner.ts): it claims one queued job at a time from
- * PostgreSQL (`for update skip locked`, so several workers share the queue),
+ * PostgreSQL (`for update skip locked`, so several workers share the queue;
+ * fairly across workspaces, one running per workspace, platform/JobQueues.ts),
  * reads the window's retained decisions oldest first a page at a time,
  * replays each (Replay.ts), records progress after every page (which is also
  * its heartbeat) and stores the result with its digest. A job whose worker
@@ -24,6 +25,8 @@ export const PAGE_SIZE = 2_000
 const YIELD_EVERY = 250
 const STALE_AFTER_SECONDS = 30
 const MAX_RESUMES = 3
+/** Replays of one workspace running at once across all workers: its replays run one after another. */
+export const MAX_RUNNING_PER_WORKSPACE = 1
 
 export const makeImpactRunner = Effect.gen(function* () {
   const repo = yield* ImpactRepo
@@ -95,7 +98,7 @@ export const makeImpactRunner = Effect.gen(function* () {
     )
 
   /** Claims and replays queued jobs one after another, until none is left. */
-  const drain: Effect.Effect<void> = Effect.flatMap(repo.claim(workerId), (claimed) =>
+  const drain: Effect.Effect<void> = Effect.flatMap(repo.claim(workerId, MAX_RUNNING_PER_WORKSPACE), (claimed) =>
     Option.match(claimed, { onNone: () => Effect.void, onSome: (job) => Effect.zipRight(runJob(job), drain) })
   )
 

@@ -229,6 +229,10 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
           validation: (count) => count <= MAX_COMPILED_PATTERNS
         })
       ),
+      /** Red-team jobs a workspace may have queued or running (429 `too_many_jobs` past it; docs/redteam.md#queue-fairness). */
+      maxRedteamJobsPerWorkspace: yield* positiveInteger("MAX_REDTEAM_JOBS_PER_WORKSPACE", 20),
+      /** Impact replays a workspace may have queued or running (429 `too_many_jobs` past it). */
+      maxImpactJobsPerWorkspace: yield* positiveInteger("MAX_IMPACT_JOBS_PER_WORKSPACE", 20),
       /** Fingerprints kept per run or session for provenance inference (docs/authorization.md); more are not recorded. */
       provenanceMaxPerScope: yield* positiveInteger("PROVENANCE_MAX_PER_SCOPE", 2_000),
       /** Key material of provider API keys at rest (AES-256-GCM); generated under DATA_DIR when unset. */

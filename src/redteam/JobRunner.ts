@@ -1,7 +1,8 @@
 /**
  * The red-team job runner, a stream-worker layer. It claims queued jobs from
- * PostgreSQL (`for update skip locked`, so several workers share the queue),
- * runs at most MAX_CONCURRENT_JOBS at a time with ATTACKS_IN_FLIGHT attacks
+ * PostgreSQL (`for update skip locked`, so several workers share the queue;
+ * fairly across workspaces, at most MAX_RUNNING_PER_WORKSPACE of one workspace,
+ * see platform/JobQueues.ts), runs at most MAX_CONCURRENT_JOBS at a time with ATTACKS_IN_FLIGHT attacks
  * each (remote targets are also rate limited per target, see Targets.ts), and
  * records every attack as it finishes, so progress is visible and a resumed
  * job skips what is done.
@@ -33,6 +34,8 @@ import { type JobRow, RedteamRepo } from "./Repo.js"
 import { type AgentProfileView, attackCases, type JobProfile } from "./Techniques.js"
 
 export const MAX_CONCURRENT_JOBS = 2
+/** Jobs of one workspace running at once across all workers: one workspace fills one worker, never a fleet. */
+export const MAX_RUNNING_PER_WORKSPACE = 2
 export const ATTACKS_IN_FLIGHT = 4
 const CANCEL_POLL = Duration.millis(200)
 const HEARTBEAT_EVERY = Duration.seconds(2)
@@ -125,7 +128,7 @@ const makeRunner = Effect.gen(function* () {
   const claim = Effect.gen(function* () {
     const free = MAX_CONCURRENT_JOBS - running.size
     if (free <= 0) return
-    const claimed = yield* repo.claimJobs(workerId, free)
+    const claimed = yield* repo.claimJobs(workerId, free, MAX_RUNNING_PER_WORKSPACE)
     for (const job of claimed) {
       running.add(job.id)
       yield* FiberSet.run(jobs, runJob(job))

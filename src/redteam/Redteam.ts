@@ -7,9 +7,10 @@ import { Effect, Either, Option } from "effect"
 import { Agents } from "../catalog/Agents.js"
 import type { Caller } from "../identity/Authentication.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
+import { AppConfig } from "../platform/Config.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { decodeCursor, encodeCursor, invalidCursor, pageByTime } from "../platform/Cursor.js"
-import { BadRequest, Conflict, NotFound } from "../http/Errors.js"
+import { BadRequest, Conflict, NotFound, tooManyRequests } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { pageSize, toTimestamp } from "../platform/Schemas.js"
 import { orFailWith } from "../platform/Sql.js"
@@ -23,6 +24,8 @@ import { checkTargetUrl } from "./Targets.js"
 import type { AgentProfileView } from "./Techniques.js"
 
 export const LIST_CAP = 100
+/** Retry-After of a dispatch refused at the workspace's job cap: a quick job takes about this long. */
+const QUEUE_FULL_RETRY_SECONDS = 30
 
 export const jobNotFound = (id: string) =>
   new NotFound({ code: "job_not_found", message: `No red-team job ${id} in this workspace.` })
@@ -56,6 +59,7 @@ export const profileView = (profile: {
 export class Redteam extends Effect.Service<Redteam>()("redteam/Redteam", {
   scoped: Effect.gen(function* () {
     const queued = yield* jobsQueued("redteam")
+    const config = yield* AppConfig
     const repo = yield* RedteamRepo
     const agents = yield* Agents
     const settings = yield* WorkspaceSettings
@@ -152,7 +156,8 @@ export class Redteam extends Effect.Service<Redteam>()("redteam/Redteam", {
           message: "This workspace has no environment to run the job in."
         })
       }
-      const row = yield* repo.insertJob({
+      const max = config.maxRedteamJobsPerWorkspace
+      const inserted = yield* repo.insertJob(max, {
         id: prefixedId("rtj"),
         workspace_id: workspaceId,
         environment_id: environmentId,
@@ -161,8 +166,15 @@ export class Redteam extends Effect.Service<Redteam>()("redteam/Redteam", {
         target: input.target_url,
         agent_profile: profile
       })
+      if (Option.isNone(inserted)) {
+        return yield* tooManyRequests(
+          QUEUE_FULL_RETRY_SECONDS,
+          `This workspace already has ${max} red-team jobs queued or running (MAX_REDTEAM_JOBS_PER_WORKSPACE); dispatch again when one finishes, or cancel one.`,
+          "too_many_jobs"
+        )
+      }
       yield* queued.fire
-      return toJob(row)
+      return toJob(inserted.value)
     })
 
     const listJobs = Effect.fn("Redteam.listJobs")(function* (

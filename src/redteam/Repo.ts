@@ -1,6 +1,7 @@
 /** SQL of the red-team domain; every query is scoped to a workspace (the worker's claims excepted). */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
+import { fairlyQueued, insertWithinCap } from "../platform/JobQueues.js"
 import { dieOnErrors } from "../platform/Sql.js"
 
 const PlanRow = Schema.Struct({
@@ -114,13 +115,12 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
       execute: (id) => sql`select status from redteam_jobs where id = ${id}`
     })
     const claimJobs = SqlSchema.findAll({
-      Request: Schema.Struct({ workerId: Schema.String, limit: Schema.Number }),
+      Request: Schema.Struct({ workerId: Schema.String, limit: Schema.Number, perWorkspace: Schema.Number }),
       Result: JobRow,
-      execute: ({ limit, workerId }) =>
+      execute: ({ limit, perWorkspace, workerId }) =>
         sql`update redteam_jobs set status = 'running', worker_id = ${workerId}, heartbeat_at = now(),
               started_at = coalesce(started_at, now()), updated_at = now()
-            where id in (select id from redteam_jobs where status = 'queued' order by created_at, id
-                         for update skip locked limit ${limit})
+            where id in (${fairlyQueued(sql, "redteam_jobs", perWorkspace, limit)})
             returning ${columns}`
     })
     const recoverStale = SqlSchema.findAll({
@@ -173,22 +173,32 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
         ),
 
       // ---- jobs
-      insertJob: (row: {
-        id: string
-        workspace_id: string
-        environment_id: string
-        agent_id: string | null
-        profile: string
-        target: string
-        agent_profile: unknown
-      }) =>
-        sql`insert into redteam_jobs (id, workspace_id, environment_id, agent_id, profile, target, agent_profile, status)
-          values (${row.id}, ${row.workspace_id}, ${row.environment_id}, ${row.agent_id}, ${row.profile}, ${row.target},
-                  ${json(row.agent_profile)}::jsonb, 'queued')
-          returning ${columns}`.pipe(
-          Effect.flatMap(decodeJobs),
-          Effect.map((rows) => rows[0]!)
-        ),
+      /** Queues a job unless its workspace already has `max` queued or running: none then. */
+      insertJob: (
+        max: number,
+        row: {
+          id: string
+          workspace_id: string
+          environment_id: string
+          agent_id: string | null
+          profile: string
+          target: string
+          agent_profile: unknown
+        }
+      ) =>
+        insertWithinCap(
+          sql,
+          "redteam_jobs",
+          row.workspace_id,
+          max,
+          sql`insert into redteam_jobs (id, workspace_id, environment_id, agent_id, profile, target, agent_profile, status)
+            values (${row.id}, ${row.workspace_id}, ${row.environment_id}, ${row.agent_id}, ${row.profile}, ${row.target},
+                    ${json(row.agent_profile)}::jsonb, 'queued')
+            returning ${columns}`.pipe(
+            Effect.flatMap(decodeJobs),
+            Effect.map((rows) => rows[0]!)
+          )
+        ).pipe(Effect.map((result) => (result.inserted ? Option.some(result.value) : Option.none()))),
       findJob: (workspaceId: string, id: string) => findJob({ workspaceId, id }),
       listJobs: (
         workspaceId: string,
@@ -207,8 +217,12 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
         Effect.map(jobStatus(id), Option.match({ onNone: () => "missing", onSome: (row) => row.status })),
 
       // ---- the worker's side
-      /** Claims up to `limit` queued jobs for this worker, oldest first; skips jobs other workers hold. */
-      claimJobs: (workerId: string, limit: number) => claimJobs({ workerId, limit }),
+      /**
+       * Claims up to `limit` queued jobs for this worker, fairly across workspaces and at most `perWorkspace`
+       * running per workspace (`fairlyQueued`); skips jobs other workers hold.
+       */
+      claimJobs: (workerId: string, limit: number, perWorkspace: number) =>
+        claimJobs({ workerId, limit, perWorkspace }),
       heartbeat: (workerId: string, ids: ReadonlyArray<string>) =>
         ids.length === 0
           ? Effect.void

@@ -80,6 +80,10 @@ layer(testServer("database"), SERVER_OPTIONS)("the OpenAPI document", (it) => {
         expect(errorsOf(doc, "/v1/api-keys", "get")).toEqual([401, 403, 404, 500, 503])
         expect(errorsOf(doc, "/v1/auth/login", "post")).toContain(429)
         expect(errorsOf(doc, "/v1/policies/draft", "post")).toContain(422)
+        // Job queues: a workspace at its cap of queued and running jobs (too_many_jobs).
+        expect(errorsOf(doc, "/v1/redteam/dispatch", "post")).toContain(429)
+        expect(errorsOf(doc, "/v1/policies/impact", "post")).toContain(429)
+        expect(errorsOf(doc, "/v1/redteam/jobs", "get")).not.toContain(429)
         // The gateway's proxy also answers budgets (402), limits (429) and its provider's failures (502, 504).
         const proxy = Object.keys(doc.paths).find((path) => path.endsWith("/chat/completions"))!
         expect(errorsOf(doc, proxy, "post")).toEqual(expect.arrayContaining([402, 429, 502, 504]))

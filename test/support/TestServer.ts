@@ -8,7 +8,7 @@ import { type HostResolver, Resolver } from "../../src/platform/OutboundGuard.js
 import { PlatformCoreLive, PlatformLive } from "../../src/platform/Platform.js"
 import { HttpAppLive, nodeServer } from "../../src/Server.js"
 import { StreamWorkersLive } from "../../src/StreamWorkers.js"
-import { configLayer, type EventLogMode, freshDatabase, settingsFor, testPlatform } from "./TestPlatform.js"
+import { configLayer, type EventLogMode, freshDatabase, quietLogs, settingsFor, testPlatform } from "./TestPlatform.js"
 
 /**
  * Tests send nothing off loopback, DNS queries included: test servers resolve
@@ -77,6 +77,24 @@ export const testServerWithDatabase = (mode: EventLogMode, extra: Record<string,
   Layer.unwrapScoped(
     Effect.map(freshDatabase, (url) =>
       Layer.merge(serverOver(PlatformLive, mode, url, extra), Layer.succeed(TestDatabaseUrl, url))
+    )
+  )
+
+/**
+ * The API alone, as services/api runs it (no stream workers: queued jobs stay queued until a test claims them),
+ * over a fresh database it provides as `TestDatabaseUrl`.
+ */
+export const apiServerWithDatabase = (mode: EventLogMode, extra: Record<string, string> = {}) =>
+  Layer.unwrapScoped(
+    Effect.map(freshDatabase, (url) =>
+      HttpAppLive.pipe(
+        Layer.provideMerge(nodeServer({ port: 0, host: "127.0.0.1" })),
+        Layer.provideMerge(
+          PlatformLive.pipe(Layer.provide(configLayer(settingsFor(mode, url, extra))), Layer.merge(quietLogs))
+        ),
+        Layer.provide(resolverLayer(loopbackOnlyResolver)),
+        Layer.merge(Layer.succeed(TestDatabaseUrl, url))
+      )
     )
   )
 
