@@ -166,27 +166,30 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
       workspaceId: string,
       generated: ReadonlyArray<{ readonly document: Record<string, unknown>; readonly sourceYaml: string }>
     ) =>
-      Effect.flatMap(
-        repo.findPolicies(
-          workspaceId,
-          generated.map((policy) => String(policy.document["id"]))
-        ),
-        (stored) => {
-          const live = new Map(
-            stored
-              .filter((row) => row.enabled && row.origin === "agent_profile")
-              .map((row) => [row.id, row.source_yaml])
+      // A profile may generate nothing, and `in ()` is no SQL.
+      generated.length === 0
+        ? Effect.void
+        : Effect.flatMap(
+            repo.findPolicies(
+              workspaceId,
+              generated.map((policy) => String(policy.document["id"]))
+            ),
+            (stored) => {
+              const live = new Map(
+                stored
+                  .filter((row) => row.enabled && row.origin === "agent_profile")
+                  .map((row) => [row.id, row.source_yaml])
+              )
+              const changed = generated.filter((policy) => {
+                const current = live.get(String(policy.document["id"]))
+                return current !== undefined && current !== policy.sourceYaml
+              })
+              return gate.beforeEnabling(
+                workspaceId,
+                changed.map((policy) => ({ id: String(policy.document["id"]), document: policy.document }))
+              )
+            }
           )
-          const changed = generated.filter((policy) => {
-            const current = live.get(String(policy.document["id"]))
-            return current !== undefined && current !== policy.sourceYaml
-          })
-          return gate.beforeEnabling(
-            workspaceId,
-            changed.map((policy) => ({ id: String(policy.document["id"]), document: policy.document }))
-          )
-        }
-      )
 
     /** Upserts the policies derived from the profile (disabled, stable ids: regenerating does not duplicate). */
     const generate = Effect.fn("Agents.generate")(function* (

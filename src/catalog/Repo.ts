@@ -294,9 +294,11 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
             ${filter.enabledOnly === true ? sql`and enabled` : sql``}
             order by created_at desc, id`.pipe(Effect.flatMap(decodePolicies)),
       findPolicies: (workspaceId: string, ids: ReadonlyArray<string>) =>
-        sql`select ${policyColumns} from policies where workspace_id = ${workspaceId} and id in ${sql.in(ids)}`.pipe(
-          Effect.flatMap(decodePolicies)
-        ),
+        ids.length === 0
+          ? Effect.succeed([])
+          : sql`select ${policyColumns} from policies where workspace_id = ${workspaceId} and id in ${sql.in(ids)}`.pipe(
+              Effect.flatMap(decodePolicies)
+            ),
       setEnabled: (workspaceId: string, ids: ReadonlyArray<string>, enabled: boolean) =>
         sql`update policies set enabled = ${enabled}, updated_at = now()
             where workspace_id = ${workspaceId} and id in ${sql.in(ids)}`,
