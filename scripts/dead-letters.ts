@@ -26,6 +26,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Console, Effect, Logger, Option, Schema } from "effect"
 import { AppConfig } from "../src/platform/Config.js"
 import { REPLAY_HEADER } from "../src/platform/Consumer.js"
+import { RELAY_GROUP } from "../src/platform/Outbox.js"
 
 const USAGE = `usage: npm run dead-letters -- list [--group G] [--all]
        npm run dead-letters -- replay [--group G] [--id N]...`
@@ -132,7 +133,10 @@ const replay = (options: Options) =>
             topic: row.topic,
             key: row.key,
             value: row.value,
-            headers: JSON.stringify({ ...headersOf(row), [REPLAY_HEADER]: row.group_id })
+            // An event the relay could not publish was seen by no group: it goes to all of them.
+            headers: JSON.stringify(
+              row.group_id === RELAY_GROUP ? headersOf(row) : { ...headersOf(row), [REPLAY_HEADER]: row.group_id }
+            )
           }))
         )} on conflict (event_id) do nothing`
         yield* sql`update dead_letters set replayed_at = now() where id in ${sql.in(rows.map((row) => row.id))}`

@@ -17,6 +17,13 @@ import { emptySketch, quantile } from "./Sketch.js"
 export const ALL_TIME_START = new Date(0)
 export const ALL_TIME_END = new Date("9999-01-01T00:00:00.000Z")
 const MAX_DENSE_POINTS = 2_000
+/**
+ * Most points a query answers (docs/limits.md). Past it the query is a 400
+ * naming `interval` or `group_by`, and the database stops reading at one more
+ * cell: an hourly series over years, or a group_by over every principal, would
+ * otherwise be read and sorted whole, holding a worker and its memory.
+ */
+export const MAX_QUERY_POINTS = 10_000
 
 export interface MetricQuery {
   readonly metric: string
@@ -119,7 +126,8 @@ export class AnalyticsQueries extends Effect.Service<AnalyticsQueries>()("analyt
         filters: query.filters ?? [],
         segments,
         groupBy,
-        bucketed: interval !== undefined
+        bucketed: interval !== undefined,
+        maxCells: MAX_QUERY_POINTS + 1
       })
       const cells = new Map<string, { group: string; bucket: Date | null; value: number }>()
       let total = 0
@@ -162,6 +170,13 @@ export class AnalyticsQueries extends Effect.Service<AnalyticsQueries>()("analyt
         total = quantile(all, definition.q)
       }
 
+      if (cells.size > MAX_QUERY_POINTS) {
+        return yield* invalid(
+          "validation_failed",
+          interval === undefined ? "group_by" : "interval",
+          `the query answers more than ${MAX_QUERY_POINTS} points; narrow start and end, filter, or group by less`
+        )
+      }
       if (interval !== undefined && groupBy.length === 0 && start !== undefined && end !== undefined) {
         // A dense series for charts: every bucket of the range, zero where nothing was counted.
         const step = unitMillis(interval)

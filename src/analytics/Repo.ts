@@ -7,6 +7,7 @@ import { Effect, Option, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
 import type { Granularity } from "./Aggregates.js"
 import type { SeriesSum } from "./Catalog.js"
+import { BINS } from "./Sketch.js"
 
 /** A time range of one granularity: buckets starting in [from, to). */
 export interface Segment {
@@ -29,6 +30,8 @@ export interface SumSelection {
   readonly groupBy: ReadonlyArray<string>
   /** Group by bucket start too (time series). */
   readonly bucketed: boolean
+  /** Most (group, bucket) cells to read: the caller refuses a query that reaches it (MAX_QUERY_POINTS). */
+  readonly maxCells?: number
 }
 
 export const GROUP_SEPARATOR = "\u001f"
@@ -139,7 +142,9 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("analytics/An
           : sql`
               select ${group(selection)} as grp, ${bucket(selection)} as bucket, sum(value)::text as value
               from analytics_buckets where ${where(selection)}
-              group by 1, 2`.pipe(Effect.flatMap(decodeSums)),
+              group by 1, 2 ${selection.maxCells === undefined ? sql`` : sql`limit ${selection.maxCells}`}`.pipe(
+              Effect.flatMap(decodeSums)
+            ),
       sketches: (selection: SumSelection) =>
         selection.segments.length === 0
           ? Effect.succeed([])
@@ -148,7 +153,9 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("analytics/An
               from (select ${group(selection)} as grp, ${bucket(selection)} as bucket, sketch
                     from analytics_buckets where ${where(selection)} and sketch is not null) t
               cross join lateral unnest(t.sketch) with ordinality as u(c, i)
-              group by 1, 2, 3`.pipe(Effect.flatMap(decodeSketches)),
+              group by 1, 2, 3 ${selection.maxCells === undefined ? sql`` : sql`limit ${selection.maxCells * BINS}`}`.pipe(
+              Effect.flatMap(decodeSketches)
+            ),
       /** Values of each dimension seen in the workspace, most counted first. */
       dimensionValues: (workspaceId: string) =>
         sql`

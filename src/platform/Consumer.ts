@@ -29,6 +29,7 @@ import { Cause, Data, Duration, Effect, Either, Option, ParseResult, Schedule, S
 import { makeActors } from "./Actors.js"
 import { AppConfig } from "./Config.js"
 import { type Delivery, EventLog, type SubscribeOptions } from "./EventLog.js"
+import { eventDataError, storableText, withEventIds } from "./PoisonEvents.js"
 
 export interface StreamConsumerOptions<E, R> extends SubscribeOptions {
   /** Applies fresh deliveries of one partition, in order, inside the batch's transaction. */
@@ -164,13 +165,13 @@ const insertDeadLetters = (group: string, dead: ReadonlyArray<Delivery>, reasons
       dead.map((delivery) => ({
         group_id: group,
         topic: delivery.topic,
-        key: delivery.key,
+        key: storableText(delivery.key),
         event_id: delivery.eventId,
-        value: delivery.value,
-        headers: JSON.stringify(delivery.headers ?? {}),
+        value: storableText(delivery.value),
+        headers: storableText(JSON.stringify(delivery.headers ?? {})),
         partition: delivery.partition,
         offset: delivery.offset,
-        error: reasons.get(delivery.eventId) ?? "undecodable"
+        error: storableText(reasons.get(delivery.eventId) ?? "undecodable")
       }))
     )}
     on conflict (group_id, event_id) do update
@@ -216,6 +217,9 @@ export const applyPartitionBatch = <E, R>(
     )
   }).pipe(Effect.withSpan("Consumer.applyPartitionBatch", { attributes: { group, size: batch.length } }))
 
+/** Further tries of one event the database refused for its content before it is dead-lettered. */
+const POISON_RETRIES = 2
+
 /** The undecodable event a failed batch names, if it is one of the batch's and not set aside yet. */
 const undecodableOf = (
   cause: Cause.Cause<unknown>,
@@ -256,18 +260,57 @@ export const consumeStream = <E, R>(options: StreamConsumerOptions<E, R>) =>
           })
         )
       )
-    const receive = (_partition: string, batch: ReadonlyArray<Delivery>) =>
-      attempt(batch, new Map()).pipe(
+    // Infrastructure failures hold the partition for as long as they last; a failure the event's content
+    // causes (PoisonEvents.ts) ends the holding, so `settle` can find and dead-letter that event.
+    const holding = (batch: ReadonlyArray<Delivery>, undecodable: ReadonlyMap<string, string>) =>
+      attempt(batch, undecodable).pipe(
         Effect.tapError((cause) =>
           Effect.logWarning(`consumer ${options.group} could not apply a batch; retrying (partition held)`, cause)
         ),
-        Effect.retry(backoff),
+        Effect.retry({ schedule: backoff, while: (cause) => eventDataError(cause) === undefined })
+      )
+    // A batch: apply its events one by one, so only the one that fails is set aside. One event: a few more
+    // tries (a constraint may be a passing race), then it is dead-lettered (which itself holds until it commits).
+    const deadLetter = (delivery: Delivery, undecodable: ReadonlyMap<string, string>, cause: Cause.Cause<unknown>) => {
+      const reason = `could not apply: ${eventDataError(cause) ?? Cause.pretty(cause)}`
+      return Effect.logError("event dead-lettered: the database refuses to apply it").pipe(
+        Effect.annotateLogs({ group: options.group, event_id: delivery.eventId, reason }),
+        Effect.zipRight(
+          attempt([delivery], new Map(undecodable).set(delivery.eventId, reason)).pipe(
+            Effect.tapError((failure) => Effect.logWarning(`consumer ${options.group} could not dead-letter`, failure)),
+            Effect.retry(backoff),
+            Effect.orDie
+          )
+        )
+      )
+    }
+    const settle = (
+      batch: ReadonlyArray<Delivery>,
+      undecodable: ReadonlyMap<string, string>
+    ): Effect.Effect<unknown, never, R | SqlClient.SqlClient> =>
+      batch.length > 1
+        ? holding(batch, undecodable).pipe(
+            Effect.catchAll(() => Effect.forEach(batch, (delivery) => settle([delivery], undecodable)))
+          )
+        : holding(batch, undecodable).pipe(
+            Effect.retry(backoff.pipe(Schedule.intersect(Schedule.recurs(POISON_RETRIES)))),
+            Effect.catchAll((cause) => deadLetter(batch[0]!, undecodable, cause))
+          )
+    const receive = (_partition: string, received: ReadonlyArray<Delivery>) => {
+      const { deliveries: batch, invalid } = withEventIds(received)
+      return Effect.forEach(invalid, ([eventId, reason]) =>
+        Effect.logError("event dead-lettered: it has no usable event id").pipe(
+          Effect.annotateLogs({ group: options.group, event_id: eventId, reason })
+        )
+      ).pipe(
+        Effect.zipRight(settle(batch, invalid)),
         Effect.zipRight(batch[batch.length - 1]!.ack),
         Effect.catchAllCause((cause) =>
           // Not acknowledged: the delivery comes again and the stored position skips what is done.
           Effect.logWarning(`consumer ${options.group} could not acknowledge a batch; it will be redelivered`, cause)
         )
       )
+    }
     yield* Effect.scoped(
       Effect.gen(function* () {
         const actors = yield* makeActors({

@@ -56,6 +56,8 @@ export interface SubscribeOptions {
 export class EventLogError extends Data.TaggedError("EventLogError")<{
   readonly operation: string
   readonly cause: unknown
+  /** The log refuses the records as they are (e.g. one is larger than Kafka accepts): retrying never succeeds. */
+  readonly refused?: boolean
 }> {
   override get message() {
     return `event log ${this.operation} failed: ${this.cause instanceof Error ? this.cause.message : String(this.cause)}`

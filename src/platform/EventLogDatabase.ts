@@ -24,7 +24,8 @@ const LogRow = Schema.Struct({
   key: Schema.String,
   event_id: Schema.String,
   value: Schema.String,
-  headers: Schema.Union(Schema.String, Schema.Record({ key: Schema.String, value: Schema.String })),
+  // Any JSON: a row written by other means than `publish` may hold anything here (see `parseHeaders`).
+  headers: Schema.Unknown,
   created_at: Schema.DateFromSelf
 })
 type LogRow = typeof LogRow.Type
@@ -41,8 +42,26 @@ const headRow = rowsOf(Schema.Tuple(Schema.Struct({ head: Schema.String })))
 /** A poll's rows, decoded at once, each with the log's end (`max("offset") + 1` as text). */
 const pollRows = rowsOf(Schema.Array(Schema.extend(LogRow, Schema.Struct({ log_end: Schema.String }))))
 
-const parseHeaders = (headers: LogRow["headers"]): Record<string, string> =>
-  typeof headers === "string" ? (JSON.parse(headers) as Record<string, string>) : headers
+/**
+ * A row's headers as text values. `publish` writes a JSON object of strings;
+ * anything else (a row inserted by hand or by another tool) is read as well as
+ * it can be (non-text values as their JSON, a non-object as no headers) rather
+ * than failing the poll, which would stop every group reading the log.
+ */
+const parseHeaders = (headers: unknown): Record<string, string> => {
+  let parsed = headers
+  if (typeof headers === "string") {
+    try {
+      parsed = JSON.parse(headers)
+    } catch {
+      return {}
+    }
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return {}
+  return Object.fromEntries(
+    Object.entries(parsed).map(([name, value]) => [name, typeof value === "string" ? value : JSON.stringify(value)])
+  )
+}
 
 export const EventLogDatabaseLive = Layer.effect(
   EventLog,

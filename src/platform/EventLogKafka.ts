@@ -35,6 +35,19 @@ const kafkaLevelOf = (level: LogLevel.LogLevel) =>
   level.ordinal >= LogLevel.Error.ordinal ? logLevel.ERROR : logLevel.WARN
 const SUBSCRIPTION_BUFFER = 1024
 
+/** Broker errors that refuse a record for what it is, not for the broker's state. */
+const REFUSALS = new Set(["MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE", "INVALID_RECORD"])
+
+/** True when the error (or one it wraps) is a refusal: the same records would be refused again. */
+const isRefusal = (error: unknown): boolean => {
+  for (let current = error, depth = 0; typeof current === "object" && current !== null && depth < 5; depth++) {
+    const { type, cause } = current as { type?: unknown; cause?: unknown }
+    if (typeof type === "string" && REFUSALS.has(type)) return true
+    current = cause
+  }
+  return false
+}
+
 const headerText = (headers: KafkaMessage["headers"]): Record<string, string> => {
   const out: Record<string, string> = {}
   for (const [name, value] of Object.entries(headers ?? {})) {
@@ -116,19 +129,21 @@ export const EventLogKafkaLive = Layer.scoped(
         if (batch === undefined) byTopic.set(event.topic, [event])
         else batch.push(event)
       }
-      return attempt("publish", () =>
-        producer.sendBatch({
-          acks: -1,
-          topicMessages: [...byTopic].map(([topic, batch]) => ({
-            topic: prefix + topic,
-            messages: batch.map((event) => ({
-              key: event.key,
-              value: event.value,
-              headers: { ...event.headers, "event-id": event.eventId }
+      return Effect.tryPromise({
+        try: () =>
+          producer.sendBatch({
+            acks: -1,
+            topicMessages: [...byTopic].map(([topic, batch]) => ({
+              topic: prefix + topic,
+              messages: batch.map((event) => ({
+                key: event.key,
+                value: event.value,
+                headers: { ...event.headers, "event-id": event.eventId }
+              }))
             }))
-          }))
-        })
-      ).pipe(Effect.asVoid)
+          }),
+        catch: (cause) => new EventLogError({ operation: "publish", cause, refused: isRefusal(cause) })
+      }).pipe(Effect.asVoid)
     }
 
     const subscribe = (options: SubscribeOptions): Stream.Stream<Delivery, EventLogError> =>

@@ -10,9 +10,9 @@
  * stops, releases the connection and competes for the lock again on a new one.
  */
 import { SqlClient } from "@effect/sql"
-import { Clock, Data, Duration, Effect, Layer, Schedule, Schema } from "effect"
+import { Clock, Data, Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
 import { AppConfig, isEmbeddedDatabase } from "./Config.js"
-import { EventLog } from "./EventLog.js"
+import { EventLog, type EventLogError } from "./EventLog.js"
 import { uuidv7 } from "./Ids.js"
 import { makeProcessSignal } from "./Signal.js"
 
@@ -40,7 +40,12 @@ const OutboxRow = Schema.Struct({
 })
 
 /** A relay batch's rows, decoded at once; rows that do not decode are a defect. */
+type OutboxRow = typeof OutboxRow.Type
+
 const decodeOutboxRows = Schema.decodeUnknown(Schema.Array(OutboxRow))
+
+/** The `dead_letters` group of outbox rows the event log refused (never published, so no consumer saw them). */
+export const RELAY_GROUP = "outbox-relay"
 
 /** `count(*)::text`, as the number it counts. */
 const decodeCount = Schema.decodeUnknown(Schema.Tuple(Schema.Struct({ count: Schema.NumberFromString })))
@@ -98,16 +103,61 @@ const relayBatch = (onRelayConnection: <A, E, R>(effect: Effect.Effect<A, E, R>)
       Effect.flatMap((rows) => Effect.orDie(decodeOutboxRows(rows)))
     )
     if (rows.length === 0) return 0
-    yield* log.publish(
-      rows.map((row) => ({
-        eventId: row.event_id,
-        topic: row.topic,
-        key: row.key,
-        value: row.value,
-        headers: typeof row.headers === "string" ? (JSON.parse(row.headers) as Record<string, string>) : row.headers
-      }))
+    const eventOf = (row: OutboxRow) => ({
+      eventId: row.event_id,
+      topic: row.topic,
+      key: row.key,
+      value: row.value,
+      headers: typeof row.headers === "string" ? (JSON.parse(row.headers) as Record<string, string>) : row.headers
+    })
+    // A record the log refuses (too large for the broker) would be refused forever and hold every event
+    // behind it: the batch goes again one row at a time, and the refused rows are dead-lettered.
+    const refused = yield* log.publish(rows.map(eventOf)).pipe(
+      Effect.as([] as ReadonlyArray<readonly [OutboxRow, EventLogError]>),
+      Effect.catchIf(
+        (error) => error.refused === true,
+        () =>
+          Effect.map(
+            Effect.forEach(rows, (row) =>
+              log.publish([eventOf(row)]).pipe(
+                Effect.as(Option.none<readonly [OutboxRow, EventLogError]>()),
+                Effect.catchIf(
+                  (error) => error.refused === true,
+                  (error) => Effect.succeed(Option.some([row, error] as const))
+                )
+              )
+            ),
+            (outcomes) => outcomes.flatMap(Option.toArray)
+          )
+      )
     )
-    yield* onRelayConnection(sql`delete from outbox where id in ${sql.in(rows.map((row) => row.id))}`)
+    // No transaction (the relay's connection is not one): after a crash in between, the row is refused and
+    // dead-lettered again (an upsert), then deleted.
+    yield* onRelayConnection(
+      Effect.gen(function* () {
+        for (const [row, error] of refused) {
+          yield* Effect.logError("outbox event dead-lettered: the event log refuses it").pipe(
+            Effect.annotateLogs({
+              event_id: row.event_id,
+              topic: row.topic,
+              bytes: row.value.length,
+              error: error.message
+            })
+          )
+          yield* sql`insert into dead_letters ${sql.insert({
+            group_id: RELAY_GROUP,
+            topic: row.topic,
+            key: row.key,
+            event_id: row.event_id,
+            value: row.value,
+            headers: typeof row.headers === "string" ? row.headers : JSON.stringify(row.headers),
+            error: `not published: ${error.message}`
+          })} on conflict (group_id, event_id) do update
+              set error = excluded.error, value = excluded.value, created_at = now(), replayed_at = null`
+        }
+        yield* sql`delete from outbox where id in ${sql.in(rows.map((row) => row.id))}`
+      })
+    )
     return rows.length
   })
 
