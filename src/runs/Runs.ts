@@ -154,7 +154,7 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
     })
 
     const update = (
-      workspaceId: string,
+      caller: Caller,
       id: string,
       patch: {
         readonly status?: RunStatus | undefined
@@ -164,8 +164,16 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
     ) =>
       transaction(
         Effect.gen(function* () {
+          const workspaceId = caller.workspaceId
           const current = Option.getOrUndefined(yield* repo.find(workspaceId, id, true))
           if (current === undefined) return yield* runNotFound(id)
+          // A runtime key changes only runs of its own environment.
+          if (caller.environmentId !== null && current.environment_id !== caller.environmentId) {
+            return yield* new Forbidden({
+              code: "environment_mismatch",
+              message: `This runtime key is bound to environment ${caller.environmentId}; run ${id} is in another.`
+            })
+          }
           const values: Record<string, unknown> = {}
           if (patch.status !== undefined && patch.status !== current.status) {
             if (TERMINAL.has(current.status) || (patch.status === "warming" && current.status === "running")) {

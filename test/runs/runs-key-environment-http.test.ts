@@ -1,13 +1,15 @@
 /**
  * A runtime key bound to one environment creates runs only there: naming
  * another environment of the workspace is 403 `environment_mismatch`, as
- * `principal.environment_id` of `POST /v1/events` is.
+ * `principal.environment_id` of `POST /v1/events` is; it changes only runs of
+ * its own environment (`PATCH /v1/runs/{id}` of another's run is 403).
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { expectFailure } from "../support/Api.js"
 import { createEnvironment, createKey, keyClient, tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { createRun } from "../support/Events.js"
 
 layer(testServer("database"), SERVER_OPTIONS)("runs and a runtime key's environment", (it) => {
   describe("POST /v1/runs", () => {
@@ -24,6 +26,23 @@ layer(testServer("database"), SERVER_OPTIONS)("runs and a runtime key's environm
         )
         const own = yield* api.runs.createRun({ payload: { agent_id: "a", kind: "job", environment_id: staging.id } })
         expect(own.environment_id).toBe(staging.id)
+      })
+    )
+  })
+
+  describe("PATCH /v1/runs/{id}", () => {
+    it.effect("a key bound to one environment cannot change a run of another (403); its own runs it can", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const staging = yield* createEnvironment(owner)
+        const production = yield* createRun(base, owner, { agent_id: "a", kind: "job" })
+        const api = yield* keyClient(base, yield* createKey(owner, { environment_id: staging.id }))
+        yield* expectFailure(api.runs.updateRun({ path: { id: production.id }, payload: { status: "completed" } }), 403)
+        const own = yield* api.runs.createRun({ payload: { agent_id: "a", kind: "job" } })
+        const done = yield* api.runs.updateRun({ path: { id: own.id }, payload: { status: "completed" } })
+        expect(done.status).toBe("completed")
+        expect((yield* owner.api.runs.getRun({ path: { id: production.id } })).run.status).toBe("running")
       })
     )
   })
