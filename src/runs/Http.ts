@@ -42,7 +42,9 @@ export const RunsHttpLive = HttpApiBuilder.group(GuardrailApi, "runs", (handlers
       )
       .handle("createRun", ({ payload }) => Effect.flatMap(CurrentCaller, (caller) => runs.create(caller, payload)))
       .handle("getRun", ({ path }) => inWorkspace((ws) => runs.detail(ws, path.id)))
-      .handle("updateRun", ({ path, payload }) => inWorkspace((ws) => runs.update(ws, path.id, payload)))
+      .handle("updateRun", ({ path, payload }) =>
+        Effect.flatMap(CurrentCaller, (caller) => runs.update(caller, path.id, payload))
+      )
       .handle("listRunEvents", ({ path, urlParams }) =>
         inWorkspace((ws) =>
           runs.events(ws, path.id, pageSize(urlParams.limit, 200), urlParams.cursor, urlParams.around)

@@ -10,7 +10,7 @@ import { absurd, Effect, Either, Exit, Option } from "effect"
 import type { Caller } from "../identity/Authentication.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { decodeCursor, encodeCursor, invalidCursor, pageByTime, windowAround } from "../platform/Cursor.js"
-import { BadRequest, Conflict, type HttpError, NotFound } from "../http/Errors.js"
+import { BadRequest, Conflict, Forbidden, type HttpError, NotFound } from "../http/Errors.js"
 import { type Answer, hotUseCase, ready, refused, type WarmSteps } from "../platform/Warm.js"
 import { prefixedId } from "../platform/Ids.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
@@ -104,6 +104,18 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
           details: [{ path: "status", message: "a run starts warming or running" }]
         })
       }
+      // A runtime key acts only in its own environment, as principal.environment_id of POST /v1/events.
+      if (
+        caller.environmentId !== null &&
+        input.environment_id !== undefined &&
+        input.environment_id !== caller.environmentId
+      ) {
+        return yield* new Forbidden({
+          code: "environment_mismatch",
+          message: `This runtime key is bound to environment ${caller.environmentId}; environment_id must be it, or be left out.`,
+          details: [{ path: "environment_id", message: `expected ${caller.environmentId}` }]
+        })
+      }
       const config = yield* settings.runtimeConfig(caller.workspaceId)
       const environmentId =
         input.environment_id ??
@@ -142,7 +154,7 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
     })
 
     const update = (
-      workspaceId: string,
+      caller: Caller,
       id: string,
       patch: {
         readonly status?: RunStatus | undefined
@@ -152,8 +164,16 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
     ) =>
       transaction(
         Effect.gen(function* () {
+          const workspaceId = caller.workspaceId
           const current = Option.getOrUndefined(yield* repo.find(workspaceId, id, true))
           if (current === undefined) return yield* runNotFound(id)
+          // A runtime key changes only runs of its own environment.
+          if (caller.environmentId !== null && current.environment_id !== caller.environmentId) {
+            return yield* new Forbidden({
+              code: "environment_mismatch",
+              message: `This runtime key is bound to environment ${caller.environmentId}; run ${id} is in another.`
+            })
+          }
           const values: Record<string, unknown> = {}
           if (patch.status !== undefined && patch.status !== current.status) {
             if (TERMINAL.has(current.status) || (patch.status === "warming" && current.status === "running")) {
