@@ -26,6 +26,7 @@ export const appendRunEvent = Effect.gen(function* () {
     useCase: mapInput(runs.appendRunEvent, (request) => ({
       workspaceId: request.caller.workspaceId,
       runId: request.path.id,
+      environmentId: request.caller.environmentId,
       input: request.payload
     }))
   }

@@ -156,20 +156,32 @@ export class RunsRepo extends Effect.Service<RunsRepo>()("runs/RunsRepo", {
 
       /**
        * One round trip: locks the runs of an append batch in id order (no lock-order cycle between writers),
-       * then bumps each open run's last_sequence by its number of events in the batch. Runs not found are
-       * absent; ended ones are locked but not bumped (`last_sequence` null).
+       * then bumps each open run's last_sequence by its number of events in the batch that may go in: those
+       * whose `environment_id` is empty (any run) or the run's. Runs not found are absent; ended ones are
+       * locked but not bumped (`last_sequence` null), and so are runs none of whose events may go in.
        */
       lockAndBump: (
-        counts: ReadonlyArray<{ readonly id: string; readonly workspace_id: string; readonly count: number }>,
+        counts: ReadonlyArray<{
+          readonly id: string
+          readonly workspace_id: string
+          readonly environment_id: string
+          readonly count: number
+        }>,
         terminal: ReadonlyArray<string>
       ) =>
         sql`with locked as (
               select id, workspace_id, agent_id, environment_id, kind, status from runs
               where workspace_id in ${sql.in([...new Set(counts.map((run) => run.workspace_id))])}
-                and id in ${sql.in(counts.map((run) => run.id))} order by id for update
+                and id in ${sql.in([...new Set(counts.map((run) => run.id))])} order by id for update
+            ), bump as (
+              select b.id, b.workspace_id, sum(b.count::int)::int as count
+              from ${sql.updateValues([...counts], "b")}
+              join locked on locked.id = b.id and locked.workspace_id = b.workspace_id
+              where b.environment_id = '' or b.environment_id = locked.environment_id
+              group by b.id, b.workspace_id
             ), bumped as (
-              update runs set last_sequence = runs.last_sequence + bump.count::int, updated_at = now()
-              from ${sql.updateValues([...counts], "bump")}, locked
+              update runs set last_sequence = runs.last_sequence + bump.count, updated_at = now()
+              from bump, locked
               where runs.id = bump.id and runs.workspace_id = bump.workspace_id
                 and locked.id = runs.id and locked.workspace_id = runs.workspace_id
                 and locked.status not in ${sql.in([...terminal])}

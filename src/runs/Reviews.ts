@@ -15,6 +15,7 @@ import { toTimestamp } from "../platform/Schemas.js"
 import { orFailWith, transactionOf } from "../platform/Sql.js"
 import { Topics } from "../platform/Topics.js"
 import { ReviewEventId, ReviewEventMessage, type ReviewOutcome, TraceId } from "./Domain.js"
+import { environmentMismatch } from "./RunEventWriter.js"
 import { type ReviewRow, TraceRepo } from "./TraceRepo.js"
 import { traceNotFound, Traces } from "./Traces.js"
 
@@ -57,6 +58,10 @@ export class Reviews extends Effect.Service<Reviews>()("runs/Reviews", {
     ) {
       const found = yield* trace(caller.workspaceId, traceId)
       const context = yield* repo.analyticsContext(caller.workspaceId, traceId)
+      // A runtime key reviews only traces of its own environment, as it appends only to its own runs.
+      if (caller.environmentId !== null && context.environment_id !== caller.environmentId) {
+        return yield* environmentMismatch(caller.environmentId, `trace ${traceId}`)
+      }
       // A reviewer's note and metadata may quote the content: kept as the workspace's data_handling_mode allows.
       const mode = (yield* settings.runtimeConfig(caller.workspaceId)).settings.data_handling_mode
       return yield* transaction(

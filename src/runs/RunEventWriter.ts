@@ -11,7 +11,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Exit, Schema } from "effect"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
-import { Conflict, NotFound } from "../http/Errors.js"
+import { Conflict, Forbidden, NotFound } from "../http/Errors.js"
 import { makeGroupCommit } from "../platform/GroupCommit.js"
 import { type RunEventRow, RunsRepo } from "./Repo.js"
 import { Outbox } from "../platform/Outbox.js"
@@ -29,6 +29,8 @@ export interface NewRunEvent {
   readonly id: string
   readonly workspaceId: string
   readonly runId: string
+  /** The appending caller's bound environment (a runtime key's): the run must be in it. Null: any run. */
+  readonly environmentId: string | null
   readonly kind: typeof RunEventKind.Type
   readonly label: string | null
   readonly inputSummary: string | null
@@ -37,13 +39,20 @@ export interface NewRunEvent {
   readonly occurredAt: Date
 }
 
-/** An append's outcome: its stored row, the 404/409 that refused it, or a defect. */
-export type AppendOutcome = Exit.Exit<RunEventRow, NotFound | Conflict>
+/** An append's outcome: its stored row, the 403/404/409 that refused it, or a defect. */
+export type AppendOutcome = Exit.Exit<RunEventRow, Forbidden | NotFound | Conflict>
 
 const TERMINAL: ReadonlySet<string> = new Set(["completed", "failed", "canceled"])
 
 export const runNotFound = (id: string) =>
   new NotFound({ code: "run_not_found", message: `No run ${id} in this workspace.` })
+
+/** 403 for a runtime key bound to `environmentId` acting on `what`, which is in another environment. */
+export const environmentMismatch = (environmentId: string, what: string) =>
+  new Forbidden({
+    code: "environment_mismatch",
+    message: `This runtime key is bound to environment ${environmentId}; ${what} is in another.`
+  })
 
 export class RunEventWriter extends Effect.Service<RunEventWriter>()("runs/RunEventWriter", {
   scoped: Effect.gen(function* () {
@@ -57,23 +66,28 @@ export class RunEventWriter extends Effect.Service<RunEventWriter>()("runs/RunEv
     const commit = (batch: ReadonlyArray<NewRunEvent>) =>
       transaction(
         Effect.gen(function* () {
-          const counts = new Map<string, { id: string; workspace_id: string; count: number }>()
+          // Events per run and required environment ("" for any): the bump counts those the run's allows.
+          const counts = new Map<string, { id: string; workspace_id: string; environment_id: string; count: number }>()
           for (const event of batch) {
-            const key = runKey(event.workspaceId, event.runId)
+            const environment_id = event.environmentId ?? ""
+            const key = `${runKey(event.workspaceId, event.runId)}/${environment_id}`
             const entry = counts.get(key)
-            if (entry === undefined) counts.set(key, { id: event.runId, workspace_id: event.workspaceId, count: 1 })
-            else entry.count += 1
+            if (entry !== undefined) entry.count += 1
+            else counts.set(key, { id: event.runId, workspace_id: event.workspaceId, environment_id, count: 1 })
           }
           const locked = yield* repo.lockAndBump([...counts.values()], [...TERMINAL])
           const runs = new Map(locked.map((run) => [runKey(run.workspace_id, run.id), run]))
-          const outcomes: Array<Exit.Exit<RunEventRow, NotFound | Conflict>> = []
+          const outcomes: Array<AppendOutcome> = []
           const accepted: Array<{ readonly index: number; readonly event: NewRunEvent }> = []
-          // The run's new last sequence, minus its events in this batch, is where its batch starts.
-          const next = new Map<string, number>()
+          const acceptedPerRun = new Map<string, number>()
           batch.forEach((event, index) => {
             const key = runKey(event.workspaceId, event.runId)
             const run = runs.get(key)
             if (run === undefined) outcomes[index] = Exit.fail(runNotFound(event.runId))
+            // A runtime key appends only to runs of its own environment; its events were not counted in the bump.
+            else if (event.environmentId !== null && event.environmentId !== run.environment_id) {
+              outcomes[index] = Exit.fail(environmentMismatch(event.environmentId, `run ${event.runId}`))
+            }
             // An ended run was locked but not bumped.
             else if (run.last_sequence === null) {
               outcomes[index] = Exit.fail(
@@ -84,10 +98,13 @@ export class RunEventWriter extends Effect.Service<RunEventWriter>()("runs/RunEv
               )
             } else {
               accepted.push({ index, event })
-              if (!next.has(key)) next.set(key, run.last_sequence - counts.get(key)!.count + 1)
+              acceptedPerRun.set(key, (acceptedPerRun.get(key) ?? 0) + 1)
             }
           })
           if (accepted.length === 0) return outcomes
+          // The run's new last sequence, minus its events accepted in this batch, is where its batch starts.
+          const next = new Map<string, number>()
+          for (const [key, count] of acceptedPerRun) next.set(key, runs.get(key)!.last_sequence! - count + 1)
           // Summaries and metadata are customer content: stored as each workspace's data_handling_mode allows
           // (read once per workspace per batch, after every append in it arrived).
           const modes = new Map<string, DataHandlingMode>()

@@ -19,10 +19,14 @@ export interface RunEventInput {
   readonly occurred_at?: string | undefined
 }
 
-/** The event to append (a new id; `occurred_at` now unless given), or the 400 for a bad timestamp. */
+/**
+ * The event to append (a new id; `occurred_at` now unless given), or the 400 for a bad timestamp.
+ * `environmentId` is the caller's bound environment (a runtime key's), null when it may append anywhere.
+ */
 export const newRunEvent = (
   workspaceId: string,
   runId: string,
+  environmentId: string | null,
   input: RunEventInput
 ): Either.Either<NewRunEvent, BadRequest> => {
   const occurredAt = input.occurred_at === undefined ? new Date() : new Date(input.occurred_at)
@@ -39,6 +43,7 @@ export const newRunEvent = (
     id: prefixedId("rev"),
     workspaceId,
     runId,
+    environmentId,
     kind: input.kind,
     label: input.label ?? null,
     inputSummary: input.input_summary ?? null,

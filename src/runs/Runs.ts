@@ -20,7 +20,7 @@ import { RunId, type RunKind, type RunStatus as RunStatuses } from "./Domain.js"
 type RunStatus = typeof RunStatuses.Type
 import { newRunEvent, type RunEventInput, toRunEvent } from "./RunEvents.js"
 import { type NewRunEvent } from "./RunEventWriter.js"
-import { RunEventWriter, runNotFound } from "./RunEventWriter.js"
+import { environmentMismatch, RunEventWriter, runNotFound } from "./RunEventWriter.js"
 import { type RunEventRow, type RunFilters, type RunRow, RunsRepo } from "./Repo.js"
 import { Traces } from "./Traces.js"
 
@@ -69,6 +69,8 @@ const toRun = (row: RunRow) => ({
 export interface AppendRequest {
   readonly workspaceId: string
   readonly runId: string
+  /** The caller's bound environment (a runtime key's): it appends only to that environment's runs. */
+  readonly environmentId: string | null
   readonly input: RunEventInput
 }
 
@@ -169,10 +171,7 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
           if (current === undefined) return yield* runNotFound(id)
           // A runtime key changes only runs of its own environment.
           if (caller.environmentId !== null && current.environment_id !== caller.environmentId) {
-            return yield* new Forbidden({
-              code: "environment_mismatch",
-              message: `This runtime key is bound to environment ${caller.environmentId}; run ${id} is in another.`
-            })
+            return yield* environmentMismatch(caller.environmentId, `run ${id}`)
           }
           const values: Record<string, unknown> = {}
           if (patch.status !== undefined && patch.status !== current.status) {
@@ -201,7 +200,7 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
       initial: undefined,
       steps: (request: AppendRequest): WarmSteps<undefined, NewRunEvent, HttpError, never, HttpError, never> => ({
         step: () =>
-          Either.match(newRunEvent(request.workspaceId, request.runId, request.input), {
+          Either.match(newRunEvent(request.workspaceId, request.runId, request.environmentId, request.input), {
             onLeft: refused,
             onRight: ready
           }),

@@ -2,14 +2,15 @@
  * A runtime key bound to one environment creates runs only there: naming
  * another environment of the workspace is 403 `environment_mismatch`, as
  * `principal.environment_id` of `POST /v1/events` is; it changes only runs of
- * its own environment (`PATCH /v1/runs/{id}` of another's run is 403).
+ * its own environment (`PATCH /v1/runs/{id}` of another's run is 403), and
+ * appends run events and review events only to runs and traces of its own.
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { expectFailure } from "../support/Api.js"
 import { createEnvironment, createKey, keyClient, tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import { createRun } from "../support/Events.js"
+import { createAgent, createRun, propose, reply } from "../support/Events.js"
 
 layer(testServer("database"), SERVER_OPTIONS)("runs and a runtime key's environment", (it) => {
   describe("POST /v1/runs", () => {
@@ -43,6 +44,79 @@ layer(testServer("database"), SERVER_OPTIONS)("runs and a runtime key's environm
         const done = yield* api.runs.updateRun({ path: { id: own.id }, payload: { status: "completed" } })
         expect(done.status).toBe("completed")
         expect((yield* owner.api.runs.getRun({ path: { id: production.id } })).run.status).toBe("running")
+      })
+    )
+  })
+
+  describe("POST /v1/runs/{id}/events", () => {
+    it.effect(
+      "a key bound to one environment cannot append to a run of another (403), and sequences stay gap-free",
+      () =>
+        Effect.gen(function* () {
+          const base = yield* baseUrl
+          const owner = yield* tenant(base)
+          const staging = yield* createEnvironment(owner)
+          const production = yield* createRun(base, owner, { agent_id: "a", kind: "job" })
+          const api = yield* keyClient(base, yield* createKey(owner, { environment_id: staging.id }))
+          yield* expectFailure(
+            api.runs.appendRunEvent({ path: { id: production.id }, payload: { kind: "user_turn" } }),
+            403,
+            "environment_mismatch"
+          )
+          // Refused and accepted appends to the same run, sent together so they share commit batches.
+          const outcomes = yield* Effect.all(
+            Array.from({ length: 20 }, (_, index) =>
+              Effect.either(
+                (index % 2 === 0 ? api : owner.api).runs.appendRunEvent({
+                  path: { id: production.id },
+                  payload: { kind: "agent_turn", label: `turn ${index}` }
+                })
+              )
+            ),
+            { concurrency: "unbounded" }
+          )
+          expect(outcomes.filter((outcome) => outcome._tag === "Left")).toHaveLength(10)
+          const stored = yield* owner.api.runs.listRunEvents({ path: { id: production.id }, urlParams: {} })
+          expect(stored.events.map((event) => event.sequence)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1))
+          const own = yield* api.runs.createRun({ payload: { agent_id: "a", kind: "job" } })
+          const appended = yield* api.runs.appendRunEvent({ path: { id: own.id }, payload: { kind: "user_turn" } })
+          expect(appended.sequence).toBe(1)
+        })
+    )
+  })
+
+  describe("POST /v1/traces/{id}/review-events", () => {
+    it.effect("a key bound to one environment cannot review a trace of another (403); its own traces it can", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const staging = yield* createEnvironment(owner)
+        yield* createAgent(base, owner, "reviewed")
+        const key = yield* createKey(owner, { environment_id: staging.id })
+        const api = yield* keyClient(base, key)
+        const production = yield* propose(base, owner, "reviewed", reply("hello"))
+        yield* expectFailure(
+          api.reviewEvents.createReviewEvent({
+            path: { trace_id: production.trace_id },
+            payload: { outcome: "accepted" }
+          }),
+          403,
+          "environment_mismatch"
+        )
+        const reviews = yield* owner.api.reviewEvents.listReviewEvents({
+          path: { trace_id: production.trace_id },
+          urlParams: {}
+        })
+        expect(reviews.review_events).toHaveLength(0)
+        const own = yield* propose(base, owner, "reviewed", reply("hello"), {
+          token: key.plaintext_key,
+          environment_id: staging.id
+        })
+        const review = yield* api.reviewEvents.createReviewEvent({
+          path: { trace_id: own.trace_id },
+          payload: { outcome: "accepted" }
+        })
+        expect(review.outcome).toBe("accepted")
       })
     )
   })
