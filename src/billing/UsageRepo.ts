@@ -124,8 +124,8 @@ export class UsageRepo extends Effect.Service<UsageRepo>()("billing/UsageRepo", 
           order by effective_at desc, id desc
           limit ${limit + 1}`.pipe(Effect.flatMap(decodeUsages)),
 
-      /** Sums per bucket, in key order (days chronologically). */
-      groups: (workspaceId: string, filters: UsageFilters, groupBy: GroupBy) =>
+      /** Sums per bucket, in key order (days chronologically); at most `limit` buckets. */
+      groups: (workspaceId: string, filters: UsageFilters, groupBy: GroupBy, limit: number) =>
         sql`
           select ${groupKey(groupBy)} as key,
                  count(*)::text as event_count,
@@ -136,7 +136,8 @@ export class UsageRepo extends Effect.Service<UsageRepo>()("billing/UsageRepo", 
           from llm_usage_events
           where ${where(workspaceId, filters)}
           group by 1
-          order by 1 asc nulls last`.pipe(Effect.flatMap(decodeGroups))
+          order by 1 asc nulls last
+          limit ${limit}`.pipe(Effect.flatMap(decodeGroups))
     })
   })
 }) {}

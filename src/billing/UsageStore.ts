@@ -38,6 +38,9 @@ const toRecord = (row: UsageRow) => ({
   metadata: row.metadata
 })
 
+/** Most buckets a `group_by` answers: past it the query is a 400 to narrow (as analytics' MAX_QUERY_POINTS). */
+export const MAX_USAGE_GROUPS = 10_000
+
 export interface UsageQuery extends UsageFilters {
   readonly group_by?: GroupBy | undefined
 }
@@ -70,7 +73,15 @@ export class LlmUsage extends Effect.Service<LlmUsage>()("billing/LlmUsage", {
         })
       }
       if (query.group_by !== undefined) {
-        const groups = yield* repo.groups(workspaceId, filters, query.group_by)
+        const groups = yield* repo.groups(workspaceId, filters, query.group_by, MAX_USAGE_GROUPS + 1)
+        if (groups.length > MAX_USAGE_GROUPS) {
+          const message = `more than ${MAX_USAGE_GROUPS} groups; narrow start and end, filter, or group by less`
+          return yield* new BadRequest({
+            code: "validation_failed",
+            message: `group_by: ${message}`,
+            details: [{ path: "group_by", message }]
+          })
+        }
         return {
           group_by: query.group_by,
           groups: groups.map((row) => ({
