@@ -10,7 +10,7 @@
  * stops, releases the connection and competes for the lock again on a new one.
  */
 import { SqlClient } from "@effect/sql"
-import { Clock, Data, Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
+import { Clock, Data, Duration, Effect, Either, Layer, Option, Schedule, Schema } from "effect"
 import { AppConfig, isEmbeddedDatabase } from "./Config.js"
 import { EventLog, type EventLogError } from "./EventLog.js"
 import { uuidv7 } from "./Ids.js"
@@ -29,20 +29,23 @@ export interface OutboxEvent {
   readonly headers?: Readonly<Record<string, string>>
 }
 
-/** A row to relay; `id` (bigserial) and `event_id` (uuid) are selected as text, `headers` is jsonb. */
+/** A row to relay, every column selected as text (`headers` is jsonb, decoded per row by `decodeHeaders`). */
 const OutboxRow = Schema.Struct({
   id: Schema.String,
   event_id: Schema.String,
   topic: Schema.String,
   key: Schema.String,
   value: Schema.String,
-  headers: Schema.Union(Schema.String, Schema.Record({ key: Schema.String, value: Schema.String }))
+  headers: Schema.String
 })
 
-/** A relay batch's rows, decoded at once; rows that do not decode are a defect. */
+/** A relay batch's rows, decoded at once (every column is non-null text, so only a broken driver fails it). */
 type OutboxRow = typeof OutboxRow.Type
 
 const decodeOutboxRows = Schema.decodeUnknown(Schema.Array(OutboxRow))
+
+/** A row's headers: a row whose headers are not a string map (another version wrote it) is not published. */
+const decodeHeaders = Schema.decodeEither(Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.String })))
 
 /** The `dead_letters` group of outbox rows the event log refused (never published, so no consumer saw them). */
 export const RELAY_GROUP = "outbox-relay"
@@ -98,51 +101,56 @@ const relayBatch = (onRelayConnection: <A, E, R>(effect: Effect.Effect<A, E, R>)
     const sql = yield* SqlClient.SqlClient
     const log = yield* EventLog
     const rows = yield* onRelayConnection(sql`
-      select id::text as id, event_id::text as event_id, topic, key, value, headers
+      select id::text as id, event_id::text as event_id, topic, key, value, headers::text as headers
       from outbox order by outbox.id limit ${RELAY_BATCH}`).pipe(
       Effect.flatMap((rows) => Effect.orDie(decodeOutboxRows(rows)))
     )
     if (rows.length === 0) return 0
-    const eventOf = (row: OutboxRow) => ({
-      eventId: row.event_id,
-      topic: row.topic,
-      key: row.key,
-      value: row.value,
-      headers: typeof row.headers === "string" ? (JSON.parse(row.headers) as Record<string, string>) : row.headers
-    })
+    // A row that cannot be read would stop the relay for good (and every event behind it): it is dead-lettered.
+    const events: Array<{ readonly row: OutboxRow; readonly event: Parameters<typeof log.publish>[0][number] }> = []
+    const unreadable: Array<readonly [OutboxRow, string]> = []
+    for (const row of rows) {
+      Either.match(decodeHeaders(row.headers), {
+        onLeft: (error) => unreadable.push([row, `headers: ${error.message}`]),
+        onRight: (headers) =>
+          events.push({
+            row,
+            event: { eventId: row.event_id, topic: row.topic, key: row.key, value: row.value, headers }
+          })
+      })
+    }
     // A record the log refuses (too large for the broker) would be refused forever and hold every event
     // behind it: the batch goes again one row at a time, and the refused rows are dead-lettered.
-    const refused = yield* log.publish(rows.map(eventOf)).pipe(
-      Effect.as([] as ReadonlyArray<readonly [OutboxRow, EventLogError]>),
-      Effect.catchIf(
-        (error) => error.refused === true,
-        () =>
-          Effect.map(
-            Effect.forEach(rows, (row) =>
-              log.publish([eventOf(row)]).pipe(
-                Effect.as(Option.none<readonly [OutboxRow, EventLogError]>()),
-                Effect.catchIf(
-                  (error) => error.refused === true,
-                  (error) => Effect.succeed(Option.some([row, error] as const))
+    const published =
+      events.length === 0
+        ? Effect.succeed([])
+        : log.publish(events.map(({ event }) => event)).pipe(
+            Effect.as([] as ReadonlyArray<readonly [OutboxRow, string]>),
+            Effect.catchIf(
+              (error) => error.refused === true,
+              () =>
+                Effect.map(
+                  Effect.forEach(events, ({ event, row }) =>
+                    log.publish([event]).pipe(
+                      Effect.as(Option.none<readonly [OutboxRow, string]>()),
+                      Effect.catchIf(
+                        (error: EventLogError) => error.refused === true,
+                        (error) => Effect.succeed(Option.some([row, error.message] as const))
+                      )
+                    )
+                  ),
+                  (outcomes) => outcomes.flatMap(Option.toArray)
                 )
-              )
-            ),
-            (outcomes) => outcomes.flatMap(Option.toArray)
+            )
           )
-      )
-    )
+    const refused = [...unreadable, ...(yield* published)]
     // No transaction (the relay's connection is not one): after a crash in between, the row is refused and
     // dead-lettered again (an upsert), then deleted.
     yield* onRelayConnection(
       Effect.gen(function* () {
         for (const [row, error] of refused) {
-          yield* Effect.logError("outbox event dead-lettered: the event log refuses it").pipe(
-            Effect.annotateLogs({
-              event_id: row.event_id,
-              topic: row.topic,
-              bytes: row.value.length,
-              error: error.message
-            })
+          yield* Effect.logError("outbox event dead-lettered: unreadable, or the event log refuses it").pipe(
+            Effect.annotateLogs({ event_id: row.event_id, topic: row.topic, bytes: row.value.length, error })
           )
           yield* sql`insert into dead_letters ${sql.insert({
             group_id: RELAY_GROUP,
@@ -150,8 +158,8 @@ const relayBatch = (onRelayConnection: <A, E, R>(effect: Effect.Effect<A, E, R>)
             key: row.key,
             event_id: row.event_id,
             value: row.value,
-            headers: typeof row.headers === "string" ? row.headers : JSON.stringify(row.headers),
-            error: `not published: ${error.message}`
+            headers: row.headers,
+            error: `not published: ${error}`
           })} on conflict (group_id, event_id) do update
               set error = excluded.error, value = excluded.value, created_at = now(), replayed_at = null`
         }
@@ -162,6 +170,7 @@ const relayBatch = (onRelayConnection: <A, E, R>(effect: Effect.Effect<A, E, R>)
   })
 
 class RelayLockLost extends Data.TaggedError("RelayLockLost")<{ readonly reason: string }> {}
+class RelayDefect extends Data.TaggedError("RelayDefect")<{ readonly defect: unknown }> {}
 
 /**
  * Takes the relay lock on a connection reserved for the scope and answers how
@@ -237,6 +246,8 @@ export const OutboxRelayLive = Layer.scopedDiscard(
       }
     }).pipe(
       Effect.scoped,
+      // A defect would otherwise end the relay for good (retry takes failures only), stalling every event.
+      Effect.catchAllDefect((defect) => Effect.fail(new RelayDefect({ defect }))),
       Effect.tapErrorCause((cause) =>
         Effect.logWarning("outbox relay stopped (lost its lock or its connection); taking the lock again", cause)
       ),
