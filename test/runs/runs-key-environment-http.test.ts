@@ -12,6 +12,16 @@ import { createEnvironment, createKey, keyClient, tenant } from "../support/Tena
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import { createAgent, createRun, propose, reply } from "../support/Events.js"
 
+/** A tenant, a run in its default (production) environment, and a client with a key bound to staging. */
+const stagingKeyAndProductionRun = Effect.gen(function* () {
+  const base = yield* baseUrl
+  const owner = yield* tenant(base)
+  const staging = yield* createEnvironment(owner)
+  const production = yield* createRun(base, owner, { agent_id: "a", kind: "job" })
+  const api = yield* keyClient(base, yield* createKey(owner, { environment_id: staging.id }))
+  return { api, owner, production }
+})
+
 layer(testServer("database"), SERVER_OPTIONS)("runs and a runtime key's environment", (it) => {
   describe("POST /v1/runs", () => {
     it.effect("a key bound to one environment cannot create a run in another (403); its own is accepted", () =>
@@ -34,11 +44,7 @@ layer(testServer("database"), SERVER_OPTIONS)("runs and a runtime key's environm
   describe("PATCH /v1/runs/{id}", () => {
     it.effect("a key bound to one environment cannot change a run of another (403); its own runs it can", () =>
       Effect.gen(function* () {
-        const base = yield* baseUrl
-        const owner = yield* tenant(base)
-        const staging = yield* createEnvironment(owner)
-        const production = yield* createRun(base, owner, { agent_id: "a", kind: "job" })
-        const api = yield* keyClient(base, yield* createKey(owner, { environment_id: staging.id }))
+        const { api, owner, production } = yield* stagingKeyAndProductionRun
         yield* expectFailure(api.runs.updateRun({ path: { id: production.id }, payload: { status: "completed" } }), 403)
         const own = yield* api.runs.createRun({ payload: { agent_id: "a", kind: "job" } })
         const done = yield* api.runs.updateRun({ path: { id: own.id }, payload: { status: "completed" } })
@@ -53,11 +59,7 @@ layer(testServer("database"), SERVER_OPTIONS)("runs and a runtime key's environm
       "a key bound to one environment cannot append to a run of another (403), and sequences stay gap-free",
       () =>
         Effect.gen(function* () {
-          const base = yield* baseUrl
-          const owner = yield* tenant(base)
-          const staging = yield* createEnvironment(owner)
-          const production = yield* createRun(base, owner, { agent_id: "a", kind: "job" })
-          const api = yield* keyClient(base, yield* createKey(owner, { environment_id: staging.id }))
+          const { api, owner, production } = yield* stagingKeyAndProductionRun
           yield* expectFailure(
             api.runs.appendRunEvent({ path: { id: production.id }, payload: { kind: "user_turn" } }),
             403,
