@@ -59,13 +59,16 @@ export const HttpAppLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) => {
     // Requests in flight, drained on shutdown before the handlers and their services are released.
     const traffic = makeTraffic()
+    const reports = Effect.unsafeMakeSemaphore(config.maxConcurrentReports)
     // Built after (so released before) the server's handlers: the drain finishes while they still work.
     const drain = drainOnShutdown(traffic, Duration.seconds(config.shutdownDrainSeconds))
     const served = serveApi(lane(traffic, config.maxBodyBytes)).pipe(
       Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
       Layer.provide(DashboardLive),
       Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
-      Layer.provide(HttpApiBuilder.middleware(GuardrailApi, requestPipeline(routes, config.maxBodyBytes, traffic))),
+      Layer.provide(
+        HttpApiBuilder.middleware(GuardrailApi, requestPipeline(routes, config.maxBodyBytes, traffic, reports))
+      ),
       Layer.provide(HttpApiBuilder.api(GuardrailApi).pipe(Layer.provide(ApiGroupsLive))),
       Layer.provide(Layer.merge(HotEndpointsLive, Authenticator.Default)),
       Layer.merge(announce)

@@ -1,4 +1,5 @@
 /** The analytics contract: catalog, metric queries, saved views and human-review analytics. */
+import { ReportQuery } from "../http/Routes.js"
 import { Authentication } from "../identity/Authentication.js"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
@@ -17,8 +18,13 @@ import {
 const ViewPath = Schema.Struct({ id: ViewId })
 
 export class AnalyticsApi extends HttpApiGroup.make("analytics")
-  .add(HttpApiEndpoint.get("getCatalog", "/analytics/catalog").addSuccess(Catalog))
-  .add(HttpApiEndpoint.post("queryAnalytics", "/analytics/query").setPayload(AnalyticsQuery).addSuccess(QueryResult))
+  .add(HttpApiEndpoint.get("getCatalog", "/analytics/catalog").addSuccess(Catalog).annotate(ReportQuery, true))
+  .add(
+    HttpApiEndpoint.post("queryAnalytics", "/analytics/query")
+      .setPayload(AnalyticsQuery)
+      .addSuccess(QueryResult)
+      .annotate(ReportQuery, true)
+  )
   .add(HttpApiEndpoint.get("listViews", "/analytics/views").addSuccess(Schema.Struct({ views: Schema.Array(View) })))
   .add(HttpApiEndpoint.post("createView", "/analytics/views").setPayload(CreateView).addSuccess(View, { status: 201 }))
   .add(
@@ -32,6 +38,7 @@ export class AnalyticsApi extends HttpApiGroup.make("analytics")
     HttpApiEndpoint.get("getHumanReview", "/analytics/human-review")
       .setUrlParams(HumanReviewParams)
       .addSuccess(HumanReviewAnalytics)
+      .annotate(ReportQuery, true)
   )
   .prefix("/v1")
   .middleware(Authentication)

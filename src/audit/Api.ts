@@ -1,4 +1,5 @@
 /** The audit log contract: `GET /v1/audit-events` and `GET /v1/audit-events/verify` (admins and owners). */
+import { ReportQuery } from "../http/Routes.js"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Authentication } from "../identity/Authentication.js"
 import { AuditEventPage, ListAuditEventsParams, VerifyResult } from "./Domain.js"
@@ -9,7 +10,11 @@ export class AuditEventsApi extends HttpApiGroup.make("auditEvents")
       .setUrlParams(ListAuditEventsParams)
       .addSuccess(AuditEventPage)
   )
-  .add(HttpApiEndpoint.get("verifyAuditEvents", "/audit-events/verify").addSuccess(VerifyResult))
+  .add(
+    HttpApiEndpoint.get("verifyAuditEvents", "/audit-events/verify")
+      .addSuccess(VerifyResult)
+      .annotate(ReportQuery, true)
+  )
   .prefix("/v1")
   .middleware(Authentication)
   .annotate(

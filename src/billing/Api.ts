@@ -1,4 +1,5 @@
 /** The billing contract: LLM pricing, LLM usage, and budget alerts with their firings. */
+import { ReportQuery } from "../http/Routes.js"
 import { Authentication } from "../identity/Authentication.js"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
@@ -50,6 +51,7 @@ export class LlmUsageApi extends HttpApiGroup.make("llmUsage")
         })
       )
       .addSuccess(LlmUsageResponse)
+      .annotate(ReportQuery, true)
   )
   .prefix("/v1")
   .middleware(Authentication)

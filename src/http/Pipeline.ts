@@ -271,7 +271,7 @@ const withErrorHeaders = (error: unknown) => {
  * (encoded errors included).
  */
 export const requestPipeline =
-  (routes: ReadonlyArray<RouteEntry>, maxBodyBytes: number, traffic?: Traffic) =>
+  (routes: ReadonlyArray<RouteEntry>, maxBodyBytes: number, traffic?: Traffic, reports?: Effect.Semaphore) =>
   <E, R>(app: HttpApp.Default<E, R>) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
@@ -308,10 +308,12 @@ export const requestPipeline =
           { status: 503, headers: { connection: "close", "retry-after": "1" } }
         )
       }
+      // A report waits for a permit (while its client stays connected), so reports never hold every connection.
+      const served = route?.report === true && reports !== undefined ? reports.withPermits(1)(app) : app
       const guarded = requestGuard(
         route,
         maxBodyBytes
-      )(app).pipe(
+      )(served).pipe(
         Effect.tapError(withErrorHeaders),
         Effect.catchAllCause((cause) =>
           Cause.isInterruptedOnly(cause) || Option.exists(Cause.failureOption(cause), isHttpError)

@@ -12,6 +12,12 @@ export type BodyKind = "none" | "json" | "yaml" | "other"
 /** Endpoint annotation: the endpoint's own body limit instead of MAX_BODY_BYTES (file uploads above it, YAML documents below). */
 export class MaxBodyBytes extends Context.Tag("http/MaxBodyBytes")<MaxBodyBytes, number>() {}
 
+/**
+ * Endpoint annotation: a report query (it aggregates or scans history, and may run for seconds). At most
+ * MAX_CONCURRENT_REPORTS run at once (Pipeline.ts), so reports cannot take every database connection.
+ */
+export class ReportQuery extends Context.Tag("http/ReportQuery")<ReportQuery, true>() {}
+
 export interface RouteEntry {
   readonly group: string
   readonly endpoint: string
@@ -23,6 +29,8 @@ export interface RouteEntry {
   readonly body: BodyKind
   /** Body limit of this endpoint, when it has its own. */
   readonly maxBodyBytes: number | undefined
+  /** A report query: served within the process's report permits. */
+  readonly report: boolean
   /** The contract's schemas of the endpoint's path parameters, body and success, and the success status. */
   readonly pathSchema: Schema.Schema.AnyNoContext | undefined
   readonly payloadSchema: Schema.Schema.AnyNoContext | undefined
@@ -60,6 +68,7 @@ export const makeRouteTable = (api: HttpApi.HttpApi.Any): ReadonlyArray<RouteEnt
           .flatMap((segment, index) => (segment.startsWith(":") ? [[index, segment.slice(1)] as const] : [])),
         body: bodyKindOf(endpoint.method, endpoint.payloadSchema),
         maxBodyBytes: Context.getOption(endpoint.annotations, MaxBodyBytes).pipe(Option.getOrUndefined),
+        report: Context.getOption(endpoint.annotations, ReportQuery).pipe(Option.isSome),
         pathSchema: Option.getOrUndefined(Option.map(endpoint.pathSchema, untyped)),
         payloadSchema: Option.getOrUndefined(Option.map(endpoint.payloadSchema, untyped)),
         urlParamsSchema: Option.getOrUndefined(Option.map(endpoint.urlParamsSchema, untyped)),

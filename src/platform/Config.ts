@@ -110,6 +110,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
   effect: Effect.gen(function* () {
     const databaseUrl = yield* optionalRedacted("DATABASE_URL")
     const kafkaBrokers = yield* csv("KAFKA_BROKERS")
+    const databasePoolSize = yield* Config.integer("DATABASE_POOL_SIZE").pipe(Config.withDefault(10))
     return {
       host: yield* Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
       /** 0: a free port the OS picks as the server binds it (the URL is logged), for tests and side-by-side runs. */
@@ -130,7 +131,15 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       kafkaSecurity: yield* kafkaSecurityConfig,
       dataDir: yield* Config.string("DATA_DIR").pipe(Config.withDefault("./.data")),
       embeddedDatabasePort: yield* Config.integer("EMBEDDED_DB_PORT").pipe(Config.withDefault(0)),
-      databasePoolSize: yield* Config.integer("DATABASE_POOL_SIZE").pipe(Config.withDefault(10)),
+      databasePoolSize,
+      /**
+       * Report queries (aggregates over history, endpoints annotated `ReportQuery`) served at once; more wait
+       * their turn, so slow reports never hold every database connection the decisions need (docs/limits.md).
+       */
+      maxConcurrentReports: yield* positiveInteger(
+        "MAX_CONCURRENT_REPORTS",
+        Math.max(1, Math.floor(databasePoolSize / 3))
+      ),
       /** Longest a statement on DATABASE_URL may run (a lock wait included); 0 lets it run for ever. Not for migrations. */
       databaseStatementTimeoutMillis: yield* Config.integer("DATABASE_STATEMENT_TIMEOUT_MS").pipe(
         Config.withDefault(30_000),

@@ -1,4 +1,5 @@
 /** The runs contract: `/v1/runs` and its events and traces, workspace traces, and review events on traces. */
+import { ReportQuery } from "../http/Routes.js"
 import { Authentication } from "../identity/Authentication.js"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
@@ -70,6 +71,7 @@ export class TracesApi extends HttpApiGroup.make("traces")
           })
         })
       )
+      .annotate(ReportQuery, true)
   )
   .add(
     HttpApiEndpoint.get("getTrace", "/traces/:trace_id")

@@ -1,0 +1,95 @@
+/**
+ * Slow reports never take every connection decisions need. Here every
+ * analytics query waits behind another session's lock on the aggregates (as
+ * a report over a long history would run for seconds), more of them at once
+ * than the pool has connections. A decision still answers 200 while they
+ * wait (before, it waited for a connection and answered 503), and the
+ * reports answer once the lock is gone. At most MAX_CONCURRENT_REPORTS
+ * reports hold a connection; the others wait their turn.
+ */
+import { expect, layer } from "@effect/vitest"
+import { Effect, Fiber } from "effect"
+import pg from "pg"
+import { createAgent, eventBody, reply } from "../support/Events.js"
+import { until } from "../support/Eventually.js"
+import { queryDatabase } from "../support/Database.js"
+import { total } from "../analytics/analytics-helpers.js"
+import { call } from "../support/Raw.js"
+import { tenant } from "../support/Tenants.js"
+import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+
+const POOL_SIZE = 4
+
+/** Another session holding `table` locked against every use, for the life of the scope. */
+const lockedTable = (url: string, table: string) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const client = new pg.Client({ connectionString: url })
+      await client.connect()
+      await client.query("begin")
+      await client.query(`lock table ${table} in access exclusive mode`)
+      return client
+    }),
+    (client) => Effect.promise(() => client.query("rollback").finally(() => client.end()))
+  )
+
+const waitingOnLocks = (url: string) =>
+  Effect.map(
+    queryDatabase<{ n: string }>(
+      url,
+      `select count(*)::text as n from pg_stat_activity
+        where datname = current_database() and application_name = 'guardrail-service' and wait_event_type = 'Lock'`
+    ),
+    (rows) => Number(rows[0]!.n)
+  )
+
+layer(
+  testServerWithDatabase("database", { DATABASE_POOL_SIZE: String(POOL_SIZE), DATABASE_STATEMENT_TIMEOUT_MS: "60000" }),
+  SERVER_OPTIONS
+)("reads that wait on the database and decisions", (it) => {
+  it.effect(
+    "a decision answers while more slow reads than the pool has connections wait",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const url = yield* TestDatabaseUrl
+        const owner = yield* tenant(base)
+        yield* createAgent(base, owner, "steady")
+        const decide = call(base, "POST", "/v1/events", {
+          token: owner.jwt,
+          body: eventBody(owner, "steady", reply("hello"))
+        })
+        expect((yield* decide).status).toBe(200)
+        // Aggregated before the lock, so no consumer is left waiting on it with a connection.
+        yield* until(Effect.filterOrFail(total(base, owner, "trace_count"), (count) => count === 1))
+
+        yield* Effect.scoped(
+          Effect.gen(function* () {
+            yield* lockedTable(url, "analytics_buckets")
+            const reads = yield* Effect.fork(
+              Effect.all(
+                Array.from({ length: POOL_SIZE + 2 }, () =>
+                  call(base, "POST", "/v1/analytics/query", { token: owner.jwt, body: { metric: "trace_count" } })
+                ),
+                { concurrency: "unbounded" }
+              )
+            )
+            // The reports hold every connection the service gives them, each waiting on the lock.
+            yield* until(
+              Effect.filterOrFail(waitingOnLocks(url), (n) => n >= 1),
+              "10 seconds"
+            )
+            const decision = yield* decide
+            expect(decision.status, JSON.stringify(decision.body)).toBe(200)
+            return reads
+          })
+        ).pipe(
+          Effect.flatMap((reads) => Fiber.join(reads)),
+          Effect.map((answers) =>
+            expect(answers.map((answer) => answer.status)).toEqual(Array(POOL_SIZE + 2).fill(200))
+          )
+        )
+      }),
+    180_000
+  )
+})
