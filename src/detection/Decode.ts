@@ -1,6 +1,6 @@
 /**
- * Spans of a text that look encoded (base64, hex, URL percent-encoding),
- * decoded once. A decoded span is kept only when it decodes to readable
+ * Spans of a text that look encoded (base64, hex, URL percent-encoding,
+ * bytes hidden in a run of variation selectors), decoded once. A decoded span is kept only when it decodes to readable
  * text, and any range of it maps back to the whole raw encoded range.
  */
 import type { TextView } from "./Types.js"
@@ -51,7 +51,7 @@ const decodePercent = (encoded: string) => {
 interface Encoded {
   readonly start: number
   readonly end: number
-  readonly encoding: "base64" | "hex" | "url"
+  readonly encoding: NonNullable<TextView["encoding"]>
   readonly decoded: string
 }
 
@@ -142,6 +142,43 @@ const scanRuns = (raw: string, found: Array<Encoded>) => {
   }
 }
 
+/**
+ * The 256 variation selectors (U+FE00-U+FE0F: bytes 0-15; U+E0100-U+E01EF: bytes 16-255) are invisible,
+ * so a run of them after a visible character can carry any bytes unseen ("emoji smuggling"). A run of
+ * MIN_SELECTOR_BYTES or more is read as UTF-8; one selector after an emoji (U+FE0F) is just presentation.
+ */
+const MIN_SELECTOR_BYTES = 4
+const VARIATION_SELECTOR = /[\uFE00-\uFE0F]|\uDB40[\uDD00-\uDDEF]/
+
+const selectorByte = (raw: string, at: number): number => {
+  const code = raw.charCodeAt(at)
+  if (code >= 0xfe00 && code <= 0xfe0f) return code - 0xfe00
+  if (code !== 0xdb40) return -1
+  const low = raw.charCodeAt(at + 1)
+  return low >= 0xdd00 && low <= 0xddef ? low - 0xdd00 + 16 : -1
+}
+
+const selectorRuns = (raw: string, found: Array<Encoded>) => {
+  const bytes: Array<number> = []
+  let runStart = 0
+  for (let i = 0; i <= raw.length && found.length < MAX_DECODED_SPANS;) {
+    const byte = i < raw.length ? selectorByte(raw, i) : -1
+    if (byte >= 0) {
+      if (bytes.length === 0) runStart = i
+      // UTF-8 takes at most 4 bytes a character: past that many, nothing more could be kept (MAX_DECODED_CHARS).
+      if (bytes.length < MAX_DECODED_CHARS * 4) bytes.push(byte)
+      i += byte < 16 ? 1 : 2
+      continue
+    }
+    if (bytes.length >= MIN_SELECTOR_BYTES) {
+      const decoded = utf8.decode(Uint8Array.from(bytes))
+      if (readable(decoded)) found.push({ start: runStart, end: i, encoding: "variation_selectors", decoded })
+    }
+    bytes.length = 0
+    i++
+  }
+}
+
 const overlapsEarlier = (found: ReadonlyArray<Encoded>, candidate: Encoded) =>
   found.some(
     (other) =>
@@ -160,6 +197,7 @@ export const decodedViews = (raw: string, fold: (decoded: string) => TextView): 
   if (raw.indexOf("%") >= 0) percentTokens(raw, found)
   if (raw.indexOf("\\x") >= 0) scan(raw, ESCAPED_HEX_RUN, "hex", decodeHex, found)
   scanRuns(raw, found)
+  if (VARIATION_SELECTOR.test(raw)) selectorRuns(raw, found)
   const result: Array<TextView> = []
   let chars = 0
   for (const span of found) {

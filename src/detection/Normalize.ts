@@ -14,7 +14,7 @@ export const rawView = (raw: string): TextView => ({ kind: "raw", text: raw, toR
 
 // ---- folding: NFKC, invisible characters, confusables
 
-/** Zero-width characters, bidi controls, soft hyphen, word joiners, BOM: removed. */
+/** Zero-width characters, bidi controls, soft hyphen, word joiners, variation selectors, BOM: removed. */
 const isInvisible = (code: number) =>
   code === 0xad ||
   code === 0x034f ||
@@ -23,7 +23,21 @@ const isInvisible = (code: number) =>
   (code >= 0x200b && code <= 0x200f) ||
   (code >= 0x202a && code <= 0x202e) ||
   (code >= 0x2060 && code <= 0x2069) ||
+  (code >= 0xfe00 && code <= 0xfe0f) ||
   code === 0xfeff
+
+/** Variation selectors 17-256 (U+E0100-U+E01EF), astral: removed like the others (Decode.ts reads what they hide). */
+const isAstralInvisible = (codePoint: number) => codePoint >= 0xe0100 && codePoint <= 0xe01ef
+
+/**
+ * Tag characters (U+E0000-U+E007F): U+E0020-U+E007E mirror printable ASCII and are invisible, so text
+ * written in them ("ASCII smuggling") reaches a model unseen. The folded view reads them as that ASCII,
+ * set apart as its own words; the others (language tag, cancel tag) are removed.
+ */
+const TAG_BASE = 0xe0000
+const isTag = (codePoint: number) => codePoint >= TAG_BASE && codePoint <= 0xe007f
+const isPrintableTag = (codePoint: number) => codePoint >= 0xe0020 && codePoint <= 0xe007e
+const SPACE = 0x20
 
 const nfkcCache = new Map<number, string>()
 const nfkcOf = (codePoint: number) => {
@@ -83,19 +97,35 @@ export const foldedView = (raw: string): MappedView => {
   if (!/[^\x00-\x7f]/.test(raw))
     return { kind: "folded", text: raw, toRaw: identity, starts: undefined, ends: undefined }
   const built = new MappedBuilder(raw.length + 16)
+  // Where the current run of tag characters ends so far (-1: none): its text stands apart from its neighbours'.
+  let tagRunEnd = -1
+  const apart = (rawStart: number, rawEnd: number) => {
+    if (built.length > 0 && built.codes[built.length - 1] !== SPACE) built.push(SPACE, rawStart, rawEnd)
+  }
   for (let i = 0; i < raw.length;) {
     const code = raw.charCodeAt(i)
+    const codePoint = code < 0xd800 ? code : raw.codePointAt(i)!
+    const width = codePoint > 0xffff ? 2 : 1
+    if (isTag(codePoint)) {
+      if (tagRunEnd < 0) apart(i, i + width)
+      if (isPrintableTag(codePoint)) built.push(codePoint - TAG_BASE, i, i + width)
+      tagRunEnd = i + width
+      i += width
+      continue
+    }
+    if (tagRunEnd >= 0) {
+      if (code > SPACE) apart(tagRunEnd - 2, tagRunEnd)
+      tagRunEnd = -1
+    }
     if (code < 0x80) {
       built.push(code, i, i + 1)
       i++
       continue
     }
-    if (isInvisible(code)) {
-      i++
+    if (isInvisible(code) || isAstralInvisible(codePoint)) {
+      i += width
       continue
     }
-    const codePoint = raw.codePointAt(i)!
-    const width = codePoint > 0xffff ? 2 : 1
     const folded = nfkcOf(codePoint)
     for (let k = 0; k < folded.length; k++) built.push(folded.charCodeAt(k), i, i + width)
     i += width

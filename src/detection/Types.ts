@@ -25,7 +25,8 @@ export interface Finding {
  * How a view was made from the raw text: `raw` itself; `folded` (NFKC,
  * confusables, invisible characters removed); `deobfuscated` (folded, lower
  * case, split words joined, leetspeak folded); `rot13` of the folded text;
- * `decoded` (a base64, hex or URL-encoded span, decoded once and folded).
+ * `decoded` (a base64, hex or URL-encoded span, or bytes hidden in variation selectors, decoded once
+ * and folded).
  */
 export type ViewKind = "raw" | "folded" | "deobfuscated" | "rot13" | "decoded"
 
@@ -33,7 +34,7 @@ export interface TextView {
   readonly kind: ViewKind
   readonly text: string
   /** For decoded views: the encoding that was undone. */
-  readonly encoding?: "base64" | "hex" | "url"
+  readonly encoding?: "base64" | "hex" | "url" | "variation_selectors"
   /** The raw range that produced view range [start, end). */
   readonly toRaw: (start: number, end: number) => Span
 }

@@ -137,7 +137,11 @@ describe("bounded work on hostile 64 KiB inputs", () => {
     "::".repeat(size / 2),
     "http://".repeat(size / 7),
     "<!--".repeat(size / 4),
-    "ab".repeat(size / 2)
+    "ab".repeat(size / 2),
+    // Tag characters (ASCII smuggling) and variation selectors (bytes behind an emoji), two code units each.
+    "\u{E0069}\u{E0067}\u{E006E}\u{E006F}\u{E0072}\u{E0065}\u{E0020}".repeat(size / 14),
+    "\u{E0141}\u{E0142}".repeat(size / 4),
+    "\u{1F600}\u{E0141}".repeat(size / 4)
   ]
   for (const raw of hostile) {
     it(`finishes on ${JSON.stringify(raw.slice(0, 12))}... (${raw.length} chars)`, () => {
