@@ -129,6 +129,22 @@ export const GUARD_PACKS: ReadonlyArray<GuardPack> = [
         match: { type: "detector", detector: "system_prompt_leak", target: "content" }
       }
     ]
+  },
+  {
+    name: "exfiltration",
+    description:
+      "A reply carrying an image a chat UI would fetch by itself (markdown or HTML), the channel an injected instruction uses to send data out in the image's URL, is denied; add your image hosts to the policy's allow list.",
+    policies: [
+      {
+        id: "exfiltration.image",
+        description: "Reply embeds an image from an outside host (data may leave in its URL when it is shown)",
+        family: "content",
+        severity: "high",
+        action: "deny",
+        applies_to: ["output.proposed"],
+        match: { type: "detector", detector: "url", images_only: true, target: "content" }
+      }
+    ]
   }
 ]
 
