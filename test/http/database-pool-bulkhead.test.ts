@@ -9,29 +9,15 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
-import pg from "pg"
 import { createAgent, eventBody, reply } from "../support/Events.js"
 import { until } from "../support/Eventually.js"
-import { queryDatabase } from "../support/Database.js"
+import { lockedTable, queryDatabase } from "../support/Database.js"
 import { total } from "../analytics/analytics-helpers.js"
 import { call } from "../support/Raw.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 
 const POOL_SIZE = 4
-
-/** Another session holding `table` locked against every use, for the life of the scope. */
-const lockedTable = (url: string, table: string) =>
-  Effect.acquireRelease(
-    Effect.promise(async () => {
-      const client = new pg.Client({ connectionString: url })
-      await client.connect()
-      await client.query("begin")
-      await client.query(`lock table ${table} in access exclusive mode`)
-      return client
-    }),
-    (client) => Effect.promise(() => client.query("rollback").finally(() => client.end()))
-  )
 
 const waitingOnLocks = (url: string) =>
   Effect.map(

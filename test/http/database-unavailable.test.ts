@@ -8,8 +8,8 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import pg from "pg"
 import { inject } from "vitest"
+import { lockedTable } from "../support/Database.js"
 import { agentYaml, createAgent, eventBody, propose, reply } from "../support/Events.js"
 import { until } from "../support/Eventually.js"
 import { call, expectError, type JsonResponse } from "../support/Raw.js"
@@ -37,19 +37,6 @@ const serverBehindProxy = Layer.unwrapScoped(
     )
   })
 )
-
-/** Another session holding `table` locked against every use, for the life of the scope. */
-const lockedTable = (url: string, table: string) =>
-  Effect.acquireRelease(
-    Effect.promise(async () => {
-      const client = new pg.Client({ connectionString: url })
-      await client.connect()
-      await client.query("begin")
-      await client.query(`lock table ${table} in access exclusive mode`)
-      return client
-    }),
-    (client) => Effect.promise(() => client.query("rollback").finally(() => client.end()))
-  )
 
 const expectUnavailable = (answer: JsonResponse) => {
   expectError(answer, 503, "database_unavailable")

@@ -17,3 +17,16 @@ export const queryDatabase = <Row = Record<string, unknown>>(
       await client.end()
     }
   })
+
+/** Another session holding `table` locked against every use, for the life of the scope. */
+export const lockedTable = (url: string, table: string) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const client = new pg.Client({ connectionString: url })
+      await client.connect()
+      await client.query("begin")
+      await client.query(`lock table ${table} in access exclusive mode`)
+      return client
+    }),
+    (client) => Effect.promise(() => client.query("rollback").finally(() => client.end()))
+  )
