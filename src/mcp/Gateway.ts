@@ -53,6 +53,7 @@ import {
 import { McpServers, type ServerTarget } from "./Servers.js"
 import { makeEventIds, type StreamContext } from "./EventIds.js"
 import { makeUpstreamCall, takeSlot } from "./UpstreamCall.js"
+import { screenedToolList, toolListText, unscreenedToolList } from "./ToolList.js"
 import { Secrets } from "../platform/Secrets.js"
 import { ANSWER_ACCEPT, badRequest, sessionOf, upstreamHeaders } from "./SessionHeaders.js"
 import { clientAnswerOf } from "./ServerRequests.js"
@@ -213,12 +214,20 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         if (context.method !== "tools/list") return keepAll
         const rows = yield* Effect.orDie(catalog.listToolMetadata(caller.workspaceId))
         const hidden = new Set(rows.filter((row) => !row.enabled).map((row) => row.tool))
-        return ((message) => {
-          const result = resultFor(message, id)
-          return Effect.succeed(
-            result === undefined ? "keep" : { replace: resultMessage(id, listedTools(result, hidden)) }
-          )
-        }) satisfies Screen
+        // The descriptions of the tools it keeps enter the model's context: decided as a tool result.
+        return answerScreen(caller, target, session, id, {
+          resultOf: (message, requestId) => {
+            const result = resultFor(message, requestId)
+            return result === undefined ? undefined : listedTools(result, hidden)
+          },
+          action: (listed) => ({
+            operation: "tools/list",
+            content: toolListText(listed),
+            sources: [{ path: "content", origin: target.resultOrigin, source_id: `mcp:${target.id}/tools` }]
+          }),
+          screened: (listed, decision) => screenedToolList(id, listed, decision),
+          unscreened: (why) => unscreenedToolList(id, why)
+        })
       })
 
     /** Relays the server's answer to a stream of `context`: screened, with resumable event ids. */

@@ -183,6 +183,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)(
               "confirm_transfer",
               "fetch_attachment",
               "long_report",
+              "lookup_customer",
               "lookup_order",
               "lookup_payee",
               "read_email",
@@ -210,6 +211,8 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)(
 
             const sessionId = transport.sessionId!
             expect(yield* sessionTraces(setup.owner, sessionId)).toEqual([
+              // The listed tools' descriptions were decided too (docs/mcp.md).
+              { effect: "permit", kind: "tool.result", operation: "tools/list" },
               { effect: "permit", kind: "output.proposed", operation: "lookup_order" },
               { effect: "permit", kind: "tool.result", operation: "lookup_order" }
             ])
