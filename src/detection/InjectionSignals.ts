@@ -332,9 +332,25 @@ export const INJECTION_SIGNALS: ReadonlyArray<InjectionSignal> = [
     "conceal",
     "hidden_instruction",
     0.3,
-    words("mention|tell|reveal|inform|quietly|secretly|silently"),
-    `\\b(?:do not|don'?t) (?:mention|tell|reveal|inform)\\b${gap(20)}\\b(?:this|it|the user)\\b|\\b(?:quietly|secretly|silently) (?:send|forward|email|add|delete|transfer)\\b`
+    words("mention|tell|reveal|inform|quietly|secretly|silently|upset"),
+    `\\b(?:do not|don'?t|never) (?:mention|tell|reveal|inform)\\b${gap(20)}\\b(?:this|it|that|the user)\\b|\\b(?:quietly|secretly|silently) (?:send|forward|email|add|delete|transfer)\\b|\\b(?:without|before) (?:telling|informing|notifying|asking) the user\\b|\\bcould (?:even )?upset the user\\b`
   ),
+  // ---- tool poisoning: a tool description telling the model to read a credential file and pass it along
+  signal(
+    "sensitive_file_read",
+    "exfiltration",
+    0.4,
+    words("ssh|id_rsa|id_ed25519|.env|mcp.json|passwd|shadow|credentials|.npmrc|.netrc|.kube|.docker|.git-credentials"),
+    `\\b(?:read|open|cat|load|access|include|attach|get)\\b${gap(40)}(?:~/\\.ssh\\b|\\bid_(?:rsa|ed25519|ecdsa)\\b|\\bmcp\\.json\\b|/etc/(?:passwd|shadow)\\b|\\.aws/credentials\\b|(?:^|[\\s/~'"\x60])\\.(?:env|npmrc|netrc|git-credentials)\\b|\\.kube/config\\b|\\.docker/config\\.json\\b)`
+  ),
+  signal(
+    "content_as_argument",
+    "exfiltration",
+    0.3,
+    words("content"),
+    `\\b(?:pass|put|include|add|send|provide|append|insert)\\b${gap(20)}\\b(?:its|the|their|the file'?s|that file'?s) contents?\\b${gap(20)}\\b(?:as|in|into)\\b${gap(20)}\\b(?:the )?(?:argument|parameter|param|field|sidenote|note|notes|comment|metadata)\\b|\\b(?:pass|put|include|send) (?:its|the|their) contents? as\\b`
+  ),
+  signal("important_tag", "hidden_instruction", 0.25, words("<important"), `<important>`),
   // ---- exfiltration
   signal("send_to_address", "exfiltration", 0.3, words("@|http|www."), `${EXFIL_VERB}${gap(80)}${EMAIL_OR_URL}`),
   signal(
