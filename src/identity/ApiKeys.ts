@@ -5,8 +5,9 @@
  * (src/platform/ChangeNotices.ts), and `last_used_at`
  * is kept in memory and flushed in batches, so a request costs no write.
  */
-import { Duration, Effect, Option, Schedule } from "effect"
+import { Duration, Effect, Option } from "effect"
 import { createHash } from "node:crypto"
+import { every } from "../platform/Background.js"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
 import { NotFound } from "../http/Errors.js"
 import { prefixedId, randomToken } from "../platform/Ids.js"
@@ -54,7 +55,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("identity/ApiKeys", {
       Effect.catchAllCause((cause) => Effect.logWarning("could not record API key use", cause)),
       Effect.withSpan("ApiKeys.flushLastUsed")
     )
-    yield* Effect.forkScoped(flushLastUsed.pipe(Effect.repeat(Schedule.spaced(LAST_USED_FLUSH))))
+    yield* Effect.forkScoped(every("api-key last-use flush", LAST_USED_FLUSH, flushLastUsed))
     yield* Effect.addFinalizer(() => flushLastUsed)
 
     const create = Effect.fn("ApiKeys.create")(function* (
