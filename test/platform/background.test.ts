@@ -9,12 +9,12 @@ import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Fiber, Ref, TestClock } from "effect"
 import { every, keepRunning } from "../../src/platform/Background.js"
 
-/** Yields until `ref` reaches `count` (other fibers run meanwhile; the test clock does not move). */
+/** Lets other fibers run (the test clock does not move) until `ref` reaches `count`, then expects it there. */
 const reached = (ref: Ref.Ref<number>, count: number) =>
-  Ref.get(ref).pipe(Effect.repeat({ until: (value) => value >= count }), Effect.zipLeft(Effect.yieldNow()))
-
-/** Moves the test clock past the longest restart backoff (5 s) and lets the woken fibers run. */
-const pastBackoff = Effect.zipRight(TestClock.adjust(Duration.seconds(5)), Effect.yieldNow())
+  Effect.gen(function* () {
+    for (let turn = 0; turn < 100 && (yield* Ref.get(ref)) < count; turn++) yield* Effect.yieldNow()
+    expect(yield* Ref.get(ref)).toBe(count)
+  })
 
 describe("background loops", () => {
   it.effect("a loop that dies, fails or ends runs again after a backoff; only interruption stops it", () =>
@@ -31,15 +31,22 @@ describe("background loops", () => {
       )
       const fiber = yield* Effect.fork(keepRunning("test loop", loop))
       yield* reached(runs, 1)
-      for (const next of [2, 3, 4]) {
-        yield* pastBackoff
+      // The backoff: 100 ms, then doubling (at most 5 s); each run waits its whole turn.
+      for (const [next, millis] of [
+        [2, 100],
+        [3, 200],
+        [4, 400]
+      ] as const) {
+        yield* TestClock.adjust(Duration.millis(millis - 1))
+        yield* reached(runs, next - 1)
+        yield* TestClock.adjust(Duration.millis(1))
         yield* reached(runs, next)
       }
 
       const exit = yield* Fiber.interrupt(fiber)
       expect(Exit.isInterrupted(exit)).toBe(true)
-      yield* pastBackoff
-      expect(yield* Ref.get(runs)).toBe(4)
+      yield* TestClock.adjust(Duration.minutes(1))
+      yield* reached(runs, 4)
     })
   )
 
@@ -58,8 +65,7 @@ describe("background loops", () => {
       }
       // Not before its interval.
       yield* TestClock.adjust(Duration.seconds(59))
-      yield* Effect.yieldNow()
-      expect(yield* Ref.get(runs)).toBe(3)
+      yield* reached(runs, 3)
       yield* Fiber.interrupt(fiber)
     })
   )
