@@ -49,7 +49,14 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("identity/ApiKeys", {
     const flushLastUsed = Effect.suspend(() => {
       const batch = [...lastUsed].map(([id, at]) => ({ id, at }))
       lastUsed.clear()
-      return repo.touchApiKeys(batch)
+      // A failed write puts its uses back for the next flush (a key used again since keeps the later use).
+      return repo.touchApiKeys(batch).pipe(
+        Effect.onError(() =>
+          Effect.sync(() => {
+            for (const { at, id } of batch) if (!lastUsed.has(id)) lastUsed.set(id, at)
+          })
+        )
+      )
     }).pipe(
       // The repo turns database failures into defects: caught here too, or one outage would end the flushing.
       Effect.catchAllCause((cause) => Effect.logWarning("could not record API key use", cause)),
