@@ -5,7 +5,8 @@
  * audit rows are kept for good. It is separate from the workspaces'
  * `retention_days`, since an audit trail usually must outlive operational data.
  */
-import { Clock, Config, Duration, Effect, Layer, Schedule } from "effect"
+import { Clock, Config, Duration, Effect, Layer } from "effect"
+import { every } from "../platform/Background.js"
 import { AppConfig } from "../platform/Config.js"
 import { AuditLog } from "./AuditLog.js"
 
@@ -17,14 +18,12 @@ export const AuditRetentionLive = Layer.scopedDiscard(
     if (days <= 0) return
     const config = yield* AppConfig
     const audit = yield* AuditLog
-    yield* Clock.currentTimeMillis.pipe(
+    const prune = Clock.currentTimeMillis.pipe(
       Effect.flatMap((now) => audit.prune(new Date(now - days * DAY_MILLIS))),
       Effect.tap((deleted) =>
         (deleted > 0 ? Effect.logInfo : Effect.logDebug)("audit prune").pipe(Effect.annotateLogs({ deleted }))
-      ),
-      Effect.catchAllCause((cause) => Effect.logWarning("audit prune failed; next one as scheduled", cause)),
-      Effect.repeat(Schedule.spaced(Duration.seconds(config.retentionIntervalSeconds))),
-      Effect.forkScoped
+      )
     )
+    yield* Effect.forkScoped(every("audit prune", Duration.seconds(config.retentionIntervalSeconds), prune))
   })
 ).pipe(Layer.provide(AuditLog.Default))

@@ -7,7 +7,8 @@
  * it expires, sits idle, or the process stops. Near the cap, where no lease
  * fits any more, calls reserve exactly their own worst case (Budgets.ts).
  */
-import { Duration, Effect, Option, Runtime, Schedule } from "effect"
+import { Duration, Effect, Option, Runtime } from "effect"
+import { every } from "../platform/Background.js"
 import { prefixedId } from "../platform/Ids.js"
 import { BudgetRepo, type WindowKey, type WindowKind } from "./BudgetRepo.js"
 import type { LlmBudget, Reservation } from "./Budgets.js"
@@ -92,12 +93,7 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("billing/Budget
       }
       return Effect.forEach(stale, returnLease, { discard: true })
     })
-    yield* Effect.forkScoped(
-      returnStale.pipe(
-        Effect.catchAllCause((cause) => Effect.logWarning("could not return an LLM budget lease", cause)),
-        Effect.repeat(Schedule.spaced(LEASE_CHECK_EVERY))
-      )
-    )
+    yield* Effect.forkScoped(every("LLM budget lease return", LEASE_CHECK_EVERY, returnStale))
     yield* Effect.addFinalizer(() =>
       Effect.forEach(
         [...leases.values()].flatMap((entry) => [entry.current, entry.next].filter((lease) => lease !== undefined)),

@@ -10,10 +10,11 @@
  * - soft (no bound): admitted while spend + reserved < cap.
  * Refusal is 402 `budget_exceeded`, naming when the window resets.
  */
-import { Duration, Effect, Option, Schedule } from "effect"
+import { Duration, Effect, Option } from "effect"
 import { MAX_BUDGET_MINOR } from "../identity/Domain.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { PaymentRequired } from "../http/Errors.js"
+import { every } from "../platform/Background.js"
 import { prefixedId } from "../platform/Ids.js"
 import { BudgetRepo, type WindowKey, type WindowKind } from "./BudgetRepo.js"
 import { BudgetLeases } from "./BudgetLeases.js"
@@ -76,12 +77,7 @@ export class Budgets extends Effect.Service<Budgets>()("billing/Budgets", {
     /** Window rows known to exist: the ledger never deletes them, so each is ensured once per process. */
     const ensured = new Set<string>()
 
-    yield* Effect.forkScoped(
-      repo.releaseExpired.pipe(
-        Effect.catchAllCause((cause) => Effect.logWarning("could not release expired LLM budget reservations", cause)),
-        Effect.repeat(Schedule.spaced(SWEEP_EVERY))
-      )
-    )
+    yield* Effect.forkScoped(every("LLM budget reservation release", SWEEP_EVERY, repo.releaseExpired))
 
     // The workspace's runtime settings are cached until they change (in any instance): no read per call.
     const activeBudget = (workspaceId: string) =>

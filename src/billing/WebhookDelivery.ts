@@ -9,7 +9,8 @@
  *   until a 2xx answer or WEBHOOK_MAX_ATTEMPTS. Calls go through the outbound
  *   guard (no internal addresses unless allowlisted, redirects not followed).
  */
-import { Duration, Effect, Layer, Option, Redacted, Ref, Schedule } from "effect"
+import { Duration, Effect, Layer, Option, Redacted, Ref } from "effect"
+import { keepRunning } from "../platform/Background.js"
 import { AppConfig } from "../platform/Config.js"
 import { consumeOnce, decodeDelivery } from "../platform/Consumer.js"
 import { prefixedId } from "../platform/Ids.js"
@@ -180,14 +181,8 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(
         yield* Ref.update(inFlight, (n) => n + due.length)
         yield* Effect.forEach(due, runAttempt, { discard: true })
       }
-    }).pipe(
-      // Repository failures are defects (dieOnErrors): sandbox them so the loop restarts; leases make that safe.
-      Effect.sandbox,
-      Effect.tapError((cause) => Effect.logWarning("webhook delivery loop failed; restarting", cause)),
-      Effect.retry(
-        Schedule.exponential(Duration.millis(200)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(5))))
-      )
-    )
-    yield* Effect.forkScoped(loop)
+    })
+    // Repository failures are defects (dieOnErrors): the loop restarts on them; leases make that safe.
+    yield* Effect.forkScoped(keepRunning("webhook delivery loop", loop))
   })
 )

@@ -8,6 +8,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
 import { setAuditActor } from "../audit/Chain.js"
+import { keepRunning } from "../platform/Background.js"
 import { EventLog } from "../platform/EventLog.js"
 import { Outbox } from "../platform/Outbox.js"
 import { transactionOf } from "../platform/Sql.js"
@@ -79,7 +80,7 @@ export const ConfigChangeListenerLive = Layer.scopedDiscard(
     const log = yield* EventLog
     const snapshot = yield* CatalogSnapshot
     const group = `config-cache-${snapshot.instance}`
-    yield* log.subscribe({ group, topics: [Topics.configChanges], fromBeginning: false }).pipe(
+    const listen = log.subscribe({ group, topics: [Topics.configChanges], fromBeginning: false }).pipe(
       Stream.runForEach((delivery) =>
         Option.match(decodeChange(delivery.value), {
           onNone: () => Effect.logWarning("undecodable config-change event skipped", { event_id: delivery.eventId }),
@@ -87,10 +88,8 @@ export const ConfigChangeListenerLive = Layer.scopedDiscard(
           onSome: (change) =>
             change.origin === snapshot.instance ? Effect.void : snapshot.invalidate(change.workspace_id)
         }).pipe(Effect.zipRight(delivery.ack))
-      ),
-      Effect.tapErrorCause((cause) => Effect.logWarning("config-change listener failed; reopening", cause)),
-      Effect.retry({ schedule: Schedule.spaced("1 second") }),
-      Effect.forkScoped
+      )
     )
+    yield* Effect.forkScoped(keepRunning("config-change listener", listen, Schedule.spaced("1 second")))
   })
 )

@@ -5,8 +5,9 @@
  * (src/platform/ChangeNotices.ts), and `last_used_at`
  * is kept in memory and flushed in batches, so a request costs no write.
  */
-import { Duration, Effect, Option, Schedule } from "effect"
+import { Duration, Effect, Option } from "effect"
 import { createHash } from "node:crypto"
+import { every } from "../platform/Background.js"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
 import { NotFound } from "../http/Errors.js"
 import { prefixedId, randomToken } from "../platform/Ids.js"
@@ -48,13 +49,20 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("identity/ApiKeys", {
     const flushLastUsed = Effect.suspend(() => {
       const batch = [...lastUsed].map(([id, at]) => ({ id, at }))
       lastUsed.clear()
-      return repo.touchApiKeys(batch)
+      // A failed write puts its uses back for the next flush (a key used again since keeps the later use).
+      return repo.touchApiKeys(batch).pipe(
+        Effect.onError(() =>
+          Effect.sync(() => {
+            for (const { at, id } of batch) if (!lastUsed.has(id)) lastUsed.set(id, at)
+          })
+        )
+      )
     }).pipe(
       // The repo turns database failures into defects: caught here too, or one outage would end the flushing.
       Effect.catchAllCause((cause) => Effect.logWarning("could not record API key use", cause)),
       Effect.withSpan("ApiKeys.flushLastUsed")
     )
-    yield* Effect.forkScoped(flushLastUsed.pipe(Effect.repeat(Schedule.spaced(LAST_USED_FLUSH))))
+    yield* Effect.forkScoped(every("api-key last-use flush", LAST_USED_FLUSH, flushLastUsed))
     yield* Effect.addFinalizer(() => flushLastUsed)
 
     const create = Effect.fn("ApiKeys.create")(function* (

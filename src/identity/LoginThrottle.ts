@@ -6,7 +6,8 @@
  * attempt back and clears the username's count. Expired entries are swept
  * on a timer, so the maps stay bounded by the traffic of one window.
  */
-import { Clock, Effect, Schedule } from "effect"
+import { Clock, Effect } from "effect"
+import { every } from "../platform/Background.js"
 import { AppConfig } from "../platform/Config.js"
 
 /** Sliding-window counters: at most `limit` attempts per key within `windowMillis`. */
@@ -66,9 +67,8 @@ export class LoginThrottle extends Effect.Service<LoginThrottle>()("identity/Log
     const logins = makeAttemptWindows(config.loginFailureLimit, config.loginFailureWindowSeconds * 1000)
     const signups = makeAttemptWindows(config.signupLimit, config.signupWindowSeconds * 1000)
     const sweepEvery = Math.min(config.loginFailureWindowSeconds, config.signupWindowSeconds)
-    yield* Effect.all([logins.sweep, signups.sweep]).pipe(
-      Effect.repeat(Schedule.spaced(`${sweepEvery} seconds`)),
-      Effect.forkScoped
+    yield* Effect.forkScoped(
+      every("login-throttle sweep", `${sweepEvery} seconds`, Effect.all([logins.sweep, signups.sweep]))
     )
     return { logins, signups }
   })

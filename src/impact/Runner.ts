@@ -9,12 +9,13 @@
  * stopped is queued again and replayed from the start (a replay is cheap and
  * its result must not depend on where it stopped).
  */
-import { Cause, Duration, Effect, Either, Fiber, Layer, Option, Schedule } from "effect"
+import { Cause, Duration, Effect, Either, Fiber, Layer, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import { hostname } from "node:os"
 import { CatalogLive } from "../catalog/Http.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
+import { every } from "../platform/Background.js"
 import { claimWhenQueued, jobsQueued } from "../platform/Signal.js"
 import { candidateOf, makeTally, resultDigest } from "./Replay.js"
 import { type ImpactJobRow, ImpactRepo, type RetainedRow } from "./Repo.js"
@@ -102,14 +103,9 @@ export const makeImpactRunner = Effect.gen(function* () {
     Option.match(claimed, { onNone: () => Effect.void, onSome: (job) => Effect.zipRight(runJob(job), drain) })
   )
 
-  const forever = <A, E, R>(name: string, effect: Effect.Effect<A, E, R>, every: Duration.Duration) =>
-    effect.pipe(
-      Effect.catchAllCause((cause) => Effect.logWarning(`impact ${name} failed; retrying`, cause)),
-      Effect.repeat(Schedule.spaced(every)),
-      Effect.forkScoped
-    )
-
-  yield* forever("recovery", repo.recoverStale(STALE_AFTER_SECONDS, MAX_RESUMES), Duration.seconds(10))
+  yield* Effect.forkScoped(
+    every("impact recovery", Duration.seconds(10), repo.recoverStale(STALE_AFTER_SECONDS, MAX_RESUMES))
+  )
   yield* claimWhenQueued(yield* jobsQueued("impact"), drain, (cause) =>
     Effect.logWarning("impact claim failed; retrying", cause)
   )

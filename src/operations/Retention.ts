@@ -9,7 +9,8 @@
  * Other domains extend `retentionTargets` (or call `addRetentionTarget`) with
  * their event tables; a target whose table does not exist is skipped.
  */
-import { Clock, Duration, Effect, Layer, Schedule } from "effect"
+import { Clock, Duration, Effect, Layer } from "effect"
+import { every } from "../platform/Background.js"
 import { AppConfig } from "../platform/Config.js"
 import { pruneEventPlumbing, type PruneWindows } from "./EventPruning.js"
 import { deleteExpiredBatch, presentTables, workspaceRetentions } from "./Repo.js"
@@ -87,23 +88,25 @@ export const retentionLoop = (
   options: RetentionOptions,
   onSweep: (report: SweepReport) => Effect.Effect<void> = () => Effect.void
 ) =>
-  sweep(options.batchSize).pipe(
-    Effect.flatMap((report) =>
-      options.eventPlumbing === undefined
-        ? Effect.succeed(report)
-        : Effect.map(
-            pruneEventPlumbing({ ...options.eventPlumbing, batchSize: options.batchSize }),
-            (pruned): SweepReport => ({ ...report, deleted: { ...report.deleted, ...pruned } })
-          )
-    ),
-    Effect.tap((report) =>
-      (Object.values(report.deleted).some((count) => count > 0) ? Effect.logInfo : Effect.logDebug)(
-        "retention sweep"
-      ).pipe(Effect.annotateLogs({ deleted: report.deleted, batches: report.batches }))
-    ),
-    Effect.tap(onSweep),
-    Effect.catchAllCause((cause) => Effect.logWarning("retention sweep failed; next one as scheduled", cause)),
-    Effect.repeat(Schedule.spaced(options.interval))
+  every(
+    "retention sweep",
+    options.interval,
+    sweep(options.batchSize).pipe(
+      Effect.flatMap((report) =>
+        options.eventPlumbing === undefined
+          ? Effect.succeed(report)
+          : Effect.map(
+              pruneEventPlumbing({ ...options.eventPlumbing, batchSize: options.batchSize }),
+              (pruned): SweepReport => ({ ...report, deleted: { ...report.deleted, ...pruned } })
+            )
+      ),
+      Effect.tap((report) =>
+        (Object.values(report.deleted).some((count) => count > 0) ? Effect.logInfo : Effect.logDebug)(
+          "retention sweep"
+        ).pipe(Effect.annotateLogs({ deleted: report.deleted, batches: report.batches }))
+      ),
+      Effect.tap(onSweep)
+    )
   )
 
 /** The stream worker's retention task, forked for the life of the layer. */

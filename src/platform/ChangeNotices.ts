@@ -12,14 +12,67 @@
  * when listening (re)starts.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Duration, Effect, Schedule, type Scope, Stream } from "effect"
+import { Data, Deferred, Duration, Effect, Exit, Option, Redacted, type Scope } from "effect"
+import Pg from "pg"
+import { keepRunning } from "./Background.js"
 import { AppConfig, isEmbeddedDatabase } from "./Config.js"
 
 const CHANNEL = "guardrail_changes"
 /** Every cache's entries when listening (re)starts, as nothing heard meanwhile can be trusted. */
 const EVERYTHING = "*"
+/** How often the listening connection is asked `select 1`; one unanswered for as long fails it. */
+const LISTEN_CHECK = Duration.seconds(5)
 
 type Listener = (key: string) => void
+
+class ListeningLost extends Data.TaggedError("ListeningLost")<{ readonly cause: unknown }> {}
+
+/**
+ * Listens on CHANNEL over a connection of its own, calling `onNotice` with
+ * each payload and `onListening` once LISTEN took; fails when the connection
+ * breaks or stops answering. Not sql-pg's `listen`: its connection ignores
+ * errors, so a listener whose connection died waited for ever, deaf.
+ */
+const listenOnce = (
+  url: Redacted.Redacted,
+  onNotice: (payload: string) => void,
+  onListening: () => void
+): Effect.Effect<never, ListeningLost, Scope.Scope> =>
+  Effect.gen(function* () {
+    const lost = yield* Deferred.make<never, ListeningLost>()
+    const fail = (cause: unknown) => Deferred.unsafeDone(lost, Exit.fail(new ListeningLost({ cause })))
+    const client = yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        const client = new Pg.Client({
+          connectionString: Redacted.value(url),
+          application_name: "guardrail-service",
+          connectionTimeoutMillis: Duration.toMillis(LISTEN_CHECK)
+        })
+        client.on("error", fail)
+        client.on("end", () => fail("the connection ended"))
+        client.on("notification", (message) => {
+          if (message.channel === CHANNEL && message.payload !== undefined) onNotice(message.payload)
+        })
+        return client
+      }),
+      // As sql-pg does: a connection that will not end does not hold up a restart or shutdown.
+      (client) => Effect.ignore(Effect.tryPromise(() => client.end()).pipe(Effect.timeoutOption(Duration.seconds(1))))
+    )
+    const query = (text: string) =>
+      Effect.tryPromise({ try: () => client.query(text), catch: (cause) => new ListeningLost({ cause }) }).pipe(
+        Effect.timeoutFail({
+          duration: LISTEN_CHECK,
+          onTimeout: () => new ListeningLost({ cause: `no answer to ${text} within ${Duration.format(LISTEN_CHECK)}` })
+        })
+      )
+    yield* Effect.tryPromise({ try: () => client.connect(), catch: (cause) => new ListeningLost({ cause }) })
+    yield* query(`LISTEN ${CHANNEL}`)
+    onListening()
+    return yield* Effect.raceFirst(
+      Deferred.await(lost),
+      Effect.forever(Effect.zipRight(Effect.sleep(LISTEN_CHECK), query("select 1")))
+    )
+  })
 
 export class ChangeNotices extends Effect.Service<ChangeNotices>()("platform/ChangeNotices", {
   scoped: Effect.gen(function* () {
@@ -33,22 +86,17 @@ export class ChangeNotices extends Effect.Service<ChangeNotices>()("platform/Cha
     const deliverEverywhere = () => {
       for (const set of listeners.values()) for (const listener of set) listener(EVERYTHING)
     }
+    const onNotice = (payload: string) => {
+      const split = payload.indexOf(":")
+      if (split > 0) deliver(payload.slice(0, split), payload.slice(split + 1))
+    }
 
-    if (!isEmbeddedDatabase(config)) {
-      yield* pg.listen(CHANNEL).pipe(
-        Stream.runForEach((payload) =>
-          Effect.sync(() => {
-            const split = payload.indexOf(":")
-            if (split > 0) deliver(payload.slice(0, split), payload.slice(split + 1))
-          })
-        ),
-        Effect.onExit(() => Effect.sync(deliverEverywhere)),
-        Effect.tapErrorCause((cause) => Effect.logWarning("change notices: listening failed; retrying", cause)),
-        Effect.retry(
-          Schedule.exponential(Duration.millis(200)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(5))))
-        ),
-        Effect.forkScoped
-      )
+    // Over the embedded database (no URL) notices stay in the process.
+    if (Option.isSome(config.databaseUrl)) {
+      const url = config.databaseUrl.value
+      // Notices sent while nobody listened are lost: every cache is dropped once listening (re)starts.
+      const listen = Effect.scoped(listenOnce(url, onNotice, deliverEverywhere))
+      yield* Effect.forkScoped(keepRunning("change-notice listener", listen))
     }
 
     /** Calls `listener` with the key of every notice on `topic` (`*`: drop everything). */

@@ -27,6 +27,7 @@ import { SqlClient, type Statement } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Cause, Data, Duration, Effect, Either, Option, ParseResult, Schedule, Schema, Stream } from "effect"
 import { makeActors } from "./Actors.js"
+import { keepRunning } from "./Background.js"
 import { AppConfig } from "./Config.js"
 import { type Delivery, EventLog, type SubscribeOptions } from "./EventLog.js"
 import { eventDataError, storableText, withEventIds } from "./PoisonEvents.js"
@@ -234,7 +235,10 @@ const undecodableOf = (
       batch.some((delivery) => delivery.eventId === error.eventId)
   )
 
-/** Consumes until interrupted with one actor per partition; a failing subscription is reopened with backoff. */
+/**
+ * Consumes until interrupted with one actor per partition; a subscription that fails, dies or ends is reopened
+ * with backoff (`keepRunning`).
+ */
 export const consumeStream = <E, R>(options: StreamConsumerOptions<E, R>) =>
   Effect.gen(function* () {
     const log = yield* EventLog
@@ -334,10 +338,7 @@ export const consumeStream = <E, R>(options: StreamConsumerOptions<E, R>) =>
         )
       })
     )
-  }).pipe(
-    Effect.tapErrorCause((cause) => Effect.logWarning(`consumer ${options.group} failed; reopening`, cause)),
-    Effect.retry(Schedule.exponential(Duration.millis(200)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(5)))))
-  )
+  }).pipe((consume) => keepRunning(`consumer ${options.group}`, consume))
 
 /** Effect-once consumption with a handler per delivery (see `consumeStream`). */
 export const consumeOnce = <E, R>(options: ConsumeOptions<E, R>) =>

@@ -8,6 +8,7 @@
  */
 import { Chunk, Duration, Effect, Layer, LogLevel, Ref, Schedule, Stream } from "effect"
 import { Kafka, type KafkaMessage, logLevel, Partitioners } from "kafkajs"
+import { every } from "./Background.js"
 import { AppConfig } from "./Config.js"
 import {
   type Delivery,
@@ -175,7 +176,7 @@ export const EventLogKafkaLive = Layer.scoped(
               attempt("connect", () => consumer.connect()),
               () => commitMarked.pipe(Effect.zipRight(Effect.promise(() => consumer.disconnect())))
             )
-            yield* commitMarked.pipe(Effect.repeat(Schedule.spaced(COMMIT_INTERVAL)), Effect.forkScoped)
+            yield* Effect.forkScoped(every("kafka offset commit", COMMIT_INTERVAL, commitMarked))
 
             const logicalTopic = (physical: string) => physical.slice(prefix.length)
             consumer.on(consumer.events.CRASH, (event) => {

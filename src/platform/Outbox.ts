@@ -11,6 +11,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Clock, Data, Duration, Effect, Either, Layer, Option, Schedule, Schema } from "effect"
+import { keepRunning } from "./Background.js"
 import { AppConfig, isEmbeddedDatabase } from "./Config.js"
 import { EventLog, type EventLogError } from "./EventLog.js"
 import { uuidv7 } from "./Ids.js"
@@ -170,7 +171,6 @@ const relayBatch = (onRelayConnection: <A, E, R>(effect: Effect.Effect<A, E, R>)
   })
 
 class RelayLockLost extends Data.TaggedError("RelayLockLost")<{ readonly reason: string }> {}
-class RelayDefect extends Data.TaggedError("RelayDefect")<{ readonly defect: unknown }> {}
 
 /**
  * Takes the relay lock on a connection reserved for the scope and answers how
@@ -244,17 +244,8 @@ export const OutboxRelayLive = Layer.scopedDiscard(
           yield* Effect.sleep(Duration.millis(config.relayLingerMillis))
         }
       }
-    }).pipe(
-      Effect.scoped,
-      // A defect would otherwise end the relay for good (retry takes failures only), stalling every event.
-      Effect.catchAllDefect((defect) => Effect.fail(new RelayDefect({ defect }))),
-      Effect.tapErrorCause((cause) =>
-        Effect.logWarning("outbox relay stopped (lost its lock or its connection); taking the lock again", cause)
-      ),
-      Effect.retry(
-        Schedule.exponential(Duration.millis(100)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(5))))
-      )
-    )
-    yield* Effect.forkScoped(loop)
+    }).pipe(Effect.scoped)
+    // A lost lock or connection, or a defect, stops the relay: it takes the lock again after a backoff.
+    yield* Effect.forkScoped(keepRunning("outbox relay", loop))
   })
 )

@@ -23,6 +23,7 @@ import { AuthorizationLive } from "../authorization/Http.js"
 import { CatalogLive } from "../catalog/Http.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
+import { every } from "../platform/Background.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { claimWhenQueued, jobsQueued } from "../platform/Signal.js"
 import { DEMO_AGENT_ID } from "./DemoAgent.js"
@@ -145,18 +146,13 @@ const makeRunner = Effect.gen(function* () {
       )
     )
 
-  const forever = <A, E, R>(name: string, effect: Effect.Effect<A, E, R>, every: Duration.Duration) =>
-    effect.pipe(
-      Effect.catchAllCause((cause) => Effect.logWarning(`red-team ${name} failed; retrying`, cause)),
-      Effect.repeat(Schedule.spaced(every)),
-      Effect.forkScoped
+  yield* Effect.forkScoped(every("red-team recovery", Duration.seconds(STALE_AFTER_SECONDS / 2), recover))
+  yield* Effect.forkScoped(
+    every(
+      "red-team heartbeat",
+      HEARTBEAT_EVERY,
+      Effect.suspend(() => repo.heartbeat(workerId, [...running]))
     )
-
-  yield* forever("recovery", recover, Duration.seconds(STALE_AFTER_SECONDS / 2))
-  yield* forever(
-    "heartbeat",
-    Effect.suspend(() => repo.heartbeat(workerId, [...running])),
-    HEARTBEAT_EVERY
   )
   yield* claimWhenQueued(queued, claim, (cause) => Effect.logWarning("red-team claim failed; retrying", cause))
 })
