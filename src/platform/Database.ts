@@ -8,6 +8,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Layer, Option, Redacted } from "effect"
 import { chmodSync, mkdirSync, readdirSync } from "node:fs"
 import { join, resolve } from "node:path"
+import { Socket } from "node:net"
 import Pg from "pg"
 import { AppConfig } from "./Config.js"
 
@@ -34,6 +35,29 @@ class UncancelledClient extends Pg.Client {
   set processID(_pid: number | null) {}
 }
 
+/** How long past the statement timeout a connection may stay silent before it is taken for dead. */
+const SILENCE_GRACE = Duration.seconds(5)
+
+/**
+ * An UncancelledClient whose socket is destroyed after `silenceMillis` without a byte either way. A
+ * healthy server ends every statement by `statement_timeout`; a connection silent for longer is
+ * half-open (the server gone without a reset: a failover, a dropped route), and a query on it would
+ * otherwise wait for the OS to give up on TCP, a quarter of an hour. Destroyed, its query fails (503)
+ * and the pool drops it. An idle pooled connection is closed by the pool first (10 s).
+ */
+const silenceLimitedClient = (silenceMillis: number) =>
+  class extends UncancelledClient {
+    constructor(config?: string | Pg.ClientConfig) {
+      super(config)
+      const stream = this.connection.stream
+      if (stream instanceof Socket) {
+        stream.setTimeout(silenceMillis, () =>
+          stream.destroy(new Error(`the database sent nothing for ${silenceMillis} ms (connection taken for dead)`))
+        )
+      }
+    }
+  }
+
 /**
  * A PgClient over a pool of `UncancelledClient`s, otherwise as `PgClient.layer` builds it.
  * `statementTimeoutMillis` (0: none) is every connection's `statement_timeout`: since an
@@ -53,7 +77,10 @@ const pgLayer = (url: Redacted.Redacted, maxConnections: number, statementTimeou
             max: maxConnections,
             application_name: "guardrail-service",
             ...(statementTimeoutMillis > 0 ? { statement_timeout: statementTimeoutMillis } : {}),
-            Client: UncancelledClient
+            Client:
+              statementTimeoutMillis > 0
+                ? silenceLimitedClient(statementTimeoutMillis + Duration.toMillis(SILENCE_GRACE))
+                : UncancelledClient
           })
           pool.on("error", () => {}) // an idle connection's error; the pool replaces it
           await pool.query("select 1")

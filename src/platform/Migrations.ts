@@ -4,7 +4,7 @@
  * this loader turns each file into a migration effect.
  */
 import { Migrator, SqlClient } from "@effect/sql"
-import { Effect, Layer } from "effect"
+import { Duration, Effect, Layer, Schedule } from "effect"
 import { readdirSync, readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { AppConfig, isEmbeddedDatabase } from "./Config.js"
@@ -43,17 +43,15 @@ const runMigrations = Effect.gen(function* () {
   if (isEmbeddedDatabase(yield* AppConfig)) return yield* migrate
   const sql = yield* SqlClient.SqlClient
   const connection = yield* sql.reserve
-  // The lock waits as long as another process migrates, past any statement timeout.
+  // Tried once a second for as long as another process migrates: a blocking pg_advisory_lock would keep
+  // the connection silent, and a pooled connection silent past the statement timeout is taken for dead.
+  const tryLock = connection
+    .executeValues(`select pg_try_advisory_lock(${MIGRATION_LOCK})`, [])
+    .pipe(Effect.flatMap((rows) => (rows[0]?.[0] === true ? Effect.void : Effect.fail("held" as const))))
   return yield* Effect.acquireUseRelease(
-    Effect.zipRight(
-      connection.executeValues("set statement_timeout = 0", []),
-      connection.executeValues(`select pg_advisory_lock(${MIGRATION_LOCK})`, [])
-    ),
+    tryLock.pipe(Effect.retry({ while: (held) => held === "held", schedule: Schedule.spaced(Duration.seconds(1)) })),
     () => migrate,
-    () =>
-      connection
-        .executeValues(`select pg_advisory_unlock(${MIGRATION_LOCK})`, [])
-        .pipe(Effect.zipRight(connection.executeValues("reset statement_timeout", [])), Effect.ignore)
+    () => connection.executeValues(`select pg_advisory_unlock(${MIGRATION_LOCK})`, []).pipe(Effect.ignore)
   )
 }).pipe(Effect.scoped)
 

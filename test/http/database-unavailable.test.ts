@@ -102,4 +102,32 @@ layer(serverBehindProxy, SERVER_OPTIONS)("a database that cannot serve", (it) =>
       expect((yield* propose(base, owner, "survivor", reply("after the outage"))).effect).toBe("permit")
     })
   )
+
+  it.effect(
+    "a database that stops answering on open connections (half-open): 503 soon after the statement timeout, not a hang",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const proxy = yield* DatabaseProxy
+        const owner = yield* tenant(base)
+        yield* createAgent(base, owner, "steady")
+        // Warm caches and pooled connections: the next statements go out on connections that stay open.
+        yield* propose(base, owner, "steady", reply("warm"))
+        const list = call(base, "GET", "/v1/agents", { token: owner.jwt })
+        const decide = call(base, "POST", "/v1/events", {
+          token: owner.jwt,
+          body: eventBody(owner, "steady", reply("while the database is silent"))
+        })
+        expect(agentIdsOf(yield* list)).toEqual(["steady"])
+
+        yield* proxy.freeze
+        // Before, both waited for the OS to give up on TCP (the call's 15 s deadline failed first).
+        const answers = yield* Effect.ensuring(Effect.all([list, decide], { concurrency: "unbounded" }), proxy.thaw)
+        answers.forEach(expectUnavailable)
+
+        expect(yield* until(Effect.map(list, agentIdsOf), "30 seconds")).toEqual(["steady"])
+        expect((yield* propose(base, owner, "steady", reply("after"))).effect).toBe("permit")
+      }),
+    60_000
+  )
 })

@@ -7,7 +7,10 @@
  * connections but keeps accepting (a network blip); `stopAccepting` refuses
  * new connections and leaves the open ones; `dropConnectionFrom` cuts the one
  * connection whose upstream side has that local port (PostgreSQL shows it as
- * `pg_stat_activity.client_port`: one backend's connection dies).
+ * `pg_stat_activity.client_port`: one backend's connection dies); `freeze`
+ * keeps every connection open but swallows every byte both ways, new ones
+ * too (the server gone without a reset: a half-open connection), and `thaw`
+ * cuts the frozen connections and forwards again.
  */
 import { Effect } from "effect"
 import { createServer, type Server, type Socket, connect } from "node:net"
@@ -19,6 +22,8 @@ export interface TcpProxy {
   readonly pause: Effect.Effect<void>
   readonly resume: Effect.Effect<void>
   readonly dropConnections: Effect.Effect<void>
+  readonly freeze: Effect.Effect<void>
+  readonly thaw: Effect.Effect<void>
   readonly stopAccepting: Effect.Effect<void>
   readonly dropConnectionFrom: (upstreamLocalPort: number) => Effect.Effect<boolean>
   /** The local ports of the proxy's open upstream connections. */
@@ -43,6 +48,7 @@ export const tcpProxy = (target: { readonly host: string; readonly port: number 
     Effect.promise(async () => {
       const open = new Set<Socket>()
       const upstreams = new Set<Socket>()
+      const frozen = { now: false }
       const server = createServer((client) => {
         const upstream = connect(target.port, target.host)
         upstreams.add(upstream)
@@ -56,8 +62,8 @@ export const tcpProxy = (target: { readonly host: string; readonly port: number 
             pair.forEach((each) => each.destroy())
           })
         }
-        client.pipe(upstream)
-        upstream.pipe(client)
+        client.on("data", (chunk) => frozen.now || upstream.write(chunk))
+        upstream.on("data", (chunk) => frozen.now || client.write(chunk))
       })
       const port = await listen(server, 0)
       const dropAll = () => {
@@ -70,6 +76,7 @@ export const tcpProxy = (target: { readonly host: string; readonly port: number 
         port,
         dropAll,
         count: () => open.size / 2,
+        frozen,
         upstreams,
         isListening: () => listening,
         setListening: (on: boolean) => (listening = on)
@@ -85,7 +92,7 @@ export const tcpProxy = (target: { readonly host: string; readonly port: number 
           })
       )
   ).pipe(
-    Effect.map(({ server, port, dropAll, count, upstreams, isListening, setListening }): TcpProxy => ({
+    Effect.map(({ server, port, dropAll, count, frozen, upstreams, isListening, setListening }): TcpProxy => ({
       port,
       through: (url) => {
         const parsed = new URL(url)
@@ -122,6 +129,13 @@ export const tcpProxy = (target: { readonly host: string; readonly port: number 
         setListening(true)
       }),
       dropConnections: Effect.sync(dropAll),
+      freeze: Effect.sync(() => {
+        frozen.now = true
+      }),
+      thaw: Effect.sync(() => {
+        dropAll()
+        frozen.now = false
+      }),
       openConnections: Effect.sync(count)
     }))
   )
