@@ -89,6 +89,15 @@ export const sessionTraces = (owner: Tenant, sessionId: string) =>
     })
   )
 
+/** A policy rewriting the IBAN in what comes back from the server to `[iban removed]`. */
+export const redactIban = (setup: Setup) =>
+  createPolicy(setup.base, setup.owner, "redact-iban", {
+    value: IBAN,
+    action: "rewrite",
+    rewrite: "[iban removed]",
+    appliesTo: ["tool.result"]
+  })
+
 /** The content policies the screening suites share: an injected instruction denied, an IBAN rewritten. */
 export const screenContent = (setup: Setup) =>
   Effect.gen(function* () {
@@ -96,12 +105,7 @@ export const screenContent = (setup: Setup) =>
       value: "ignore previous instructions",
       appliesTo: ["tool.result"]
     })
-    yield* createPolicy(setup.base, setup.owner, "redact-iban", {
-      value: IBAN,
-      action: "rewrite",
-      rewrite: "[iban removed]",
-      appliesTo: ["tool.result"]
-    })
+    yield* redactIban(setup)
   })
 
 /** One JSON-RPC message POSTed to the gateway's endpoint with the runtime key, as raw HTTP (no SDK session). */

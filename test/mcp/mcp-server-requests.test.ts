@@ -13,7 +13,7 @@ import { Effect } from "effect"
 import { createPolicy } from "../support/Events.js"
 import { SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
 import { GATEWAY_SETTINGS } from "../gateway/gateway-helpers.js"
-import { callTool, connect, mcpTenant, type Setup, sessionTraces } from "./mcp-helpers.js"
+import { callTool, connect, mcpTenant, redactIban, type Setup, sessionTraces } from "./mcp-helpers.js"
 import { EMAIL_TEXT, IBAN, INJECTED_TEXT, startMcpUpstream, SUMMARY_PROMPT } from "./mcp-upstream.js"
 
 const sse = await startMcpUpstream()
@@ -130,12 +130,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
       () =>
         Effect.gen(function* () {
           const setup = yield* mcpTenant(sse.url)
-          yield* createPolicy(setup.base, setup.owner, "redact-iban", {
-            value: IBAN,
-            action: "rewrite",
-            rewrite: "[iban removed]",
-            appliesTo: ["tool.result"]
-          })
+          yield* redactIban(setup)
           yield* createPolicy(setup.base, setup.owner, "no-credential-questions", {
             value: "password",
             appliesTo: ["tool.result"]

@@ -7,11 +7,10 @@
  */
 import { afterAll, describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { createPolicy } from "../support/Events.js"
 import { SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
 import { GATEWAY_SETTINGS } from "../gateway/gateway-helpers.js"
-import { connect, mcpTenant, screenContent, sessionTraces } from "./mcp-helpers.js"
-import { IBAN, POISONED_DESCRIPTION, startMcpUpstream } from "./mcp-upstream.js"
+import { connect, mcpTenant, redactIban, screenContent, sessionTraces } from "./mcp-helpers.js"
+import { POISONED_DESCRIPTION, startMcpUpstream } from "./mcp-upstream.js"
 
 const sse = await startMcpUpstream()
 afterAll(() => sse.close())
@@ -44,12 +43,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
     it.scoped("passes descriptions a policy rewrites rewritten, part by part", () =>
       Effect.gen(function* () {
         const setup = yield* mcpTenant(sse.url)
-        yield* createPolicy(setup.base, setup.owner, "redact-iban", {
-          value: IBAN,
-          action: "rewrite",
-          rewrite: "[iban removed]",
-          appliesTo: ["tool.result"]
-        })
+        yield* redactIban(setup)
         const { client } = yield* connect(setup)
         const { tools } = yield* Effect.promise(() => client.listTools())
         expect(ibanDescription(tools)).toBe("The payee's IBAN, e.g. [iban removed]")
