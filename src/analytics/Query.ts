@@ -108,6 +108,14 @@ export const checkQuery = (query: MetricQuery) =>
 
 const cellKey = (group: string, bucket: Date | null) => `${bucket?.getTime() ?? ""}${GROUP_SEPARATOR}${group}`
 
+/** A query that would answer more than MAX_QUERY_POINTS: 400 naming what to narrow. */
+const tooManyPoints = (interval: string | undefined) =>
+  invalid(
+    "validation_failed",
+    interval === undefined ? "group_by" : "interval",
+    `the query answers more than ${MAX_QUERY_POINTS} points; narrow start and end, filter, or group by less`
+  )
+
 export class AnalyticsQueries extends Effect.Service<AnalyticsQueries>()("analytics/AnalyticsQueries", {
   effect: Effect.gen(function* () {
     const repo = yield* AnalyticsRepo
@@ -157,6 +165,9 @@ export class AnalyticsQueries extends Effect.Service<AnalyticsQueries>()("analyt
         }
         total = denominator === 0 ? 0 : numerator / denominator
       } else {
+        if ((yield* repo.sketchCells(select(definition.of), MAX_QUERY_POINTS + 1)) > MAX_QUERY_POINTS) {
+          return yield* tooManyPoints(interval)
+        }
         const sketches = new Map<string, { group: string; bucket: Date | null; sketch: Array<number> }>()
         const all = emptySketch()
         for (const row of yield* repo.sketches(select(definition.of))) {
@@ -170,13 +181,7 @@ export class AnalyticsQueries extends Effect.Service<AnalyticsQueries>()("analyt
         total = quantile(all, definition.q)
       }
 
-      if (cells.size > MAX_QUERY_POINTS) {
-        return yield* invalid(
-          "validation_failed",
-          interval === undefined ? "group_by" : "interval",
-          `the query answers more than ${MAX_QUERY_POINTS} points; narrow start and end, filter, or group by less`
-        )
-      }
+      if (cells.size > MAX_QUERY_POINTS) return yield* tooManyPoints(interval)
       if (interval !== undefined && groupBy.length === 0 && start !== undefined && end !== undefined) {
         // A dense series for charts: every bucket of the range, zero where nothing was counted.
         const step = unitMillis(interval)

@@ -67,6 +67,7 @@ const ViewValues = Schema.Struct({ name: Schema.String, is_default: Schema.Boole
 
 const decodeSums = Schema.decodeUnknown(Schema.Array(SumRow))
 const decodeSketches = Schema.decodeUnknown(Schema.Array(SketchRow))
+const decodeCount = Schema.decodeUnknown(Schema.Tuple(Schema.Struct({ cells: Schema.Number })))
 const decodeDimensionValues = Schema.decodeUnknown(Schema.Array(DimensionValueRow))
 
 export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("analytics/AnalyticsRepo", {
@@ -155,6 +156,21 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("analytics/An
               cross join lateral unnest(t.sketch) with ordinality as u(c, i)
               group by 1, 2, 3 ${selection.maxCells === undefined ? sql`` : sql`limit ${selection.maxCells * BINS}`}`.pipe(
               Effect.flatMap(decodeSketches)
+            ),
+      /**
+       * How many (group, bucket) cells have sketches, counted up to `limit`: cheap beside `sketches`, which
+       * unnests every sketch's bins before it can stop, so a query past the cap is refused before that.
+       */
+      sketchCells: (selection: SumSelection, limit: number) =>
+        selection.segments.length === 0
+          ? Effect.succeed(0)
+          : sql`
+              select count(*)::int as cells from (
+                select ${group(selection)} as grp, ${bucket(selection)} as bucket
+                from analytics_buckets where ${where(selection)} and sketch is not null
+                group by 1, 2 limit ${limit}) found`.pipe(
+              Effect.flatMap(decodeCount),
+              Effect.map(([row]) => row.cells)
             ),
       /** Values of each dimension seen in the workspace, most counted first. */
       dimensionValues: (workspaceId: string) =>
