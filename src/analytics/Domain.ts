@@ -126,5 +126,7 @@ export const HumanReviewAnalytics = Schema.Struct({
       rejected_count: Schema.Int
     })
   ),
-  top_reasons: Schema.Array(Schema.Struct({ reason_code: Schema.String, count: Schema.Int }))
+  top_reasons: Schema.Array(Schema.Struct({ reason_code: Schema.String, count: Schema.Int })),
+  /** Extension: the lists cut to their MAX_REVIEW_GROUPS groups with the most reviews. */
+  truncated_lists: Schema.Array(Schema.String)
 }).annotations({ identifier: "HumanReviewAnalytics" })

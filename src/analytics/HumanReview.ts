@@ -18,6 +18,13 @@ export interface HumanReviewFilters {
   readonly workflow_step?: string | undefined
 }
 
+/**
+ * The most groups a list of the report carries (agents, run kinds, policies, workflow steps): those with
+ * the most reviews. Workflow steps and agents are whatever run events named, so without it one report
+ * could carry millions of rows.
+ */
+export const MAX_REVIEW_GROUPS = 1_000
+
 const OUTCOMES = ["accepted", "corrected", "false_positive", "ignored", "missed_issue", "rejected"] as const
 const isIntervention = (outcome: string) => (interventionOutcomes as ReadonlyArray<string>).includes(outcome)
 
@@ -33,14 +40,45 @@ export class HumanReview extends Effect.Service<HumanReview>()("analytics/HumanR
       }
       const segments = [{ granularity: "day" as const, from: ALL_TIME_START, to: ALL_TIME_END }]
       /** Sums grouped by `groupBy`, as [group values, value] pairs. */
-      const sums = (sum: SeriesSum, groupBy: ReadonlyArray<string>) =>
-        Effect.map(repo.sums({ workspaceId, sum, filters, segments, groupBy, bucketed: false }), (rows) =>
-          rows.map((row) => [row.grp.split(GROUP_SEPARATOR), Number(row.value)] as const)
+      const sums = (sum: SeriesSum, groupBy: ReadonlyArray<string>, only: ReadonlyArray<DimensionFilter> = []) =>
+        Effect.map(
+          repo.sums({ workspaceId, sum, filters: [...filters, ...only], segments, groupBy, bucketed: false }),
+          (rows) => rows.map((row) => [row.grp.split(GROUP_SEPARATOR), Number(row.value)] as const)
+        )
+      /** The lists cut to MAX_REVIEW_GROUPS. */
+      const truncated: Array<string> = []
+      /** The values of `dimension` with the most `sum`, at most MAX_REVIEW_GROUPS (`list` noted when cut). */
+      const largest = (sum: SeriesSum, dimension: string, list: string) =>
+        Effect.map(
+          repo.sums({
+            workspaceId,
+            sum,
+            filters,
+            segments,
+            groupBy: [dimension],
+            bucketed: false,
+            largestFirst: true,
+            maxCells: MAX_REVIEW_GROUPS + 2
+          }),
+          (rows) => {
+            const values = rows.map((row) => row.grp).filter((value) => value !== NO_VALUE)
+            if (values.length <= MAX_REVIEW_GROUPS) return undefined
+            truncated.push(list)
+            return values.slice(0, MAX_REVIEW_GROUPS)
+          }
         )
       const total = (pairs: ReadonlyArray<readonly [ReadonlyArray<string>, number]>) =>
         pairs.reduce((sum, [, value]) => sum + value, 0)
 
-      const reviewsBy = (dimension: string) => sums({ series: Series.reviews }, [dimension, "outcome"])
+      /** Reviews by `dimension` and outcome, for the MAX_REVIEW_GROUPS values with the most reviews. */
+      const reviewsBy = (dimension: string, list: string) =>
+        Effect.flatMap(largest({ series: Series.reviews }, dimension, list), (kept) =>
+          sums(
+            { series: Series.reviews },
+            [dimension, "outcome"],
+            kept === undefined ? [] : [{ dimension, values: kept }]
+          )
+        )
       const byOutcome = yield* sums({ series: Series.reviews }, ["outcome"])
       const traceCount = total(yield* sums({ series: Series.decisions }, []))
       const automated = total(
@@ -75,13 +113,21 @@ export class HumanReview extends Effect.Service<HumanReview>()("analytics/HumanR
           }))
           .sort((a, b) => b.human_review_count - a.human_review_count || a.group.localeCompare(b.group))
 
-      const policyReviews = tally(yield* reviewsBy("policy_id"))
+      const policyReviews = tally(yield* reviewsBy("policy_id", "by_policy"))
+      const escalated = yield* largest({ series: Series.escalations }, "policy_id", "by_policy")
       const escalations = new Map<string, number>()
-      for (const [[policy], value] of yield* sums({ series: Series.escalations }, ["policy_id"])) {
+      const escalationFilter = escalated === undefined ? [] : [{ dimension: "policy_id", values: escalated }]
+      for (const [[policy], value] of yield* sums({ series: Series.escalations }, ["policy_id"], escalationFilter)) {
         if (policy !== undefined && policy !== NO_VALUE) escalations.set(policy, value)
       }
-      const policies = [...new Set([...policyReviews.keys(), ...escalations.keys()])].sort()
-      const steps = tally(yield* reviewsBy("workflow_step"))
+      let policies = [...new Set([...policyReviews.keys(), ...escalations.keys()])].sort()
+      if (policies.length > MAX_REVIEW_GROUPS) {
+        truncated.push("by_policy")
+        policies = policies.slice(0, MAX_REVIEW_GROUPS)
+      }
+      const steps = tally(yield* reviewsBy("workflow_step", "by_workflow_step"))
+      const byAgent = grouped(tally(yield* reviewsBy("agent_id", "by_agent")))
+      const byRunKind = grouped(tally(yield* reviewsBy("run_kind", "by_run_kind")))
 
       return {
         summary: {
@@ -100,8 +146,8 @@ export class HumanReview extends Effect.Service<HumanReview>()("analytics/HumanR
           missed_issue_count: outcomeCount(OUTCOMES[4]),
           rejected_count: outcomeCount(OUTCOMES[5])
         },
-        by_agent: grouped(tally(yield* reviewsBy("agent_id"))),
-        by_run_kind: grouped(tally(yield* reviewsBy("run_kind"))),
+        by_agent: byAgent,
+        by_run_kind: byRunKind,
         by_policy: policies.map((policy_id) => {
           const counts = countsOf(policyReviews.get(policy_id) ?? new Map())
           return {
@@ -127,7 +173,8 @@ export class HumanReview extends Effect.Service<HumanReview>()("analytics/HumanR
           .filter(([[reason]]) => reason !== undefined && reason !== NO_VALUE)
           .map(([[reason_code], count]) => ({ reason_code: reason_code!, count }))
           .sort((a, b) => b.count - a.count || a.reason_code.localeCompare(b.reason_code))
-          .slice(0, 10)
+          .slice(0, 10),
+        truncated_lists: [...new Set(truncated)].sort()
       }
     })
 

@@ -32,6 +32,8 @@ export interface SumSelection {
   readonly bucketed: boolean
   /** Most (group, bucket) cells to read: the caller refuses a query that reaches it (MAX_QUERY_POINTS). */
   readonly maxCells?: number
+  /** Largest sums first (so `maxCells` keeps the largest groups). */
+  readonly largestFirst?: boolean
 }
 
 export const GROUP_SEPARATOR = "\u001f"
@@ -143,7 +145,8 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("analytics/An
           : sql`
               select ${group(selection)} as grp, ${bucket(selection)} as bucket, sum(value)::text as value
               from analytics_buckets where ${where(selection)}
-              group by 1, 2 ${selection.maxCells === undefined ? sql`` : sql`limit ${selection.maxCells}`}`.pipe(
+              group by 1, 2 ${selection.largestFirst === true ? sql`order by sum(value) desc, 1` : sql``}
+              ${selection.maxCells === undefined ? sql`` : sql`limit ${selection.maxCells}`}`.pipe(
               Effect.flatMap(decodeSums)
             ),
       sketches: (selection: SumSelection) =>

@@ -3,10 +3,12 @@
  * no range over years of buckets, a group_by over every principal, a p95 per
  * principal. Each is a 400 naming the field to narrow once it would answer
  * more than MAX_QUERY_POINTS points (the database stops reading one cell past
- * it); the same queries narrowed answer 200.
+ * it); the same queries narrowed answer 200. The human-review report's lists
+ * keep their MAX_REVIEW_GROUPS groups with the most reviews.
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { MAX_REVIEW_GROUPS } from "../../src/analytics/HumanReview.js"
 import { MAX_QUERY_POINTS } from "../../src/analytics/Query.js"
 import { queryDatabase } from "../support/Database.js"
 import { tenant } from "../support/Tenants.js"
@@ -52,6 +54,42 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("analytics query bound
         filters: [{ dimension: "principal_id", values: ["p1", "p2"] }]
       })
       expect(filtered.status).toBe(200)
+    })
+  )
+
+  it.effect("the human-review report lists at most MAX_REVIEW_GROUPS workflow steps, those with the most reviews", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const url = yield* TestDatabaseUrl
+      const owner = yield* tenant(base)
+      // Step s<i> has i + 1 corrected reviews: s0, with the fewest, is the one left out.
+      yield* queryDatabase(
+        url,
+        `insert into analytics_buckets (workspace_id, granularity, bucket_start, series, dims, value, sketch)
+         select $1, 'day', $2::timestamptz, 'reviews',
+                jsonb_build_object('workflow_step', 's' || i, 'outcome', 'corrected', 'agent_id', 'a1'), i + 1, null
+         from generate_series(0, $3 - 1) i`,
+        [owner.workspaceId, FROM, MAX_REVIEW_GROUPS + 1]
+      )
+      const report = yield* owner.api.analytics.getHumanReview({ urlParams: {} })
+      expect(report.by_workflow_step).toHaveLength(MAX_REVIEW_GROUPS)
+      expect(report.by_workflow_step.map((step) => step.workflow_step)).not.toContain("s0")
+      expect(report.by_workflow_step.find((step) => step.workflow_step === "s1")?.corrected_count).toBe(2)
+      expect(report.truncated_lists).toEqual(["by_workflow_step"])
+      // The totals still count every review; one agent is listed whole.
+      expect(report.summary.human_review_count).toBe(((MAX_REVIEW_GROUPS + 1) * (MAX_REVIEW_GROUPS + 2)) / 2)
+      expect(report.by_agent).toEqual([
+        {
+          group: "a1",
+          human_intervention_count: report.summary.human_review_count,
+          human_review_count: report.summary.human_review_count
+        }
+      ])
+      const narrowed = yield* owner.api.analytics.getHumanReview({ urlParams: { workflow_step: "s0" } })
+      expect(narrowed.by_workflow_step).toEqual([
+        { workflow_step: "s0", corrected_count: 1, false_positive_count: 0, human_review_count: 1, rejected_count: 0 }
+      ])
+      expect(narrowed.truncated_lists).toEqual([])
     })
   )
 })
