@@ -56,6 +56,7 @@ import type { Decision, ParamSource } from "./Pipeline.js"
 import { Provenance, readsProvenance, type ScopeFingerprints, scopeOf } from "./Provenance.js"
 import { completedEvent, principalMismatch, type RequestedEvent } from "./Principals.js"
 import { ReceiptSigner } from "./Receipts.js"
+import { makeRunEnvironments, runMismatch } from "./RunEnvironments.js"
 
 export { intentIdOf, type ProposedEventInput } from "./Decisions.js"
 
@@ -87,10 +88,12 @@ interface Loaded {
   readonly approval?: ApprovalState
   /** The fingerprints of the event's run or session (Provenance.ts). */
   readonly provenance?: ScopeFingerprints
+  /** The environment of the event's run (null: no run has its id). */
+  readonly runEnvironment?: string | null
   readonly unreadable?: string
 }
 
-type Need = "config" | "reload" | "snapshot" | "grant" | "provenance"
+type Need = "config" | "reload" | "snapshot" | "grant" | "provenance" | "run"
 
 type Decided = ReturnType<typeof decisionOutcome> & {
   readonly decision: Decision
@@ -122,6 +125,7 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
     const provenance = yield* Provenance
     const { maxMatchContentBytes } = yield* AppConfig
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    const runEnvironments = makeRunEnvironments()
     // The per-decision debug line is built only when debug logs are kept at all.
     const debugLogs = LogLevel.lessThanEqual(yield* FiberRef.get(FiberRef.currentMinimumLogLevel), LogLevel.Debug)
 
@@ -152,6 +156,17 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
               message: `Environment ${principal.environment_id} does not exist in this workspace.`
             })
           )
+        }
+        const runId = event.run_id
+        if (runId !== undefined && loaded.unreadable === undefined) {
+          // null (no such run) is an answer too: only undefined is read.
+          const runEnvironment =
+            loaded.runEnvironment !== undefined
+              ? loaded.runEnvironment
+              : runEnvironments.peek(caller.workspaceId, runId)
+          if (runEnvironment === undefined) return needs("run")
+          const mismatch = runMismatch(runId, runEnvironment, principal.environment_id)
+          if (mismatch !== undefined) return refused(mismatch)
         }
         const modes = capModes(modesOf(config, environment), ceiling)
         let decision: Decision
@@ -233,6 +248,16 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
                 provenance: known
               }))
             )
+          case "run": {
+            const runId = event.run_id ?? ""
+            return failClosedOnError(
+              loaded,
+              Effect.map(repo.runEnvironment(workspaceId, runId), (found) => {
+                if (Option.isSome(found)) runEnvironments.remember(workspaceId, runId, found.value)
+                return { ...loaded, runEnvironment: Option.getOrNull(found) }
+              })
+            )
+          }
           case "grant":
             return failClosedOnError(
               loaded,

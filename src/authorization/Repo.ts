@@ -83,6 +83,13 @@ export class AuthorizationRepo extends Effect.Service<AuthorizationRepo>()("auth
         sql`select jws, trace_id, created_at from receipts where workspace_id = ${workspaceId} and id = ${id}`
     })
 
+    const findRunEnvironment = SqlSchema.findOne({
+      Request: WorkspaceItem,
+      Result: Schema.Struct({ environment_id: Schema.String }),
+      execute: ({ id, workspaceId }) =>
+        sql`select environment_id from runs where workspace_id = ${workspaceId} and id = ${id}`
+    })
+
     const listFingerprints = SqlSchema.findAll({
       Request: Schema.Struct({ workspaceId: Schema.String, scope: Schema.String, limit: Schema.Number }),
       Result: FingerprintRow,
@@ -138,7 +145,13 @@ export class AuthorizationRepo extends Effect.Service<AuthorizationRepo>()("auth
           note: string | null,
           ttlSeconds: number
         ) => upsertGrant({ workspaceId, intentId, grantedBy, note, ttlSeconds }),
-        findReceipt: (workspaceId: string, id: string) => findReceipt({ workspaceId, id })
+        findReceipt: (workspaceId: string, id: string) => findReceipt({ workspaceId, id }),
+        /** The environment of a run of the workspace (none: no such run). */
+        runEnvironment: (workspaceId: string, runId: string) =>
+          Effect.map(
+            findRunEnvironment({ workspaceId, id: runId }),
+            Option.map((row) => row.environment_id)
+          )
       })
     }
   })

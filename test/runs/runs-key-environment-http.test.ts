@@ -4,13 +4,17 @@
  * `principal.environment_id` of `POST /v1/events` is; it changes only runs of
  * its own environment (`PATCH /v1/runs/{id}` of another's run is 403), and
  * appends run events and review events only to runs and traces of its own.
+ * A decision (`POST /v1/events`) may name only a run of its own environment:
+ * another's is 403 and that run counts nothing; a run id no run has stays a
+ * bare correlation id.
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { expectFailure } from "../support/Api.js"
 import { createEnvironment, createKey, keyClient, tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import { createAgent, createRun, propose, reply } from "../support/Events.js"
+import { createAgent, createRun, propose, proposeCall, reply } from "../support/Events.js"
+import { until } from "../support/Eventually.js"
 
 /** A tenant, a run in its default (production) environment, and a client with a key bound to staging. */
 const stagingKeyAndProductionRun = Effect.gen(function* () {
@@ -119,6 +123,44 @@ layer(testServer("database"), SERVER_OPTIONS)("runs and a runtime key's environm
           payload: { outcome: "accepted" }
         })
         expect(review.outcome).toBe("accepted")
+      })
+    )
+  })
+
+  describe("POST /v1/events with run_id", () => {
+    it.effect("a decision naming another environment's run is 403 and counts nothing; its own run counts it", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const staging = yield* createEnvironment(owner)
+        yield* createAgent(base, owner, "a")
+        const key = yield* createKey(owner, { environment_id: staging.id })
+        const api = yield* keyClient(base, key)
+        const production = yield* createRun(base, owner, { agent_id: "a", kind: "job" })
+        const own = yield* api.runs.createRun({ payload: { agent_id: "a", kind: "job" } })
+        const asStaging = { token: key.plaintext_key, environment_id: staging.id }
+        // Twice: the second is answered from what the first read.
+        for (let attempt = 0; attempt < 2; attempt++) {
+          yield* expectFailure(
+            proposeCall(base, owner, "a", reply("hello"), { ...asStaging, run_id: production.id }),
+            403,
+            "environment_mismatch"
+          )
+        }
+        yield* propose(base, owner, "a", reply("hello"), { ...asStaging, run_id: own.id })
+        // A run id no run has is a correlation id, as before.
+        yield* propose(base, owner, "a", reply("hello"), { ...asStaging, run_id: "run_not_created" })
+        yield* propose(base, owner, "a", reply("hello"), { run_id: production.id })
+        yield* until(
+          Effect.gen(function* () {
+            const counted = yield* owner.api.runs.getRun({ path: { id: own.id } })
+            expect(counted.run.trace_count).toBe(1)
+            const other = yield* owner.api.runs.getRun({ path: { id: production.id } })
+            expect(other.run.trace_count).toBe(1)
+          })
+        )
+        const listed = yield* owner.api.runs.listRunTraces({ path: { id: production.id }, urlParams: {} })
+        expect(listed.traces.map((trace) => trace.environment_id)).toEqual([owner.defaultEnvironmentId])
       })
     )
   })
