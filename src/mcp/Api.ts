@@ -2,9 +2,11 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authentication } from "../identity/Authentication.js"
-import { CreateMcpServer, McpMessage, McpServer, McpServerId, UpdateMcpServer } from "./Domain.js"
+import { NonEmptyIdentifier } from "../platform/Schemas.js"
+import { CreateMcpServer, McpMessage, McpServer, McpServerId, McpToolPin, UpdateMcpServer } from "./Domain.js"
 
 const ServerPath = Schema.Struct({ id: McpServerId })
+const ToolPinPath = Schema.Struct({ id: McpServerId, tool: NonEmptyIdentifier })
 export const EndpointPath = Schema.Struct({ server_id: McpServerId })
 
 export class McpServersApi extends HttpApiGroup.make("mcpServers")
@@ -28,9 +30,22 @@ export class McpServersApi extends HttpApiGroup.make("mcpServers")
   .add(
     HttpApiEndpoint.del("deleteMcpServer", "/mcp/servers/:id").setPath(ServerPath).addSuccess(HttpApiSchema.NoContent)
   )
+  .add(
+    HttpApiEndpoint.get("listMcpToolPins", "/mcp/servers/:id/tools")
+      .setPath(ServerPath)
+      .addSuccess(Schema.Struct({ tools: Schema.Array(McpToolPin) }))
+  )
+  .add(
+    HttpApiEndpoint.post("acceptMcpToolPin", "/mcp/servers/:id/tools/:tool/accept")
+      .setPath(ToolPinPath)
+      .addSuccess(McpToolPin)
+  )
   .prefix("/v1")
   .middleware(Authentication)
-  .annotate(OpenApi.Description, "Upstream MCP servers; their request headers are write-only.") {}
+  .annotate(
+    OpenApi.Description,
+    "Upstream MCP servers; their request headers are write-only. Each tool's definition is pinned when first listed: a changed one is withheld until accepted."
+  ) {}
 
 export class McpProxyApi extends HttpApiGroup.make("mcpProxy")
   .add(

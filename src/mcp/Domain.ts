@@ -105,6 +105,19 @@ export const UpdateMcpServer = Schema.Struct({
   headers: Schema.optional(Schema.NullOr(McpHeaders))
 })
 
+/** `pinned`: as accepted; `changed`: listed with another definition, awaiting acceptance; `poisoned`: its description is refused. */
+export const ToolPinStatus = Schema.Literal("pinned", "changed", "poisoned")
+
+/** The definition of a tool as pinned by the gateway (ToolPins.ts): digests of canonical JSON. */
+export class McpToolPin extends Schema.Class<McpToolPin>("McpToolPin")({
+  tool: Schema.String,
+  status: ToolPinStatus,
+  pinned_digest: Schema.String,
+  seen_digest: Schema.String,
+  pinned_at: Timestamp,
+  seen_at: Timestamp
+}) {}
+
 /** A JSON-RPC message as the endpoint reads it; everything else in it passes through unread. */
 export const JsonRpcMessage = Schema.Struct({
   jsonrpc: Schema.Literal("2.0"),

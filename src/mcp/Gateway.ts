@@ -14,7 +14,9 @@
  * - its result is decided as kind `tool.result` (content: its text items)
  *   and passed, rewritten or withheld, as are the answers of
  *   `resources/read` and `prompts/get` (ContentResults.ts);
- * - `tools/list` answers without the tools disabled in tool metadata;
+ * - `tools/list` answers without the tools disabled in tool metadata, and
+ *   without the tools whose definition changed since it was pinned or whose
+ *   description is poisoned; those are not callable either (ToolPins.ts);
  * - what the server asks of the client (`sampling/createMessage`,
  *   `elicitation/create`) is decided like a tool result, and the client's
  *   answer like what the agent sends out (ServerRequestScreen.ts);
@@ -44,7 +46,6 @@ import {
   callRefusal,
   disabledToolResult,
   errorMessage,
-  listedTools,
   resultMessage,
   screenedResult,
   textOf,
@@ -53,7 +54,8 @@ import {
 import { McpServers, type ServerTarget } from "./Servers.js"
 import { makeEventIds, type StreamContext } from "./EventIds.js"
 import { makeUpstreamCall, takeSlot } from "./UpstreamCall.js"
-import { screenedToolList, toolListText, unscreenedToolList } from "./ToolList.js"
+import { makeToolListScreen } from "./ToolListScreen.js"
+import { pinnedCallRefusal, ToolPins } from "./ToolPins.js"
 import { Secrets } from "../platform/Secrets.js"
 import { ANSWER_ACCEPT, badRequest, sessionOf, upstreamHeaders } from "./SessionHeaders.js"
 import { clientAnswerOf } from "./ServerRequests.js"
@@ -128,6 +130,8 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
       )
 
     const serverRequests = makeServerRequestScreening({ call, decide })
+    const pins = yield* ToolPins
+    const toolListScreen = makeToolListScreen({ decide, pins, catalog })
 
     /**
      * Screens the answer to request `id` as a `tool.result` event (`action` of its result): `screened` says
@@ -212,22 +216,7 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
           return resultScreen(caller, target, session, id, context.tool ?? "", context.origin ?? target.resultOrigin)
         if (isContentMethod(context.method)) return contentScreen(caller, target, session, id, context.method)
         if (context.method !== "tools/list") return keepAll
-        const rows = yield* Effect.orDie(catalog.listToolMetadata(caller.workspaceId))
-        const hidden = new Set(rows.filter((row) => !row.enabled).map((row) => row.tool))
-        // The descriptions of the tools it keeps enter the model's context: decided as a tool result.
-        return answerScreen(caller, target, session, id, {
-          resultOf: (message, requestId) => {
-            const result = resultFor(message, requestId)
-            return result === undefined ? undefined : listedTools(result, hidden)
-          },
-          action: (listed) => ({
-            operation: "tools/list",
-            content: toolListText(listed),
-            sources: [{ path: "content", origin: target.resultOrigin, source_id: `mcp:${target.id}/tools` }]
-          }),
-          screened: (listed, decision) => screenedToolList(id, listed, decision),
-          unscreened: (why) => unscreenedToolList(id, why)
-        })
+        return yield* toolListScreen(caller, target, session, id)
       })
 
     /** Relays the server's answer to a stream of `context`: screened, with resumable event ids. */
@@ -293,6 +282,9 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         const metadata = yield* Effect.orDie(catalog.findToolMetadata(caller.workspaceId, tool))
         if (Option.isSome(metadata) && !metadata.value.enabled)
           return jsonAnswer(resultMessage(id, disabledToolResult(tool)))
+        // A tool left out of the list (changed since approved, or poisoned) is not callable by name either.
+        const withheld = pinnedCallRefusal(tool, yield* pins.find(caller.workspaceId, target.id, tool))
+        if (withheld !== undefined) return jsonAnswer(resultMessage(id, withheld))
         const answer = yield* decide(caller, target, session, "output.proposed", {
           operation: tool,
           params: params.arguments ?? {}
@@ -367,5 +359,5 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
 
     return { message, stream, endSession }
   }),
-  dependencies: [McpServers.Default, StreamSlots.Default, OutboundGuard.Default]
+  dependencies: [McpServers.Default, ToolPins.Default, StreamSlots.Default, OutboundGuard.Default]
 }) {}

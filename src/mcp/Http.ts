@@ -7,6 +7,7 @@ import { Agents } from "../catalog/Agents.js"
 import { CurrentCaller, inWorkspace } from "../identity/Authentication.js"
 import { McpGateway } from "./Gateway.js"
 import { McpServers } from "./Servers.js"
+import { ToolPins } from "./ToolPins.js"
 
 export const McpServersHttpLive = HttpApiBuilder.group(GuardrailApi, "mcpServers", (handlers) =>
   Effect.gen(function* () {
@@ -14,6 +15,7 @@ export const McpServersHttpLive = HttpApiBuilder.group(GuardrailApi, "mcpServers
     // A server's calls are decided for one agent: its profile must exist (404 agent_not_found), as for routes.
     const agents = yield* Agents
     const audited = yield* auditedWrites
+    const pins = yield* ToolPins
     return handlers
       .handle("listMcpServers", () => inWorkspace(servers.list).pipe(Effect.map((list) => ({ mcp_servers: list }))))
       .handle("createMcpServer", ({ payload }) =>
@@ -32,8 +34,19 @@ export const McpServersHttpLive = HttpApiBuilder.group(GuardrailApi, "mcpServers
         )
       )
       .handle("deleteMcpServer", ({ path }) => audited(inWorkspace((ws) => servers.remove(ws, path.id))))
+      .handle("listMcpToolPins", ({ path }) =>
+        inWorkspace((ws) =>
+          Effect.zipRight(
+            servers.get(ws, path.id),
+            Effect.map(pins.list(ws, path.id), (tools) => ({ tools }))
+          )
+        )
+      )
+      .handle("acceptMcpToolPin", ({ path }) =>
+        audited(inWorkspace((ws) => Effect.zipRight(servers.get(ws, path.id), pins.accept(ws, path.id, path.tool))))
+      )
   })
-).pipe(Layer.provide(McpServers.Default))
+).pipe(Layer.provide([McpServers.Default, ToolPins.Default]))
 
 export const McpProxyHttpLive = HttpApiBuilder.group(GuardrailApi, "mcpProxy", (handlers) =>
   Effect.gen(function* () {

@@ -14,7 +14,7 @@ export const asObject = (value: unknown): Json | undefined =>
 export const noticeResult = (text: string) => ({ content: [{ type: "text", text }], isError: true })
 
 /** A JSON-RPC response carrying `result`. */
-export const resultMessage = (id: string | number, result: unknown) => ({ jsonrpc: "2.0", id, result })
+export const resultMessage = <A>(id: string | number, result: A) => ({ jsonrpc: "2.0", id, result })
 
 /** A JSON-RPC error response (for a request the endpoint cannot pass on). */
 export const errorMessage = (id: string | number | null, code: number, message: string) => ({

@@ -13,6 +13,7 @@ import { toTimestamp } from "../platform/Schemas.js"
 import { orFailWith } from "../platform/Sql.js"
 import { McpServer, McpServerId } from "./Domain.js"
 import { McpRepo, type ServerChanges, type ServerRow } from "./Repo.js"
+import { ToolPinsRepo } from "./ToolPinsRepo.js"
 
 export const DEFAULT_RESULT_ORIGIN = "tool_output"
 
@@ -36,6 +37,7 @@ export class McpServers extends Effect.Service<McpServers>()("mcp/McpServers", {
     const repo = yield* McpRepo
     const cipher = yield* ProviderKeyCipher
     const outbound = yield* OutboundGuard
+    const pins = yield* ToolPinsRepo
 
     /** https, or http to HTTP_URL_ALLOWLIST hosts; never an internal address unless allowlisted (docs/outbound.md). */
     const checkUrl = (value: string) =>
@@ -146,6 +148,8 @@ export class McpServers extends Effect.Service<McpServers>()("mcp/McpServers", {
         ...(headers === undefined ? {} : sealHeaders(workspaceId, id, headers))
       }
       const row = yield* repo.update(workspaceId, id, changes).pipe(orFailWith(() => serverNotFound(id)))
+      // Another address is another server: its tools are pinned afresh when first listed (ToolPins.ts).
+      if (row.url !== current.url) yield* pins.clear(workspaceId, id)
       return toServer(row)
     })
 
@@ -166,5 +170,5 @@ export class McpServers extends Effect.Service<McpServers>()("mcp/McpServers", {
 
     return { list, get, create, update, remove, target }
   }),
-  dependencies: [McpRepo.Default, ProviderKeyCipher.Default, OutboundGuard.Default]
+  dependencies: [McpRepo.Default, ToolPinsRepo.Default, ProviderKeyCipher.Default, OutboundGuard.Default]
 }) {}

@@ -62,6 +62,18 @@ const poisonedTools = (slots: ReadonlyArray<ToolSlot>, answer: DecisionAnswer): 
   return tools.size > 0 ? tools : new Set(slots.map((slot) => slot.tool))
 }
 
+/** The names of the tools a deny or defer leaves out of `listed` (none on permit or rewrite). */
+export const poisonedNames = (listed: Json, answer: DecisionAnswer): ReadonlySet<string> => {
+  if (answer.effect === "permit" || answer.effect === "rewrite") return new Set()
+  const poisoned = poisonedTools(toolSlotsOf(structuredClone(listed)), answer)
+  return new Set(
+    toolsOf(listed).flatMap((tool, index) => {
+      const name = asObject(tool)?.["name"]
+      return poisoned.has(index) && typeof name === "string" ? [name] : []
+    })
+  )
+}
+
 /**
  * The list after its decision: as listed on permit, its descriptions rewritten part by part on rewrite, and
  * without the tools whose descriptions hold a finding on deny or defer (the others stay usable).
