@@ -279,11 +279,17 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
           Effect.mapError(schemaRefusal)
         )
         const tool = params.name
-        const metadata = yield* Effect.orDie(catalog.findToolMetadata(caller.workspaceId, tool))
+        const [metadata, pin] = yield* Effect.all(
+          [
+            Effect.orDie(catalog.findToolMetadata(caller.workspaceId, tool)),
+            pins.find(caller.workspaceId, target.id, tool)
+          ],
+          { concurrency: 2 }
+        )
         if (Option.isSome(metadata) && !metadata.value.enabled)
           return jsonAnswer(resultMessage(id, disabledToolResult(tool)))
         // A tool left out of the list (changed since approved, or poisoned) is not callable by name either.
-        const withheld = pinnedCallRefusal(tool, yield* pins.find(caller.workspaceId, target.id, tool))
+        const withheld = pinnedCallRefusal(tool, pin)
         if (withheld !== undefined) return jsonAnswer(resultMessage(id, withheld))
         const answer = yield* decide(caller, target, session, "output.proposed", {
           operation: tool,
