@@ -37,6 +37,7 @@ const FiringRow = Schema.Struct({
   payload: Schema.Unknown
 })
 export type FiringRow = typeof FiringRow.Type
+const decodeFirings = Schema.decodeUnknown(Schema.Array(FiringRow))
 
 /** A window total after an increment; `amount` (bigint) is selected as text. */
 const TotalRow = Schema.Struct({ time_window: Schema.String, principal_id: Schema.String, amount: Schema.String })
@@ -114,17 +115,23 @@ export class AlertsRepo extends Effect.Service<AlertsRepo>()("billing/AlertsRepo
             where workspace_id = ${workspaceId} and meter = ${meter} and enabled
             and (principal_id is null or principal_id = ${principalId ?? ""})`
     })
-    const listFirings = SqlSchema.findAll({
-      Request: Schema.Struct({ workspaceId: Schema.String, configId: Schema.String }),
-      Result: FiringRow,
-      execute: ({ configId, workspaceId }) =>
-        sql`select id, config_id, workspace_id, principal_id, meter, currency,
-                   cap_minor::text as cap_minor, spent_minor::text as spent_minor,
-                   time_window, window_start, fired_at, payload
-            from budget_alert_firings
-            where workspace_id = ${workspaceId} and config_id = ${configId}
-            order by fired_at desc, id desc`
-    })
+    /** Newest first, `limit + 1` rows after the (fired_at, id) cursor. */
+    const listFirings = (
+      workspaceId: string,
+      configId: string,
+      limit: number,
+      after: Option.Option<{ readonly at: string; readonly id: string }>
+    ) =>
+      sql`select id, config_id, workspace_id, principal_id, meter, currency,
+                 cap_minor::text as cap_minor, spent_minor::text as spent_minor,
+                 time_window, window_start, fired_at, payload
+          from budget_alert_firings
+          where workspace_id = ${workspaceId} and config_id = ${configId}
+          ${Option.match(after, {
+            onNone: () => sql``,
+            onSome: (position) => sql`and (fired_at, id) < (${position.at}::timestamptz, ${position.id})`
+          })}
+          order by fired_at desc, id desc limit ${limit + 1}`.pipe(Effect.flatMap(decodeFirings))
 
     return dieOnErrors({
       insertConfig: (
@@ -171,7 +178,7 @@ export class AlertsRepo extends Effect.Service<AlertsRepo>()("billing/AlertsRepo
           Effect.map((rows) => rows.length > 0)
         ),
 
-      listFirings: (workspaceId: string, configId: string) => listFirings({ workspaceId, configId })
+      listFirings
     })
   })
 }) {}

@@ -4,6 +4,7 @@ import { Authentication } from "../identity/Authentication.js"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { CursorParam, Identifier, LimitParam } from "../platform/Schemas.js"
+import { MAX_FIRINGS_PAGE } from "./BudgetAlerts.js"
 import {
   BudgetAlertConfig,
   BudgetAlertFiring,
@@ -87,7 +88,14 @@ export class BudgetAlertsApi extends HttpApiGroup.make("budgetAlerts")
   .add(
     HttpApiEndpoint.get("listBudgetAlertFirings", "/financial/budget-alerts/:id/firings")
       .setPath(AlertPath)
-      .addSuccess(Schema.Struct({ firings: Schema.Array(BudgetAlertFiring) }))
+      .setUrlParams(Schema.Struct({ limit: Schema.optional(LimitParam(1)), cursor: Schema.optional(CursorParam) }))
+      .addSuccess(
+        Schema.Struct({ firings: Schema.Array(BudgetAlertFiring), next_cursor: Schema.optional(Schema.String) })
+      )
+      .annotate(
+        OpenApi.Description,
+        `Newest first, ${MAX_FIRINGS_PAGE} a page at most (default 50); next_cursor (extension) pages further.`
+      )
   )
   .add(
     HttpApiEndpoint.get("listBudgetAlertDeliveries", "/financial/budget-alerts/:id/deliveries")

@@ -8,7 +8,8 @@ import { Effect, Redacted } from "effect"
 import { BadRequest, NotFound } from "../http/Errors.js"
 import { prefixedId, randomToken } from "../platform/Ids.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
-import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
+import { pageByTime } from "../platform/Cursor.js"
+import { pageSize, toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { Secrets } from "../platform/Secrets.js"
 import { orFailWith } from "../platform/Sql.js"
 import { AlertsRepo, type ConfigChanges, type ConfigRow, type FiringRow } from "./AlertsRepo.js"
@@ -32,6 +33,9 @@ export const toConfig = (row: ConfigRow) => ({
   created_at: toTimestamp(row.created_at),
   updated_at: toTimestamp(row.updated_at)
 })
+
+/** The most firings a page lists: a config fires once per window, for as long as it exists. */
+export const MAX_FIRINGS_PAGE = 200
 
 const toFiring = (row: FiringRow) => ({
   id: row.id,
@@ -135,9 +139,20 @@ export class BudgetAlerts extends Effect.Service<BudgetAlerts>()("billing/Budget
       if (!(yield* repo.deleteConfig(workspaceId, id))) return yield* alertNotFound(id)
     })
 
-    const firings = Effect.fn("BudgetAlerts.firings")(function* (workspaceId: string, id: string) {
+    const firings = Effect.fn("BudgetAlerts.firings")(function* (
+      workspaceId: string,
+      id: string,
+      query: { readonly limit?: number | undefined; readonly cursor?: string | undefined }
+    ) {
       yield* find(workspaceId, id)
-      return { firings: (yield* repo.listFirings(workspaceId, id)).map(toFiring) }
+      const limit = pageSize(query.limit, MAX_FIRINGS_PAGE)
+      // Keyed by when each fired: the cursor's time is `fired_at`.
+      const { next, page } = yield* pageByTime(query.cursor, limit, (after) =>
+        Effect.map(repo.listFirings(workspaceId, id, limit, after), (rows) =>
+          rows.map((row) => ({ ...row, created_at: row.fired_at }))
+        )
+      )
+      return { firings: page.map(toFiring), ...next }
     })
 
     const deliveriesOf = Effect.fn("BudgetAlerts.deliveries")(function* (workspaceId: string, id: string) {

@@ -47,7 +47,9 @@ export const BudgetAlertsHttpLive = HttpApiBuilder.group(GuardrailApi, "budgetAl
         audited(inWorkspace((ws) => alerts.update(ws, path.id, payload)))
       )
       .handle("deleteBudgetAlert", ({ path }) => audited(inWorkspace((ws) => alerts.remove(ws, path.id))))
-      .handle("listBudgetAlertFirings", ({ path }) => inWorkspace((ws) => alerts.firings(ws, path.id)))
+      .handle("listBudgetAlertFirings", ({ path, urlParams }) =>
+        inWorkspace((ws) => alerts.firings(ws, path.id, urlParams))
+      )
       .handle("listBudgetAlertDeliveries", ({ path }) => inWorkspace((ws) => alerts.deliveries(ws, path.id)))
   })
 ).pipe(Layer.provide(BudgetAlerts.Default))

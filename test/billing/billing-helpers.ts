@@ -70,7 +70,7 @@ export const createAlert = (api: GuardrailClient, payload: CreateAlertPayload) =
 
 /** The firings of one budget alert config. */
 export const firingsOf = (api: GuardrailClient, id: BudgetAlertId) =>
-  Effect.map(api.budgetAlerts.listBudgetAlertFirings({ path: { id } }), (answer) => answer.firings)
+  Effect.map(api.budgetAlerts.listBudgetAlertFirings({ path: { id }, urlParams: {} }), (answer) => answer.firings)
 
 /** The webhook deliveries of one budget alert config, each with its attempts. */
 export const deliveriesOf = (api: GuardrailClient, id: BudgetAlertId) =>

@@ -103,10 +103,10 @@ layer(testServer("kafka", { HTTP_URL_ALLOWLIST: "127.0.0.1" }), SERVER_OPTIONS)(
       expect(deleted.text).toBe("")
       yield* expectFailure(alerts.deleteBudgetAlert({ path }), 404, "budget_alert_not_found")
       yield* expectFailure(alerts.updateBudgetAlert({ path, payload: { name: "x" } }), 404, "budget_alert_not_found")
-      yield* expectFailure(alerts.listBudgetAlertFirings({ path }), 404)
+      yield* expectFailure(alerts.listBudgetAlertFirings({ path, urlParams: {} }), 404)
       yield* expectFailure(alerts.listBudgetAlertDeliveries({ path }), 404)
       expect((yield* alerts.listBudgetAlerts({})).configs.map((config) => config.id)).toEqual([second.id])
-      expect(yield* alerts.listBudgetAlertFirings({ path: { id: second.id } })).toEqual({ firings: [] })
+      expect(yield* alerts.listBudgetAlertFirings({ path: { id: second.id }, urlParams: {} })).toEqual({ firings: [] })
       expect(yield* alerts.listBudgetAlertDeliveries({ path: { id: second.id } })).toEqual({ deliveries: [] })
     })
   )
@@ -174,7 +174,7 @@ layer(testServer("kafka", { HTTP_URL_ALLOWLIST: "127.0.0.1" }), SERVER_OPTIONS)(
       for (const attempt of [
         theirs.updateBudgetAlert({ path, payload: { name: "theirs" } }),
         theirs.deleteBudgetAlert({ path }),
-        theirs.listBudgetAlertFirings({ path }),
+        theirs.listBudgetAlertFirings({ path, urlParams: {} }),
         theirs.listBudgetAlertDeliveries({ path })
       ]) {
         yield* expectFailure(attempt, 404, "budget_alert_not_found")
@@ -182,7 +182,7 @@ layer(testServer("kafka", { HTTP_URL_ALLOWLIST: "127.0.0.1" }), SERVER_OPTIONS)(
 
       const key = yield* keyClient(base, yield* createKey(owner))
       expect((yield* key.budgetAlerts.listBudgetAlerts({})).configs.map((config) => config.id)).toEqual([alert.id])
-      yield* key.budgetAlerts.listBudgetAlertFirings({ path })
+      yield* key.budgetAlerts.listBudgetAlertFirings({ path, urlParams: {} })
       yield* expectFailure(
         key.budgetAlerts.createBudgetAlert({
           payload: { name: "k", threshold_type: "absolute", threshold_value: 1, window: "day" }
