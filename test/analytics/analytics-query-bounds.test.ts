@@ -10,9 +10,8 @@ import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { MAX_REVIEW_GROUPS } from "../../src/analytics/HumanReview.js"
 import { MAX_QUERY_POINTS } from "../../src/analytics/Query.js"
-import { queryDatabase } from "../support/Database.js"
-import { tenant } from "../support/Tenants.js"
-import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+import { seededTenant } from "../support/Seeded.js"
+import { SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
 import { queryRaw } from "./analytics-helpers.js"
 
 const HOURS = MAX_QUERY_POINTS + 1
@@ -21,12 +20,8 @@ const FROM = "2024-01-01T00:00:00Z"
 layer(testServerWithDatabase("database"), SERVER_OPTIONS)("analytics query bounds", (it) => {
   it.effect("a query past MAX_QUERY_POINTS is a 400 naming interval or group_by; narrowed it answers", () =>
     Effect.gen(function* () {
-      const base = yield* baseUrl
-      const url = yield* TestDatabaseUrl
-      const owner = yield* tenant(base)
       // One hour bucket per hour over HOURS hours, and one day bucket per principal (HOURS principals).
-      yield* queryDatabase(
-        url,
+      const { base, owner } = yield* seededTenant(
         `insert into analytics_buckets (workspace_id, granularity, bucket_start, series, dims, value, sketch)
          select $1, 'hour', $2::timestamptz + make_interval(hours => i), 'decisions', '{}', 1, null
          from generate_series(0, $3 - 1) i
@@ -34,7 +29,7 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("analytics query bound
          select $1, 'day', $2::timestamptz, 'decisions', jsonb_build_object('principal_id', 'p' || i), 1,
                 array_fill(0::bigint, array[128])
          from generate_series(0, $3 - 1) i`,
-        [owner.workspaceId, FROM, HOURS]
+        [FROM, HOURS]
       )
       const status = (body: Record<string, unknown>) => queryRaw(base, owner, { metric: "trace_count", ...body })
 
@@ -59,17 +54,13 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("analytics query bound
 
   it.effect("the human-review report lists at most MAX_REVIEW_GROUPS workflow steps, those with the most reviews", () =>
     Effect.gen(function* () {
-      const base = yield* baseUrl
-      const url = yield* TestDatabaseUrl
-      const owner = yield* tenant(base)
       // Step s<i> has i + 1 corrected reviews: s0, with the fewest, is the one left out.
-      yield* queryDatabase(
-        url,
+      const { owner } = yield* seededTenant(
         `insert into analytics_buckets (workspace_id, granularity, bucket_start, series, dims, value, sketch)
          select $1, 'day', $2::timestamptz, 'reviews',
                 jsonb_build_object('workflow_step', 's' || i, 'outcome', 'corrected', 'agent_id', 'a1'), i + 1, null
          from generate_series(0, $3 - 1) i`,
-        [owner.workspaceId, FROM, MAX_REVIEW_GROUPS + 1]
+        [FROM, MAX_REVIEW_GROUPS + 1]
       )
       const report = yield* owner.api.analytics.getHumanReview({ urlParams: {} })
       expect(report.by_workflow_step).toHaveLength(MAX_REVIEW_GROUPS)

@@ -8,10 +8,9 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { MAX_USAGE_GROUPS } from "../../src/billing/UsageStore.js"
-import { queryDatabase } from "../support/Database.js"
 import { call } from "../support/Raw.js"
-import { tenant } from "../support/Tenants.js"
-import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+import { seededTenant } from "../support/Seeded.js"
+import { SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
 import { usageGroupsOf } from "./billing-helpers.js"
 
 const PRINCIPALS = MAX_USAGE_GROUPS + 1
@@ -19,18 +18,14 @@ const PRINCIPALS = MAX_USAGE_GROUPS + 1
 layer(testServerWithDatabase("database"), SERVER_OPTIONS)("llm-usage group_by bound", (it) => {
   it.effect("group_by past MAX_USAGE_GROUPS is a 400 naming group_by; filtered or by day it answers", () =>
     Effect.gen(function* () {
-      const base = yield* baseUrl
-      const url = yield* TestDatabaseUrl
-      const owner = yield* tenant(base)
       // One usage record per principal, all on one day (volume seeded directly: the gateway would take minutes).
-      yield* queryDatabase(
-        url,
+      const { base, owner } = yield* seededTenant(
         `insert into llm_usage_events (id, workspace_id, principal_id, request_id, kind, model, prompt_tokens,
                                        completion_tokens, currency, cost_minor, cost_usd_nanos, effective_at)
          select 'llu_bound_' || $1 || '_' || i, $1, 'prn_' || i, 'req_' || i, 'customer_inference', 'gpt-4o-mini',
                 10, 5, 'USD', 1, 1000, '2026-03-01T10:00:00Z'::timestamptz
          from generate_series(1, $2::int) i`,
-        [owner.workspaceId, PRINCIPALS]
+        [PRINCIPALS]
       )
       const grouped = (query: string) => call(base, "GET", `/v1/llm-usage?${query}`, { token: owner.jwt })
 
