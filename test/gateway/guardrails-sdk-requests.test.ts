@@ -14,6 +14,7 @@ import { Effect } from "effect"
 import OpenAI from "openai"
 import { upsertTool } from "../authorization-http/event-helpers.js"
 import { createPolicy } from "../support/Events.js"
+import { createEnvironment } from "../support/Tenants.js"
 import { SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
 import { awaitUsage, GATEWAY_SETTINGS } from "./gateway-helpers.js"
 import { type SdkError, setUpClients } from "./guardrails-sdk-support.js"
@@ -77,6 +78,30 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
 
       expect(stub.requests.length).toBe(before)
     })
+  )
+
+  it.effect(
+    "x-guardrail-run-id naming another environment's run is 403 environment_mismatch, never sent upstream",
+    () =>
+      Effect.gen(function* () {
+        const { base, owner, openai } = yield* setUp
+        // Something to match, so the request is decided at all.
+        yield* denyInputs(base, owner)
+        const staging = yield* createEnvironment(owner)
+        const run = yield* owner.api.runs.createRun({
+          payload: { agent_id: "support-bot", kind: "job", environment_id: staging.id }
+        })
+        const before = stub.requests.length
+        const refused = (yield* raised(() =>
+          openai.chat.completions.create(
+            { model: "stub-chat", messages: [{ role: "user", content: "Hello" }] },
+            { headers: { "x-guardrail-run-id": run.id } }
+          )
+        )) as SdkError
+        expect(refused.status).toBe(403)
+        expect(JSON.stringify(refused.error)).toContain("environment_mismatch")
+        expect(stub.requests.length).toBe(before)
+      })
   )
 
   it.effect("a rewrite sends the transformed text upstream; earlier turns are not decided again; headers", () =>
