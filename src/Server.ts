@@ -11,6 +11,7 @@ import { DashboardLive } from "./dashboard/Http.js"
 import { ApiGroupsLive, HotEndpoints, HotEndpointsLive } from "./Http.js"
 import { makeLane } from "./http/Lane.js"
 import { requestPipeline } from "./http/Pipeline.js"
+import { makeReportPermits } from "./http/ReportPermits.js"
 import { makeRouteTable } from "./http/Routes.js"
 import { nodeServer, serveApi } from "./http/Server.js"
 import { Authenticator } from "./identity/Authenticator.js"
@@ -59,7 +60,7 @@ export const HttpAppLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) => {
     // Requests in flight, drained on shutdown before the handlers and their services are released.
     const traffic = makeTraffic()
-    const reports = Effect.unsafeMakeSemaphore(config.maxConcurrentReports)
+    const reports = makeReportPermits(config.maxConcurrentReports, config.maxConcurrentReportsPerWorkspace)
     // Built after (so released before) the server's handlers: the drain finishes while they still work.
     const drain = drainOnShutdown(traffic, Duration.seconds(config.shutdownDrainSeconds))
     const served = serveApi(lane(traffic, config.maxBodyBytes)).pipe(

@@ -40,6 +40,7 @@ import {
   UnsupportedMediaType,
   validationFailed
 } from "./Errors.js"
+import type { ReportPermits } from "./ReportPermits.js"
 import { CurrentRequest, requestIdOf } from "./RequestInfo.js"
 import { findRoute, pathOf, pathParams, type RouteEntry } from "./Routes.js"
 import { databaseAnswerOf, logProblem } from "./Writes.js"
@@ -271,7 +272,7 @@ const withErrorHeaders = (error: unknown) => {
  * (encoded errors included).
  */
 export const requestPipeline =
-  (routes: ReadonlyArray<RouteEntry>, maxBodyBytes: number, traffic?: Traffic, reports?: Effect.Semaphore) =>
+  (routes: ReadonlyArray<RouteEntry>, maxBodyBytes: number, traffic?: Traffic, reports?: ReportPermits) =>
   <E, R>(app: HttpApp.Default<E, R>) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
@@ -308,8 +309,11 @@ export const requestPipeline =
           { status: 503, headers: { connection: "close", "retry-after": "1" } }
         )
       }
-      // A report waits for a permit (while its client stays connected), so reports never hold every connection.
-      const served = route?.report === true && reports !== undefined ? reports.withPermits(1)(app) : app
+      // A report waits for its workspace's permit, then the process's (while its client stays connected), so reports
+      // never hold every connection, nor one workspace every report permit. The credential middleware admits the turn
+      // once it knows the workspace (AuthenticationLive.ts); what the turn took is given back once answered.
+      const reportTurn = route?.report === true && reports !== undefined ? reports.turn() : undefined
+      const served = reportTurn === undefined ? app : Effect.ensuring(app, reportTurn.end)
       const guarded = requestGuard(
         route,
         maxBodyBytes
@@ -320,7 +324,7 @@ export const requestPipeline =
             ? Effect.failCause(cause)
             : defectResponse(cause, requestId, maxBodyBytes)
         ),
-        Effect.provideService(CurrentRequest, { requestId, route, startedAt }),
+        Effect.provideService(CurrentRequest, { requestId, route, startedAt, reportTurn }),
         Effect.annotateLogs({ request_id: requestId, route: route?.template ?? pathOf(request.url) })
       )
       return yield* traffic === undefined ? guarded : countedRequest(traffic, guarded)

@@ -7,6 +7,7 @@
  */
 import { Context, Effect, Option } from "effect"
 import { uuidv7 } from "../platform/Ids.js"
+import type { ReportTurn } from "./ReportPermits.js"
 import type { RouteEntry } from "./Routes.js"
 
 export interface RequestInfo {
@@ -14,6 +15,8 @@ export interface RequestInfo {
   readonly route: RouteEntry | undefined
   /** `performance.now()` when the request arrived. */
   readonly startedAt: number
+  /** A report's permits (ReportPermits.ts), admitted by the credential middleware; absent on other routes. */
+  readonly reportTurn?: ReportTurn | undefined
 }
 
 export class CurrentRequest extends Context.Tag("http/CurrentRequest")<CurrentRequest, RequestInfo>() {}

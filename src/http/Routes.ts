@@ -6,6 +6,7 @@
  */
 import { HttpApi, HttpApiSchema } from "@effect/platform"
 import { Context, Option, type Schema } from "effect"
+import { Authentication } from "../identity/Authentication.js"
 
 export type BodyKind = "none" | "json" | "yaml" | "other"
 
@@ -14,7 +15,9 @@ export class MaxBodyBytes extends Context.Tag("http/MaxBodyBytes")<MaxBodyBytes,
 
 /**
  * Endpoint annotation: a report query (it aggregates or scans history, and may run for seconds). At most
- * MAX_CONCURRENT_REPORTS run at once (Pipeline.ts), so reports cannot take every database connection.
+ * MAX_CONCURRENT_REPORTS run at once, and at most MAX_CONCURRENT_REPORTS_PER_WORKSPACE of one workspace
+ * (ReportPermits.ts), so reports cannot take every database connection, nor one workspace every report's turn.
+ * The permits are taken once the caller is known, so a report endpoint must be behind `Authentication`.
  */
 export class ReportQuery extends Context.Tag("http/ReportQuery")<ReportQuery, true>() {}
 
@@ -29,7 +32,7 @@ export interface RouteEntry {
   readonly body: BodyKind
   /** Body limit of this endpoint, when it has its own. */
   readonly maxBodyBytes: number | undefined
-  /** A report query: served within the process's report permits. */
+  /** A report query: served within the process's and its workspace's report permits. */
   readonly report: boolean
   /** The contract's schemas of the endpoint's path parameters, body and success, and the success status. */
   readonly pathSchema: Schema.Schema.AnyNoContext | undefined
@@ -55,7 +58,12 @@ export const makeRouteTable = (api: HttpApi.HttpApi.Any): ReadonlyArray<RouteEnt
   const routes: Array<RouteEntry> = []
   HttpApi.reflect(api as HttpApi.HttpApi.AnyWithProps, {
     onGroup: () => {},
-    onEndpoint: ({ endpoint, group }) => {
+    onEndpoint: ({ endpoint, group, middleware }) => {
+      const report = Context.getOption(endpoint.annotations, ReportQuery).pipe(Option.isSome)
+      if (report && ![...middleware].some((tag) => tag.key === Authentication.key)) {
+        // Otherwise it would run without taking a report permit (they are taken by the credential middleware).
+        throw new Error(`ReportQuery endpoint ${group.identifier}.${endpoint.name} is not behind Authentication`)
+      }
       const source = escapeRegex(endpoint.path).replace(/:[A-Za-z_][A-Za-z0-9_]*/g, "[^/]+")
       routes.push({
         group: group.identifier,
@@ -68,7 +76,7 @@ export const makeRouteTable = (api: HttpApi.HttpApi.Any): ReadonlyArray<RouteEnt
           .flatMap((segment, index) => (segment.startsWith(":") ? [[index, segment.slice(1)] as const] : [])),
         body: bodyKindOf(endpoint.method, endpoint.payloadSchema),
         maxBodyBytes: Context.getOption(endpoint.annotations, MaxBodyBytes).pipe(Option.getOrUndefined),
-        report: Context.getOption(endpoint.annotations, ReportQuery).pipe(Option.isSome),
+        report,
         pathSchema: Option.getOrUndefined(Option.map(endpoint.pathSchema, untyped)),
         payloadSchema: Option.getOrUndefined(Option.map(endpoint.payloadSchema, untyped)),
         urlParamsSchema: Option.getOrUndefined(Option.map(endpoint.urlParamsSchema, untyped)),

@@ -14,14 +14,17 @@ export const AuthenticationLive = Layer.effect(
       Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         // The route the request pipeline found for this request; none only outside the pipeline (fails closed).
-        const { route } = yield* currentRequest
-        return yield* authenticator.settle({
+        const { reportTurn, route } = yield* currentRequest
+        const caller = yield* authenticator.settle({
           token: Redacted.value(token),
           workspaceHeader: request.headers["x-service-workspace-id"],
           group: route?.group ?? "",
           endpoint: route?.endpoint ?? "",
           method: request.method
         })
+        // A report runs within its workspace's report permits (ReportPermits.ts): known only from here on.
+        if (reportTurn !== undefined) yield* reportTurn.admit(caller.workspaceId)
+        return caller
       })
   }))
 ).pipe(Layer.provide(Authenticator.Default))

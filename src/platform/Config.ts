@@ -111,6 +111,10 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
     const databaseUrl = yield* optionalRedacted("DATABASE_URL")
     const kafkaBrokers = yield* csv("KAFKA_BROKERS")
     const databasePoolSize = yield* Config.integer("DATABASE_POOL_SIZE").pipe(Config.withDefault(10))
+    const maxConcurrentReports = yield* positiveInteger(
+      "MAX_CONCURRENT_REPORTS",
+      Math.max(1, Math.floor(databasePoolSize / 3))
+    )
     return {
       host: yield* Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
       /** 0: a free port the OS picks as the server binds it (the URL is logged), for tests and side-by-side runs. */
@@ -136,10 +140,15 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
        * Report queries (aggregates over history, endpoints annotated `ReportQuery`) served at once; more wait
        * their turn, so slow reports never hold every database connection the decisions need (docs/limits.md).
        */
-      maxConcurrentReports: yield* positiveInteger(
-        "MAX_CONCURRENT_REPORTS",
-        Math.max(1, Math.floor(databasePoolSize / 3))
-      ),
+      maxConcurrentReports,
+      /**
+       * Of those, the most one workspace's reports hold at once; its others wait for its own turn, so one workspace's
+       * slow reports never hold every report permit (docs/limits.md). Never more than MAX_CONCURRENT_REPORTS.
+       */
+      maxConcurrentReportsPerWorkspace: yield* positiveInteger(
+        "MAX_CONCURRENT_REPORTS_PER_WORKSPACE",
+        Math.ceil(maxConcurrentReports / 2)
+      ).pipe(Config.map((permits) => Math.min(permits, maxConcurrentReports))),
       /** Longest a statement on DATABASE_URL may run (a lock wait included); 0 lets it run for ever. Not for migrations. */
       databaseStatementTimeoutMillis: yield* Config.integer("DATABASE_STATEMENT_TIMEOUT_MS").pipe(
         Config.withDefault(30_000),
