@@ -7,6 +7,7 @@ import { Effect, Either, Option, ParseResult, Schema } from "effect"
 import { BadRequest, Conflict, NotFound } from "../http/Errors.js"
 import { ImpactGate } from "../impact/Gate.js"
 import { CatalogVersions } from "./CatalogVersions.js"
+import type { VersionsPageQuery } from "./Lifecycle.js"
 import { AgentId, AgentProfileDocument } from "./Domain.js"
 import { ConfigChanges } from "./ConfigChanges.js"
 import { generateFromProfile } from "./Generation.js"
@@ -247,12 +248,13 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
       /** Gateway routes and MCP servers decide for one agent: it must be registered (404 agent_not_found). */
       requireRegistered: (workspaceId: string, agentId: string | undefined) =>
         agentId === undefined ? Effect.void : Effect.asVoid(find(workspaceId, agentId)),
-      /** `GET /v1/agents/{id}/versions`: newest first; still answers after a delete. */
-      versions: Effect.fn("Agents.versions")((workspaceId: string, agentId: string) =>
+      /** `GET /v1/agents/{id}/versions`: a page, newest first; still answers after a delete. */
+      versions: Effect.fn("Agents.versions")((workspaceId: string, agentId: string, query: VersionsPageQuery) =>
         history.versions<{ readonly profile: AgentProfile; readonly source_text: string }, NotFound>(
           workspaceId,
           "agent",
           agentId,
+          query,
           () => agentNotFound(agentId)
         )
       ),

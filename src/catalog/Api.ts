@@ -29,7 +29,14 @@ import {
   UpsertToolMetadata,
   ValidationResult
 } from "./Domain.js"
-import { AgentVersions, LabelPolicyVersions, PolicyVersions, Rollback, ToolMetadataVersions } from "./Lifecycle.js"
+import {
+  AgentVersions,
+  LabelPolicyVersions,
+  PolicyVersions,
+  Rollback,
+  ToolMetadataVersions,
+  VersionsPageParams
+} from "./Lifecycle.js"
 import { PolicyTestReport, RunPolicyTests } from "./PolicyTestSchemas.js"
 
 /** YAML (or JSON) text arrives as raw bytes; the handler parses and validates it. */
@@ -64,10 +71,11 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   .add(
     HttpApiEndpoint.get("listAgentVersions", "/agents/:id/versions")
       .setPath(AgentPath)
+      .setUrlParams(VersionsPageParams)
       .addSuccess(AgentVersions)
       .annotate(
         OpenApi.Description,
-        "Extension: every version of an agent's profile (each create or replace makes one), newest first; still answers after a delete."
+        "Extension: the versions of an agent's profile (each create or replace makes one), newest first, paged (limit default 50, at most 100; next_cursor); still answers after a delete."
       )
   )
   .add(HttpApiEndpoint.del("deleteAgent", "/agents/:id").setPath(AgentPath).addSuccess(HttpApiSchema.NoContent))
@@ -153,10 +161,11 @@ export class PoliciesApi extends HttpApiGroup.make("policies")
   .add(
     HttpApiEndpoint.get("listPolicyVersions", "/policies/:id/versions")
       .setPath(PolicyPath)
+      .setUrlParams(VersionsPageParams)
       .addSuccess(PolicyVersions)
       .annotate(
         OpenApi.Description,
-        "Extension: every version of a policy, newest first; still answers after a delete."
+        "Extension: the versions of a policy, newest first, paged (limit default 50, at most 100; next_cursor); still answers after a delete."
       )
   )
   .add(
@@ -201,10 +210,11 @@ export class LabelPoliciesApi extends HttpApiGroup.make("labelPolicies")
   .add(
     HttpApiEndpoint.get("listLabelPolicyVersions", "/label-policies/:origin/versions")
       .setPath(OriginPath)
+      .setUrlParams(VersionsPageParams)
       .addSuccess(LabelPolicyVersions)
       .annotate(
         OpenApi.Description,
-        "Extension: every version of a label policy (each upsert makes one), newest first; still answers after a delete."
+        "Extension: the versions of a label policy (each upsert makes one), newest first, paged (limit default 50, at most 100; next_cursor); still answers after a delete."
       )
   )
   .add(
@@ -237,10 +247,11 @@ export class ToolMetadataApi extends HttpApiGroup.make("toolMetadata")
   .add(
     HttpApiEndpoint.get("listToolMetadataVersions", "/tool-metadata/:tool/versions")
       .setPath(ToolPath)
+      .setUrlParams(VersionsPageParams)
       .addSuccess(ToolMetadataVersions)
       .annotate(
         OpenApi.Description,
-        "Extension: every version of a tool's metadata (each upsert makes one), newest first; still answers after a delete."
+        "Extension: the versions of a tool's metadata (each upsert makes one), newest first, paged (limit default 50, at most 100; next_cursor); still answers after a delete."
       )
   )
   .add(

@@ -5,9 +5,11 @@
  * outlives a delete, so a policy set that named a version stays explainable.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
+import { pageByVersion } from "../platform/Cursor.js"
+import { pageSize } from "../platform/Schemas.js"
 import { dieOnErrors } from "../platform/Sql.js"
-import { versionHeader } from "./Lifecycle.js"
+import { VERSIONS_PAGE_CAP, type VersionsPageQuery, versionHeader } from "./Lifecycle.js"
 import type { PolicyAuthor } from "./Repo.js"
 
 export type VersionedResource = "agent" | "tool_metadata" | "label_policy"
@@ -39,6 +41,27 @@ export const toVersionEntry = <A extends object>(row: CatalogVersionRow) => ({
   ...(row.content as A)
 })
 
+/**
+ * One page of a versions list (policies, agents, tool metadata, label policies), newest first:
+ * `fetch(below, count)` answers up to `count` versions below `below` (all when `None`), highest first;
+ * it is asked for `limit + 1`, to know whether more follow. An empty page is `missing()` when the
+ * resource never had a version (past the oldest version of one that has, it is an empty page).
+ */
+export const versionsPage = <Row extends { readonly version: number }, A, E, R, M>(
+  query: VersionsPageQuery,
+  fetch: (below: Option.Option<number>, count: number) => Effect.Effect<ReadonlyArray<Row>, E, R>,
+  toVersion: (row: Row) => A,
+  missing: () => M
+) =>
+  Effect.gen(function* () {
+    const limit = pageSize(query.limit, VERSIONS_PAGE_CAP)
+    const { next, page } = yield* pageByVersion(query.cursor, limit, (below) => fetch(below, limit + 1))
+    if (page.length === 0 && (query.cursor === undefined || (yield* fetch(Option.none(), 1)).length === 0)) {
+      return yield* Effect.fail(missing())
+    }
+    return { versions: page.map(toVersion), ...next }
+  })
+
 export class CatalogVersions extends Effect.Service<CatalogVersions>()("catalog/CatalogVersions", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
@@ -52,11 +75,18 @@ export class CatalogVersions extends Effect.Service<CatalogVersions>()("catalog/
             values (${workspaceId}, ${ref.resource}, ${ref.key}, ${ref.version}, ${JSON.stringify(content)},
                     ${author.kind}, ${author.id})
             on conflict do nothing`,
-      /** Newest first; a deleted resource's versions stay. */
-      list: (workspaceId: string, resource: VersionedResource, key: string) =>
+      /** Up to `count` versions below `below`, newest first; a deleted resource's versions stay. */
+      list: (
+        workspaceId: string,
+        resource: VersionedResource,
+        key: string,
+        below: Option.Option<number>,
+        count: number
+      ) =>
         sql`select ${columns} from catalog_versions
             where workspace_id = ${workspaceId} and resource = ${resource} and key = ${key}
-            order by version desc`.pipe(Effect.flatMap(decodeRows)),
+              ${Option.match(below, { onNone: () => sql``, onSome: (version) => sql`and version < ${version}` })}
+            order by version desc limit ${count}`.pipe(Effect.flatMap(decodeRows)),
       /** The named versions that exist (in no particular order). */
       find: (workspaceId: string, refs: ReadonlyArray<VersionRef>) =>
         refs.length === 0
@@ -69,15 +99,19 @@ export class CatalogVersions extends Effect.Service<CatalogVersions>()("catalog/
             )
     })
 
-    /** `GET .../versions`: every version, newest first; `missing` when the key never existed here. */
+    /** `GET .../versions`: a page of versions, newest first; `missing` when the key never existed here. */
     const versions = <A extends object, E>(
       workspaceId: string,
       resource: VersionedResource,
       key: string,
+      query: VersionsPageQuery,
       missing: () => E
     ) =>
-      Effect.flatMap(repo.list(workspaceId, resource, key), (rows) =>
-        rows.length === 0 ? Effect.fail(missing()) : Effect.succeed({ versions: rows.map(toVersionEntry<A>) })
+      versionsPage(
+        query,
+        (below, count) => repo.list(workspaceId, resource, key, below, count),
+        toVersionEntry<A>,
+        missing
       )
 
     return { record: repo.record, find: repo.find, versions }

@@ -28,7 +28,9 @@ export const AgentsHttpLive = HttpApiBuilder.group(GuardrailApi, "agents", (hand
       .handle("replaceAgent", ({ path, payload }) =>
         asCaller((caller) => agents.replace(caller.workspaceId, path.id, payload, authorOf(caller)))
       )
-      .handle("listAgentVersions", ({ path }) => inWorkspace((ws) => agents.versions(ws, path.id)))
+      .handle("listAgentVersions", ({ path, urlParams }) =>
+        inWorkspace((ws) => agents.versions(ws, path.id, urlParams))
+      )
       .handle("deleteAgent", ({ path }) => inWorkspace((ws) => agents.remove(ws, path.id)))
       .handle("listAgentGuardrails", ({ path }) =>
         inWorkspace((ws) => agents.guardrails(ws, path.id)).pipe(Effect.map((policies) => ({ policies })))
@@ -53,7 +55,9 @@ export const PoliciesHttpLive = HttpApiBuilder.group(GuardrailApi, "policies", (
       .handle("replacePolicy", ({ path, payload }) =>
         asCaller((caller) => policies.replace(caller.workspaceId, path.id, payload, authorOf(caller)))
       )
-      .handle("listPolicyVersions", ({ path }) => inWorkspace((ws) => policies.versions(ws, path.id)))
+      .handle("listPolicyVersions", ({ path, urlParams }) =>
+        inWorkspace((ws) => policies.versions(ws, path.id, urlParams))
+      )
       .handle("rollbackPolicy", ({ path, payload }) =>
         asCaller((caller) => policies.rollback(caller.workspaceId, path.id, payload.version, authorOf(caller)))
       )
@@ -91,8 +95,8 @@ export const LabelPoliciesHttpLive = HttpApiBuilder.group(GuardrailApi, "labelPo
         asCaller((caller) => registry.upsertLabelPolicy(caller.workspaceId, payload, authorOf(caller)))
       )
       .handle("getLabelPolicy", ({ path }) => inWorkspace((ws) => registry.labelPolicy(ws, path.origin)))
-      .handle("listLabelPolicyVersions", ({ path }) =>
-        inWorkspace((ws) => registry.labelPolicyVersions(ws, path.origin))
+      .handle("listLabelPolicyVersions", ({ path, urlParams }) =>
+        inWorkspace((ws) => registry.labelPolicyVersions(ws, path.origin, urlParams))
       )
       .handle("deleteLabelPolicy", ({ path }) => inWorkspace((ws) => registry.deleteLabelPolicy(ws, path.origin)))
   })
@@ -107,8 +111,8 @@ export const ToolMetadataHttpLive = HttpApiBuilder.group(GuardrailApi, "toolMeta
         asCaller((caller) => registry.upsertToolMetadata(caller.workspaceId, payload, authorOf(caller)))
       )
       .handle("getToolMetadata", ({ path }) => inWorkspace((ws) => registry.toolMetadata(ws, path.tool)))
-      .handle("listToolMetadataVersions", ({ path }) =>
-        inWorkspace((ws) => registry.toolMetadataVersions(ws, path.tool))
+      .handle("listToolMetadataVersions", ({ path, urlParams }) =>
+        inWorkspace((ws) => registry.toolMetadataVersions(ws, path.tool, urlParams))
       )
       .handle("deleteToolMetadata", ({ path }) => inWorkspace((ws) => registry.deleteToolMetadata(ws, path.tool)))
   })

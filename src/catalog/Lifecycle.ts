@@ -4,7 +4,7 @@
  */
 import { Schema } from "effect"
 import type { Caller } from "../identity/Authentication.js"
-import { Timestamp } from "../platform/Schemas.js"
+import { CursorParam, LimitParam, Timestamp } from "../platform/Schemas.js"
 import { Agent, LabelPolicy, ToolMetadataEntry } from "./Domain.js"
 import type { PolicyAuthor, PolicyVersionRow } from "./Repo.js"
 
@@ -18,24 +18,37 @@ const CreatedBy = Schema.Struct({
 /** What every version says besides its content: its number, when and who. */
 const versionFields = { version: Schema.Int, created_at: Timestamp, created_by: CreatedBy }
 
+/** The most versions one page of a versions list holds (`limit` above it is clamped). */
+export const VERSIONS_PAGE_CAP = 100
+
+/** Query of the versions lists: a page of `limit` (default 50, at most 100) below `cursor`. */
+export const VersionsPageParams = Schema.Struct({
+  limit: Schema.optional(LimitParam(1)),
+  cursor: Schema.optional(CursorParam)
+})
+export type VersionsPageQuery = typeof VersionsPageParams.Type
+
+/** One page of versions, newest first; `next_cursor` when older ones follow. */
+const versionsOf = <S extends Schema.Schema.Any>(version: S, identifier: string) =>
+  Schema.Struct({
+    versions: Schema.Array(version),
+    next_cursor: Schema.optional(
+      Schema.String.annotations({ description: "Present when older versions follow: pass it as cursor" })
+    )
+  }).annotations({ identifier })
+
 export const PolicyVersion = Schema.Struct({
   ...versionFields,
   source_yaml: Schema.String,
   enabled: Schema.Boolean
 }).annotations({ identifier: "PolicyVersion" })
-
-export const PolicyVersions = Schema.Struct({ versions: Schema.Array(PolicyVersion) }).annotations({
-  identifier: "PolicyVersions"
-})
+export const PolicyVersions = versionsOf(PolicyVersion, "PolicyVersions")
 
 export const Rollback = Schema.Struct({
   version: Schema.Int.pipe(Schema.between(1, 2_147_483_647)).annotations({
     description: "The version whose document becomes current again, as a new version"
   })
 }).annotations({ identifier: "Rollback" })
-
-const versionsOf = <S extends Schema.Schema.Any>(version: S, identifier: string) =>
-  Schema.Struct({ versions: Schema.Array(version) }).annotations({ identifier })
 
 export const AgentVersion = Schema.Struct({
   ...versionFields,

@@ -13,7 +13,8 @@ import { compileBudgetErrors } from "./CompileBudget.js"
 import { compilePolicy, type PolicyErrors, readDocument, validatePolicy } from "./PolicyLanguage.js"
 import { policyTestErrors, runPolicyTest, withPolicy } from "./PolicyTests.js"
 import { CatalogSnapshot } from "./Snapshot.js"
-import { toPolicyVersion } from "./Lifecycle.js"
+import { versionsPage } from "./CatalogVersions.js"
+import { toPolicyVersion, type VersionsPageQuery } from "./Lifecycle.js"
 import { PolicyLimits } from "./PolicyLimits.js"
 import { CatalogRepo, type PolicyAuthor, type PolicyRow } from "./Repo.js"
 import { ImpactGate } from "../impact/Gate.js"
@@ -171,12 +172,15 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
       })
     })
 
-    /** A deleted policy's versions still answer; an id that never existed is a 404. */
-    const versions = Effect.fn("Policies.versions")(function* (workspaceId: string, id: string) {
-      const rows = yield* repo.listPolicyVersions(workspaceId, id)
-      if (rows.length === 0) return yield* policyNotFound([id])
-      return { versions: rows.map(toPolicyVersion) }
-    })
+    /** A page of versions, newest first: a deleted policy's still answer; an id that never existed is a 404. */
+    const versions = Effect.fn("Policies.versions")((workspaceId: string, id: string, query: VersionsPageQuery) =>
+      versionsPage(
+        query,
+        (below, count) => repo.listPolicyVersions(workspaceId, id, below, count),
+        toPolicyVersion,
+        () => policyNotFound([id])
+      )
+    )
 
     const rollback = Effect.fn("Policies.rollback")(function* (
       workspaceId: string,

@@ -9,6 +9,7 @@ import { prefixedId } from "../platform/Ids.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { CatalogVersions, type VersionedResource } from "./CatalogVersions.js"
+import type { VersionsPageQuery } from "./Lifecycle.js"
 import { ConfigChanges } from "./ConfigChanges.js"
 import { KnowledgeSourceId } from "./Domain.js"
 import {
@@ -262,11 +263,12 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
       ),
       upsertLabelPolicy,
       labelPolicy,
-      /** `GET /v1/label-policies/{origin}/versions`: newest first; still answers after a delete. */
-      labelPolicyVersions: Effect.fn("Registry.labelPolicyVersions")((workspaceId: string, origin: string) =>
-        history.versions<ReturnType<typeof toLabelPolicy>, NotFound>(workspaceId, "label_policy", origin, () =>
-          notFound("label policy", origin)
-        )
+      /** `GET /v1/label-policies/{origin}/versions`: a page, newest first; still answers after a delete. */
+      labelPolicyVersions: Effect.fn("Registry.labelPolicyVersions")(
+        (workspaceId: string, origin: string, query: VersionsPageQuery) =>
+          history.versions<ReturnType<typeof toLabelPolicy>, NotFound>(workspaceId, "label_policy", origin, query, () =>
+            notFound("label policy", origin)
+          )
       ),
       deleteLabelPolicy,
       listToolMetadata: Effect.fn("Registry.listToolMetadata")((workspaceId: string) =>
@@ -274,11 +276,16 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
       ),
       upsertToolMetadata,
       toolMetadata,
-      /** `GET /v1/tool-metadata/{tool}/versions`: newest first; still answers after a delete. */
-      toolMetadataVersions: Effect.fn("Registry.toolMetadataVersions")((workspaceId: string, tool: string) =>
-        history.versions<ReturnType<typeof toToolMetadataEntry>, NotFound>(workspaceId, "tool_metadata", tool, () =>
-          notFound("tool", tool)
-        )
+      /** `GET /v1/tool-metadata/{tool}/versions`: a page, newest first; still answers after a delete. */
+      toolMetadataVersions: Effect.fn("Registry.toolMetadataVersions")(
+        (workspaceId: string, tool: string, query: VersionsPageQuery) =>
+          history.versions<ReturnType<typeof toToolMetadataEntry>, NotFound>(
+            workspaceId,
+            "tool_metadata",
+            tool,
+            query,
+            () => notFound("tool", tool)
+          )
       ),
       deleteToolMetadata,
       listKnowledgeSources: Effect.fn("Registry.listKnowledgeSources")((workspaceId: string) =>

@@ -251,10 +251,11 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
           Effect.flatMap(decodePolicies),
           Effect.flatMap(recordVersions(workspaceId, author))
         ),
-      /** Newest first; a deleted policy's versions stay. */
-      listPolicyVersions: (workspaceId: string, id: string) =>
+      /** Up to `count` versions below `below`, newest first; a deleted policy's versions stay. */
+      listPolicyVersions: (workspaceId: string, id: string, below: Option.Option<number>, count: number) =>
         sql`select ${versionColumns} from policy_versions where workspace_id = ${workspaceId} and policy_id = ${id}
-            order by version desc`.pipe(Effect.flatMap(decodePolicyVersions)),
+              ${Option.match(below, { onNone: () => sql``, onSome: (version) => sql`and version < ${version}` })}
+            order by version desc limit ${count}`.pipe(Effect.flatMap(decodePolicyVersions)),
       findPolicyVersion: (workspaceId: string, id: string, version: number) =>
         sql`select ${versionColumns} from policy_versions
             where workspace_id = ${workspaceId} and policy_id = ${id} and version = ${version}`.pipe(

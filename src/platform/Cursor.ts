@@ -53,6 +53,35 @@ export const pageByTime = <Row extends { readonly created_at: Date; readonly id:
     }
   })
 
+/** A `[version]` cursor: a version number from 1 to the largest `integer` column value. */
+export const decodeVersionCursor = (cursor: string): Option.Option<number> =>
+  decodeCursor(cursor, 1).pipe(
+    Option.filter(([version]) => /^[1-9][0-9]{0,9}$/.test(version!) && Number(version) <= 2_147_483_647),
+    Option.map(([version]) => Number(version))
+  )
+
+/**
+ * One page of a list ordered by version, highest first: decodes the cursor (400 when it is not one
+ * of ours), fetches `limit + 1` rows below it, and answers the page with `next_cursor` when more
+ * rows follow.
+ */
+export const pageByVersion = <Row extends { readonly version: number }, E, R>(
+  cursor: string | undefined,
+  limit: number,
+  fetch: (below: Option.Option<number>) => Effect.Effect<ReadonlyArray<Row>, E, R>
+) =>
+  Effect.gen(function* () {
+    const below = cursor === undefined ? Option.none() : decodeVersionCursor(cursor)
+    if (cursor !== undefined && Option.isNone(below)) return yield* invalidCursor
+    const rows = yield* fetch(below)
+    const page = rows.slice(0, limit)
+    const last = page[page.length - 1]
+    return {
+      page,
+      next: rows.length > limit && last !== undefined ? { next_cursor: encodeCursor([String(last.version)]) } : {}
+    }
+  })
+
 /**
  * The window of a list around its row that `isTarget` picks: from `rows` (in list order, holding up to
  * `limit` rows on each side of it), the `limit` nearest it, as many before as after, topped up from the

@@ -43,18 +43,21 @@ layer(testServer("database"), SERVER_OPTIONS)("catalog versions over HTTP", (it)
         const renamed = agentYaml("history-bot").replace("display_name: Support Bot", "display_name: Renamed Bot")
         yield* owner.api.agents.replaceAgent({ path: agentPath("history-bot"), payload: yamlBytes(renamed) })
 
-        const { versions } = yield* owner.api.agents.listAgentVersions({ path: agentPath("history-bot") })
+        const { versions } = yield* owner.api.agents.listAgentVersions({
+          path: agentPath("history-bot"),
+          urlParams: {}
+        })
         expect(numbersOf(versions, author)).toEqual([2, 1])
         expect(versions.map((version) => version.profile.display_name)).toEqual(["Renamed Bot", "Support Bot"])
         expect(versions[0]!.source_text).toBe(renamed)
         expect(versions[1]!.source_text).toBe(agentYaml("history-bot"))
 
         yield* owner.api.agents.deleteAgent({ path: agentPath("history-bot") })
-        const kept = yield* owner.api.agents.listAgentVersions({ path: agentPath("history-bot") })
+        const kept = yield* owner.api.agents.listAgentVersions({ path: agentPath("history-bot"), urlParams: {} })
         expect(kept.versions.map((version) => version.version)).toEqual([2, 1])
         // Created again, it continues the numbering.
         yield* createAgent(base, owner, "history-bot")
-        const again = yield* owner.api.agents.listAgentVersions({ path: agentPath("history-bot") })
+        const again = yield* owner.api.agents.listAgentVersions({ path: agentPath("history-bot"), urlParams: {} })
         expect(again.versions.map((version) => version.version)).toEqual([3, 2, 1])
 
         // A PUT that fails (another agent_id in the document) makes no version.
@@ -63,10 +66,19 @@ layer(testServer("database"), SERVER_OPTIONS)("catalog versions over HTTP", (it)
           400,
           "validation_failed"
         )
-        expect((yield* owner.api.agents.listAgentVersions({ path: agentPath("history-bot") })).versions).toHaveLength(3)
-        yield* expectFailure(owner.api.agents.listAgentVersions({ path: agentPath("nobody") }), 404, "agent_not_found")
+        expect(
+          (yield* owner.api.agents.listAgentVersions({ path: agentPath("history-bot"), urlParams: {} })).versions
+        ).toHaveLength(3)
+        yield* expectFailure(
+          owner.api.agents.listAgentVersions({ path: agentPath("nobody"), urlParams: {} }),
+          404,
+          "agent_not_found"
+        )
         const stranger = yield* tenant(base)
-        yield* expectFailure(stranger.api.agents.listAgentVersions({ path: agentPath("history-bot") }), 404)
+        yield* expectFailure(
+          stranger.api.agents.listAgentVersions({ path: agentPath("history-bot"), urlParams: {} }),
+          404
+        )
       })
     )
   })
@@ -80,7 +92,10 @@ layer(testServer("database"), SERVER_OPTIONS)("catalog versions over HTTP", (it)
         yield* owner.api.toolMetadata.upsertToolMetadata({ payload: tool })
         yield* owner.api.toolMetadata.upsertToolMetadata({ payload: { ...tool, reversible: true, enabled: false } })
 
-        const { versions } = yield* owner.api.toolMetadata.listToolMetadataVersions({ path: { tool: "send_money" } })
+        const { versions } = yield* owner.api.toolMetadata.listToolMetadataVersions({
+          path: { tool: "send_money" },
+          urlParams: {}
+        })
         expect(numbersOf(versions, { kind: "user", id: owner.user_id })).toEqual([2, 1])
         expect(versions.map((version) => [version.enabled, version.metadata.reversible])).toEqual([
           [false, true],
@@ -90,21 +105,26 @@ layer(testServer("database"), SERVER_OPTIONS)("catalog versions over HTTP", (it)
 
         yield* owner.api.toolMetadata.deleteToolMetadata({ path: { tool: "send_money" } })
         expect(
-          (yield* owner.api.toolMetadata.listToolMetadataVersions({ path: { tool: "send_money" } })).versions
+          (yield* owner.api.toolMetadata.listToolMetadataVersions({ path: { tool: "send_money" }, urlParams: {} }))
+            .versions
         ).toHaveLength(2)
         // Runtime keys may read versions (tool metadata is read-only to keys).
         const key = yield* createKey(owner)
         const keyApi = yield* keyClient(base, key)
         expect(
-          (yield* keyApi.toolMetadata.listToolMetadataVersions({ path: { tool: "send_money" } })).versions
+          (yield* keyApi.toolMetadata.listToolMetadataVersions({ path: { tool: "send_money" }, urlParams: {} }))
+            .versions
         ).toHaveLength(2)
         yield* expectFailure(
-          owner.api.toolMetadata.listToolMetadataVersions({ path: { tool: "never_seen" } }),
+          owner.api.toolMetadata.listToolMetadataVersions({ path: { tool: "never_seen" }, urlParams: {} }),
           404,
           "tool_not_found"
         )
         const stranger = yield* tenant(base)
-        yield* expectFailure(stranger.api.toolMetadata.listToolMetadataVersions({ path: { tool: "send_money" } }), 404)
+        yield* expectFailure(
+          stranger.api.toolMetadata.listToolMetadataVersions({ path: { tool: "send_money" }, urlParams: {} }),
+          404
+        )
       })
     )
   })
@@ -120,7 +140,10 @@ layer(testServer("database"), SERVER_OPTIONS)("catalog versions over HTTP", (it)
         })
         yield* owner.api.labelPolicies.deleteLabelPolicy({ path: originPath("web_page") })
 
-        const { versions } = yield* owner.api.labelPolicies.listLabelPolicyVersions({ path: originPath("web_page") })
+        const { versions } = yield* owner.api.labelPolicies.listLabelPolicyVersions({
+          path: originPath("web_page"),
+          urlParams: {}
+        })
         expect(numbersOf(versions, { kind: "user", id: owner.user_id })).toEqual([2, 1])
         expect(versions.map((version) => version.policy)).toEqual([
           { origin: "web_page", confidentiality: null, integrity: "low", trust: "untrusted" },
@@ -128,7 +151,7 @@ layer(testServer("database"), SERVER_OPTIONS)("catalog versions over HTTP", (it)
         ])
         expect(versions.every((version) => version.enabled)).toBe(true)
         yield* expectFailure(
-          owner.api.labelPolicies.listLabelPolicyVersions({ path: originPath("never_seen") }),
+          owner.api.labelPolicies.listLabelPolicyVersions({ path: originPath("never_seen"), urlParams: {} }),
           404,
           "label_policy_not_found"
         )

@@ -49,7 +49,10 @@ layer(testServer("database"), SERVER_OPTIONS)("policy versions over HTTP", (it) 
         expect(third.effect).toBe("deny")
         expect(third.findings[0]?.policy_version).toBe(3)
 
-        const { versions } = yield* owner.api.policies.listPolicyVersions({ path: policyPath("no-refund") })
+        const { versions } = yield* owner.api.policies.listPolicyVersions({
+          path: policyPath("no-refund"),
+          urlParams: {}
+        })
         expect(versions.map((version) => version.version)).toEqual([3, 2, 1])
         expect(versions.map((version) => version.source_yaml)).toEqual([v1, v2, v1])
         for (const version of versions) {
@@ -77,7 +80,7 @@ layer(testServer("database"), SERVER_OPTIONS)("policy versions over HTTP", (it) 
           payload: yamlBytes(policyDocument("p", { value: "c", enabled: true }))
         })
         expect(turnedOn).toMatchObject({ version: 3, enabled: true })
-        const { versions } = yield* owner.api.policies.listPolicyVersions({ path: policyPath("p") })
+        const { versions } = yield* owner.api.policies.listPolicyVersions({ path: policyPath("p"), urlParams: {} })
         expect(versions.map((version) => [version.version, version.enabled])).toEqual([
           [3, true],
           [2, false],
@@ -86,7 +89,9 @@ layer(testServer("database"), SERVER_OPTIONS)("policy versions over HTTP", (it) 
         // A runtime key may read versions (policies are read-only to keys).
         const key = yield* createKey(owner)
         const keyApi = yield* keyClient(base, key)
-        expect((yield* keyApi.policies.listPolicyVersions({ path: policyPath("p") })).versions).toHaveLength(3)
+        expect(
+          (yield* keyApi.policies.listPolicyVersions({ path: policyPath("p"), urlParams: {} })).versions
+        ).toHaveLength(3)
       })
     )
 
@@ -125,12 +130,14 @@ layer(testServer("database"), SERVER_OPTIONS)("policy versions over HTTP", (it) 
             "policy_version_not_found"
           )
           yield* expectFailure(
-            owner.api.policies.listPolicyVersions({ path: policyPath("nobody") }),
+            owner.api.policies.listPolicyVersions({ path: policyPath("nobody"), urlParams: {} }),
             404,
             "policy_not_found"
           )
           // Nothing above made a version.
-          expect((yield* owner.api.policies.listPolicyVersions({ path: policyPath("mine") })).versions).toHaveLength(1)
+          expect(
+            (yield* owner.api.policies.listPolicyVersions({ path: policyPath("mine"), urlParams: {} })).versions
+          ).toHaveLength(1)
         })
     )
 
@@ -145,7 +152,7 @@ layer(testServer("database"), SERVER_OPTIONS)("policy versions over HTTP", (it) 
         })
         yield* owner.api.policies.deletePolicy({ path: policyPath("gone") })
         yield* expectFailure(owner.api.policies.getPolicy({ path: policyPath("gone") }), 404)
-        const { versions } = yield* owner.api.policies.listPolicyVersions({ path: policyPath("gone") })
+        const { versions } = yield* owner.api.policies.listPolicyVersions({ path: policyPath("gone"), urlParams: {} })
         expect(versions.map((version) => version.version)).toEqual([2, 1])
         const again = yield* owner.api.policies.createPolicy({
           payload: yamlBytes(policyDocument("gone", { value: "z" }))
@@ -153,7 +160,7 @@ layer(testServer("database"), SERVER_OPTIONS)("policy versions over HTTP", (it) 
         expect(again.version).toBe(3)
         // Another workspace sees none of it.
         const stranger = yield* tenant(base)
-        yield* expectFailure(stranger.api.policies.listPolicyVersions({ path: policyPath("gone") }), 404)
+        yield* expectFailure(stranger.api.policies.listPolicyVersions({ path: policyPath("gone"), urlParams: {} }), 404)
       })
     )
 
@@ -163,7 +170,7 @@ layer(testServer("database"), SERVER_OPTIONS)("policy versions over HTTP", (it) 
         const owner = yield* tenant(base)
         const installed = yield* owner.api.policies.installPolicyPack({ path: { name: "secrets" }, payload: {} })
         const id = installed.installed[0]!.id
-        const { versions } = yield* owner.api.policies.listPolicyVersions({ path: policyPath(id) })
+        const { versions } = yield* owner.api.policies.listPolicyVersions({ path: policyPath(id), urlParams: {} })
         expect(versions.map((version) => [version.version, version.created_by.kind])).toEqual([[1, "user"]])
         yield* createAgent(base, owner, AGENT)
         const generated = yield* owner.api.agents.generateAgentGuardrails({ path: agentPath(AGENT) })
