@@ -32,26 +32,32 @@ export const invalidCursor = new BadRequest({
 })
 
 /**
- * One page of a newest-first list keyed by (created_at, id): decodes the
- * cursor (400 when it is not one of ours), fetches `limit + 1` rows after it,
- * and answers the page with `next_cursor` when more rows follow.
+ * One page of a keyset-paged list: decodes the cursor with `decode` (400 when it is not one of ours),
+ * fetches `limit + 1` rows past the position it names, and answers the page with `next_cursor` (the
+ * page's last row, by `encode`) when more rows follow.
  */
-export const pageByTime = <Row extends { readonly created_at: Date; readonly id: string }, E, R>(
+const pageAfter = <Position, Row, E, R>(
   cursor: string | undefined,
   limit: number,
-  fetch: (after: Option.Option<{ readonly at: string; readonly id: string }>) => Effect.Effect<ReadonlyArray<Row>, E, R>
+  decode: (cursor: string) => Option.Option<Position>,
+  encode: (row: Row) => string,
+  fetch: (after: Option.Option<Position>) => Effect.Effect<ReadonlyArray<Row>, E, R>
 ) =>
   Effect.gen(function* () {
-    const after = cursor === undefined ? Option.none() : decodeTimeCursor(cursor)
+    const after = cursor === undefined ? Option.none() : decode(cursor)
     if (cursor !== undefined && Option.isNone(after)) return yield* invalidCursor
     const rows = yield* fetch(after)
     const page = rows.slice(0, limit)
     const last = page[page.length - 1]
-    return {
-      page,
-      next: rows.length > limit && last !== undefined ? { next_cursor: encodeTimeCursor(last.created_at, last.id) } : {}
-    }
+    return { page, next: rows.length > limit && last !== undefined ? { next_cursor: encode(last) } : {} }
   })
+
+/** One page of a newest-first list keyed by (created_at, id). */
+export const pageByTime = <Row extends { readonly created_at: Date; readonly id: string }, E, R>(
+  cursor: string | undefined,
+  limit: number,
+  fetch: (after: Option.Option<{ readonly at: string; readonly id: string }>) => Effect.Effect<ReadonlyArray<Row>, E, R>
+) => pageAfter(cursor, limit, decodeTimeCursor, (row: Row) => encodeTimeCursor(row.created_at, row.id), fetch)
 
 /** A `[version]` cursor: a version number from 1 to the largest `integer` column value. */
 export const decodeVersionCursor = (cursor: string): Option.Option<number> =>
@@ -60,27 +66,12 @@ export const decodeVersionCursor = (cursor: string): Option.Option<number> =>
     Option.map(([version]) => Number(version))
   )
 
-/**
- * One page of a list ordered by version, highest first: decodes the cursor (400 when it is not one
- * of ours), fetches `limit + 1` rows below it, and answers the page with `next_cursor` when more
- * rows follow.
- */
+/** One page of a list ordered by version, highest first: rows below the cursor's version. */
 export const pageByVersion = <Row extends { readonly version: number }, E, R>(
   cursor: string | undefined,
   limit: number,
   fetch: (below: Option.Option<number>) => Effect.Effect<ReadonlyArray<Row>, E, R>
-) =>
-  Effect.gen(function* () {
-    const below = cursor === undefined ? Option.none() : decodeVersionCursor(cursor)
-    if (cursor !== undefined && Option.isNone(below)) return yield* invalidCursor
-    const rows = yield* fetch(below)
-    const page = rows.slice(0, limit)
-    const last = page[page.length - 1]
-    return {
-      page,
-      next: rows.length > limit && last !== undefined ? { next_cursor: encodeCursor([String(last.version)]) } : {}
-    }
-  })
+) => pageAfter(cursor, limit, decodeVersionCursor, (row: Row) => encodeCursor([String(row.version)]), fetch)
 
 /**
  * The window of a list around its row that `isTarget` picks: from `rows` (in list order, holding up to

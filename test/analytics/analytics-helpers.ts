@@ -28,3 +28,14 @@ export const total = (
 /** Points of a grouped query as {label: value}. */
 export const byLabel = (result: QueryResultBody) =>
   Object.fromEntries(result.points.map((point) => [point.label, point.value]))
+
+/** `count` trace_count queries sent at once with `token`, on a fiber of their own (joined for their answers). */
+export const forkedQueries = (base: string, token: string, count: number) =>
+  Effect.fork(
+    Effect.all(
+      Array.from({ length: count }, () =>
+        call(base, "POST", "/v1/analytics/query", { token, body: { metric: "trace_count" } })
+      ),
+      { concurrency: "unbounded" }
+    )
+  )

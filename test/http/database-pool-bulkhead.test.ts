@@ -11,23 +11,13 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { createAgent, eventBody, reply } from "../support/Events.js"
 import { until } from "../support/Eventually.js"
-import { lockedTable, queryDatabase } from "../support/Database.js"
-import { total } from "../analytics/analytics-helpers.js"
+import { lockedTable, serviceWaitsOnLocks } from "../support/Database.js"
+import { forkedQueries, total } from "../analytics/analytics-helpers.js"
 import { call } from "../support/Raw.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 
 const POOL_SIZE = 4
-
-const waitingOnLocks = (url: string) =>
-  Effect.map(
-    queryDatabase<{ n: string }>(
-      url,
-      `select count(*)::text as n from pg_stat_activity
-        where datname = current_database() and application_name = 'guardrail-service' and wait_event_type = 'Lock'`
-    ),
-    (rows) => Number(rows[0]!.n)
-  )
 
 layer(
   testServerWithDatabase("database", { DATABASE_POOL_SIZE: String(POOL_SIZE), DATABASE_STATEMENT_TIMEOUT_MS: "60000" }),
@@ -52,17 +42,10 @@ layer(
         yield* Effect.scoped(
           Effect.gen(function* () {
             yield* lockedTable(url, "analytics_buckets")
-            const reads = yield* Effect.fork(
-              Effect.all(
-                Array.from({ length: POOL_SIZE + 2 }, () =>
-                  call(base, "POST", "/v1/analytics/query", { token: owner.jwt, body: { metric: "trace_count" } })
-                ),
-                { concurrency: "unbounded" }
-              )
-            )
+            const reads = yield* forkedQueries(base, owner.jwt, POOL_SIZE + 2)
             // The reports hold every connection the service gives them, each waiting on the lock.
             yield* until(
-              Effect.filterOrFail(waitingOnLocks(url), (n) => n >= 1),
+              Effect.filterOrFail(serviceWaitsOnLocks(url), (n) => n >= 1),
               "10 seconds"
             )
             const decision = yield* decide

@@ -17,7 +17,8 @@
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Fiber, FiberStatus } from "effect"
 import { makeReportPermits } from "../../src/http/ReportPermits.js"
-import { lockedTable, queryDatabase } from "../support/Database.js"
+import { forkedQueries } from "../analytics/analytics-helpers.js"
+import { lockedTable, serviceWaitsOnLocks } from "../support/Database.js"
 import { until } from "../support/Eventually.js"
 import { call } from "../support/Raw.js"
 import { tenant } from "../support/Tenants.js"
@@ -27,18 +28,6 @@ const PER_PROCESS = 3
 const PER_WORKSPACE = 1
 /** A's reports: more than the process has permits. */
 const A_REPORTS = PER_PROCESS + 2
-
-/** The service's reads of the aggregates waiting on a lock (its writes left out: this test sends no events). */
-const reportsOnTheLock = (url: string) =>
-  Effect.map(
-    queryDatabase<{ n: string }>(
-      url,
-      `select count(*)::text as n from pg_stat_activity
-        where datname = current_database() and application_name = 'guardrail-service' and wait_event_type = 'Lock'
-          and query ilike '%analytics_buckets%' and query not ilike '%insert into analytics_buckets%'`
-    ),
-    (rows) => Number(rows[0]!.n)
-  )
 
 layer(
   testServerWithDatabase("database", {
@@ -62,23 +51,16 @@ layer(
         const aAnswers = yield* Effect.scoped(
           Effect.gen(function* () {
             yield* lockedTable(url, "analytics_buckets")
-            const aReports = yield* Effect.fork(
-              Effect.all(
-                Array.from({ length: A_REPORTS }, () =>
-                  call(base, "POST", "/v1/analytics/query", { token: a.jwt, body: { metric: "trace_count" } })
-                ),
-                { concurrency: "unbounded" }
-              )
-            )
+            const aReports = yield* forkedQueries(base, a.jwt, A_REPORTS)
             // One of A's reports holds a permit and a connection, waiting on the lock.
             yield* until(
-              Effect.filterOrFail(reportsOnTheLock(url), (n) => n >= 1),
+              Effect.filterOrFail(serviceWaitsOnLocks(url, "analytics_buckets"), (n) => n >= 1),
               "10 seconds"
             )
             const answer = yield* bReport
             expect(answer.status, JSON.stringify(answer.body)).toBe(200)
             // A's other reports wait for A's own permit: none of them reached the database.
-            expect(yield* reportsOnTheLock(url)).toBe(PER_WORKSPACE)
+            expect(yield* serviceWaitsOnLocks(url, "analytics_buckets")).toBe(PER_WORKSPACE)
             return aReports
           })
         ).pipe(Effect.flatMap(Fiber.join))

@@ -30,3 +30,16 @@ export const lockedTable = (url: string, table: string) =>
     }),
     (client) => Effect.promise(() => client.query("rollback").finally(() => client.end()))
   )
+
+/** How many of the service's statements wait on a lock; with `readsOf`, only its reads of that table. */
+export const serviceWaitsOnLocks = (url: string, readsOf?: string) =>
+  Effect.map(
+    queryDatabase<{ n: string }>(
+      url,
+      `select count(*)::text as n from pg_stat_activity
+        where datname = current_database() and application_name = 'guardrail-service' and wait_event_type = 'Lock'
+        ${readsOf === undefined ? "" : "and query ilike '%' || $1 || '%' and query not ilike '%insert into ' || $1 || '%'"}`,
+      readsOf === undefined ? [] : [readsOf]
+    ),
+    (rows) => Number(rows[0]!.n)
+  )
