@@ -253,7 +253,7 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
             return failClosedOnError(
               loaded,
               Effect.map(repo.runEnvironment(workspaceId, runId), (found) => {
-                if (Option.isSome(found)) runEnvironments.remember(workspaceId, runId, found.value)
+                runEnvironments.remember(workspaceId, runId, Option.getOrNull(found))
                 return { ...loaded, runEnvironment: Option.getOrNull(found) }
               })
             )
