@@ -32,13 +32,25 @@ const INFERRED_SOURCE_ID = "inferred"
 const noSources: ReadonlyArray<ParamSource> = []
 const noFingerprints: ReadonlyArray<NewFingerprint> = []
 
-/** Where an event's values are remembered and looked up: its run, else its session; nowhere without either. */
-export const scopeOf = (event: ProposedEventInput): string | undefined =>
+/**
+ * Where an event's values are remembered and looked up: its run, else its session, in its environment
+ * (the same session id in staging and production is two sessions); nowhere without either.
+ */
+export const scopeOf = (event: ProposedEventInput): string | undefined => {
+  const unscoped = unscopedOf(event)
+  return unscoped === undefined ? undefined : `${unscoped}@${event.principal.environment_id}`
+}
+
+/** The scope without its environment: how fingerprints were stored before scopes had one (read, never written). */
+const unscopedOf = (event: ProposedEventInput): string | undefined =>
   event.run_id !== undefined
     ? `run:${event.run_id}`
     : event.session_id !== undefined
       ? `session:${event.session_id}`
       : undefined
+
+/** `scope` as stored before scopes had an environment. */
+const legacyScope = (scope: string) => scope.slice(0, scope.lastIndexOf("@"))
 
 /**
  * The origin of what came in: an input is the least trusted origin its `sources` name, else `user`
@@ -95,7 +107,8 @@ export class Provenance extends Effect.Service<Provenance>()("authorization/Prov
     const load = (workspaceId: string, scope: string): Effect.Effect<ScopeFingerprints> =>
       cache.get(
         cacheKey(workspaceId, scope),
-        Effect.map(repo.listFingerprints(workspaceId, scope, provenanceMaxPerScope), (rows) => {
+        // Fingerprints stored before scopes had an environment still count, in every environment of their scope.
+        Effect.map(repo.listFingerprints(workspaceId, [scope, legacyScope(scope)], provenanceMaxPerScope), (rows) => {
           const known = new Map<string, Array<string>>()
           for (const row of rows) {
             const origins = known.get(row.fingerprint)

@@ -91,11 +91,15 @@ export class AuthorizationRepo extends Effect.Service<AuthorizationRepo>()("auth
     })
 
     const listFingerprints = SqlSchema.findAll({
-      Request: Schema.Struct({ workspaceId: Schema.String, scope: Schema.String, limit: Schema.Number }),
+      Request: Schema.Struct({
+        workspaceId: Schema.String,
+        scopes: Schema.Array(Schema.String),
+        limit: Schema.Number
+      }),
       Result: FingerprintRow,
-      execute: ({ limit, scope, workspaceId }) =>
+      execute: ({ limit, scopes, workspaceId }) =>
         sql`select fingerprint, origin from provenance_fingerprints
-            where workspace_id = ${workspaceId} and scope = ${scope}
+            where workspace_id = ${workspaceId} and scope in ${sql.in(scopes)}
             order by first_seen_at limit ${limit}`
     })
 
@@ -123,9 +127,9 @@ export class AuthorizationRepo extends Effect.Service<AuthorizationRepo>()("auth
     return {
       insertFingerprintsStatement,
       ...dieOnErrors({
-        /** The fingerprints of a run or session, oldest first, at most `limit`. */
-        listFingerprints: (workspaceId: string, scope: string, limit: number) =>
-          listFingerprints({ workspaceId, scope, limit }),
+        /** The fingerprints of a run or session (under any of `scopes`), oldest first, at most `limit`. */
+        listFingerprints: (workspaceId: string, scopes: ReadonlyArray<string>, limit: number) =>
+          listFingerprints({ workspaceId, scopes, limit }),
         /** The unexpired grant of an intent and its denial, if any. */
         approvalState: (workspaceId: string, intentId: string) =>
           approvalState({ workspaceId, id: intentId }).pipe(

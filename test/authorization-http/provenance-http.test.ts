@@ -10,7 +10,7 @@ import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { queryDatabase } from "../support/Database.js"
 import { type Action, createAgent, type EventExtras, type EventTenant, propose } from "../support/Events.js"
 import { sample, scrape } from "../support/Metrics.js"
-import { createKey, tenant } from "../support/Tenants.js"
+import { createEnvironment, createKey, tenant } from "../support/Tenants.js"
 import {
   baseUrl,
   SERVER_OPTIONS,
@@ -166,6 +166,35 @@ layer(testServerWithDatabase("database", SHARED), SERVER_OPTIONS)("provenance wi
     })
   )
 
+  it.effect("a session is its environment's; fingerprints stored before scopes had one still count", () =>
+    Effect.gen(function* () {
+      const { base, owner } = yield* setUp
+      const db = yield* TestDatabaseUrl
+      const staging = yield* createEnvironment(owner)
+      const session = { session_id: "sess_user_42" }
+      yield* incoming(base, owner, "tool.result", readEmail(`IBAN: ${EMAIL_IBAN}`), session)
+      // The same session id in another environment (the same end user in staging) saw nothing.
+      const inStaging = yield* propose(base, owner, AGENT, sendMoney({ iban: EMAIL_IBAN_COMPACT }), {
+        ...session,
+        environment_id: staging.id
+      })
+      expect(evidenceOf(inStaging, "param:send_money.iban")).toMatchObject({ origin: null })
+      const inProduction = yield* propose(base, owner, AGENT, sendMoney({ iban: EMAIL_IBAN_COMPACT }), session)
+      expect(evidenceOf(inProduction, "param:send_money.iban")).toMatchObject({ origin: "email", inferred: true })
+
+      // As an earlier version stored them: the scope without its environment (a session not read yet).
+      const earlier = { session_id: "sess_before_upgrade" }
+      yield* incoming(base, owner, "tool.result", readEmail(`IBAN: ${EMAIL_IBAN}`), earlier)
+      yield* queryDatabase(
+        db,
+        "update provenance_fingerprints set scope = 'session:sess_before_upgrade' where workspace_id = $1 and scope like 'session:sess_before_upgrade@%'",
+        [owner.workspaceId]
+      )
+      const afterUpgrade = yield* propose(base, owner, AGENT, sendMoney({ iban: EMAIL_IBAN_COMPACT }), earlier)
+      expect(evidenceOf(afterUpgrade, "param:send_money.iban")).toMatchObject({ origin: "email", inferred: true })
+    })
+  )
+
   it.effect("a run's fingerprints are read once, then warm decisions in it are answered directly", () =>
     Effect.gen(function* () {
       const { base, owner } = yield* setUp
@@ -239,7 +268,7 @@ layer(testServerWithDatabase("database", SHARED), SERVER_OPTIONS)("provenance wi
         )
         expect(rows.length).toBeGreaterThan(0)
         expect(new Set(rows.map((row) => row.origin))).toEqual(new Set(["email", "user"]))
-        expect(new Set(rows.map((row) => row.scope))).toEqual(new Set(["run:run_stored"]))
+        expect(new Set(rows.map((row) => row.scope))).toEqual(new Set([`run:run_stored@${owner.defaultEnvironmentId}`]))
         const stored = JSON.stringify(rows).toLowerCase()
         for (const raw of ["de89", "370400440532013000", "bob@example.com", "example.com", "0301234567890"]) {
           expect(stored).not.toContain(raw)
@@ -284,7 +313,7 @@ layer(testServerWithDatabase("database", { PROVENANCE_MAX_PER_SCOPE: "3" }), SER
         const [counted] = yield* queryDatabase<{ count: number }>(
           db,
           "select count(*)::int as count from provenance_fingerprints where workspace_id = $1 and scope = $2",
-          [owner.workspaceId, "run:run_bounded"]
+          [owner.workspaceId, `run:run_bounded@${owner.defaultEnvironmentId}`]
         )
         expect(counted?.count).toBe(3)
         const late = yield* propose(base, owner, AGENT, sendMoney({ iban: EMAIL_IBAN_COMPACT }), run)
