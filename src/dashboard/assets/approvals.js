@@ -3,6 +3,7 @@
 // {ttl_seconds, note}) or denied (POST /v1/approvals/{intent_id}/deny {reason}).
 import { api, query } from "./session.js"
 import { $, el, formatTime, message, pageLink, start } from "./shell.js"
+import { loadToolPins } from "./tool-pins.js"
 
 const PAGE_SIZE = 20
 const LEASES = [["15 minutes", 900], ["1 hour", 3600], ["8 hours", 28_800], ["1 day", 86_400], ["7 days", 604_800]]
@@ -67,9 +68,15 @@ async function load(cursor) {
 }
 
 $("approval-status").addEventListener("change", () => load(undefined))
-$("approvals-refresh").addEventListener("click", () => load(state.cursor))
+$("approvals-refresh").addEventListener("click", () => {
+  void load(state.cursor)
+  void loadToolPins()
+})
 $("approvals-first").addEventListener("click", () => load(undefined))
 $("approvals-next").addEventListener("click", () => {
   if (state.next) void load(state.next)
 })
-start(() => load(undefined))
+start(() => {
+  void load(undefined)
+  void loadToolPins()
+})

@@ -1,0 +1,51 @@
+// MCP tools withheld by their pin (docs/mcp.md "Tool pinning"): every server's pins
+// (GET /v1/mcp/servers, GET /v1/mcp/servers/{id}/tools) that are not as accepted; a changed one is
+// accepted with POST /v1/mcp/servers/{id}/tools/{tool}/accept (admins).
+import { api } from "./session.js"
+import { $, el, formatTime, message } from "./shell.js"
+
+function decisionCell(server, pin) {
+  if (pin.status === "poisoned") {
+    return el("td", { class: "muted", text: "Its description is refused by a policy; listed again, it is screened again." })
+  }
+  const accept = el("button", { type: "button", text: "Accept", "aria-label": `Accept the new definition of ${pin.tool}` })
+  const status$ = el("span", { role: "status", class: "muted" })
+  accept.addEventListener("click", async () => {
+    accept.disabled = true
+    try {
+      const path = `/v1/mcp/servers/${encodeURIComponent(server.id)}/tools/${encodeURIComponent(pin.tool)}/accept`
+      const accepted = await api("POST", path)
+      status$.textContent = `Accepted: ${accepted.status}`
+      status$.closest("tr").dataset.status = accepted.status
+    } catch (error) {
+      message(status$, `Could not accept: ${error.message}`, "error")
+      accept.disabled = false
+    }
+  })
+  return el("td", {}, accept, status$)
+}
+
+const row = (server, pin) =>
+  el("tr", { "data-server-id": server.id, "data-tool": pin.tool, "data-status": pin.status },
+    el("td", { text: server.display_name }),
+    el("td", {}, el("code", { text: pin.tool })),
+    el("td", { text: pin.status === "changed" ? "changed since accepted" : "poisoned" }),
+    el("td", { text: formatTime(pin.seen_at) }),
+    decisionCell(server, pin))
+
+/** Lists the withheld pins of every MCP server of the workspace. */
+export async function loadToolPins() {
+  message($("tool-pins-message"), "Loading…")
+  try {
+    const { mcp_servers: servers } = await api("GET", "/v1/mcp/servers")
+    const rows = []
+    for (const server of servers) {
+      const { tools } = await api("GET", `/v1/mcp/servers/${encodeURIComponent(server.id)}/tools`)
+      for (const pin of tools) if (pin.status !== "pinned") rows.push(row(server, pin))
+    }
+    $("tool-pins-body").replaceChildren(...rows)
+    message($("tool-pins-message"), rows.length === 0 ? "No tool is withheld." : "")
+  } catch (error) {
+    if (error.status !== 401) message($("tool-pins-message"), `Could not list MCP tools: ${error.message}`, "error")
+  }
+}
