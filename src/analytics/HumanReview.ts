@@ -120,11 +120,17 @@ export class HumanReview extends Effect.Service<HumanReview>()("analytics/HumanR
       for (const [[policy], value] of yield* sums({ series: Series.escalations }, ["policy_id"], escalationFilter)) {
         if (policy !== undefined && policy !== NO_VALUE) escalations.set(policy, value)
       }
-      let policies = [...new Set([...policyReviews.keys(), ...escalations.keys()])].sort()
+      let policies = [...new Set([...policyReviews.keys(), ...escalations.keys()])]
       if (policies.length > MAX_REVIEW_GROUPS) {
+        // Those with the most reviews (then escalations) stay, as in the other lists.
+        const reviews = (policy: string) => countsOf(policyReviews.get(policy) ?? new Map()).all
+        const ranked = policies.sort(
+          (a, b) => reviews(b) - reviews(a) || (escalations.get(b) ?? 0) - (escalations.get(a) ?? 0)
+        )
         truncated.push("by_policy")
-        policies = policies.slice(0, MAX_REVIEW_GROUPS)
+        policies = ranked.slice(0, MAX_REVIEW_GROUPS)
       }
+      policies.sort()
       const steps = tally(yield* reviewsBy("workflow_step", "by_workflow_step"))
       const byAgent = grouped(tally(yield* reviewsBy("agent_id", "by_agent")))
       const byRunKind = grouped(tally(yield* reviewsBy("run_kind", "by_run_kind")))

@@ -3,7 +3,15 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/p
 import { Schema } from "effect"
 import { Authentication } from "../identity/Authentication.js"
 import { NonEmptyIdentifier } from "../platform/Schemas.js"
-import { CreateMcpServer, McpMessage, McpServer, McpServerId, McpToolPin, UpdateMcpServer } from "./Domain.js"
+import {
+  AcceptMcpToolPin,
+  CreateMcpServer,
+  McpMessage,
+  McpServer,
+  McpServerId,
+  McpToolPin,
+  UpdateMcpServer
+} from "./Domain.js"
 
 const ServerPath = Schema.Struct({ id: McpServerId })
 const ToolPinPath = Schema.Struct({ id: McpServerId, tool: NonEmptyIdentifier })
@@ -38,6 +46,7 @@ export class McpServersApi extends HttpApiGroup.make("mcpServers")
   .add(
     HttpApiEndpoint.post("acceptMcpToolPin", "/mcp/servers/:id/tools/:tool/accept")
       .setPath(ToolPinPath)
+      .setPayload(AcceptMcpToolPin)
       .addSuccess(McpToolPin)
   )
   .prefix("/v1")

@@ -114,9 +114,16 @@ export class McpToolPin extends Schema.Class<McpToolPin>("McpToolPin")({
   status: ToolPinStatus,
   pinned_digest: Schema.String,
   seen_digest: Schema.String,
+  /** The definition of the latest listing (name, title, description, schemas, annotations): what accepting pins. */
+  seen_definition: Schema.Unknown,
+  /** The environments whose latest listing left the tool out as poisoned (while any does, it is not callable). */
+  poisoned_in: Schema.Array(Schema.String),
   pinned_at: Timestamp,
   seen_at: Timestamp
 }) {}
+
+/** The digest of the definition the admin read (`seen_digest`): accepting pins that one, or answers 409. */
+export const AcceptMcpToolPin = Schema.Struct({ seen_digest: NonEmptyIdentifier })
 
 /** A JSON-RPC message as the endpoint reads it; everything else in it passes through unread. */
 export const JsonRpcMessage = Schema.Struct({

@@ -216,7 +216,7 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
           return resultScreen(caller, target, session, id, context.tool ?? "", context.origin ?? target.resultOrigin)
         if (isContentMethod(context.method)) return contentScreen(caller, target, session, id, context.method)
         if (context.method !== "tools/list") return keepAll
-        return yield* toolListScreen(caller, target, session, id)
+        return yield* toolListScreen(caller, target, session, id, yield* environmentOf(caller))
       })
 
     /** Relays the server's answer to a stream of `context`: screened, with resumable event ids. */

@@ -42,8 +42,12 @@ export const McpServersHttpLive = HttpApiBuilder.group(GuardrailApi, "mcpServers
           )
         )
       )
-      .handle("acceptMcpToolPin", ({ path }) =>
-        audited(inWorkspace((ws) => Effect.zipRight(servers.get(ws, path.id), pins.accept(ws, path.id, path.tool))))
+      .handle("acceptMcpToolPin", ({ path, payload }) =>
+        audited(
+          inWorkspace((ws) =>
+            Effect.zipRight(servers.get(ws, path.id), pins.accept(ws, path.id, path.tool, payload.seen_digest))
+          )
+        )
       )
   })
 ).pipe(Layer.provide([McpServers.Default, ToolPins.Default]))

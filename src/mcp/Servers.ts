@@ -4,6 +4,7 @@
  * they reach the repository, and leave this service only towards the
  * server itself (`target`), never in a response.
  */
+import { SqlClient } from "@effect/sql"
 import { Effect, Option, Redacted } from "effect"
 import { BadRequest, NotFound } from "../http/Errors.js"
 import { ProviderKeyCipher } from "../gateway/ProviderKeyCipher.js"
@@ -38,6 +39,7 @@ export class McpServers extends Effect.Service<McpServers>()("mcp/McpServers", {
     const cipher = yield* ProviderKeyCipher
     const outbound = yield* OutboundGuard
     const pins = yield* ToolPinsRepo
+    const sql = yield* SqlClient.SqlClient
 
     /** https, or http to HTTP_URL_ALLOWLIST hosts; never an internal address unless allowlisted (docs/outbound.md). */
     const checkUrl = (value: string) =>
@@ -147,9 +149,14 @@ export class McpServers extends Effect.Service<McpServers>()("mcp/McpServers", {
         ...(url === undefined ? {} : { url: yield* checkUrl(url) }),
         ...(headers === undefined ? {} : sealHeaders(workspaceId, id, headers))
       }
-      const row = yield* repo.update(workspaceId, id, changes).pipe(orFailWith(() => serverNotFound(id)))
-      // Another address is another server: its tools are pinned afresh when first listed (ToolPins.ts).
-      if (row.url !== current.url) yield* pins.clear(workspaceId, id)
+      // Another address is another server: its tools are pinned afresh when first listed (ToolPins.ts). One
+      // transaction: the new address never stands with the old server's pins. (A listing of the old address still
+      // in flight may pin again; the new server's differing tools then show as changed: fail closed.)
+      const row = yield* Effect.gen(function* () {
+        const updated = yield* repo.update(workspaceId, id, changes).pipe(orFailWith(() => serverNotFound(id)))
+        if (updated.url !== current.url) yield* pins.clear(workspaceId, id)
+        return updated
+      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
       return toServer(row)
     })
 

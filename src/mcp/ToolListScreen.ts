@@ -3,9 +3,10 @@
  * tool metadata are left out; so are the tools whose definition is not the
  * one pinned (ToolPins.ts), before anything is decided; the descriptions of
  * the others are decided as one `tool.result` (ToolList.ts), and the
- * listing is recorded with the tools that decision found poisoned. A tool
- * past the server's pin limit is left out. Anything that fails withholds
- * the list (fail closed).
+ * listing is recorded with the tools that decision found poisoned (in the
+ * caller's environment). A tool not pinned as listed (past the server's pin
+ * limit, or pinned first by another listing with another definition) is
+ * left out. Anything that fails withholds the list (fail closed).
  */
 import { Effect } from "effect"
 import type { CatalogRepo } from "../catalog/Repo.js"
@@ -21,7 +22,7 @@ import { definitionsOf, type ToolPins } from "./ToolPins.js"
 
 export const makeToolListScreen =
   (deps: { readonly decide: DecideEvent; readonly pins: ToolPins; readonly catalog: CatalogRepo }) =>
-  (caller: Caller, target: ServerTarget, session: string | undefined, id: string | number) =>
+  (caller: Caller, target: ServerTarget, session: string | undefined, id: string | number, environmentId: string) =>
     Effect.gen(function* () {
       const workspaceId = caller.workspaceId
       const rows = yield* Effect.orDie(deps.catalog.listToolMetadata(workspaceId))
@@ -40,7 +41,7 @@ export const makeToolListScreen =
             sources: [{ path: "content", origin: target.resultOrigin, source_id: `mcp:${target.id}/tools` }]
           })
           const poisoned = poisonedNames(candidate, decision)
-          const pinned = yield* deps.pins.record(workspaceId, target.id, definitions, poisoned)
+          const pinned = yield* deps.pins.record(workspaceId, target.id, environmentId, definitions, poisoned)
           const screened = screenedToolList(id, candidate, decision)
           const unpinned = new Set([...definitionsOf(candidate).keys()].filter((tool) => !pinned.has(tool)))
           return {

@@ -6,16 +6,18 @@
  * pins each tool's definition the first time it lists it (trust on first
  * use); a listing with another definition leaves the tool out, and its calls
  * are refused, until an admin accepts the change
- * (`POST /v1/mcp/servers/{id}/tools/{tool}/accept`). A tool the latest
- * listing's decision found poisoned is not callable either (it was left out
- * of the list, but a client can still name it).
+ * (`POST /v1/mcp/servers/{id}/tools/{tool}/accept`, naming the digest they
+ * reviewed). A tool left out of a listing as poisoned is not callable either
+ * (a client can still name it): each environment's listing records or clears
+ * its own finding, and the tool stays refused everywhere while any
+ * environment's latest listing found it poisoned (fail closed: one
+ * environment's passing listing does not undo another's finding).
  */
 import { createHash } from "node:crypto"
 import { Effect, Option } from "effect"
 import { canonicalJson } from "../authorization/Receipts.js"
-import { NotFound } from "../http/Errors.js"
-import { toTimestamp } from "../platform/Schemas.js"
-import { orFailWith } from "../platform/Sql.js"
+import { Conflict, NotFound } from "../http/Errors.js"
+import { Limits, toTimestamp } from "../platform/Schemas.js"
 import { McpToolPin } from "./Domain.js"
 import { asObject, noticeResult } from "./Screening.js"
 import { type ListedDefinition, type PinRow, ToolPinsRepo } from "./ToolPinsRepo.js"
@@ -25,26 +27,36 @@ type Json = Record<string, unknown>
 /** The most tools pinned per server: more are left out of listings (a listing cannot grow the table without end). */
 export const MAX_PINNED_TOOLS = 1_000
 
-/** What of a tool reaches the model or shapes its calls: its definition, as a digest. */
-const toolDigest = (tool: Json) => {
-  const { annotations, description, inputSchema, name, outputSchema, title } = tool
-  const definition = { annotations, description, inputSchema, name, outputSchema, title }
-  return createHash("sha256").update(canonicalJson(definition)).digest("hex")
+/** A listed tool's definition (what reaches the model or shapes its calls) and its digest. */
+interface Definition {
+  readonly definition: Json
+  readonly digest: string
 }
 
-/** The named tools of a listing and their digests (a name listed twice: its last definition). */
-export const definitionsOf = (listed: Json): ReadonlyMap<string, string> => {
+const definitionOf = (tool: Json): Definition => {
+  const { annotations, description, inputSchema, name, outputSchema, title } = tool
+  const definition = { annotations, description, inputSchema, name, outputSchema, title }
+  return { definition, digest: createHash("sha256").update(canonicalJson(definition)).digest("hex") }
+}
+
+/**
+ * The named tools of a listing and their definitions (a name listed twice: its last definition). A name
+ * longer than a tool call may carry is left out: it could be neither called nor accepted.
+ */
+export const definitionsOf = (listed: Json): ReadonlyMap<string, Definition> => {
   const tools = Array.isArray(listed["tools"]) ? listed["tools"] : []
-  const definitions = new Map<string, string>()
+  const definitions = new Map<string, Definition>()
   for (const tool of tools) {
     const object = asObject(tool)
-    if (typeof object?.["name"] === "string") definitions.set(object["name"], toolDigest(object))
+    const name = object?.["name"]
+    if (object !== undefined && typeof name === "string" && name.length <= Limits.identifier)
+      definitions.set(name, definitionOf(object))
   }
   return definitions
 }
 
 const statusOf = (row: PinRow) =>
-  row.poisoned ? "poisoned" : row.seen_digest !== row.pinned_digest ? "changed" : ("pinned" as const)
+  row.poisoned_in.length > 0 ? "poisoned" : row.seen_digest !== row.pinned_digest ? "changed" : ("pinned" as const)
 
 const toToolPin = (row: PinRow) =>
   new McpToolPin({
@@ -52,6 +64,8 @@ const toToolPin = (row: PinRow) =>
     status: statusOf(row),
     pinned_digest: row.pinned_digest,
     seen_digest: row.seen_digest,
+    seen_definition: row.seen_definition,
+    poisoned_in: row.poisoned_in,
     pinned_at: toTimestamp(row.pinned_at),
     seen_at: toTimestamp(row.seen_at)
   })
@@ -59,18 +73,17 @@ const toToolPin = (row: PinRow) =>
 /** What the agent reads for a call of a tool that is not callable (undefined: callable, or never listed). */
 export const pinnedCallRefusal = (tool: string, pin: Option.Option<PinRow>) => {
   if (Option.isNone(pin)) return undefined
-  switch (statusOf(pin.value)) {
-    case "poisoned":
-      return noticeResult(
-        `The tool ${tool} is withheld by the guardrail: its description carries instructions a policy refuses. It cannot be called.`
-      )
-    case "changed":
-      return noticeResult(
-        `The tool ${tool} is withheld by the guardrail: its definition changed since it was approved, and the change awaits an admin's acceptance.`
-      )
-    case "pinned":
-      return undefined
+  if (pin.value.poisoned_in.length > 0) {
+    return noticeResult(
+      `The tool ${tool} is withheld by the guardrail: its description carries instructions a policy refuses. It cannot be called.`
+    )
   }
+  if (pin.value.seen_digest !== pin.value.pinned_digest) {
+    return noticeResult(
+      `The tool ${tool} is withheld by the guardrail: its definition changed since it was approved, and the change awaits an admin's acceptance.`
+    )
+  }
+  return undefined
 }
 
 const pinNotFound = (tool: string) =>
@@ -79,51 +92,70 @@ const pinNotFound = (tool: string) =>
     message: `No tool ${tool} has been listed through this MCP server; tools are pinned when the gateway first lists them.`
   })
 
+const pinMoved = (tool: string, current: string) =>
+  new Conflict({
+    code: "tool_pin_changed",
+    message: `The tool ${tool} was listed with another definition since (seen_digest ${current}); read it again before accepting.`,
+    details: [{ path: "seen_digest", message: `the latest listed definition is ${current}` }]
+  })
+
 export class ToolPins extends Effect.Service<ToolPins>()("mcp/ToolPins", {
   effect: Effect.gen(function* () {
     const repo = yield* ToolPinsRepo
 
     /** The tools of a listing whose definition is not the pinned one. */
-    const changed = (workspaceId: string, serverId: string, definitions: ReadonlyMap<string, string>) =>
+    const changed = (workspaceId: string, serverId: string, definitions: ReadonlyMap<string, Definition>) =>
       Effect.map(repo.list(workspaceId, serverId), (rows) => {
         const names = new Set<string>()
         for (const row of rows) {
-          const digest = definitions.get(row.tool)
-          if (digest !== undefined && digest !== row.pinned_digest) names.add(row.tool)
+          const listed = definitions.get(row.tool)
+          if (listed !== undefined && listed.digest !== row.pinned_digest) names.add(row.tool)
         }
         return names
       })
 
-    /** Records a listing (its poisoned tools named); answers the listed tools that hold a pin. */
+    /**
+     * Records a listing made in `environmentId` (its poisoned tools named); answers the listed tools pinned
+     * as listed. A tool another listing pinned first with another definition (two first listings at once)
+     * is not among them.
+     */
     const record = (
       workspaceId: string,
       serverId: string,
-      definitions: ReadonlyMap<string, string>,
+      environmentId: string,
+      definitions: ReadonlyMap<string, Definition>,
       poisoned: ReadonlySet<string>
     ) => {
-      const listed: Array<ListedDefinition> = [...definitions].map(([tool, digest]) => ({
-        tool,
-        digest,
-        poisoned: poisoned.has(tool)
-      }))
+      const listed: Array<ListedDefinition> = [...definitions]
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([tool, { definition, digest }]) => ({ tool, digest, definition, poisoned: poisoned.has(tool) }))
       return Effect.map(
-        repo.recordListing(workspaceId, serverId, listed, MAX_PINNED_TOOLS),
-        (rows) => new Set(rows.map((row) => row.tool))
+        repo.recordListing(workspaceId, serverId, environmentId, listed, MAX_PINNED_TOOLS),
+        (rows) =>
+          new Set(rows.filter((row) => row.pinned_digest === definitions.get(row.tool)?.digest).map((row) => row.tool))
       )
     }
+
+    /** Pins the latest listed definition of `tool`, if it is still the one the admin read (`seenDigest`). */
+    const accept = Effect.fn("ToolPins.accept")(function* (
+      workspaceId: string,
+      serverId: string,
+      tool: string,
+      seenDigest: string
+    ) {
+      const accepted = yield* repo.accept(workspaceId, serverId, tool, seenDigest)
+      if (Option.isSome(accepted)) return toToolPin(accepted.value)
+      const current = yield* repo.find(workspaceId, serverId, tool)
+      return yield* Option.isNone(current) ? pinNotFound(tool) : pinMoved(tool, current.value.seen_digest)
+    })
 
     return {
       changed,
       record,
+      accept,
       find: repo.find,
-      clear: repo.clear,
       list: (workspaceId: string, serverId: string) =>
-        Effect.map(repo.list(workspaceId, serverId), (rows) => rows.map(toToolPin)),
-      accept: (workspaceId: string, serverId: string, tool: string) =>
-        repo.accept(workspaceId, serverId, tool).pipe(
-          orFailWith(() => pinNotFound(tool)),
-          Effect.map(toToolPin)
-        )
+        Effect.map(repo.list(workspaceId, serverId), (rows) => rows.map(toToolPin))
     }
   }),
   dependencies: [ToolPinsRepo.Default]

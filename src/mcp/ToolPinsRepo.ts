@@ -7,22 +7,28 @@ const PinRow = Schema.Struct({
   tool: Schema.String,
   pinned_digest: Schema.String,
   seen_digest: Schema.String,
-  poisoned: Schema.Boolean,
+  /** The environments whose latest listing left the tool out as poisoned. */
+  poisoned_in: Schema.Array(Schema.String),
+  seen_definition: Schema.Unknown,
   pinned_at: Schema.DateFromSelf,
   seen_at: Schema.DateFromSelf
 })
 export type PinRow = typeof PinRow.Type
 
-/** One tool of a listing: its name, its definition's digest, and whether the listing's decision found it poisoned. */
+/** One tool of a listing: its name, its definition and digest, and whether the listing's decision found it poisoned. */
 export interface ListedDefinition {
   readonly tool: string
   readonly digest: string
+  readonly definition: unknown
   readonly poisoned: boolean
 }
 
 const Server = Schema.Struct({ workspaceId: Schema.String, serverId: Schema.String })
 const ServerTool = Schema.Struct({ workspaceId: Schema.String, serverId: Schema.String, tool: Schema.String })
 const decodeRows = Schema.decodeUnknown(Schema.Array(PinRow))
+const decodeListed = Schema.decodeUnknown(
+  Schema.Array(Schema.Struct({ tool: Schema.String, pinned_digest: Schema.String }))
+)
 
 export class ToolPinsRepo extends Effect.Service<ToolPinsRepo>()("mcp/ToolPinsRepo", {
   effect: Effect.gen(function* () {
@@ -46,12 +52,15 @@ export class ToolPinsRepo extends Effect.Service<ToolPinsRepo>()("mcp/ToolPinsRe
       list: (workspaceId: string, serverId: string) => list({ workspaceId, serverId }),
       find: (workspaceId: string, serverId: string, tool: string) => find({ workspaceId, serverId, tool }),
       /**
-       * Records a listing: a known tool gets its latest digest and poisoning, a new one is pinned as listed
-       * while the server holds fewer than `maxPins`. Answers the pins of the listed tools after it.
+       * Records a listing made in `environmentId`: a known tool gets its latest definition and this
+       * environment's poisoning, a new one is pinned as listed while the server holds fewer than `maxPins`.
+       * Rows are written in tool order (concurrent listings lock them in the same order). Answers each
+       * recorded tool's pinned digest.
        */
       recordListing: (
         workspaceId: string,
         serverId: string,
+        environmentId: string,
         listed: ReadonlyArray<ListedDefinition>,
         maxPins: number
       ) =>
@@ -59,31 +68,38 @@ export class ToolPinsRepo extends Effect.Service<ToolPinsRepo>()("mcp/ToolPinsRe
           ? Effect.succeed([])
           : sql`
               with listed as (
-                select x.tool, x.digest, x.poisoned
-                from jsonb_to_recordset(${JSON.stringify(listed)}::jsonb) as x(tool text, digest text, poisoned boolean)),
+                select x.tool, x.digest, x.definition, x.poisoned
+                from jsonb_to_recordset(${JSON.stringify(listed)}::jsonb)
+                  as x(tool text, digest text, definition jsonb, poisoned boolean)),
               known as (select count(*) as pins from mcp_tool_pins
                         where workspace_id = ${workspaceId} and server_id = ${serverId}),
-              fresh as (select listed.* from listed
+              fresh as (select listed.tool from listed
                         where not exists (select 1 from mcp_tool_pins p where p.workspace_id = ${workspaceId}
                                           and p.server_id = ${serverId} and p.tool = listed.tool)),
-              admitted as (select a.* from (select f.*, row_number() over (order by f.tool) as n from fresh f) a, known
+              admitted as (select a.tool from (select tool, row_number() over (order by tool) as n from fresh) a, known
                            where a.n + known.pins <= ${maxPins})
-              insert into mcp_tool_pins (workspace_id, server_id, tool, pinned_digest, seen_digest, poisoned)
-              select ${workspaceId}, ${serverId}, tool, digest, digest, poisoned from admitted
-              union all
-              select ${workspaceId}, ${serverId}, listed.tool, p.pinned_digest, listed.digest, listed.poisoned
-              from listed join mcp_tool_pins p on p.workspace_id = ${workspaceId} and p.server_id = ${serverId}
-                and p.tool = listed.tool
+              insert into mcp_tool_pins (workspace_id, server_id, tool, pinned_digest, seen_digest, seen_definition,
+                                         poisoned_in)
+              select ${workspaceId}, ${serverId}, l.tool, l.digest, l.digest, l.definition,
+                     case when l.poisoned then array[${environmentId}]::text[] else '{}'::text[] end
+              from listed l
+              where l.tool not in (select tool from fresh) or l.tool in (select tool from admitted)
+              order by l.tool
               on conflict (workspace_id, server_id, tool) do update set
-                seen_digest = excluded.seen_digest, poisoned = excluded.poisoned, seen_at = now()
-              returning tool, pinned_digest, seen_digest, poisoned, pinned_at, seen_at`.pipe(
-              Effect.flatMap(decodeRows)
-            ),
-      /** Accepts the latest listed definition of a tool as its pin. */
-      accept: (workspaceId: string, serverId: string, tool: string) =>
+                seen_digest = excluded.seen_digest, seen_definition = excluded.seen_definition, seen_at = now(),
+                -- The row as it is now, not as this statement first read it: another environment's listing may
+                -- have changed it meanwhile.
+                poisoned_in = case
+                  when cardinality(excluded.poisoned_in) = 0 then array_remove(mcp_tool_pins.poisoned_in, ${environmentId})
+                  when ${environmentId} = any(mcp_tool_pins.poisoned_in) then mcp_tool_pins.poisoned_in
+                  else mcp_tool_pins.poisoned_in || ${environmentId}::text end
+              returning tool, pinned_digest`.pipe(Effect.flatMap(decodeListed)),
+      /** Accepts the latest listed definition of a tool as its pin, when it is still `seenDigest` (else none). */
+      accept: (workspaceId: string, serverId: string, tool: string, seenDigest: string) =>
         sql`update mcp_tool_pins set pinned_digest = seen_digest, pinned_at = now()
             where workspace_id = ${workspaceId} and server_id = ${serverId} and tool = ${tool}
-            returning tool, pinned_digest, seen_digest, poisoned, pinned_at, seen_at`.pipe(
+              and seen_digest = ${seenDigest}
+            returning *`.pipe(
           Effect.flatMap(decodeRows),
           Effect.map((rows) => Option.fromNullable(rows[0]))
         ),

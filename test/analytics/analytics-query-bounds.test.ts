@@ -52,35 +52,49 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("analytics query bound
     })
   )
 
-  it.effect("the human-review report lists at most MAX_REVIEW_GROUPS workflow steps, those with the most reviews", () =>
-    Effect.gen(function* () {
-      // Step s<i> has i + 1 corrected reviews: s0, with the fewest, is the one left out.
-      const { owner } = yield* seededTenant(
-        `insert into analytics_buckets (workspace_id, granularity, bucket_start, series, dims, value, sketch)
+  it.effect(
+    "the human-review report lists at most MAX_REVIEW_GROUPS steps and policies, those with the most reviews",
+    () =>
+      Effect.gen(function* () {
+        // Step s<i> has i + 1 corrected reviews: s0, with the fewest, is the one left out.
+        const { owner } = yield* seededTenant(
+          `insert into analytics_buckets (workspace_id, granularity, bucket_start, series, dims, value, sketch)
          select $1, 'day', $2::timestamptz, 'reviews',
-                jsonb_build_object('workflow_step', 's' || i, 'outcome', 'corrected', 'agent_id', 'a1'), i + 1, null
-         from generate_series(0, $3 - 1) i`,
-        [FROM, MAX_REVIEW_GROUPS + 1]
-      )
-      const report = yield* owner.api.analytics.getHumanReview({ urlParams: {} })
-      expect(report.by_workflow_step).toHaveLength(MAX_REVIEW_GROUPS)
-      expect(report.by_workflow_step.map((step) => step.workflow_step)).not.toContain("s0")
-      expect(report.by_workflow_step.find((step) => step.workflow_step === "s1")?.corrected_count).toBe(2)
-      expect(report.truncated_lists).toEqual(["by_workflow_step"])
-      // The totals still count every review; one agent is listed whole.
-      expect(report.summary.human_review_count).toBe(((MAX_REVIEW_GROUPS + 1) * (MAX_REVIEW_GROUPS + 2)) / 2)
-      expect(report.by_agent).toEqual([
-        {
-          group: "a1",
-          human_intervention_count: report.summary.human_review_count,
-          human_review_count: report.summary.human_review_count
-        }
-      ])
-      const narrowed = yield* owner.api.analytics.getHumanReview({ urlParams: { workflow_step: "s0" } })
-      expect(narrowed.by_workflow_step).toEqual([
-        { workflow_step: "s0", corrected_count: 1, false_positive_count: 0, human_review_count: 1, rejected_count: 0 }
-      ])
-      expect(narrowed.truncated_lists).toEqual([])
-    })
+                jsonb_build_object('workflow_step', 's' || i, 'policy_id', 'p' || i, 'outcome', 'corrected', 'agent_id', 'a1'),
+                i + 1, null
+         from generate_series(0, $3 - 1) i
+         union all
+         select $1, 'day', $2::timestamptz, 'escalations', jsonb_build_object('policy_id', 'e' || i), 1, null::bigint[]
+         from generate_series(0, 299) i`,
+          [FROM, MAX_REVIEW_GROUPS + 1]
+        )
+        const report = yield* owner.api.analytics.getHumanReview({ urlParams: {} })
+        expect(report.by_workflow_step).toHaveLength(MAX_REVIEW_GROUPS)
+        expect(report.by_workflow_step.map((step) => step.workflow_step)).not.toContain("s0")
+        expect(report.by_workflow_step.find((step) => step.workflow_step === "s1")?.corrected_count).toBe(2)
+        // Policies too: ranked by reviews, then escalations (p0 and the 300 escalated-only e<i> go, though their ids
+        // sort first), listed by id.
+        const policies = report.by_policy.map((policy) => policy.policy_id)
+        expect(policies).toHaveLength(MAX_REVIEW_GROUPS)
+        expect(policies).not.toContain("p0")
+        expect(policies).toContain("p999")
+        expect(policies.filter((policy) => policy.startsWith("e"))).toEqual([])
+        expect(policies).toEqual([...policies].sort())
+        expect(report.truncated_lists).toEqual(["by_policy", "by_workflow_step"])
+        // The totals still count every review; one agent is listed whole.
+        expect(report.summary.human_review_count).toBe(((MAX_REVIEW_GROUPS + 1) * (MAX_REVIEW_GROUPS + 2)) / 2)
+        expect(report.by_agent).toEqual([
+          {
+            group: "a1",
+            human_intervention_count: report.summary.human_review_count,
+            human_review_count: report.summary.human_review_count
+          }
+        ])
+        const narrowed = yield* owner.api.analytics.getHumanReview({ urlParams: { workflow_step: "s0" } })
+        expect(narrowed.by_workflow_step).toEqual([
+          { workflow_step: "s0", corrected_count: 1, false_positive_count: 0, human_review_count: 1, rejected_count: 0 }
+        ])
+        expect(narrowed.truncated_lists).toEqual([])
+      })
   )
 })

@@ -51,6 +51,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
       const pinned = yield* pinsOf(setup)
       expect(pinned["lookup_order"]?.status).toBe("pinned")
       expect(pinned["lookup_customer"]?.status).toBe("poisoned")
+      expect(pinned["lookup_customer"]?.poisoned_in).toEqual([setup.owner.defaultEnvironmentId])
 
       // The rug pull: sessions from now on see lookup_order with new instructions.
       upstream.redescribeLookupOrder(RUG_PULL)
@@ -64,16 +65,24 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
       const changed = (yield* pinsOf(setup))["lookup_order"]!
       expect(changed.status).toBe("changed")
       expect(changed.seen_digest).not.toBe(changed.pinned_digest)
+      // The admin reads what they would accept.
+      expect(changed.seen_definition).toMatchObject({ name: "lookup_order", description: RUG_PULL })
 
-      // Accepting takes an admin: a runtime key reads the pins but may not accept.
+      // Accepting takes an admin, and the digest they read: a runtime key reads the pins but may not accept.
       const runtime = yield* keyClient(setup.base, { plaintext_key: setup.key })
       const path = { id: setup.serverId, tool: "lookup_order" }
-      yield* expectFailure(runtime.mcpServers.acceptMcpToolPin({ path }), 403)
+      const payload = { seen_digest: changed.seen_digest }
+      yield* expectFailure(runtime.mcpServers.acceptMcpToolPin({ path, payload }), 403)
       yield* expectFailure(
-        setup.owner.api.mcpServers.acceptMcpToolPin({ path: { ...path, tool: "never_listed" } }),
+        setup.owner.api.mcpServers.acceptMcpToolPin({ path: { ...path, tool: "never_listed" }, payload }),
         404
       )
-      const accepted = yield* setup.owner.api.mcpServers.acceptMcpToolPin({ path })
+      yield* expectFailure(
+        setup.owner.api.mcpServers.acceptMcpToolPin({ path, payload: { seen_digest: changed.pinned_digest } }),
+        409,
+        "tool_pin_changed"
+      )
+      const accepted = yield* setup.owner.api.mcpServers.acceptMcpToolPin({ path, payload })
       expect(accepted.status).toBe("pinned")
       expect(accepted.pinned_digest).toBe(changed.seen_digest)
       expect((yield* listedTools(setup)).get("lookup_order")).toBe(RUG_PULL)

@@ -14,7 +14,7 @@ function decisionCell(server, pin) {
     accept.disabled = true
     try {
       const path = `/v1/mcp/servers/${encodeURIComponent(server.id)}/tools/${encodeURIComponent(pin.tool)}/accept`
-      const accepted = await api("POST", path)
+      const accepted = await api("POST", path, { seen_digest: pin.seen_digest })
       status$.textContent = `Accepted: ${accepted.status}`
       status$.closest("tr").dataset.status = accepted.status
     } catch (error) {
@@ -25,10 +25,14 @@ function decisionCell(server, pin) {
   return el("td", {}, accept, status$)
 }
 
+/** What an admin reads before accepting: the listed description (the digest covers the schemas too). */
+const definitionText = (definition) =>
+  typeof definition?.description === "string" ? `Listed as: ${definition.description}` : ""
+
 const row = (server, pin) =>
   el("tr", { "data-server-id": server.id, "data-tool": pin.tool, "data-status": pin.status },
     el("td", { text: server.display_name }),
-    el("td", {}, el("code", { text: pin.tool })),
+    el("td", {}, el("code", { text: pin.tool }), el("div", { class: "muted", text: definitionText(pin.seen_definition) })),
     el("td", { text: pin.status === "changed" ? "changed since accepted" : "poisoned" }),
     el("td", { text: formatTime(pin.seen_at) }),
     decisionCell(server, pin))
@@ -46,6 +50,8 @@ export async function loadToolPins() {
     $("tool-pins-body").replaceChildren(...rows)
     message($("tool-pins-message"), rows.length === 0 ? "No tool is withheld." : "")
   } catch (error) {
-    if (error.status !== 401) message($("tool-pins-message"), `Could not list MCP tools: ${error.message}`, "error")
+    // A workspace without the MCP gateway has no pins to show.
+    if (error.code === "feature_disabled") $("tool-pins-title").closest("section").hidden = true
+    else if (error.status !== 401) message($("tool-pins-message"), `Could not list MCP tools: ${error.message}`, "error")
   }
 }
