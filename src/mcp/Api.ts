@@ -49,6 +49,11 @@ export class McpServersApi extends HttpApiGroup.make("mcpServers")
       .setPayload(AcceptMcpToolPin)
       .addSuccess(McpToolPin)
   )
+  .add(
+    HttpApiEndpoint.del("deleteMcpToolPin", "/mcp/servers/:id/tools/:tool")
+      .setPath(ToolPinPath)
+      .addSuccess(HttpApiSchema.NoContent)
+  )
   .prefix("/v1")
   .middleware(Authentication)
   .annotate(

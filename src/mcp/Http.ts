@@ -49,6 +49,9 @@ export const McpServersHttpLive = HttpApiBuilder.group(GuardrailApi, "mcpServers
           )
         )
       )
+      .handle("deleteMcpToolPin", ({ path }) =>
+        audited(inWorkspace((ws) => Effect.zipRight(servers.get(ws, path.id), pins.remove(ws, path.id, path.tool))))
+      )
   })
 ).pipe(Layer.provide([McpServers.Default, ToolPins.Default]))
 

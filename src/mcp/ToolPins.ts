@@ -149,10 +149,16 @@ export class ToolPins extends Effect.Service<ToolPins>()("mcp/ToolPins", {
       return yield* Option.isNone(current) ? pinNotFound(tool) : pinMoved(tool, current.value.seen_digest)
     })
 
+    /** Forgets a pin: the tool is pinned afresh at its next listing (one the server no longer lists frees its place). */
+    const remove = Effect.fn("ToolPins.remove")(function* (workspaceId: string, serverId: string, tool: string) {
+      if (!(yield* repo.remove(workspaceId, serverId, tool))) return yield* pinNotFound(tool)
+    })
+
     return {
       changed,
       record,
       accept,
+      remove,
       find: repo.find,
       list: (workspaceId: string, serverId: string) =>
         Effect.map(repo.list(workspaceId, serverId), (rows) => rows.map(toToolPin))

@@ -103,6 +103,10 @@ export class ToolPinsRepo extends Effect.Service<ToolPinsRepo>()("mcp/ToolPinsRe
           Effect.flatMap(decodeRows),
           Effect.map((rows) => Option.fromNullable(rows[0]))
         ),
+      /** Forgets one pin (whether there was one). */
+      remove: (workspaceId: string, serverId: string, tool: string) =>
+        sql`delete from mcp_tool_pins where workspace_id = ${workspaceId} and server_id = ${serverId} and tool = ${tool}
+            returning tool`.pipe(Effect.map((rows) => rows.length === 1)),
       /** Forgets a server's pins (its url changed: another server, trusted on first use again). */
       clear: (workspaceId: string, serverId: string) =>
         sql`delete from mcp_tool_pins where workspace_id = ${workspaceId} and server_id = ${serverId}`.pipe(

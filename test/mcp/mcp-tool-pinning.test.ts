@@ -89,6 +89,14 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
       const passed = yield* callTool(client, "lookup_order", { order_id: "o-1" })
       expect(passed).toEqual({ text: "Order o-1: shipped", isError: false })
       expect(invocations(upstream, "lookup_order")).toBe(1)
+
+      // A pin can be forgotten (an admin's call): the tool is pinned afresh at its next listing.
+      yield* expectFailure(runtime.mcpServers.deleteMcpToolPin({ path }), 403)
+      yield* setup.owner.api.mcpServers.deleteMcpToolPin({ path })
+      expect(Object.keys(yield* pinsOf(setup))).not.toContain("lookup_order")
+      yield* expectFailure(setup.owner.api.mcpServers.deleteMcpToolPin({ path }), 404)
+      yield* listedTools(setup)
+      expect((yield* pinsOf(setup))["lookup_order"]?.status).toBe("pinned")
     })
   )
 
