@@ -5,7 +5,7 @@
  */
 import { type Headers, HttpServerResponse } from "@effect/platform"
 import { Either, Option, Redacted } from "effect"
-import { PassThrough } from "node:stream"
+import { finished, PassThrough } from "node:stream"
 import type { Settlement } from "../billing/Budgets.js"
 import type { LlmUsageMessage } from "../billing/Domain.js"
 import { costOf, type ModelPrice } from "../billing/Pricing.js"
@@ -232,6 +232,8 @@ export const respond = (
   // the same chunks go by: no fiber work per chunk. Headers are out: a body that breaks off just ends
   // the response (the meter keeps what it saw).
   const body = new PassThrough()
+  // Its readers may attach later than it breaks off (they read it with stream.finished): never an uncaught error.
+  body.on("error", () => {})
   /** Ends the answer early, aborting the provider call: an SSE stream with the dialect's error event. */
   const cut = (code: string, message: string) => {
     if (outcome.ended || body.writableEnded || body.destroyed) return
@@ -249,11 +251,15 @@ export const respond = (
       ),
     limits.maxStreamMillis
   )
-  upstream.body.once("close", () => clearTimeout(deadline))
-  upstream.body.once("end", () => void (outcome.ended = true))
   // A provider's answer that breaks off is not ended as if complete: a stream gets the dialect's error event, and
   // any other body is destroyed, so a client counting on its Content-Length is not left waiting for the rest.
-  upstream.body.once("error", (error) => {
+  // `finished` also reports an answer that ended or broke off before this line ran (events already emitted).
+  finished(upstream.body, (error) => {
+    clearTimeout(deadline)
+    if (error === undefined || error === null) {
+      outcome.ended = true
+      return
+    }
     outcome.error ??= error.message
     if (body.writableEnded || body.destroyed) return
     if (meter.isSse) body.end(streamErrorEvent(meter.dialect, "upstream_error", "The provider's answer broke off."))

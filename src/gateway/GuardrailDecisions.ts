@@ -5,7 +5,7 @@
  */
 import { HttpServerResponse } from "@effect/platform"
 import { Cause, Either, Exit, Option, Schema } from "effect"
-import { Readable } from "node:stream"
+import { finished, Readable } from "node:stream"
 import type { DecisionAnswer } from "../authorization/Decisions.js"
 import { profileFindsNothing } from "../authorization/checkers/Profile.js"
 import { strictest } from "../authorization/Pipeline.js"
@@ -149,14 +149,20 @@ export const readBody = (response: Response, answer: Answer<Buffer, BadGateway>)
   if (!(source instanceof Readable)) return fail("upstream_error", "The provider's answer is not readable.")
   const chunks: Array<Buffer> = []
   let size = 0
+  let tooLarge = false
   source.on("data", (chunk: Buffer) => {
     size += chunk.length
     if (size <= MAX_SCREENED_ANSWER_BYTES) chunks.push(chunk)
-    else {
+    else if (!tooLarge) {
+      tooLarge = true
       source.destroy()
-      fail("answer_too_large_to_screen", "The provider's answer is larger than the guardrails screen (16 MiB).")
     }
   })
-  source.once("end", () => answer(Exit.succeed(Buffer.concat(chunks))))
-  source.once("error", () => fail("upstream_error", "The provider's answer broke off."))
+  // `finished` also answers for a body that ended or broke off before this ran (its events already emitted).
+  finished(source, (error) => {
+    if (tooLarge)
+      fail("answer_too_large_to_screen", "The provider's answer is larger than the guardrails screen (16 MiB).")
+    else if (error !== undefined && error !== null) fail("upstream_error", "The provider's answer broke off.")
+    else answer(Exit.succeed(Buffer.concat(chunks)))
+  })
 }

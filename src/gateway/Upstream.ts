@@ -88,6 +88,10 @@ export const sendUpstream = (
       return
     }
     answered = true
+    // Whoever reads the body attaches its listeners later (after a fiber hop): a body that breaks off before
+    // then must not become an uncaught exception. They learn how it ended with stream.finished, which also
+    // reports a stream that ended (or broke off) before they looked.
+    response.on("error", () => {})
     settle({ status: response.statusCode ?? 502, headers: response.headers, body: response, abort })
   })
   request.end(body)
