@@ -8,7 +8,7 @@ import { Effect, Redacted } from "effect"
 import { BadRequest, NotFound } from "../http/Errors.js"
 import { prefixedId, randomToken } from "../platform/Ids.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
-import { pageByTime } from "../platform/Cursor.js"
+import { pageByTimeOf } from "../platform/Cursor.js"
 import { pageSize, toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { Secrets } from "../platform/Secrets.js"
 import { orFailWith } from "../platform/Sql.js"
@@ -36,6 +36,9 @@ export const toConfig = (row: ConfigRow) => ({
 
 /** The most firings a page lists: a config fires once per window, for as long as it exists. */
 export const MAX_FIRINGS_PAGE = 200
+
+/** Firings are keyed by when each fired. */
+const pageFirings = pageByTimeOf((row: FiringRow) => row.fired_at)
 
 const toFiring = (row: FiringRow) => ({
   id: row.id,
@@ -146,11 +149,8 @@ export class BudgetAlerts extends Effect.Service<BudgetAlerts>()("billing/Budget
     ) {
       yield* find(workspaceId, id)
       const limit = pageSize(query.limit, MAX_FIRINGS_PAGE)
-      // Keyed by when each fired: the cursor's time is `fired_at`.
-      const { next, page } = yield* pageByTime(query.cursor, limit, (after) =>
-        Effect.map(repo.listFirings(workspaceId, id, limit, after), (rows) =>
-          rows.map((row) => ({ ...row, created_at: row.fired_at }))
-        )
+      const { next, page } = yield* pageFirings(query.cursor, limit, (after) =>
+        repo.listFirings(workspaceId, id, limit, after)
       )
       return { firings: page.map(toFiring), ...next }
     })

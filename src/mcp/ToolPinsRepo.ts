@@ -91,7 +91,7 @@ export class ToolPinsRepo extends Effect.Service<ToolPinsRepo>()("mcp/ToolPinsRe
                 -- have changed it meanwhile.
                 poisoned_in = case
                   when cardinality(excluded.poisoned_in) = 0 then array_remove(mcp_tool_pins.poisoned_in, ${environmentId})
-                  when ${environmentId} = any(mcp_tool_pins.poisoned_in) then mcp_tool_pins.poisoned_in
+                  when mcp_tool_pins.poisoned_in @> array[${environmentId}]::text[] then mcp_tool_pins.poisoned_in
                   else mcp_tool_pins.poisoned_in || ${environmentId}::text end
               returning tool, pinned_digest`.pipe(Effect.flatMap(decodeListed)),
       /** Accepts the latest listed definition of a tool as its pin, when it is still `seenDigest` (else none). */

@@ -52,12 +52,24 @@ const pageAfter = <Position, Row, E, R>(
     return { page, next: rows.length > limit && last !== undefined ? { next_cursor: encode(last) } : {} }
   })
 
+/** One page of a newest-first list keyed by (time, id), `timeOf` naming each row's time. */
+export const pageByTimeOf =
+  <Row extends { readonly id: string }>(timeOf: (row: Row) => Date) =>
+  <E, R>(
+    cursor: string | undefined,
+    limit: number,
+    fetch: (
+      after: Option.Option<{ readonly at: string; readonly id: string }>
+    ) => Effect.Effect<ReadonlyArray<Row>, E, R>
+  ) =>
+    pageAfter(cursor, limit, decodeTimeCursor, (row: Row) => encodeTimeCursor(timeOf(row), row.id), fetch)
+
 /** One page of a newest-first list keyed by (created_at, id). */
 export const pageByTime = <Row extends { readonly created_at: Date; readonly id: string }, E, R>(
   cursor: string | undefined,
   limit: number,
   fetch: (after: Option.Option<{ readonly at: string; readonly id: string }>) => Effect.Effect<ReadonlyArray<Row>, E, R>
-) => pageAfter(cursor, limit, decodeTimeCursor, (row: Row) => encodeTimeCursor(row.created_at, row.id), fetch)
+) => pageByTimeOf((row: Row) => row.created_at)(cursor, limit, fetch)
 
 /** A `[version]` cursor: a version number from 1 to the largest `integer` column value. */
 export const decodeVersionCursor = (cursor: string): Option.Option<number> =>
