@@ -2,7 +2,8 @@
  * The whole HTTP contract: every group of `shared/spec/guardrail-api.md`
  * plus the documented extensions. OpenAPI is generated from it.
  */
-import { HttpApi, OpenApi } from "@effect/platform"
+import * as HttpApi from "@effect/platform/HttpApi"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { JSONSchema, SchemaAST as AST } from "effect"
 import { AnalyticsApi } from "./analytics/Api.js"
 import { AuditEventsApi } from "./audit/Api.js"

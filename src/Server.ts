@@ -4,7 +4,9 @@
  * Node server with the fast lane in front (src/http/Server.ts), and drained
  * on shutdown.
  */
-import { HttpApiBuilder, HttpApiSwagger, HttpServer } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpApiSwagger from "@effect/platform/HttpApiSwagger"
+import * as HttpServer from "@effect/platform/HttpServer"
 import { Duration, Effect, FiberRef, Layer, LogLevel } from "effect"
 import { GuardrailApi } from "./Api.js"
 import { DashboardLive } from "./dashboard/Http.js"

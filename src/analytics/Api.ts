@@ -1,7 +1,10 @@
 /** The analytics contract: catalog, metric queries, saved views and human-review analytics. */
 import { ReportQuery } from "../http/Routes.js"
 import { Authentication } from "../identity/Authentication.js"
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import {
   AnalyticsQuery,

@@ -1,5 +1,5 @@
 /** Handlers of the analytics group: catalog, metric queries, saved views and human-review analytics. */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { inWorkspace } from "../identity/Authentication.js"

@@ -1,6 +1,8 @@
 /** The audit log contract: `GET /v1/audit-events` and `GET /v1/audit-events/verify` (admins and owners). */
 import { ReportQuery } from "../http/Routes.js"
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { Authentication } from "../identity/Authentication.js"
 import { AuditEventPage, ListAuditEventsParams, VerifyResult } from "./Domain.js"
 

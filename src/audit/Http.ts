@@ -1,5 +1,5 @@
 /** Handlers of the audit-events group. */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { inWorkspace } from "../identity/Authentication.js"

@@ -1,5 +1,7 @@
 /** The authorization contract: a proposed event in, a decision out; plus receipts, their keys and approval grants. */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { Authentication } from "../identity/Authentication.js"
 import { CursorParam, Identifier, LimitParam, Note, Timestamp } from "../platform/Schemas.js"

@@ -1,5 +1,5 @@
 /** Handlers of the authorization groups: decisions, receipts, the receipt keys and approval grants. */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { type HotEndpoint, routerHandler } from "../http/Hot.js"

@@ -1,7 +1,10 @@
 /** The billing contract: LLM pricing, LLM usage, and budget alerts with their firings. */
 import { ReportQuery } from "../http/Routes.js"
 import { Authentication } from "../identity/Authentication.js"
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { CursorParam, Identifier, LimitParam } from "../platform/Schemas.js"
 import { MAX_FIRINGS_PAGE } from "./BudgetAlerts.js"

@@ -1,5 +1,5 @@
 /** Handlers of the billing groups: LLM pricing, LLM usage, budget alerts. */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { auditedWrites } from "../audit/Chain.js"

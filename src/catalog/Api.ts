@@ -1,6 +1,9 @@
 /** The catalog contract: agents, policies, label policies, tool metadata and knowledge sources. */
 import { Authentication } from "../identity/Authentication.js"
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { MaxBodyBytes } from "../http/Routes.js"
 import { Identifier, Limits } from "../platform/Schemas.js"

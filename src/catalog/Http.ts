@@ -1,5 +1,5 @@
 /** Handlers of the catalog groups: agents, policies, label policies, tool metadata, knowledge sources. */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { type Caller, CurrentCaller, inWorkspace } from "../identity/Authentication.js"

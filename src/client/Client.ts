@@ -7,7 +7,10 @@
  * `details`. Path values are percent-encoded (a model name may hold `/`).
  * Published as `guardrail-service/client` with a Promise facade (Facade.ts).
  */
-import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as HttpApiClient from "@effect/platform/HttpApiClient"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { Effect, FiberRef } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { IDEMPOTENCY_HEADER } from "../idempotency/Domain.js"

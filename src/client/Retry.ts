@@ -6,7 +6,10 @@
  * request with an `Idempotency-Key` (the service answers a repeat the first
  * result).
  */
-import { HttpClient, type HttpClientError, type HttpClientRequest, type HttpClientResponse } from "@effect/platform"
+import * as HttpClient from "@effect/platform/HttpClient"
+import type * as HttpClientError from "@effect/platform/HttpClientError"
+import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { Duration, Effect } from "effect"
 import { IDEMPOTENCY_HEADER } from "../idempotency/Domain.js"
 

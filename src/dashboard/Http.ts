@@ -7,7 +7,8 @@
  * scripts sign in with `POST /v1/auth/login` and read the API from the
  * browser, so this module holds no state and no credentials.
  */
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect } from "effect"
 import { readdirSync, readFileSync } from "node:fs"
 

@@ -1,6 +1,8 @@
 /** The gateway contract: provider connections, routes, and the two proxy dialects. */
 import { Authentication } from "../identity/Authentication.js"
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import {
   CreateGatewayRoute,

@@ -3,7 +3,8 @@
  * request, completing it (default model, streamed usage), the upstream
  * headers, the client's answer, and the call's usage record.
  */
-import { type Headers, HttpServerResponse } from "@effect/platform"
+import type * as Headers from "@effect/platform/Headers"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Either, Option, Redacted } from "effect"
 import { finished, PassThrough } from "node:stream"
 import type { Settlement } from "../billing/Budgets.js"

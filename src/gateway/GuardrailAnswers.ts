@@ -3,7 +3,7 @@
  * code: a JSON answer read whole and decided, a streamed answer screened as
  * it passes (StreamScreen.ts), and what a refusal or a rewrite does to them.
  */
-import { HttpServerResponse } from "@effect/platform"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Cause, Effect, Exit, Option } from "effect"
 import { PassThrough, Readable } from "node:stream"
 import { BadGateway, BadRequest, type HttpError } from "../http/Errors.js"

@@ -3,7 +3,7 @@
  * is to be decided, which decision speaks for several and what the client is
  * told (headers, refusal), the run/session headers, reading an answer whole.
  */
-import { HttpServerResponse } from "@effect/platform"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Cause, Either, Exit, Option, Schema } from "effect"
 import { finished, Readable } from "node:stream"
 import type { DecisionAnswer } from "../authorization/Decisions.js"

@@ -8,7 +8,7 @@
  * earlier turns were decided when they were new. Answer side: the reply's
  * text, and every tool call with its parsed arguments.
  */
-import { HttpServerResponse } from "@effect/platform"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import type { EventKind } from "../authorization/Pipeline.js"
 import { Limits } from "../platform/Schemas.js"
 import type { Dialect } from "./UsageMeter.js"

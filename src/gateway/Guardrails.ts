@@ -28,7 +28,7 @@
  * callbacks. The decisions and the proxy are hot use cases too, each run
  * directly when warm (`runNow`), so a warm screened call runs no fiber.
  */
-import { HttpServerResponse } from "@effect/platform"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Cause, Effect, Either, Exit, Option, Runtime } from "effect"
 import { Authorization, type EarlyDecision } from "../authorization/Authorization.js"
 import type { DecisionAnswer } from "../authorization/Decisions.js"

@@ -1,5 +1,6 @@
 /** Handlers of the gateway groups: provider connections, routes, and the proxy (raw, streamed). */
-import { HttpApiBuilder, type HttpServerResponse } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { auditedWrites } from "../audit/Chain.js"

@@ -20,7 +20,8 @@
  * event and budget settlement go to the UsageWriter, which commits them
  * together: after the last byte went out, so nothing is added to latency.
  */
-import type { Headers, HttpServerResponse } from "@effect/platform"
+import type * as Headers from "@effect/platform/Headers"
+import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Duration, Effect, Either, Exit, Option } from "effect"
 import { Budgets, type LlmBudget, type Reservation } from "../billing/Budgets.js"
 import { costOf, type ModelPrice, Pricing } from "../billing/Pricing.js"

@@ -5,7 +5,7 @@
  * Authorization header is sent, so `new Anthropic({ apiKey })` works
  * unchanged (docs/gateway.md).
  */
-import { Headers } from "@effect/platform"
+import * as Headers from "@effect/platform/Headers"
 import type { RouteEntry } from "./Routes.js"
 
 /** The headers to authenticate with: the messages dialect's `x-api-key` as the bearer token. */

@@ -3,7 +3,7 @@
  * the conventions' body `{error: {code, message, details}}`; the status is
  * annotated so HttpApi and the OpenAPI document both know it.
  */
-import { HttpApiSchema } from "@effect/platform"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { ParseResult, Predicate, Schema } from "effect"
 import { shortMessage } from "../platform/Schemas.js"
 

@@ -8,7 +8,8 @@
  * `HttpApiBuilder.group`) and the fast lane's handler (Lane.ts) are both
  * built from that one declaration and from the contract's schemas.
  */
-import { type Headers, type HttpServerRequest } from "@effect/platform"
+import type * as Headers from "@effect/platform/Headers"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Effect } from "effect"
 import type { Caller } from "../identity/Authentication.js"
 import { CurrentCaller } from "../identity/Authentication.js"

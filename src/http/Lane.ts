@@ -16,7 +16,7 @@
  * answer errors with the same bodies as the pipeline; both stamp
  * `x-request-id` and record the request (AccessLog.ts).
  */
-import { Headers } from "@effect/platform"
+import * as Headers from "@effect/platform/Headers"
 import { Effect, Either, Exit, Fiber, type ParseResult, Runtime, Schema, Scope } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { AuthenticationError, CredentialRequest } from "../identity/Authenticator.js"

@@ -10,16 +10,14 @@
  *   logged 500 with the request id, never a stack trace;
  * - stamps `x-request-id` and records the request (AccessLog.ts).
  */
-import {
-  FileSystem,
-  Headers,
-  type HttpApiError,
-  HttpApp,
-  HttpIncomingMessage,
-  HttpServerRequest,
-  HttpServerResponse,
-  UrlParams
-} from "@effect/platform"
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as Headers from "@effect/platform/Headers"
+import type * as HttpApiError from "@effect/platform/HttpApiError"
+import * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as UrlParams from "@effect/platform/UrlParams"
 import { RequestError, type RouteNotFound } from "@effect/platform/HttpServerError"
 import { Cause, Effect, Either, FiberRef, LogLevel, Option, ParseResult, Predicate, Schema, Stream } from "effect"
 import { Readable } from "node:stream"

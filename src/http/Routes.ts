@@ -4,7 +4,8 @@
  * schemas. The request pipeline finds each request's route here once, and
  * the fast lane decodes and encodes with the same schemas the router does.
  */
-import { HttpApi, HttpApiSchema } from "@effect/platform"
+import * as HttpApi from "@effect/platform/HttpApi"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { Context, Option, type Schema } from "effect"
 import { Authentication } from "../identity/Authentication.js"
 

@@ -5,7 +5,7 @@
  * request pipeline. The platform's `HttpServer` service (address, listening,
  * closing) is the one `NodeHttpServer.layer` makes over this same server.
  */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Context, Effect, Layer } from "effect"
 import { createServer, type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http"

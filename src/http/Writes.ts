@@ -4,7 +4,7 @@
  * domain returns values (a decoded success, an HTTP error, or a platform
  * response whose body is a stream) and never sees a response object.
  */
-import { HttpServerResponse } from "@effect/platform"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Cause, Effect, Either, Exit, Option, type ParseResult } from "effect"
 import type { ServerResponse } from "node:http"
 import { Readable } from "node:stream"

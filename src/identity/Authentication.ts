@@ -6,7 +6,8 @@
  *   credential and role may call the endpoint (Access.ts);
  * - `InternalAuthentication`: the configured internal key, and nothing else.
  */
-import { HttpApiMiddleware, HttpApiSecurity } from "@effect/platform"
+import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
+import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
 import { Context, Effect, Schema } from "effect"
 import { ForbiddenWire, NotFoundWire, UnauthorizedWire } from "../http/Errors.js"
 

@@ -1,5 +1,5 @@
 /** Implementations of the credential middlewares declared in Authentication.ts. */
-import { HttpServerRequest } from "@effect/platform"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Effect, Layer, Redacted } from "effect"
 import { Unauthorized } from "../http/Errors.js"
 import { currentRequest } from "../http/RequestInfo.js"

@@ -1,5 +1,6 @@
 /** Handlers of the identity groups: auth, API keys, team, settings and environments. */
-import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Effect, Layer, Option } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { auditedWrites } from "../audit/Chain.js"

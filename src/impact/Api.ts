@@ -1,5 +1,7 @@
 /** The impact replay contract: start a replay of retained decisions against a candidate policy set, and read it. */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { Authentication } from "../identity/Authentication.js"
 import { ImpactJob, ImpactJobId, ImpactRequest } from "./Domain.js"

@@ -1,5 +1,5 @@
 /** Handlers of the impact replay group. */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { CurrentCaller, inWorkspace } from "../identity/Authentication.js"
@@ -9,7 +9,9 @@ export const PolicyImpactHttpLive = HttpApiBuilder.group(GuardrailApi, "policyIm
   Effect.gen(function* () {
     const impact = yield* Impact
     return handlers
-      .handle("startPolicyImpact", ({ payload }) => Effect.flatMap(CurrentCaller, (caller) => impact.start(caller, payload)))
+      .handle("startPolicyImpact", ({ payload }) =>
+        Effect.flatMap(CurrentCaller, (caller) => impact.start(caller, payload))
+      )
       .handle("getPolicyImpact", ({ path }) => inWorkspace((ws) => impact.get(ws, path.id)))
   })
 ).pipe(Layer.provide(Impact.Default))

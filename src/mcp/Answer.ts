@@ -4,7 +4,7 @@
  * otherwise the server's status, session id and messages, each message
  * through the request's screen (Relay.ts for SSE, whole for JSON).
  */
-import { HttpServerResponse } from "@effect/platform"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Either, Exit } from "effect"
 import type { UpstreamResponse } from "../gateway/Upstream.js"
 import { MAX_JSON_BYTES } from "../gateway/UsageMeter.js"

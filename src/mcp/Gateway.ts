@@ -25,7 +25,8 @@
  * The outbound guard, upstream timeout, stream limits and per-key/workspace
  * stream slots are the LLM gateway's.
  */
-import { type Headers, HttpServerResponse } from "@effect/platform"
+import type * as Headers from "@effect/platform/Headers"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Option, Runtime, Schema } from "effect"
 import { Authorization, type ProposedEventInput } from "../authorization/Authorization.js"
 import type { DecisionAnswer } from "../authorization/Decisions.js"

@@ -1,5 +1,5 @@
 /** Handlers of the MCP groups: the servers (CRUD) and the streamable HTTP endpoint (raw: answers JSON or SSE). */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { auditedWrites } from "../audit/Chain.js"

@@ -2,7 +2,7 @@
  * The headers of the MCP endpoint's upstream requests: the client's session
  * and protocol version, checked, beside the server's own headers.
  */
-import type { Headers } from "@effect/platform"
+import type * as Headers from "@effect/platform/Headers"
 import { Effect } from "effect"
 import { BadRequest } from "../http/Errors.js"
 

@@ -2,7 +2,12 @@
  * Operations extensions: `GET /metrics` (Prometheus text, bearer METRICS_TOKEN)
  * and the platform admin's workspace feature flags.
  */
-import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { Authentication } from "../identity/Authentication.js"
 import { NotFoundWire, UnauthorizedWire } from "../http/Errors.js"
@@ -20,9 +25,7 @@ export class MetricsAuthentication extends HttpApiMiddleware.Tag<MetricsAuthenti
 export const PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 
 export class MetricsApi extends HttpApiGroup.make("metrics")
-  .add(
-    HttpApiEndpoint.get("metrics", "/metrics").addSuccess(HttpApiSchema.Text({ contentType: PROMETHEUS_TEXT }))
-  )
+  .add(HttpApiEndpoint.get("metrics", "/metrics").addSuccess(HttpApiSchema.Text({ contentType: PROMETHEUS_TEXT })))
   .middleware(MetricsAuthentication)
   .annotate(
     OpenApi.Description,

@@ -1,5 +1,5 @@
 /** Handlers of the operations extensions: the metrics endpoint and the platform admin's feature flags. */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { GuardrailApi } from "../Api.js"

@@ -10,7 +10,7 @@
  */
 import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
 import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
-import { FetchHttpClient } from "@effect/platform"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { type Duration, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../platform/Config.js"
 

@@ -1,5 +1,7 @@
 /** The policy-set contract: `GET /v1/policy-sets/{digest}` (docs/policies.md, "Policy-set digest"). */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { Authentication } from "../identity/Authentication.js"
 import { PolicySet, PolicySetDigest } from "./Domain.js"

@@ -1,5 +1,5 @@
 /** Handlers of the policy-sets group. */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { inWorkspace } from "../identity/Authentication.js"

@@ -1,6 +1,9 @@
 /** The red-team contract: plans, dispatch, jobs, attack records, reports, hardening and share links. */
 import { Authentication } from "../identity/Authentication.js"
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { AgentId, PolicyDetail } from "../catalog/Domain.js"
 import { CursorParam, Identifier, LimitParam } from "../platform/Schemas.js"

@@ -1,5 +1,5 @@
 /** Handlers of the red-team groups, with the red-team services they use. */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { CurrentCaller, inWorkspace } from "../identity/Authentication.js"

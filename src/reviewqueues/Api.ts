@@ -1,5 +1,8 @@
 /** The review-queues contract (an extension): queues of traces picked by rules for human review. */
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { Authentication } from "../identity/Authentication.js"
 import { CursorParam, LimitParam } from "../platform/Schemas.js"

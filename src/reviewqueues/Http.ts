@@ -1,5 +1,5 @@
 /** Handlers of the review-queues group; changes are recorded in the audit log (migration 0026's trigger). */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { auditedWrites } from "../audit/Chain.js"

@@ -1,7 +1,9 @@
 /** The runs contract: `/v1/runs` and its events and traces, workspace traces, and review events on traces. */
 import { ReportQuery } from "../http/Routes.js"
 import { Authentication } from "../identity/Authentication.js"
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { CursorParam, LimitParam } from "../platform/Schemas.js"
 import {
