@@ -2,6 +2,8 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
+import { auditedWrites } from "../audit/Chain.js"
+import { CompileAllowance } from "../catalog/CompileAllowance.js"
 import { type HotEndpoint, routerHandler } from "../http/Hot.js"
 import { CurrentCaller, inWorkspace } from "../identity/Authentication.js"
 import { Idempotency } from "../idempotency/Idempotency.js"
@@ -45,13 +47,18 @@ export const EventsHttpLive = HttpApiBuilder.group(GuardrailApi, "events", (hand
   Effect.gen(function* () {
     const hot = yield* authorizeEvent
     const authorization = yield* Authorization
-    return handlers
-      .handle("authorizeEvent", routerHandler(hot))
-      .handle("evaluateEvent", ({ payload }) =>
-        Effect.flatMap(CurrentCaller, (caller) =>
-          Effect.flatMap(overlayOf(payload), (overlay) => authorization.evaluateDry(caller, eventOf(payload), overlay))
+    const allowance = yield* CompileAllowance
+    return handlers.handle("authorizeEvent", routerHandler(hot)).handle("evaluateEvent", ({ payload }) =>
+      Effect.flatMap(CurrentCaller, (caller) =>
+        Effect.flatMap(
+          // Candidates compile on this thread: within the workspace's compile allowance.
+          (payload.candidate_policies ?? []).length === 0
+            ? overlayOf(payload)
+            : Effect.flatten(allowance.metered(caller.workspaceId, () => overlayOf(payload))),
+          (overlay) => authorization.evaluateDry(caller, eventOf(payload), overlay)
         )
       )
+    )
   })
 )
 
@@ -59,12 +66,14 @@ export const ReceiptsHttpLive = HttpApiBuilder.group(GuardrailApi, "receipts", (
   Effect.gen(function* () {
     const authorization = yield* Authorization
     const approvals = yield* Approvals
+    // Grants and denials are audited (migration 0030): the transaction names who gave them.
+    const audited = yield* auditedWrites
     return handlers
       .handle("getReceipt", ({ path }) =>
         Effect.flatMap(CurrentCaller, (caller) => authorization.receipt(caller.workspaceId, path.id))
       )
       .handle("grantApproval", ({ path, payload }) =>
-        Effect.flatMap(CurrentCaller, (caller) => approvals.grant(caller, path.intent_id, payload))
+        audited(Effect.flatMap(CurrentCaller, (caller) => approvals.grant(caller, path.intent_id, payload)))
       )
       .handle("jwks", () => Effect.succeed(authorization.jwks))
   })
@@ -73,6 +82,7 @@ export const ReceiptsHttpLive = HttpApiBuilder.group(GuardrailApi, "receipts", (
 export const ApprovalsHttpLive = HttpApiBuilder.group(GuardrailApi, "approvals", (handlers) =>
   Effect.gen(function* () {
     const approvals = yield* Approvals
+    const audited = yield* auditedWrites
     return handlers
       .handle("listApprovals", ({ urlParams }) =>
         inWorkspace((ws) =>
@@ -80,7 +90,7 @@ export const ApprovalsHttpLive = HttpApiBuilder.group(GuardrailApi, "approvals",
         )
       )
       .handle("denyApproval", ({ path, payload }) =>
-        Effect.flatMap(CurrentCaller, (caller) => approvals.deny(caller, path.intent_id, payload))
+        audited(Effect.flatMap(CurrentCaller, (caller) => approvals.deny(caller, path.intent_id, payload)))
       )
   })
 )

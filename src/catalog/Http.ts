@@ -2,6 +2,7 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
+import { CompileAllowance } from "./CompileAllowance.js"
 import { type Caller, CurrentCaller, inWorkspace } from "../identity/Authentication.js"
 import { Agents } from "./Agents.js"
 import { ConfigChangeListenerLive, ConfigChanges } from "./ConfigChanges.js"
@@ -61,7 +62,7 @@ export const PoliciesHttpLive = HttpApiBuilder.group(GuardrailApi, "policies", (
       .handle("rollbackPolicy", ({ path, payload }) =>
         asCaller((caller) => policies.rollback(caller.workspaceId, path.id, payload.version, authorOf(caller)))
       )
-      .handle("validatePolicy", ({ payload }) => Effect.succeed(policies.validate(payload)))
+      .handle("validatePolicy", ({ payload }) => inWorkspace((ws) => policies.validate(ws, payload)))
       .handle("testPolicies", ({ payload }) => inWorkspace((ws) => policies.runTests(ws, payload.ids)))
       .handle("draftPolicy", ({ payload }) => policies.draft(payload.prompt))
       .handle("getPolicySchema", () => Effect.succeed(policyJsonSchema))
@@ -141,6 +142,8 @@ export const CatalogLive = Layer.mergeAll(
   ConfigChangeListenerLive
 ).pipe(
   Layer.provideMerge(ConfigChanges.Default),
+  // One allowance for every request that compiles (policies, dry runs, impact replays): layers are shared by reference.
+  Layer.provideMerge(CompileAllowance.Default),
   Layer.provideMerge(CatalogSnapshot.Default),
   Layer.provideMerge(CatalogRepo.Default)
 )

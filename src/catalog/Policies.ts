@@ -9,6 +9,7 @@ import { BadRequest, Conflict, NotFound, Unprocessable } from "../http/Errors.js
 import { ConfigChanges } from "./ConfigChanges.js"
 import { DRAFT_EXAMPLES, draftMatchOf, draftPolicy, draftToPolicyDocument } from "./Drafting.js"
 import { PolicyDocument, PolicyId } from "./Domain.js"
+import { CompileAllowance } from "./CompileAllowance.js"
 import { compileBudgetErrors } from "./CompileBudget.js"
 import { compilePolicy, type PolicyErrors, readDocument, validatePolicy } from "./PolicyLanguage.js"
 import { policyTestErrors, runPolicyTest, withPolicy } from "./PolicyTests.js"
@@ -106,17 +107,24 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
     // require_impact_before_enable: every write below that leaves a document enabled asks the gate first.
     const gate = yield* ImpactGate
 
-    const validate = (body: Uint8Array) => {
-      const checked = checkDocument(body)
-      return { valid: checked.valid, policy_id: checked.policy_id, errors: checked.errors }
-    }
+    // Checking a document compiles its new regexes on this thread: within the workspace's compile allowance.
+    const allowance = yield* CompileAllowance
+    const checkWithinAllowance = (workspaceId: string, body: Uint8Array | string) =>
+      allowance.metered(workspaceId, () => checkDocument(body))
+
+    const validate = (workspaceId: string, body: Uint8Array) =>
+      Effect.map(checkWithinAllowance(workspaceId, body), (result) => ({
+        valid: result.valid,
+        policy_id: result.policy_id,
+        errors: result.errors
+      }))
 
     const create = Effect.fn("Policies.create")(function* (
       workspaceId: string,
       body: Uint8Array,
       author: PolicyAuthor
     ) {
-      const checked = checkDocument(body)
+      const checked = yield* checkWithinAllowance(workspaceId, body)
       if (!checked.valid) return yield* validationFailed(checked.errors)
       const columns = columnsOf(checked.value, body)
       if (checked.value["enabled"] !== false) {
@@ -150,7 +158,7 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
       body: Uint8Array | string,
       author: PolicyAuthor
     ) {
-      const checked = checkDocument(body)
+      const checked = yield* checkWithinAllowance(workspaceId, body)
       if (!checked.valid) return yield* validationFailed(checked.errors)
       const columns = columnsOf(checked.value, body)
       if (columns.id !== id) {
@@ -314,5 +322,5 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
       draft
     }
   }),
-  dependencies: [CatalogRepo.Default, ImpactGate.Default, PolicyLimits.Default]
+  dependencies: [CatalogRepo.Default, CompileAllowance.Default, ImpactGate.Default, PolicyLimits.Default]
 }) {}

@@ -85,8 +85,19 @@ export const cachedRegexCount = () => cache.size
 /** How many times an aborted engine was replaced in this process (for tests and diagnostics). */
 export const regexEngineReplacements = () => engineReplacements
 
-const compileRaw = (source: string, caseSensitive: boolean): Wrapped =>
-  wrapped(new Engine(source, flagsOf(caseSensitive)))
+let compileMillis = 0
+
+/** Milliseconds spent compiling since start-up, on this thread: CompileAllowance charges a request's share. */
+export const compileMillisSpent = () => compileMillis
+
+const compileRaw = (source: string, caseSensitive: boolean): Wrapped => {
+  const started = performance.now()
+  try {
+    return wrapped(new Engine(source, flagsOf(caseSensitive)))
+  } finally {
+    compileMillis += performance.now() - started
+  }
+}
 
 /** A compiled pattern held for reuse, with how much text it scanned since it was compiled. */
 interface Held {
@@ -155,7 +166,11 @@ const isEngineFailure = (error: unknown) => error instanceof Error && error.name
 
 const heldFor = (key: string, source: string, caseSensitive: boolean): Held => {
   let held = cache.get(key)
-  if (held === undefined) {
+  if (held !== undefined) {
+    // Least recently used goes first: patterns the decisions use stay while one-off ones (dry runs) come and go.
+    cache.delete(key)
+    cache.set(key, held)
+  } else {
     if (cache.size >= MAX_CACHED) {
       const oldest = cache.keys().next().value
       if (oldest !== undefined) {

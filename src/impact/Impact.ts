@@ -6,6 +6,7 @@
  * workspace at MAX_IMPACT_JOBS_PER_WORKSPACE queued or running: 429 `too_many_jobs`.
  */
 import { Effect, Either, Option, Schema } from "effect"
+import { CompileAllowance } from "../catalog/CompileAllowance.js"
 import { CatalogRepo } from "../catalog/Repo.js"
 import { BadRequest, Conflict, NotFound, tooManyRequests } from "../http/Errors.js"
 import type { Caller } from "../identity/Authentication.js"
@@ -57,6 +58,7 @@ export class Impact extends Effect.Service<Impact>()("impact/Impact", {
     const repo = yield* ImpactRepo
     const catalog = yield* CatalogRepo
     const settings = yield* WorkspaceSettings
+    const allowance = yield* CompileAllowance
 
     const start = Effect.fn("Impact.start")(function* (caller: Caller, request: ImpactRequest) {
       const workspaceId = caller.workspaceId
@@ -87,7 +89,8 @@ export class Impact extends Effect.Service<Impact>()("impact/Impact", {
           rows.filter((row) => row.id === id).map((row) => ({ id, version: row.version, document: row.document }))
         )
       }
-      const candidate = candidateOf(stored)
+      // Compiling the candidates runs on this thread: within the workspace's compile allowance.
+      const candidate = yield* allowance.metered(workspaceId, () => candidateOf(stored))
       if (Either.isLeft(candidate)) return yield* candidate.left
       const max = config.maxImpactJobsPerWorkspace
       const inserted = yield* repo.insert(max, {
@@ -118,5 +121,5 @@ export class Impact extends Effect.Service<Impact>()("impact/Impact", {
 
     return { start, get }
   }),
-  dependencies: [ImpactRepo.Default, CatalogRepo.Default]
+  dependencies: [ImpactRepo.Default, CatalogRepo.Default, CompileAllowance.Default]
 }) {}

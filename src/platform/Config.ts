@@ -247,6 +247,10 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
           validation: (count) => count <= MAX_COMPILED_PATTERNS
         })
       ),
+      /** Regex compile time a workspace's requests may cause, per second (429 `compile_rate_limited` past 30 s of it). */
+      compileMillisPerSecondPerWorkspace: yield* positiveInteger("COMPILE_MS_PER_SECOND_PER_WORKSPACE", 100),
+      /** The same for all workspaces together: at most this share of the API thread goes to compiling. */
+      compileMillisPerSecond: yield* positiveInteger("COMPILE_MS_PER_SECOND", 300),
       /** Red-team jobs a workspace may have queued or running (429 `too_many_jobs` past it; docs/redteam.md#queue-fairness). */
       maxRedteamJobsPerWorkspace: yield* positiveInteger("MAX_REDTEAM_JOBS_PER_WORKSPACE", 20),
       /** Impact replays a workspace may have queued or running (429 `too_many_jobs` past it). */

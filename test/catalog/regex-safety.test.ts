@@ -7,7 +7,9 @@ import { Either } from "effect"
 import { regexMatchesEmpty } from "../../src/catalog/RegexSafety.js"
 import {
   cachedRegexCount,
+  compileMillisSpent,
   compileUserRegex,
+  MAX_CACHED,
   matchesAnywhere,
   regexEngineReplacements,
   regexProblem
@@ -143,6 +145,23 @@ describe("regexProblem", () => {
       expect(Either.isLeft(compiled), bad).toBe(true)
       expect(regexProblem(bad, { caseSensitive: true }), bad).toBe(Either.isLeft(compiled) ? compiled.left : "")
     }
+  })
+})
+
+describe("the compiled-pattern cache", () => {
+  it("keeps a pattern in use while more one-off patterns than it holds pass through", () => {
+    const hot = Either.getOrThrow(compileUserRegex("hot-[0-9]{4}", { caseSensitive: true }))
+    let hotCompileMillis = 0
+    for (let i = 0; i < MAX_CACHED + 8; i++) {
+      const oneOff = Either.getOrThrow(compileUserRegex(`one-off-${i}-[a-z]{3}`, { caseSensitive: true }))
+      expect(matchesAnywhere(oneOff, `one-off-${i}-abc`)).toBe(true)
+      const before = compileMillisSpent()
+      expect(matchesAnywhere(hot, "order hot-1234")).toBe(true)
+      hotCompileMillis += compileMillisSpent() - before
+    }
+    // Least recently used goes first: the pattern in use never left, so matching it never compiled again.
+    expect(hotCompileMillis).toBe(0)
+    expect(cachedRegexCount()).toBe(MAX_CACHED)
   })
 })
 
