@@ -56,7 +56,8 @@ export interface UserRegex {
 /** The fields re2-wasm keeps private but that must be reached: freeing, and matching without captures. */
 interface Wrapped {
   readonly match: (
-    input: string,
+    /** UTF-8 bytes: embind copies them as they are, where a string would be encoded by a slow JS loop. */
+    input: Uint8Array,
     start: number,
     captures: boolean
   ) => { readonly match: string; readonly index: number }
@@ -125,6 +126,22 @@ const replaceEngine = () => {
 
 const SURROGATE = /[\uD800-\uDFFF]/
 
+const encoder = new TextEncoder()
+let lastText: string | undefined
+let lastBytes = new Uint8Array(0)
+/**
+ * The text as UTF-8, encoded once for every pattern that scans it (a decision's policies scan one text
+ * after another). RE2 gets the same bytes embind would make of the string, about five times faster for
+ * a long text (docs/BENCHMARKS.md, "The heaviest decision").
+ */
+const utf8Of = (text: string) => {
+  if (text !== lastText) {
+    lastText = text
+    lastBytes = encoder.encode(text)
+  }
+  return lastBytes
+}
+
 /** RE2 reports offsets in code points; converts one back to UTF-16 units within `text`. */
 const utf16Offset = (text: string, codePoints: number, astral: boolean): number => {
   if (!astral) return codePoints
@@ -146,7 +163,7 @@ const scanWith = (engine: Wrapped, text: string, found: (match: RegexMatch) => b
     const base = from === 0 ? 0 : from - (from >= 2 && SURROGATE.test(text[from - 1]!) ? 2 : 1)
     const window = base === 0 ? text : text.slice(base)
     const astral = SURROGATE.test(window)
-    const result = engine.match(window, base === 0 ? 0 : 1, false)
+    const result = engine.match(utf8Of(window), base === 0 ? 0 : 1, false)
     if (result.index < 0) return
     const start = base + utf16Offset(window, result.index, astral)
     const end = start + result.match.length
