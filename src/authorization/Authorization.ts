@@ -49,6 +49,7 @@ import {
   type ProposedEventInput,
   unrecordedAnswer
 } from "./Decisions.js"
+import { makeDecisionAllowance } from "./DecisionAllowance.js"
 import { DecisionWriter } from "./DecisionWriter.js"
 import type { PolicyOverlay } from "./DryRun.js"
 import { notifyEscalation } from "./Escalations.js"
@@ -123,7 +124,8 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
     const outbound = yield* OutboundGuard
     const repo = yield* AuthorizationRepo
     const provenance = yield* Provenance
-    const { maxMatchContentBytes } = yield* AppConfig
+    const { maxMatchContentBytes, decisionMillisPerSecondPerWorkspace } = yield* AppConfig
+    const withinAllowance = makeDecisionAllowance(decisionMillisPerSecondPerWorkspace)
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const runEnvironments = makeRunEnvironments()
     // The per-decision debug line is built only when debug logs are kept at all.
@@ -197,7 +199,9 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
             fingerprints = provenance.observed(caller.workspaceId, event, snapshot)
           }
           const defaultAction = ceiling === "observe" ? "permit" : config.settings.default_action
-          decision = evaluate(snapshot, event, modes, Option.isSome(grant), defaultAction, inferred, denial)
+          decision = withinAllowance(caller.workspaceId, () =>
+            evaluate(snapshot, event, modes, Option.isSome(grant), defaultAction, inferred, denial)
+          )
           // Memoised per snapshot (and agent, modes, default action): a map lookup on the hot path.
           policySet = policySetOf(snapshot, principal.agent_id, modes, defaultAction, overlay?.candidates)
         }

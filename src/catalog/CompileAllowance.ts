@@ -13,53 +13,16 @@
 import { Effect } from "effect"
 import { tooManyRequests, type TooManyRequests } from "../http/Errors.js"
 import { AppConfig } from "../platform/Config.js"
+import { charge, makeWorkMeters, waitFor, type WorkMeter } from "../platform/WorkMeters.js"
 import { compileMillisSpent } from "./UserRegex.js"
-
-/** Debt may reach what this many seconds of payback cover before requests wait. */
-export const BURST_SECONDS = 30
-/** Workspaces tracked at most; past it, those whose debt is paid are forgotten first. */
-const MAX_TRACKED = 10_000
-
-/** A debt of compile milliseconds, paid back at `millisPerSecond`. */
-export interface CompileMeter {
-  debt: number
-  at: number
-}
-
-/** The meter's debt at `now`, after payback. */
-export const debtAt = (meter: CompileMeter, millisPerSecond: number, now: number) =>
-  Math.max(0, meter.debt - ((now - meter.at) / 1000) * millisPerSecond)
-
-/** Seconds until the meter's debt is back within its burst, or 0 when it is. */
-export const waitFor = (meter: CompileMeter, millisPerSecond: number, now: number) => {
-  const over = debtAt(meter, millisPerSecond, now) - millisPerSecond * BURST_SECONDS
-  return over <= 0 ? 0 : Math.ceil(over / millisPerSecond)
-}
-
-export const charge = (meter: CompileMeter, millisPerSecond: number, millis: number, now: number) => {
-  meter.debt = debtAt(meter, millisPerSecond, now) + millis
-  meter.at = now
-}
 
 export class CompileAllowance extends Effect.Service<CompileAllowance>()("catalog/CompileAllowance", {
   effect: Effect.gen(function* () {
     const config = yield* AppConfig
     const perWorkspace = config.compileMillisPerSecondPerWorkspace
     const perProcess = config.compileMillisPerSecond
-    const process: CompileMeter = { debt: 0, at: 0 }
-    const workspaces = new Map<string, CompileMeter>()
-
-    const meterOf = (workspaceId: string, now: number) => {
-      let meter = workspaces.get(workspaceId)
-      if (meter === undefined) {
-        if (workspaces.size >= MAX_TRACKED) {
-          for (const [id, other] of workspaces) if (debtAt(other, perWorkspace, now) === 0) workspaces.delete(id)
-        }
-        meter = { debt: 0, at: now }
-        workspaces.set(workspaceId, meter)
-      }
-      return meter
-    }
+    const process: WorkMeter = { debt: 0, at: 0 }
+    const workspaces = makeWorkMeters(perWorkspace)
 
     /**
      * Runs `work` (synchronous, so every compile in it is this request's) when the workspace and the
@@ -68,8 +31,7 @@ export class CompileAllowance extends Effect.Service<CompileAllowance>()("catalo
     const metered = <A>(workspaceId: string, work: () => A): Effect.Effect<A, TooManyRequests> =>
       Effect.suspend(() => {
         const now = Date.now()
-        const meter = workspaces.get(workspaceId)
-        const workspaceWait = meter === undefined ? 0 : waitFor(meter, perWorkspace, now)
+        const workspaceWait = workspaces.waitFor(workspaceId, now)
         const processWait = waitFor(process, perProcess, now)
         if (workspaceWait > 0 || processWait > 0) {
           return Effect.fail(
@@ -87,7 +49,7 @@ export class CompileAllowance extends Effect.Service<CompileAllowance>()("catalo
         const spent = compileMillisSpent() - before
         if (spent > 0) {
           const end = Date.now()
-          charge(meterOf(workspaceId, end), perWorkspace, spent, end)
+          workspaces.charge(workspaceId, spent, end)
           charge(process, perProcess, spent, end)
         }
         return Effect.succeed(result)

@@ -13,7 +13,7 @@ import { describe, expect, it as plainIt, layer } from "@effect/vitest"
 import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
 import { stringify } from "yaml"
-import { BURST_SECONDS, charge, type CompileMeter, debtAt, waitFor } from "../../src/catalog/CompileAllowance.js"
+import { BURST_SECONDS, charge, debtAt, waitFor, type WorkMeter } from "../../src/platform/WorkMeters.js"
 import { createAgent, eventBody, reply } from "../support/Events.js"
 import { call, expectError } from "../support/Raw.js"
 import { type Tenant, tenant } from "../support/Tenants.js"
@@ -28,7 +28,13 @@ const heavyDocument = (id: string) =>
     severity: "high",
     action: "deny",
     // A fresh suffix each time: a pattern's verdict is kept, and a kept verdict compiles nothing.
-    match: { any: [1, 2, 3].map((i) => ({ type: "regex", value: `\\p{L}{9}${randomUUID().slice(0, 8)}${i}`, target: "content" })) }
+    match: {
+      any: [1, 2, 3].map((i) => ({
+        type: "regex",
+        value: `\\p{L}{9}${randomUUID().slice(0, 8)}${i}`,
+        target: "content"
+      }))
+    }
   })
 
 const validate = (base: string, owner: Tenant) =>
@@ -107,7 +113,7 @@ layer(testServer("database", { COMPILE_MS_PER_SECOND: "1" }), SERVER_OPTIONS)(
 
 describe("compile meters", () => {
   plainIt("a debt is paid back at the rate, and requests wait only past the burst", () => {
-    const meter: CompileMeter = { debt: 0, at: 0 }
+    const meter: WorkMeter = { debt: 0, at: 0 }
     const rate = 100 // ms of compiling per second
     charge(meter, rate, rate * BURST_SECONDS, 0)
     expect(waitFor(meter, rate, 0)).toBe(0) // exactly the burst: still admitted

@@ -1,0 +1,37 @@
+/**
+ * How much of the API thread one workspace's decisions may hold. Matching is synchronous: a decision
+ * at the content cap, for a workspace at its policy and regex limits, holds the thread for about a
+ * second (docs/BENCHMARKS.md, "The heaviest decision"), and a workspace sending such decisions
+ * back to back would hold up every other workspace's. So a decision whose matching took longer than
+ * CHARGED_ABOVE_MS is a debt of its workspace, paid back at DECISION_MS_PER_SECOND_PER_WORKSPACE
+ * (src/platform/WorkMeters.ts). While the debt is past 30 seconds of payback, the workspace's
+ * decisions fail closed (`defer`, finding `system:fail_closed` naming the setting) without matching.
+ * Ordinary decisions (milliseconds) are never charged, so only a workspace sending heavy decisions
+ * faster than the payback can ever wait.
+ */
+import { makeWorkMeters } from "../platform/WorkMeters.js"
+import { failClosed } from "./Decisions.js"
+import type { Decision } from "./Pipeline.js"
+
+/** Matching shorter than this charges nothing: ordinary decisions never touch a meter. */
+export const CHARGED_ABOVE_MS = 25
+
+export const makeDecisionAllowance = (millisPerSecond: number) => {
+  const workspaces = makeWorkMeters(millisPerSecond)
+  /** `evaluate`'s decision, or a fail-closed defer while the workspace is past its allowance. */
+  return (workspaceId: string, evaluate: () => Decision): Decision => {
+    const now = Date.now()
+    const wait = workspaces.waitFor(workspaceId, now)
+    if (wait > 0) {
+      return failClosed(
+        `This workspace's recent decisions held the service for longer than they may (DECISION_MS_PER_SECOND_PER_WORKSPACE): deferred without matching; retry in ${wait} s, or send shorter content`,
+        { failure: "decision_allowance_exceeded", retry_after_seconds: wait }
+      )
+    }
+    const began = performance.now()
+    const decision = evaluate()
+    const spent = performance.now() - began
+    if (spent > CHARGED_ABOVE_MS) workspaces.charge(workspaceId, spent, Date.now())
+    return decision
+  }
+}

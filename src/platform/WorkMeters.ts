@@ -1,0 +1,55 @@
+/**
+ * Debts of main-thread time, per key (a workspace): what a key's requests spent is added, and paid
+ * back at a fixed rate. While a debt is past what BURST_SECONDS of payback cover, the key waits.
+ * The compile allowance (src/catalog/CompileAllowance.ts) and the decision allowance
+ * (src/authorization/DecisionAllowance.ts) are two uses.
+ */
+
+/** Debt may reach what this many seconds of payback cover before a key waits. */
+export const BURST_SECONDS = 30
+/** Keys tracked at most; past it, those whose debt is paid are forgotten first. */
+const MAX_TRACKED = 10_000
+
+/** A debt of milliseconds, last updated `at` (epoch ms). */
+export interface WorkMeter {
+  debt: number
+  at: number
+}
+
+/** The meter's debt at `now`, after payback at `millisPerSecond`. */
+export const debtAt = (meter: WorkMeter, millisPerSecond: number, now: number) =>
+  Math.max(0, meter.debt - ((now - meter.at) / 1000) * millisPerSecond)
+
+/** Seconds until the meter's debt is back within its burst, or 0 when it is. */
+export const waitFor = (meter: WorkMeter, millisPerSecond: number, now: number) => {
+  const over = debtAt(meter, millisPerSecond, now) - millisPerSecond * BURST_SECONDS
+  return over <= 0 ? 0 : Math.ceil(over / millisPerSecond)
+}
+
+export const charge = (meter: WorkMeter, millisPerSecond: number, millis: number, now: number) => {
+  meter.debt = debtAt(meter, millisPerSecond, now) + millis
+  meter.at = now
+}
+
+/** One meter per key, paid back at `millisPerSecond`; a key never charged takes no entry. */
+export const makeWorkMeters = (millisPerSecond: number) => {
+  const meters = new Map<string, WorkMeter>()
+  return {
+    /** Seconds `key` must wait, or 0. */
+    waitFor: (key: string, now: number) => {
+      const meter = meters.get(key)
+      return meter === undefined ? 0 : waitFor(meter, millisPerSecond, now)
+    },
+    charge: (key: string, millis: number, now: number) => {
+      let meter = meters.get(key)
+      if (meter === undefined) {
+        if (meters.size >= MAX_TRACKED) {
+          for (const [other, entry] of meters) if (debtAt(entry, millisPerSecond, now) === 0) meters.delete(other)
+        }
+        meter = { debt: 0, at: now }
+        meters.set(key, meter)
+      }
+      charge(meter, millisPerSecond, millis, now)
+    }
+  }
+}

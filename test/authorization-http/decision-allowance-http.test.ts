@@ -1,0 +1,73 @@
+/**
+ * The decision allowance (src/authorization/DecisionAllowance.ts, docs/limits.md): a decision whose
+ * matching holds the API thread for long is a debt of its workspace; past the allowance, the
+ * workspace's next decisions fail closed (`defer`, `system:fail_closed`, naming the setting) without
+ * matching, while other workspaces' decisions are matched as before. Before, a workspace at its
+ * policy and regex limits could send decisions at the content cap back to back, each holding the
+ * thread for about a second, and every other workspace's decisions waited.
+ *
+ * The allowance is set tiny here (1 ms per second: 30 ms of debt), so one decision over 32 regexes
+ * at the content cap, which matches for far longer than that on any machine, uses it up.
+ */
+import { expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { createAgent, createPolicy, eventBody, reply } from "../support/Events.js"
+import { call } from "../support/Raw.js"
+import { type Tenant, tenant } from "../support/Tenants.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+
+const AGENT = "heavy-bot"
+const REGEXES = 32
+/** Benign text at the default content cap (262,144 bytes): no policy matches it. */
+const AT_CAP = "The order ships tomorrow and arrives by Friday. ".repeat(5462).slice(0, 262_144)
+
+interface DecisionBody {
+  readonly effect: string
+  readonly findings: ReadonlyArray<{ readonly requirement_id: string | null; readonly reason: string }>
+}
+
+const decide = (base: string, owner: Tenant, content: string) =>
+  Effect.map(
+    call(base, "POST", "/v1/events", { token: owner.jwt, body: eventBody(owner, AGENT, reply(content)) }),
+    (answer) => {
+      expect(answer.status, answer.text.slice(0, 500)).toBe(200)
+      return answer.body as DecisionBody
+    }
+  )
+
+const regexTenant = (base: string) =>
+  Effect.gen(function* () {
+    const owner = yield* tenant(base)
+    yield* createAgent(base, owner, AGENT)
+    for (let i = 0; i < REGEXES; i++) {
+      yield* createPolicy(base, owner, `code-${i}`, { type: "regex", value: `code${i}-[0-9]{6}` })
+    }
+    return owner
+  })
+
+layer(testServer("database", { DECISION_MS_PER_SECOND_PER_WORKSPACE: "1" }), SERVER_OPTIONS)(
+  "a workspace's decision allowance",
+  (it) => {
+    it.effect(
+      "past its allowance a workspace's decisions defer without matching; another workspace's are matched",
+      () =>
+        Effect.gen(function* () {
+          const base = yield* baseUrl
+          const heavy = yield* regexTenant(base)
+          const other = yield* regexTenant(base)
+
+          const matched = yield* decide(base, heavy, AT_CAP)
+          expect(matched.effect).toBe("permit")
+          // Even a short text now defers: the workspace's debt is past the allowance.
+          const deferred = yield* decide(base, heavy, "order code3-123456")
+          expect(deferred.effect).toBe("defer")
+          expect(deferred.findings.map((finding) => finding.requirement_id)).toEqual(["system:fail_closed"])
+          expect(deferred.findings[0]!.reason).toContain("DECISION_MS_PER_SECOND_PER_WORKSPACE")
+
+          const elsewhere = yield* decide(base, other, "order code3-123456")
+          expect(elsewhere.effect).toBe("deny")
+          expect(elsewhere.findings.map((finding) => finding.requirement_id)).not.toContain("system:fail_closed")
+        })
+    )
+  }
+)
