@@ -4,8 +4,9 @@
  * second (docs/BENCHMARKS.md, "The heaviest decision"), and a workspace sending such decisions
  * back to back would hold up every other workspace's. So a decision whose matching took longer than
  * CHARGED_ABOVE_MS is a debt of its workspace, paid back at DECISION_MS_PER_SECOND_PER_WORKSPACE
- * (src/platform/WorkMeters.ts). While the debt is past 30 seconds of payback, the workspace's
- * decisions fail closed (`defer`, finding `system:fail_closed` naming the setting) without matching.
+ * (src/platform/WorkMeters.ts). While the debt is past BURST_MS, the workspace's decisions fail
+ * closed (`defer`, finding `system:fail_closed` naming the setting) without matching. The burst is
+ * short on purpose: it is how long one workspace may hold the thread before the others get it back.
  * Ordinary decisions (milliseconds) are never charged, so only a workspace sending heavy decisions
  * faster than the payback can ever wait.
  */
@@ -15,9 +16,11 @@ import type { Decision } from "./Pipeline.js"
 
 /** Matching shorter than this charges nothing: ordinary decisions never touch a meter. */
 export const CHARGED_ABOVE_MS = 25
+/** The debt a workspace may run up before its decisions wait: two seconds of the thread. */
+export const BURST_MS = 2_000
 
 export const makeDecisionAllowance = (millisPerSecond: number) => {
-  const workspaces = makeWorkMeters(millisPerSecond)
+  const workspaces = makeWorkMeters(millisPerSecond, BURST_MS)
   /** `evaluate`'s decision, or a fail-closed defer while the workspace is past its allowance. */
   return (workspaceId: string, evaluate: () => Decision): Decision => {
     const now = Date.now()

@@ -14,6 +14,9 @@ import { Effect } from "effect"
 import { tooManyRequests, type TooManyRequests } from "../http/Errors.js"
 import { AppConfig } from "../platform/Config.js"
 import { charge, makeWorkMeters, waitFor, type WorkMeter } from "../platform/WorkMeters.js"
+
+/** Debt may reach what this many seconds of payback cover before requests wait. */
+export const BURST_SECONDS = 30
 import { compileMillisSpent } from "./UserRegex.js"
 
 export class CompileAllowance extends Effect.Service<CompileAllowance>()("catalog/CompileAllowance", {
@@ -22,7 +25,7 @@ export class CompileAllowance extends Effect.Service<CompileAllowance>()("catalo
     const perWorkspace = config.compileMillisPerSecondPerWorkspace
     const perProcess = config.compileMillisPerSecond
     const process: WorkMeter = { debt: 0, at: 0 }
-    const workspaces = makeWorkMeters(perWorkspace)
+    const workspaces = makeWorkMeters(perWorkspace, perWorkspace * BURST_SECONDS)
 
     /**
      * Runs `work` (synchronous, so every compile in it is this request's) when the workspace and the
@@ -32,7 +35,7 @@ export class CompileAllowance extends Effect.Service<CompileAllowance>()("catalo
       Effect.suspend(() => {
         const now = Date.now()
         const workspaceWait = workspaces.waitFor(workspaceId, now)
-        const processWait = waitFor(process, perProcess, now)
+        const processWait = waitFor(process, perProcess, perProcess * BURST_SECONDS, now)
         if (workspaceWait > 0 || processWait > 0) {
           return Effect.fail(
             tooManyRequests(

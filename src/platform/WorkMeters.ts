@@ -1,12 +1,10 @@
 /**
  * Debts of main-thread time, per key (a workspace): what a key's requests spent is added, and paid
- * back at a fixed rate. While a debt is past what BURST_SECONDS of payback cover, the key waits.
+ * back at a fixed rate. While a debt is past its burst, the key waits.
  * The compile allowance (src/catalog/CompileAllowance.ts) and the decision allowance
  * (src/authorization/DecisionAllowance.ts) are two uses.
  */
 
-/** Debt may reach what this many seconds of payback cover before a key waits. */
-export const BURST_SECONDS = 30
 /** Keys tracked at most; past it, those whose debt is paid are forgotten first. */
 const MAX_TRACKED = 10_000
 
@@ -20,9 +18,9 @@ export interface WorkMeter {
 export const debtAt = (meter: WorkMeter, millisPerSecond: number, now: number) =>
   Math.max(0, meter.debt - ((now - meter.at) / 1000) * millisPerSecond)
 
-/** Seconds until the meter's debt is back within its burst, or 0 when it is. */
-export const waitFor = (meter: WorkMeter, millisPerSecond: number, now: number) => {
-  const over = debtAt(meter, millisPerSecond, now) - millisPerSecond * BURST_SECONDS
+/** Seconds until the meter's debt is back within `burstMillis`, or 0 when it is. */
+export const waitFor = (meter: WorkMeter, millisPerSecond: number, burstMillis: number, now: number) => {
+  const over = debtAt(meter, millisPerSecond, now) - burstMillis
   return over <= 0 ? 0 : Math.ceil(over / millisPerSecond)
 }
 
@@ -31,14 +29,14 @@ export const charge = (meter: WorkMeter, millisPerSecond: number, millis: number
   meter.at = now
 }
 
-/** One meter per key, paid back at `millisPerSecond`; a key never charged takes no entry. */
-export const makeWorkMeters = (millisPerSecond: number) => {
+/** One meter per key, paid back at `millisPerSecond`, waiting past `burstMillis`; a key never charged takes no entry. */
+export const makeWorkMeters = (millisPerSecond: number, burstMillis: number) => {
   const meters = new Map<string, WorkMeter>()
   return {
     /** Seconds `key` must wait, or 0. */
     waitFor: (key: string, now: number) => {
       const meter = meters.get(key)
-      return meter === undefined ? 0 : waitFor(meter, millisPerSecond, now)
+      return meter === undefined ? 0 : waitFor(meter, millisPerSecond, burstMillis, now)
     },
     charge: (key: string, millis: number, now: number) => {
       let meter = meters.get(key)

@@ -13,7 +13,7 @@ import { describe, expect, it as plainIt, layer } from "@effect/vitest"
 import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
 import { stringify } from "yaml"
-import { BURST_SECONDS, charge, debtAt, waitFor, type WorkMeter } from "../../src/platform/WorkMeters.js"
+import { charge, debtAt, waitFor, type WorkMeter } from "../../src/platform/WorkMeters.js"
 import { createAgent, eventBody, reply } from "../support/Events.js"
 import { call, expectError } from "../support/Raw.js"
 import { type Tenant, tenant } from "../support/Tenants.js"
@@ -115,12 +115,13 @@ describe("compile meters", () => {
   plainIt("a debt is paid back at the rate, and requests wait only past the burst", () => {
     const meter: WorkMeter = { debt: 0, at: 0 }
     const rate = 100 // ms of compiling per second
-    charge(meter, rate, rate * BURST_SECONDS, 0)
-    expect(waitFor(meter, rate, 0)).toBe(0) // exactly the burst: still admitted
+    const burst = 3_000
+    charge(meter, rate, burst, 0)
+    expect(waitFor(meter, rate, burst, 0)).toBe(0) // exactly the burst: still admitted
     charge(meter, rate, 500, 0)
-    expect(waitFor(meter, rate, 0)).toBe(5)
-    expect(waitFor(meter, rate, 4_000)).toBe(1)
-    expect(waitFor(meter, rate, 5_000)).toBe(0)
+    expect(waitFor(meter, rate, burst, 0)).toBe(5)
+    expect(waitFor(meter, rate, burst, 4_000)).toBe(1)
+    expect(waitFor(meter, rate, burst, 5_000)).toBe(0)
     expect(debtAt(meter, rate, 1_000_000)).toBe(0)
   })
 })
