@@ -11,7 +11,7 @@ import { createAgent, eventBody } from "../support/Events.js"
 import { call } from "../support/Raw.js"
 import { INTERNAL_KEY, type Tenant, tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
-import { upsertTool } from "../authorization-http/event-helpers.js"
+import { refundsNeedApproval } from "../authorization-http/event-helpers.js"
 import { GATEWAY_SETTINGS } from "../gateway/gateway-helpers.js"
 import { connect, mcpTenant, type Setup } from "../mcp/mcp-helpers.js"
 import { startMcpUpstream } from "../mcp/mcp-upstream.js"
@@ -54,13 +54,7 @@ layer(testServerWithDatabase("database", { ...GATEWAY_SETTINGS, INTERNAL_API_KEY
         const base = yield* baseUrl
         const owner = yield* tenant(base)
         yield* createAgent(base, owner, "audit-bot")
-        yield* upsertTool(base, owner, {
-          tool: "issue_refund",
-          reversible: false,
-          side_effect: "payment",
-          approval: true
-        })
-        yield* owner.api.settings.updateSettings({ payload: { approval_checker_mode: "enforce" } })
+        yield* refundsNeedApproval(base, owner)
         const granted = yield* deferredIntent(base, owner, "o-1")
         const denied = yield* deferredIntent(base, owner, "o-2")
 

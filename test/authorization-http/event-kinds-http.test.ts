@@ -12,7 +12,7 @@ import { call, expectError } from "../support/Raw.js"
 import { createAgent, createPolicy, eventBody, propose, reply } from "../support/Events.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import { upsertTool } from "./event-helpers.js"
+import { refundsNeedApproval } from "./event-helpers.js"
 
 const AGENT = "support-bot"
 
@@ -105,13 +105,7 @@ layer(testServer("database"), SERVER_OPTIONS)("event kinds", (it) => {
   it.effect("the tool checkers look at proposed calls, not at a tool's result", () =>
     Effect.gen(function* () {
       const { base, owner } = yield* setUp
-      yield* upsertTool(base, owner, {
-        tool: "issue_refund",
-        reversible: false,
-        side_effect: "payment",
-        approval: true
-      })
-      yield* owner.api.settings.updateSettings({ payload: { approval_checker_mode: "enforce" } })
+      yield* refundsNeedApproval(base, owner)
       const proposed = yield* propose(base, owner, AGENT, { operation: "issue_refund", params: { amount: 5 } })
       expect(proposed.effect).toBe("defer")
       const result = yield* propose(
