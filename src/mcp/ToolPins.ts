@@ -55,6 +55,24 @@ export const definitionsOf = (listed: Json): ReadonlyMap<string, Definition> => 
   return definitions
 }
 
+/**
+ * The tools of `listed` that can be pinned as listed: named, and, for a name listed twice, only the entries
+ * of its recorded definition (`definitionsOf`: the last). A nameless tool, one whose name is too long, or an
+ * earlier entry with another definition under the same name is left out: it would reach the model unpinned.
+ */
+export const pinnableTools = (listed: Json, definitions: ReadonlyMap<string, Definition>): Json => {
+  const tools = Array.isArray(listed["tools"]) ? listed["tools"] : []
+  return {
+    ...listed,
+    tools: tools.filter((tool) => {
+      const object = asObject(tool)
+      const name = object?.["name"]
+      const recorded = typeof name === "string" ? definitions.get(name) : undefined
+      return object !== undefined && recorded !== undefined && definitionOf(object).digest === recorded.digest
+    })
+  }
+}
+
 const statusOf = (row: PinRow) =>
   row.poisoned_in.length > 0 ? "poisoned" : row.seen_digest !== row.pinned_digest ? "changed" : ("pinned" as const)
 
