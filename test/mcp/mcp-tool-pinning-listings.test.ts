@@ -2,7 +2,8 @@
  * Tool pinning against listings an SDK server would not send (docs/mcp.md, "Tool pinning"): a raw upstream
  * answers `tools/list` with whatever the test sets. A tool name listed twice cannot smuggle a definition past
  * its pin (the pinned one listed after it), and a tool whose name is too long to pin is left out, as the
- * docs say. A deleted environment's finding of poisoning no longer withholds the tool.
+ * docs say, while any name up to that length can be accepted and forgotten. A deleted environment's
+ * finding of poisoning no longer withholds the tool.
  */
 import { afterAll, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
@@ -10,6 +11,7 @@ import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
 import { GATEWAY_SETTINGS } from "../gateway/gateway-helpers.js"
+import { call, expectValidation } from "../support/Raw.js"
 import { createEnvironment, createKey } from "../support/Tenants.js"
 import { mcpTenant, postMessage, rawLookupCall, screenContent, type Setup } from "./mcp-helpers.js"
 
@@ -102,6 +104,29 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
       const pin = (yield* pinsOf).tools[0]
       expect([pin?.status, pin?.poisoned_in]).toEqual(["pinned", []])
       expect((yield* rawLookupCall(setup)).text).not.toContain("withheld by the guardrail")
+    })
+  )
+
+  it.effect("a tool named with up to 200 characters can be accepted and forgotten", () =>
+    Effect.gen(function* () {
+      const setup = yield* mcpTenant(upstreamUrl)
+      const name = `${"t".repeat(150)}/é`
+      tools = [{ ...PINNED, name }]
+      expect((yield* listed(setup)).map((tool) => tool.name)).toEqual([name])
+      tools = [{ ...PULLED, name }]
+      expect(yield* listed(setup)).toEqual([])
+      const pins = yield* setup.owner.api.mcpServers.listMcpToolPins({ path: { id: setup.serverId } })
+      const path = { id: setup.serverId, tool: name }
+      const payload = { seen_digest: pins.tools[0]!.seen_digest }
+      expect((yield* setup.owner.api.mcpServers.acceptMcpToolPin({ path, payload })).status).toBe("pinned")
+      expect((yield* listed(setup)).map((tool) => tool.name)).toEqual([name])
+      yield* setup.owner.api.mcpServers.deleteMcpToolPin({ path })
+      const after = yield* setup.owner.api.mcpServers.listMcpToolPins({ path: { id: setup.serverId } })
+      expect(after.tools).toEqual([])
+      const tooLong = yield* call(setup.base, "DELETE", `/v1/mcp/servers/${setup.serverId}/tools/${"t".repeat(201)}`, {
+        token: setup.owner.jwt
+      })
+      expectValidation(tooLong, "tool")
     })
   )
 })
