@@ -62,6 +62,10 @@ export class ToolPinsRepo extends Effect.Service<ToolPinsRepo>()("mcp/ToolPinsRe
     return dieOnErrors({
       list: (workspaceId: string, serverId: string) => list({ workspaceId, serverId }),
       find: (workspaceId: string, serverId: string, tool: string) => find({ workspaceId, serverId, tool }),
+      /** Each pin's tool and pinned digest (what a listing is compared with; not the stored definitions). */
+      pinnedDigests: (workspaceId: string, serverId: string) =>
+        sql`select tool, pinned_digest from mcp_tool_pins
+            where workspace_id = ${workspaceId} and server_id = ${serverId}`.pipe(Effect.flatMap(decodeListed)),
       /**
        * Records a listing made in `environmentId`: a known tool gets its latest definition and this
        * environment's poisoning, a new one is pinned as listed while the server holds fewer than `maxPins`.

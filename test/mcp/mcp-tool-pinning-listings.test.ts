@@ -2,7 +2,8 @@
  * Tool pinning against listings an SDK server would not send (docs/mcp.md, "Tool pinning"): a raw upstream
  * answers `tools/list` with whatever the test sets. A tool name listed twice cannot smuggle a definition past
  * its pin (the pinned one listed after it), and a tool whose name is too long to pin is left out, as the
- * docs say, while any name up to that length can be accepted and forgotten. A deleted environment's
+ * docs say, while any name up to that length can be accepted and forgotten; so is a definition too large
+ * to keep. A deleted environment's
  * finding of poisoning no longer withholds the tool.
  */
 import { afterAll, expect, layer } from "@effect/vitest"
@@ -75,6 +76,22 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
       const long: Tool = { ...PINNED, name: "t".repeat(201) }
       const nameless: Tool = { ...PINNED, name: 42 }
       tools = [long, nameless, PINNED]
+      expect(yield* listed(setup)).toEqual([PINNED])
+      const pins = yield* setup.owner.api.mcpServers.listMcpToolPins({ path: { id: setup.serverId } })
+      expect(pins.tools.map((pin) => pin.tool)).toEqual(["lookup_order"])
+    })
+  )
+
+  it.effect("a tool whose definition is too large to keep is left out, and not pinned", () =>
+    Effect.gen(function* () {
+      const setup = yield* mcpTenant(upstreamUrl)
+      const values = Array.from({ length: 20_000 }, (_, index) => `value-${index}`)
+      const huge: Tool = {
+        ...PINNED,
+        name: "huge",
+        inputSchema: { type: "object", properties: { v: { type: "string", enum: values } } }
+      }
+      tools = [huge, PINNED]
       expect(yield* listed(setup)).toEqual([PINNED])
       const pins = yield* setup.owner.api.mcpServers.listMcpToolPins({ path: { id: setup.serverId } })
       expect(pins.tools.map((pin) => pin.tool)).toEqual(["lookup_order"])
