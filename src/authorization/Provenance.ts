@@ -49,8 +49,15 @@ const unscopedOf = (event: ProposedEventInput): string | undefined =>
       ? `session:${event.session_id}`
       : undefined
 
-/** `scope` as stored before scopes had an environment. */
-const legacyScope = (scope: string) => scope.slice(0, scope.lastIndexOf("@"))
+/**
+ * `scope` as stored before scopes had an environment; undefined when that text reads as another
+ * environment's scope (an id ending in `@env_...`: `session:a@<production>` in staging is production's
+ * session `a`, never read from elsewhere).
+ */
+const legacyScope = (scope: string): ReadonlyArray<string> => {
+  const legacy = scope.slice(0, scope.lastIndexOf("@"))
+  return /@env_[^@]*$/.test(legacy) ? [] : [legacy]
+}
 
 /**
  * The origin of what came in: an input is the least trusted origin its `sources` name, else `user`
@@ -108,15 +115,18 @@ export class Provenance extends Effect.Service<Provenance>()("authorization/Prov
       cache.get(
         cacheKey(workspaceId, scope),
         // Fingerprints stored before scopes had an environment still count, in every environment of their scope.
-        Effect.map(repo.listFingerprints(workspaceId, [scope, legacyScope(scope)], provenanceMaxPerScope), (rows) => {
-          const known = new Map<string, Array<string>>()
-          for (const row of rows) {
-            const origins = known.get(row.fingerprint)
-            if (origins === undefined) known.set(row.fingerprint, [row.origin])
-            else origins.push(row.origin)
+        Effect.map(
+          repo.listFingerprints(workspaceId, [scope, ...legacyScope(scope)], provenanceMaxPerScope),
+          (rows) => {
+            const known = new Map<string, Array<string>>()
+            for (const row of rows) {
+              const origins = known.get(row.fingerprint)
+              if (origins === undefined) known.set(row.fingerprint, [row.origin])
+              else origins.push(row.origin)
+            }
+            return known
           }
-          return known
-        })
+        )
       )
 
     /** The fingerprints an incoming event adds to its scope (none for a proposed output, or without a scope). */

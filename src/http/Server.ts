@@ -6,11 +6,13 @@
  * closing) is the one `NodeHttpServer.layer` makes over this same server.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Context, Effect, Layer } from "effect"
 import { createServer, type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
 import { AppConfig } from "../platform/Config.js"
+import { Limits } from "../platform/Schemas.js"
 import type { LaneListener } from "./Lane.js"
 
 /** What Node's parser refused before any handler saw a request: status, code and message, by Node's error code. */
@@ -67,6 +69,13 @@ export const nodeServer = (options: { readonly port: number; readonly host: stri
   )
 
 /**
+ * The longest path parameter (percent-decoded) the router matches. Its default, 100, is below the id cap
+ * (Limits.identifier, 200): an agent id or MCP tool name of 101-200 characters could be created but not
+ * addressed (404 route_not_found). Above the cap, the path schema refuses it by name (400).
+ */
+const MAX_PATH_PARAM_LENGTH = 5 * Limits.identifier
+
+/**
  * Serves the HttpApi app (with the routes and middleware other layers added to it) on the Node server:
  * every request goes to `lane` first, and to the platform's handler when the lane does not take it.
  */
@@ -74,7 +83,10 @@ export const serveApi = <E, R>(lane: Effect.Effect<LaneListener, E, R>) =>
   Layer.scopedDiscard(
     Effect.gen(function* () {
       const server = yield* NodeServer
-      const handler = yield* NodeHttpServer.makeHandler(yield* HttpApiBuilder.httpApp)
+      const app = yield* HttpApiBuilder.httpApp.pipe(
+        HttpRouter.withRouterConfig({ maxParamLength: MAX_PATH_PARAM_LENGTH })
+      )
+      const handler = yield* NodeHttpServer.makeHandler(app)
       const offer = yield* lane
       const listener = (request: IncomingMessage, response: ServerResponse) => {
         if (!offer(request, response)) handler(request, response)

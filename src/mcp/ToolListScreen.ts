@@ -6,7 +6,8 @@
  * listing is recorded with the tools that decision found poisoned (in the
  * caller's environment). A tool not pinned as listed (past the server's pin
  * limit, or pinned first by another listing with another definition) is
- * left out. Anything that fails withholds the list (fail closed).
+ * left out, and so is one that cannot be pinned as listed (no name, a name
+ * too long, or an entry of a name listed twice with another definition). Anything that fails withholds the list (fail closed).
  */
 import { Effect } from "effect"
 import type { CatalogRepo } from "../catalog/Repo.js"
@@ -18,7 +19,7 @@ import { listedTools, resultMessage } from "./Screening.js"
 import type { ServerTarget } from "./Servers.js"
 import { type DecideEvent, whyUndecided } from "./ServerRequestScreen.js"
 import { poisonedNames, screenedToolList, toolListText, unscreenedToolList } from "./ToolList.js"
-import { definitionsOf, type ToolPins } from "./ToolPins.js"
+import { definitionsOf, pinnableTools, type ToolPins } from "./ToolPins.js"
 
 export const makeToolListScreen =
   (deps: { readonly decide: DecideEvent; readonly pins: ToolPins; readonly catalog: CatalogRepo }) =>
@@ -33,7 +34,8 @@ export const makeToolListScreen =
         return Effect.gen(function* () {
           const listed = listedTools(result, hidden)
           const definitions = definitionsOf(listed)
-          const candidate = listedTools(listed, yield* deps.pins.changed(workspaceId, target.id, definitions))
+          const unchanged = listedTools(listed, yield* deps.pins.changed(workspaceId, target.id, definitions))
+          const candidate = pinnableTools(unchanged, definitions)
           // The descriptions of the tools it keeps enter the model's context: decided as a tool result.
           const decision = yield* deps.decide(caller, target, session, "tool.result", {
             operation: "tools/list",

@@ -27,21 +27,30 @@ type Json = Record<string, unknown>
 /** The most tools pinned per server: more are left out of listings (a listing cannot grow the table without end). */
 export const MAX_PINNED_TOOLS = 1_000
 
+/**
+ * The largest definition kept (canonical JSON characters): each pin stores the latest one, and a server
+ * could otherwise make every pin as large as a whole answer (MAX_JSON_BYTES), for every admin read.
+ */
+export const MAX_DEFINITION_CHARS = Limits.json.string
+
 /** A listed tool's definition (what reaches the model or shapes its calls) and its digest. */
 interface Definition {
   readonly definition: Json
   readonly digest: string
+  readonly size: number
 }
 
 const definitionOf = (tool: Json): Definition => {
   const { annotations, description, inputSchema, name, outputSchema, title } = tool
   const definition = { annotations, description, inputSchema, name, outputSchema, title }
-  return { definition, digest: createHash("sha256").update(canonicalJson(definition)).digest("hex") }
+  const json = canonicalJson(definition)
+  return { definition, digest: createHash("sha256").update(json).digest("hex"), size: json.length }
 }
 
 /**
  * The named tools of a listing and their definitions (a name listed twice: its last definition). A name
- * longer than a tool call may carry is left out: it could be neither called nor accepted.
+ * longer than a tool call may carry is left out: it could be neither called nor accepted; so is a
+ * definition over MAX_DEFINITION_CHARS.
  */
 export const definitionsOf = (listed: Json): ReadonlyMap<string, Definition> => {
   const tools = Array.isArray(listed["tools"]) ? listed["tools"] : []
@@ -49,10 +58,29 @@ export const definitionsOf = (listed: Json): ReadonlyMap<string, Definition> => 
   for (const tool of tools) {
     const object = asObject(tool)
     const name = object?.["name"]
-    if (object !== undefined && typeof name === "string" && name.length <= Limits.identifier)
-      definitions.set(name, definitionOf(object))
+    if (object === undefined || typeof name !== "string" || name.length > Limits.identifier) continue
+    const definition = definitionOf(object)
+    if (definition.size <= MAX_DEFINITION_CHARS) definitions.set(name, definition)
   }
   return definitions
+}
+
+/**
+ * The tools of `listed` that can be pinned as listed: named, and, for a name listed twice, only the entries
+ * of its recorded definition (`definitionsOf`: the last). A nameless tool, one whose name is too long, or an
+ * earlier entry with another definition under the same name is left out: it would reach the model unpinned.
+ */
+export const pinnableTools = (listed: Json, definitions: ReadonlyMap<string, Definition>): Json => {
+  const tools = Array.isArray(listed["tools"]) ? listed["tools"] : []
+  return {
+    ...listed,
+    tools: tools.filter((tool) => {
+      const object = asObject(tool)
+      const name = object?.["name"]
+      const recorded = typeof name === "string" ? definitions.get(name) : undefined
+      return object !== undefined && recorded !== undefined && definitionOf(object).digest === recorded.digest
+    })
+  }
 }
 
 const statusOf = (row: PinRow) =>
@@ -105,7 +133,7 @@ export class ToolPins extends Effect.Service<ToolPins>()("mcp/ToolPins", {
 
     /** The tools of a listing whose definition is not the pinned one. */
     const changed = (workspaceId: string, serverId: string, definitions: ReadonlyMap<string, Definition>) =>
-      Effect.map(repo.list(workspaceId, serverId), (rows) => {
+      Effect.map(repo.pinnedDigests(workspaceId, serverId), (rows) => {
         const names = new Set<string>()
         for (const row of rows) {
           const listed = definitions.get(row.tool)

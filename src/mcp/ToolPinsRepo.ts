@@ -30,6 +30,16 @@ const decodeListed = Schema.decodeUnknown(
   Schema.Array(Schema.Struct({ tool: Schema.String, pinned_digest: Schema.String }))
 )
 
+/**
+ * A pin's columns as read: `poisoned_in` keeps only environments that still exist (a deleted environment
+ * lists no more, so its finding could never be cleared; a listing in flight when it was deleted may even
+ * record it afterwards).
+ */
+const pinColumns = (sql: SqlClient.SqlClient, workspaceId: string) =>
+  sql`p.tool, p.pinned_digest, p.seen_digest, p.seen_definition, p.pinned_at, p.seen_at,
+      array(select e from unnest(p.poisoned_in) as e
+            where exists (select 1 from environments v where v.workspace_id = ${workspaceId} and v.id = e)) as poisoned_in`
+
 export class ToolPinsRepo extends Effect.Service<ToolPinsRepo>()("mcp/ToolPinsRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
@@ -38,19 +48,24 @@ export class ToolPinsRepo extends Effect.Service<ToolPinsRepo>()("mcp/ToolPinsRe
       Request: Server,
       Result: PinRow,
       execute: ({ serverId, workspaceId }) =>
-        sql`select * from mcp_tool_pins where workspace_id = ${workspaceId} and server_id = ${serverId} order by tool`
+        sql`select ${pinColumns(sql, workspaceId)} from mcp_tool_pins p
+            where p.workspace_id = ${workspaceId} and p.server_id = ${serverId} order by p.tool`
     })
     const find = SqlSchema.findOne({
       Request: ServerTool,
       Result: PinRow,
       execute: ({ serverId, tool, workspaceId }) =>
-        sql`select * from mcp_tool_pins
-            where workspace_id = ${workspaceId} and server_id = ${serverId} and tool = ${tool}`
+        sql`select ${pinColumns(sql, workspaceId)} from mcp_tool_pins p
+            where p.workspace_id = ${workspaceId} and p.server_id = ${serverId} and p.tool = ${tool}`
     })
 
     return dieOnErrors({
       list: (workspaceId: string, serverId: string) => list({ workspaceId, serverId }),
       find: (workspaceId: string, serverId: string, tool: string) => find({ workspaceId, serverId, tool }),
+      /** Each pin's tool and pinned digest (what a listing is compared with; not the stored definitions). */
+      pinnedDigests: (workspaceId: string, serverId: string) =>
+        sql`select tool, pinned_digest from mcp_tool_pins
+            where workspace_id = ${workspaceId} and server_id = ${serverId}`.pipe(Effect.flatMap(decodeListed)),
       /**
        * Records a listing made in `environmentId`: a known tool gets its latest definition and this
        * environment's poisoning, a new one is pinned as listed while the server holds fewer than `maxPins`.
@@ -96,10 +111,12 @@ export class ToolPinsRepo extends Effect.Service<ToolPinsRepo>()("mcp/ToolPinsRe
               returning tool, pinned_digest`.pipe(Effect.flatMap(decodeListed)),
       /** Accepts the latest listed definition of a tool as its pin, when it is still `seenDigest` (else none). */
       accept: (workspaceId: string, serverId: string, tool: string, seenDigest: string) =>
-        sql`update mcp_tool_pins set pinned_digest = seen_digest, pinned_at = now()
-            where workspace_id = ${workspaceId} and server_id = ${serverId} and tool = ${tool}
-              and seen_digest = ${seenDigest}
-            returning *`.pipe(
+        sql`with p as (
+              update mcp_tool_pins set pinned_digest = seen_digest, pinned_at = now()
+              where workspace_id = ${workspaceId} and server_id = ${serverId} and tool = ${tool}
+                and seen_digest = ${seenDigest}
+              returning *)
+            select ${pinColumns(sql, workspaceId)} from p`.pipe(
           Effect.flatMap(decodeRows),
           Effect.map((rows) => Option.fromNullable(rows[0]))
         ),

@@ -195,6 +195,20 @@ layer(testServerWithDatabase("database", SHARED), SERVER_OPTIONS)("provenance wi
     })
   )
 
+  it.effect("a session id ending in another environment's id reads nothing of that environment", () =>
+    Effect.gen(function* () {
+      const { base, owner } = yield* setUp
+      const staging = yield* createEnvironment(owner)
+      yield* incoming(base, owner, "tool.result", readEmail(`IBAN: ${EMAIL_IBAN}`), { session_id: "sess_9" })
+      // Production's scope is session:sess_9@<production>: staging's session "sess_9@<production>" is not it.
+      const forged = yield* propose(base, owner, AGENT, sendMoney({ iban: EMAIL_IBAN_COMPACT }), {
+        session_id: `sess_9@${owner.defaultEnvironmentId}`,
+        environment_id: staging.id
+      })
+      expect(evidenceOf(forged, "param:send_money.iban")).toMatchObject({ origin: null })
+    })
+  )
+
   it.effect("a run's fingerprints are read once, then warm decisions in it are answered directly", () =>
     Effect.gen(function* () {
       const { base, owner } = yield* setUp
