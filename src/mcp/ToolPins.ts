@@ -17,6 +17,7 @@ import { createHash } from "node:crypto"
 import { Effect, Option } from "effect"
 import { canonicalJson } from "../authorization/Receipts.js"
 import { Conflict, NotFound } from "../http/Errors.js"
+import { unstorableJson } from "../platform/Json.js"
 import { Limits, toTimestamp } from "../platform/Schemas.js"
 import { McpToolPin } from "./Domain.js"
 import { asObject, noticeResult } from "./Screening.js"
@@ -59,6 +60,8 @@ export const definitionsOf = (listed: Json): ReadonlyMap<string, Definition> => 
     const object = asObject(tool)
     const name = object?.["name"]
     if (object === undefined || typeof name !== "string" || name.length > Limits.identifier) continue
+    // A name PostgreSQL cannot store as listed (NUL, unpaired surrogate) could never match its pin.
+    if (unstorableJson(name) !== undefined) continue
     const definition = definitionOf(object)
     if (definition.size <= MAX_DEFINITION_CHARS) definitions.set(name, definition)
   }

@@ -1,6 +1,7 @@
 /** SQL of MCP tool pins (ToolPins.ts). Every query takes the workspace and server ids. */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
+import { storableJsonText } from "../platform/Json.js"
 import { dieOnErrors } from "../platform/Sql.js"
 
 const PinRow = Schema.Struct({
@@ -84,7 +85,7 @@ export class ToolPinsRepo extends Effect.Service<ToolPinsRepo>()("mcp/ToolPinsRe
           : sql`
               with listed as (
                 select x.tool, x.digest, x.definition, x.poisoned
-                from jsonb_to_recordset(${JSON.stringify(listed)}::jsonb)
+                from jsonb_to_recordset(${storableJsonText(listed)}::jsonb)
                   as x(tool text, digest text, definition jsonb, poisoned boolean)),
               known as (select count(*) as pins from mcp_tool_pins
                         where workspace_id = ${workspaceId} and server_id = ${serverId}),

@@ -17,7 +17,10 @@ export const unstorableJson = (value: unknown, path = "", depth = 0): { path: st
   const size = Array.isArray(value) ? value.length : Object.keys(value).length
   const cap = Array.isArray(value) ? MAX_ITEMS : MAX_KEYS
   if (size > cap) {
-    return { path, message: `has ${size.toLocaleString("en-US")} ${Array.isArray(value) ? "items" : "keys"}; at most ${cap.toLocaleString("en-US")} are accepted` }
+    return {
+      path,
+      message: `has ${size.toLocaleString("en-US")} ${Array.isArray(value) ? "items" : "keys"}; at most ${cap.toLocaleString("en-US")} are accepted`
+    }
   }
   for (const [key, child] of Object.entries(value)) {
     const childPath = path === "" ? key : `${path}.${key}`
@@ -33,3 +36,18 @@ const unstorableText = (text: string, path: string) =>
     : text.isWellFormed()
       ? undefined
       : { path, message: "contains an unpaired surrogate (not valid Unicode)" }
+
+// A \u escape PostgreSQL's jsonb refuses (NUL, or a surrogate JSON.stringify escaped because it was
+// unpaired), preceded by an even run of backslashes so that it is an escape and not escaped text.
+const UNSTORABLE_ESCAPE = /(?<!\\)((?:\\\\)*)\\u(?:0000|[dD][89abAB][0-9a-fA-F]{2}|[dD][c-fC-F][0-9a-fA-F]{2})/g
+
+/**
+ * `value` as JSON text that jsonb stores: NUL characters and unpaired surrogates become U+FFFD, one
+ * UTF-16 unit for one, so offsets into the text stay right. For what the service records of text it
+ * did not refuse (a provider's answer, a tool's result or definition): a request's own JSON with
+ * such text is refused up front (`unstorableJson`).
+ */
+export const storableJsonText = (value: unknown): string => {
+  const json = JSON.stringify(value)
+  return json.includes("\\u") ? json.replace(UNSTORABLE_ESCAPE, "$1\\ufffd") : json
+}

@@ -5,6 +5,7 @@
  */
 import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
+import { storableJsonText } from "../platform/Json.js"
 import { dieOnErrors } from "../platform/Sql.js"
 import { ReviewOutcome, RunKind } from "./Domain.js"
 
@@ -56,8 +57,7 @@ const TraceLink = Schema.Struct({
 const decodeTraces = Schema.decodeUnknown(Schema.Array(TraceRow))
 
 /** The columns of a `TraceRow`, for every query that answers traces. */
-export const traceColumns = (sql: SqlClient.SqlClient) =>
-  sql.unsafe(Object.keys(TraceRow.fields).join(", "))
+export const traceColumns = (sql: SqlClient.SqlClient) => sql.unsafe(Object.keys(TraceRow.fields).join(", "))
 
 export interface TraceFilters {
   readonly traceId?: string | undefined
@@ -129,7 +129,8 @@ export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
           decision: trace.decision,
           domain: trace.domain,
           elapsed_ms: trace.elapsedMs,
-          payload: JSON.stringify(trace.payload),
+          // A provider's answer or a tool's result may carry what jsonb refuses: stored as U+FFFD.
+          payload: storableJsonText(trace.payload),
           policy_set_digest: trace.policySetDigest
         }))
       )}`

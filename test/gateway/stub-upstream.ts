@@ -39,8 +39,16 @@ export const NO_NEWLINE_BYTES = 16 * 1024 * 1024
 /** The tool call a `tool-call` answer proposes. */
 export const TOOL_CALL = { name: "send_money", input: { to: "attacker-account", amount: 500 } } as const
 
-/** The reply text of a non-streamed answer: `say:<text>`, else "Hello!". */
-const replyText = (model: string) => (model.startsWith("say:") ? model.slice(4) : "Hello!")
+/**
+ * The reply text of a non-streamed answer: `say:<text>`; `say-json:<JSON string>` for text a request may not
+ * carry (a NUL, a lone surrogate), which a provider may still answer; else "Hello!".
+ */
+const replyText = (model: string) =>
+  model.startsWith("say:")
+    ? model.slice(4)
+    : model.startsWith("say-json:")
+      ? String(JSON.parse(model.slice(9)))
+      : "Hello!"
 
 /** The pieces a streamed answer sends: `say:<text>` in pieces of 3 characters, so a pattern spans chunks. */
 const replyPieces = (model: string) =>
