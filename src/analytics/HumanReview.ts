@@ -9,7 +9,7 @@
 import { Effect } from "effect"
 import { Series, type SeriesSum, interventionOutcomes } from "./Catalog.js"
 import { ALL_TIME_END, ALL_TIME_START } from "./Query.js"
-import { AnalyticsRepo, type DimensionFilter, GROUP_SEPARATOR, NO_VALUE } from "./Repo.js"
+import { AnalyticsRepo, type DimensionFilter, NO_VALUE } from "./Repo.js"
 
 export interface HumanReviewFilters {
   readonly agent_id?: string | undefined
@@ -26,6 +26,12 @@ export interface HumanReviewFilters {
 export const MAX_REVIEW_GROUPS = 1_000
 
 const OUTCOMES = ["accepted", "corrected", "false_positive", "ignored", "missed_issue", "rejected"] as const
+/** A group's values from its `json` encoding (an array of strings; '' when grouped by nothing). */
+const groupValues = (grp: string): ReadonlyArray<string> => {
+  if (grp === "") return []
+  const parsed: unknown = JSON.parse(grp)
+  return Array.isArray(parsed) ? parsed.map(String) : []
+}
 const isIntervention = (outcome: string) => (interventionOutcomes as ReadonlyArray<string>).includes(outcome)
 
 export class HumanReview extends Effect.Service<HumanReview>()("analytics/HumanReview", {
@@ -42,8 +48,16 @@ export class HumanReview extends Effect.Service<HumanReview>()("analytics/HumanR
       /** Sums grouped by `groupBy`, as [group values, value] pairs. */
       const sums = (sum: SeriesSum, groupBy: ReadonlyArray<string>, only: ReadonlyArray<DimensionFilter> = []) =>
         Effect.map(
-          repo.sums({ workspaceId, sum, filters: [...filters, ...only], segments, groupBy, bucketed: false }),
-          (rows) => rows.map((row) => [row.grp.split(GROUP_SEPARATOR), Number(row.value)] as const)
+          repo.sums({
+            workspaceId,
+            sum,
+            filters: [...filters, ...only],
+            segments,
+            groupBy,
+            bucketed: false,
+            groupEncoding: "json"
+          }),
+          (rows) => rows.map((row) => [groupValues(row.grp), Number(row.value)] as const)
         )
       /** The lists cut to MAX_REVIEW_GROUPS. */
       const truncated: Array<string> = []

@@ -34,6 +34,11 @@ export interface SumSelection {
   readonly maxCells?: number
   /** Largest sums first (so `maxCells` keeps the largest groups). */
   readonly largestFirst?: boolean
+  /**
+   * `json`: `grp` is a JSON array of the group's values, which no value can blur (a value holding
+   * GROUP_SEPARATOR would split in two). Without it, values join with GROUP_SEPARATOR (query labels).
+   */
+  readonly groupEncoding?: "json"
 }
 
 export const GROUP_SEPARATOR = "\u001f"
@@ -94,13 +99,16 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("analytics/An
       ])
     }
 
-    const group = (selection: SumSelection) =>
-      selection.groupBy.length === 0
-        ? sql`''`
-        : sql`concat_ws(chr(31), ${sql.join(
-            ", ",
-            false
-          )(selection.groupBy.map((dimension) => sql`coalesce(dims->>${dimension}, ${NO_VALUE})`))})`
+    const group = (selection: SumSelection) => {
+      if (selection.groupBy.length === 0) return sql`''`
+      const values = sql.join(
+        ", ",
+        false
+      )(selection.groupBy.map((dimension) => sql`coalesce(dims->>${dimension}, ${NO_VALUE})`))
+      return selection.groupEncoding === "json"
+        ? sql`jsonb_build_array(${values})::text`
+        : sql`concat_ws(chr(31), ${values})`
+    }
 
     const bucket = (selection: SumSelection) => (selection.bucketed ? sql`bucket_start` : sql`null::timestamptz`)
 

@@ -97,4 +97,27 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("analytics query bound
         expect(narrowed.truncated_lists).toEqual([])
       })
   )
+
+  it.effect("a workflow step holding the group separator (U+001F) is its own step, with its own outcomes", () =>
+    Effect.gen(function* () {
+      // Before, groups joined their values with U+001F: this step read as step "pay" with outcome "corrected".
+      const { owner } = yield* seededTenant(
+        `insert into analytics_buckets (workspace_id, granularity, bucket_start, series, dims, value, sketch)
+         values ($1, 'day', $2::timestamptz, 'reviews',
+                 jsonb_build_object('workflow_step', 'pay' || chr(31) || 'corrected', 'outcome', 'rejected',
+                                    'agent_id', 'a1'), 1, null)`,
+        [FROM]
+      )
+      const report = yield* owner.api.analytics.getHumanReview({ urlParams: {} })
+      expect(report.by_workflow_step).toEqual([
+        {
+          workflow_step: "pay\u001fcorrected",
+          corrected_count: 0,
+          false_positive_count: 0,
+          human_review_count: 1,
+          rejected_count: 1
+        }
+      ])
+    })
+  )
 })
