@@ -6,7 +6,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { createHash } from "node:crypto"
-import { brokers, registerBenchAgent, SERVICE_NODE_FLAGS } from "./support.js"
+import { brokers, installPack, registerBenchAgent, SERVICE_NODE_FLAGS } from "./support.js"
 
 export const STUB_DELAY_MS = 20
 /** This run's ports, random so that runs (and helpers) on one machine do not collide. */
@@ -77,12 +77,7 @@ const json = async (url: string, init: RequestInit) => {
  * holds), all enforced on inputs and outputs, so every call is decided twice.
  */
 const screenEverything = async (base: string, auth: Record<string, string>) => {
-  for (const pack of ["pii-basic", "prompt-injection"])
-    await json(`${base}/v1/policies/packs/${pack}/install`, {
-      method: "POST",
-      headers: auth,
-      body: JSON.stringify({ enabled: true })
-    })
+  for (const pack of ["pii-basic", "prompt-injection"]) await installPack(base, auth, pack)
   for (let i = 0; i < 50; i++)
     await json(`${base}/v1/policies`, {
       method: "POST",

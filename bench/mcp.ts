@@ -20,7 +20,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { createHash } from "node:crypto"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { startMcpUpstream } from "../test/mcp/mcp-upstream.js"
-import { admin, adminUrl, json, registerBenchAgent, startService } from "./support.js"
+import { admin, adminUrl, installPack, json, registerBenchAgent, startService } from "./support.js"
 
 const seconds = Number(process.argv[2] ?? 20)
 const port = 41_000 + Math.floor(Math.random() * 9_000)
@@ -49,14 +49,7 @@ const configure = async (upstreamUrl: string) => {
   )
   await registerBenchAgent(base, auth, "bench-bot")
   for (const pack of ["pii-basic", "prompt-injection"]) {
-    expectOk(
-      pack,
-      await json(`${base}/v1/policies/packs/${pack}/install`, {
-        method: "POST",
-        headers: auth,
-        body: JSON.stringify({ enabled: true })
-      })
-    )
+    expectOk(pack, await installPack(base, auth, pack))
   }
   const server = expectOk(
     "mcp server",

@@ -158,6 +158,14 @@ export const benchTenant = async (base: string, policies: number) => {
   return { userHeaders: auth, keyHeaders, workspaceId, environmentId }
 }
 
+/** `POST /v1/policies/packs/{pack}/install`, enabled: the guard pack's answer. */
+export const installPack = (base: string, auth: Record<string, string>, pack: string) =>
+  json(`${base}/v1/policies/packs/${pack}/install`, {
+    method: "POST",
+    headers: { ...auth, "content-type": "application/json" },
+    body: JSON.stringify({ enabled: true })
+  })
+
 /** The agents the benchmarks decide for: registered, as events and gateway routes need (a bare profile). */
 export const BENCH_AGENTS = ["bench", "bench-bot"] as const
 

@@ -9,7 +9,7 @@
  *
  * Saves bench/results/worst-decision.json. Needs Kafka and PostgreSQL.
  */
-import { benchDatabase, benchTenant, endRun, json, printAndSave, startService } from "./support.js"
+import { benchDatabase, benchTenant, endRun, installPack, printAndSave, startService } from "./support.js"
 
 const policies = Number(process.argv[2] ?? 1_000)
 const regexes = Number(process.argv[3] ?? 128)
@@ -44,13 +44,7 @@ try {
     const response = await fetch(`${base}/v1/policies`, { method: "POST", headers: yaml, body: policyText(i) })
     if (response.status !== 201) throw new Error(`policy ${i}: ${response.status} ${await response.text()}`)
   }
-  for (const pack of PACKS) {
-    await json(`${base}/v1/policies/packs/${pack}/install`, {
-      method: "POST",
-      headers: { ...tenant.userHeaders, "content-type": "application/json" },
-      body: JSON.stringify({ enabled: true })
-    })
-  }
+  for (const pack of PACKS) await installPack(base, tenant.userHeaders, pack)
   const decide = async (content: string) => {
     const started = performance.now()
     const response = await fetch(`${base}/v1/events`, {

@@ -23,8 +23,7 @@ export const makeDecisionAllowance = (millisPerSecond: number) => {
   const workspaces = makeWorkMeters(millisPerSecond, BURST_MS)
   /** `evaluate`'s decision, or a fail-closed defer while the workspace is past its allowance. */
   return (workspaceId: string, evaluate: () => Decision): Decision => {
-    const now = Date.now()
-    const wait = workspaces.waitFor(workspaceId, now)
+    const wait = workspaces.waitFor(workspaceId)
     if (wait > 0) {
       return failClosed(
         `This workspace's recent decisions held the service for longer than they may (DECISION_MS_PER_SECOND_PER_WORKSPACE): deferred without matching; retry in ${wait} s, or send shorter content`,

@@ -24,7 +24,7 @@ export class CompileAllowance extends Effect.Service<CompileAllowance>()("catalo
     const config = yield* AppConfig
     const perWorkspace = config.compileMillisPerSecondPerWorkspace
     const perProcess = config.compileMillisPerSecond
-    const process: WorkMeter = { debt: 0, at: 0 }
+    const processMeter: WorkMeter = { debt: 0, at: 0 }
     const workspaces = makeWorkMeters(perWorkspace, perWorkspace * BURST_SECONDS)
 
     /**
@@ -34,8 +34,8 @@ export class CompileAllowance extends Effect.Service<CompileAllowance>()("catalo
     const metered = <A>(workspaceId: string, work: () => A): Effect.Effect<A, TooManyRequests> =>
       Effect.suspend(() => {
         const now = Date.now()
-        const workspaceWait = workspaces.waitFor(workspaceId, now)
-        const processWait = waitFor(process, perProcess, perProcess * BURST_SECONDS, now)
+        const workspaceWait = workspaces.waitFor(workspaceId)
+        const processWait = waitFor(processMeter, perProcess, perProcess * BURST_SECONDS, now)
         if (workspaceWait > 0 || processWait > 0) {
           return Effect.fail(
             tooManyRequests(
@@ -53,7 +53,7 @@ export class CompileAllowance extends Effect.Service<CompileAllowance>()("catalo
         if (spent > 0) {
           const end = Date.now()
           workspaces.charge(workspaceId, spent, end)
-          charge(process, perProcess, spent, end)
+          charge(processMeter, perProcess, spent, end)
         }
         return Effect.succeed(result)
       })

@@ -33,10 +33,10 @@ export const charge = (meter: WorkMeter, millisPerSecond: number, millis: number
 export const makeWorkMeters = (millisPerSecond: number, burstMillis: number) => {
   const meters = new Map<string, WorkMeter>()
   return {
-    /** Seconds `key` must wait, or 0. */
-    waitFor: (key: string, now: number) => {
+    /** Seconds `key` must wait, or 0 (a key never charged reads no clock: the decisions' hot path). */
+    waitFor: (key: string) => {
       const meter = meters.get(key)
-      return meter === undefined ? 0 : waitFor(meter, millisPerSecond, burstMillis, now)
+      return meter === undefined ? 0 : waitFor(meter, millisPerSecond, burstMillis, Date.now())
     },
     charge: (key: string, millis: number, now: number) => {
       let meter = meters.get(key)
