@@ -26,12 +26,6 @@ export interface HumanReviewFilters {
 export const MAX_REVIEW_GROUPS = 1_000
 
 const OUTCOMES = ["accepted", "corrected", "false_positive", "ignored", "missed_issue", "rejected"] as const
-/** A group's values from its `json` encoding (an array of strings; '' when grouped by nothing). */
-const groupValues = (grp: string): ReadonlyArray<string> => {
-  if (grp === "") return []
-  const parsed: unknown = JSON.parse(grp)
-  return Array.isArray(parsed) ? parsed.map(String) : []
-}
 const isIntervention = (outcome: string) => (interventionOutcomes as ReadonlyArray<string>).includes(outcome)
 
 export class HumanReview extends Effect.Service<HumanReview>()("analytics/HumanReview", {
@@ -54,10 +48,9 @@ export class HumanReview extends Effect.Service<HumanReview>()("analytics/HumanR
             filters: [...filters, ...only],
             segments,
             groupBy,
-            bucketed: false,
-            groupEncoding: "json"
+            bucketed: false
           }),
-          (rows) => rows.map((row) => [groupValues(row.grp), Number(row.value)] as const)
+          (rows) => rows.map((row) => [row.grp, Number(row.value)] as const)
         )
       /** The lists cut to MAX_REVIEW_GROUPS. */
       const truncated: Array<string> = []
@@ -75,7 +68,7 @@ export class HumanReview extends Effect.Service<HumanReview>()("analytics/HumanR
             maxCells: MAX_REVIEW_GROUPS + 2
           }),
           (rows) => {
-            const values = rows.map((row) => row.grp).filter((value) => value !== NO_VALUE)
+            const values = rows.flatMap((row) => row.grp).filter((value) => value !== NO_VALUE)
             if (values.length <= MAX_REVIEW_GROUPS) return undefined
             truncated.push(list)
             return values.slice(0, MAX_REVIEW_GROUPS)

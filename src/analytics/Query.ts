@@ -11,7 +11,7 @@ import { BadRequest } from "../http/Errors.js"
 import { isInstant } from "../platform/Schemas.js"
 import { bucketStart, type Granularity, unitMillis } from "./Aggregates.js"
 import { isDimension, metricNamed, type SeriesSum } from "./Catalog.js"
-import { AnalyticsRepo, type DimensionFilter, GROUP_SEPARATOR, type Segment } from "./Repo.js"
+import { AnalyticsRepo, type DimensionFilter, type Segment } from "./Repo.js"
 import { emptySketch, quantile } from "./Sketch.js"
 
 export const ALL_TIME_START = new Date(0)
@@ -106,7 +106,10 @@ export const checkQuery = (query: MetricQuery) =>
     return { entry, start, end }
   })
 
-const cellKey = (group: string, bucket: Date | null) => `${bucket?.getTime() ?? ""}${GROUP_SEPARATOR}${group}`
+/** A (group, bucket) cell's key: the bucket part is digits or empty, so the first space ends it. */
+const cellKey = (group: string, bucket: Date | null) => `${bucket?.getTime() ?? ""} ${group}`
+/** The one value a query groups by ('' when it groups by nothing). */
+const groupValue = (row: { readonly grp: ReadonlyArray<string> }) => row.grp[0] ?? ""
 
 /** A query that would answer more than MAX_QUERY_POINTS: 400 naming what to narrow. */
 const tooManyPoints = (interval: string | undefined) =>
@@ -143,14 +146,14 @@ export class AnalyticsQueries extends Effect.Service<AnalyticsQueries>()("analyt
       if (definition.kind === "sum") {
         for (const row of yield* repo.sums(select(definition.of))) {
           const value = Number(row.value)
-          cells.set(cellKey(row.grp, row.bucket), { group: row.grp, bucket: row.bucket, value })
+          cells.set(cellKey(groupValue(row), row.bucket), { group: groupValue(row), bucket: row.bucket, value })
           total += value
         }
       } else if (definition.kind === "ratio") {
         const parts = new Map<string, { group: string; bucket: Date | null; numerator: number; denominator: number }>()
-        const part = (row: { grp: string; bucket: Date | null }) => {
-          const key = cellKey(row.grp, row.bucket)
-          const found = parts.get(key) ?? { group: row.grp, bucket: row.bucket, numerator: 0, denominator: 0 }
+        const part = (row: { grp: ReadonlyArray<string>; bucket: Date | null }) => {
+          const key = cellKey(groupValue(row), row.bucket)
+          const found = parts.get(key) ?? { group: groupValue(row), bucket: row.bucket, numerator: 0, denominator: 0 }
           parts.set(key, found)
           return found
         }
@@ -171,8 +174,8 @@ export class AnalyticsQueries extends Effect.Service<AnalyticsQueries>()("analyt
         const sketches = new Map<string, { group: string; bucket: Date | null; sketch: Array<number> }>()
         const all = emptySketch()
         for (const row of yield* repo.sketches(select(definition.of))) {
-          const key = cellKey(row.grp, row.bucket)
-          const found = sketches.get(key) ?? { group: row.grp, bucket: row.bucket, sketch: emptySketch() }
+          const key = cellKey(groupValue(row), row.bucket)
+          const found = sketches.get(key) ?? { group: groupValue(row), bucket: row.bucket, sketch: emptySketch() }
           sketches.set(key, found)
           found.sketch[row.bin] = (found.sketch[row.bin] ?? 0) + Number(row.count)
           all[row.bin] = (all[row.bin] ?? 0) + Number(row.count)

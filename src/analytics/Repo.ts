@@ -26,7 +26,7 @@ export interface SumSelection {
   readonly sum: SeriesSum
   readonly filters: ReadonlyArray<DimensionFilter>
   readonly segments: ReadonlyArray<Segment>
-  /** Dimensions to group by; their values join with GROUP_SEPARATOR in `grp` ("(none)" when absent). */
+  /** Dimensions to group by; each row's `grp` holds their values in this order ("(none)" when absent). */
   readonly groupBy: ReadonlyArray<string>
   /** Group by bucket start too (time series). */
   readonly bucketed: boolean
@@ -34,22 +34,22 @@ export interface SumSelection {
   readonly maxCells?: number
   /** Largest sums first (so `maxCells` keeps the largest groups). */
   readonly largestFirst?: boolean
-  /**
-   * `json`: `grp` is a JSON array of the group's values, which no value can blur (a value holding
-   * GROUP_SEPARATOR would split in two). Without it, values join with GROUP_SEPARATOR (query labels).
-   */
-  readonly groupEncoding?: "json"
 }
 
-export const GROUP_SEPARATOR = "\u001f"
 export const NO_VALUE = "(none)"
 
+/**
+ * A group's values, read from a JSON array: no value can blur into another, as joining them with a
+ * separator would let a value holding it do.
+ */
+const GroupValues = Schema.parseJson(Schema.Array(Schema.String))
+
 /** A sum per group (and bucket start when bucketed); `sum(value)::text`. */
-const SumRow = Schema.Struct({ grp: Schema.String, bucket: Schema.NullOr(Schema.DateFromSelf), value: Schema.String })
+const SumRow = Schema.Struct({ grp: GroupValues, bucket: Schema.NullOr(Schema.DateFromSelf), value: Schema.String })
 
 /** A merged sketch bin per group (and bucket start when bucketed); `sum(...)::text`. */
 const SketchRow = Schema.Struct({
-  grp: Schema.String,
+  grp: GroupValues,
   bucket: Schema.NullOr(Schema.DateFromSelf),
   bin: Schema.Number,
   count: Schema.String
@@ -99,16 +99,11 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("analytics/An
       ])
     }
 
-    const group = (selection: SumSelection) => {
-      if (selection.groupBy.length === 0) return sql`''`
-      const values = sql.join(
+    const group = (selection: SumSelection) =>
+      sql`jsonb_build_array(${sql.join(
         ", ",
         false
-      )(selection.groupBy.map((dimension) => sql`coalesce(dims->>${dimension}, ${NO_VALUE})`))
-      return selection.groupEncoding === "json"
-        ? sql`jsonb_build_array(${values})::text`
-        : sql`concat_ws(chr(31), ${values})`
-    }
+      )(selection.groupBy.map((dimension) => sql`coalesce(dims->>${dimension}, ${NO_VALUE})`))})::text`
 
     const bucket = (selection: SumSelection) => (selection.bucketed ? sql`bucket_start` : sql`null::timestamptz`)
 
