@@ -50,8 +50,8 @@ const definitionOf = (tool: Json): Definition => {
 
 /**
  * The named tools of a listing and their definitions (a name listed twice: its last definition). A name
- * longer than a tool call may carry is left out: it could be neither called nor accepted; so is a
- * definition over MAX_DEFINITION_CHARS.
+ * longer than a tool call may carry is left out: it could be neither called nor accepted; so are the names
+ * `.` and `..` (no URL path can name them) and a definition over MAX_DEFINITION_CHARS.
  */
 export const definitionsOf = (listed: Json): ReadonlyMap<string, Definition> => {
   const tools = Array.isArray(listed["tools"]) ? listed["tools"] : []
@@ -60,6 +60,9 @@ export const definitionsOf = (listed: Json): ReadonlyMap<string, Definition> => 
     const object = asObject(tool)
     const name = object?.["name"]
     if (object === undefined || typeof name !== "string" || name.length > Limits.identifier) continue
+    // `.` and `..` are dot segments: clients resolve them (even as %2e) before a path reaches us, so such
+    // a tool's pin could be neither accepted nor deleted.
+    if (name === "." || name === "..") continue
     // A name PostgreSQL cannot store as listed (NUL, unpaired surrogate) could never match its pin.
     if (unstorableJson(name) !== undefined) continue
     const definition = definitionOf(object)

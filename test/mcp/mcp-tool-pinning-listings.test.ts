@@ -70,12 +70,15 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
     })
   )
 
-  it.effect("a tool whose name is too long to pin is left out", () =>
+  it.effect("a tool whose name no pin route can address is left out", () =>
     Effect.gen(function* () {
       const setup = yield* mcpTenant(upstreamUrl)
       const long: Tool = { ...PINNED, name: "t".repeat(201) }
       const nameless: Tool = { ...PINNED, name: 42 }
-      tools = [long, nameless, PINNED]
+      // URL clients resolve `.` and `..` segments: /tools/../accept would reach another route.
+      const dot: Tool = { ...PINNED, name: "." }
+      const dotDot: Tool = { ...PINNED, name: ".." }
+      tools = [long, nameless, dot, dotDot, PINNED]
       expect(yield* listed(setup)).toEqual([PINNED])
       const pins = yield* setup.owner.api.mcpServers.listMcpToolPins({ path: { id: setup.serverId } })
       expect(pins.tools.map((pin) => pin.tool)).toEqual(["lookup_order"])
