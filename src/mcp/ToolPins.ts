@@ -133,6 +133,12 @@ const pinMoved = (tool: string, current: string) =>
     details: [{ path: "seen_digest", message: `the latest listed definition is ${current}` }]
   })
 
+const pinRaced = (tool: string) =>
+  new Conflict({
+    code: "tool_pin_changed",
+    message: `The pin of ${tool} was removed or relisted while it was being accepted; read it again before accepting.`
+  })
+
 export class ToolPins extends Effect.Service<ToolPins>()("mcp/ToolPins", {
   effect: Effect.gen(function* () {
     const repo = yield* ToolPinsRepo
@@ -177,10 +183,11 @@ export class ToolPins extends Effect.Service<ToolPins>()("mcp/ToolPins", {
       tool: string,
       seenDigest: string
     ) {
-      const accepted = yield* repo.accept(workspaceId, serverId, tool, seenDigest)
-      if (Option.isSome(accepted)) return toToolPin(accepted.value)
-      const current = yield* repo.find(workspaceId, serverId, tool)
-      return yield* Option.isNone(current) ? pinNotFound(tool) : pinMoved(tool, current.value.seen_digest)
+      const pin = yield* repo.accept(workspaceId, serverId, tool, seenDigest)
+      if (Option.isNone(pin)) return yield* pinNotFound(tool)
+      if (pin.value.accepted) return toToolPin(pin.value)
+      // The digest read is the one sent: a removal or listing committed while the update waited for the row.
+      return yield* pin.value.seen_digest === seenDigest ? pinRaced(tool) : pinMoved(tool, pin.value.seen_digest)
     })
 
     /** Forgets a pin: the tool is pinned afresh at its next listing (one the server no longer lists frees its place). */

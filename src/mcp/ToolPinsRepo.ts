@@ -26,7 +26,9 @@ export interface ListedDefinition {
 
 const Server = Schema.Struct({ workspaceId: Schema.String, serverId: Schema.String })
 const ServerTool = Schema.Struct({ workspaceId: Schema.String, serverId: Schema.String, tool: Schema.String })
-const decodeRows = Schema.decodeUnknown(Schema.Array(PinRow))
+const decodeAccepted = Schema.decodeUnknown(
+  Schema.Array(Schema.extend(PinRow, Schema.Struct({ accepted: Schema.Boolean })))
+)
 const decodeListed = Schema.decodeUnknown(
   Schema.Array(Schema.Struct({ tool: Schema.String, pinned_digest: Schema.String }))
 )
@@ -110,15 +112,23 @@ export class ToolPinsRepo extends Effect.Service<ToolPinsRepo>()("mcp/ToolPinsRe
                   when mcp_tool_pins.poisoned_in @> array[${environmentId}]::text[] then mcp_tool_pins.poisoned_in
                   else mcp_tool_pins.poisoned_in || ${environmentId}::text end
               returning tool, pinned_digest`.pipe(Effect.flatMap(decodeListed)),
-      /** Accepts the latest listed definition of a tool as its pin, when it is still `seenDigest` (else none). */
+      /**
+       * Accepts the latest listed definition of a tool as its pin when it is still `seenDigest`; else the
+       * pin as this same statement saw it (none: never listed), so a 409 never names a digest that a
+       * listing racing between two statements had just put back.
+       */
       accept: (workspaceId: string, serverId: string, tool: string, seenDigest: string) =>
         sql`with p as (
               update mcp_tool_pins set pinned_digest = seen_digest, pinned_at = now()
               where workspace_id = ${workspaceId} and server_id = ${serverId} and tool = ${tool}
                 and seen_digest = ${seenDigest}
               returning *)
-            select ${pinColumns(sql, workspaceId)} from p`.pipe(
-          Effect.flatMap(decodeRows),
+            select true as accepted, ${pinColumns(sql, workspaceId)} from p
+            union all
+            select false as accepted, ${pinColumns(sql, workspaceId)} from mcp_tool_pins p
+            where p.workspace_id = ${workspaceId} and p.server_id = ${serverId} and p.tool = ${tool}
+              and not exists (select 1 from p)`.pipe(
+          Effect.flatMap(decodeAccepted),
           Effect.map((rows) => Option.fromNullable(rows[0]))
         ),
       /** Forgets one pin (whether there was one). */

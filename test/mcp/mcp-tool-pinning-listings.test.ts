@@ -4,13 +4,18 @@
  * its pin (the pinned one listed after it), and a tool whose name is too long to pin is left out, as the
  * docs say, while any name up to that length can be accepted and forgotten; so is a definition too large
  * to keep. A deleted environment's
- * finding of poisoning no longer withholds the tool.
+ * finding of poisoning no longer withholds the tool. An accept that races a removal and a relisting
+ * answers 409 without naming the digest it was sent as "another definition".
  */
 import { afterAll, expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
-import { SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
+import pg from "pg"
+import { expectFailure } from "../support/Api.js"
+import { serviceWaitsOnLocks } from "../support/Database.js"
+import { until } from "../support/Eventually.js"
+import { SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 import { GATEWAY_SETTINGS } from "../gateway/gateway-helpers.js"
 import { call, expectValidation } from "../support/Raw.js"
 import { createEnvironment, createKey } from "../support/Tenants.js"
@@ -147,6 +152,43 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
         token: setup.owner.jwt
       })
       expectValidation(tooLong, "tool")
+    })
+  )
+
+  it.effect("an accept racing a removal and a relisting says the pin moved, not that the digest sent changed", () =>
+    Effect.gen(function* () {
+      const url = yield* TestDatabaseUrl
+      const setup = yield* mcpTenant(upstreamUrl)
+      tools = [PINNED]
+      yield* listed(setup)
+      tools = [PULLED]
+      yield* listed(setup)
+      const pins = yield* setup.owner.api.mcpServers.listMcpToolPins({ path: { id: setup.serverId } })
+      const seen = pins.tools[0]!.seen_digest
+      const path = { id: setup.serverId, tool: "lookup_order" }
+      const accept = setup.owner.api.mcpServers.acceptMcpToolPin({ path, payload: { seen_digest: seen } })
+
+      // Another session removes the pin and a listing puts it back, as it was, while the accept waits.
+      const other = new pg.Client({ connectionString: url })
+      yield* Effect.promise(() => other.connect())
+      const where = "where server_id = $1 and tool = 'lookup_order'"
+      yield* Effect.promise(() => other.query("begin"))
+      yield* Effect.promise(() => other.query(`delete from mcp_tool_pins ${where}`, [setup.serverId]))
+      const racing = yield* Effect.fork(Effect.exit(accept))
+      yield* until(Effect.filterOrFail(serviceWaitsOnLocks(url, "mcp_tool_pins"), (n) => n >= 1))
+      yield* Effect.promise(() =>
+        other.query(
+          `insert into mcp_tool_pins (workspace_id, server_id, tool, pinned_digest, seen_digest, seen_definition)
+           values ($1, $2, 'lookup_order', $3, $4, $5)`,
+          [setup.owner.workspaceId, setup.serverId, pins.tools[0]!.pinned_digest, seen, pins.tools[0]!.seen_definition]
+        )
+      )
+      yield* Effect.promise(() => other.query("commit").finally(() => other.end()))
+
+      const raced = yield* expectFailure(Fiber.join(racing).pipe(Effect.flatten), 409, "tool_pin_changed")
+      expect(raced.message).not.toContain(seen)
+      // Read again, the same digest is accepted.
+      expect((yield* accept).status).toBe("pinned")
     })
   )
 })
