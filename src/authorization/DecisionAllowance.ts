@@ -8,8 +8,11 @@
  * closed (`defer`, finding `system:fail_closed` naming the setting) without matching. The burst is
  * short on purpose: it is how long one workspace may hold the thread before the others get it back.
  * Ordinary decisions (milliseconds) are never charged, so only a workspace sending heavy decisions
- * faster than the payback can ever wait.
+ * faster than the payback can ever wait. And no one decision holds the thread for longer than
+ * DECISION_MATCH_MS: matching past it stops (MatchDeadline.ts) and the decision fails closed, so the
+ * others wait at most that long for any one.
  */
+import { MatchDeadlinePassed, withinMatchDeadline } from "../catalog/MatchDeadline.js"
 import { makeWorkMeters } from "../platform/WorkMeters.js"
 import { failClosed } from "./Decisions.js"
 import type { Decision } from "./Pipeline.js"
@@ -19,9 +22,25 @@ export const CHARGED_ABOVE_MS = 25
 /** The debt a workspace may run up before its decisions wait: two seconds of the thread. */
 export const BURST_MS = 2_000
 
-export const makeDecisionAllowance = (millisPerSecond: number) => {
+/**
+ * `evaluate`'s decision when its matching ends within `matchMillis`; else a fail-closed defer. Live
+ * decisions and their impact replays both decide through it, so a replay reproduces a cut decision.
+ */
+export const decideWithin = (matchMillis: number, evaluate: () => Decision): Decision => {
+  try {
+    return withinMatchDeadline(matchMillis, evaluate)
+  } catch (error) {
+    if (!(error instanceof MatchDeadlinePassed)) throw error
+    return failClosed(
+      `Matching this event took longer than one decision may (DECISION_MATCH_MS, ${matchMillis} ms): deferred unmatched; send shorter content, or fewer policies apply`,
+      { failure: "decision_time_exceeded", limit_ms: matchMillis }
+    )
+  }
+}
+
+export const makeDecisionAllowance = (millisPerSecond: number, matchMillis: number) => {
   const workspaces = makeWorkMeters(millisPerSecond, BURST_MS)
-  /** `evaluate`'s decision, or a fail-closed defer while the workspace is past its allowance. */
+  /** `evaluate`'s decision, or a fail-closed defer while the workspace is past its allowance or past matchMillis. */
   return (workspaceId: string, evaluate: () => Decision): Decision => {
     const wait = workspaces.waitFor(workspaceId)
     if (wait > 0) {
@@ -31,7 +50,7 @@ export const makeDecisionAllowance = (millisPerSecond: number) => {
       )
     }
     const began = performance.now()
-    const decision = evaluate()
+    const decision = decideWithin(matchMillis, evaluate)
     const spent = performance.now() - began
     if (spent > CHARGED_ABOVE_MS) workspaces.charge(workspaceId, spent, Date.now())
     return decision

@@ -22,6 +22,7 @@ import { Either } from "effect"
 import { createRequire } from "node:module"
 import type { RE2 } from "re2-wasm"
 import { MAX_COMPILED_PATTERNS } from "../platform/Config.js"
+import { checkMatchDeadline } from "./MatchDeadline.js"
 import { expansionOf, MAX_EXPANSION } from "./RegexExpansion.js"
 
 /** Which engine holds a compiled pattern; tests assert it. There is only the linear-time one. */
@@ -160,6 +161,7 @@ const utf16Offset = (text: string, codePoints: number, astral: boolean): number 
 const scanWith = (engine: Wrapped, text: string, found: (match: RegexMatch) => boolean): void => {
   let from = 0 // UTF-16 offset of the next search
   while (from <= text.length) {
+    checkMatchDeadline()
     const base = from === 0 ? 0 : from - (from >= 2 && SURROGATE.test(text[from - 1]!) ? 2 : 1)
     const window = base === 0 ? text : text.slice(base)
     const astral = SURROGATE.test(window)

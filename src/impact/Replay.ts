@@ -12,7 +12,8 @@
  */
 import { Either, Schema } from "effect"
 import { createHash } from "node:crypto"
-import { evaluate, modesOf, type Environment } from "../authorization/Decisions.js"
+import { decideWithin } from "../authorization/DecisionAllowance.js"
+import { evaluate as evaluateUncut, modesOf, type Environment } from "../authorization/Decisions.js"
 import { EventKind, ProposedAction } from "../authorization/Domain.js"
 import { overlayOf, type PolicyOverlay } from "../authorization/DryRun.js"
 import type { CheckerMode, CheckerName, Decision, DecisionEffect } from "../authorization/Pipeline.js"
@@ -127,6 +128,8 @@ export interface ReplaySets {
   readonly config: RuntimeConfig
   /** Landed red-team attacks, by the trace of their decision. */
   readonly landed: ReadonlyMap<string, { readonly job_id: string; readonly seq: number }>
+  /** DECISION_MATCH_MS: a replayed decision is cut where a live one is. */
+  readonly matchMillis: number
 }
 
 interface Cell {
@@ -147,6 +150,8 @@ export const makeTally = (sets: ReplaySets) => {
     ...sets.live,
     policies: sets.live.policies.filter((policy) => sets.changed.has(policy.id))
   }
+  const evaluate = (...args: Parameters<typeof evaluateUncut>) =>
+    decideWithin(sets.matchMillis, () => evaluateUncut(...args))
   const touches = (decision: Decision) =>
     decision.findings.some((finding) => finding.policy_id !== null && sets.changed.has(finding.policy_id))
   const modesByEnvironment = new Map<string, Readonly<Record<CheckerName, CheckerMode>>>()

@@ -15,6 +15,7 @@ import { hostname } from "node:os"
 import { CatalogLive } from "../catalog/Http.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
+import { AppConfig } from "../platform/Config.js"
 import { every } from "../platform/Background.js"
 import { claimWhenQueued, jobsQueued } from "../platform/Signal.js"
 import { candidateOf, makeTally, resultDigest } from "./Replay.js"
@@ -22,8 +23,10 @@ import { type ImpactJobRow, ImpactRepo, type RetainedRow } from "./Repo.js"
 
 /** Decisions read per query (and per progress update). */
 export const PAGE_SIZE = 2_000
-/** Decisions replayed between yields to other fibers. */
+/** Decisions replayed between yields to other fibers, at most. */
 const YIELD_EVERY = 250
+/** And the longest a slice of them may hold the thread before it yields. */
+const SLICE_MS = 20
 const STALE_AFTER_SECONDS = 30
 const MAX_RESUMES = 3
 /** Replays of one workspace running at once across all workers: its replays run one after another. */
@@ -33,6 +36,7 @@ export const makeImpactRunner = Effect.gen(function* () {
   const repo = yield* ImpactRepo
   const snapshots = yield* CatalogSnapshot
   const settings = yield* WorkspaceSettings
+  const { decisionMatchMillis } = yield* AppConfig
   const workerId = `${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`
 
   /** Replays one claimed job to its result; a request that no longer compiles fails the job with why. */
@@ -59,7 +63,8 @@ export const makeImpactRunner = Effect.gen(function* () {
         overlay: candidate.right.overlay,
         changed: candidate.right.changed,
         config,
-        landed
+        landed,
+        matchMillis: decisionMatchMillis
       })
       const pageAfter = (after: RetainedRow | undefined) =>
         repo.page({ ...window, afterAt: after?.created_at ?? null, afterId: after?.id ?? "", limit: PAGE_SIZE })
@@ -70,10 +75,19 @@ export const makeImpactRunner = Effect.gen(function* () {
         const last = rows[rows.length - 1]
         const more = rows.length === PAGE_SIZE && last !== undefined
         if (more) next = yield* Effect.fork(pageAfter(last))
-        for (let at = 0; at < rows.length; at += YIELD_EVERY) {
-          // Let the read of the next page (and other fibers) through between slices.
-          yield* Effect.yieldNow()
-          for (const row of rows.slice(at, at + YIELD_EVERY)) tally.add(row)
+        // Other fibers of this thread (the stream consumers, the read of the next page) get it back
+        // between slices: a slice ends after YIELD_EVERY decisions or SLICE_MS, whichever comes first
+        // (heavy decisions, each up to DECISION_MATCH_MS per evaluation, would otherwise hold it for minutes).
+        let sliceStart = performance.now()
+        let inSlice = 0
+        for (const row of rows) {
+          if (inSlice >= YIELD_EVERY || performance.now() - sliceStart > SLICE_MS) {
+            yield* Effect.yieldNow()
+            sliceStart = performance.now()
+            inSlice = 0
+          }
+          tally.add(row)
+          inSlice++
         }
         yield* repo.progress(workerId, job.id, tally.replayed())
         if (!more) break

@@ -8,10 +8,15 @@
  *
  * The payback is set tiny here (1 ms per second), so the workspace's heavy decisions (over 32 regexes
  * at the content cap, far longer than 25 ms each on any machine) run up the 2 s burst within a few dozen.
+ *
+ * And no one decision holds the thread past DECISION_MATCH_MS: set to 10 ms in the second suite, a
+ * heavy decision stops matching and defers, even though its text ends with what a policy denies; an
+ * impact replay decides it under the same limit, so it agrees with what was recorded.
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { BURST_MS, CHARGED_ABOVE_MS } from "../../src/authorization/DecisionAllowance.js"
+import { aroundNow, replay } from "../impact/impact-helpers.js"
 import { createAgent, createPolicy, eventBody, reply } from "../support/Events.js"
 import { call } from "../support/Raw.js"
 import { type Tenant, tenant } from "../support/Tenants.js"
@@ -48,36 +53,54 @@ const regexTenant = (base: string) =>
     return owner
   })
 
-layer(testServer("database", { DECISION_MS_PER_SECOND_PER_WORKSPACE: "1" }), SERVER_OPTIONS)(
-  "a workspace's decision allowance",
-  (it) => {
-    it.effect(
-      "past its allowance a workspace's decisions defer without matching; another workspace's are matched",
-      () =>
-        Effect.gen(function* () {
-          const base = yield* baseUrl
-          const heavy = yield* regexTenant(base)
-          const other = yield* regexTenant(base)
+// The per-decision limit is set far out of reach here: this suite is about the rate.
+layer(
+  testServer("database", { DECISION_MS_PER_SECOND_PER_WORKSPACE: "1", DECISION_MATCH_MS: "600000" }),
+  SERVER_OPTIONS
+)("a workspace's decision allowance", (it) => {
+  it.effect("past its allowance a workspace's decisions defer without matching; another workspace's are matched", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const heavy = yield* regexTenant(base)
+      const other = yield* regexTenant(base)
 
-          // Matched (permit) until the debt passes the burst; the first one past it defers.
-          let heavyDecisions = 0
-          let last = yield* decide(base, heavy, AT_CAP)
-          while (last.effect === "permit" && heavyDecisions < MAX_HEAVY) {
-            heavyDecisions++
-            last = yield* decide(base, heavy, AT_CAP)
-          }
-          expect(heavyDecisions).toBeGreaterThan(0)
-          expect(last.effect).toBe("defer")
-          // Even a short text now defers: the workspace's debt is past the allowance.
-          const deferred = yield* decide(base, heavy, "order code3-123456")
-          expect(deferred.effect).toBe("defer")
-          expect(deferred.findings.map((finding) => finding.requirement_id)).toEqual(["system:fail_closed"])
-          expect(deferred.findings[0]!.reason).toContain("DECISION_MS_PER_SECOND_PER_WORKSPACE")
+      // Matched (permit) until the debt passes the burst; the first one past it defers.
+      let heavyDecisions = 0
+      let last = yield* decide(base, heavy, AT_CAP)
+      while (last.effect === "permit" && heavyDecisions < MAX_HEAVY) {
+        heavyDecisions++
+        last = yield* decide(base, heavy, AT_CAP)
+      }
+      expect(heavyDecisions).toBeGreaterThan(0)
+      expect(last.effect).toBe("defer")
+      // Even a short text now defers: the workspace's debt is past the allowance.
+      const deferred = yield* decide(base, heavy, "order code3-123456")
+      expect(deferred.effect).toBe("defer")
+      expect(deferred.findings.map((finding) => finding.requirement_id)).toEqual(["system:fail_closed"])
+      expect(deferred.findings[0]!.reason).toContain("DECISION_MS_PER_SECOND_PER_WORKSPACE")
 
-          const elsewhere = yield* decide(base, other, "order code3-123456")
-          expect(elsewhere.effect).toBe("deny")
-          expect(elsewhere.findings.map((finding) => finding.requirement_id)).not.toContain("system:fail_closed")
-        })
-    )
-  }
-)
+      const elsewhere = yield* decide(base, other, "order code3-123456")
+      expect(elsewhere.effect).toBe("deny")
+      expect(elsewhere.findings.map((finding) => finding.requirement_id)).not.toContain("system:fail_closed")
+    })
+  )
+})
+
+layer(testServer("database", { DECISION_MATCH_MS: "10" }), SERVER_OPTIONS)("one decision's matching time", (it) => {
+  it.effect("a decision whose matching runs past DECISION_MATCH_MS defers, unmatched", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const owner = yield* regexTenant(base)
+      const text = `${AT_CAP.slice(0, 262_144 - 20)} code31-123456`
+      const cut = yield* decide(base, owner, text)
+      expect(cut.effect).toBe("defer")
+      expect(cut.findings.map((finding) => finding.requirement_id)).toEqual(["system:fail_closed"])
+      expect(cut.findings[0]!.reason).toContain("DECISION_MATCH_MS")
+
+      // An impact replay decides it under the same limit, so it reproduces the recorded defer.
+      const replayed = yield* replay(owner, aroundNow())
+      expect(replayed.result?.recorded_mismatches).toBe(0)
+      expect(replayed.result?.transitions.map((t) => [t.from, t.to, t.count])).toEqual([["defer", "defer", 1]])
+    })
+  )
+})

@@ -1,4 +1,5 @@
 /** Content policies: every enabled policy that applies to the agent, matched against its target. */
+import { checkMatchDeadline } from "../../catalog/MatchDeadline.js"
 import {
   applyRewrite,
   type CompiledPolicy,
@@ -47,6 +48,7 @@ export const contentChecker: Checker = {
     const findings: Array<FindingDraft> = []
     for (const policy of context.policies) {
       if (!policy.appliesTo.has(context.kind)) continue
+      checkMatchDeadline()
       const found = policy.evaluate(context.action, context.agent)
       if (found === null) continue
       const matches = found.slice(0, MAX_POLICY_MATCHES)
