@@ -19,7 +19,7 @@ import { CatalogSnapshot } from "../catalog/Snapshot.js"
 import { type HttpError, NotFound } from "../http/Errors.js"
 import type { Caller } from "../identity/Authentication.js"
 import { type RuntimeConfig, WorkspaceSettings } from "../identity/WorkspaceSettings.js"
-import { recordDecision } from "../operations/Metrics.js"
+import { recordDecision, recordFailedClosed } from "../operations/Metrics.js"
 import { logDecisionDetails } from "../operations/Telemetry.js"
 import { AppConfig } from "../platform/Config.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
@@ -43,6 +43,7 @@ import {
   decisionOutcome,
   evaluate,
   failClosed,
+  failedClosedCause,
   intentIdOf,
   modesOf,
   needsGrant,
@@ -294,6 +295,8 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
       // Before the answer: this instance's next decision in the scope already reads what was added.
       if (recorded && added !== undefined) runFork(provenance.recorded(added.workspace_id, added.scope))
       recordDecision(recorded ? decision.effect : "defer")
+      const failedClosed = recorded ? failedClosedCause(decision) : "unrecorded"
+      if (failedClosed !== undefined) recordFailedClosed(failedClosed)
       if (debugLogs) runFork(logDecisionDetails(config.settings, record.trace.id, decision))
       if (recorded && escalation !== null) runFork(notifyEscalation(outbound, escalation.url, escalation.notice))
       return recorded ? response : unrecordedAnswer(response)

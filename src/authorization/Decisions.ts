@@ -70,6 +70,26 @@ export const intentIdOf = (workspaceId: string, event: ProposedEventInput) =>
     .digest("hex")
     .slice(0, 32)}`
 
+/** Why decisions fail closed, as the `guardrail_decisions_failed_closed_total` metric counts them. */
+export type FailedClosedCause =
+  "decision_allowance_exceeded" | "decision_time_exceeded" | "registry_unreadable" | "unrecorded"
+
+/**
+ * Why `decision` failed closed (undefined: it was decided). The allowance and the time limit name
+ * themselves in the finding's `failure`; any other fail-closed decision could not read the registry.
+ */
+export const failedClosedCause = (decision: Decision): FailedClosedCause | undefined => {
+  const finding = decision.findings[0]
+  if (finding?.requirement_id !== "system:fail_closed") return undefined
+  const failure =
+    typeof finding.evidence === "object" && finding.evidence !== null && "failure" in finding.evidence
+      ? finding.evidence.failure
+      : undefined
+  return failure === "decision_allowance_exceeded" || failure === "decision_time_exceeded"
+    ? failure
+    : "registry_unreadable"
+}
+
 /** A decision made without the checkers: fail closed with the reason as a finding. */
 export const failClosed = (reason: string, evidence: unknown): Decision => ({
   effect: "defer",

@@ -24,6 +24,10 @@ const directRequestsTotal = MetricKey.counter("guardrail_http_direct_requests_to
 const decisionsTotal = MetricKey.counter("guardrail_decisions_total", {
   description: "Authorization decisions answered, by effect."
 })
+const failedClosedTotal = MetricKey.counter("guardrail_decisions_failed_closed_total", {
+  description:
+    "Decisions deferred without being decided, by cause: decision_allowance_exceeded, decision_time_exceeded, registry_unreadable, unrecorded."
+})
 
 /**
  * Tagged metrics are built once per label set, with the labels in their key:
@@ -71,6 +75,13 @@ export const recordRequest = (method: string, route: string, status: number, sec
 export const recordDirectRequest = (route: string) => directCounter(route).unsafeUpdate(1, [])
 
 export const recordDecision = (effect: string) => decisionCounter(effect).unsafeUpdate(1, [])
+
+const failedClosedCounter = memo((cause) =>
+  Metric.fromMetricKey(failedClosedTotal.pipe(MetricKey.tagged("cause", cause)))
+)
+
+/** A decision that failed closed (also counted by `recordDecision` as `defer`), by why. */
+export const recordFailedClosed = (cause: string) => failedClosedCounter(cause).unsafeUpdate(1, [])
 
 // ---- gauges read at scrape time
 

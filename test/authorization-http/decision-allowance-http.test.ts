@@ -18,11 +18,13 @@ import { Effect } from "effect"
 import { BURST_MS, CHARGED_ABOVE_MS } from "../../src/authorization/DecisionAllowance.js"
 import { aroundNow, replay } from "../impact/impact-helpers.js"
 import { createAgent, createPolicy, eventBody, reply } from "../support/Events.js"
+import { sample, scrape } from "../support/Metrics.js"
 import { call } from "../support/Raw.js"
 import { type Tenant, tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 
 const AGENT = "heavy-bot"
+const METRICS_TOKEN = "decision-allowance-metrics-token-0123456789"
 const REGEXES = 32
 /** More heavy decisions than any machine needs to pass BURST_MS (2 s) at over 25 ms each. */
 const MAX_HEAVY = Math.ceil(BURST_MS / CHARGED_ABOVE_MS) + 1
@@ -86,21 +88,33 @@ layer(
   )
 })
 
-layer(testServer("database", { DECISION_MATCH_MS: "10" }), SERVER_OPTIONS)("one decision's matching time", (it) => {
-  it.effect("a decision whose matching runs past DECISION_MATCH_MS defers, unmatched", () =>
-    Effect.gen(function* () {
-      const base = yield* baseUrl
-      const owner = yield* regexTenant(base)
-      const text = `${AT_CAP.slice(0, 262_144 - 20)} code31-123456`
-      const cut = yield* decide(base, owner, text)
-      expect(cut.effect).toBe("defer")
-      expect(cut.findings.map((finding) => finding.requirement_id)).toEqual(["system:fail_closed"])
-      expect(cut.findings[0]!.reason).toContain("DECISION_MATCH_MS")
+layer(testServer("database", { DECISION_MATCH_MS: "10", METRICS_TOKEN }), SERVER_OPTIONS)(
+  "one decision's matching time",
+  (it) => {
+    it.effect("a decision whose matching runs past DECISION_MATCH_MS defers, unmatched", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* regexTenant(base)
+        const text = `${AT_CAP.slice(0, 262_144 - 20)} code31-123456`
+        // The metrics registry is the process's: files run before this one in the worker count too.
+        const cutsCounted = Effect.map(
+          scrape(base, METRICS_TOKEN),
+          (metrics) =>
+            sample(metrics, "guardrail_decisions_failed_closed_total", { cause: "decision_time_exceeded" }) ?? 0
+        )
+        const cutsBefore = yield* cutsCounted
+        const cut = yield* decide(base, owner, text)
+        expect(cut.effect).toBe("defer")
+        expect(cut.findings.map((finding) => finding.requirement_id)).toEqual(["system:fail_closed"])
+        expect(cut.findings[0]!.reason).toContain("DECISION_MATCH_MS")
+        // Operators see why decisions were deferred unmatched.
+        expect(yield* cutsCounted).toBe(cutsBefore + 1)
 
-      // An impact replay decides it under the same limit, so it reproduces the recorded defer.
-      const replayed = yield* replay(owner, aroundNow())
-      expect(replayed.result?.recorded_mismatches).toBe(0)
-      expect(replayed.result?.transitions.map((t) => [t.from, t.to, t.count])).toEqual([["defer", "defer", 1]])
-    })
-  )
-})
+        // An impact replay decides it under the same limit, so it reproduces the recorded defer.
+        const replayed = yield* replay(owner, aroundNow())
+        expect(replayed.result?.recorded_mismatches).toBe(0)
+        expect(replayed.result?.transitions.map((t) => [t.from, t.to, t.count])).toEqual([["defer", "defer", 1]])
+      })
+    )
+  }
+)
