@@ -79,7 +79,7 @@ export const makeImpactRunner = Effect.gen(function* () {
         // between slices: a slice ends after YIELD_EVERY decisions or SLICE_MS, whichever comes first
         // (heavy decisions, each up to DECISION_MATCH_MS per evaluation, would otherwise hold it for minutes).
         let sliceStart = performance.now()
-        let inSlice = 0
+        let inSlice = YIELD_EVERY // the read of the next page starts before the first slice
         for (const row of rows) {
           if (inSlice >= YIELD_EVERY || performance.now() - sliceStart > SLICE_MS) {
             yield* Effect.yieldNow()
