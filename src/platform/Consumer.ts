@@ -30,7 +30,7 @@ import { makeActors } from "./Actors.js"
 import { keepRunning } from "./Background.js"
 import { AppConfig } from "./Config.js"
 import { type Delivery, EventLog, type SubscribeOptions } from "./EventLog.js"
-import { eventDataError, storableText, withEventIds } from "./PoisonEvents.js"
+import { eventDataError, storableHeaders, storableText, withEventIds } from "./PoisonEvents.js"
 
 export interface StreamConsumerOptions<E, R> extends SubscribeOptions {
   /** Applies fresh deliveries of one partition, in order, inside the batch's transaction. */
@@ -169,7 +169,7 @@ const insertDeadLetters = (group: string, dead: ReadonlyArray<Delivery>, reasons
         key: storableText(delivery.key),
         event_id: delivery.eventId,
         value: storableText(delivery.value),
-        headers: storableText(JSON.stringify(delivery.headers ?? {})),
+        headers: storableHeaders(delivery.headers),
         partition: delivery.partition,
         offset: delivery.offset,
         error: storableText(reasons.get(delivery.eventId) ?? "undecodable")
