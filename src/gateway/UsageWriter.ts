@@ -10,12 +10,13 @@
  * shutdown the queue is drained before the scope ends.
  */
 import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Schedule, Schema } from "effect"
+import { Cause, Duration, Effect, Schedule, Schema } from "effect"
 import { Budgets, type Settlement } from "../billing/Budgets.js"
 import { LlmUsageMessage } from "../billing/Domain.js"
+import { AppConfig } from "../platform/Config.js"
 import { allCommitted, makeGroupCommit } from "../platform/GroupCommit.js"
 import { Outbox } from "../platform/Outbox.js"
-import { transactionOf } from "../platform/Sql.js"
+import { isDatabaseUnavailable, transactionOf } from "../platform/Sql.js"
 import { Topics } from "../platform/Topics.js"
 
 const MAX_BATCH = 500
@@ -29,21 +30,35 @@ const LINGER = Duration.millis(10)
 const encodeUsage = Schema.encodeSync(LlmUsageMessage)
 
 export interface FinishedCall {
+  /** The `llm-usage` event's id, fixed once per call: a commit tried again cannot write the event twice. */
+  readonly eventId: string
   readonly message: LlmUsageMessage
   readonly settlement: Settlement
 }
+
+/** A failure because the database cannot serve now (transaction failures are defects: `transactionOf`). */
+const databaseUnavailable = (cause: Cause.Cause<unknown>) =>
+  [...Cause.failures(cause), ...Cause.defects(cause)].some(isDatabaseUnavailable)
 
 export class UsageWriter extends Effect.Service<UsageWriter>()("gateway/UsageWriter", {
   scoped: Effect.gen(function* () {
     const budgets = yield* Budgets
     const outbox = yield* Outbox
+    const config = yield* AppConfig
     const transaction = transactionOf(yield* SqlClient.SqlClient)
+    // While the database is out of reach the batch waits for it (new calls queue behind it), for at most
+    // USAGE_RECORD_RETRY_SECONDS; any other failure is the batch's own and goes to `retryAlone` at once.
+    const untilBack = Schedule.exponential(Duration.millis(50)).pipe(
+      Schedule.union(Schedule.spaced(Duration.seconds(2))),
+      Schedule.upTo(Duration.seconds(config.usageRecordRetrySeconds))
+    )
 
     const commit = (calls: ReadonlyArray<FinishedCall>) =>
       transaction(
         Effect.zipRight(
           outbox.enqueue(
             calls.map((call) => ({
+              eventId: call.eventId,
               topic: Topics.llmUsage,
               key: call.message.workspace_id,
               value: encodeUsage(call.message)
@@ -52,7 +67,14 @@ export class UsageWriter extends Effect.Service<UsageWriter>()("gateway/UsageWri
           budgets.settle(calls.map((call) => call.settlement))
         )
       ).pipe(
-        Effect.retry(Schedule.exponential(Duration.millis(50)).pipe(Schedule.intersect(Schedule.recurs(4)))),
+        Effect.sandbox,
+        Effect.tapError((cause) =>
+          databaseUnavailable(cause)
+            ? Effect.logWarning("gateway usage records wait for the database", cause)
+            : Effect.void
+        ),
+        Effect.retry({ schedule: untilBack, while: databaseUnavailable }),
+        Effect.unsandbox,
         Effect.as(allCommitted(calls))
       )
 
