@@ -176,6 +176,9 @@ export const EventLogDatabaseLive = Layer.effect(
 
     const ping = sql`select 1`.pipe(Effect.asVoid, Effect.mapError(fail("ping")))
 
-    return EventLog.of({ kind: "database", publish, subscribe, ping })
+    const forget = (group: string) =>
+      sql`delete from consumer_positions where group_id = ${group}`.pipe(Effect.asVoid, Effect.mapError(fail("forget")))
+
+    return EventLog.of({ kind: "database", publish, subscribe, ping, forget })
   })
 )

@@ -253,6 +253,8 @@ export const EventLogKafkaLive = Layer.scoped(
       Effect.asVoid
     )
 
-    return EventLog.of({ kind: "kafka", publish, subscribe, ping })
+    const forget = (group: string) => attempt("forget", () => admin.deleteGroups([prefix + group])).pipe(Effect.asVoid)
+
+    return EventLog.of({ kind: "kafka", publish, subscribe, ping, forget })
   })
 )
