@@ -46,48 +46,62 @@ export class UsageWriter extends Effect.Service<UsageWriter>()("gateway/UsageWri
     const outbox = yield* Outbox
     const config = yield* AppConfig
     const transaction = transactionOf(yield* SqlClient.SqlClient)
-    // While the database is out of reach the batch waits for it (new calls queue behind it), for at most
-    // USAGE_RECORD_RETRY_SECONDS; any other failure is the batch's own and goes to `retryAlone` at once.
-    const untilBack = Schedule.exponential(Duration.millis(50)).pipe(
-      Schedule.union(Schedule.spaced(Duration.seconds(2))),
-      Schedule.upTo(Duration.seconds(config.usageRecordRetrySeconds))
-    )
+    // While the database is out of reach a batch waits for it (new calls queue behind it), for at most
+    // USAGE_RECORD_RETRY_SECONDS; any other failure is the batch's own and goes to `retryAlone` at once. Once the
+    // service stops, every wait ends by SHUTDOWN_DRAIN_SECONDS from then, so a stop during an outage does not
+    // wait on each queued batch in turn.
+    const retryMillis = config.usageRecordRetrySeconds * 1000
+    let stopBy = Number.POSITIVE_INFINITY
+    const backoff = Schedule.exponential(Duration.millis(50)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(2))))
 
     const commit = (calls: ReadonlyArray<FinishedCall>) =>
-      transaction(
-        Effect.zipRight(
-          outbox.enqueue(
-            calls.map((call) => ({
-              eventId: call.eventId,
-              topic: Topics.llmUsage,
-              key: call.message.workspace_id,
-              value: encodeUsage(call.message)
-            }))
+      Effect.suspend(() => {
+        const giveUpAt = Date.now() + retryMillis
+        return transaction(
+          Effect.zipRight(
+            outbox.enqueue(
+              calls.map((call) => ({
+                eventId: call.eventId,
+                topic: Topics.llmUsage,
+                key: call.message.workspace_id,
+                value: encodeUsage(call.message)
+              }))
+            ),
+            budgets.settle(calls.map((call) => call.settlement))
+          )
+        ).pipe(
+          Effect.sandbox,
+          Effect.tapError((cause) =>
+            databaseUnavailable(cause)
+              ? Effect.logWarning("gateway usage records wait for the database", cause)
+              : Effect.void
           ),
-          budgets.settle(calls.map((call) => call.settlement))
+          Effect.retry({
+            schedule: backoff,
+            while: (cause) => databaseUnavailable(cause) && Date.now() < Math.min(giveUpAt, stopBy)
+          }),
+          Effect.unsandbox,
+          Effect.as(allCommitted(calls))
         )
-      ).pipe(
-        Effect.sandbox,
-        Effect.tapError((cause) =>
-          databaseUnavailable(cause)
-            ? Effect.logWarning("gateway usage records wait for the database", cause)
-            : Effect.void
-        ),
-        Effect.retry({ schedule: untilBack, while: databaseUnavailable }),
-        Effect.unsandbox,
-        Effect.as(allCommitted(calls))
-      )
+      })
 
     // Nothing waits on a usage record (calls hand over after their response is out): a failed record is logged.
     // A batch holds many workspaces' calls, so a failed batch is committed call by call: one bad record loses
     // only itself.
-    return yield* makeGroupCommit({
+    const writer = yield* makeGroupCommit({
       name: "gateway usage record",
       maxBatch: MAX_BATCH,
       linger: LINGER,
       retryAlone: true,
       commit
     })
+    // Added last, so it runs first when the scope closes: before the writer stops and the queue is drained.
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        stopBy = Date.now() + config.shutdownDrainSeconds * 1000
+      })
+    )
+    return writer
   }),
   dependencies: [Budgets.Default]
 }) {}
