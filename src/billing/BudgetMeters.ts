@@ -118,7 +118,9 @@ export class BudgetMeters extends Effect.Service<BudgetMeters>()("billing/Budget
     const addOne = (event: Metered) =>
       Effect.gen(function* () {
         if (event.amount <= 0) return
-        const scopes = event.principalId === null ? [""] : ["", event.principalId]
+        // '' is the whole workspace's row: an empty principal (both topics' Schemas allow one) counts there once.
+        // Named twice, the upsert touched one row twice, which PostgreSQL refuses (and the partition was held).
+        const scopes = event.principalId === null || event.principalId === "" ? [""] : ["", event.principalId]
         const totals = yield* repo.addToTotals(
           allWindows.flatMap((window) =>
             scopes.map((principal) => ({

@@ -80,6 +80,15 @@ export const ConfigChangeListenerLive = Layer.scopedDiscard(
     const log = yield* EventLog
     const snapshot = yield* CatalogSnapshot
     const group = `config-cache-${snapshot.instance}`
+    // The group is this process's alone (a new one at each start): it goes with the process. Registered before
+    // the listener's fiber, so it runs after that fiber (and its subscription) has ended.
+    yield* Effect.addFinalizer(() =>
+      log.forget(group).pipe(
+        Effect.catchAll((error) => Effect.logDebug("config-change group not removed", error)),
+        Effect.timeout("5 seconds"),
+        Effect.ignore
+      )
+    )
     const listen = log.subscribe({ group, topics: [Topics.configChanges], fromBeginning: false }).pipe(
       Stream.runForEach((delivery) =>
         Option.match(decodeChange(delivery.value), {

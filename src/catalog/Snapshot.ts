@@ -8,6 +8,7 @@
 import { Deferred, Effect, FiberId, Option, Schema } from "effect"
 import { randomBytes } from "node:crypto"
 import { hostname } from "node:os"
+import { AppConfig } from "../platform/Config.js"
 import { PolicyDocument } from "./Domain.js"
 import { type CompiledPolicy, compilePolicy } from "./PolicyLanguage.js"
 import { CatalogRepo, type LabelPolicyRow, type PolicyRow, type ToolMetadataRow } from "./Repo.js"
@@ -28,6 +29,7 @@ const decodeDocument = Schema.decodeUnknownOption(PolicyDocument)
 export class CatalogSnapshot extends Effect.Service<CatalogSnapshot>()("catalog/CatalogSnapshot", {
   effect: Effect.gen(function* () {
     const repo = yield* CatalogRepo
+    const refreshMillis = (yield* AppConfig).catalogSnapshotRefreshSeconds * 1000
     const cache = new Map<string, Deferred.Deferred<Snapshot>>()
     /** Loaded snapshots still current, for synchronous readers (`peek`). */
     const loaded = new Map<string, Snapshot>()
@@ -78,10 +80,23 @@ export class CatalogSnapshot extends Effect.Service<CatalogSnapshot>()("catalog/
       } satisfies Snapshot
     })
 
+    /**
+     * Changes reach this cache as `config-changes` events, and one can be missed: a process's consumer starts at
+     * the topic's end as of its group join, after the process already serves. So a snapshot is kept
+     * CATALOG_SNAPSHOT_REFRESH_SECONDS at most.
+     */
+    const fresh = (snapshot: Snapshot) => Date.now() - snapshot.loadedAt.getTime() < refreshMillis
+
     const get = (workspaceId: string): Effect.Effect<Snapshot> =>
       Effect.suspend(() => {
         const cached = cache.get(workspaceId)
-        if (cached !== undefined) return Deferred.await(cached)
+        if (cached !== undefined) {
+          // Loaded long enough ago that a change this process did not hear of may be missing: load it again.
+          const current = loaded.get(workspaceId)
+          if (current === undefined || fresh(current)) return Deferred.await(cached)
+          cache.delete(workspaceId)
+          loaded.delete(workspaceId)
+        }
         const generationOf = () => generations.get(workspaceId) ?? 0
         const generation = generationOf()
         const pending = Deferred.unsafeMake<Snapshot>(FiberId.none)
@@ -108,7 +123,10 @@ export class CatalogSnapshot extends Effect.Service<CatalogSnapshot>()("catalog/
       })
 
     /** The workspace's snapshot if it is loaded and current (for synchronous hot paths); else undefined. */
-    const peek = (workspaceId: string) => loaded.get(workspaceId)
+    const peek = (workspaceId: string) => {
+      const current = loaded.get(workspaceId)
+      return current !== undefined && fresh(current) ? current : undefined
+    }
 
     /** This cache's name, as `origin` of the changes it writes (it drops its own entries when they commit). */
     const instance = `${hostname()}-${process.pid}-${randomBytes(6).toString("hex")}`

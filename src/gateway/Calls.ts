@@ -12,7 +12,7 @@ import type { LlmUsageMessage } from "../billing/Domain.js"
 import { costOf, type ModelPrice } from "../billing/Pricing.js"
 import type { Caller } from "../identity/Authentication.js"
 import { BadGateway, BadRequest, GatewayTimeout } from "../http/Errors.js"
-import { prefixedId } from "../platform/Ids.js"
+import { prefixedId, uuidv7 } from "../platform/Ids.js"
 import type { RouteTarget } from "./Connections.js"
 import type { UpstreamFailure, UpstreamResponse } from "./Upstream.js"
 import type { Dialect, UsageMeter } from "./UsageMeter.js"
@@ -345,5 +345,5 @@ export const finishedCall = (input: FinishedCallInput) => {
     actual: cost.usdNanos,
     at
   }
-  return { message, settlement }
+  return { eventId: uuidv7(), message, settlement }
 }

@@ -172,6 +172,22 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       consumerRetryBaseMillis: yield* Config.integer("CONSUMER_RETRY_BASE_MS").pipe(Config.withDefault(100)),
       /** Longest delay between retries of such a batch: it is retried for as long as the failure lasts. */
       consumerRetryMaxMillis: yield* Config.integer("CONSUMER_RETRY_MAX_MS").pipe(Config.withDefault(5_000)),
+      /**
+       * Age past which a workspace's catalog snapshot is loaded again on its next use: a bound on how long a
+       * change this process did not hear of (its config-change consumer not yet live at start) is missed.
+       */
+      catalogSnapshotRefreshSeconds: yield* Config.integer("CATALOG_SNAPSHOT_REFRESH_SECONDS").pipe(
+        Config.withDefault(60),
+        Config.validate({ message: "must be 1 or more", validation: (seconds) => seconds >= 1 })
+      ),
+      /**
+       * How long a batch of gateway usage records is retried while the database is unavailable (a restart, a
+       * failover) before it is given up and logged; the calls were answered already, so nothing else waits on it.
+       */
+      usageRecordRetrySeconds: yield* Config.integer("USAGE_RECORD_RETRY_SECONDS").pipe(
+        Config.withDefault(300),
+        Config.validate({ message: "must be 0 or more", validation: (seconds) => seconds >= 0 })
+      ),
       /** Dedupe records (`processed_events`) older than this are pruned by the retention task (docs/operations.md). */
       processedEventsRetentionHours: yield* Config.integer("PROCESSED_EVENTS_RETENTION_HOURS").pipe(
         Config.withDefault(168)

@@ -30,7 +30,7 @@ import { makeActors } from "./Actors.js"
 import { keepRunning } from "./Background.js"
 import { AppConfig } from "./Config.js"
 import { type Delivery, EventLog, type SubscribeOptions } from "./EventLog.js"
-import { eventDataError, storableText, withEventIds } from "./PoisonEvents.js"
+import { eventDataError, storableHeaders, storableText, withEventIds } from "./PoisonEvents.js"
 
 export interface StreamConsumerOptions<E, R> extends SubscribeOptions {
   /** Applies fresh deliveries of one partition, in order, inside the batch's transaction. */
@@ -158,18 +158,31 @@ const storePosition = (sql: SqlClient.SqlClient, group: string, last: Delivery) 
       where group_id = ${group} and log_kind = ${last.source.kind} and log_id = ${last.source.logId}
         and physical_topic = ${last.source.physicalTopic} and partition = ${last.partition}`
 
-/** Records undecodable deliveries (one row per group and event; a replay that fails again re-opens it). */
+/** The first delivery of each event id (a copy published twice may come in the same batch). */
+const firstOfEach = (deliveries: ReadonlyArray<Delivery>) => {
+  const seen = new Set<string>()
+  return deliveries.filter((delivery) => {
+    if (seen.has(delivery.eventId)) return false
+    seen.add(delivery.eventId)
+    return true
+  })
+}
+
+/**
+ * Records undecodable deliveries (one row per group and event; a replay that fails again re-opens it). One row
+ * per event id: PostgreSQL refuses an upsert that touches a row twice (21000), which held the partition.
+ */
 const insertDeadLetters = (group: string, dead: ReadonlyArray<Delivery>, reasons: ReadonlyMap<string, string>) =>
   Effect.flatMap(
     SqlClient.SqlClient,
     (sql) => sql`insert into dead_letters ${sql.insert(
-      dead.map((delivery) => ({
+      firstOfEach(dead).map((delivery) => ({
         group_id: group,
         topic: delivery.topic,
         key: storableText(delivery.key),
         event_id: delivery.eventId,
         value: storableText(delivery.value),
-        headers: storableText(JSON.stringify(delivery.headers ?? {})),
+        headers: storableHeaders(delivery.headers),
         partition: delivery.partition,
         offset: delivery.offset,
         error: storableText(reasons.get(delivery.eventId) ?? "undecodable")

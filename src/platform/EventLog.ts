@@ -70,6 +70,12 @@ export class EventLog extends Context.Tag("platform/EventLog")<
     readonly kind: "kafka" | "database"
     readonly publish: (events: ReadonlyArray<OutgoingEvent>) => Effect.Effect<void, EventLogError>
     readonly subscribe: (options: SubscribeOptions) => Stream.Stream<Delivery, EventLogError>
+    /**
+     * Drops a consumer group that will never be read again (one of a process's own) with its stored positions,
+     * once its subscriptions have ended: otherwise the database log keeps every row it has not read, and Kafka
+     * keeps the group.
+     */
+    readonly forget: (group: string) => Effect.Effect<void, EventLogError>
     /** Succeeds when the log answers; used by readiness. */
     readonly ping: Effect.Effect<void, EventLogError>
   }

@@ -155,20 +155,23 @@ export const EventLogDatabaseLive = Layer.effect(
               ack: storePosition(options.group, row.topic, row.offset)
             })
 
+          // Each topic is read from its own cursor: with one query after the lowest cursor, a topic with no events
+          // (its cursor left behind) made every poll answer the same 500 rows of the others once they were read,
+          // and the group applied nothing more. Rows come in offset order; each topic's are contiguous.
           const poll = Effect.gen(function* () {
-            const from = [...cursors.values()].reduce((a, b) => (a < b ? a : b))
+            const after = JSON.stringify([...cursors].map(([topic, cursor]) => ({ topic, after: cursor.toString() })))
             const rows = yield* sql`
-              select "offset"::text as "offset", topic, key, event_id::text as event_id, value, headers, created_at,
-                     (select max("offset") + 1 from event_log)::text as log_end
-              from event_log
-              where topic in ${sql.in(options.topics)} and "offset" > ${from.toString()}
-              order by event_log."offset" limit ${READ_BATCH}`.pipe(Effect.flatMap(pollRows))
-            const fresh = rows.filter((row) => BigInt(row.offset) > cursors.get(row.topic)!)
-            for (const row of rows) {
-              if (BigInt(row.offset) > cursors.get(row.topic)!) cursors.set(row.topic, BigInt(row.offset))
-            }
+              select r."offset"::text as "offset", r.topic, r.key, r.event_id::text as event_id, r.value, r.headers,
+                     r.created_at, (select max("offset") + 1 from event_log)::text as log_end
+              from jsonb_to_recordset(${after}::jsonb) as c(topic text, after bigint)
+              cross join lateral (
+                select l."offset", l.topic, l.key, l.event_id, l.value, l.headers, l.created_at from event_log l
+                where l.topic = c.topic and l."offset" > c.after order by l."offset" limit ${READ_BATCH}
+              ) r
+              order by r."offset" limit ${READ_BATCH}`.pipe(Effect.flatMap(pollRows))
+            for (const row of rows) cursors.set(row.topic, BigInt(row.offset))
             if (rows.length === 0) yield* appended.wait(config.pollIntervalMillis)
-            return Chunk.fromIterable(fresh.map(toDelivery(rows[rows.length - 1]?.log_end ?? "0")))
+            return Chunk.fromIterable(rows.map(toDelivery(rows[rows.length - 1]?.log_end ?? "0")))
           })
           return Stream.repeatEffectChunk(poll.pipe(Effect.mapError(fail("poll"))))
         }).pipe(Effect.mapError((cause) => (cause instanceof EventLogError ? cause : fail("subscribe")(cause))))
@@ -176,6 +179,9 @@ export const EventLogDatabaseLive = Layer.effect(
 
     const ping = sql`select 1`.pipe(Effect.asVoid, Effect.mapError(fail("ping")))
 
-    return EventLog.of({ kind: "database", publish, subscribe, ping })
+    const forget = (group: string) =>
+      sql`delete from consumer_positions where group_id = ${group}`.pipe(Effect.asVoid, Effect.mapError(fail("forget")))
+
+    return EventLog.of({ kind: "database", publish, subscribe, ping, forget })
   })
 )

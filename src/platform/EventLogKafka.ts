@@ -34,7 +34,13 @@ const kafkaLevelName: Record<number, string> = {
 
 const kafkaLevelOf = (level: LogLevel.LogLevel) =>
   level.ordinal >= LogLevel.Error.ordinal ? logLevel.ERROR : logLevel.WARN
-const SUBSCRIPTION_BUFFER = 1024
+/**
+ * Fetched batches (each up to kafkajs's maxBytesPerPartition, 1 MiB) a subscription holds ahead of its consumer;
+ * past it `eachBatch` waits, and so does the next fetch. The actors' mailboxes already keep each partition's
+ * next batches ready. At 1,024 a backlog applied slower than it was fetched was read into memory whole (about
+ * a gigabyte per consumer group): test/platform/consumer-backlog-memory.test.ts.
+ */
+const SUBSCRIPTION_BUFFER = 16
 
 /** Broker errors that refuse a record for what it is, not for the broker's state. */
 const REFUSALS = new Set(["MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE", "INVALID_RECORD"])
@@ -247,6 +253,8 @@ export const EventLogKafkaLive = Layer.scoped(
       Effect.asVoid
     )
 
-    return EventLog.of({ kind: "kafka", publish, subscribe, ping })
+    const forget = (group: string) => attempt("forget", () => admin.deleteGroups([prefix + group])).pipe(Effect.asVoid)
+
+    return EventLog.of({ kind: "kafka", publish, subscribe, ping, forget })
   })
 )

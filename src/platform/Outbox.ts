@@ -20,6 +20,30 @@ import { makeProcessSignal } from "./Signal.js"
 const RELAY_LOCK = 7_211_002
 const RELAY_BATCH = 500
 const LOCK_CHECK_INTERVAL_MILLIS = 1_000
+/**
+ * Most bytes of values one publish carries. A broker reads at most `socket.request.max.bytes` (100 MiB by default)
+ * in one request and closes the connection on a larger one, which is no refusal: a batch of large rows (audit
+ * events of big documents) was sent again forever, and nothing behind it was published.
+ */
+const RELAY_BATCH_BYTES = 16 * 1024 * 1024
+
+/** `items` in order, cut into runs of at most RELAY_BATCH_BYTES (a larger item alone). */
+const byRequestSize = <A>(items: ReadonlyArray<A>, bytesOf: (item: A) => number) => {
+  const runs: Array<Array<A>> = []
+  let size = 0
+  for (const item of items) {
+    const bytes = bytesOf(item)
+    const run = runs[runs.length - 1]
+    if (run === undefined || size + bytes > RELAY_BATCH_BYTES) {
+      runs.push([item])
+      size = bytes
+    } else {
+      run.push(item)
+      size += bytes
+    }
+  }
+  return runs
+}
 
 export interface OutboxEvent {
   readonly topic: string
@@ -121,29 +145,34 @@ const relayBatch = (onRelayConnection: <A, E, R>(effect: Effect.Effect<A, E, R>)
       })
     }
     // A record the log refuses (too large for the broker) would be refused forever and hold every event
-    // behind it: the batch goes again one row at a time, and the refused rows are dead-lettered.
-    const published =
-      events.length === 0
-        ? Effect.succeed([])
-        : log.publish(events.map(({ event }) => event)).pipe(
-            Effect.as([] as ReadonlyArray<readonly [OutboxRow, string]>),
-            Effect.catchIf(
-              (error) => error.refused === true,
-              () =>
-                Effect.map(
-                  Effect.forEach(events, ({ event, row }) =>
-                    log.publish([event]).pipe(
-                      Effect.as(Option.none<readonly [OutboxRow, string]>()),
-                      Effect.catchIf(
-                        (error: EventLogError) => error.refused === true,
-                        (error) => Effect.succeed(Option.some([row, error.message] as const))
-                      )
-                    )
-                  ),
-                  (outcomes) => outcomes.flatMap(Option.toArray)
+    // behind it: the run goes again one row at a time, and the refused rows are dead-lettered.
+    const publishRun = (run: ReadonlyArray<(typeof events)[number]>) =>
+      log.publish(run.map(({ event }) => event)).pipe(
+        Effect.as([] as ReadonlyArray<readonly [OutboxRow, string]>),
+        Effect.catchIf(
+          (error) => error.refused === true,
+          () =>
+            Effect.map(
+              Effect.forEach(run, ({ event, row }) =>
+                log.publish([event]).pipe(
+                  Effect.as(Option.none<readonly [OutboxRow, string]>()),
+                  Effect.catchIf(
+                    (error: EventLogError) => error.refused === true,
+                    (error) => Effect.succeed(Option.some([row, error.message] as const))
+                  )
                 )
+              ),
+              (outcomes) => outcomes.flatMap(Option.toArray)
             )
-          )
+        )
+      )
+    const published = Effect.map(
+      Effect.forEach(
+        byRequestSize(events, ({ row }) => Buffer.byteLength(row.value) + Buffer.byteLength(row.key)),
+        publishRun
+      ),
+      (refusals) => refusals.flat()
+    )
     const refused = [...unreadable, ...(yield* published)]
     // No transaction (the relay's connection is not one): after a crash in between, the row is refused and
     // dead-lettered again (an upsert), then deleted.

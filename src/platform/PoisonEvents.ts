@@ -51,6 +51,15 @@ export const withEventIds = (batch: ReadonlyArray<Delivery>) => {
 /** PostgreSQL text cannot hold NUL: kept visible as U+FFFD so the rest of the value can be stored. */
 export const storableText = (text: string) => text.replace(/\u0000/g, "\uFFFD")
 
+/**
+ * A delivery's headers as jsonb text. jsonb refuses the `\u0000` escape that JSON.stringify writes for a NUL
+ * (a binary header of another producer holds them), so names and values are made storable first.
+ */
+export const storableHeaders = (headers: Readonly<Record<string, string>> | undefined) =>
+  JSON.stringify(
+    Object.fromEntries(Object.entries(headers ?? {}).map(([name, value]) => [storableText(name), storableText(value)]))
+  )
+
 const sqlStateOf = (error: unknown): string | undefined => {
   if (typeof error !== "object" || error === null) return undefined
   const { _tag, cause } = error as { _tag?: unknown; cause?: unknown }

@@ -96,6 +96,16 @@ const databaseUnavailable = () =>
   })
 
 /**
+ * True when `error` is the database out of reach or refusing for now (a refused connect, a cut socket, a pool
+ * wait past its timeout, or a `transientState`): the same work may succeed once it is back.
+ */
+export const isDatabaseUnavailable = (error: unknown): boolean => {
+  if (!(error instanceof SqlError)) return false
+  const state = sqlStateOf(error)
+  return state === undefined ? isConnectionFailure(error) : transientState.test(state)
+}
+
+/**
  * The one mapping of database failures that are not a bug of ours to an HTTP
  * error. Values a client's input can still provoke (past the request
  * schemas' bounds) are 4xx: values PostgreSQL cannot store (class 22, e.g. a
@@ -109,9 +119,9 @@ const databaseUnavailable = () =>
  */
 export const databaseFaultOf = (defect: unknown): BadRequest | Conflict | ServiceUnavailable | undefined => {
   if (!(defect instanceof SqlError)) return undefined
+  if (isDatabaseUnavailable(defect)) return databaseUnavailable()
   const state = sqlStateOf(defect)
-  if (state === undefined) return isConnectionFailure(defect) ? databaseUnavailable() : undefined
-  if (transientState.test(state)) return databaseUnavailable()
+  if (state === undefined) return undefined
   if (state === "23505") {
     return new Conflict({ code: "conflict", message: "Something with the same identifying values already exists." })
   }

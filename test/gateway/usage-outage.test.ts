@@ -1,0 +1,80 @@
+/**
+ * A gateway call that ends while PostgreSQL is out of reach (the service
+ * reaches it through a loopback TCP proxy the test pauses for 3 seconds):
+ * the provider answered and the client got its answer, so the call's usage
+ * record (the `llm-usage` event: billing, budget meters, analytics) must be
+ * written once the database is back. Before, the usage writer's retries
+ * never ran (the transaction's failure is a defect, which `Effect.retry`
+ * passes over) and the record was dropped with an error in the log.
+ */
+import { afterAll, expect, layer } from "@effect/vitest"
+import { Context, Effect, Fiber, Layer } from "effect"
+import { inject } from "vitest"
+import { eventually } from "../support/Eventually.js"
+import { request } from "../support/Raw.js"
+import { type TcpProxy, tcpProxy } from "../support/TcpProxy.js"
+import { createKey } from "../support/Tenants.js"
+import { freshDatabase } from "../support/TestPlatform.js"
+import { SERVER_OPTIONS, TestDatabaseUrl, testServerWithRelayOver } from "../support/TestServer.js"
+import { awaitUsage, GATEWAY_SETTINGS, gatewayTenant } from "./gateway-helpers.js"
+import { startStubUpstream } from "./stub-upstream.js"
+
+const stub = await startStubUpstream()
+afterAll(() => stub.close())
+
+class DatabaseProxy extends Context.Tag("test/DatabaseProxy")<DatabaseProxy, TcpProxy>() {}
+
+const postgres = new URL(inject("postgresAdminUrl"))
+
+/** The whole service over a fresh database that it reaches through a proxy. */
+const serverBehindProxy = Layer.unwrapScoped(
+  Effect.gen(function* () {
+    const url = yield* freshDatabase
+    const proxy = yield* tcpProxy({ host: postgres.hostname, port: Number(postgres.port || 5432) })
+    return Layer.mergeAll(
+      testServerWithRelayOver("database", proxy.through(url), GATEWAY_SETTINGS),
+      Layer.succeed(TestDatabaseUrl, url),
+      Layer.succeed(DatabaseProxy, proxy)
+    )
+  })
+)
+
+const chatCall = (routeBase: string, token: string, model: string) =>
+  request(`${routeBase}/chat_style/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] })
+  })
+
+layer(serverBehindProxy, SERVER_OPTIONS)("gateway usage across a database outage", (it) => {
+  it.effect(
+    "a call that ends while the database is unreachable is recorded once it is back",
+    () =>
+      Effect.gen(function* () {
+        const proxy = yield* DatabaseProxy
+        const { db, owner, gateway } = yield* gatewayTenant(stub.url)
+        const key = yield* createKey(owner)
+        // A first call loads the route, key and price into the caches, so the next needs no database to answer.
+        const first = yield* chatCall(gateway.routeBase, key.plaintext_key, "plain")
+        expect(first.status, first.text).toBe(200)
+        yield* awaitUsage(db, owner.workspaceId, 1)
+
+        const held = yield* Effect.fork(chatCall(gateway.routeBase, key.plaintext_key, "slow"))
+        yield* eventually(
+          Effect.suspend(() =>
+            stub.requests.some((seen) => seen.body["model"] === "slow") ? Effect.void : Effect.fail("not yet")
+          )
+        )
+        yield* proxy.pause
+        stub.release()
+        const answer = yield* Fiber.join(held)
+        expect(answer.status, answer.text).toBe(200)
+        yield* Effect.sleep("3 seconds") // the outage itself
+        yield* proxy.resume
+
+        const usage = yield* awaitUsage(db, owner.workspaceId, 2)
+        expect(usage.map((event) => event.model)).toEqual(["plain", "slow"])
+      }),
+    90_000
+  )
+})
