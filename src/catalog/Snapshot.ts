@@ -3,11 +3,14 @@
  * once, agent profiles, enabled label policies and enabled tool metadata,
  * held in memory so authorization reads no database. Loaded on first use,
  * dropped on every change (ConfigChanges.ts); concurrent loads of one
- * workspace share a single query.
+ * workspace share a single query. A change can still be missed (see
+ * `dueForCheck`), so a snapshot is checked against the workspace's audit
+ * head once per CATALOG_SNAPSHOT_REFRESH_SECONDS, in the background.
  */
-import { Deferred, Effect, FiberId, Option, Schema } from "effect"
+import { Deferred, Effect, FiberId, Option, Runtime, Schema } from "effect"
 import { randomBytes } from "node:crypto"
 import { hostname } from "node:os"
+import { AuditRepo } from "../audit/Repo.js"
 import { AppConfig } from "../platform/Config.js"
 import { PolicyDocument } from "./Domain.js"
 import { type CompiledPolicy, compilePolicy } from "./PolicyLanguage.js"
@@ -29,12 +32,23 @@ const decodeDocument = Schema.decodeUnknownOption(PolicyDocument)
 export class CatalogSnapshot extends Effect.Service<CatalogSnapshot>()("catalog/CatalogSnapshot", {
   effect: Effect.gen(function* () {
     const repo = yield* CatalogRepo
+    const audit = yield* AuditRepo
     const refreshMillis = (yield* AppConfig).catalogSnapshotRefreshSeconds * 1000
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const cache = new Map<string, Deferred.Deferred<Snapshot>>()
     /** Loaded snapshots still current, for synchronous readers (`peek`). */
     const loaded = new Map<string, Snapshot>()
     /** Bumped per workspace on invalidation, so a load that raced a change is not kept. */
     const generations = new Map<string, number>()
+    /**
+     * Per loaded snapshot: the workspace's audit head read just before its rows (every catalog table is
+     * audited, so any change since moves it), and when it was last compared with the database.
+     */
+    const checked = new Map<string, { readonly marker: string; at: number }>()
+    /** Workspaces whose check is running. */
+    const checking = new Set<string>()
+    const markerOf = (workspaceId: string) =>
+      Effect.map(audit.head(workspaceId), Option.match({ onNone: () => "0", onSome: (head) => String(head.seq) }))
 
     /**
      * Compiles the enabled policies. One whose stored document no longer compiles (e.g. a regex RE2
@@ -63,13 +77,15 @@ export class CatalogSnapshot extends Effect.Service<CatalogSnapshot>()("catalog/
       })
 
     const load = Effect.fn("CatalogSnapshot.load")(function* (workspaceId: string) {
+      // Read first: a change committed between it and the rows below makes the next check reload once more.
+      const marker = yield* markerOf(workspaceId)
       const { agents, labels, policies, tools } = yield* Effect.all({
         policies: repo.listPolicies(workspaceId, { enabledOnly: true }),
         agents: repo.listAgents(workspaceId),
         labels: repo.listLabelPolicies(workspaceId),
         tools: repo.listToolMetadata(workspaceId)
       })
-      return {
+      const snapshot = {
         workspaceId,
         loadedAt: new Date(),
         policies: yield* compileEnabled(workspaceId, policies),
@@ -78,30 +94,25 @@ export class CatalogSnapshot extends Effect.Service<CatalogSnapshot>()("catalog/
         labelPolicies: new Map(labels.filter((row) => row.enabled).map((row) => [row.origin, row])),
         tools: new Map(tools.filter((row) => row.enabled).map((row) => [row.tool, row]))
       } satisfies Snapshot
+      return { snapshot, marker }
     })
-
-    /**
-     * Changes reach this cache as `config-changes` events, and one can be missed: a process's consumer starts at
-     * the topic's end as of its group join, after the process already serves. So a snapshot is kept
-     * CATALOG_SNAPSHOT_REFRESH_SECONDS at most.
-     */
-    const fresh = (snapshot: Snapshot) => Date.now() - snapshot.loadedAt.getTime() < refreshMillis
 
     const get = (workspaceId: string): Effect.Effect<Snapshot> =>
       Effect.suspend(() => {
         const cached = cache.get(workspaceId)
         if (cached !== undefined) {
-          // Loaded long enough ago that a change this process did not hear of may be missing: load it again.
-          const current = loaded.get(workspaceId)
-          if (current === undefined || fresh(current)) return Deferred.await(cached)
-          cache.delete(workspaceId)
-          loaded.delete(workspaceId)
+          dueForCheck(workspaceId)
+          return Deferred.await(cached)
         }
         const generationOf = () => generations.get(workspaceId) ?? 0
         const generation = generationOf()
         const pending = Deferred.unsafeMake<Snapshot>(FiberId.none)
         cache.set(workspaceId, pending)
         return load(workspaceId).pipe(
+          Effect.map(({ marker, snapshot }) => {
+            if (generationOf() === generation) checked.set(workspaceId, { marker, at: Date.now() })
+            return snapshot
+          }),
           Effect.exit,
           Effect.flatMap((exit) => {
             // A failed or outdated load is not kept; waiters still get its result.
@@ -115,17 +126,45 @@ export class CatalogSnapshot extends Effect.Service<CatalogSnapshot>()("catalog/
         )
       }).pipe(Effect.withSpan("CatalogSnapshot.get"))
 
+    /** Compares a snapshot's marker with the database's; a moved one drops the snapshot and loads it again. */
+    const check = (workspaceId: string, known: { readonly marker: string }) =>
+      markerOf(workspaceId).pipe(
+        Effect.flatMap((marker) =>
+          marker === known.marker ? Effect.void : Effect.zipRight(invalidate(workspaceId), get(workspaceId))
+        ),
+        Effect.catchAllCause((cause) => Effect.logWarning("catalog snapshot check failed", cause)),
+        Effect.ensuring(Effect.sync(() => checking.delete(workspaceId)))
+      )
+
+    /**
+     * Changes reach this cache as `config-changes` events, and one can be missed: a process's consumer starts at
+     * the topic's end as of its group join, after the process already serves. So once a snapshot was last checked
+     * CATALOG_SNAPSHOT_REFRESH_SECONDS ago, its next use starts a check in the background (one indexed read) and
+     * goes on with it meanwhile; only a change actually missed loads it again.
+     */
+    const dueForCheck = (workspaceId: string) => {
+      const known = checked.get(workspaceId)
+      if (known === undefined || checking.has(workspaceId)) return
+      const now = Date.now()
+      if (now - known.at < refreshMillis) return
+      known.at = now // once per interval, even while the database does not answer
+      checking.add(workspaceId)
+      runFork(check(workspaceId, known))
+    }
+
     const invalidate = (workspaceId: string) =>
       Effect.sync(() => {
         generations.set(workspaceId, (generations.get(workspaceId) ?? 0) + 1)
         cache.delete(workspaceId)
         loaded.delete(workspaceId)
+        checked.delete(workspaceId)
       })
 
-    /** The workspace's snapshot if it is loaded and current (for synchronous hot paths); else undefined. */
+    /** The workspace's snapshot if it is loaded (for synchronous hot paths); else undefined. */
     const peek = (workspaceId: string) => {
       const current = loaded.get(workspaceId)
-      return current !== undefined && fresh(current) ? current : undefined
+      if (current !== undefined) dueForCheck(workspaceId)
+      return current
     }
 
     /** This cache's name, as `origin` of the changes it writes (it drops its own entries when they commit). */
@@ -133,5 +172,5 @@ export class CatalogSnapshot extends Effect.Service<CatalogSnapshot>()("catalog/
 
     return { get, peek, invalidate, instance }
   }),
-  dependencies: [CatalogRepo.Default]
+  dependencies: [CatalogRepo.Default, AuditRepo.Default]
 }) {}

@@ -173,8 +173,9 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       /** Longest delay between retries of such a batch: it is retried for as long as the failure lasts. */
       consumerRetryMaxMillis: yield* Config.integer("CONSUMER_RETRY_MAX_MS").pipe(Config.withDefault(5_000)),
       /**
-       * Age past which a workspace's catalog snapshot is loaded again on its next use: a bound on how long a
-       * change this process did not hear of (its config-change consumer not yet live at start) is missed.
+       * How often a workspace's catalog snapshot is checked against its audit head (in the background) and
+       * loaded again if it moved: a bound on how long a change this process did not hear of (its config-change
+       * consumer not yet live at start) is missed.
        */
       catalogSnapshotRefreshSeconds: yield* Config.integer("CATALOG_SNAPSHOT_REFRESH_SECONDS").pipe(
         Config.withDefault(60),
