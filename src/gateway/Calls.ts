@@ -9,7 +9,7 @@ import { Either, Option, Redacted } from "effect"
 import { finished, PassThrough } from "node:stream"
 import type { Settlement } from "../billing/Budgets.js"
 import type { LlmUsageMessage } from "../billing/Domain.js"
-import { costOf, type ModelPrice } from "../billing/Pricing.js"
+import { costOf, MAX_MODEL_LENGTH, type ModelPrice } from "../billing/Pricing.js"
 import type { Caller } from "../identity/Authentication.js"
 import { BadGateway, BadRequest, GatewayTimeout } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
@@ -79,6 +79,10 @@ export const planCall = (
 ): Either.Either<CallPlan, BadRequest | BadGateway> => {
   let changed = false
   let model = typeof body["model"] === "string" && body["model"].trim() !== "" ? body["model"] : undefined
+  // The raw string is the usage record's `model` and an analytics dimension (part of an index key): bounded as a price's.
+  if (model !== undefined && model.length > MAX_MODEL_LENGTH) {
+    return Either.left(badBody("model", `expected a model name of at most ${MAX_MODEL_LENGTH} characters`))
+  }
   if (model === undefined) {
     if (target.defaultModel === null) {
       return Either.left(badBody("model", "required (or set default_model on the route's provider connection)"))
