@@ -44,6 +44,9 @@ export const nothingCouldMatch = (config: RuntimeConfig, snapshot: Snapshot, age
   snapshot.labelPolicies.size === 0 &&
   !snapshot.policies.some((policy) => policy.ownerAgentId === null || policy.ownerAgentId === agentId)
 
+/** Whether a provider's status carries an answer: the SDKs read any 2xx body (201, 203) as one; 204 and 205 have none. */
+export const carriesAnswer = (status: number) => status >= 200 && status < 300 && status !== 204 && status !== 205
+
 /** The headers of the request-side decision (`off`: the route decides no input; `none`: nothing was decided). */
 export const decisionHeaders = (decided: Decided | "off" | "none"): Record<string, string> =>
   typeof decided === "string"

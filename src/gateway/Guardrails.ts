@@ -51,6 +51,7 @@ import { providerBody } from "./Calls.js"
 import { Connections, type RouteTarget } from "./Connections.js"
 import {
   allOff,
+  carriesAnswer,
   type Decided,
   decisionHeaders,
   errorWithHeaders,
@@ -326,13 +327,14 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
         const provided = response.value
         const contentType = (provided.headers["content-type"] ?? provided.body.contentType ?? "").toLowerCase()
         const answerWithHeaders = withHeaders(answer, headers)
-        if (screensAnswer && provided.status === 200 && contentType.includes("event-stream")) {
+        const answered = screensAnswer && carriesAnswer(provided.status)
+        if (answered && contentType.includes("event-stream")) {
           return answerWithHeaders(
             Exit.succeed(screenedStream(call, provided, bounds, (one) => decideWindow(call, one)))
           )
         }
-        // Whatever else a 200 is (JSON, or not, whatever it says it is), it is screened or refused: never passed unseen.
-        if (!screensAnswer || provided.status !== 200) return answerWithHeaders(response)
+        // Whatever else a 2xx is (JSON, or not, whatever it says it is), it is screened or refused: never passed unseen.
+        if (!answered) return answerWithHeaders(response)
         screenAnswer(call, provided, headers, (events, then) => decide(call, events, then), answerWithHeaders)
       }
 

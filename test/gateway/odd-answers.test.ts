@@ -2,7 +2,7 @@
  * A guarded route against answers a careless or hostile provider sends: a
  * content type in capitals, plain text, a JSON answer to a streamed request,
  * SSE with lone-CR line ends or CRLF split across chunks, JSON nested past
- * what is decided. Each is screened (the policy's word is refused) or, when
+ * what is decided, a success status other than 200. Each is screened (the policy's word is refused) or, when
  * it cannot be screened, refused with 502; none passes unseen or answers 500.
  */
 import { afterAll, expect, layer } from "@effect/vitest"
@@ -53,6 +53,16 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gua
         const clean = yield* send(`odd:${kind}:all good here`, true)
         expect(released(clean.text), kind).toBe("all good here")
         expect(clean.text, kind).toContain('"decisions":[{')
+      }
+      // Any 2xx is a success to the SDKs (openai and Anthropic read the body of 201 or 203 as the answer): screened too.
+      for (const status of [201, 203, 299]) {
+        expectError(yield* send(`odd:status-${status}:say ${WORD}`), 403, "guardrail_denied")
+        const streamed = yield* send(`odd:status-${status}-sse:say ${WORD} now`, true)
+        expect(released(streamed.text), String(status)).toBe("")
+        expect(streamed.text, String(status)).toContain("guardrail_denied")
+        const clean = yield* send(`odd:status-${status}:all good`)
+        expect(clean.status, clean.text).toBe(status)
+        expect(clean.text).toContain('"guardrail"')
       }
       // A body that breaks off short of its Content-Length: refused when screened, cut (not hung) when passed.
       expectError(yield* send("odd:broken-length"), 502)

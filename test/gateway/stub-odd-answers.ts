@@ -8,7 +8,9 @@
  * - `broken-length`: `Content-Length: 1000`, then 10 bytes, then the connection is dropped;
  * - `endless-event`: a stream of short `data:` lines with no blank line between them (4 MiB, or until cut);
  * - `many-tools`: a chat completion proposing MANY_TOOL_CALLS tool calls;
- * - `many-tools-sse`: a chat stream proposing MANY_TOOL_CALLS tool calls, each whole in one event.
+ * - `many-tools-sse`: a chat stream proposing MANY_TOOL_CALLS tool calls, each whole in one event;
+ * - `status-<code>`: a chat completion saying `<text>` with HTTP status `<code>` (e.g. 201, 203);
+ * - `status-<code>-sse`: a chat stream saying `<text>` with HTTP status `<code>`.
  */
 import type { ServerResponse } from "node:http"
 
@@ -67,6 +69,12 @@ const writeUntil = (response: ServerResponse, piece: string, total: number) => {
 export const answerOdd = (model: string, response: ServerResponse) => {
   const [, kind = "", ...words] = model.split(":")
   const text = words.join(":")
+  const status = /^status-(\d{3})(-sse)?$/.exec(kind)
+  if (status !== null) {
+    const stream = status[2] !== undefined
+    response.writeHead(Number(status[1]), { "content-type": stream ? "text/event-stream" : "application/json" })
+    return void response.end(stream ? streamLines(text).join("\n") : completion(text))
+  }
   switch (kind) {
     case "upper-json":
       response.writeHead(200, { "content-type": "Application/Json" })
