@@ -1,0 +1,97 @@
+/**
+ * The parts of a chat-style stream chunk that StreamScreen.ts decides, in
+ * whatever shape the provider sent them: one choice or several, the role on
+ * every chunk (Ollama), usage on every chunk (vLLM's continuous usage), the
+ * last text in the chunk that carries the finish reason, text and tool calls
+ * in one delta. The reply text and tool call pieces are taken out (screened,
+ * then released as the screen's own events); whatever else the chunk carries
+ * (a finish reason, another delta field) is a chunk of its own, written
+ * after them.
+ */
+
+type Json = Record<string, unknown>
+
+const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** What the screen takes out of a delta: its text and tool calls, and the role that comes with them. */
+const SCREENED_KEYS = new Set(["content", "tool_calls", "role"])
+
+export interface ChatText {
+  readonly index: number
+  readonly text: string
+  /** The delta's role, if it carried one (written with the released text). */
+  readonly role: unknown
+}
+
+export interface ChatCalls {
+  readonly index: number
+  readonly pieces: ReadonlyArray<Json>
+  /** The chunk written with only these pieces (the chunk as sent when it carried nothing else). */
+  readonly event: string
+}
+
+export interface ChatParts {
+  readonly texts: ReadonlyArray<ChatText>
+  readonly calls: ReadonlyArray<ChatCalls>
+  /** The chunk without its text and tool calls when it carries more (a finish reason, another delta field). */
+  readonly rest: string | undefined
+  /** Usage that came with text or tool calls and nothing else (written at once: it is not text). */
+  readonly usage: string | undefined
+  /** The chunk's envelope (id, model, ...) without choices or usage, for the events written in its place. */
+  readonly envelope: Json
+}
+
+const dataEvent = (value: unknown) => `data: ${JSON.stringify(value)}\n\n`
+
+/**
+ * A chunk's text and tool calls, and what else it carries; undefined when it carries neither text nor tool calls
+ * (a role alone, a finish reason, usage, [DONE]), which the screen passes on after what is pending.
+ */
+export const chatParts = (raw: string, data: unknown): ChatParts | undefined => {
+  if (!isObject(data) || !Array.isArray(data["choices"])) return undefined
+  const { choices: _choices, usage, ...envelope } = data
+  const choices = data["choices"].filter(isObject)
+  const texts: Array<ChatText> = []
+  const calls: Array<ChatCalls> = []
+  const rest: Array<Json> = []
+  for (const choice of choices) {
+    const index = Number(choice["index"] ?? 0)
+    const delta = isObject(choice["delta"]) ? choice["delta"] : {}
+    const content = delta["content"]
+    const hasText = typeof content === "string" && content !== ""
+    if (hasText) texts.push({ index, text: content, role: delta["role"] })
+    const pieces = Array.isArray(delta["tool_calls"]) ? delta["tool_calls"].filter(isObject) : []
+    const others = Object.keys(delta).filter((key) => !SCREENED_KEYS.has(key) && delta[key] != null)
+    const more = choice["finish_reason"] != null || others.length > 0
+    if (pieces.length > 0) {
+      const alone = choices.length === 1 && !hasText && !more && usage == null
+      const role = delta["role"] == null ? {} : { role: delta["role"] }
+      const only = { index, delta: { ...role, tool_calls: pieces }, finish_reason: null }
+      calls.push({ index, pieces, event: alone ? raw : dataEvent({ ...envelope, choices: [only] }) })
+    }
+    if (more) {
+      const remaining = Object.fromEntries(others.map((key) => [key, delta[key]]))
+      // Log probabilities name the tokens of the text taken out: they go with it, never around the screen.
+      const { logprobs: _logprobs, ...kept } = choice
+      rest.push({ ...(hasText ? kept : choice), delta: remaining })
+    }
+  }
+  if (texts.length === 0 && calls.length === 0) return undefined
+  const withUsage = usage == null ? {} : { usage }
+  return {
+    texts,
+    calls,
+    rest: rest.length > 0 ? dataEvent({ ...envelope, choices: rest, ...withUsage }) : undefined,
+    usage: rest.length === 0 && usage != null ? dataEvent({ ...envelope, choices: [], usage }) : undefined,
+    envelope
+  }
+}
+
+/** A chat text event for the released `text` of choice `index` (with the role its first chunk carried). */
+export const chatTextEvent = (envelope: Json, index: number, role: unknown) => (text: string) =>
+  text === ""
+    ? ""
+    : dataEvent({
+        ...envelope,
+        choices: [{ index, delta: role == null ? { content: text } : { role, content: text }, finish_reason: null }]
+      })
