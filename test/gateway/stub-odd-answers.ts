@@ -9,6 +9,7 @@
  * - `endless-event`: a stream of short `data:` lines with no blank line between them (4 MiB, or until cut);
  * - `many-tools`: a chat completion proposing MANY_TOOL_CALLS tool calls;
  * - `many-tools-sse`: a chat stream proposing MANY_TOOL_CALLS tool calls, each whole in one event;
+ * - `say-hold`: a chat stream saying `<text>` (3 characters a chunk) that then stays open, never ending;
  * - `status-<code>`: a chat completion saying `<text>` with HTTP status `<code>` (e.g. 201, 203);
  * - `status-<code>-sse`: a chat stream saying `<text>` with HTTP status `<code>`;
  * - `shape-<shape>`: a stream saying `<text>` (3 characters a chunk) in chunk shapes real providers send
@@ -49,12 +50,13 @@ const streamLines = (text: string) => [
   ""
 ]
 
-/** Writes `parts` one per event-loop turn, so each leaves as its own chunk. */
-const writeApart = (response: ServerResponse, parts: ReadonlyArray<string>) => {
+/** Writes `parts` one per event-loop turn, so each leaves as its own chunk; then ends the answer, unless not to `end`. */
+const writeApart = (response: ServerResponse, parts: ReadonlyArray<string>, end = true) => {
   const [first, ...rest] = parts
-  if (first === undefined) return void response.end()
+  if (first === undefined) return end ? void response.end() : undefined
+  if (response.destroyed) return
   response.write(first)
-  setImmediate(() => writeApart(response, rest))
+  setImmediate(() => writeApart(response, rest, end))
 }
 
 /** Writes `piece` again and again (waiting for drain) until `total` bytes went out or the reader left. */
@@ -184,6 +186,15 @@ export const answerOdd = (model: string, response: ServerResponse) => {
     case "upper-json":
       response.writeHead(200, { "content-type": "Application/Json" })
       return void response.end(completion(text))
+    case "say-hold":
+      response.writeHead(200, { "content-type": "text/event-stream" })
+      return writeApart(
+        response,
+        streamLines(text)
+          .slice(0, -2)
+          .map((line) => `${line}\n`),
+        false
+      )
     case "plain":
       response.writeHead(200, { "content-type": "text/plain" })
       return void response.end(text)

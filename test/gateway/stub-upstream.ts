@@ -17,7 +17,8 @@
  * - `budget`: the usage equals `max_tokens` (the worst case), after 30 ms;
  * - `say:<text>`: a short answer with `<text>` as its reply (streamed: in pieces of 3 characters);
  * - `tool-call`: a short answer proposing the tool call TOOL_CALL (streamed: its arguments in pieces);
- * - `odd:<kind>:<text>`: a hostile or careless provider's answer (stub-odd-answers.ts);
+ * - `odd:<kind>:<text>`: a hostile or careless provider's answer (stub-odd-answers.ts; a closed
+ *   `odd:say-hold:` stream is recorded in `aborted`);
  * - anything else: a short answer with fixed usage (see USAGE).
  * Every request is recorded (path, headers, parsed body).
  */
@@ -67,7 +68,7 @@ export interface SeenRequest {
 export interface StubUpstream {
   readonly url: string
   readonly requests: Array<SeenRequest>
-  /** Models of `hang`, `held-stream`, `no-newline` and `slow` requests whose connection the gateway closed before the answer ended. */
+  /** Models of `hang`, `held-stream`, `no-newline`, `slow` and `odd:say-hold:` requests whose connection the gateway closed before the answer ended. */
   readonly aborted: Array<string>
   /** Answers (or the rest of) every `slow` and `held-stream` request held so far. */
   readonly release: () => void
@@ -310,7 +311,7 @@ export const startStubUpstream = () =>
         // Held until `release()`, unless the gateway has gone by then.
         const later = (then: () => void) => void held.push(() => (response.destroyed ? undefined : then()))
         const hold: Hold = model === "hang" ? () => {} : model === "held-stream" ? later : undefined
-        if (["hang", "held-stream", "no-newline", "slow"].includes(model)) {
+        if (["hang", "held-stream", "no-newline", "slow"].includes(model) || model.startsWith("odd:say-hold:")) {
           response.on("close", () => {
             if (!response.writableEnded) aborted.push(model)
           })
