@@ -204,6 +204,11 @@ export const responseEvents = (dialect: Dialect, body: Json): ReadonlyArray<Scre
         const fn = isObject(call["function"]) ? call["function"] : {}
         events.push(toolCallEvent(fn["name"], fn["arguments"], (text) => (fn["arguments"] = text)))
       }
+      // The deprecated `functions` API proposes its call as `function_call`: a tool call all the same.
+      const legacy = message["function_call"]
+      if (isObject(legacy)) {
+        events.push(toolCallEvent(legacy["name"], legacy["arguments"], (text) => (legacy["arguments"] = text)))
+      }
     }
     return events
   }

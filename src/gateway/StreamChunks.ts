@@ -13,8 +13,11 @@ type Json = Record<string, unknown>
 
 const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value)
 
-/** What the screen takes out of a delta: its text and tool calls, and the role that comes with them. */
-const SCREENED_KEYS = new Set(["content", "tool_calls", "role"])
+/** What the screen takes out of a delta: its text and tool calls (and the legacy `function_call`), and the role. */
+const SCREENED_KEYS = new Set(["content", "tool_calls", "function_call", "role"])
+
+/** The piece index of a legacy `function_call` (one per choice), among a choice's tool call pieces. */
+export const LEGACY_CALL = "function_call"
 
 export interface ChatText {
   readonly index: number
@@ -61,14 +64,17 @@ export const chatParts = (raw: string, data: unknown): ChatParts | undefined => 
     const hasText = typeof content === "string" && content !== ""
     if (hasText) texts.push({ index, text: content, role: delta["role"] })
     const pieces = Array.isArray(delta["tool_calls"]) ? delta["tool_calls"].filter(isObject) : []
+    const legacy = isObject(delta["function_call"]) ? delta["function_call"] : undefined
     const others = Object.keys(delta).filter((key) => !SCREENED_KEYS.has(key) && delta[key] != null)
     const more = choice["finish_reason"] != null || others.length > 0
-    if (pieces.length > 0) {
-      const alone = choices.length === 1 && !hasText && !more && usage == null
-      const role = delta["role"] == null ? {} : { role: delta["role"] }
-      const only = { index, delta: { ...role, tool_calls: pieces }, finish_reason: null }
-      calls.push({ index, pieces, event: alone ? raw : dataEvent({ ...envelope, choices: [only] }) })
+    const alone = choices.length === 1 && !hasText && !more && usage == null && (pieces.length === 0 || !legacy)
+    const role = delta["role"] == null ? {} : { role: delta["role"] }
+    const held = (field: Json, group: ReadonlyArray<Json>) => {
+      const only = { index, delta: { ...role, ...field }, finish_reason: null }
+      calls.push({ index, pieces: group, event: alone ? raw : dataEvent({ ...envelope, choices: [only] }) })
     }
+    if (pieces.length > 0) held({ tool_calls: pieces }, pieces)
+    if (legacy !== undefined) held({ function_call: legacy }, [{ index: LEGACY_CALL, function: legacy }])
     if (more) {
       const remaining = Object.fromEntries(others.map((key) => [key, delta[key]]))
       // Log probabilities name the tokens of the text taken out: they go with it, never around the screen.
@@ -85,6 +91,19 @@ export const chatParts = (raw: string, data: unknown): ChatParts | undefined => 
     usage: rest.length === 0 && usage != null ? dataEvent({ ...envelope, choices: [], usage }) : undefined,
     envelope
   }
+}
+
+/** A chat tool call (or legacy function call) written whole with rewritten arguments, in its first chunk's envelope. */
+export const chatCallEvent = (envelope: Json, index: number, piece: Json, name: string, args: string) => {
+  const delta =
+    piece["index"] === LEGACY_CALL
+      ? { function_call: { name, arguments: args } }
+      : {
+          tool_calls: [
+            { index: piece["index"] ?? 0, id: piece["id"], type: "function", function: { name, arguments: args } }
+          ]
+        }
+  return dataEvent({ ...envelope, choices: [{ index, delta, finish_reason: null }] })
 }
 
 /** A chat text event for the released `text` of choice `index` (with the role its first chunk carried). */

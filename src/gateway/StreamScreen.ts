@@ -19,7 +19,7 @@
  */
 import type { PassThrough, Readable } from "node:stream"
 import { SseEventSplitter, writeDrained } from "../platform/SseEvents.js"
-import { chatParts, chatTextEvent } from "./StreamChunks.js"
+import { chatCallEvent, chatParts, chatTextEvent } from "./StreamChunks.js"
 import { MAX_SCREENED_ITEMS, paramsOf, type Screened, toolCallEvent, unscreenableEvent } from "./GuardrailTexts.js"
 import type { Dialect } from "./UsageMeter.js"
 
@@ -60,20 +60,6 @@ interface HeldCall {
   held: number
   readonly rewritten: (call: HeldCall, args: string) => Array<string>
 }
-
-/** A chat tool call written whole (one chunk) with rewritten arguments, in its first chunk's envelope. */
-const chatCall =
-  (envelope: Json, choiceIndex: number, piece: Json) =>
-  (call: HeldCall, args: string): Array<string> => {
-    const toolCall = {
-      index: piece["index"] ?? 0,
-      id: piece["id"],
-      type: "function",
-      function: { name: call.name, arguments: args }
-    }
-    const choice = { index: choiceIndex, delta: { tool_calls: [toolCall] }, finish_reason: null }
-    return [`data: ${JSON.stringify({ ...envelope, choices: [choice] })}\n\n`]
-  }
 
 /** The end of the last sentence in `text` at or before `limit` (0: none). */
 const sentenceEnd = (text: string, limit: number) => {
@@ -215,7 +201,13 @@ export const screenStream = async (source: Readable, sink: PassThrough, options:
         let call = calls.get(key)
         if (call === undefined) {
           if (!admitCall()) return
-          call = { name: "", args: "", events: [], held: 0, rewritten: chatCall(parts.envelope, index, piece) }
+          call = {
+            name: "",
+            args: "",
+            events: [],
+            held: 0,
+            rewritten: (held, args) => [chatCallEvent(parts.envelope, index, piece, held.name, args)]
+          }
           calls.set(key, call)
         }
         const fn = isObject(piece["function"]) ? piece["function"] : {}

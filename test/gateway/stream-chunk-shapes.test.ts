@@ -3,7 +3,8 @@
  * route with the official `openai` and `@anthropic-ai/sdk` clients: the role
  * on every chunk (Ollama), usage on every chunk (vLLM's continuous usage),
  * several choices in one chunk (`n`), the last text in the chunk with the
- * finish reason, text and a tool call in one chunk; messages style, a block
+ * finish reason, text and a tool call in one chunk, a legacy `function_call`
+ * in pieces; messages style, a block
  * start that carries its text or its tool input. Each is screened: a denied
  * word never reaches the client, and a clean answer arrives whole. Before,
  * any chunk but one choice with nothing but text (or nothing but tool calls)
@@ -99,7 +100,8 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gua
                   chunk.choices.map((choice): [number, string] => [
                     choice.index,
                     (choice.delta.content ?? "") +
-                      (choice.delta.tool_calls ?? []).map((call) => call.function?.arguments ?? "").join("")
+                      (choice.delta.tool_calls ?? []).map((call) => call.function?.arguments ?? "").join("") +
+                      (choice.delta.function_call?.arguments ?? "")
                   ]),
                 (chunk) =>
                   chunk.choices.flatMap((choice) => (choice.finish_reason === null ? [] : [choice.finish_reason]))

@@ -10,11 +10,13 @@
  * - `many-tools`: a chat completion proposing MANY_TOOL_CALLS tool calls;
  * - `many-tools-sse`: a chat stream proposing MANY_TOOL_CALLS tool calls, each whole in one event;
  * - `say-hold`: a chat stream saying `<text>` (3 characters a chunk) that then stays open, never ending;
+ * - `legacy-function`: a chat completion whose message proposes the legacy `function_call` with `{"text": <text>}`;
  * - `status-<code>`: a chat completion saying `<text>` with HTTP status `<code>` (e.g. 201, 203);
  * - `status-<code>-sse`: a chat stream saying `<text>` with HTTP status `<code>`;
  * - `shape-<shape>`: a stream saying `<text>` (3 characters a chunk) in chunk shapes real providers send
  *   (CHUNK_SHAPES: role on every chunk, usage on every chunk, two choices a chunk, the last text with the
- *   finish reason, a tool call with text and its finish reason in one chunk; messages style: a block start
+ *   finish reason, a tool call with text and its finish reason in one chunk, a legacy `function_call` in
+ *   pieces; messages style: a block start
  *   carrying the text, a tool_use start carrying its input `{"text": <text>}`).
  */
 import type { ServerResponse } from "node:http"
@@ -79,6 +81,7 @@ export const CHUNK_SHAPES = [
   "two-choices",
   "finish-with-text",
   "tool-with-text",
+  "legacy-function",
   "messages-start-text",
   "messages-start-input"
 ] as const
@@ -136,6 +139,18 @@ const shapedStream = (shape: string, text: string): Array<string> => {
         "data: [DONE]\n\n"
       ]
     }
+    case "legacy-function": {
+      // The deprecated `functions` API: the call as `delta.function_call`, its arguments in pieces.
+      const args = (JSON.stringify({ text }).match(/[\s\S]{1,5}/g) ?? []).map((piece) =>
+        shapedChunk([choice({ function_call: { arguments: piece } })])
+      )
+      return [
+        shapedChunk([choice({ role: "assistant", content: null, function_call: { name: "lookup", arguments: "" } })]),
+        ...args,
+        shapedChunk([choice({}, 0, "function_call")]),
+        "data: [DONE]\n\n"
+      ]
+    }
     case "messages-start-text":
     case "messages-start-input": {
       const block =
@@ -186,6 +201,26 @@ export const answerOdd = (model: string, response: ServerResponse) => {
     case "upper-json":
       response.writeHead(200, { "content-type": "Application/Json" })
       return void response.end(completion(text))
+    case "legacy-function":
+      response.writeHead(200, { "content-type": "application/json" })
+      return void response.end(
+        JSON.stringify({
+          id: "chatcmpl-odd",
+          object: "chat.completion",
+          model: "odd",
+          choices: [
+            {
+              index: 0,
+              message: {
+                role: "assistant",
+                content: null,
+                function_call: { name: "lookup", arguments: JSON.stringify({ text }) }
+              },
+              finish_reason: "function_call"
+            }
+          ]
+        })
+      )
     case "say-hold":
       response.writeHead(200, { "content-type": "text/event-stream" })
       return writeApart(
