@@ -6,16 +6,19 @@
  * commit per batch instead of per call keeps the budget rows (one per
  * workspace and window) from serializing traffic on the disk's commit
  * latency. Calls hand over after their response is out, and a batch lingers
- * (LINGER) before it commits, so nothing here is on a client's path. On
- * shutdown the queue is drained before the scope ends.
+ * (LINGER) before it commits, so nothing here is on a client's path. A
+ * database that cannot take writes for now is waited out (up to
+ * GATEWAY_USAGE_RETRY_SECONDS; calls queue meanwhile). On shutdown the queue
+ * is drained before the scope ends.
  */
 import { SqlClient } from "@effect/sql"
 import { Duration, Effect, Schedule, Schema } from "effect"
 import { Budgets, type Settlement } from "../billing/Budgets.js"
 import { LlmUsageMessage } from "../billing/Domain.js"
+import { AppConfig } from "../platform/Config.js"
 import { allCommitted, makeGroupCommit } from "../platform/GroupCommit.js"
 import { Outbox } from "../platform/Outbox.js"
-import { transactionOf } from "../platform/Sql.js"
+import { isDatabaseUnavailable, transactionOf } from "../platform/Sql.js"
 import { Topics } from "../platform/Topics.js"
 
 const MAX_BATCH = 500
@@ -27,6 +30,8 @@ const MAX_BATCH = 500
  */
 const LINGER = Duration.millis(10)
 const encodeUsage = Schema.encodeSync(LlmUsageMessage)
+/** The longest pause between attempts while the database cannot take writes. */
+const MAX_PAUSE = Duration.seconds(2)
 
 export interface FinishedCall {
   readonly message: LlmUsageMessage
@@ -36,8 +41,17 @@ export interface FinishedCall {
 export class UsageWriter extends Effect.Service<UsageWriter>()("gateway/UsageWriter", {
   scoped: Effect.gen(function* () {
     const budgets = yield* Budgets
+    const config = yield* AppConfig
     const outbox = yield* Outbox
     const transaction = transactionOf(yield* SqlClient.SqlClient)
+
+    // A database that cannot take writes now (failing over, connections cut) is waited out, for up to
+    // GATEWAY_USAGE_RETRY_SECONDS: the provider was paid, so its usage and spend must not be dropped.
+    const waitOut = Schedule.exponential(Duration.millis(50)).pipe(
+      Schedule.modifyDelay((delay) => Duration.min(delay, MAX_PAUSE)),
+      Schedule.upTo(Duration.seconds(config.gatewayUsageRetrySeconds))
+    )
+    const retryOther = Schedule.exponential(Duration.millis(50)).pipe(Schedule.intersect(Schedule.recurs(4)))
 
     const commit = (calls: ReadonlyArray<FinishedCall>) =>
       transaction(
@@ -52,7 +66,10 @@ export class UsageWriter extends Effect.Service<UsageWriter>()("gateway/UsageWri
           budgets.settle(calls.map((call) => call.settlement))
         )
       ).pipe(
-        Effect.retry(Schedule.exponential(Duration.millis(50)).pipe(Schedule.intersect(Schedule.recurs(4)))),
+        // The transaction turns database errors into defects: retried as failures (before, never retried).
+        Effect.catchAllDefect(Effect.fail),
+        Effect.retry({ schedule: waitOut, while: isDatabaseUnavailable }),
+        Effect.retry({ schedule: retryOther, while: (error) => !isDatabaseUnavailable(error) }),
         Effect.as(allCommitted(calls))
       )
 

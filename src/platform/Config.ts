@@ -271,6 +271,8 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       gatewayMaxStreamsPerWorkspace: yield* positiveInteger("GATEWAY_MAX_STREAMS_PER_WORKSPACE", 500),
       /** Proxied calls in flight at once per API key (or user session), in this process. */
       gatewayMaxStreamsPerKey: yield* positiveInteger("GATEWAY_MAX_STREAMS_PER_KEY", 250),
+      /** How long a call's usage record (and budget settlement) waits out a database that cannot take writes. */
+      gatewayUsageRetrySeconds: yield* positiveInteger("GATEWAY_USAGE_RETRY_SECONDS", 120),
       /** Longest a proxied response may stream, from the provider's response head; then it is ended with an error event. */
       gatewayMaxStreamSeconds: yield* positiveInteger("GATEWAY_MAX_STREAM_SECONDS", 900),
       /** Longest SSE line the usage meter holds while waiting for its newline; a longer one ends the stream. */

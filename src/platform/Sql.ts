@@ -135,3 +135,6 @@ export const databaseFaultOf = (defect: unknown): BadRequest | Conflict | Servic
   }
   return undefined
 }
+
+/** True for a database that cannot serve now but may shortly (what `databaseFaultOf` answers 503 for): worth waiting out. */
+export const isDatabaseUnavailable = (defect: unknown) => databaseFaultOf(defect) instanceof ServiceUnavailable
