@@ -42,12 +42,24 @@ const objects = (value: unknown): ReadonlyArray<Json> => (Array.isArray(value) ?
 const operationName = (name: unknown, fallback: string) =>
   typeof name === "string" && name.trim() !== "" ? name.slice(0, Limits.identifier) : fallback
 
-/** The text of a content value: a string, or the text parts/blocks joined (one a line). */
+/**
+ * The text a content part gives the model: a text part; messages style also a plain-text document (`source`
+ * `text` or `content`) and a search result's content.
+ */
+const partText = (part: Json): string | undefined => {
+  if (part["type"] === "text") return typeof part["text"] === "string" ? part["text"] : undefined
+  const source = part["source"]
+  if (part["type"] === "document" && isObject(source)) {
+    if (source["type"] === "text") return typeof source["data"] === "string" ? source["data"] : undefined
+    return source["type"] === "content" ? textOf(source["content"]) : undefined
+  }
+  return part["type"] === "search_result" ? textOf(part["content"]) : undefined
+}
+
+/** The text of a content value: a string, or the text of its parts/blocks joined (one a line). */
 const textOf = (content: unknown): string | undefined => {
   if (typeof content === "string") return content
-  const texts = objects(content).flatMap((part) =>
-    part["type"] === "text" && typeof part["text"] === "string" ? [part["text"]] : []
-  )
+  const texts = objects(content).flatMap((part) => partText(part) ?? [])
   return texts.length === 0 ? undefined : texts.join("\n")
 }
 
@@ -58,7 +70,8 @@ const replacer = (holder: Json, key: string) => (text: string) => {
     holder[key] = text
     return
   }
-  const others = content.filter((part) => !isObject(part) || part["type"] !== "text")
+  // Every part whose text was decided goes (documents too): the rewritten text stands for all of them.
+  const others = content.filter((part) => !isObject(part) || partText(part) === undefined)
   holder[key] = [{ type: "text", text }, ...others]
 }
 

@@ -80,6 +80,56 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
     })
   )
 
+  it.effect("text in a document or a search result is decided with the message's text; a rewrite replaces it", () =>
+    Effect.gen(function* () {
+      const { base, owner, anthropic } = yield* setUp
+      yield* denyInputs(base, owner)
+      const before = stub.requests.length
+      // Plain-text documents and search results are text the model reads, as a text block is.
+      const blocks = (text: string): Array<Anthropic.ContentBlockParam> => [
+        { type: "document", source: { type: "text", media_type: "text/plain", data: `Memo: ${text}.` } },
+        { type: "document", source: { type: "content", content: [{ type: "text", text: `Note: ${text}.` }] } },
+        {
+          type: "search_result",
+          source: "https://example.com/a",
+          title: "A",
+          content: [{ type: "text", text: `Result: ${text}.` }]
+        }
+      ]
+      for (const block of blocks(INJECTION)) {
+        const refused = (yield* raised(() =>
+          anthropic.messages.create({
+            model: "stub-messages",
+            max_tokens: 50,
+            messages: [{ role: "user", content: [{ type: "text", text: "Summarize this." }, block] }]
+          })
+        )) as SdkError
+        expect(refused.status, block.type).toBe(403)
+        expect(refused.message, block.type).toContain("guardrail_denied")
+      }
+      expect(stub.requests.length).toBe(before)
+
+      // A rewrite puts its text in place of every text the message carried: the documents' too.
+      yield* createPolicy(base, owner, "mask-code", {
+        action: "rewrite",
+        value: "SECRET-42",
+        rewrite: "[code]",
+        appliesTo: ["input.received"]
+      })
+      yield* Effect.promise(() =>
+        anthropic.messages.create({
+          model: "stub-messages",
+          max_tokens: 50,
+          messages: [{ role: "user", content: [{ type: "text", text: "Summarize this." }, ...blocks("SECRET-42")] }]
+        })
+      )
+      expect(stub.requests.length).toBe(before + 1)
+      const sent = JSON.stringify(lastRequest().body["messages"])
+      expect(sent).not.toContain("SECRET-42")
+      expect(sent).toContain("[code]")
+    })
+  )
+
   it.effect(
     "x-guardrail-run-id naming another environment's run is 403 environment_mismatch, never sent upstream",
     () =>
