@@ -44,6 +44,28 @@ export interface ChatParts {
   readonly envelope: Json
 }
 
+const isTextPart = (part: unknown): part is Json =>
+  isObject(part) && part["type"] === "text" && typeof part["text"] === "string"
+
+/**
+ * A delta's reply text: its `content` string, or the text parts of a list of parts (Mistral's reasoning
+ * models stream one), whose other parts (thinking, like Anthropic's, is not decided) go on as they came.
+ */
+const contentOf = (
+  content: unknown
+): { readonly text: string; readonly otherParts: ReadonlyArray<unknown> | undefined } => {
+  if (typeof content === "string") return { text: content, otherParts: undefined }
+  if (!Array.isArray(content)) return { text: "", otherParts: undefined }
+  const others = content.filter((part) => !isTextPart(part))
+  return {
+    text: content
+      .filter(isTextPart)
+      .map((part) => String(part["text"]))
+      .join(""),
+    otherParts: others.length > 0 ? others : undefined
+  }
+}
+
 const dataEvent = (value: unknown) => `data: ${JSON.stringify(value)}\n\n`
 
 /**
@@ -60,13 +82,13 @@ export const chatParts = (raw: string, data: unknown): ChatParts | undefined => 
   for (const choice of choices) {
     const index = Number(choice["index"] ?? 0)
     const delta = isObject(choice["delta"]) ? choice["delta"] : {}
-    const content = delta["content"]
-    const hasText = typeof content === "string" && content !== ""
-    if (hasText) texts.push({ index, text: content, role: delta["role"] })
+    const { text, otherParts } = contentOf(delta["content"])
+    const hasText = text !== ""
+    if (hasText) texts.push({ index, text, role: delta["role"] })
     const pieces = Array.isArray(delta["tool_calls"]) ? delta["tool_calls"].filter(isObject) : []
     const legacy = isObject(delta["function_call"]) ? delta["function_call"] : undefined
     const others = Object.keys(delta).filter((key) => !SCREENED_KEYS.has(key) && delta[key] != null)
-    const more = choice["finish_reason"] != null || others.length > 0
+    const more = choice["finish_reason"] != null || others.length > 0 || otherParts !== undefined
     const alone = choices.length === 1 && !hasText && !more && usage == null && (pieces.length === 0 || !legacy)
     const role = delta["role"] == null ? {} : { role: delta["role"] }
     const held = (field: Json, group: ReadonlyArray<Json>) => {
@@ -76,7 +98,10 @@ export const chatParts = (raw: string, data: unknown): ChatParts | undefined => 
     if (pieces.length > 0) held({ tool_calls: pieces }, pieces)
     if (legacy !== undefined) held({ function_call: legacy }, [{ index: LEGACY_CALL, function: legacy }])
     if (more) {
-      const remaining = Object.fromEntries(others.map((key) => [key, delta[key]]))
+      const remaining = Object.fromEntries([
+        ...others.map((key) => [key, delta[key]]),
+        ...(otherParts === undefined ? [] : [["content", otherParts]])
+      ])
       // Log probabilities name the tokens of the text taken out: they go with it, never around the screen.
       const { logprobs: _logprobs, ...kept } = choice
       rest.push({ ...(hasText ? kept : choice), delta: remaining })

@@ -4,7 +4,7 @@
  * on every chunk (Ollama), usage on every chunk (vLLM's continuous usage),
  * several choices in one chunk (`n`), the last text in the chunk with the
  * finish reason, text and a tool call in one chunk, a legacy `function_call`
- * in pieces; messages style, a block
+ * in pieces, content as a list of parts (Mistral); messages style, a block
  * start that carries its text or its tool input. Each is screened: a denied
  * word never reaches the client, and a clean answer arrives whole. Before,
  * any chunk but one choice with nothing but text (or nothing but tool calls)
@@ -25,6 +25,10 @@ afterAll(() => stub.close())
 const WORD = "forbiddenword"
 const DENIED = `well, that is a ${WORD} thing to say`
 const CLEAN = "All good here. Nothing to see, move along now."
+
+/** A delta's content as text: a string, or (a list of parts, as some providers send) its JSON. */
+const textIn = (content: unknown) =>
+  typeof content === "string" ? content : content == null ? "" : JSON.stringify(content)
 
 /** What a stream delivered: its text (and tool arguments) by choice, its finish reasons, and the error it ended with. */
 const collect = <A>(
@@ -99,7 +103,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gua
                 (chunk) =>
                   chunk.choices.map((choice): [number, string] => [
                     choice.index,
-                    (choice.delta.content ?? "") +
+                    textIn(choice.delta.content) +
                       (choice.delta.tool_calls ?? []).map((call) => call.function?.arguments ?? "").join("") +
                       (choice.delta.function_call?.arguments ?? "")
                   ]),

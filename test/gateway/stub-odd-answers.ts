@@ -17,7 +17,7 @@
  * - `shape-<shape>`: a stream saying `<text>` (3 characters a chunk) in chunk shapes real providers send
  *   (CHUNK_SHAPES: role on every chunk, usage on every chunk, two choices a chunk, the last text with the
  *   finish reason, a tool call with text and its finish reason in one chunk, a legacy `function_call` in
- *   pieces; messages style: a block start
+ *   pieces, content as a list of parts; messages style: a block start
  *   carrying the text, a tool_use start carrying its input `{"text": <text>}`).
  */
 import type { ServerResponse } from "node:http"
@@ -83,6 +83,7 @@ export const CHUNK_SHAPES = [
   "finish-with-text",
   "tool-with-text",
   "legacy-function",
+  "content-parts",
   "messages-start-text",
   "messages-start-input"
 ] as const
@@ -140,6 +141,16 @@ const shapedStream = (shape: string, text: string): Array<string> => {
         "data: [DONE]\n\n"
       ]
     }
+    case "content-parts":
+      // Content as a list of parts (Mistral's reasoning models): a thinking part first, then text parts.
+      return [
+        shapedChunk([
+          choice({ role: "assistant", content: [{ type: "thinking", thinking: [{ type: "text", text: "Hmm." }] }] })
+        ]),
+        ...pieces.map((piece) => shapedChunk([choice({ content: [{ type: "text", text: piece }] })])),
+        shapedChunk([choice({}, 0, "stop")]),
+        "data: [DONE]\n\n"
+      ]
     case "legacy-function": {
       // The deprecated `functions` API: the call as `delta.function_call`, its arguments in pieces.
       const args = (JSON.stringify({ text }).match(/[\s\S]{1,5}/g) ?? []).map((piece) =>
