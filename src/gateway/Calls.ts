@@ -28,11 +28,16 @@ const badBody = (path: string, message: string) =>
 const positiveInt = (value: unknown) =>
   typeof value === "number" && Number.isSafeInteger(value) && value > 0 ? Option.some(value) : Option.none()
 
-/** The output bound that makes admission strict: `max_tokens` (chat also `max_completion_tokens`). */
-export const outputBound = (dialect: Dialect, body: Record<string, unknown>) =>
-  dialect === "chat"
-    ? Option.orElse(positiveInt(body["max_completion_tokens"]), () => positiveInt(body["max_tokens"]))
-    : positiveInt(body["max_tokens"])
+/**
+ * The output bound that makes admission strict: `max_tokens` (chat also `max_completion_tokens`), which chat
+ * applies to each of its `n` choices (the provider bills them all). An `n` that is not a count leaves no bound.
+ */
+export const outputBound = (dialect: Dialect, body: Record<string, unknown>) => {
+  if (dialect === "messages") return positiveInt(body["max_tokens"])
+  const perChoice = Option.orElse(positiveInt(body["max_completion_tokens"]), () => positiveInt(body["max_tokens"]))
+  const choices = body["n"] == null ? Option.some(1) : positiveInt(body["n"])
+  return Option.zipWith(perChoice, choices, (tokens, count) => tokens * count)
+}
 
 /** How long a strict call's reservation is held: longer than any call the upstream timeout and stream limit let through. */
 export const reservationHold = (upstreamTimeoutMillis: number, maxStreamMillis: number) =>

@@ -14,7 +14,7 @@
  *   follows on `release()`;
  * - `no-newline`: an SSE stream of `NO_NEWLINE_BYTES` without a newline,
  *   then nothing (until the gateway aborts it: recorded in `aborted`);
- * - `budget`: the usage equals `max_tokens` (the worst case), after 30 ms;
+ * - `budget`: the usage equals `max_tokens` (times `n`: the worst case), after 30 ms;
  * - `say:<text>`: a short answer with `<text>` as its reply (streamed: in pieces of 3 characters);
  * - `tool-call`: a short answer proposing the tool call TOOL_CALL (streamed: its arguments in pieces);
  * - `odd:<kind>:<text>`: a hostile or careless provider's answer (stub-odd-answers.ts; a closed
@@ -94,7 +94,9 @@ type Hold = ((rest: () => void) => void) | undefined
 const chat = (body: Record<string, unknown>, response: ServerResponse, hold: Hold) => {
   const model = String(body["model"])
   const maxTokens = Number(body["max_tokens"] ?? body["max_completion_tokens"] ?? 0)
-  const usage = model === "budget" ? { prompt_tokens: 5, completion_tokens: maxTokens } : USAGE.chat
+  // Every one of `n` choices may use max_tokens: a `budget` answer uses them all.
+  const choices = typeof body["n"] === "number" ? body["n"] : 1
+  const usage = model === "budget" ? { prompt_tokens: 5, completion_tokens: maxTokens * choices } : USAGE.chat
   if (body["stream"] !== true) {
     response.writeHead(200, { "content-type": "application/json", "x-request-id": "upstream-req-1" })
     response.end(

@@ -154,6 +154,33 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
     )
   })
 
+  describe("choices", () => {
+    it.effect(
+      "a strict call for n choices reserves n times max_tokens: past the cap it is 402, spend stays under",
+      () =>
+        Effect.gen(function* () {
+          const { db, owner, gateway } = yield* gatewayTenant(stub.url)
+          const key = yield* createKey(owner)
+          // One cent per output token, none per input token, and a cap of 100 cents: 100 tokens.
+          yield* setPrice(owner, "budget", 0, 1_000_000)
+          yield* setBudget(owner, 100, "month")
+          // 10 choices of up to 20 tokens each: up to 200 tokens, twice the cap (the provider bills every choice).
+          const tooMany = yield* chatCall(gateway.routeBase, key.plaintext_key, {
+            model: "budget",
+            max_tokens: 20,
+            n: 10
+          })
+          expectError(tooMany, 402, "budget_exceeded")
+          const fits = yield* chatCall(gateway.routeBase, key.plaintext_key, { model: "budget", max_tokens: 20, n: 4 })
+          expect(fits.status, fits.text).toBe(200)
+          const usage = yield* awaitUsage(db, owner.workspaceId, 1)
+          expect(usage[0]!.completion_tokens).toBe(80)
+          const spend = yield* monthSpend(db, owner.workspaceId)
+          expect(spend.spent).toBeLessThanOrEqual(100n * 10_000_000n)
+        })
+    )
+  })
+
   describe("settings config", () => {
     it.effect("keys added patch by patch stop at the config's bounds with a 400; removing keys makes room", () =>
       Effect.gen(function* () {
