@@ -3,10 +3,10 @@
  * whatever shape the provider sent them: one choice or several, the role on
  * every chunk (Ollama), usage on every chunk (vLLM's continuous usage), the
  * last text in the chunk that carries the finish reason, text and tool calls
- * in one delta. The reply text and tool call pieces are taken out (screened,
- * then released as the screen's own events); whatever else the chunk carries
- * (a finish reason, another delta field) is a chunk of its own, written
- * after them.
+ * in one delta, the legacy `function_call`, content as a list of parts. The
+ * reply text and tool call pieces are taken out (screened, then released as
+ * the screen's own events); whatever else the chunk carries (a finish
+ * reason, another delta field) is a chunk of its own, written after them.
  */
 
 type Json = Record<string, unknown>

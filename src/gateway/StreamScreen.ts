@@ -206,7 +206,7 @@ export const screenStream = async (source: Readable, sink: PassThrough, options:
             args: "",
             events: [],
             held: 0,
-            rewritten: (held, args) => [chatCallEvent(parts.envelope, index, piece, held.name, args)]
+            rewritten: (assembled, args) => [chatCallEvent(parts.envelope, index, piece, assembled.name, args)]
           }
           calls.set(key, call)
         }
