@@ -46,10 +46,18 @@ export class UsageWriter extends Effect.Service<UsageWriter>()("gateway/UsageWri
     const transaction = transactionOf(yield* SqlClient.SqlClient)
 
     // A database that cannot take writes now (failing over, connections cut) is waited out, for up to
-    // GATEWAY_USAGE_RETRY_SECONDS: the provider was paid, so its usage and spend must not be dropped.
+    // GATEWAY_USAGE_RETRY_SECONDS an outage: the provider was paid, so its usage and spend must not be dropped.
+    // The bound is the outage's, not each batch's: past it every batch (and the drain at shutdown) fails at
+    // once until a commit succeeds again, so a long outage never holds the writer a bound per batch or call.
+    const patience = Duration.toMillis(Duration.seconds(config.gatewayUsageRetrySeconds))
+    let unavailableSince: number | undefined
+    const worthWaiting = (error: unknown) => {
+      if (!isDatabaseUnavailable(error)) return false
+      unavailableSince ??= Date.now()
+      return Date.now() - unavailableSince < patience
+    }
     const waitOut = Schedule.exponential(Duration.millis(50)).pipe(
-      Schedule.modifyDelay((delay) => Duration.min(delay, MAX_PAUSE)),
-      Schedule.upTo(Duration.seconds(config.gatewayUsageRetrySeconds))
+      Schedule.modifyDelay((delay) => Duration.min(delay, MAX_PAUSE))
     )
     const retryOther = Schedule.exponential(Duration.millis(50)).pipe(Schedule.intersect(Schedule.recurs(4)))
 
@@ -68,8 +76,9 @@ export class UsageWriter extends Effect.Service<UsageWriter>()("gateway/UsageWri
       ).pipe(
         // The transaction turns database errors into defects: retried as failures (before, never retried).
         Effect.catchAllDefect(Effect.fail),
-        Effect.retry({ schedule: waitOut, while: isDatabaseUnavailable }),
+        Effect.retry({ schedule: waitOut, while: worthWaiting }),
         Effect.retry({ schedule: retryOther, while: (error) => !isDatabaseUnavailable(error) }),
+        Effect.tap(() => (unavailableSince = undefined)),
         Effect.as(allCommitted(calls))
       )
 
