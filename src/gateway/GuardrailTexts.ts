@@ -75,19 +75,18 @@ const replacer = (holder: Json, key: string) => (text: string) => {
   holder[key] = [{ type: "text", text }, ...others]
 }
 
-/** A tool's output as `tool.result`, named by the call it answers (`callId`), rewritable in place. */
-const toolResultEvent = (
-  names: ReadonlyMap<string, string>,
-  callId: unknown,
-  output: string,
-  holder: Json
-): Screened => ({
+/** A tool's output as `tool.result`, named by its tool (`name`, else `tool`), rewritable in place. */
+const toolResultEvent = (name: unknown, output: string, holder: Json): Screened => ({
   kind: "tool.result",
   direction: "input",
-  operation: operationName(typeof callId === "string" ? names.get(callId) : undefined, "tool"),
+  operation: operationName(name, "tool"),
   content: output,
   replace: replacer(holder, "content")
 })
+
+/** The tool name of the call `callId` answers, among the last assistant turn's calls. */
+const nameOf = (names: ReadonlyMap<string, string>, callId: unknown) =>
+  typeof callId === "string" ? names.get(callId) : undefined
 
 const indexOfLast = (messages: ReadonlyArray<Json>, role: string) => {
   for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!["role"] === role) return i
@@ -137,13 +136,16 @@ export const requestEvents = (dialect: Dialect, body: Json): ReadonlyArray<Scree
   for (const message of recent) {
     if (dialect === "chat") {
       const output = textOf(message["content"])
-      if (message["role"] !== "tool" || output === undefined) continue
-      events.push(toolResultEvent(names, message["tool_call_id"], output, message))
+      if (output === undefined) continue
+      if (message["role"] === "tool")
+        events.push(toolResultEvent(nameOf(names, message["tool_call_id"]), output, message))
+      // The deprecated `functions` API answers a function_call with a `function` message naming the function.
+      if (message["role"] === "function") events.push(toolResultEvent(message["name"], output, message))
     } else if (message["role"] === "user") {
       for (const block of objects(message["content"])) {
         const output = textOf(block["content"])
         if (block["type"] !== "tool_result" || output === undefined) continue
-        events.push(toolResultEvent(names, block["tool_use_id"], output, block))
+        events.push(toolResultEvent(nameOf(names, block["tool_use_id"]), output, block))
       }
     }
   }

@@ -80,6 +80,28 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
     })
   )
 
+  it.effect("a legacy function result (role function) is decided as a tool result, named by its function", () =>
+    Effect.gen(function* () {
+      const { base, owner, openai } = yield* setUp
+      yield* denyInputs(base, owner)
+      const before = stub.requests.length
+      // The deprecated `functions` API answers a function_call with a `function` message.
+      const refused = (yield* raised(() =>
+        openai.chat.completions.create({
+          model: "stub-chat",
+          messages: [
+            { role: "user", content: "Read the page." },
+            { role: "assistant", content: null, function_call: { name: "fetch_page", arguments: "{}" } },
+            { role: "function", name: "fetch_page", content: `The page says: ${INJECTION}.` }
+          ]
+        })
+      )) as SdkError
+      expect([refused.status, refused.code]).toEqual([403, "guardrail_denied"])
+      expect(refused.message).toContain("tool.result")
+      expect(stub.requests.length).toBe(before)
+    })
+  )
+
   it.effect("text in a document or a search result is decided with the message's text; a rewrite replaces it", () =>
     Effect.gen(function* () {
       const { base, owner, anthropic } = yield* setUp
