@@ -145,6 +145,16 @@ export const scopeHeader = (headers: ProxyRequest["headers"], name: string) => {
   )
 }
 
+/** The decisions' run and session, from the `x-guardrail-run-id` and `x-guardrail-session-id` headers; or the 400. */
+export const scopeOf = (headers: ProxyRequest["headers"]) =>
+  Either.map(
+    Either.all([scopeHeader(headers, "x-guardrail-run-id"), scopeHeader(headers, "x-guardrail-session-id")]),
+    ([runId, sessionId]): { readonly run_id?: string; readonly session_id?: string } => ({
+      ...(runId === undefined ? {} : { run_id: runId }),
+      ...(sessionId === undefined ? {} : { session_id: sessionId })
+    })
+  )
+
 /** The whole body of a proxied answer (a Node stream the proxy handed back), or why it could not be read. */
 export const readBody = (response: Response, answer: Answer<Buffer, BadGateway>) => {
   const source = response.body._tag === "Raw" ? response.body.body : undefined

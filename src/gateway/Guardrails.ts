@@ -44,6 +44,7 @@ import {
   hotUseCase,
   needs,
   ready,
+  refused,
   runNow,
   type WarmSteps
 } from "../platform/Warm.js"
@@ -58,7 +59,7 @@ import {
   headline,
   nothingCouldMatch,
   refusalIn,
-  scopeHeader,
+  scopeOf,
   withHeaders
 } from "./GuardrailDecisions.js"
 import {
@@ -218,6 +219,9 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
         const workspaceId = request.caller.workspaceId
         const target = loaded.target ?? connections.peekTarget(workspaceId, request.routeId)
         if (target === undefined) return needs("route")
+        // The run and session headers are checked on every call, decided or not (400 for a bad one).
+        const scope = scopeOf(request.headers)
+        if (Either.isLeft(scope)) return refused(scope.left)
         if (allOff(target)) return ready(alone(decisionHeaders("off")))
         const config = loaded.config ?? settings.peekRuntimeConfig(workspaceId)
         if (config === undefined) return needs("settings")
@@ -279,24 +283,12 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
         )
         return closed
       }
-      const runId = scopeHeader(request.headers, "x-guardrail-run-id")
-      const sessionId = scopeHeader(request.headers, "x-guardrail-session-id")
-      if (Either.isLeft(runId)) {
-        fail(runId.left)
-        return closed
-      }
-      if (Either.isLeft(sessionId)) {
-        fail(sessionId.left)
-        return closed
-      }
+      // Valid: the steps refused the call otherwise.
       const call: Call = {
         request,
         target,
         environmentId,
-        scope: {
-          ...(runId.right === undefined ? {} : { run_id: runId.right }),
-          ...(sessionId.right === undefined ? {} : { session_id: sessionId.right })
-        }
+        scope: Either.getOrElse(scopeOf(request.headers), () => ({}))
       }
       // A copy: a rewrite changes the body that goes upstream, never the request as received.
       const body = structuredClone(plan.body)

@@ -14,6 +14,7 @@ import { Effect } from "effect"
 import OpenAI from "openai"
 import { upsertTool } from "../authorization-http/event-helpers.js"
 import { createPolicy } from "../support/Events.js"
+import { expectValidation, request } from "../support/Raw.js"
 import { createEnvironment } from "../support/Tenants.js"
 import { SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
 import { awaitUsage, GATEWAY_SETTINGS } from "./gateway-helpers.js"
@@ -369,6 +370,37 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
       expect(off.response.headers.get("x-guardrail-trace-id")).toBeNull()
       expect((off.data as unknown as { guardrail?: unknown }).guardrail).toBeUndefined()
       expect((yield* owner.api.traces.listTraces({ urlParams: {} })).traces).toEqual([])
+    })
+  )
+
+  it.effect("a run or session header past 200 characters is 400 on every route, decided or not", () =>
+    Effect.gen(function* () {
+      const { base, owner, gateway } = yield* setUp
+      const send = (headers: Record<string, string>) =>
+        request(`${gateway.routeBase}/chat_style/chat/completions`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${owner.jwt}`, "content-type": "application/json", ...headers },
+          body: JSON.stringify({ model: "stub-chat", messages: [{ role: "user", content: "hi" }] })
+        })
+      const long = "r".repeat(201)
+      const check = (label: string) =>
+        Effect.gen(function* () {
+          for (const name of ["x-guardrail-run-id", "x-guardrail-session-id"]) {
+            const refused = yield* send({ [name]: long })
+            expectValidation(refused, name)
+            expect(refused.headers.get("x-guardrail-effect"), label).toBe("none")
+            expect((yield* send({ [name]: "r".repeat(200) })).status, label).toBe(200)
+          }
+        })
+      // Before, a route that decides nothing (nothing could match, or all off) took any value without a word.
+      yield* check("nothing to match")
+      yield* denyInputs(base, owner)
+      yield* check("decided")
+      yield* owner.api.gatewayRoutes.updateGatewayRoute({
+        path: { id: gateway.routeId },
+        payload: { guardrails: { input: "off", output: "off", tool_calls: "off" } }
+      })
+      yield* check("all off")
     })
   )
 })
