@@ -90,6 +90,27 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
     )
   })
 
+  describe("answers without usage", () => {
+    it.effect("a whole answer without a usage report is recorded with estimated counts, and charged", () =>
+      Effect.gen(function* () {
+        const { db, owner, gateway } = yield* gatewayTenant(stub.url)
+        const key = yield* createKey(owner)
+        const text = "words".repeat(30)
+        const model = `odd:no-usage:${text}`
+        yield* setPrice(owner, model, 100, 100)
+        const answer = yield* chatCall(gateway.routeBase, key.plaintext_key, { model })
+        expect(answer.status, answer.text).toBe(200)
+        // Before, it was recorded as 0 tokens at no cost: under a budget, such a provider's calls were free.
+        const usage = (yield* awaitUsage(db, owner.workspaceId, 1))[0]!
+        // About 4 characters a token of the answer.
+        expect(usage.completion_tokens).toBeGreaterThanOrEqual(Math.ceil(text.length / 4))
+        expect(usage.prompt_tokens).toBeGreaterThan(0)
+        expect(usage.metadata).toMatchObject({ usage_complete: false, usage_estimated: true })
+        expect(BigInt(usage.cost_usd_nanos)).toBeGreaterThan(0n)
+      })
+    )
+  })
+
   describe("model names", () => {
     it.effect("a model name past 256 characters is a 400 naming model, never sent; 256 is taken and recorded", () =>
       Effect.gen(function* () {
