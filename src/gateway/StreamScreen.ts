@@ -288,7 +288,10 @@ export const screenStream = async (source: Readable, sink: PassThrough, options:
     try {
       parsed = data === "" || data === "[DONE]" ? undefined : JSON.parse(data)
     } catch {
-      parsed = undefined
+      // Data that is not JSON cannot be screened (nor read by the SDKs): it is not passed on unseen.
+      return stop(
+        unscreenableEvent(dialect, "answer_not_screenable", "The provider sent a stream event that is not JSON.")
+      )
     }
     return dialect === "chat" ? chatEvent(raw, parsed) : messagesEvent(raw, parsed)
   }

@@ -2,7 +2,7 @@
  * A guarded route against answers a careless or hostile provider sends: a
  * content type in capitals, plain text, a JSON answer to a streamed request,
  * SSE with lone-CR line ends or CRLF split across chunks, JSON nested past
- * what is decided, a success status other than 200, a legacy `function_call`. Each is screened (the policy's word is refused) or, when
+ * what is decided, a success status other than 200, a legacy `function_call`, an event that is not JSON. Each is screened (the policy's word is refused) or, when
  * it cannot be screened, refused with 502; none passes unseen or answers 500.
  */
 import { afterAll, expect, layer } from "@effect/vitest"
@@ -54,6 +54,10 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gua
         expect(released(clean.text), kind).toBe("all good here")
         expect(clean.text, kind).toContain('"decisions":[{')
       }
+      // An event whose data is not JSON cannot be screened: the stream ends there, and none of it goes out.
+      const garbled = yield* send(`odd:garbled-sse:say ${WORD}`, true)
+      expect(garbled.text).not.toContain(WORD)
+      expect(garbled.text).toContain("answer_not_screenable")
       // The legacy `function_call` (the deprecated `functions` API) is a tool call like the others.
       expectError(yield* send(`odd:legacy-function:say ${WORD}`), 403, "guardrail_denied")
       const legacy = yield* send("odd:legacy-function:all good")

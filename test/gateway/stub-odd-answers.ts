@@ -10,6 +10,7 @@
  * - `many-tools`: a chat completion proposing MANY_TOOL_CALLS tool calls;
  * - `many-tools-sse`: a chat stream proposing MANY_TOOL_CALLS tool calls, each whole in one event;
  * - `big-event`: a chat stream of one chunk saying `<text>` then 1 MiB of `x`, in one write, then `[DONE]`;
+ * - `garbled-sse`: a chat stream whose one event's data is `<text>` itself, not JSON, then `[DONE]`;
  * - `no-usage`: a chat completion saying `<text>` without a `usage` report (some compatible servers);
  * - `say-hold`: a chat stream saying `<text>` (3 characters a chunk) that then stays open, never ending;
  * - `legacy-function`: a chat completion whose message proposes the legacy `function_call` with `{"text": <text>}`;
@@ -239,6 +240,9 @@ export const answerOdd = (model: string, response: ServerResponse) => {
       return void response.end(
         `data: ${chunkOf({ content: `${text} ${"x".repeat(1024 * 1024)}` })}\n\ndata: [DONE]\n\n`
       )
+    case "garbled-sse":
+      response.writeHead(200, { "content-type": "text/event-stream" })
+      return void response.end(`data: ${text}\n\ndata: [DONE]\n\n`)
     case "no-usage": {
       const { usage: _usage, ...answer } = JSON.parse(completion(text)) as Record<string, unknown>
       response.writeHead(200, { "content-type": "application/json" })
