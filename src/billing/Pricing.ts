@@ -11,7 +11,8 @@ import { type PriceRow, PricingRepo } from "./PricingRepo.js"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
 
 const NANOS_PER_MINOR = 10_000_000n
-const MAX_MODEL_LENGTH = 256
+/** The longest model name: a price's, and (raw, as sent) a gateway request's. */
+export const MAX_MODEL_LENGTH = 256
 
 /** Prices of one model, per million tokens, in cents. */
 export interface ModelPrice {

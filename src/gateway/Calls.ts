@@ -9,7 +9,7 @@ import { Either, Option, Redacted } from "effect"
 import { finished, PassThrough } from "node:stream"
 import type { Settlement } from "../billing/Budgets.js"
 import type { LlmUsageMessage } from "../billing/Domain.js"
-import { costOf, type ModelPrice } from "../billing/Pricing.js"
+import { costOf, MAX_MODEL_LENGTH, type ModelPrice } from "../billing/Pricing.js"
 import type { Caller } from "../identity/Authentication.js"
 import { BadGateway, BadRequest, GatewayTimeout } from "../http/Errors.js"
 import { prefixedId, uuidv7 } from "../platform/Ids.js"
@@ -28,11 +28,16 @@ const badBody = (path: string, message: string) =>
 const positiveInt = (value: unknown) =>
   typeof value === "number" && Number.isSafeInteger(value) && value > 0 ? Option.some(value) : Option.none()
 
-/** The output bound that makes admission strict: `max_tokens` (chat also `max_completion_tokens`). */
-export const outputBound = (dialect: Dialect, body: Record<string, unknown>) =>
-  dialect === "chat"
-    ? Option.orElse(positiveInt(body["max_completion_tokens"]), () => positiveInt(body["max_tokens"]))
-    : positiveInt(body["max_tokens"])
+/**
+ * The output bound that makes admission strict: `max_tokens` (chat also `max_completion_tokens`), which chat
+ * applies to each of its `n` choices (the provider bills them all). An `n` that is not a count leaves no bound.
+ */
+export const outputBound = (dialect: Dialect, body: Record<string, unknown>) => {
+  if (dialect === "messages") return positiveInt(body["max_tokens"])
+  const perChoice = Option.orElse(positiveInt(body["max_completion_tokens"]), () => positiveInt(body["max_tokens"]))
+  const choices = body["n"] == null ? Option.some(1) : positiveInt(body["n"])
+  return Option.zipWith(perChoice, choices, (tokens, count) => tokens * count)
+}
 
 /** How long a strict call's reservation is held: longer than any call the upstream timeout and stream limit let through. */
 export const reservationHold = (upstreamTimeoutMillis: number, maxStreamMillis: number) =>
@@ -79,6 +84,10 @@ export const planCall = (
 ): Either.Either<CallPlan, BadRequest | BadGateway> => {
   let changed = false
   let model = typeof body["model"] === "string" && body["model"].trim() !== "" ? body["model"] : undefined
+  // The raw string is the usage record's `model` and an analytics dimension (part of an index key): bounded as a price's.
+  if (model !== undefined && model.length > MAX_MODEL_LENGTH) {
+    return Either.left(badBody("model", `expected a model name of at most ${MAX_MODEL_LENGTH} characters`))
+  }
   if (model === undefined) {
     if (target.defaultModel === null) {
       return Either.left(badBody("model", "required (or set default_model on the route's provider connection)"))

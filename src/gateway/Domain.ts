@@ -20,8 +20,16 @@ export const GatewayRouteId = Identifier.pipe(Schema.brand("GatewayRouteId")).an
 export type GatewayRouteId = typeof GatewayRouteId.Type
 
 /** The provider key is write-only: decoded as Redacted so it never reaches logs, and never returned. */
-const ProviderApiKey = Schema.Redacted(nonEmptyBounded(Limits.text)).annotations({
-  description: "Provider API key (write-only)"
+const ProviderApiKey = Schema.Redacted(
+  // It goes upstream in a header: a line break (a key pasted from a file), a space or a non-ASCII character
+  // cannot, and would fail every call through the route.
+  nonEmptyBounded(Limits.text).pipe(
+    Schema.pattern(/^[\x21-\x7e]+$/, {
+      message: () => "expected the key as issued: printable ASCII, without spaces or line breaks"
+    })
+  )
+).annotations({
+  description: "Provider API key (write-only): printable ASCII, without spaces or line breaks"
 })
 
 /**

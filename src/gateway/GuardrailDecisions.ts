@@ -44,6 +44,9 @@ export const nothingCouldMatch = (config: RuntimeConfig, snapshot: Snapshot, age
   snapshot.labelPolicies.size === 0 &&
   !snapshot.policies.some((policy) => policy.ownerAgentId === null || policy.ownerAgentId === agentId)
 
+/** Whether a provider's status carries an answer: the SDKs read any 2xx body (201, 203) as one; 204 and 205 have none. */
+export const carriesAnswer = (status: number) => status >= 200 && status < 300 && status !== 204 && status !== 205
+
 /** The headers of the request-side decision (`off`: the route decides no input; `none`: nothing was decided). */
 export const decisionHeaders = (decided: Decided | "off" | "none"): Record<string, string> =>
   typeof decided === "string"
@@ -141,6 +144,16 @@ export const scopeHeader = (headers: ProxyRequest["headers"], name: string) => {
       })
   )
 }
+
+/** The decisions' run and session, from the `x-guardrail-run-id` and `x-guardrail-session-id` headers; or the 400. */
+export const scopeOf = (headers: ProxyRequest["headers"]) =>
+  Either.map(
+    Either.all([scopeHeader(headers, "x-guardrail-run-id"), scopeHeader(headers, "x-guardrail-session-id")]),
+    ([runId, sessionId]): { readonly run_id?: string; readonly session_id?: string } => ({
+      ...(runId === undefined ? {} : { run_id: runId }),
+      ...(sessionId === undefined ? {} : { session_id: sessionId })
+    })
+  )
 
 /** The whole body of a proxied answer (a Node stream the proxy handed back), or why it could not be read. */
 export const readBody = (response: Response, answer: Answer<Buffer, BadGateway>) => {

@@ -42,12 +42,24 @@ const objects = (value: unknown): ReadonlyArray<Json> => (Array.isArray(value) ?
 const operationName = (name: unknown, fallback: string) =>
   typeof name === "string" && name.trim() !== "" ? name.slice(0, Limits.identifier) : fallback
 
-/** The text of a content value: a string, or the text parts/blocks joined (one a line). */
+/**
+ * The text a content part gives the model: a text part; messages style also a plain-text document (`source`
+ * `text` or `content`) and a search result's content.
+ */
+const partText = (part: Json): string | undefined => {
+  if (part["type"] === "text") return typeof part["text"] === "string" ? part["text"] : undefined
+  const source = part["source"]
+  if (part["type"] === "document" && isObject(source)) {
+    if (source["type"] === "text") return typeof source["data"] === "string" ? source["data"] : undefined
+    return source["type"] === "content" ? textOf(source["content"]) : undefined
+  }
+  return part["type"] === "search_result" ? textOf(part["content"]) : undefined
+}
+
+/** The text of a content value: a string, or the text of its parts/blocks joined (one a line). */
 const textOf = (content: unknown): string | undefined => {
   if (typeof content === "string") return content
-  const texts = objects(content).flatMap((part) =>
-    part["type"] === "text" && typeof part["text"] === "string" ? [part["text"]] : []
-  )
+  const texts = objects(content).flatMap((part) => partText(part) ?? [])
   return texts.length === 0 ? undefined : texts.join("\n")
 }
 
@@ -58,23 +70,23 @@ const replacer = (holder: Json, key: string) => (text: string) => {
     holder[key] = text
     return
   }
-  const others = content.filter((part) => !isObject(part) || part["type"] !== "text")
+  // Every part whose text was decided goes (documents too): the rewritten text stands for all of them.
+  const others = content.filter((part) => !isObject(part) || partText(part) === undefined)
   holder[key] = [{ type: "text", text }, ...others]
 }
 
-/** A tool's output as `tool.result`, named by the call it answers (`callId`), rewritable in place. */
-const toolResultEvent = (
-  names: ReadonlyMap<string, string>,
-  callId: unknown,
-  output: string,
-  holder: Json
-): Screened => ({
+/** A tool's output as `tool.result`, named by its tool (`name`, else `tool`), rewritable in place. */
+const toolResultEvent = (name: unknown, output: string, holder: Json): Screened => ({
   kind: "tool.result",
   direction: "input",
-  operation: operationName(typeof callId === "string" ? names.get(callId) : undefined, "tool"),
+  operation: operationName(name, "tool"),
   content: output,
   replace: replacer(holder, "content")
 })
+
+/** The tool name of the call `callId` answers, among the last assistant turn's calls. */
+const nameOf = (names: ReadonlyMap<string, string>, callId: unknown) =>
+  typeof callId === "string" ? names.get(callId) : undefined
 
 const indexOfLast = (messages: ReadonlyArray<Json>, role: string) => {
   for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!["role"] === role) return i
@@ -124,13 +136,16 @@ export const requestEvents = (dialect: Dialect, body: Json): ReadonlyArray<Scree
   for (const message of recent) {
     if (dialect === "chat") {
       const output = textOf(message["content"])
-      if (message["role"] !== "tool" || output === undefined) continue
-      events.push(toolResultEvent(names, message["tool_call_id"], output, message))
+      if (output === undefined) continue
+      if (message["role"] === "tool")
+        events.push(toolResultEvent(nameOf(names, message["tool_call_id"]), output, message))
+      // The deprecated `functions` API answers a function_call with a `function` message naming the function.
+      if (message["role"] === "function") events.push(toolResultEvent(message["name"], output, message))
     } else if (message["role"] === "user") {
       for (const block of objects(message["content"])) {
         const output = textOf(block["content"])
         if (block["type"] !== "tool_result" || output === undefined) continue
-        events.push(toolResultEvent(names, block["tool_use_id"], output, block))
+        events.push(toolResultEvent(nameOf(names, block["tool_use_id"]), output, block))
       }
     }
   }
@@ -203,6 +218,11 @@ export const responseEvents = (dialect: Dialect, body: Json): ReadonlyArray<Scre
       for (const call of objects(message["tool_calls"])) {
         const fn = isObject(call["function"]) ? call["function"] : {}
         events.push(toolCallEvent(fn["name"], fn["arguments"], (text) => (fn["arguments"] = text)))
+      }
+      // The deprecated `functions` API proposes its call as `function_call`: a tool call all the same.
+      const legacy = message["function_call"]
+      if (isObject(legacy)) {
+        events.push(toolCallEvent(legacy["name"], legacy["arguments"], (text) => (legacy["arguments"] = text)))
       }
     }
     return events

@@ -44,6 +44,7 @@ import {
   hotUseCase,
   needs,
   ready,
+  refused,
   runNow,
   type WarmSteps
 } from "../platform/Warm.js"
@@ -51,13 +52,14 @@ import { providerBody } from "./Calls.js"
 import { Connections, type RouteTarget } from "./Connections.js"
 import {
   allOff,
+  carriesAnswer,
   type Decided,
   decisionHeaders,
   errorWithHeaders,
   headline,
   nothingCouldMatch,
   refusalIn,
-  scopeHeader,
+  scopeOf,
   withHeaders
 } from "./GuardrailDecisions.js"
 import {
@@ -217,6 +219,9 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
         const workspaceId = request.caller.workspaceId
         const target = loaded.target ?? connections.peekTarget(workspaceId, request.routeId)
         if (target === undefined) return needs("route")
+        // The run and session headers are checked on every call, decided or not (400 for a bad one).
+        const scope = scopeOf(request.headers)
+        if (Either.isLeft(scope)) return refused(scope.left)
         if (allOff(target)) return ready(alone(decisionHeaders("off")))
         const config = loaded.config ?? settings.peekRuntimeConfig(workspaceId)
         if (config === undefined) return needs("settings")
@@ -278,24 +283,12 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
         )
         return closed
       }
-      const runId = scopeHeader(request.headers, "x-guardrail-run-id")
-      const sessionId = scopeHeader(request.headers, "x-guardrail-session-id")
-      if (Either.isLeft(runId)) {
-        fail(runId.left)
-        return closed
-      }
-      if (Either.isLeft(sessionId)) {
-        fail(sessionId.left)
-        return closed
-      }
+      // Valid: the steps refused the call otherwise.
       const call: Call = {
         request,
         target,
         environmentId,
-        scope: {
-          ...(runId.right === undefined ? {} : { run_id: runId.right }),
-          ...(sessionId.right === undefined ? {} : { session_id: sessionId.right })
-        }
+        scope: Either.getOrElse(scopeOf(request.headers), () => ({}))
       }
       // A copy: a rewrite changes the body that goes upstream, never the request as received.
       const body = structuredClone(plan.body)
@@ -326,13 +319,14 @@ export class GatewayGuard extends Effect.Service<GatewayGuard>()("gateway/Gatewa
         const provided = response.value
         const contentType = (provided.headers["content-type"] ?? provided.body.contentType ?? "").toLowerCase()
         const answerWithHeaders = withHeaders(answer, headers)
-        if (screensAnswer && provided.status === 200 && contentType.includes("event-stream")) {
+        const answered = screensAnswer && carriesAnswer(provided.status)
+        if (answered && contentType.includes("event-stream")) {
           return answerWithHeaders(
             Exit.succeed(screenedStream(call, provided, bounds, (one) => decideWindow(call, one)))
           )
         }
-        // Whatever else a 200 is (JSON, or not, whatever it says it is), it is screened or refused: never passed unseen.
-        if (!screensAnswer || provided.status !== 200) return answerWithHeaders(response)
+        // Whatever else a 2xx is (JSON, or not, whatever it says it is), it is screened or refused: never passed unseen.
+        if (!answered) return answerWithHeaders(response)
         screenAnswer(call, provided, headers, (events, then) => decide(call, events, then), answerWithHeaders)
       }
 

@@ -19,6 +19,7 @@
  */
 import type { PassThrough, Readable } from "node:stream"
 import { SseEventSplitter, writeDrained } from "../platform/SseEvents.js"
+import { chatCallEvent, chatParts, chatTextEvent } from "./StreamChunks.js"
 import { MAX_SCREENED_ITEMS, paramsOf, type Screened, toolCallEvent, unscreenableEvent } from "./GuardrailTexts.js"
 import type { Dialect } from "./UsageMeter.js"
 
@@ -59,21 +60,6 @@ interface HeldCall {
   held: number
   readonly rewritten: (call: HeldCall, args: string) => Array<string>
 }
-
-/** A chat tool call written whole (one chunk) with rewritten arguments, from its first chunk's envelope. */
-const chatCall =
-  (first: Json, choiceIndex: number, piece: Json) =>
-  (call: HeldCall, args: string): Array<string> => {
-    const { choices: _choices, ...envelope } = first
-    const toolCall = {
-      index: piece["index"] ?? 0,
-      id: piece["id"],
-      type: "function",
-      function: { name: call.name, arguments: args }
-    }
-    const choice = { index: choiceIndex, delta: { tool_calls: [toolCall] }, finish_reason: null }
-    return [`data: ${JSON.stringify({ ...envelope, choices: [choice] })}\n\n`]
-  }
 
 /** The end of the last sentence in `text` at or before `limit` (0: none). */
 const sentenceEnd = (text: string, limit: number) => {
@@ -196,69 +182,83 @@ export const screenStream = async (source: Readable, sink: PassThrough, options:
     return release(slot, false)
   }
 
-  const chatEvent = async (raw: string, data: unknown) => {
-    const choices = isObject(data) && Array.isArray(data["choices"]) ? data["choices"].filter(isObject) : []
-    const only = choices.length === 1 && isObject(data) && data["usage"] == null ? choices[0] : undefined
-    const delta = only !== undefined && isObject(only["delta"]) ? only["delta"] : undefined
-    if (only !== undefined && delta !== undefined && only["finish_reason"] == null && isObject(data)) {
-      const index = Number(only["index"] ?? 0)
-      const toolCalls = Array.isArray(delta["tool_calls"]) ? delta["tool_calls"].filter(isObject) : []
-      const content = delta["content"]
-      const keys = Object.keys(delta).filter((key) => delta[key] != null)
-      if (toolCalls.length > 0 && keys.every((key) => key === "tool_calls" || key === "role")) {
-        // Held with the first call it names; all its pieces are released together once complete.
-        let held: HeldCall | undefined
-        for (const piece of toolCalls) {
-          const key = `${index}:${String(piece["index"] ?? 0)}`
-          let call = calls.get(key)
-          if (call === undefined) {
-            if (!admitCall()) return
-            call = { name: "", args: "", events: [], held: 0, rewritten: chatCall(data, index, piece) }
-            calls.set(key, call)
-          }
-          const fn = isObject(piece["function"]) ? piece["function"] : {}
-          if (typeof fn["name"] === "string") call.name += fn["name"]
-          if (typeof fn["arguments"] === "string") call.args += fn["arguments"]
-          held ??= call
-        }
-        hold(held!, raw)
-        return
-      }
-      if (typeof content === "string" && keys.every((key) => key === "content")) {
-        const { choices: _choices, ...rest } = data
-        return addText(`chat:${index}`, content, (text) =>
-          text === ""
-            ? ""
-            : `data: ${JSON.stringify({ ...rest, choices: [{ index, delta: { content: text }, finish_reason: null }] })}\n\n`
-        )
-      }
-    }
-    // Anything else (a role, a finish reason, usage, [DONE]) comes after what is pending.
+  /** What comes after what is pending: released (decided) first, so the order of the stream is kept. */
+  const after = async (event: string) => {
     await releaseAll()
     if (!stopped) await releaseCalls()
-    if (!stopped) await write(raw)
+    if (!stopped) await write(event)
+  }
+
+  const chatEvent = async (raw: string, data: unknown) => {
+    const parts = chatParts(raw, data)
+    // Neither text nor tool calls (a role, a finish reason, usage, [DONE]): after what is pending.
+    if (parts === undefined) return after(raw)
+    for (const { index, pieces, event } of parts.calls) {
+      // Held with the first call it names; all its pieces are released together once complete.
+      let held: HeldCall | undefined
+      for (const piece of pieces) {
+        const key = `${index}:${String(piece["index"] ?? 0)}`
+        let call = calls.get(key)
+        if (call === undefined) {
+          if (!admitCall()) return
+          call = {
+            name: "",
+            args: "",
+            events: [],
+            held: 0,
+            rewritten: (assembled, args) => [chatCallEvent(parts.envelope, index, piece, assembled.name, args)]
+          }
+          calls.set(key, call)
+        }
+        const fn = isObject(piece["function"]) ? piece["function"] : {}
+        if (typeof fn["name"] === "string") call.name += fn["name"]
+        if (typeof fn["arguments"] === "string") call.args += fn["arguments"]
+        held ??= call
+      }
+      if (!hold(held!, event)) return
+    }
+    for (const { index, role, text } of parts.texts) {
+      await addText(`chat:${index}`, text, chatTextEvent(parts.envelope, index, role))
+      if (stopped) return
+    }
+    // A finish reason (or another field) that came with them goes after them; usage alone needs no release.
+    if (parts.rest !== undefined) return after(parts.rest)
+    if (parts.usage !== undefined) await write(parts.usage)
   }
 
   const messagesEvent = async (raw: string, data: unknown) => {
     const type = isObject(data) ? data["type"] : undefined
     const index = isObject(data) ? Number(data["index"] ?? 0) : 0
     const key = `block:${index}`
+    const textEvent = (text: string) =>
+      text === ""
+        ? ""
+        : `event: content_block_delta\ndata: ${JSON.stringify({ type: "content_block_delta", index, delta: { type: "text_delta", text } })}\n\n`
     if (isObject(data) && type === "content_block_start") {
-      const block = data["content_block"]
-      if (isObject(block) && block["type"] === "tool_use") {
+      const block = isObject(data["content_block"]) ? data["content_block"] : {}
+      const start = (emptied: Json) =>
+        `event: content_block_start\ndata: ${JSON.stringify({ ...data, content_block: { ...block, ...emptied } })}\n\n`
+      if (block["type"] === "tool_use") {
         if (!admitCall()) return
+        // Input the start carries (a provider may send it whole there) is decided with any deltas that follow.
+        const input = block["input"]
         calls.set(key, {
           name: typeof block["name"] === "string" ? block["name"] : "",
-          args: "",
+          args: isObject(input) && Object.keys(input).length > 0 ? JSON.stringify(input) : "",
           events: [raw],
           held: raw.length,
-          rewritten: (call, args) => [
-            call.events[0]!,
+          rewritten: (_call, args) => [
+            start({ input: {} }),
             `event: content_block_delta\ndata: ${JSON.stringify({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: JSON.stringify(paramsOf(args)) } })}\n\n`,
             `event: content_block_stop\ndata: ${JSON.stringify({ type: "content_block_stop", index })}\n\n`
           ]
         })
         return
+      }
+      if (block["type"] === "text" && typeof block["text"] === "string" && block["text"] !== "") {
+        // Text the start carries goes out as the deltas' does: the start empty, the text screened.
+        await after(start({ text: "" }))
+        return stopped ? undefined : addText(key, block["text"], textEvent)
       }
     }
     const held = calls.get(key)
@@ -271,16 +271,10 @@ export const screenStream = async (source: Readable, sink: PassThrough, options:
     if (isObject(data) && type === "content_block_delta") {
       const delta = data["delta"]
       if (isObject(delta) && delta["type"] === "text_delta" && typeof delta["text"] === "string") {
-        return addText(key, delta["text"], (text) =>
-          text === ""
-            ? ""
-            : `event: content_block_delta\ndata: ${JSON.stringify({ type: "content_block_delta", index, delta: { type: "text_delta", text } })}\n\n`
-        )
+        return addText(key, delta["text"], textEvent)
       }
     }
-    await releaseAll()
-    if (!stopped) await releaseCalls()
-    if (!stopped) await write(raw)
+    return after(raw)
   }
 
   /** One SSE event (with its blank line), by its `data`. */
@@ -294,7 +288,10 @@ export const screenStream = async (source: Readable, sink: PassThrough, options:
     try {
       parsed = data === "" || data === "[DONE]" ? undefined : JSON.parse(data)
     } catch {
-      parsed = undefined
+      // Data that is not JSON cannot be screened (nor read by the SDKs): it is not passed on unseen.
+      return stop(
+        unscreenableEvent(dialect, "answer_not_screenable", "The provider sent a stream event that is not JSON.")
+      )
     }
     return dialect === "chat" ? chatEvent(raw, parsed) : messagesEvent(raw, parsed)
   }

@@ -12,7 +12,8 @@
  * A stream cut short keeps what it saw; without a usage report, completion
  * tokens are the content deltas seen (about one token each) and chat prompt
  * tokens are estimated from the request size (4 bytes a token), flagged
- * `estimated`.
+ * `estimated`. A whole JSON answer without one is estimated likewise (its
+ * JSON, 4 characters a token).
  *
  * Each chunk is scanned once, for its own line ends (LF, CR or CRLF): the unfinished line is
  * kept only up to `maxLineBytes`. A longer line is dropped and `lineTooLong`
@@ -193,11 +194,27 @@ export class UsageMeter {
     }
   }
 
+  /**
+   * An answer (chat: `choices`; messages: `content`) without a usage report, as some compatible servers send:
+   * estimated like a stream cut short (prompt: request bytes / 4; completion: the answer's JSON / 4), so its
+   * calls are not recorded as free. Anything else (an error body) used no tokens.
+   */
+  private estimateJson(body: Record<string, unknown> | undefined): MeteredUsage {
+    const answer = body?.[this.dialect === "chat" ? "choices" : "content"]
+    if (!Array.isArray(answer)) return { promptTokens: 0, completionTokens: 0, complete: false, estimated: false }
+    return {
+      promptTokens: Math.min(Math.ceil(this.requestBytes / 4), MAX_COUNTED_TOKENS),
+      completionTokens: Math.min(Math.ceil(JSON.stringify(answer).length / 4), MAX_COUNTED_TOKENS),
+      complete: false,
+      estimated: true
+    }
+  }
+
   private finishJson(): MeteredUsage {
     const body =
       this.jsonBytes <= MAX_JSON_BYTES ? parse(new TextDecoder().decode(Buffer.concat(this.jsonChunks))) : undefined
     const usage = asRecord(body?.["usage"])
-    if (usage === undefined) return { promptTokens: 0, completionTokens: 0, complete: false, estimated: false }
+    if (usage === undefined) return this.estimateJson(body)
     return this.dialect === "chat"
       ? {
           promptTokens: count(usage["prompt_tokens"]),

@@ -8,9 +8,10 @@
  * - Each chunk's text is searched once for blank lines (plus the one
  *   character before it): an event that arrives in many small chunks costs
  *   no rescans of what came before.
- * - An unfinished event is held only up to `maxEventBytes` (UTF-8). A server
- *   that never sends a blank line (an event of endless short lines) is
- *   reported, not buffered without end.
+ * - An event is held only up to `maxEventBytes` (UTF-8), and no longer one
+ *   is answered, even when it came whole in one chunk. A server that never
+ *   sends a blank line (an event of endless short lines) is reported, not
+ *   buffered without end.
  */
 import { once } from "node:events"
 import type { Writable } from "node:stream"
@@ -42,6 +43,14 @@ export class SseEventSplitter {
     return rest.trim() === "" ? undefined : rest
   }
 
+  /** Past `maxEventBytes` in UTF-8 (a UTF-16 unit is 1 to 3 bytes: the byte count is taken only when it could be). */
+  private outgrows(event: string) {
+    return (
+      event.length > this.maxEventBytes ||
+      (event.length * 3 > this.maxEventBytes && Buffer.byteLength(event, "utf8") > this.maxEventBytes)
+    )
+  }
+
   private normalized(text: string) {
     const joined = (this.heldCR ? "\r" : "") + text
     this.heldCR = joined.endsWith("\r")
@@ -59,7 +68,10 @@ export class SseEventSplitter {
     }
     let boundary = text.indexOf("\n\n", start)
     while (boundary >= 0) {
-      events.push(this.parts.join("") + text.slice(start, boundary))
+      const event = this.parts.join("") + text.slice(start, boundary)
+      // An event that came whole in this chunk (e.g. one cut short by the usage meter, ended by its error event) is bounded too.
+      if (this.outgrows(event)) return { _tag: "too_long" }
+      events.push(event)
       this.parts = []
       start = boundary + 2
       boundary = text.indexOf("\n\n", start)

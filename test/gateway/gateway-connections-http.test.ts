@@ -120,6 +120,28 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
       })
     )
 
+    it.effect("a key that cannot go in a header (a line break, a space, non-ASCII) is 400 naming it", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const gateway = yield* setupGateway(base, owner, "http://127.0.0.1:9")
+        // Before, each was stored (201) and every call through the route then failed 502 upstream_unreachable:
+        // Node refuses such a header value before anything is sent. A key pasted from a file ends in a newline.
+        for (const key of ["sk-pasted-from-a-file\n", "sk with spaces", "sk-caf\u00e9", "sk-\u0000"]) {
+          const created = yield* call(base, "POST", "/v1/gateway/provider-connections", {
+            token: owner.jwt,
+            body: { display_name: "x", kind: "chat_compatible", provider_api_key: key }
+          })
+          expectValidation(created, "provider_api_key")
+          const patched = yield* call(base, "PATCH", `/v1/gateway/provider-connections/${gateway.connectionId}`, {
+            token: owner.jwt,
+            body: { provider_api_key: key }
+          })
+          expectValidation(patched, "provider_api_key")
+        }
+      })
+    )
+
     it.effect("patch renames, replaces the key (re-encrypted), resets base_url with null; 404 elsewhere", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl

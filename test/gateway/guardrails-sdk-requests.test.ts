@@ -14,6 +14,7 @@ import { Effect } from "effect"
 import OpenAI from "openai"
 import { upsertTool } from "../authorization-http/event-helpers.js"
 import { createPolicy } from "../support/Events.js"
+import { expectValidation, request } from "../support/Raw.js"
 import { createEnvironment } from "../support/Tenants.js"
 import { SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
 import { awaitUsage, GATEWAY_SETTINGS } from "./gateway-helpers.js"
@@ -77,6 +78,78 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
       })
 
       expect(stub.requests.length).toBe(before)
+    })
+  )
+
+  it.effect("a legacy function result (role function) is decided as a tool result, named by its function", () =>
+    Effect.gen(function* () {
+      const { base, owner, openai } = yield* setUp
+      yield* denyInputs(base, owner)
+      const before = stub.requests.length
+      // The deprecated `functions` API answers a function_call with a `function` message.
+      const refused = (yield* raised(() =>
+        openai.chat.completions.create({
+          model: "stub-chat",
+          messages: [
+            { role: "user", content: "Read the page." },
+            { role: "assistant", content: null, function_call: { name: "fetch_page", arguments: "{}" } },
+            { role: "function", name: "fetch_page", content: `The page says: ${INJECTION}.` }
+          ]
+        })
+      )) as SdkError
+      expect([refused.status, refused.code]).toEqual([403, "guardrail_denied"])
+      expect(refused.message).toContain("tool.result")
+      expect(stub.requests.length).toBe(before)
+    })
+  )
+
+  it.effect("text in a document or a search result is decided with the message's text; a rewrite replaces it", () =>
+    Effect.gen(function* () {
+      const { base, owner, anthropic } = yield* setUp
+      yield* denyInputs(base, owner)
+      const before = stub.requests.length
+      // Plain-text documents and search results are text the model reads, as a text block is.
+      const blocks = (text: string): Array<Anthropic.ContentBlockParam> => [
+        { type: "document", source: { type: "text", media_type: "text/plain", data: `Memo: ${text}.` } },
+        { type: "document", source: { type: "content", content: [{ type: "text", text: `Note: ${text}.` }] } },
+        {
+          type: "search_result",
+          source: "https://example.com/a",
+          title: "A",
+          content: [{ type: "text", text: `Result: ${text}.` }]
+        }
+      ]
+      for (const block of blocks(INJECTION)) {
+        const refused = (yield* raised(() =>
+          anthropic.messages.create({
+            model: "stub-messages",
+            max_tokens: 50,
+            messages: [{ role: "user", content: [{ type: "text", text: "Summarize this." }, block] }]
+          })
+        )) as SdkError
+        expect(refused.status, block.type).toBe(403)
+        expect(refused.message, block.type).toContain("guardrail_denied")
+      }
+      expect(stub.requests.length).toBe(before)
+
+      // A rewrite puts its text in place of every text the message carried: the documents' too.
+      yield* createPolicy(base, owner, "mask-code", {
+        action: "rewrite",
+        value: "SECRET-42",
+        rewrite: "[code]",
+        appliesTo: ["input.received"]
+      })
+      yield* Effect.promise(() =>
+        anthropic.messages.create({
+          model: "stub-messages",
+          max_tokens: 50,
+          messages: [{ role: "user", content: [{ type: "text", text: "Summarize this." }, ...blocks("SECRET-42")] }]
+        })
+      )
+      expect(stub.requests.length).toBe(before + 1)
+      const sent = JSON.stringify(lastRequest().body["messages"])
+      expect(sent).not.toContain("SECRET-42")
+      expect(sent).toContain("[code]")
     })
   )
 
@@ -297,6 +370,37 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
       expect(off.response.headers.get("x-guardrail-trace-id")).toBeNull()
       expect((off.data as unknown as { guardrail?: unknown }).guardrail).toBeUndefined()
       expect((yield* owner.api.traces.listTraces({ urlParams: {} })).traces).toEqual([])
+    })
+  )
+
+  it.effect("a run or session header past 200 characters is 400 on every route, decided or not", () =>
+    Effect.gen(function* () {
+      const { base, owner, gateway } = yield* setUp
+      const send = (headers: Record<string, string>) =>
+        request(`${gateway.routeBase}/chat_style/chat/completions`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${owner.jwt}`, "content-type": "application/json", ...headers },
+          body: JSON.stringify({ model: "stub-chat", messages: [{ role: "user", content: "hi" }] })
+        })
+      const long = "r".repeat(201)
+      const check = (label: string) =>
+        Effect.gen(function* () {
+          for (const name of ["x-guardrail-run-id", "x-guardrail-session-id"]) {
+            const refused = yield* send({ [name]: long })
+            expectValidation(refused, name)
+            expect(refused.headers.get("x-guardrail-effect"), label).toBe("none")
+            expect((yield* send({ [name]: "r".repeat(200) })).status, label).toBe(200)
+          }
+        })
+      // Before, a route that decides nothing (nothing could match, or all off) took any value without a word.
+      yield* check("nothing to match")
+      yield* denyInputs(base, owner)
+      yield* check("decided")
+      yield* owner.api.gatewayRoutes.updateGatewayRoute({
+        path: { id: gateway.routeId },
+        payload: { guardrails: { input: "off", output: "off", tool_calls: "off" } }
+      })
+      yield* check("all off")
     })
   )
 })

@@ -3,7 +3,8 @@
  * replies, with the official `openai` and `@anthropic-ai/sdk` clients through
  * a route to a stub provider on loopback: streamed text is released in
  * windows and rewritten where a pattern spans chunks; a deny mid-stream ends
- * it with the dialect's error event; a streamed tool call is decided whole
+ * it with the dialect's error event and aborts the provider call (its usage
+ * recorded as cut short); a streamed tool call is decided whole
  * before any of it goes out. Whole (non-streamed) calls are in
  * guardrails-sdk-requests.test.ts.
  */
@@ -12,7 +13,8 @@ import { Effect } from "effect"
 import OpenAI from "openai"
 import { createPolicy } from "../support/Events.js"
 import { SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
-import { GATEWAY_SETTINGS } from "./gateway-helpers.js"
+import { eventually } from "../support/Eventually.js"
+import { awaitUsage, GATEWAY_SETTINGS } from "./gateway-helpers.js"
 import { type SdkError, setUpClients } from "./guardrails-sdk-support.js"
 import { startStubUpstream, TOOL_CALL } from "./stub-upstream.js"
 
@@ -113,6 +115,29 @@ layer(testServerWithDatabase("database", STREAM_SETTINGS), SERVER_OPTIONS)("gate
       expect(chat.error).toBeInstanceOf(OpenAI.APIError)
       expect(chat.error?.code).toBe("guardrail_denied")
       expect(chat.pieces.join("")).not.toContain("stu")
+    })
+  )
+
+  it.effect("a deny mid-stream aborts the provider call at once; its usage is recorded as cut short", () =>
+    Effect.gen(function* () {
+      const { base, db, owner, openai } = yield* setUp
+      yield* createPolicy(base, owner, "no-nonsense", { value: "nonsense" })
+      // The provider would go on (its stream never ends): the gateway does not wait for it, nor leave it running.
+      const model = "odd:say-hold:Fine. Well, this is nonsense and more of it follows."
+      const chat = yield* collect(
+        () => openai.chat.completions.create({ model, messages: [{ role: "user", content: "ok?" }], stream: true }),
+        (chunk) => chunk.choices[0]?.delta.content ?? undefined
+      )
+      expect(chat.error?.code).toBe("guardrail_denied")
+      expect(chat.pieces.join("")).not.toContain("nonsense")
+      yield* eventually(
+        Effect.suspend(() =>
+          stub.aborted.includes(model) ? Effect.void : Effect.fail(new Error("the provider call is still open"))
+        )
+      )
+      const usage = (yield* awaitUsage(db, owner.workspaceId, 1))[0]!
+      expect(usage.metadata).toMatchObject({ stream: true, cut_short: true, usage_complete: false })
+      expect(usage.completion_tokens).toBeGreaterThan(0)
     })
   )
 

@@ -2,7 +2,7 @@
  * A guarded route against answers a careless or hostile provider sends: a
  * content type in capitals, plain text, a JSON answer to a streamed request,
  * SSE with lone-CR line ends or CRLF split across chunks, JSON nested past
- * what is decided. Each is screened (the policy's word is refused) or, when
+ * what is decided, a success status other than 200, a legacy `function_call`, an event that is not JSON. Each is screened (the policy's word is refused) or, when
  * it cannot be screened, refused with 502; none passes unseen or answers 500.
  */
 import { afterAll, expect, layer } from "@effect/vitest"
@@ -53,6 +53,25 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gua
         const clean = yield* send(`odd:${kind}:all good here`, true)
         expect(released(clean.text), kind).toBe("all good here")
         expect(clean.text, kind).toContain('"decisions":[{')
+      }
+      // An event whose data is not JSON cannot be screened: the stream ends there, and none of it goes out.
+      const garbled = yield* send(`odd:garbled-sse:say ${WORD}`, true)
+      expect(garbled.text).not.toContain(WORD)
+      expect(garbled.text).toContain("answer_not_screenable")
+      // The legacy `function_call` (the deprecated `functions` API) is a tool call like the others.
+      expectError(yield* send(`odd:legacy-function:say ${WORD}`), 403, "guardrail_denied")
+      const legacy = yield* send("odd:legacy-function:all good")
+      expect(legacy.status, legacy.text).toBe(200)
+      expect(legacy.text).toContain('"operation":"lookup"')
+      // Any 2xx is a success to the SDKs (openai and Anthropic read the body of 201 or 203 as the answer): screened too.
+      for (const status of [201, 203, 299]) {
+        expectError(yield* send(`odd:status-${status}:say ${WORD}`), 403, "guardrail_denied")
+        const streamed = yield* send(`odd:status-${status}-sse:say ${WORD} now`, true)
+        expect(released(streamed.text), String(status)).toBe("")
+        expect(streamed.text, String(status)).toContain("guardrail_denied")
+        const clean = yield* send(`odd:status-${status}:all good`)
+        expect(clean.status, clean.text).toBe(status)
+        expect(clean.text).toContain('"guardrail"')
       }
       // A body that breaks off short of its Content-Length: refused when screened, cut (not hung) when passed.
       expectError(yield* send("odd:broken-length"), 502)

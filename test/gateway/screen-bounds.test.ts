@@ -1,7 +1,8 @@
 /**
  * What one guarded call may make the gateway hold or decide: a provider
  * event that never ends (short lines, no blank line) is cut at
- * GATEWAY_SSE_MAX_LINE_BYTES instead of buffered; an answer or a request
+ * GATEWAY_SSE_MAX_LINE_BYTES instead of buffered, and one event past it is
+ * not passed on, not even the part before the cut; an answer or a request
  * with more than MAX_SCREENED_ITEMS things to decide is refused instead of
  * decided one by one (each would be a decision with its trace).
  */
@@ -42,6 +43,13 @@ layer(
       expect(endless.text).toContain("sse_event_too_long")
       // Cut near the bound, not after the provider's 4 MiB.
       expect(endless.text.length).toBeLessThan(4 * MAX_EVENT_BYTES)
+
+      // One event past the bound, cut by the usage meter: no part of it goes out unscreened.
+      const big = yield* send({ model: "odd:big-event:say forbiddenword", stream: true, messages: hi })
+      expect(big.status).toBe(200)
+      expect(big.text).not.toContain("forbiddenword")
+      expect(big.text).toMatch(/sse_(event|line)_too_long/)
+      expect(big.text.length).toBeLessThan(4 * MAX_EVENT_BYTES)
 
       expectError(yield* send({ model: "odd:many-tools", messages: hi }), 502, "too_many_screened_items")
       const streamed = yield* send({ model: "odd:many-tools-sse", stream: true, messages: hi })

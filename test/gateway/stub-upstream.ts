@@ -14,10 +14,11 @@
  *   follows on `release()`;
  * - `no-newline`: an SSE stream of `NO_NEWLINE_BYTES` without a newline,
  *   then nothing (until the gateway aborts it: recorded in `aborted`);
- * - `budget`: the usage equals `max_tokens` (the worst case), after 30 ms;
+ * - `budget`: the usage equals `max_tokens` (times `n`: the worst case), after 30 ms;
  * - `say:<text>`: a short answer with `<text>` as its reply (streamed: in pieces of 3 characters);
  * - `tool-call`: a short answer proposing the tool call TOOL_CALL (streamed: its arguments in pieces);
- * - `odd:<kind>:<text>`: a hostile or careless provider's answer (stub-odd-answers.ts);
+ * - `odd:<kind>:<text>`: a hostile or careless provider's answer (stub-odd-answers.ts; a closed
+ *   `odd:say-hold:` stream is recorded in `aborted`);
  * - anything else: a short answer with fixed usage (see USAGE).
  * Every request is recorded (path, headers, parsed body).
  */
@@ -67,7 +68,7 @@ export interface SeenRequest {
 export interface StubUpstream {
   readonly url: string
   readonly requests: Array<SeenRequest>
-  /** Models of `hang`, `held-stream`, `no-newline` and `slow` requests whose connection the gateway closed before the answer ended. */
+  /** Models of `hang`, `held-stream`, `no-newline`, `slow` and `odd:say-hold:` requests whose connection the gateway closed before the answer ended. */
   readonly aborted: Array<string>
   /** Answers (or the rest of) every `slow` and `held-stream` request held so far. */
   readonly release: () => void
@@ -93,7 +94,9 @@ type Hold = ((rest: () => void) => void) | undefined
 const chat = (body: Record<string, unknown>, response: ServerResponse, hold: Hold) => {
   const model = String(body["model"])
   const maxTokens = Number(body["max_tokens"] ?? body["max_completion_tokens"] ?? 0)
-  const usage = model === "budget" ? { prompt_tokens: 5, completion_tokens: maxTokens } : USAGE.chat
+  // Every one of `n` choices may use max_tokens: a `budget` answer uses them all.
+  const choices = typeof body["n"] === "number" ? body["n"] : 1
+  const usage = model === "budget" ? { prompt_tokens: 5, completion_tokens: maxTokens * choices } : USAGE.chat
   if (body["stream"] !== true) {
     response.writeHead(200, { "content-type": "application/json", "x-request-id": "upstream-req-1" })
     response.end(
@@ -310,7 +313,7 @@ export const startStubUpstream = () =>
         // Held until `release()`, unless the gateway has gone by then.
         const later = (then: () => void) => void held.push(() => (response.destroyed ? undefined : then()))
         const hold: Hold = model === "hang" ? () => {} : model === "held-stream" ? later : undefined
-        if (["hang", "held-stream", "no-newline", "slow"].includes(model)) {
+        if (["hang", "held-stream", "no-newline", "slow"].includes(model) || model.startsWith("odd:say-hold:")) {
           response.on("close", () => {
             if (!response.writableEnded) aborted.push(model)
           })

@@ -2,11 +2,13 @@
  * Numbers a caller or a provider controls, at their extremes: a provider's
  * absurd token count, the highest prices and budgets, a worst case past the
  * cap, spend past what a window row can count, and a settings config grown by
- * many patches. None of them may stop usage recording (for this workspace or
- * any other) or answer anything but the documented status.
+ * many patches, a model name of kilobytes. None of them may stop usage
+ * recording (for this workspace or any other) or answer anything but the
+ * documented status.
  */
 import { afterAll, describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { randomBytes } from "node:crypto"
 import { MAX_PRICE_PER_MILLION_MINOR } from "../../src/billing/Domain.js"
 import { MAX_COUNTED_TOKENS } from "../../src/gateway/UsageMeter.js"
 import { MAX_BUDGET_MINOR } from "../../src/identity/Domain.js"
@@ -25,6 +27,13 @@ const chatCall = (routeBase: string, token: string, body: Record<string, unknown
     method: "POST",
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
     body: JSON.stringify({ messages: [{ role: "user", content: "hi" }], ...body })
+  })
+
+const messagesCall = (routeBase: string, token: string, body: Record<string, unknown>) =>
+  request(`${routeBase}/messages_style/v1/messages`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ max_tokens: 10, messages: [{ role: "user", content: "hi" }], ...body })
   })
 
 const BIGINT_MAX = 9_223_372_036_854_775_807n
@@ -81,6 +90,49 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
     )
   })
 
+  describe("answers without usage", () => {
+    it.effect("a whole answer without a usage report is recorded with estimated counts, and charged", () =>
+      Effect.gen(function* () {
+        const { db, owner, gateway } = yield* gatewayTenant(stub.url)
+        const key = yield* createKey(owner)
+        const text = "words".repeat(30)
+        const model = `odd:no-usage:${text}`
+        yield* setPrice(owner, model, 100, 100)
+        const answer = yield* chatCall(gateway.routeBase, key.plaintext_key, { model })
+        expect(answer.status, answer.text).toBe(200)
+        // Before, it was recorded as 0 tokens at no cost: under a budget, such a provider's calls were free.
+        const usage = (yield* awaitUsage(db, owner.workspaceId, 1))[0]!
+        // About 4 characters a token of the answer.
+        expect(usage.completion_tokens).toBeGreaterThanOrEqual(Math.ceil(text.length / 4))
+        expect(usage.prompt_tokens).toBeGreaterThan(0)
+        expect(usage.metadata).toMatchObject({ usage_complete: false, usage_estimated: true })
+        expect(BigInt(usage.cost_usd_nanos)).toBeGreaterThan(0n)
+      })
+    )
+  })
+
+  describe("model names", () => {
+    it.effect("a model name past 256 characters is a 400 naming model, never sent; 256 is taken and recorded", () =>
+      Effect.gen(function* () {
+        const { db, owner, gateway } = yield* gatewayTenant(stub.url)
+        const key = yield* createKey(owner)
+        // Random hex, which PostgreSQL cannot compress: before, its usage record reached the analytics consumer
+        // as a bucket dimension past the index row limit (2704 bytes): the batch failed through every retry,
+        // holding that partition's analytics, and the event was dead-lettered; a 1 MB name was past Kafka's limit.
+        const long = randomBytes(1500).toString("hex")
+        expectValidation(yield* chatCall(gateway.routeBase, key.plaintext_key, { model: long }), "model")
+        expectValidation(yield* messagesCall(gateway.routeBase, key.plaintext_key, { model: long }), "model")
+        expect(stub.requests.some((seen) => seen.body["model"] === long)).toBe(false)
+
+        const longest = `m${"0".repeat(255)}`
+        const taken = yield* chatCall(gateway.routeBase, key.plaintext_key, { model: longest })
+        expect(taken.status, taken.text).toBe(200)
+        const usage = yield* awaitUsage(db, owner.workspaceId, 1)
+        expect(usage[0]!.model).toBe(longest)
+      })
+    )
+  })
+
   describe("prices and budgets", () => {
     it.effect(
       "a price or a budget cap above its bound is a 400 naming the field; the bounds themselves are taken",
@@ -120,6 +172,33 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
         expect(fits.status, fits.text).toBe(200)
         yield* awaitUsage(db, owner.workspaceId, 1)
       })
+    )
+  })
+
+  describe("choices", () => {
+    it.effect(
+      "a strict call for n choices reserves n times max_tokens: past the cap it is 402, spend stays under",
+      () =>
+        Effect.gen(function* () {
+          const { db, owner, gateway } = yield* gatewayTenant(stub.url)
+          const key = yield* createKey(owner)
+          // One cent per output token, none per input token, and a cap of 100 cents: 100 tokens.
+          yield* setPrice(owner, "budget", 0, 1_000_000)
+          yield* setBudget(owner, 100, "month")
+          // 10 choices of up to 20 tokens each: up to 200 tokens, twice the cap (the provider bills every choice).
+          const tooMany = yield* chatCall(gateway.routeBase, key.plaintext_key, {
+            model: "budget",
+            max_tokens: 20,
+            n: 10
+          })
+          expectError(tooMany, 402, "budget_exceeded")
+          const fits = yield* chatCall(gateway.routeBase, key.plaintext_key, { model: "budget", max_tokens: 20, n: 4 })
+          expect(fits.status, fits.text).toBe(200)
+          const usage = yield* awaitUsage(db, owner.workspaceId, 1)
+          expect(usage[0]!.completion_tokens).toBe(80)
+          const spend = yield* monthSpend(db, owner.workspaceId)
+          expect(spend.spent).toBeLessThanOrEqual(100n * 10_000_000n)
+        })
     )
   })
 
