@@ -15,27 +15,14 @@ import { Topics } from "../../src/platform/Topics.js"
 import { queryDatabase } from "../support/Database.js"
 import { eventually } from "../support/Eventually.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+import { decisionValue } from "../support/TopicValues.js"
 import { tenant } from "../support/Tenants.js"
 
 const decision = (workspaceId: string, agentId: string) => ({
   eventId: randomUUID(),
   topic: Topics.decisions,
   key: workspaceId,
-  value: JSON.stringify({
-    schema_version: 1,
-    trace_id: randomUUID(),
-    workspace_id: workspaceId,
-    agent_id: agentId,
-    environment_id: "env_meter",
-    run_id: null,
-    session_id: null,
-    effect: "permit",
-    status: "decided",
-    domain: "meters",
-    policy_ids: [],
-    latency_ms: 2,
-    decided_at: new Date().toISOString()
-  })
+  value: decisionValue(workspaceId, { agent_id: agentId })
 })
 
 layer(testServerWithDatabase("database"), SERVER_OPTIONS)("budget meters and an empty principal", (it) => {

@@ -15,24 +15,8 @@ import { Topics } from "../../src/platform/Topics.js"
 import { queryDatabase } from "../support/Database.js"
 import { eventually } from "../support/Eventually.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+import { decisionValue } from "../support/TopicValues.js"
 import { tenant } from "../support/Tenants.js"
-
-const decision = (workspaceId: string) =>
-  JSON.stringify({
-    schema_version: 1,
-    trace_id: randomUUID(),
-    workspace_id: workspaceId,
-    agent_id: "agent_dup",
-    environment_id: "env_dup",
-    run_id: null,
-    session_id: null,
-    effect: "permit",
-    status: "decided",
-    domain: "duplicates",
-    policy_ids: [],
-    latency_ms: 2,
-    decided_at: new Date().toISOString()
-  })
 
 layer(testServerWithDatabase("database"), SERVER_OPTIONS)("an undecodable event twice in one batch", (it) => {
   it.effect(
@@ -47,7 +31,12 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("an undecodable event 
         yield* log.publish([
           poison,
           poison,
-          { eventId: randomUUID(), topic: Topics.decisions, key: ws, value: decision(ws) }
+          {
+            eventId: randomUUID(),
+            topic: Topics.decisions,
+            key: ws,
+            value: decisionValue(ws, { domain: "duplicates" })
+          }
         ])
 
         const counted = yield* eventually(

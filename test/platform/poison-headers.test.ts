@@ -16,24 +16,8 @@ import { Topics } from "../../src/platform/Topics.js"
 import { queryDatabase } from "../support/Database.js"
 import { eventually } from "../support/Eventually.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+import { decisionValue } from "../support/TopicValues.js"
 import { tenant } from "../support/Tenants.js"
-
-const decision = (workspaceId: string) =>
-  JSON.stringify({
-    schema_version: 1,
-    trace_id: randomUUID(),
-    workspace_id: workspaceId,
-    agent_id: "agent_headers",
-    environment_id: "env_headers",
-    run_id: null,
-    session_id: null,
-    effect: "permit",
-    status: "decided",
-    domain: "headers",
-    policy_ids: [],
-    latency_ms: 3,
-    decided_at: new Date().toISOString()
-  })
 
 layer(testServerWithDatabase("kafka"), SERVER_OPTIONS)("poison headers (kafka log)", (it) => {
   it.effect(
@@ -57,10 +41,20 @@ layer(testServerWithDatabase("kafka"), SERVER_OPTIONS)("poison headers (kafka lo
                 topic: config.kafkaTopicPrefix + Topics.decisions,
                 // All on partition 0, in order: the good decisions queue behind the two poison ones.
                 messages: [
-                  { partition: 0, key: ws, value: decision(ws), headers: binary },
+                  { partition: 0, key: ws, value: decisionValue(ws, { domain: "headers" }), headers: binary },
                   { partition: 0, key: ws, value: "not json {", headers: { ...binary, "event-id": notJson } },
-                  { partition: 0, key: ws, value: decision(ws), headers: { "event-id": randomUUID() } },
-                  { partition: 0, key: ws, value: decision(ws), headers: { "event-id": randomUUID() } }
+                  {
+                    partition: 0,
+                    key: ws,
+                    value: decisionValue(ws, { domain: "headers" }),
+                    headers: { "event-id": randomUUID() }
+                  },
+                  {
+                    partition: 0,
+                    key: ws,
+                    value: decisionValue(ws, { domain: "headers" }),
+                    headers: { "event-id": randomUUID() }
+                  }
                 ]
               })
             ),

@@ -18,6 +18,7 @@ import { inject } from "vitest"
 import { AppConfig } from "../../src/platform/Config.js"
 import { Topics } from "../../src/platform/Topics.js"
 import { queryDatabase } from "../support/Database.js"
+import { decisionValue } from "../support/TopicValues.js"
 import { eventually } from "../support/Eventually.js"
 import type { EventLogMode } from "../support/TestPlatform.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
@@ -32,24 +33,6 @@ interface Poison {
   /** `event_log.headers` as JSON (database log only). */
   readonly headers?: string
 }
-
-const decision = (workspaceId: string, extra: Record<string, unknown> = {}) =>
-  JSON.stringify({
-    schema_version: 1,
-    trace_id: randomUUID(),
-    workspace_id: workspaceId,
-    agent_id: "agent_poison",
-    environment_id: "env_poison",
-    run_id: null,
-    session_id: null,
-    effect: "permit",
-    status: "decided",
-    domain: "orders",
-    policy_ids: [],
-    latency_ms: 4,
-    decided_at: new Date().toISOString(),
-    ...extra
-  })
 
 const usage = (workspaceId: string, extra: Record<string, unknown> = {}) =>
   JSON.stringify({
@@ -76,12 +59,12 @@ const usage = (workspaceId: string, extra: Record<string, unknown> = {}) =>
 /** Poison both logs can carry (valid event ids, text values). */
 const commonPoison = (ws: string): ReadonlyArray<Poison> => [
   { topic: Topics.decisions, key: ws, value: "not json {" },
-  { topic: Topics.decisions, key: ws, value: decision(ws, { schema_version: 99 }) },
-  { topic: Topics.decisions, key: ws, value: decision(ws, { latency_ms: "slow", policy_ids: 3 }) },
+  { topic: Topics.decisions, key: ws, value: decisionValue(ws, { schema_version: 99 }) },
+  { topic: Topics.decisions, key: ws, value: decisionValue(ws, { latency_ms: "slow", policy_ids: 3 }) },
   { topic: Topics.decisions, key: ws, value: JSON.stringify({ schema_version: 1 }) },
-  { topic: Topics.decisions, key: ws, value: decision(ws, { domain: "a\u0000b" }) },
-  { topic: Topics.decisions, key: ws, value: decision(ws, { domain: "x".repeat(300_000) }) },
-  { topic: Topics.decisions, key: ws, value: decision("ws_does_not_exist") },
+  { topic: Topics.decisions, key: ws, value: decisionValue(ws, { domain: "a\u0000b" }) },
+  { topic: Topics.decisions, key: ws, value: decisionValue(ws, { domain: "x".repeat(300_000) }) },
+  { topic: Topics.decisions, key: ws, value: decisionValue("ws_does_not_exist") },
   { topic: Topics.llmUsage, key: ws, value: usage("ws_does_not_exist") },
   { topic: Topics.llmUsage, key: ws, value: usage(ws, { model: "m\u0000" }) },
   { topic: Topics.llmUsage, key: ws, value: usage(ws, { cost_usd_nanos: "9".repeat(60) }) }
@@ -89,8 +72,8 @@ const commonPoison = (ws: string): ReadonlyArray<Poison> => [
 
 /** Poison only a Kafka message can be: the database log's columns refuse it. */
 const kafkaPoison = (ws: string): ReadonlyArray<Poison> => [
-  { topic: Topics.decisions, key: ws, value: decision(ws), eventId: null },
-  { topic: Topics.decisions, key: ws, value: decision(ws), eventId: "not-a-uuid" },
+  { topic: Topics.decisions, key: ws, value: decisionValue(ws), eventId: null },
+  { topic: Topics.decisions, key: ws, value: decisionValue(ws), eventId: "not-a-uuid" },
   { topic: Topics.decisions, key: ws, value: null },
   { topic: Topics.decisions, key: ws, value: Buffer.from([0x7b, 0x00, 0xff, 0x7d]) },
   { topic: Topics.decisions, key: null, value: "{}" },
@@ -99,7 +82,7 @@ const kafkaPoison = (ws: string): ReadonlyArray<Poison> => [
 
 /** Poison only an `event_log` row can be: headers written by something other than `publish`. */
 const databasePoison = (ws: string): ReadonlyArray<Poison> => [
-  { topic: Topics.decisions, key: ws, value: decision(ws, { domain: "numbers" }), headers: '{"attempt": 1}' },
+  { topic: Topics.decisions, key: ws, value: decisionValue(ws, { domain: "numbers" }), headers: '{"attempt": 1}' },
   { topic: Topics.decisions, key: ws, value: "{}", headers: '"text"' },
   { topic: Topics.llmUsage, key: ws, value: "{}", headers: "[1, 2]" }
 ]
@@ -157,7 +140,7 @@ const suite = (mode: EventLogMode) =>
           const ws = owner.workspaceId
           const poison = [...commonPoison(ws), ...(mode === "kafka" ? kafkaPoison(ws) : databasePoison(ws))]
           const good: ReadonlyArray<Poison> = Array.from({ length: GOOD }, () => [
-            { topic: Topics.decisions, key: ws, value: decision(ws) },
+            { topic: Topics.decisions, key: ws, value: decisionValue(ws) },
             { topic: Topics.llmUsage, key: ws, value: usage(ws) }
           ]).flat()
           yield* produce(mode, url, config.kafkaTopicPrefix, [...poison, ...good])
