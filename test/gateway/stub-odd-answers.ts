@@ -34,6 +34,15 @@ const completion = (text: string) =>
     usage: { prompt_tokens: 3, completion_tokens: 2 }
   })
 
+/** An answer (no usage report) of one choice whose assistant message carries `fields` instead of text. */
+const answerWith = (fields: Record<string, unknown>, finishReason: string) =>
+  JSON.stringify({
+    id: "chatcmpl-odd",
+    object: "chat.completion",
+    model: "odd",
+    choices: [{ index: 0, message: { role: "assistant", content: null, ...fields }, finish_reason: finishReason }]
+  })
+
 /** More tool calls in one answer than the gateway decides (MAX_SCREENED_ITEMS). */
 export const MANY_TOOL_CALLS = 200
 
@@ -218,22 +227,7 @@ export const answerOdd = (model: string, response: ServerResponse) => {
     case "legacy-function":
       response.writeHead(200, { "content-type": "application/json" })
       return void response.end(
-        JSON.stringify({
-          id: "chatcmpl-odd",
-          object: "chat.completion",
-          model: "odd",
-          choices: [
-            {
-              index: 0,
-              message: {
-                role: "assistant",
-                content: null,
-                function_call: { name: "lookup", arguments: JSON.stringify({ text }) }
-              },
-              finish_reason: "function_call"
-            }
-          ]
-        })
+        answerWith({ function_call: { name: "lookup", arguments: JSON.stringify({ text }) } }, "function_call")
       )
     case "big-event":
       response.writeHead(200, { "content-type": "text/event-stream" })
@@ -282,22 +276,7 @@ export const answerOdd = (model: string, response: ServerResponse) => {
     case "many-tools":
       response.writeHead(200, { "content-type": "application/json" })
       return void response.end(
-        JSON.stringify({
-          id: "chatcmpl-odd",
-          object: "chat.completion",
-          model: "odd",
-          choices: [
-            {
-              index: 0,
-              message: {
-                role: "assistant",
-                content: null,
-                tool_calls: [...Array(MANY_TOOL_CALLS).keys()].map(toolCall)
-              },
-              finish_reason: "tool_calls"
-            }
-          ]
-        })
+        answerWith({ tool_calls: [...Array(MANY_TOOL_CALLS).keys()].map(toolCall) }, "tool_calls")
       )
     case "many-tools-sse":
       response.writeHead(200, { "content-type": "text/event-stream" })
