@@ -46,13 +46,35 @@ interface Row {
   sketch: Array<number> | null
 }
 
-/** Dimensions as canonical JSON: keys sorted, absent values dropped. */
+/**
+ * The most UTF-8 bytes of a dimension value kept. A bucket's dimensions are part of its primary key, and
+ * an index entry holds at most about 2.7 KB: a longer value (a workflow step, which a decision's metadata
+ * may carry up to 65,536 characters long) failed the insert, and the event was dead-lettered uncounted.
+ * Longer values keep their first bytes, cut at a character, and end with "…".
+ */
+export const MAX_DIMENSION_BYTES = 256
+
+const utf8 = new TextEncoder()
+const fromUtf8 = new TextDecoder()
+
+export const boundedDimensionValue = (value: string) => {
+  // Three bytes a UTF-16 unit at most: short values need no encoding.
+  if (value.length * 3 <= MAX_DIMENSION_BYTES) return value
+  const bytes = utf8.encode(value)
+  if (bytes.length <= MAX_DIMENSION_BYTES) return value
+  let end = MAX_DIMENSION_BYTES - 3 // room for the ellipsis
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end-- // not inside a character
+  return `${fromUtf8.decode(bytes.subarray(0, end))}…`
+}
+
+/** Dimensions as canonical JSON: keys sorted, absent values dropped, values bounded (MAX_DIMENSION_BYTES). */
 export const canonicalDims = (dims: Dimensions) =>
   JSON.stringify(
     Object.fromEntries(
       Object.entries(dims)
         .filter((entry): entry is [string, string] => typeof entry[1] === "string")
         .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([dimension, value]) => [dimension, boundedDimensionValue(value)])
     )
   )
 

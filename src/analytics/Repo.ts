@@ -5,7 +5,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
-import type { Granularity } from "./Aggregates.js"
+import { boundedDimensionValue, type Granularity } from "./Aggregates.js"
 import type { SeriesSum } from "./Catalog.js"
 import { BINS } from "./Sketch.js"
 
@@ -95,7 +95,11 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("analytics/An
               sql`(granularity = ${segment.granularity} and bucket_start >= ${segment.from} and bucket_start < ${segment.to})`
           )
         ),
-        ...restrictions.map((restriction) => sql`dims->>${restriction.dimension} in ${sql.in(restriction.values)}`)
+        // Values as stored: one past MAX_DIMENSION_BYTES finds what it was counted under.
+        ...restrictions.map(
+          (restriction) =>
+            sql`dims->>${restriction.dimension} in ${sql.in(restriction.values.map(boundedDimensionValue))}`
+        )
       ])
     }
 

@@ -4,15 +4,21 @@
  * principal. Each is a 400 naming the field to narrow once it would answer
  * more than MAX_QUERY_POINTS points (the database stops reading one cell past
  * it); the same queries narrowed answer 200. The human-review report's lists
- * keep their MAX_REVIEW_GROUPS groups with the most reviews.
+ * keep their MAX_REVIEW_GROUPS groups with the most reviews. A dimension
+ * value too long for the buckets' index is counted under its first bytes.
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { randomBytes } from "node:crypto"
 import { MAX_REVIEW_GROUPS } from "../../src/analytics/HumanReview.js"
+import { MAX_DIMENSION_BYTES } from "../../src/analytics/Aggregates.js"
 import { MAX_QUERY_POINTS } from "../../src/analytics/Query.js"
+import { eventually } from "../support/Eventually.js"
+import { createAgent, propose, reply } from "../support/Events.js"
 import { seededTenant } from "../support/Seeded.js"
-import { SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
-import { queryRaw } from "./analytics-helpers.js"
+import { tenant } from "../support/Tenants.js"
+import { baseUrl, SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
+import { byLabel, query, queryRaw } from "./analytics-helpers.js"
 
 const HOURS = MAX_QUERY_POINTS + 1
 const FROM = "2024-01-01T00:00:00Z"
@@ -118,6 +124,41 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("analytics query bound
           rejected_count: 1
         }
       ])
+    })
+  )
+
+  it.effect("a decision whose workflow step is too long for the index is counted under its first bytes", () =>
+    Effect.gen(function* () {
+      // Before, the bucket's insert failed (index row too large) and the decision was dead-lettered uncounted.
+      const base = yield* baseUrl
+      const owner = yield* tenant(base)
+      yield* createAgent(base, owner, "long-steps")
+      // Random, so no compression brings it under the index's limit.
+      const step = randomBytes(8_000).toString("base64")
+      yield* propose(base, owner, "long-steps", reply("Your order ships tomorrow."), {
+        metadata: { workflow_step: step }
+      })
+      const counted = yield* eventually(
+        Effect.flatMap(query(owner, { metric: "trace_count", group_by: "workflow_step" }), (result) =>
+          result.total === 1 ? Effect.succeed(byLabel(result)) : Effect.fail(result)
+        ),
+        "60 seconds"
+      )
+      const kept = `${step.slice(0, MAX_DIMENSION_BYTES - 3)}…`
+      expect(counted).toEqual({ [kept]: 1 })
+      // A step short enough to filter by (200 characters) but past the bound in bytes is found as sent.
+      const accented = "ü".repeat(200)
+      yield* propose(base, owner, "long-steps", reply("Your order ships today."), {
+        metadata: { workflow_step: accented }
+      })
+      const filtered = yield* eventually(
+        Effect.flatMap(
+          query(owner, { metric: "trace_count", filters: [{ dimension: "workflow_step", values: [accented] }] }),
+          (result) => (result.total === 1 ? Effect.succeed(result.total) : Effect.fail(result))
+        ),
+        "60 seconds"
+      )
+      expect(filtered).toBe(1)
     })
   )
 })
