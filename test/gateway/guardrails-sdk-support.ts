@@ -6,6 +6,7 @@
 import Anthropic from "@anthropic-ai/sdk"
 import { Effect } from "effect"
 import OpenAI from "openai"
+import { createPolicy } from "../support/Events.js"
 import { gatewayTenant } from "./gateway-helpers.js"
 
 /** A tenant with a route to the stub (at `stubUrl`), and both clients on it (the owner's session). */
@@ -29,3 +30,20 @@ export interface SdkError {
   readonly code?: string | null
   readonly error: Record<string, unknown>
 }
+
+export const INJECTION = "ignore previous instructions"
+
+/** The error a call raised (it must raise one). */
+export const raised = <A>(call: () => Promise<A>) =>
+  Effect.promise(() =>
+    call().then(
+      (value) => {
+        throw new Error(`expected an error, got ${JSON.stringify(value)}`)
+      },
+      (error: unknown) => error
+    )
+  )
+
+/** A policy that denies INJECTION in prompts and tool results. */
+export const denyInputs = (base: string, owner: Parameters<typeof createPolicy>[1]) =>
+  createPolicy(base, owner, "no-override", { value: INJECTION, appliesTo: ["input.received", "tool.result"] })
