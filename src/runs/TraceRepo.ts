@@ -223,9 +223,14 @@ export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
               order by created_at desc, id desc`.pipe(Effect.flatMap(decodeTraces))
         },
         find: (workspaceId: string, id: string) => findTrace({ workspaceId, id }),
+        /**
+         * Shows a review on its trace unless a newer one is shown already: a review's time is its transaction's
+         * start, so of two posted at once the older may commit last (the row lock orders the updates).
+         */
         setLatestReview: (workspaceId: string, id: string, outcome: string, at: Date) =>
           sql`update traces set latest_review_outcome = ${outcome}, latest_reviewed_at = ${at}
-            where workspace_id = ${workspaceId} and id = ${id}`,
+            where workspace_id = ${workspaceId} and id = ${id}
+              and (latest_reviewed_at is null or latest_reviewed_at <= ${at})`,
         insertReview: (row: Omit<ReviewRow, "created_at">) => insertReview(row),
         /** What human-review analytics groups a review by, carried on the topic so analytics never reads traces. */
         analyticsContext: (workspaceId: string, traceId: string) =>
