@@ -78,6 +78,12 @@ export interface TraceFilters {
 
 type Position = Option.Option<{ readonly at: string; readonly id: string }>
 
+/**
+ * An RFC 3339 bound (InstantParam) as the instant it names: PostgreSQL's own reading refuses offsets past
+ * 15:59, which RFC 3339 allows up to 23:59.
+ */
+const instant = (text: string) => new Date(text)
+
 /** `text` as a literal inside an ILIKE pattern (escape character `\`). */
 const likeLiteral = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
 
@@ -181,8 +187,8 @@ export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
           ${optional(filters.reviewOutcome, (v) =>
             v === "unreviewed" ? sql`and latest_review_outcome is null` : sql`and latest_review_outcome = ${v}`
           )}
-          ${optional(filters.start, (v) => sql`and created_at >= ${v}::timestamptz`)}
-          ${optional(filters.end, (v) => sql`and created_at < ${v}::timestamptz`)}
+          ${optional(filters.start, (v) => sql`and created_at >= ${instant(v)}`)}
+          ${optional(filters.end, (v) => sql`and created_at < ${instant(v)}`)}
           ${optional(
             filters.q,
             (v) => sql`and exists (select 1 from jsonb_array_elements(
