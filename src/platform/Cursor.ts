@@ -1,6 +1,7 @@
 /** Keyset page cursors: the last row's sort key, opaque to clients. */
 import { Effect, Option } from "effect"
 import { BadRequest } from "../http/Errors.js"
+import { isInstant } from "./Schemas.js"
 
 export const encodeCursor = (parts: ReadonlyArray<string>) => Buffer.from(JSON.stringify(parts)).toString("base64url")
 
@@ -16,10 +17,16 @@ export const decodeCursor = (cursor: string, size: number): Option.Option<Readon
 
 const RFC3339_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
+/**
+ * A cursor's time as the service writes it: RFC 3339 UTC with milliseconds, naming a real instant
+ * (`Date.parse` alone reads `2026-02-30` or year 0, which PostgreSQL refuses).
+ */
+export const isCursorTime = (at: string) => RFC3339_MS.test(at) && isInstant(at)
+
 /** A `[created_at, id]` cursor: an RFC 3339 millisecond timestamp and a non-empty id. */
 export const decodeTimeCursor = (cursor: string): Option.Option<{ readonly at: string; readonly id: string }> =>
   decodeCursor(cursor, 2).pipe(
-    Option.filter(([at, id]) => RFC3339_MS.test(at!) && !Number.isNaN(Date.parse(at!)) && id!.length > 0),
+    Option.filter(([at, id]) => isCursorTime(at!) && id!.length > 0),
     Option.map(([at, id]) => ({ at: at!, id: id! }))
   )
 

@@ -5,6 +5,7 @@ import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { Authentication } from "../identity/Authentication.js"
+import { ReportQuery } from "../http/Routes.js"
 import { CursorParam, LimitParam } from "../platform/Schemas.js"
 import { CreateReviewQueue, ReviewQueue, ReviewQueueId, ReviewQueueItems, UpdateReviewQueue } from "./Domain.js"
 
@@ -41,6 +42,8 @@ export class ReviewQueuesApi extends HttpApiGroup.make("reviewQueues")
       .setPath(QueuePath)
       .setUrlParams(Page)
       .addSuccess(ReviewQueueItems)
+      // Read through the rules over every trace of the workspace (progress counts them all): a report.
+      .annotate(ReportQuery, true)
   )
   .prefix("/v1")
   .middleware(Authentication)

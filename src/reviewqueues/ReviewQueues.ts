@@ -8,7 +8,7 @@
  */
 import { Effect, Option } from "effect"
 import { NotFound } from "../http/Errors.js"
-import { decodeCursor, encodeCursor, invalidCursor, pageByTime } from "../platform/Cursor.js"
+import { decodeCursor, encodeCursor, invalidCursor, isCursorTime, pageByTime } from "../platform/Cursor.js"
 import { prefixedId } from "../platform/Ids.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { toTrace } from "../runs/Traces.js"
@@ -31,7 +31,7 @@ const notFound = (id: string) =>
 /** An item cursor: `[reviewed, created_at, id]`. */
 const decodeItemCursor = (cursor: string): Option.Option<ItemPosition> =>
   decodeCursor(cursor, 3).pipe(
-    Option.filter(([reviewed, at]) => (reviewed === "0" || reviewed === "1") && !Number.isNaN(Date.parse(at!))),
+    Option.filter(([reviewed, at]) => (reviewed === "0" || reviewed === "1") && isCursorTime(at!)),
     Option.map(([reviewed, at, id]) => ({ reviewed: reviewed === "1", at: at!, id: id! }))
   )
 

@@ -78,6 +78,12 @@ export interface TraceFilters {
 
 type Position = Option.Option<{ readonly at: string; readonly id: string }>
 
+/**
+ * An RFC 3339 bound (InstantParam) as the instant it names: PostgreSQL's own reading refuses offsets past
+ * 15:59, which RFC 3339 allows up to 23:59.
+ */
+const instant = (text: string) => new Date(text)
+
 /** `text` as a literal inside an ILIKE pattern (escape character `\`). */
 const likeLiteral = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
 
@@ -181,8 +187,8 @@ export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
           ${optional(filters.reviewOutcome, (v) =>
             v === "unreviewed" ? sql`and latest_review_outcome is null` : sql`and latest_review_outcome = ${v}`
           )}
-          ${optional(filters.start, (v) => sql`and created_at >= ${v}::timestamptz`)}
-          ${optional(filters.end, (v) => sql`and created_at < ${v}::timestamptz`)}
+          ${optional(filters.start, (v) => sql`and created_at >= ${instant(v)}`)}
+          ${optional(filters.end, (v) => sql`and created_at < ${instant(v)}`)}
           ${optional(
             filters.q,
             (v) => sql`and exists (select 1 from jsonb_array_elements(
@@ -223,9 +229,14 @@ export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
               order by created_at desc, id desc`.pipe(Effect.flatMap(decodeTraces))
         },
         find: (workspaceId: string, id: string) => findTrace({ workspaceId, id }),
+        /**
+         * Shows a review on its trace unless a newer one is shown already: a review's time is its transaction's
+         * start, so of two posted at once the older may commit last (the row lock orders the updates).
+         */
         setLatestReview: (workspaceId: string, id: string, outcome: string, at: Date) =>
           sql`update traces set latest_review_outcome = ${outcome}, latest_reviewed_at = ${at}
-            where workspace_id = ${workspaceId} and id = ${id}`,
+            where workspace_id = ${workspaceId} and id = ${id}
+              and (latest_reviewed_at is null or latest_reviewed_at <= ${at})`,
         insertReview: (row: Omit<ReviewRow, "created_at">) => insertReview(row),
         /** What human-review analytics groups a review by, carried on the topic so analytics never reads traces. */
         analyticsContext: (workspaceId: string, traceId: string) =>

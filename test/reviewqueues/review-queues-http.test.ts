@@ -183,6 +183,14 @@ layer(testServer("database"), SERVER_OPTIONS)("review queues (database event log
           yield* call(base, "GET", `/v1/review-queues/${queue.id}/items?cursor=bogus`, { token }),
           "cursor"
         )
+        // Date.parse reads these, PostgreSQL does not: a forged item cursor is 400, never a 500.
+        for (const at of ["1", "2026-02-30T00:00:00.000Z", "0000-01-01T00:00:00.000Z"]) {
+          const forged = Buffer.from(JSON.stringify(["0", at, "trc_x"])).toString("base64url")
+          expectValidation(
+            yield* call(base, "GET", `/v1/review-queues/${queue.id}/items?cursor=${forged}`, { token }),
+            "cursor"
+          )
+        }
       })
     )
   })

@@ -179,6 +179,26 @@ layer(testServer("database"), SERVER_OPTIONS)("review events (database event log
       })
     )
 
+    it.effect("reviews posted at once: the trace shows the newest of them, never an older one committed last", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const decision = yield* propose(base, owner, AGENT, reply("hello"))
+        for (let round = 0; round < 4; round++) {
+          const posted = yield* Effect.forEach(
+            Array.from({ length: 12 }, (_, i) => OUTCOMES[i % OUTCOMES.length]!),
+            (outcome) => review(owner, decision.trace_id, { outcome }),
+            { concurrency: "unbounded" }
+          )
+          const newestAt = posted.map((item) => item.created_at).sort()[posted.length - 1]!
+          const trace = yield* owner.api.traces.getTrace({ path: { trace_id: decision.trace_id } })
+          expect(trace.latest_reviewed_at, `round ${round}`).toBe(newestAt)
+          const newest = posted.filter((item) => item.created_at === newestAt).map((item) => item.outcome)
+          expect(newest).toContain(trace.latest_review_outcome)
+        }
+      })
+    )
+
     it.effect("limit: default 50, above 100 clamped to 100, below the minimum 400; cursor pages cover all", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl

@@ -90,6 +90,10 @@ layer(testServer("database"), SERVER_OPTIONS)("trace filters and live tail (data
           [deny.trace_id, permit.trace_id]
         )
         expect(ids(yield* list(owner, { end: "2000-01-01T00:00:00.000Z" }))).toEqual([])
+        // RFC 3339 offsets run to 23:59 (PostgreSQL reads at most 15:59): the instant is what counts.
+        expect(
+          ids(yield* list(owner, { start: "2000-01-01T00:00:00+23:59", end: "2999-01-01T00:00:00-23:59" }))
+        ).toEqual([deny.trace_id, permit.trace_id])
 
         const token = owner.jwt
         expectValidation(yield* call(base, "GET", "/v1/traces?start=yesterday", { token }), "start")
