@@ -1,6 +1,6 @@
 /** LLM prices, LLM usage records, budget alert configs and their firings. */
 import { Schema } from "effect"
-import { boundedString, Identifier, JsonValue, NonEmptyName, Timestamp, Url } from "../platform/Schemas.js"
+import { Identifier, InstantParam, JsonValue, NonEmptyName, Timestamp, Url } from "../platform/Schemas.js"
 
 export const BudgetAlertId = Identifier.pipe(Schema.brand("BudgetAlertId")).annotations({
   identifier: "BudgetAlertId"
@@ -69,44 +69,12 @@ export class LlmUsageRecord extends Schema.Class<LlmUsageRecord>("LlmUsageRecord
   agent_id: Schema.NullOr(Schema.String)
 }) {}
 
-const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-](\d{2}):(\d{2}))$/
-
-/** True for a real RFC 3339 date-time with a zone (`Z` or `+hh:mm`), e.g. `2026-11-22T10:00:00Z`. */
-export const isRfc3339 = (text: string): boolean => {
-  const match = RFC3339.exec(text)
-  if (match === null) return false
-  const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number
-  ]
-  const date = new Date(Date.UTC(year, month - 1, day))
-  const offsetOk = match[9] === undefined || (Number(match[9]) < 24 && Number(match[10]) < 60)
-  return (
-    date.getUTCFullYear() === year &&
-    date.getUTCMonth() === month - 1 &&
-    date.getUTCDate() === day &&
-    hour < 24 &&
-    minute < 60 &&
-    second < 60 &&
-    offsetOk &&
-    !Number.isNaN(Date.parse(text))
-  )
-}
-
-const Rfc3339 = boundedString(64).pipe(
-  Schema.filter((text) => isRfc3339(text) || "expected an RFC 3339 date-time, e.g. 2026-11-22T10:00:00Z")
-)
-
 export const LlmUsageParams = Schema.Struct({
   principal_id: Schema.optional(Identifier),
   model: Schema.optional(Identifier.annotations({ description: "The raw model string, matched exactly" })),
   kind: Schema.optional(UsageKind),
-  start: Schema.optional(Rfc3339.annotations({ description: "Inclusive, RFC 3339" })),
-  end: Schema.optional(Rfc3339.annotations({ description: "Exclusive, RFC 3339" })),
+  start: Schema.optional(InstantParam.annotations({ description: "Inclusive, RFC 3339" })),
+  end: Schema.optional(InstantParam.annotations({ description: "Exclusive, RFC 3339" })),
   group_by: Schema.optional(UsageGroupBy)
 })
 

@@ -1,6 +1,7 @@
 /** SQL of LLM usage records. Every read takes the workspace id. */
 import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
+import { instantOf } from "../platform/Schemas.js"
 import { dieOnErrors } from "../platform/Sql.js"
 import type { LlmUsageMessage } from "./Domain.js"
 
@@ -60,8 +61,8 @@ export class UsageRepo extends Effect.Service<UsageRepo>()("billing/UsageRepo", 
         ...(filters.principal_id === undefined ? [] : [sql`principal_id = ${filters.principal_id}`]),
         ...(filters.model === undefined ? [] : [sql`model = ${filters.model}`]),
         ...(filters.kind === undefined ? [] : [sql`kind = ${filters.kind}`]),
-        ...(filters.start === undefined ? [] : [sql`effective_at >= ${filters.start}::timestamptz`]),
-        ...(filters.end === undefined ? [] : [sql`effective_at < ${filters.end}::timestamptz`])
+        ...(filters.start === undefined ? [] : [sql`effective_at >= ${instantOf(filters.start)}`]),
+        ...(filters.end === undefined ? [] : [sql`effective_at < ${instantOf(filters.end)}`])
       ])
 
     const groupKey = (groupBy: GroupBy) =>

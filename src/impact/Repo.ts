@@ -8,6 +8,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { fairlyQueued, insertWithinCap } from "../platform/JobQueues.js"
+import { instantOf } from "../platform/Schemas.js"
 import { dieOnErrors } from "../platform/Sql.js"
 import { StoredRequest } from "./Domain.js"
 
@@ -95,7 +96,7 @@ export class ImpactRepo extends Effect.Service<ImpactRepo>()("impact/ImpactRepo"
       Result: Schema.Struct({ total: Schema.Number }),
       execute: ({ agentId, end, start, workspaceId }) =>
         sql`select count(*)::int as total from traces where workspace_id = ${workspaceId}
-              and created_at >= ${start}::timestamptz and created_at < ${end}::timestamptz ${agentFilter(agentId)}`
+              and created_at >= ${instantOf(start)} and created_at < ${instantOf(end)} ${agentFilter(agentId)}`
     })
     /** A page of retained decisions after `after`, oldest first: the order of a replay. */
     const page = SqlSchema.findAll({
@@ -111,7 +112,7 @@ export class ImpactRepo extends Effect.Service<ImpactRepo>()("impact/ImpactRepo"
                    coalesce(jsonb_typeof(payload #> '{response,applied_grant}') = 'object', false) as granted,
                    payload -> 'request' as request, created_at
               from traces where workspace_id = ${workspaceId}
-               and created_at >= ${start}::timestamptz and created_at < ${end}::timestamptz ${agentFilter(agentId)}
+               and created_at >= ${instantOf(start)} and created_at < ${instantOf(end)} ${agentFilter(agentId)}
                ${afterAt === null ? sql`` : sql`and (created_at, id) > (${afterAt}, ${afterId})`}
              order by created_at, id limit ${limit}`
     })

@@ -65,6 +65,12 @@ export const YamlDocument = Schema.Uint8ArrayFromSelf.annotations({
   description: "A YAML (or JSON) document as text"
 })
 
+/**
+ * An RFC 3339 text (InstantParam) as the instant it names, for SQL: PostgreSQL's own reading of the text
+ * refuses offsets past 15:59, which RFC 3339 allows up to 23:59.
+ */
+export const instantOf = (text: string) => new Date(text)
+
 /** Formats a database timestamp as RFC 3339 UTC with milliseconds. */
 export const toTimestamp = (value: Date | string): string => new Date(value).toISOString()
 

@@ -6,6 +6,7 @@
 import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { storableJsonText } from "../platform/Json.js"
+import { instantOf } from "../platform/Schemas.js"
 import { dieOnErrors } from "../platform/Sql.js"
 import { ReviewOutcome, RunKind } from "./Domain.js"
 
@@ -77,12 +78,6 @@ export interface TraceFilters {
 }
 
 type Position = Option.Option<{ readonly at: string; readonly id: string }>
-
-/**
- * An RFC 3339 bound (InstantParam) as the instant it names: PostgreSQL's own reading refuses offsets past
- * 15:59, which RFC 3339 allows up to 23:59.
- */
-const instant = (text: string) => new Date(text)
 
 /** `text` as a literal inside an ILIKE pattern (escape character `\`). */
 const likeLiteral = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
@@ -187,8 +182,8 @@ export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
           ${optional(filters.reviewOutcome, (v) =>
             v === "unreviewed" ? sql`and latest_review_outcome is null` : sql`and latest_review_outcome = ${v}`
           )}
-          ${optional(filters.start, (v) => sql`and created_at >= ${instant(v)}`)}
-          ${optional(filters.end, (v) => sql`and created_at < ${instant(v)}`)}
+          ${optional(filters.start, (v) => sql`and created_at >= ${instantOf(v)}`)}
+          ${optional(filters.end, (v) => sql`and created_at < ${instantOf(v)}`)}
           ${optional(
             filters.q,
             (v) => sql`and exists (select 1 from jsonb_array_elements(

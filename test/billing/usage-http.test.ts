@@ -261,6 +261,8 @@ layer(testServer("kafka"), SERVER_OPTIONS)("GET /v1/llm-usage (Kafka event log)"
       yield* expectInvalid(usage(owner.api, { cursor: "not-a-cursor" }), "cursor")
       // Lowercase separators are RFC 3339 too.
       expect(yield* usage(owner.api, { start: "2026-03-01t00:00:00z" })).toEqual({ events: [] })
+      // So are offsets up to 23:59, which PostgreSQL's own reading of the text refuses past 15:59.
+      expect(yield* usage(owner.api, { start: "2026-03-01T00:00:00+23:59" })).toEqual({ events: [] })
       expect((yield* call(base, "GET", "/v1/llm-usage")).status).toBe(401)
     })
   )
