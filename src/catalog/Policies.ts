@@ -167,12 +167,19 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
         ])
       }
       const enabled = checked.value["enabled"]
-      const staysEnabled =
-        typeof enabled === "boolean" ? enabled : (yield* repo.findPolicies(workspaceId, [id]))[0]?.enabled === true
-      if (staysEnabled) yield* gate.beforeEnabling(workspaceId, [{ id, document: checked.value }])
+      // Under the workspace's policy lock: whether it stays enabled is read as a concurrent enable left it.
       const replaced = yield* limits.write(
         workspaceId,
-        repo.replacePolicy(workspaceId, { ...columns, enabled: typeof enabled === "boolean" ? enabled : null }, author)
+        Effect.gen(function* () {
+          const staysEnabled =
+            typeof enabled === "boolean" ? enabled : (yield* repo.findPolicies(workspaceId, [id]))[0]?.enabled === true
+          if (staysEnabled) yield* gate.beforeEnabling(workspaceId, [{ id, document: checked.value }])
+          return yield* repo.replacePolicy(
+            workspaceId,
+            { ...columns, enabled: typeof enabled === "boolean" ? enabled : null },
+            author
+          )
+        })
       )
       return yield* Option.match(replaced, {
         onNone: () => Effect.fail(policyNotFound([id])),
@@ -226,20 +233,26 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
     ) {
       const unique = [...new Set(ids)]
       if (unique.length === 0) return []
-      const found = yield* repo.findPolicies(workspaceId, unique)
-      const missing = unique.filter((id) => !found.some((row) => row.id === id))
-      if (missing.length > 0) return yield* policyNotFound(missing)
-      // A stored document that no longer compiles is not enabled again (docs/policies.md).
-      const invalid = enabled ? found.flatMap((row) => storedDocumentErrors(row)) : []
-      if (invalid.length > 0) return yield* validationFailed(invalid)
-      if (enabled) {
-        const turnedOn = found.filter((row) => !row.enabled)
-        yield* gate.beforeEnabling(
-          workspaceId,
-          turnedOn.map((row) => ({ id: row.id, document: row.document }))
-        )
-      }
-      yield* changes.change(workspaceId, "policies", repo.setEnabled(workspaceId, unique, enabled))
+      // Under the workspace's policy lock: the documents checked are the ones enabled, not ones a PUT replaced meanwhile.
+      yield* limits.locked(
+        workspaceId,
+        Effect.gen(function* () {
+          const found = yield* repo.findPolicies(workspaceId, unique)
+          const missing = unique.filter((id) => !found.some((row) => row.id === id))
+          if (missing.length > 0) return yield* policyNotFound(missing)
+          // A stored document that no longer compiles is not enabled again (docs/policies.md).
+          const invalid = enabled ? found.flatMap((row) => storedDocumentErrors(row)) : []
+          if (invalid.length > 0) return yield* validationFailed(invalid)
+          if (enabled) {
+            const turnedOn = found.filter((row) => !row.enabled)
+            yield* gate.beforeEnabling(
+              workspaceId,
+              turnedOn.map((row) => ({ id: row.id, document: row.document }))
+            )
+          }
+          yield* repo.setEnabled(workspaceId, unique, enabled)
+        })
+      )
       return (yield* repo.findPolicies(workspaceId, unique)).map(toPolicySummary)
     })
 
