@@ -164,6 +164,9 @@ export class SettingsRepo extends Effect.Service<SettingsRepo>()("identity/Setti
         Result: SettingsRow,
         execute: (workspaceId) => sql`select * from workspace_settings where workspace_id = ${workspaceId}`
       }),
+      /** Locks the workspace's settings row until the transaction ends (a read-merge-write of `config`). */
+      lockSettings: (workspaceId: string) =>
+        sql`select 1 from workspace_settings where workspace_id = ${workspaceId} for update`,
       updateSettings: (workspaceId: string, values: Record<string, unknown>) =>
         sql`update workspace_settings set ${sql.update(values)}, updated_at = now()
             where workspace_id = ${workspaceId} returning *`.pipe(Effect.flatMap(decodeSettings), Effect.map(first)),
