@@ -128,6 +128,17 @@ export class SettingsRepo extends Effect.Service<SettingsRepo>()("identity/Setti
         execute: (workspaceId) =>
           sql`select ${environmentColumns} from environments e where e.workspace_id = ${workspaceId} and e.is_default`
       }),
+      /**
+       * The environment (the default one when `id` is undefined), locked until the transaction ends: `share`
+       * against deletion (a key being bound to it), `update` to delete it. None once a concurrent delete committed.
+       */
+      lockEnvironment: (workspaceId: string, id: string | undefined, mode: "share" | "update") =>
+        sql`select ${environmentColumns} from environments e where e.workspace_id = ${workspaceId}
+            and ${id === undefined ? sql`e.is_default` : sql`e.id = ${id}`}
+            ${mode === "share" ? sql`for key share` : sql`for update`}`.pipe(
+          Effect.flatMap(decodeEnvironments),
+          Effect.map(first)
+        ),
       slugTaken: (workspaceId: string, slug: string) =>
         sql`select 1 from environments where workspace_id = ${workspaceId} and slug = ${slug}`.pipe(
           Effect.map((rows) => rows.length > 0)

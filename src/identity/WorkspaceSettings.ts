@@ -208,7 +208,10 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
 
     const deleteEnvironment = Effect.fn("WorkspaceSettings.deleteEnvironment")(
       function* (workspaceId: string, id: string) {
-        const found = yield* environment(workspaceId, id)
+        // Row locked for update: a key being created in it (which shares the lock first) is counted, not cascaded away.
+        const found = yield* repo
+          .lockEnvironment(workspaceId, id, "update")
+          .pipe(orFailWith(() => environmentNotFound(id)))
         if (found.is_default) {
           return yield* new Conflict({
             code: "default_environment",
@@ -224,7 +227,7 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
         }
         yield* repo.deleteEnvironment(workspaceId, id)
       },
-      (effect, workspaceId) => effect.pipe(changed(workspaceId))
+      (effect, workspaceId) => effect.pipe(inTransaction, changed(workspaceId))
     )
 
     const checkerModes = Effect.fn("WorkspaceSettings.checkerModes")((workspaceId: string, id: string) =>
