@@ -61,8 +61,9 @@ export class Packs extends Effect.Service<Packs>()("catalog/Packs", {
     ) {
       const pack = findPack(name)
       if (pack === undefined) return yield* packNotFound(name)
-      if (options.enabled === true) {
-        // Only the policies this install adds are enabled by it (existing ids are skipped).
+      // Only the policies this install adds are enabled by it (existing ids are skipped): read under the lock.
+      const gateAdded = Effect.gen(function* () {
+        if (options.enabled !== true) return
         const shippedIds = pack.policies.map((doc) => doc.id)
         const present = new Set((yield* repo.findPolicies(workspaceId, shippedIds)).map((row) => row.id))
         const added = pack.policies.filter((shipped) => !present.has(shipped.id))
@@ -70,29 +71,32 @@ export class Packs extends Effect.Service<Packs>()("catalog/Packs", {
           workspaceId,
           added.map((shipped) => ({ id: shipped.id, document: installedDocument(shipped, options) }))
         )
-      }
+      })
       // One transaction: a pack that would pass a workspace limit installs nothing.
       const inserted = yield* limits.write(
         workspaceId,
-        Effect.forEach(pack.policies, (shipped) => {
-          const document = installedDocument(shipped, options)
-          return repo.insertPolicy(
-            workspaceId,
-            {
-              id: document.id,
-              description: document.description,
-              family: document.family,
-              severity: document.severity,
-              action: document.action,
-              enabled: document.enabled,
-              ownerAgentId: options.owner_agent_id ?? null,
-              sourceYaml: stringify(document),
-              document,
-              origin: `pack:${pack.name}`
-            },
-            author
-          )
-        })
+        Effect.zipRight(
+          gateAdded,
+          Effect.forEach(pack.policies, (shipped) => {
+            const document = installedDocument(shipped, options)
+            return repo.insertPolicy(
+              workspaceId,
+              {
+                id: document.id,
+                description: document.description,
+                family: document.family,
+                severity: document.severity,
+                action: document.action,
+                enabled: document.enabled,
+                ownerAgentId: options.owner_agent_id ?? null,
+                sourceYaml: stringify(document),
+                document,
+                origin: `pack:${pack.name}`
+              },
+              author
+            )
+          })
+        )
       )
       const ids = pack.policies.map((document) => document.id)
       const rows = yield* repo.findPolicies(workspaceId, ids)

@@ -4,7 +4,7 @@
  * enabled and disabled one at a time or in an all-or-nothing batch, and
  * drafted from natural language.
  */
-import { Effect, Either, Option, Schema } from "effect"
+import { Effect, Either, Option, Scheduler, Schema } from "effect"
 import { BadRequest, Conflict, NotFound, Unprocessable } from "../http/Errors.js"
 import { ConfigChanges } from "./ConfigChanges.js"
 import { DRAFT_EXAMPLES, draftMatchOf, draftPolicy, draftToPolicyDocument } from "./Drafting.js"
@@ -66,6 +66,23 @@ const checkDocument = (body: Uint8Array | string) => {
 }
 
 const decodeDocument = Schema.decodeUnknownEither(PolicyDocument)
+
+/** How long `POST /v1/policies/test` runs tests before it lets other requests have the thread. */
+const TEST_SLICE_MS = 20
+
+/**
+ * Resumes from a timer, so the event loop serves pending I/O (other requests) first: a plain yieldNow
+ * resumes from a microtask (up to 2,048 in a row), which lets other fibers run but no socket be read.
+ */
+const giveBackThread = Effect.withScheduler(Effect.yieldNow(), Scheduler.timer(0))
+
+interface PolicyTestResult {
+  readonly policy_id: string
+  readonly name: string
+  readonly passed: boolean
+  readonly expected: Effect4
+  readonly actual: Effect4
+}
 
 const validationFailed = (errors: PolicyErrors) =>
   new BadRequest({
@@ -167,12 +184,19 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
         ])
       }
       const enabled = checked.value["enabled"]
-      const staysEnabled =
-        typeof enabled === "boolean" ? enabled : (yield* repo.findPolicies(workspaceId, [id]))[0]?.enabled === true
-      if (staysEnabled) yield* gate.beforeEnabling(workspaceId, [{ id, document: checked.value }])
+      // Under the workspace's policy lock: whether it stays enabled is read as a concurrent enable left it.
       const replaced = yield* limits.write(
         workspaceId,
-        repo.replacePolicy(workspaceId, { ...columns, enabled: typeof enabled === "boolean" ? enabled : null }, author)
+        Effect.gen(function* () {
+          const staysEnabled =
+            typeof enabled === "boolean" ? enabled : (yield* repo.findPolicies(workspaceId, [id]))[0]?.enabled === true
+          if (staysEnabled) yield* gate.beforeEnabling(workspaceId, [{ id, document: checked.value }])
+          return yield* repo.replacePolicy(
+            workspaceId,
+            { ...columns, enabled: typeof enabled === "boolean" ? enabled : null },
+            author
+          )
+        })
       )
       return yield* Option.match(replaced, {
         onNone: () => Effect.fail(policyNotFound([id])),
@@ -226,20 +250,26 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
     ) {
       const unique = [...new Set(ids)]
       if (unique.length === 0) return []
-      const found = yield* repo.findPolicies(workspaceId, unique)
-      const missing = unique.filter((id) => !found.some((row) => row.id === id))
-      if (missing.length > 0) return yield* policyNotFound(missing)
-      // A stored document that no longer compiles is not enabled again (docs/policies.md).
-      const invalid = enabled ? found.flatMap((row) => storedDocumentErrors(row)) : []
-      if (invalid.length > 0) return yield* validationFailed(invalid)
-      if (enabled) {
-        const turnedOn = found.filter((row) => !row.enabled)
-        yield* gate.beforeEnabling(
-          workspaceId,
-          turnedOn.map((row) => ({ id: row.id, document: row.document }))
-        )
-      }
-      yield* changes.change(workspaceId, "policies", repo.setEnabled(workspaceId, unique, enabled))
+      // Under the workspace's policy lock: the documents checked are the ones enabled, not ones a PUT replaced meanwhile.
+      yield* limits.locked(
+        workspaceId,
+        Effect.gen(function* () {
+          const found = yield* repo.findPolicies(workspaceId, unique)
+          const missing = unique.filter((id) => !found.some((row) => row.id === id))
+          if (missing.length > 0) return yield* policyNotFound(missing)
+          // A stored document that no longer compiles is not enabled again (docs/policies.md).
+          const invalid = enabled ? found.flatMap((row) => storedDocumentErrors(row)) : []
+          if (invalid.length > 0) return yield* validationFailed(invalid)
+          if (enabled) {
+            const turnedOn = found.filter((row) => !row.enabled)
+            yield* gate.beforeEnabling(
+              workspaceId,
+              turnedOn.map((row) => ({ id: row.id, document: row.document }))
+            )
+          }
+          yield* repo.setEnabled(workspaceId, unique, enabled)
+        })
+      )
       return (yield* repo.findPolicies(workspaceId, unique)).map(toPolicySummary)
     })
 
@@ -258,27 +288,33 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
       const missing = (unique ?? []).filter((id) => !rows.some((row) => row.id === id))
       if (missing.length > 0) return yield* policyNotFound(missing)
       const snapshot = yield* snapshots.get(workspaceId)
-      const results = rows.flatMap((row) =>
-        Either.match(decodeDocument(row.document), {
-          onLeft: () => [],
-          onRight: (document) => {
-            const policy = compilePolicy(document, row.version)
-            if (policy.errors.length > 0) return []
-            // A policy named by id is tested as enabled, even when it is not.
-            const set = withPolicy(snapshot, policy)
-            return (document.tests ?? []).map((test) => {
-              const outcome = runPolicyTest(set, policy, test)
-              return {
-                policy_id: row.id,
-                name: test.name,
-                passed: outcome.passed,
-                expected: test.expect,
-                actual: outcome.actual
-              }
-            })
+      // Up to MAX_POLICIES_PER_WORKSPACE x 50 decisions over the whole set (tens of seconds): the thread is
+      // given back to other requests every TEST_SLICE_MS.
+      const results: Array<PolicyTestResult> = []
+      let sliceStart = performance.now()
+      for (const row of rows) {
+        const decoded = decodeDocument(row.document)
+        if (Either.isLeft(decoded)) continue
+        const document = decoded.right
+        const policy = compilePolicy(document, row.version)
+        if (policy.errors.length > 0) continue
+        // A policy named by id is tested as enabled, even when it is not.
+        const set = withPolicy(snapshot, policy)
+        for (const test of document.tests ?? []) {
+          if (performance.now() - sliceStart > TEST_SLICE_MS) {
+            yield* giveBackThread
+            sliceStart = performance.now()
           }
-        })
-      )
+          const outcome = runPolicyTest(set, policy, test)
+          results.push({
+            policy_id: row.id,
+            name: test.name,
+            passed: outcome.passed,
+            expected: test.expect,
+            actual: outcome.actual
+          })
+        }
+      }
       const passed = results.filter((result) => result.passed).length
       return { results, passed, failed: results.length - passed }
     })

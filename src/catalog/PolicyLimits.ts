@@ -10,7 +10,8 @@
  * changes policies runs through `write`: under a per-workspace transaction lock (so two concurrent
  * writes cannot both slip past a limit) it counts before and after the write and rolls back a write
  * that leaves a count above its limit and higher than before (so a workspace already over a lowered
- * limit can still edit and delete).
+ * limit can still edit and delete). Enabling and disabling take the same lock (`locked`): every write
+ * that reads a policy to decide (the impact gate) sees the last committed write's result.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
@@ -78,6 +79,17 @@ export class PolicyLimits extends Effect.Service<PolicyLimits>()("catalog/Policy
         })
       )
 
-    return { write }
+    /**
+     * Runs a write that cannot raise a limit (enabling, disabling) as a config change under the same lock,
+     * so it decides on the policies as they are when it commits, not as a concurrent write left them.
+     */
+    const locked = <A, E, R>(workspaceId: string, write: Effect.Effect<A, E, R>) =>
+      changes.change(
+        workspaceId,
+        "policies",
+        Effect.zipRight(Effect.orDie(lockKey(sql, `policies:${workspaceId}`)), write)
+      )
+
+    return { write, locked }
   })
 }) {}

@@ -5,6 +5,7 @@
  * (src/platform/ChangeNotices.ts), and `last_used_at`
  * is kept in memory and flushed in batches, so a request costs no write.
  */
+import { SqlClient } from "@effect/sql"
 import { Duration, Effect, Option } from "effect"
 import { createHash } from "node:crypto"
 import { every } from "../platform/Background.js"
@@ -12,6 +13,7 @@ import { makeNoticeCache } from "../platform/ChangeNotices.js"
 import { NotFound } from "../http/Errors.js"
 import { prefixedId, randomToken } from "../platform/Ids.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
+import { transactionOf } from "../platform/Sql.js"
 import type { Caller } from "./Authentication.js"
 import { ApiKeyId, WorkspaceId } from "./Domain.js"
 import { type ApiKeyRow, SettingsRepo } from "./SettingsRepo.js"
@@ -43,6 +45,7 @@ export interface ResolvedKey {
 export class ApiKeys extends Effect.Service<ApiKeys>()("identity/ApiKeys", {
   scoped: Effect.gen(function* () {
     const repo = yield* SettingsRepo
+    const inTransaction = transactionOf(yield* SqlClient.SqlClient)
     const cache = yield* makeNoticeCache<Option.Option<ResolvedKey>>("api_keys")
     const lastUsed = new Map<string, Date>()
 
@@ -69,10 +72,8 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("identity/ApiKeys", {
       caller: Caller,
       input: { readonly name: string; readonly environment_id?: string | undefined }
     ) {
-      const environment =
-        input.environment_id === undefined
-          ? yield* repo.findDefaultEnvironment(caller.workspaceId)
-          : yield* repo.findEnvironment(caller.workspaceId, input.environment_id)
+      // Held against a concurrent delete until the key is in: that delete then sees the key and refuses.
+      const environment = yield* repo.lockEnvironment(caller.workspaceId, input.environment_id, "share")
       if (Option.isNone(environment)) {
         return yield* new NotFound({
           code: "environment_not_found",
@@ -93,7 +94,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("identity/ApiKeys", {
       })
       const [row] = yield* repo.listApiKeys(caller.workspaceId, [id])
       return { api_key: toApiKey(row!), workspace_id: WorkspaceId.make(caller.workspaceId), plaintext_key: plaintext }
-    })
+    }, inTransaction)
 
     const list = Effect.fn("ApiKeys.list")((workspaceId: string) =>
       Effect.map(repo.listApiKeys(workspaceId), (rows) => rows.map(toApiKey))

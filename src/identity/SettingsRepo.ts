@@ -128,6 +128,17 @@ export class SettingsRepo extends Effect.Service<SettingsRepo>()("identity/Setti
         execute: (workspaceId) =>
           sql`select ${environmentColumns} from environments e where e.workspace_id = ${workspaceId} and e.is_default`
       }),
+      /**
+       * The environment (the default one when `id` is undefined), locked until the transaction ends: `share`
+       * against deletion (a key being bound to it), `update` to delete it. None once a concurrent delete committed.
+       */
+      lockEnvironment: (workspaceId: string, id: string | undefined, mode: "share" | "update") =>
+        sql`select ${environmentColumns} from environments e where e.workspace_id = ${workspaceId}
+            and ${id === undefined ? sql`e.is_default` : sql`e.id = ${id}`}
+            ${mode === "share" ? sql`for key share` : sql`for update`}`.pipe(
+          Effect.flatMap(decodeEnvironments),
+          Effect.map(first)
+        ),
       slugTaken: (workspaceId: string, slug: string) =>
         sql`select 1 from environments where workspace_id = ${workspaceId} and slug = ${slug}`.pipe(
           Effect.map((rows) => rows.length > 0)
@@ -164,6 +175,9 @@ export class SettingsRepo extends Effect.Service<SettingsRepo>()("identity/Setti
         Result: SettingsRow,
         execute: (workspaceId) => sql`select * from workspace_settings where workspace_id = ${workspaceId}`
       }),
+      /** Locks the workspace's settings row until the transaction ends (a read-merge-write of `config`). */
+      lockSettings: (workspaceId: string) =>
+        sql`select 1 from workspace_settings where workspace_id = ${workspaceId} for update`,
       updateSettings: (workspaceId: string, values: Record<string, unknown>) =>
         sql`update workspace_settings set ${sql.update(values)}, updated_at = now()
             where workspace_id = ${workspaceId} returning *`.pipe(Effect.flatMap(decodeSettings), Effect.map(first)),

@@ -2,9 +2,10 @@
  * A workspace's runtime settings and its environments (with their
  * checker-mode overrides). Every function takes the workspace id.
  */
+import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
-import { orFailWith } from "../platform/Sql.js"
+import { orFailWith, transactionOf } from "../platform/Sql.js"
 import { Conflict, NotFound, validationFailed } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
@@ -93,6 +94,7 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
   scoped: Effect.gen(function* () {
     const repo = yield* SettingsRepo
     const outbound = yield* OutboundGuard
+    const inTransaction = transactionOf(yield* SqlClient.SqlClient)
     // Hot paths (decisions, gateway admission, run events) read a workspace's settings and environments on every
     // request: cached until a change here, or in any other instance, drops them (src/platform/ChangeNotices.ts).
     const runtimeCache = yield* makeNoticeCache<RuntimeConfig>("workspace_settings")
@@ -116,20 +118,29 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
         const values: Record<string, unknown> = Object.fromEntries(
           Object.entries(fields).filter(([, v]) => v !== undefined)
         )
-        if (configPatch !== undefined) {
-          const merged = { ...(yield* settingsOf(workspaceId)).config }
-          for (const [key, value] of Object.entries(configPatch)) {
-            if (value === null) delete merged[key]
-            else merged[key] = value
-          }
-          const stored = JSON.stringify(merged)
-          const problem = storedConfigProblem(merged, stored)
-          if (problem !== undefined)
-            return yield* validationFailed([{ path: ["config", ...problem.path], message: problem.message }])
-          values["config"] = stored
+        if (configPatch === undefined) {
+          if (Object.keys(values).length === 0) return yield* settingsOf(workspaceId)
+          return toSettings(yield* Effect.orDie(yield* repo.updateSettings(workspaceId, values)))
         }
-        if (Object.keys(values).length === 0) return yield* settingsOf(workspaceId)
-        return toSettings(yield* Effect.orDie(yield* repo.updateSettings(workspaceId, values)))
+        // config is merged into what is stored: read and written with the row locked, so a concurrent
+        // patch of another key is merged into, not overwritten.
+        return yield* inTransaction(
+          Effect.gen(function* () {
+            yield* repo.lockSettings(workspaceId)
+            const merged = { ...(yield* settingsOf(workspaceId)).config }
+            for (const [key, value] of Object.entries(configPatch)) {
+              if (value === null) delete merged[key]
+              else merged[key] = value
+            }
+            const stored = JSON.stringify(merged)
+            const problem = storedConfigProblem(merged, stored)
+            if (problem !== undefined)
+              return yield* validationFailed([{ path: ["config", ...problem.path], message: problem.message }])
+            return toSettings(
+              yield* Effect.orDie(yield* repo.updateSettings(workspaceId, { ...values, config: stored }))
+            )
+          })
+        )
       },
       (effect, workspaceId) => effect.pipe(changed(workspaceId))
     )
@@ -197,7 +208,10 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
 
     const deleteEnvironment = Effect.fn("WorkspaceSettings.deleteEnvironment")(
       function* (workspaceId: string, id: string) {
-        const found = yield* environment(workspaceId, id)
+        // Row locked for update: a key being created in it (which shares the lock first) is counted, not cascaded away.
+        const found = yield* repo
+          .lockEnvironment(workspaceId, id, "update")
+          .pipe(orFailWith(() => environmentNotFound(id)))
         if (found.is_default) {
           return yield* new Conflict({
             code: "default_environment",
@@ -213,7 +227,7 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
         }
         yield* repo.deleteEnvironment(workspaceId, id)
       },
-      (effect, workspaceId) => effect.pipe(changed(workspaceId))
+      (effect, workspaceId) => effect.pipe(inTransaction, changed(workspaceId))
     )
 
     const checkerModes = Effect.fn("WorkspaceSettings.checkerModes")((workspaceId: string, id: string) =>

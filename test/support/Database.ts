@@ -43,3 +43,16 @@ export const serviceWaitsOnLocks = (url: string, readsOf?: string) =>
     ),
     (rows) => Number(rows[0]!.n)
   )
+
+/** Another session holding the rows `select ... for update` finds locked, for the life of the scope. */
+export const lockedRows = (url: string, selectForUpdate: string, values: ReadonlyArray<unknown> = []) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const client = new pg.Client({ connectionString: url })
+      await client.connect()
+      await client.query("begin")
+      await client.query(selectForUpdate, [...values])
+      return client
+    }),
+    (client) => Effect.promise(() => client.query("rollback").finally(() => client.end()))
+  )
