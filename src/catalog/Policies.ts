@@ -4,8 +4,9 @@
  * enabled and disabled one at a time or in an all-or-nothing batch, and
  * drafted from natural language.
  */
-import { Effect, Either, Option, Scheduler, Schema } from "effect"
+import { Effect, Either, Option, Schema } from "effect"
 import { BadRequest, Conflict, NotFound, Unprocessable } from "../http/Errors.js"
+import { giveBackThread } from "../platform/Background.js"
 import { ConfigChanges } from "./ConfigChanges.js"
 import { DRAFT_EXAMPLES, draftMatchOf, draftPolicy, draftToPolicyDocument } from "./Drafting.js"
 import { PolicyDocument, PolicyId } from "./Domain.js"
@@ -69,12 +70,6 @@ const decodeDocument = Schema.decodeUnknownEither(PolicyDocument)
 
 /** How long `POST /v1/policies/test` runs tests before it lets other requests have the thread. */
 const TEST_SLICE_MS = 20
-
-/**
- * Resumes from a timer, so the event loop serves pending I/O (other requests) first: a plain yieldNow
- * resumes from a microtask (up to 2,048 in a row), which lets other fibers run but no socket be read.
- */
-const giveBackThread = Effect.withScheduler(Effect.yieldNow(), Scheduler.timer(0))
 
 interface PolicyTestResult {
   readonly policy_id: string

@@ -16,7 +16,7 @@ import { CatalogLive } from "../catalog/Http.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { AppConfig } from "../platform/Config.js"
-import { every } from "../platform/Background.js"
+import { every, giveBackThread } from "../platform/Background.js"
 import { claimWhenQueued, jobsQueued } from "../platform/Signal.js"
 import { candidateOf, makeTally, resultDigest } from "./Replay.js"
 import { type ImpactJobRow, ImpactRepo, type RetainedRow } from "./Repo.js"
@@ -75,14 +75,14 @@ export const makeImpactRunner = Effect.gen(function* () {
         const last = rows[rows.length - 1]
         const more = rows.length === PAGE_SIZE && last !== undefined
         if (more) next = yield* Effect.fork(pageAfter(last))
-        // Other fibers of this thread (the stream consumers, the read of the next page) get it back
-        // between slices: a slice ends after YIELD_EVERY decisions or SLICE_MS, whichever comes first
+        // Other fibers of this thread (the stream consumers, the read of the next page) and its sockets
+        // (Kafka heartbeats) get it back between slices: a slice ends after YIELD_EVERY decisions or SLICE_MS, whichever comes first
         // (heavy decisions, each up to DECISION_MATCH_MS per evaluation, would otherwise hold it for minutes).
         let sliceStart = performance.now()
         let inSlice = YIELD_EVERY // the read of the next page starts before the first slice
         for (const row of rows) {
           if (inSlice >= YIELD_EVERY || performance.now() - sliceStart > SLICE_MS) {
-            yield* Effect.yieldNow()
+            yield* giveBackThread
             sliceStart = performance.now()
             inSlice = 0
           }

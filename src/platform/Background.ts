@@ -6,7 +6,7 @@
  * that ends does so silently: flags stay stale, offsets stay uncommitted.
  * Every long-lived loop of the service runs through `keepRunning` or `every`.
  */
-import { Cause, Duration, Effect, Exit, Schedule } from "effect"
+import { Cause, Duration, Effect, Exit, Schedule, Scheduler } from "effect"
 
 /** How long a stopped loop waits before it runs again: 100 ms, doubling, at most 5 s. */
 export const RESTART_BACKOFF: Schedule.Schedule<unknown> = Schedule.exponential(Duration.millis(100)).pipe(
@@ -48,3 +48,10 @@ export const every = <E, R>(
   task: Effect.Effect<unknown, E, R>
 ): Effect.Effect<never, never, R> =>
   keepRunning(name, Effect.forever(Effect.zipRight(task, Effect.sleep(interval))), Schedule.spaced(interval))
+
+/**
+ * For long synchronous work cut in slices: resumes from a timer, so the event loop serves pending I/O
+ * (other requests, Kafka heartbeats) first. A plain yieldNow resumes from a microtask (up to 2,048 in a
+ * row), which lets other fibers run but no socket be read.
+ */
+export const giveBackThread = Effect.withScheduler(Effect.yieldNow(), Scheduler.timer(0))
