@@ -9,33 +9,18 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
-import { createAgent, eventBody, reply } from "../support/Events.js"
 import { until } from "../support/Eventually.js"
 import { lockedTable, serviceWaitsOnLocks } from "../support/Database.js"
 import { forkedQueries, total } from "../analytics/analytics-helpers.js"
-import { call } from "../support/Raw.js"
-import { tenant } from "../support/Tenants.js"
-import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
+import { POOL_SIZE, smallPoolServer, steadyTenant } from "../support/SmallPool.js"
+import { SERVER_OPTIONS } from "../support/TestServer.js"
 
-const POOL_SIZE = 4
-
-layer(
-  testServerWithDatabase("database", { DATABASE_POOL_SIZE: String(POOL_SIZE), DATABASE_STATEMENT_TIMEOUT_MS: "60000" }),
-  SERVER_OPTIONS
-)("reads that wait on the database and decisions", (it) => {
+layer(smallPoolServer, SERVER_OPTIONS)("reads that wait on the database and decisions", (it) => {
   it.effect(
     "a decision answers while more slow reads than the pool has connections wait",
     () =>
       Effect.gen(function* () {
-        const base = yield* baseUrl
-        const url = yield* TestDatabaseUrl
-        const owner = yield* tenant(base)
-        yield* createAgent(base, owner, "steady")
-        const decide = call(base, "POST", "/v1/events", {
-          token: owner.jwt,
-          body: eventBody(owner, "steady", reply("hello"))
-        })
-        expect((yield* decide).status).toBe(200)
+        const { base, url, owner, decide } = yield* steadyTenant
         // Aggregated before the lock, so no consumer is left waiting on it with a connection.
         yield* until(Effect.filterOrFail(total(base, owner, "trace_count"), (count) => count === 1))
 
