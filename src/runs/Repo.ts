@@ -94,6 +94,9 @@ export type EventInsert = {
 
 const decodeRuns = Schema.decodeUnknown(Schema.Array(RunRow))
 const decodeEvents = Schema.decodeUnknown(Schema.Array(RunEventRow))
+const decodePagedEvents = Schema.decodeUnknown(
+  Schema.Array(Schema.extend(RunEventRow, Schema.Struct({ fetched: Schema.Number })))
+)
 const decodeLocked = Schema.decodeUnknown(Schema.Array(LockedRun))
 const first = <A>(rows: ReadonlyArray<A>) => Option.fromNullable(rows[0])
 const json = (value: unknown) => JSON.stringify(value ?? null)
@@ -135,9 +138,25 @@ export class RunsRepo extends Effect.Service<RunsRepo>()("runs/RunsRepo", {
           Effect.flatMap(decodeRuns),
           Effect.map((rows) => rows[0]!)
         ),
-      listEvents: (workspaceId: string, runId: string, limit: number, afterSequence: number) =>
-        sql`select * from run_events where workspace_id = ${workspaceId} and run_id = ${runId}
-            and sequence > ${afterSequence} order by sequence limit ${limit + 1}`.pipe(Effect.flatMap(decodeEvents)),
+      /**
+       * Up to `limit` events after `afterSequence`, cut after the one whose metadata reaches `maxBytes` (at
+       * least one); `more` when events follow the page. The sizes are summed in the database, so events past
+       * the budget are neither sent nor decoded.
+       */
+      listEvents: (workspaceId: string, runId: string, limit: number, afterSequence: number, maxBytes: number) =>
+        sql`with page as (
+              select e.*, coalesce(sum(octet_length(e.metadata::text)) over (order by e.sequence
+                       rows between unbounded preceding and 1 preceding), 0) as bytes_before
+              from run_events e where e.workspace_id = ${workspaceId} and e.run_id = ${runId}
+               and e.sequence > ${afterSequence} order by e.sequence limit ${limit + 1})
+            select p.*, (select count(*) from page)::int as fetched from page p
+            where p.bytes_before < ${maxBytes} order by p.sequence`.pipe(
+          Effect.flatMap(decodePagedEvents),
+          Effect.map((rows) => {
+            const page = rows.slice(0, limit)
+            return { rows: page, more: (rows[0]?.fetched ?? 0) > page.length }
+          })
+        ),
 
       /**
        * The events within `limit` of the event `eventId` on each side, that event included, by sequence;

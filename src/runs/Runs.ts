@@ -36,6 +36,13 @@ const runEventNotFound = (runId: string, eventId: string) =>
   new NotFound({ code: "run_event_not_found", message: `No event ${eventId} in run ${runId}.` })
 
 /** A page of run events, with next_cursor after its last one when `more` follow. */
+/**
+ * The most event metadata (JSON bytes) one page of a run's events carries: past it the page ends early with
+ * `next_cursor`. Each event may carry up to a request body of metadata, so 200 of them could make one answer
+ * of hundreds of MiB, read, decoded and encoded while every other request waits.
+ */
+export const MAX_PAGE_BYTES = 4 * 1024 * 1024
+
 const eventPage = (page: ReadonlyArray<RunEventRow>, more: boolean) => {
   const last = page[page.length - 1]
   return {
@@ -236,8 +243,8 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
       }
       const after = cursor === undefined ? Option.some(["0"]) : decodeCursor(cursor, 1)
       if (Option.isNone(after) || !/^\d{1,9}$/.test(after.value[0]!)) return yield* invalidCursor
-      const rows = yield* repo.listEvents(workspaceId, runId, limit, Number(after.value[0]))
-      return eventPage(rows.slice(0, limit), rows.length > limit)
+      const { more, rows } = yield* repo.listEvents(workspaceId, runId, limit, Number(after.value[0]), MAX_PAGE_BYTES)
+      return eventPage(rows, more)
     })
 
     /** A page of the run's traces, newest first, or with `around` the window around one. */

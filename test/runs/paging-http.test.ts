@@ -5,11 +5,13 @@
  * creating rows over the API, their created_at is set (in the service's own
  * database) to distinct microseconds of one millisecond, keeping their
  * order. Paging through runs, traces and review events must still return
- * every row exactly once.
+ * every row exactly once. A run's events page ends early once its metadata
+ * passes MAX_PAGE_BYTES, and the next page goes on from there.
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Run } from "../../src/runs/Domain.js"
+import { MAX_PAGE_BYTES } from "../../src/runs/Runs.js"
 import { queryDatabase } from "../support/Database.js"
 import { tenant, type Tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
@@ -109,6 +111,27 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("paging within one mil
         pages.map((page) => page.map((item) => item.id)),
         reviewIds
       )
+    })
+  )
+
+  it.effect("GET /v1/runs/{id}/events ends a page once its metadata passes MAX_PAGE_BYTES", () =>
+    Effect.gen(function* () {
+      const owner = yield* tenant(yield* baseUrl)
+      const run = yield* owner.api.runs.createRun({ payload: { agent_id: "bulky", kind: "workflow" } })
+      // About 600 KB of metadata an event (ten keys of 60,000 characters): the budget holds about seven.
+      const metadata = Object.fromEntries(Array.from({ length: 10 }, (_, key) => [`k${key}`, "m".repeat(60_000)]))
+      for (let i = 0; i < 10; i++) {
+        yield* owner.api.runs.appendRunEvent({ path: { id: run.id }, payload: { kind: "tool_call", metadata } })
+      }
+      const pages = yield* allPages("events", (cursor) =>
+        owner.api.runs.listRunEvents({ path: { id: run.id }, urlParams: { limit: 200, ...cursor } })
+      )
+      const bytes = (page: ReadonlyArray<{ readonly metadata: unknown }>) =>
+        page.reduce((sum, event) => sum + JSON.stringify(event.metadata).length, 0)
+      expect(pages.length).toBeGreaterThan(1)
+      // Each page stops at the first event that reaches the budget.
+      for (const page of pages) expect(bytes(page.slice(0, -1))).toBeLessThan(MAX_PAGE_BYTES)
+      expect(pages.flat().map((event) => event.sequence)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
     })
   )
 })
