@@ -8,11 +8,10 @@
  * reports hold a connection; the others wait their turn.
  */
 import { expect, layer } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
+import { Effect } from "effect"
 import { until } from "../support/Eventually.js"
-import { lockedTable, serviceWaitsOnLocks } from "../support/Database.js"
 import { forkedQueries, total } from "../analytics/analytics-helpers.js"
-import { POOL_SIZE, smallPoolServer, steadyTenant } from "../support/SmallPool.js"
+import { decisionWhileReadsWait, POOL_SIZE, smallPoolServer, steadyTenant } from "../support/SmallPool.js"
 import { SERVER_OPTIONS } from "../support/TestServer.js"
 
 layer(smallPoolServer, SERVER_OPTIONS)("reads that wait on the database and decisions", (it) => {
@@ -24,25 +23,10 @@ layer(smallPoolServer, SERVER_OPTIONS)("reads that wait on the database and deci
         // Aggregated before the lock, so no consumer is left waiting on it with a connection.
         yield* until(Effect.filterOrFail(total(base, owner, "trace_count"), (count) => count === 1))
 
-        yield* Effect.scoped(
-          Effect.gen(function* () {
-            yield* lockedTable(url, "analytics_buckets")
-            const reads = yield* forkedQueries(base, owner.jwt, POOL_SIZE + 2)
-            // The reports hold every connection the service gives them, each waiting on the lock.
-            yield* until(
-              Effect.filterOrFail(serviceWaitsOnLocks(url), (n) => n >= 1),
-              "10 seconds"
-            )
-            const decision = yield* decide
-            expect(decision.status, JSON.stringify(decision.body)).toBe(200)
-            return reads
-          })
-        ).pipe(
-          Effect.flatMap((reads) => Fiber.join(reads)),
-          Effect.map((answers) =>
-            expect(answers.map((answer) => answer.status)).toEqual(Array(POOL_SIZE + 2).fill(200))
-          )
-        )
+        // The reports hold every connection the service gives them, each waiting on the lock.
+        const reads = forkedQueries(base, owner.jwt, POOL_SIZE + 2)
+        const answers = yield* decisionWhileReadsWait(url, "analytics_buckets", reads, decide)
+        expect(answers.map((answer) => answer.status)).toEqual(Array(POOL_SIZE + 2).fill(200))
       }),
     180_000
   )

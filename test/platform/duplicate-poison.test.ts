@@ -15,7 +15,7 @@ import { Topics } from "../../src/platform/Topics.js"
 import { queryDatabase } from "../support/Database.js"
 import { eventually } from "../support/Eventually.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
-import { decisionValue } from "../support/TopicValues.js"
+import { decisionsCounted, decisionValue } from "../support/TopicValues.js"
 import { tenant } from "../support/Tenants.js"
 
 layer(testServerWithDatabase("database"), SERVER_OPTIONS)("an undecodable event twice in one batch", (it) => {
@@ -39,19 +39,8 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("an undecodable event 
           }
         ])
 
-        const counted = yield* eventually(
-          Effect.flatMap(
-            queryDatabase<{ n: string | null }>(
-              url,
-              `select sum(value)::text as n from analytics_buckets
-               where workspace_id = $1 and series = 'decisions' and granularity = 'day' and dims->>'domain' = 'duplicates'`,
-              [ws]
-            ),
-            ([row]) => (row?.n === "1" ? Effect.succeed(row.n) : Effect.fail(row?.n))
-          ),
-          "60 seconds"
-        )
-        expect(counted).toBe("1")
+        const counted = yield* decisionsCounted(url, ws, "duplicates", 1)
+        expect(counted).toBe(1)
         const dead = yield* eventually(
           Effect.flatMap(
             queryDatabase<{ group_id: string }>(

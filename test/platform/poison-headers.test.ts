@@ -14,9 +14,8 @@ import { inject } from "vitest"
 import { AppConfig } from "../../src/platform/Config.js"
 import { Topics } from "../../src/platform/Topics.js"
 import { queryDatabase } from "../support/Database.js"
-import { eventually } from "../support/Eventually.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
-import { decisionValue } from "../support/TopicValues.js"
+import { decisionsCounted, decisionValue } from "../support/TopicValues.js"
 import { tenant } from "../support/Tenants.js"
 
 layer(testServerWithDatabase("kafka"), SERVER_OPTIONS)("poison headers (kafka log)", (it) => {
@@ -61,18 +60,7 @@ layer(testServerWithDatabase("kafka"), SERVER_OPTIONS)("poison headers (kafka lo
           (producer) => Effect.promise(() => producer.disconnect())
         )
 
-        const counted = yield* eventually(
-          Effect.flatMap(
-            queryDatabase<{ n: string | null }>(
-              url,
-              `select sum(value)::text as n from analytics_buckets
-               where workspace_id = $1 and series = 'decisions' and granularity = 'day' and dims->>'domain' = 'headers'`,
-              [ws]
-            ),
-            ([row]) => (Number(row?.n ?? 0) >= 2 ? Effect.succeed(Number(row?.n)) : Effect.fail(row?.n))
-          ),
-          "60 seconds"
-        )
+        const counted = yield* decisionsCounted(url, ws, "headers", 2)
         expect(counted).toBe(2)
 
         const dead = yield* queryDatabase<{ error: string; headers: Record<string, string> }>(

@@ -8,11 +8,9 @@
  * once the lock is gone.
  */
 import { expect, layer } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
-import { until } from "../support/Eventually.js"
-import { lockedTable, serviceWaitsOnLocks } from "../support/Database.js"
+import { Effect } from "effect"
 import { call } from "../support/Raw.js"
-import { POOL_SIZE, smallPoolServer, steadyTenant } from "../support/SmallPool.js"
+import { decisionWhileReadsWait, POOL_SIZE, smallPoolServer, steadyTenant } from "../support/SmallPool.js"
 import { SERVER_OPTIONS } from "../support/TestServer.js"
 
 layer(smallPoolServer, SERVER_OPTIONS)("review queue items are a report", (it) => {
@@ -23,26 +21,15 @@ layer(smallPoolServer, SERVER_OPTIONS)("review queue items are a report", (it) =
         const { base, url, owner, decide } = yield* steadyTenant
         const queue = yield* owner.api.reviewQueues.createReviewQueue({ payload: { name: "all", rules: [{}] } })
 
-        const answers = yield* Effect.scoped(
-          Effect.gen(function* () {
-            yield* lockedTable(url, "review_queues")
-            const reads = yield* Effect.fork(
-              Effect.all(
-                Array.from({ length: POOL_SIZE + 2 }, () =>
-                  call(base, "GET", `/v1/review-queues/${queue.id}/items`, { token: owner.jwt })
-                ),
-                { concurrency: "unbounded" }
-              )
-            )
-            yield* until(
-              Effect.filterOrFail(serviceWaitsOnLocks(url), (n) => n >= 1),
-              "10 seconds"
-            )
-            const decision = yield* decide
-            expect(decision.status, JSON.stringify(decision.body)).toBe(200)
-            return reads
-          })
-        ).pipe(Effect.flatMap(Fiber.join))
+        const reads = Effect.fork(
+          Effect.all(
+            Array.from({ length: POOL_SIZE + 2 }, () =>
+              call(base, "GET", `/v1/review-queues/${queue.id}/items`, { token: owner.jwt })
+            ),
+            { concurrency: "unbounded" }
+          )
+        )
+        const answers = yield* decisionWhileReadsWait(url, "review_queues", reads, decide)
         expect(answers.map((answer) => answer.status)).toEqual(Array(POOL_SIZE + 2).fill(200))
       }),
     180_000

@@ -3,9 +3,11 @@
  * the connections decisions need: the server, and a tenant with an agent whose decisions are known to answer.
  */
 import { expect } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
+import { lockedTable, serviceWaitsOnLocks } from "./Database.js"
 import { createAgent, eventBody, reply } from "./Events.js"
-import { call } from "./Raw.js"
+import { until } from "./Eventually.js"
+import { call, type JsonResponse } from "./Raw.js"
 import { tenant } from "./Tenants.js"
 import { baseUrl, TestDatabaseUrl, testServerWithDatabase } from "./TestServer.js"
 
@@ -30,3 +32,28 @@ export const steadyTenant = Effect.gen(function* () {
   expect((yield* decide).status).toBe(200)
   return { base, url, owner, decide }
 })
+
+/**
+ * With `table` locked by another session: forks `reads` (more than the pool has connections), waits until one
+ * of them waits on the lock, and expects `decide` to answer 200 meanwhile; answers the reads' answers once the
+ * lock is gone.
+ */
+export const decisionWhileReadsWait = <E, R>(
+  url: string,
+  table: string,
+  reads: Effect.Effect<Fiber.Fiber<ReadonlyArray<JsonResponse>, E>, never, R>,
+  decide: Effect.Effect<JsonResponse>
+) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      yield* lockedTable(url, table)
+      const waiting = yield* reads
+      yield* until(
+        Effect.filterOrFail(serviceWaitsOnLocks(url), (n) => n >= 1),
+        "10 seconds"
+      )
+      const decision = yield* decide
+      expect(decision.status, JSON.stringify(decision.body)).toBe(200)
+      return waiting
+    })
+  ).pipe(Effect.flatMap(Fiber.join))
