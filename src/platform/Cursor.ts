@@ -40,9 +40,26 @@ export const invalidCursor = new BadRequest({
 
 /**
  * One page of a keyset-paged list: decodes the cursor with `decode` (400 when it is not one of ours),
- * fetches `limit + 1` rows past the position it names, and answers the page with `next_cursor` (the
- * page's last row, by `encode`) when more rows follow.
+ * fetches the page past the position it names with whether more rows follow, and answers the page with
+ * `next_cursor` (the page's last row, by `encode`) when they do.
  */
+const pageAfterCut = <Position, Row, E, R>(
+  cursor: string | undefined,
+  decode: (cursor: string) => Option.Option<Position>,
+  encode: (row: Row) => string,
+  fetch: (
+    after: Option.Option<Position>
+  ) => Effect.Effect<{ readonly rows: ReadonlyArray<Row>; readonly more: boolean }, E, R>
+) =>
+  Effect.gen(function* () {
+    const after = cursor === undefined ? Option.none() : decode(cursor)
+    if (cursor !== undefined && Option.isNone(after)) return yield* invalidCursor
+    const { more, rows } = yield* fetch(after)
+    const last = rows[rows.length - 1]
+    return { page: rows, next: more && last !== undefined ? { next_cursor: encode(last) } : {} }
+  })
+
+/** `pageAfterCut` over a fetch of `limit + 1` rows: more follow when it found them. */
 const pageAfter = <Position, Row, E, R>(
   cursor: string | undefined,
   limit: number,
@@ -50,14 +67,9 @@ const pageAfter = <Position, Row, E, R>(
   encode: (row: Row) => string,
   fetch: (after: Option.Option<Position>) => Effect.Effect<ReadonlyArray<Row>, E, R>
 ) =>
-  Effect.gen(function* () {
-    const after = cursor === undefined ? Option.none() : decode(cursor)
-    if (cursor !== undefined && Option.isNone(after)) return yield* invalidCursor
-    const rows = yield* fetch(after)
-    const page = rows.slice(0, limit)
-    const last = page[page.length - 1]
-    return { page, next: rows.length > limit && last !== undefined ? { next_cursor: encode(last) } : {} }
-  })
+  pageAfterCut(cursor, decode, encode, (after) =>
+    Effect.map(fetch(after), (rows) => ({ rows: rows.slice(0, limit), more: rows.length > limit }))
+  )
 
 /** One page of a newest-first list keyed by (time, id), `timeOf` naming each row's time. */
 export const pageByTimeOf =
@@ -77,6 +89,14 @@ export const pageByTime = <Row extends { readonly created_at: Date; readonly id:
   limit: number,
   fetch: (after: Option.Option<{ readonly at: string; readonly id: string }>) => Effect.Effect<ReadonlyArray<Row>, E, R>
 ) => pageByTimeOf((row: Row) => row.created_at)(cursor, limit, fetch)
+
+/** One page of a newest-first list keyed by (created_at, id) whose fetch says whether more rows follow. */
+export const pageByTimeCut = <Row extends { readonly created_at: Date; readonly id: string }, E, R>(
+  cursor: string | undefined,
+  fetch: (
+    after: Option.Option<{ readonly at: string; readonly id: string }>
+  ) => Effect.Effect<{ readonly rows: ReadonlyArray<Row>; readonly more: boolean }, E, R>
+) => pageAfterCut(cursor, decodeTimeCursor, (row: Row) => encodeTimeCursor(row.created_at, row.id), fetch)
 
 /** A `[version]` cursor: a version number from 1 to the largest `integer` column value. */
 export const decodeVersionCursor = (cursor: string): Option.Option<number> =>

@@ -7,6 +7,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import type { OutboxEvent } from "../platform/Outbox.js"
 import { Outbox } from "../platform/Outbox.js"
+import { CutColumns, cutAtBytes, cutPage, wasCut } from "../platform/PageBytes.js"
 import { dieOnErrors } from "../platform/Sql.js"
 import { RunEventKind, RunKind, RunStatus } from "./Domain.js"
 
@@ -94,9 +95,10 @@ export type EventInsert = {
 
 const decodeRuns = Schema.decodeUnknown(Schema.Array(RunRow))
 const decodeEvents = Schema.decodeUnknown(Schema.Array(RunEventRow))
-const decodePagedEvents = Schema.decodeUnknown(
-  Schema.Array(Schema.extend(RunEventRow, Schema.Struct({ fetched: Schema.Number })))
-)
+const decodePagedEvents = Schema.decodeUnknown(Schema.Array(Schema.extend(RunEventRow, CutColumns)))
+/** What an event weighs in a page: its client-sent text. */
+const EVENT_BYTES_SQL = `octet_length(metadata::text) + coalesce(octet_length(input_summary), 0)
+  + coalesce(octet_length(output_summary), 0)`
 const decodeLocked = Schema.decodeUnknown(Schema.Array(LockedRun))
 const first = <A>(rows: ReadonlyArray<A>) => Option.fromNullable(rows[0])
 const json = (value: unknown) => JSON.stringify(value ?? null)
@@ -104,6 +106,7 @@ const json = (value: unknown) => JSON.stringify(value ?? null)
 export class RunsRepo extends Effect.Service<RunsRepo>()("runs/RunsRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const EVENT_BYTES = sql.unsafe(EVENT_BYTES_SQL)
     const outbox = yield* Outbox
 
     return dieOnErrors({
@@ -139,39 +142,56 @@ export class RunsRepo extends Effect.Service<RunsRepo>()("runs/RunsRepo", {
           Effect.map((rows) => rows[0]!)
         ),
       /**
-       * Up to `limit` events after `afterSequence`, cut after the one whose metadata reaches `maxBytes` (at
-       * least one); `more` when events follow the page. The sizes are summed in the database, so events past
-       * the budget are neither sent nor decoded.
+       * Up to `limit` events after `afterSequence`, cut after the one that brings the page to `maxBytes`
+       * (`cutAtBytes`); `more` when events follow the page.
        */
       listEvents: (workspaceId: string, runId: string, limit: number, afterSequence: number, maxBytes: number) =>
-        sql`with page as (
-              select e.*, coalesce(sum(octet_length(e.metadata::text)) over (order by e.sequence
-                       rows between unbounded preceding and 1 preceding), 0) as bytes_before
-              from run_events e where e.workspace_id = ${workspaceId} and e.run_id = ${runId}
-               and e.sequence > ${afterSequence} order by e.sequence limit ${limit + 1})
-            select p.*, (select count(*) from page)::int as fetched from page p
-            where p.bytes_before < ${maxBytes} order by p.sequence`.pipe(
+        cutAtBytes(
+          sql,
+          sql`select * from run_events where workspace_id = ${workspaceId} and run_id = ${runId}
+               and sequence > ${afterSequence} order by sequence limit ${limit + 1}`,
+          sql`sequence`,
+          EVENT_BYTES,
+          maxBytes
+        ).pipe(
           Effect.flatMap(decodePagedEvents),
-          Effect.map((rows) => {
-            const page = rows.slice(0, limit)
-            return { rows: page, more: (rows[0]?.fetched ?? 0) > page.length }
-          })
+          Effect.map((rows) => cutPage(rows, limit))
         ),
 
       /**
-       * The events within `limit` of the event `eventId` on each side, that event included, by sequence;
-       * none when the run has no such event (the second part always holds it otherwise).
+       * The events within `limit` of the event `eventId` on each side, that event included, by sequence, each
+       * side cut at `maxBytesPerSide` (`cutAtBytes`, nearest the event first); none when the run has no such
+       * event (the second part always holds it otherwise). `laterCut`: the budget left out later events.
        */
-      listEventsAround: (workspaceId: string, runId: string, eventId: string, limit: number) =>
-        sql`with target as (
-              select sequence from run_events where workspace_id = ${workspaceId} and run_id = ${runId} and id = ${eventId}
-            )
-            (select e.* from run_events e join target on e.sequence < target.sequence
-              where e.workspace_id = ${workspaceId} and e.run_id = ${runId} order by e.sequence desc limit ${limit})
-            union all
-            (select e.* from run_events e join target on e.sequence >= target.sequence
-              where e.workspace_id = ${workspaceId} and e.run_id = ${runId} order by e.sequence limit ${limit + 1})
-            order by sequence`.pipe(Effect.flatMap(decodeEvents)),
+      listEventsAround: (
+        workspaceId: string,
+        runId: string,
+        eventId: string,
+        limit: number,
+        maxBytesPerSide: number
+      ) => {
+        const target = sql`(select sequence from run_events
+                            where workspace_id = ${workspaceId} and run_id = ${runId} and id = ${eventId})`
+        const ofRun = sql`select * from run_events where workspace_id = ${workspaceId} and run_id = ${runId}`
+        const earlier = cutAtBytes(
+          sql,
+          sql`${ofRun} and sequence < ${target} order by sequence desc limit ${limit}`,
+          sql`sequence desc`,
+          EVENT_BYTES,
+          maxBytesPerSide
+        )
+        const later = cutAtBytes(
+          sql,
+          sql`${ofRun} and sequence >= ${target} order by sequence limit ${limit + 1}`,
+          sql`sequence`,
+          EVENT_BYTES,
+          maxBytesPerSide
+        )
+        return Effect.all([earlier, later]).pipe(
+          Effect.flatMap(([before, after]) => Effect.all([decodePagedEvents(before), decodePagedEvents(after)])),
+          Effect.map(([before, after]) => ({ rows: [...before].reverse().concat(after), laterCut: wasCut(after) }))
+        )
+      },
 
       /**
        * One round trip: locks the runs of an append batch in id order (no lock-order cycle between writers),

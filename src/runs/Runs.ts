@@ -13,6 +13,7 @@ import { decodeCursor, encodeCursor, invalidCursor, pageByTime, windowAround } f
 import { BadRequest, Conflict, Forbidden, type HttpError, NotFound } from "../http/Errors.js"
 import { type Answer, hotUseCase, ready, refused, type WarmSteps } from "../platform/Warm.js"
 import { prefixedId } from "../platform/Ids.js"
+import { MAX_PAGE_BYTES } from "../platform/PageBytes.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { orFailWith, transactionOf } from "../platform/Sql.js"
 import { RunId, type RunKind, type RunStatus as RunStatuses } from "./Domain.js"
@@ -36,13 +37,6 @@ const runEventNotFound = (runId: string, eventId: string) =>
   new NotFound({ code: "run_event_not_found", message: `No event ${eventId} in run ${runId}.` })
 
 /** A page of run events, with next_cursor after its last one when `more` follow. */
-/**
- * The most event metadata (JSON bytes) one page of a run's events carries: past it the page ends early with
- * `next_cursor`. Each event may carry up to a request body of metadata, so 200 of them could make one answer
- * of hundreds of MiB, read, decoded and encoded while every other request waits.
- */
-export const MAX_PAGE_BYTES = 4 * 1024 * 1024
-
 const eventPage = (page: ReadonlyArray<RunEventRow>, more: boolean) => {
   const last = page[page.length - 1]
   return {
@@ -224,9 +218,10 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
       eventId: string,
       limit: number
     ) {
-      const rows = yield* repo.listEventsAround(workspaceId, runId, eventId, limit)
+      const { laterCut, rows } = yield* repo.listEventsAround(workspaceId, runId, eventId, limit, MAX_PAGE_BYTES / 2)
       const found = windowAround(rows, (row) => row.id === eventId, limit)
-      return found === undefined ? yield* runEventNotFound(runId, eventId) : eventPage(found.window, found.more)
+      if (found === undefined) return yield* runEventNotFound(runId, eventId)
+      return eventPage(found.window, found.more || laterCut)
     })
 
     /** A page of the run's events from the start (or `cursor`), or with `around` the window around one. */

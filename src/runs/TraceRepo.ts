@@ -6,6 +6,7 @@
 import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { storableJsonText } from "../platform/Json.js"
+import { CutColumns, cutAtBytes, cutPage, wasCut } from "../platform/PageBytes.js"
 import { instantOf } from "../platform/Schemas.js"
 import { dieOnErrors } from "../platform/Sql.js"
 import { ReviewOutcome, RunKind } from "./Domain.js"
@@ -55,7 +56,7 @@ const TraceLink = Schema.Struct({
   run_event_id: Schema.NullOr(Schema.String)
 })
 
-const decodeTraces = Schema.decodeUnknown(Schema.Array(TraceRow))
+const decodeCutTraces = Schema.decodeUnknown(Schema.Array(Schema.extend(TraceRow, CutColumns)))
 
 /** The columns of a `TraceRow`, for every query that answers traces. */
 export const traceColumns = (sql: SqlClient.SqlClient) => sql.unsafe(Object.keys(TraceRow.fields).join(", "))
@@ -113,6 +114,9 @@ export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const TRACE_COLUMNS = traceColumns(sql)
+    const NEWEST_FIRST = sql`created_at desc, id desc`
+    const OLDEST_FIRST = sql`created_at, id`
+    const PAYLOAD_BYTES = sql`octet_length(payload::text)`
     /** The insert of a batch (at least one) as a statement, to run alone or as part of another. */
     const insertStatement = (batch: ReadonlyArray<NewTrace>) =>
       sql`insert into traces ${sql.insert(
@@ -195,33 +199,77 @@ export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
     return {
       insertStatement,
       ...dieOnErrors({
-        /** Newest first, before `before` (a page cursor's position). */
-        listTraces: (workspaceId: string, filters: TraceFilters, limit: number, before: Position) =>
-          sql`${selectTraces(workspaceId, filters)}
+        /**
+         * Newest first, before `before` (a page cursor's position): up to `limit`, cut after the trace that
+         * brings the page to `maxBytes` of payload (`cutAtBytes`); `more` when traces follow the page.
+         */
+        listTraces: (workspaceId: string, filters: TraceFilters, limit: number, before: Position, maxBytes: number) =>
+          cutAtBytes(
+            sql,
+            sql`${selectTraces(workspaceId, filters)}
               ${Option.isNone(before) ? sql`` : sql`and (created_at, id) < (${before.value.at}::timestamptz, ${before.value.id})`}
-              order by created_at desc, id desc limit ${limit + 1}`.pipe(Effect.flatMap(decodeTraces)),
-        /** The live tail: oldest first, after `after`. */
+              order by created_at desc, id desc limit ${limit + 1}`,
+            NEWEST_FIRST,
+            PAYLOAD_BYTES,
+            maxBytes
+          ).pipe(
+            Effect.flatMap(decodeCutTraces),
+            Effect.map((rows) => cutPage(rows, limit))
+          ),
+        /** The live tail: oldest first, after `after`, cut at `maxBytes` of payload (`cutAtBytes`). */
         tailTraces: (
           workspaceId: string,
           filters: TraceFilters,
           limit: number,
-          after: { readonly at: string; readonly id: string }
+          after: { readonly at: string; readonly id: string },
+          maxBytes: number
         ) =>
-          sql`${selectTraces(workspaceId, filters)}
+          cutAtBytes(
+            sql,
+            sql`${selectTraces(workspaceId, filters)}
               and (created_at, id) > (${after.at}::timestamptz, ${after.id})
-              order by created_at, id limit ${limit}`.pipe(Effect.flatMap(decodeTraces)),
+              order by created_at, id limit ${limit}`,
+            OLDEST_FIRST,
+            PAYLOAD_BYTES,
+            maxBytes
+          ).pipe(Effect.flatMap(decodeCutTraces)),
         /**
          * The run's traces within `limit` of the trace `traceId` on each side, that trace included, newest
-         * first; none when the run has no such trace (the second part always holds it otherwise).
+         * first, each side cut at `maxBytesPerSide` of payload (`cutAtBytes`, nearest the trace first); none
+         * when the run has no such trace (the second part always holds it otherwise). `olderCut`: the budget
+         * left out older traces.
          */
-        listRunTracesAround: (workspaceId: string, runId: string, traceId: string, limit: number) => {
+        listRunTracesAround: (
+          workspaceId: string,
+          runId: string,
+          traceId: string,
+          limit: number,
+          maxBytesPerSide: number
+        ) => {
           const target = sql`(select created_at, id from traces
                               where workspace_id = ${workspaceId} and run_id = ${runId} and id = ${traceId})`
           const ofRun = selectTraces(workspaceId, { runId })
-          return sql`(${ofRun} and (created_at, id) > ${target} order by created_at, id limit ${limit})
-              union all
-              (${ofRun} and (created_at, id) <= ${target} order by created_at desc, id desc limit ${limit + 1})
-              order by created_at desc, id desc`.pipe(Effect.flatMap(decodeTraces))
+          const newer = cutAtBytes(
+            sql,
+            sql`${ofRun} and (created_at, id) > ${target} order by created_at, id limit ${limit}`,
+            OLDEST_FIRST,
+            PAYLOAD_BYTES,
+            maxBytesPerSide
+          )
+          const older = cutAtBytes(
+            sql,
+            sql`${ofRun} and (created_at, id) <= ${target} order by created_at desc, id desc limit ${limit + 1}`,
+            NEWEST_FIRST,
+            PAYLOAD_BYTES,
+            maxBytesPerSide
+          )
+          return Effect.all([newer, older]).pipe(
+            Effect.flatMap(([later, earlier]) => Effect.all([decodeCutTraces(later), decodeCutTraces(earlier)])),
+            Effect.map(([later, earlier]) => ({
+              rows: [...later].reverse().concat(earlier),
+              olderCut: wasCut(earlier)
+            }))
+          )
         },
         find: (workspaceId: string, id: string) => findTrace({ workspaceId, id }),
         /**

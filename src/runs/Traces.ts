@@ -7,7 +7,8 @@ import { Effect, Option } from "effect"
 import { BadRequest, NotFound } from "../http/Errors.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { TraceId } from "./Domain.js"
-import { decodeTimeCursor, encodeTimeCursor, pageByTime, windowAround } from "../platform/Cursor.js"
+import { decodeTimeCursor, encodeTimeCursor, pageByTimeCut, windowAround } from "../platform/Cursor.js"
+import { MAX_PAGE_BYTES } from "../platform/PageBytes.js"
 import { type TraceFilters, TraceRepo, type TraceRow } from "./TraceRepo.js"
 
 export type { NewTrace, TraceFilters } from "./TraceRepo.js"
@@ -52,8 +53,8 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
       limit: number,
       cursor: string | undefined
     ) {
-      const { next, page } = yield* pageByTime(cursor, limit, (before) =>
-        repo.listTraces(workspaceId, filters, limit, before)
+      const { next, page } = yield* pageByTimeCut(cursor, (before) =>
+        repo.listTraces(workspaceId, filters, limit, before, MAX_PAGE_BYTES)
       )
       const newest = page[0]
       // Only the first page knows the newest trace; with none yet, the tail starts at the beginning.
@@ -73,7 +74,7 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
     ) {
       const position = decodeTimeCursor(after)
       if (Option.isNone(position)) return yield* invalidAfter
-      const rows = yield* repo.tailTraces(workspaceId, filters, limit, position.value)
+      const rows = yield* repo.tailTraces(workspaceId, filters, limit, position.value, MAX_PAGE_BYTES)
       const last = rows[rows.length - 1]
       return {
         traces: rows.map(toTrace),
@@ -83,7 +84,9 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
 
     /** One trace of the workspace, whole. */
     const get = Effect.fn("Traces.get")(function* (workspaceId: string, traceId: string) {
-      const [row] = yield* repo.listTraces(workspaceId, { traceId }, 1, Option.none())
+      const {
+        rows: [row]
+      } = yield* repo.listTraces(workspaceId, { traceId }, 1, Option.none(), MAX_PAGE_BYTES)
       return row === undefined ? yield* traceNotFound(traceId) : toTrace(row)
     })
 
@@ -94,12 +97,13 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
       traceId: string,
       limit: number
     ) {
-      const rows = yield* repo.listRunTracesAround(workspaceId, runId, traceId, limit)
+      const { olderCut, rows } = yield* repo.listRunTracesAround(workspaceId, runId, traceId, limit, MAX_PAGE_BYTES / 2)
       const found = windowAround(rows, (row) => row.id === traceId, limit)
       if (found === undefined) {
         return yield* new NotFound({ code: "trace_not_found", message: `No trace ${traceId} in run ${runId}.` })
       }
-      const { more, window } = found
+      const { window } = found
+      const more = found.more || olderCut
       const last = window[window.length - 1]
       return {
         traces: window.map(toTrace),
