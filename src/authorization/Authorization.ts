@@ -125,8 +125,13 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
     const outbound = yield* OutboundGuard
     const repo = yield* AuthorizationRepo
     const provenance = yield* Provenance
-    const { maxMatchContentBytes, decisionMillisPerSecondPerWorkspace, decisionMatchMillis } = yield* AppConfig
-    const withinAllowance = makeDecisionAllowance(decisionMillisPerSecondPerWorkspace, decisionMatchMillis)
+    const { decisionMatchMillis, decisionMillisPerSecond, decisionMillisPerSecondPerWorkspace, maxMatchContentBytes } =
+      yield* AppConfig
+    const withinAllowance = makeDecisionAllowance({
+      perWorkspace: decisionMillisPerSecondPerWorkspace,
+      perService: decisionMillisPerSecond,
+      matchMillis: decisionMatchMillis
+    })
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const runEnvironments = makeRunEnvironments()
     // The per-decision debug line is built only when debug logs are kept at all.

@@ -10,7 +10,10 @@
  * Ordinary decisions (milliseconds) are never charged, so only a workspace sending heavy decisions
  * faster than the payback can ever wait. And no one decision holds the thread for longer than
  * DECISION_MATCH_MS: matching past it stops (MatchDeadline.ts) and the decision fails closed, so the
- * others wait at most that long for any one.
+ * others wait at most that long for any one. Many workspaces sending heavy decisions at once could still
+ * fill the thread between them, so all heavy decisions together are also a debt of the service, paid
+ * back at DECISION_MS_PER_SECOND: while it is past BURST_MS, the workspaces whose decisions were charged
+ * in the last HEAVY_RECENTLY_MS fail closed the same way, and the others are matched as before.
  */
 import { MatchDeadlinePassed, withinMatchDeadline } from "../catalog/MatchDeadline.js"
 import { makeWorkMeters } from "../platform/WorkMeters.js"
@@ -38,10 +41,29 @@ export const decideWithin = (matchMillis: number, evaluate: () => Decision): Dec
   }
 }
 
-export const makeDecisionAllowance = (millisPerSecond: number, matchMillis: number) => {
-  const workspaces = makeWorkMeters(millisPerSecond, BURST_MS)
-  /** `evaluate`'s decision, or a fail-closed defer while the workspace is past its allowance or past matchMillis. */
-  return (workspaceId: string, evaluate: () => Decision): Decision => {
+/** How recently a workspace's decisions were charged for it to wait while the service is past its allowance. */
+export const HEAVY_RECENTLY_MS = 10_000
+const SERVICE = "service"
+
+export interface DecisionLimits {
+  /** DECISION_MS_PER_SECOND_PER_WORKSPACE */
+  readonly perWorkspace: number
+  /** DECISION_MS_PER_SECOND */
+  readonly perService: number
+  /** DECISION_MATCH_MS */
+  readonly matchMillis: number
+}
+
+export const makeDecisionAllowance = (limits: DecisionLimits) => {
+  const workspaces = makeWorkMeters(limits.perWorkspace, BURST_MS)
+  const service = makeWorkMeters(limits.perService, BURST_MS)
+
+  /**
+   * The fail-closed defer for a workspace that must wait: past its own allowance, or, while all
+   * workspaces' heavy decisions together are past the service's, one of those whose decisions were
+   * charged lately (a workspace without recent heavy decisions is matched as before).
+   */
+  const waiting = (workspaceId: string): Decision | undefined => {
     const wait = workspaces.waitFor(workspaceId)
     if (wait > 0) {
       return failClosed(
@@ -49,10 +71,27 @@ export const makeDecisionAllowance = (millisPerSecond: number, matchMillis: numb
         { failure: "decision_allowance_exceeded", retry_after_seconds: wait }
       )
     }
+    if (!workspaces.chargedSince(workspaceId, () => Date.now() - HEAVY_RECENTLY_MS)) return undefined
+    const serviceWait = service.waitFor(SERVICE)
+    if (serviceWait === 0) return undefined
+    return failClosed(
+      `Heavy decisions of several workspaces, this one's among them, held the service for longer than they may (DECISION_MS_PER_SECOND): deferred without matching; retry in ${serviceWait} s, or send shorter content`,
+      { failure: "service_allowance_exceeded", retry_after_seconds: serviceWait }
+    )
+  }
+
+  /** `evaluate`'s decision, or a fail-closed defer while the workspace must wait or past matchMillis. */
+  return (workspaceId: string, evaluate: () => Decision): Decision => {
+    const refusal = waiting(workspaceId)
+    if (refusal !== undefined) return refusal
     const began = performance.now()
-    const decision = decideWithin(matchMillis, evaluate)
+    const decision = decideWithin(limits.matchMillis, evaluate)
     const spent = performance.now() - began
-    if (spent > CHARGED_ABOVE_MS) workspaces.charge(workspaceId, spent, Date.now())
+    if (spent > CHARGED_ABOVE_MS) {
+      const now = Date.now()
+      workspaces.charge(workspaceId, spent, now)
+      service.charge(SERVICE, spent, now)
+    }
     return decision
   }
 }

@@ -72,7 +72,11 @@ export const intentIdOf = (workspaceId: string, event: ProposedEventInput) =>
 
 /** Why decisions fail closed, as the `guardrail_decisions_failed_closed_total` metric counts them. */
 export type FailedClosedCause =
-  "decision_allowance_exceeded" | "decision_time_exceeded" | "registry_unreadable" | "unrecorded"
+  | "decision_allowance_exceeded"
+  | "service_allowance_exceeded"
+  | "decision_time_exceeded"
+  | "registry_unreadable"
+  | "unrecorded"
 
 /**
  * Why `decision` failed closed (undefined: it was decided). The allowance and the time limit name
@@ -85,7 +89,9 @@ export const failedClosedCause = (decision: Decision): FailedClosedCause | undef
     typeof finding.evidence === "object" && finding.evidence !== null && "failure" in finding.evidence
       ? finding.evidence.failure
       : undefined
-  return failure === "decision_allowance_exceeded" || failure === "decision_time_exceeded"
+  return failure === "decision_allowance_exceeded" ||
+    failure === "service_allowance_exceeded" ||
+    failure === "decision_time_exceeded"
     ? failure
     : "registry_unreadable"
 }

@@ -270,6 +270,8 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       compileMillisPerSecond: yield* positiveInteger("COMPILE_MS_PER_SECOND", 300),
       /** Matching time a workspace's heavy decisions may hold the API thread, per second, past a 2 s burst (then they defer; docs/limits.md). */
       decisionMillisPerSecondPerWorkspace: yield* positiveInteger("DECISION_MS_PER_SECOND_PER_WORKSPACE", 250),
+      /** The same for all workspaces' heavy decisions together; past it, the workspaces that sent them lately defer. */
+      decisionMillisPerSecond: yield* positiveInteger("DECISION_MS_PER_SECOND", 500),
       /** The longest one decision's matching may hold the API thread; past it the decision defers (docs/limits.md). */
       decisionMatchMillis: yield* positiveInteger("DECISION_MATCH_MS", 250),
       /** Red-team jobs a workspace may have queued or running (429 `too_many_jobs` past it; docs/redteam.md#queue-fairness). */

@@ -38,6 +38,11 @@ export const makeWorkMeters = (millisPerSecond: number, burstMillis: number) => 
       const meter = meters.get(key)
       return meter === undefined ? 0 : waitFor(meter, millisPerSecond, burstMillis, Date.now())
     },
+    /** Whether `key` was last charged at or after `since` (epoch ms); a key never charged reads no clock. */
+    chargedSince: (key: string, since: () => number) => {
+      const meter = meters.get(key)
+      return meter !== undefined && meter.at >= since()
+    },
     charge: (key: string, millis: number, now: number) => {
       let meter = meters.get(key)
       if (meter === undefined) {

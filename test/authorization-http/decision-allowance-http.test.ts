@@ -12,6 +12,10 @@
  * And no one decision holds the thread past DECISION_MATCH_MS: set to 10 ms in the second suite, a
  * heavy decision stops matching and defers, even though its text ends with what a policy denies; an
  * impact replay decides it under the same limit, so it agrees with what was recorded.
+ *
+ * Many workspaces together: with DECISION_MS_PER_SECOND tiny, one workspace's heavy decisions run up
+ * the service's debt; then the workspaces whose decisions were charged lately defer, while one without
+ * recent heavy decisions is matched (until its own heavy decision is charged).
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
@@ -84,6 +88,52 @@ layer(
       const elsewhere = yield* decide(base, other, "order code3-123456")
       expect(elsewhere.effect).toBe("deny")
       expect(elsewhere.findings.map((finding) => finding.requirement_id)).not.toContain("system:fail_closed")
+    })
+  )
+})
+
+// Each workspace's own allowance is out of reach here: this suite is about all workspaces together.
+layer(
+  testServer("database", {
+    DECISION_MS_PER_SECOND_PER_WORKSPACE: "1000000",
+    DECISION_MS_PER_SECOND: "1",
+    DECISION_MATCH_MS: "600000",
+    METRICS_TOKEN
+  }),
+  SERVER_OPTIONS
+)("the service's decision allowance", (it) => {
+  it.effect("past it the workspaces that sent heavy decisions lately defer; one that did not is matched", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const heavy = yield* regexTenant(base)
+      const other = yield* regexTenant(base)
+      const refusals = Effect.map(
+        scrape(base, METRICS_TOKEN),
+        (metrics) =>
+          sample(metrics, "guardrail_decisions_failed_closed_total", { cause: "service_allowance_exceeded" }) ?? 0
+      )
+      const refusalsBefore = yield* refusals
+
+      // One workspace alone runs the service's debt past the burst; its own allowance never binds.
+      let heavyDecisions = 0
+      let last = yield* decide(base, heavy, AT_CAP)
+      while (last.effect === "permit" && heavyDecisions < MAX_HEAVY) {
+        heavyDecisions++
+        last = yield* decide(base, heavy, AT_CAP)
+      }
+      expect(heavyDecisions).toBeGreaterThan(0)
+      expect(last.effect).toBe("defer")
+      expect(last.findings.map((finding) => finding.requirement_id)).toEqual(["system:fail_closed"])
+      expect(last.findings[0]!.reason).toContain("DECISION_MS_PER_SECOND)")
+      expect(yield* refusals).toBe(refusalsBefore + 1)
+
+      // A workspace without recent heavy decisions is matched, a heavy one included; once charged, it waits too.
+      const elsewhere = yield* decide(base, other, "order code3-123456")
+      expect(elsewhere.effect).toBe("deny")
+      expect((yield* decide(base, other, AT_CAP)).effect).toBe("permit")
+      const afterHeavy = yield* decide(base, other, "order code3-123456")
+      expect(afterHeavy.effect).toBe("defer")
+      expect(afterHeavy.findings[0]!.reason).toContain("DECISION_MS_PER_SECOND)")
     })
   )
 })
