@@ -2,7 +2,9 @@
  * `require_impact_before_enable` (docs/policies.md, "Lifecycle"): when a
  * workspace sets it, a policy document may be enabled only after an impact
  * replay that evaluated that very document as enabled completed within the
- * last 24 hours. Written once here; every path that enables a policy (create,
+ * last 24 hours, and replayed at least one decision: a replay over a window without any shows nothing
+ * of the document's impact, so it vouches only while the workspace has no decisions at all (a new
+ * workspace can enable its first policies). Written once here; every path that enables a policy (create,
  * PUT, rollback, enable, batch enable, pack install) calls `beforeEnabling`.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
@@ -42,6 +44,8 @@ export class ImpactGate extends Effect.Service<ImpactGate>()("impact/ImpactGate"
                    coalesce((select array_agg(distinct d) from impact_jobs j, unnest(j.document_digests) d
                               where j.workspace_id = ${workspaceId} and j.status = 'completed'
                                 and j.finished_at > now() - make_interval(hours => ${IMPACT_VALID_HOURS})
+                                and (j.replayed > 0 or not exists (select 1 from traces t
+                                                                    where t.workspace_id = ${workspaceId}))
                                 and d in ${sql.in(digests)}), '{}') as covered
               from workspace_settings s where s.workspace_id = ${workspaceId}`
     })
@@ -62,8 +66,12 @@ export class ImpactGate extends Effect.Service<ImpactGate>()("impact/ImpactGate"
             `This workspace sets require_impact_before_enable: enabling ${missing.map((entry) => entry.id).join(", ")} ` +
             `needs an impact replay of that document completed in the last ${IMPACT_VALID_HOURS} hours. ` +
             "Start one with POST /v1/policies/impact (the document in candidate_policies, or its id in enable_ids), " +
+            "over a window that holds decisions (a replay of none vouches only while the workspace has none), " +
             "wait for it to complete, then enable again.",
-          details: missing.map((entry) => ({ path: entry.id, message: `no completed replay of document ${entry.digest}` }))
+          details: missing.map((entry) => ({
+            path: entry.id,
+            message: `no completed replay of document ${entry.digest}`
+          }))
         })
       }).pipe(Effect.withSpan("ImpactGate.beforeEnabling"))
 

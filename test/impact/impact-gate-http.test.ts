@@ -3,14 +3,15 @@
  * that enables a policy (create enabled, enable, batch enable, PUT, rollback,
  * pack install, a regeneration from an agent profile that changes an enabled
  * policy) answers 409 `impact_required` until an impact replay of that
- * very document has completed (within 24 hours), and then succeeds; with it
- * off (the default) nothing changes.
+ * very document has completed (within 24 hours, having replayed a decision
+ * unless the workspace has none), and then succeeds; with it off (the
+ * default) nothing changes.
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { AgentId, PolicyId } from "../../src/catalog/Domain.js"
 import { expectFailure } from "../support/Api.js"
-import { policyDocument, yamlBytes } from "../support/Events.js"
+import { createAgent, policyDocument, propose, reply, yamlBytes } from "../support/Events.js"
 import { tenant } from "../support/Tenants.js"
 import { queryDatabase } from "../support/Database.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
@@ -178,6 +179,39 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("require_impact_before
         )
         yield* replay(owner, { enable_ids: ["late"], ...aroundNow() })
         expect((yield* policies.setPolicyEnabled({ path: path("late"), payload: { enabled: true } })).enabled).toBe(
+          true
+        )
+      })
+    )
+
+    it.effect("a replay over a window without decisions vouches only while the workspace has none", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const policies = owner.api.policies
+        yield* owner.api.settings.updateSettings({ payload: { require_impact_before_enable: true } })
+        yield* policies.createPolicy({
+          payload: yamlBytes(policyDocument("quiet", { value: "quiet", enabled: false }))
+        })
+        yield* createAgent(base, owner, "gate-bot")
+        yield* propose(base, owner, "gate-bot", reply("hello"))
+        // A window a year back holds none of the workspace's decisions: it shows nothing of the impact.
+        const yearAgo = Date.now() - 365 * 24 * 3_600_000
+        const empty = yield* replay(owner, {
+          enable_ids: ["quiet"],
+          start: new Date(yearAgo).toISOString(),
+          end: new Date(yearAgo + 60_000).toISOString()
+        })
+        expect(empty.progress.replayed).toBe(0)
+        const refused = yield* expectFailure(
+          policies.setPolicyEnabled({ path: path("quiet"), payload: { enabled: true } }),
+          409,
+          "impact_required"
+        )
+        expect(refused.message).toContain("a replay of none vouches only while the workspace has none")
+        const replayed = yield* replay(owner, { enable_ids: ["quiet"], ...aroundNow() })
+        expect(replayed.progress.replayed).toBe(1)
+        expect((yield* policies.setPolicyEnabled({ path: path("quiet"), payload: { enabled: true } })).enabled).toBe(
           true
         )
       })
