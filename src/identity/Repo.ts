@@ -113,9 +113,11 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
       Request: Schema.Struct({ email: Schema.String, userId: Schema.String }),
       Result: InviteRow,
       execute: ({ email, userId }) =>
-        sql`update team_invites set status = 'accepted', accepted_at = now(), accepted_by = ${userId}
-            where status = 'pending' and lower(email) = lower(${email})
-            returning ${inviteColumns}`
+        sql`with accepted as (
+              update team_invites set status = 'accepted', accepted_at = now(), accepted_by = ${userId}
+              where status = 'pending' and lower(email) = lower(${email})
+              returning ${inviteColumns})
+            select * from accepted order by created_at desc, id desc`
     })
 
     const decodeFeatureFlags = Schema.decodeUnknown(Schema.Array(FeatureFlagsRow))
@@ -213,6 +215,10 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
         ),
 
       // ---- invites
+      /** Withdraws the workspace's pending invites to the invite's email (call under its `lockKey`). */
+      withdrawPendingInvites: (workspaceId: string, email: string) =>
+        sql`delete from team_invites
+            where workspace_id = ${workspaceId} and status = 'pending' and lower(email) = lower(${email})`,
       insertInvite: (invite: { id: string; workspaceId: string; email: string; role: string; invitedBy: string }) =>
         insertInvite(invite),
       listInvites: SqlSchema.findAll({
@@ -221,7 +227,7 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
         execute: (workspaceId) =>
           sql`select ${inviteColumns} from team_invites where workspace_id = ${workspaceId} order by created_at desc`
       }),
-      /** Accepts every pending invite for the email; answers the accepted ones. */
+      /** Accepts every pending invite for the email; answers the accepted ones, newest first. */
       acceptInvites: (email: string, userId: string) => acceptInvites({ email, userId })
     })
   })

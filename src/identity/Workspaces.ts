@@ -96,6 +96,7 @@ export class Workspaces extends Effect.Service<Workspaces>()("identity/Workspace
               email.trim() !== "" &&
               (trust === "vouched" || (yield* repo.verifiedEmails(userId)).includes(email.trim().toLowerCase()))
             if (accepts) {
+              // Newest first: of invites to one workspace, the latest decides the role (the first insert wins).
               const accepted = yield* repo.acceptInvites(email.trim(), userId)
               for (const invite of accepted) yield* repo.insertMembership(invite.workspace_id, userId, invite.role)
             }
@@ -123,15 +124,24 @@ export class Workspaces extends Effect.Service<Workspaces>()("identity/Workspace
           ? Effect.fail(
               new Forbidden({ code: "insufficient_role", message: "Only an owner can invite another owner." })
             )
-          : Effect.map(
-              repo.insertInvite({
-                id: prefixedId("inv"),
-                workspaceId: caller.workspaceId,
-                email: input.email.trim().toLowerCase(),
-                role: input.role,
-                invitedBy: caller.userId ?? caller.principalId
-              }),
-              toInvite
+          : inTransaction(
+              Effect.gen(function* () {
+                // One pending invite per address and workspace: a new one replaces it, so the role a person
+                // joins with is the one invited last (before, every invite was kept and acceptance kept
+                // whichever it met first).
+                const email = input.email.trim().toLowerCase()
+                yield* repo.lockKey(`invite:${caller.workspaceId}:${email}`)
+                yield* repo.withdrawPendingInvites(caller.workspaceId, email)
+                return toInvite(
+                  yield* repo.insertInvite({
+                    id: prefixedId("inv"),
+                    workspaceId: caller.workspaceId,
+                    email,
+                    role: input.role,
+                    invitedBy: caller.userId ?? caller.principalId
+                  })
+                )
+              })
             )
     )
 

@@ -143,6 +143,27 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
       })
     )
 
+    it.effect(
+      "a second invite to one address replaces the pending one: the person joins with the role invited last",
+      () =>
+        Effect.gen(function* () {
+          const base = yield* baseUrl
+          const alice = yield* tenant(base)
+          const email = `${uniqueName("Dan")}@example.com`
+          yield* invite(alice, email, "member")
+          const asAdmin = yield* invite(alice, email.toUpperCase(), "admin")
+          expect((yield* members(alice)).invites.map((i) => [i.id, i.role])).toEqual([[asAdmin.id, "admin"]])
+          // The other way round too: the correction downwards holds.
+          const again = yield* invite(alice, email, "member")
+          expect((yield* members(alice)).invites.map((i) => [i.id, i.role])).toEqual([[again.id, "member"]])
+          yield* invite(alice, email, "admin")
+
+          const dan = yield* oauthSession(base, { email, provider: "google", provider_subject: randomUUID() })
+          const joined = yield* myWorkspaces(base, dan.user_id, { token: dan.jwt, email })
+          expect(joined.workspaces.find((w) => w.id === alice.workspaceId)?.role).toBe("admin")
+        })
+    )
+
     it.effect("the internal key accepts invites for a user without an email on record", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
