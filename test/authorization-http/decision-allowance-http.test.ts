@@ -49,6 +49,20 @@ const decide = (base: string, owner: Tenant, content: string) =>
     }
   )
 
+/** Heavy decisions (matched, permit) until one defers, which it answers; at least one is matched first. */
+const heavyUntilDeferred = (base: string, owner: Tenant) =>
+  Effect.gen(function* () {
+    let heavyDecisions = 0
+    let last = yield* decide(base, owner, AT_CAP)
+    while (last.effect === "permit" && heavyDecisions < MAX_HEAVY) {
+      heavyDecisions++
+      last = yield* decide(base, owner, AT_CAP)
+    }
+    expect(heavyDecisions).toBeGreaterThan(0)
+    expect(last.effect).toBe("defer")
+    return last
+  })
+
 const regexTenant = (base: string) =>
   Effect.gen(function* () {
     const owner = yield* tenant(base)
@@ -71,14 +85,7 @@ layer(
       const other = yield* regexTenant(base)
 
       // Matched (permit) until the debt passes the burst; the first one past it defers.
-      let heavyDecisions = 0
-      let last = yield* decide(base, heavy, AT_CAP)
-      while (last.effect === "permit" && heavyDecisions < MAX_HEAVY) {
-        heavyDecisions++
-        last = yield* decide(base, heavy, AT_CAP)
-      }
-      expect(heavyDecisions).toBeGreaterThan(0)
-      expect(last.effect).toBe("defer")
+      yield* heavyUntilDeferred(base, heavy)
       // Even a short text now defers: the workspace's debt is past the allowance.
       const deferred = yield* decide(base, heavy, "order code3-123456")
       expect(deferred.effect).toBe("defer")
@@ -115,14 +122,7 @@ layer(
       const refusalsBefore = yield* refusals
 
       // One workspace alone runs the service's debt past the burst; its own allowance never binds.
-      let heavyDecisions = 0
-      let last = yield* decide(base, heavy, AT_CAP)
-      while (last.effect === "permit" && heavyDecisions < MAX_HEAVY) {
-        heavyDecisions++
-        last = yield* decide(base, heavy, AT_CAP)
-      }
-      expect(heavyDecisions).toBeGreaterThan(0)
-      expect(last.effect).toBe("defer")
+      const last = yield* heavyUntilDeferred(base, heavy)
       expect(last.findings.map((finding) => finding.requirement_id)).toEqual(["system:fail_closed"])
       expect(last.findings[0]!.reason).toContain("DECISION_MS_PER_SECOND)")
       expect(yield* refusals).toBe(refusalsBefore + 1)
