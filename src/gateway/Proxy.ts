@@ -44,6 +44,7 @@ import {
   upstreamHeaders,
   upstreamUrl
 } from "./Calls.js"
+import { promptBound } from "./PromptBound.js"
 import { Connections, type RouteTarget } from "./Connections.js"
 import { StreamSlots } from "./StreamSlots.js"
 import {
@@ -151,8 +152,8 @@ export class GatewayProxy extends Effect.Service<GatewayProxy>()("gateway/Gatewa
         if (loaded.admitted !== undefined) return admit(loaded.admitted)
         const bound = outputBound(dialect, copy)
         if (Option.isNone(bound)) return without(needs({ _tag: "soft", budget: budget.value }))
-        // Every prompt token is at least one byte of the request body, so its size bounds the prompt.
-        const worstCase = costOf(price.value, plan.right.payload.byteLength, bound.value).usdNanos
+        const prompt = promptBound(copy, plan.right.payload.byteLength, config.gatewayReferencedPartTokens)
+        const worstCase = costOf(price.value, prompt, bound.value).usdNanos
         const drawn = budgets.reserveFromLease(workspaceId, budget.value, worstCase, holdFor)
         return drawn === undefined
           ? without(needs({ _tag: "ledger", budget: budget.value, worstCase }))

@@ -294,6 +294,8 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       gatewayMaxStreamSeconds: yield* positiveInteger("GATEWAY_MAX_STREAM_SECONDS", 900),
       /** Longest SSE line the usage meter holds while waiting for its newline; a longer one ends the stream. */
       gatewaySseMaxLineBytes: yield* positiveInteger("GATEWAY_SSE_MAX_LINE_BYTES", 1024 * 1024),
+      /** Prompt tokens a strict call's worst case counts for each image, file or document it names by URL or file id. */
+      gatewayReferencedPartTokens: yield* positiveInteger("GATEWAY_REFERENCED_PART_TOKENS", 100_000),
       /** Streamed reply text is decided in windows of about this many characters (or up to a sentence end). */
       gatewayGuardrailWindowChars: yield* positiveInteger("GATEWAY_GUARDRAIL_WINDOW_CHARS", 200),
       /** The end of a streamed reply held back from each window, so a pattern split across chunks is seen whole. */

@@ -175,6 +175,58 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
     )
   })
 
+  describe("content by reference", () => {
+    it.effect("a strict call's worst case counts each image or document named by URL or file id", () =>
+      Effect.gen(function* () {
+        const { db, owner, gateway } = yield* gatewayTenant(stub.url)
+        const key = yield* createKey(owner)
+        // 100 cents per million input tokens, a cap of 5 cents: 50,000 tokens, below one referenced part's 100,000.
+        yield* setPrice(owner, "budget", 100, 0)
+        yield* setBudget(owner, 5, "month")
+        const withImage = (url: string) => [
+          {
+            role: "user",
+            content: [
+              { type: "text", text: "what is this?" },
+              { type: "image_url", image_url: { url } }
+            ]
+          }
+        ]
+        const byUrl = yield* chatCall(gateway.routeBase, key.plaintext_key, {
+          model: "budget",
+          max_tokens: 10,
+          messages: withImage("https://images.example/cat.png")
+        })
+        expectError(byUrl, 402, "budget_exceeded")
+        const byFileId = yield* chatCall(gateway.routeBase, key.plaintext_key, {
+          model: "budget",
+          max_tokens: 10,
+          messages: [{ role: "user", content: [{ type: "file", file: { file_id: "file-abc123" } }] }]
+        })
+        expectError(byFileId, 402, "budget_exceeded")
+        const document = yield* messagesCall(gateway.routeBase, key.plaintext_key, {
+          model: "budget",
+          messages: [
+            {
+              role: "user",
+              content: [{ type: "document", source: { type: "url", url: "https://docs.example/report.pdf" } }]
+            }
+          ]
+        })
+        expectError(document, 402, "budget_exceeded")
+        expect(stub.requests.some((seen) => JSON.stringify(seen.body).includes("images.example"))).toBe(false)
+        // Inline content is in the body, so its bytes bound it: admitted.
+        const inline = yield* chatCall(gateway.routeBase, key.plaintext_key, {
+          model: "budget",
+          max_tokens: 10,
+          messages: withImage("data:image/png;base64,iVBORw0KGgo=")
+        })
+        expect(inline.status, inline.text).toBe(200)
+        yield* awaitUsage(db, owner.workspaceId, 1)
+      })
+    )
+  })
+
   describe("choices", () => {
     it.effect(
       "a strict call for n choices reserves n times max_tokens: past the cap it is 402, spend stays under",
