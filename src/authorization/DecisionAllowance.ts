@@ -16,7 +16,7 @@
  * in the last HEAVY_RECENTLY_MS fail closed the same way, and the others are matched as before.
  */
 import { MatchDeadlinePassed, withinMatchDeadline } from "../catalog/MatchDeadline.js"
-import { makeWorkMeters } from "../platform/WorkMeters.js"
+import { makeSharedAllowance } from "../platform/WorkMeters.js"
 import { failClosed } from "./Decisions.js"
 import type { Decision } from "./Pipeline.js"
 
@@ -43,7 +43,6 @@ export const decideWithin = (matchMillis: number, evaluate: () => Decision): Dec
 
 /** How recently a workspace's decisions were charged for it to wait while the service is past its allowance. */
 export const HEAVY_RECENTLY_MS = 10_000
-const SERVICE = "service"
 
 export interface DecisionLimits {
   /** DECISION_MS_PER_SECOND_PER_WORKSPACE */
@@ -55,29 +54,27 @@ export interface DecisionLimits {
 }
 
 export const makeDecisionAllowance = (limits: DecisionLimits) => {
-  const workspaces = makeWorkMeters(limits.perWorkspace, BURST_MS)
-  const service = makeWorkMeters(limits.perService, BURST_MS)
+  const allowance = makeSharedAllowance({
+    perKey: limits.perWorkspace,
+    keyBurst: BURST_MS,
+    perService: limits.perService,
+    serviceBurst: BURST_MS,
+    recentMillis: HEAVY_RECENTLY_MS
+  })
 
-  /**
-   * The fail-closed defer for a workspace that must wait: past its own allowance, or, while all
-   * workspaces' heavy decisions together are past the service's, one of those whose decisions were
-   * charged lately (a workspace without recent heavy decisions is matched as before).
-   */
+  /** The fail-closed defer for a workspace that must wait (undefined: it may be matched). */
   const waiting = (workspaceId: string): Decision | undefined => {
-    const wait = workspaces.waitFor(workspaceId)
-    if (wait > 0) {
-      return failClosed(
-        `This workspace's recent decisions held the service for longer than they may (DECISION_MS_PER_SECOND_PER_WORKSPACE): deferred without matching; retry in ${wait} s, or send shorter content`,
-        { failure: "decision_allowance_exceeded", retry_after_seconds: wait }
-      )
-    }
-    if (!workspaces.chargedSince(workspaceId, () => Date.now() - HEAVY_RECENTLY_MS)) return undefined
-    const serviceWait = service.waitFor(SERVICE)
-    if (serviceWait === 0) return undefined
-    return failClosed(
-      `Heavy decisions of several workspaces, this one's among them, held the service for longer than they may (DECISION_MS_PER_SECOND): deferred without matching; retry in ${serviceWait} s, or send shorter content`,
-      { failure: "service_allowance_exceeded", retry_after_seconds: serviceWait }
-    )
+    const wait = allowance.waitFor(workspaceId)
+    if (wait === undefined) return undefined
+    return wait.scope === "key"
+      ? failClosed(
+          `This workspace's recent decisions held the service for longer than they may (DECISION_MS_PER_SECOND_PER_WORKSPACE): deferred without matching; retry in ${wait.seconds} s, or send shorter content`,
+          { failure: "decision_allowance_exceeded", retry_after_seconds: wait.seconds }
+        )
+      : failClosed(
+          `Heavy decisions of several workspaces, this one's among them, held the service for longer than they may (DECISION_MS_PER_SECOND): deferred without matching; retry in ${wait.seconds} s, or send shorter content`,
+          { failure: "service_allowance_exceeded", retry_after_seconds: wait.seconds }
+        )
   }
 
   /** `evaluate`'s decision, or a fail-closed defer while the workspace must wait or past matchMillis. */
@@ -87,11 +84,7 @@ export const makeDecisionAllowance = (limits: DecisionLimits) => {
     const began = performance.now()
     const decision = decideWithin(limits.matchMillis, evaluate)
     const spent = performance.now() - began
-    if (spent > CHARGED_ABOVE_MS) {
-      const now = Date.now()
-      workspaces.charge(workspaceId, spent, now)
-      service.charge(SERVICE, spent, now)
-    }
+    if (spent > CHARGED_ABOVE_MS) allowance.charge(workspaceId, spent, Date.now())
     return decision
   }
 }

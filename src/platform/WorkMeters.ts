@@ -2,7 +2,8 @@
  * Debts of main-thread time, per key (a workspace): what a key's requests spent is added, and paid
  * back at a fixed rate. While a debt is past its burst, the key waits.
  * The compile allowance (src/catalog/CompileAllowance.ts) and the decision allowance
- * (src/authorization/DecisionAllowance.ts) are two uses.
+ * (src/authorization/DecisionAllowance.ts) are two uses, each with a meter per workspace and one for
+ * all workspaces together (`makeSharedAllowance`).
  */
 
 /** Keys tracked at most; past it, those whose debt is paid are forgotten first. */
@@ -53,6 +54,43 @@ export const makeWorkMeters = (millisPerSecond: number, burstMillis: number) => 
         meters.set(key, meter)
       }
       charge(meter, millisPerSecond, millis, now)
+    }
+  }
+}
+
+/** Which allowance a key waits for, and how many seconds. */
+export interface AllowanceWait {
+  readonly scope: "key" | "service"
+  readonly seconds: number
+}
+
+/**
+ * A meter per key and one for all keys together. A key waits while its own debt is past `keyBurst`, or
+ * while the service's is past `serviceBurst` and the key was charged within `recentMillis`: the keys that
+ * ran the service's debt up wait, and one without recent charges goes on (before, past the service's
+ * allowance every key waited, however little it had spent).
+ */
+export const makeSharedAllowance = (options: {
+  readonly perKey: number
+  readonly keyBurst: number
+  readonly perService: number
+  readonly serviceBurst: number
+  readonly recentMillis: number
+}) => {
+  const keys = makeWorkMeters(options.perKey, options.keyBurst)
+  const service: WorkMeter = { debt: 0, at: 0 }
+  return {
+    /** Undefined when `key` may go on (a key never charged reads no clock: the decisions' hot path). */
+    waitFor: (key: string): AllowanceWait | undefined => {
+      const own = keys.waitFor(key)
+      if (own > 0) return { scope: "key", seconds: own }
+      if (!keys.chargedSince(key, () => Date.now() - options.recentMillis)) return undefined
+      const shared = waitFor(service, options.perService, options.serviceBurst, Date.now())
+      return shared > 0 ? { scope: "service", seconds: shared } : undefined
+    },
+    charge: (key: string, millis: number, now: number) => {
+      keys.charge(key, millis, now)
+      charge(service, options.perService, millis, now)
     }
   }
 }
