@@ -116,22 +116,42 @@ export class AuditLog extends Effect.Service<AuditLog>()("audit/AuditLog", {
     })
 
     /**
-     * Deletes each workspace's audit rows created before `cutoff`, leaving the
-     * last deleted row's hash, signed, as the chain's new anchor: verify starts
-     * there, so the rest of the chain still checks. Answers rows deleted.
+     * Deletes the workspace's audit rows created before `cutoff`, at most `batchSize` per transaction: each step
+     * leaves the last row it deletes, signed, as the chain's new anchor (verify starts there, so the rest of the
+     * chain still checks). The head row is locked only for one short step, so the workspace's changes, which
+     * append under that lock, wait for one batch rather than for the whole backlog.
      */
-    const prune = Effect.fn("AuditLog.prune")(function* (cutoff: Date) {
+    const pruneWorkspace = Effect.fn("AuditLog.pruneWorkspace")(function* (
+      workspaceId: string,
+      cutoff: Date,
+      batchSize: number
+    ) {
+      let deleted = 0
+      let batches = 0
+      while (true) {
+        const last = yield* repo.lastBeforeWithin(workspaceId, cutoff, batchSize)
+        if (Option.isNone(last)) break
+        const signature = signer.signNow(checkpointContent(workspaceId, last.value.seq, last.value.hash))
+        const count = yield* repo.pruneThrough(last.value, signature)
+        batches++
+        deleted += count
+        // 0: another pruner moved the anchor past this row; it prunes the rest.
+        if (count === 0) break
+        yield* Effect.yieldNow()
+      }
+      return { deleted, batches }
+    })
+
+    /** Prunes every workspace's rows created before `cutoff` (`pruneWorkspace`); answers rows deleted. */
+    const prune = Effect.fn("AuditLog.prune")(function* (cutoff: Date, batchSize: number) {
       let deleted = 0
       for (const workspaceId of yield* repo.workspacesWithRowsBefore(cutoff)) {
-        const last = yield* repo.lastBefore(workspaceId, cutoff)
-        if (Option.isNone(last)) continue
-        const signature = signer.signNow(checkpointContent(workspaceId, last.value.seq, last.value.hash))
-        deleted += yield* repo.pruneThrough(last.value, signature)
+        deleted += (yield* pruneWorkspace(workspaceId, cutoff, batchSize)).deleted
       }
       return deleted
     })
 
-    return { list, verify, prune }
+    return { list, verify, prune, pruneWorkspace }
   }),
   dependencies: [AuditRepo.Default, ReceiptSigner.Default]
 }) {}
