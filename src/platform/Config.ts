@@ -300,6 +300,8 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       httpHeadersTimeoutMillis: yield* positiveInteger("HTTP_HEADERS_TIMEOUT_MS", 10_000),
       /** An OTLP/HTTP collector (spans go to `<endpoint>/v1/traces` as JSON); unset, spans are not exported. */
       otlpEndpoint: yield* Config.option(Config.url("OTEL_EXPORTER_OTLP_ENDPOINT")),
+      /** How long one span export to the collector may take (OpenTelemetry's variable, milliseconds). */
+      otlpTimeoutMillis: yield* positiveInteger("OTEL_EXPORTER_OTLP_TIMEOUT", 10_000),
       otelServiceName: yield* Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault("guardrail-service"))
     }
   })
