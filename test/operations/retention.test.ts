@@ -4,7 +4,7 @@
  * workspace's retention it deletes that workspace's traces, receipts, run
  * events and review events, in bounded batches, while runs and their
  * counters (aggregates) stay, and a workspace with a longer retention keeps
- * everything.
+ * everything. Each batch reads an index, not the table.
  */
 import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
@@ -107,6 +107,26 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("retention_days", (it)
       expect(after.run.trace_count).toBe(counters.run.trace_count)
       expect(after.events).toEqual([])
       expect(after.traces).toEqual([])
+    })
+  )
+
+  it.effect("every table the task deletes from has an index leading with its workspace and date columns", () =>
+    Effect.gen(function* () {
+      const url = yield* TestDatabaseUrl
+      // Without one, each batch of each workspace read the whole table (or all of the workspace's rows).
+      for (const target of retentionTargets) {
+        const rows = yield* queryDatabase<{ indexed: boolean }>(
+          url,
+          `select exists (
+             select 1 from pg_index i join pg_class c on c.oid = i.indrelid
+             where c.relname = $1 and pg_table_is_visible(c.oid)
+               and (select attname from pg_attribute where attrelid = c.oid and attnum = i.indkey[0]) = $2
+               and (select attname from pg_attribute where attrelid = c.oid and attnum = i.indkey[1]) = $3
+           ) as indexed`,
+          [target.table, target.workspaceColumn, target.timeColumn]
+        )
+        expect(rows[0]?.indexed, target.table).toBe(true)
+      }
     })
   )
 })
