@@ -73,9 +73,12 @@ export class AuditLog extends Effect.Service<AuditLog>()("audit/AuditLog", {
      * Walks the chain from its anchor (the signed checkpoint of the last prune,
      * or the start) to the head: each row must link to the previous row's hash,
      * follow it by one position, and hash to its own `hash`; the last row must be
-     * the head's (a cut-off tail answers valid false with first_break null).
+     * the head's (a cut-off tail answers valid false with first_break null). All in one snapshot: a change
+     * committed meanwhile (one more row than the head said) or a prune (rows gone mid-walk) is no break.
      */
-    const verify = Effect.fn("AuditLog.verify")(function* (workspaceId: string) {
+    const verify = (workspaceId: string) => repo.inSnapshot(walk(workspaceId))
+
+    const walk = Effect.fn("AuditLog.verify")(function* (workspaceId: string) {
       const head = yield* repo.head(workspaceId)
       if (Option.isNone(head))
         return { valid: true, checked: 0, first_break: null, anchor: null } satisfies VerifyResult

@@ -110,6 +110,20 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("audit/AuditRepo", {
         })
       )
 
-    return dieOnErrors({ list, chainAfter, head, lastBeforeWithin, workspacesWithRowsBefore, pruneThrough })
+    /**
+     * Runs `effect`'s reads in one read-only snapshot (repeatable read): a walk of the chain in several reads then
+     * sees neither a change appended nor a prune committed after it began.
+     */
+    const inSnapshot = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      sql
+        .withTransaction(
+          Effect.zipRight(sql`set transaction isolation level repeatable read, read only`.pipe(Effect.orDie), effect)
+        )
+        .pipe(Effect.catchTag("SqlError", Effect.die))
+
+    return {
+      ...dieOnErrors({ list, chainAfter, head, lastBeforeWithin, workspacesWithRowsBefore, pruneThrough }),
+      inSnapshot
+    }
   })
 }) {}

@@ -7,13 +7,14 @@
  * pruning leaves a signed anchor that verify accepts.
  */
 import { expect, layer } from "@effect/vitest"
-import { ConfigProvider, Effect, Exit, Layer, Scope, TestClock, TestContext } from "effect"
+import { ConfigProvider, Effect, Exit, Fiber, Layer, Scope, TestClock, TestContext } from "effect"
+import pg from "pg"
 import { AuditLog } from "../../src/audit/AuditLog.js"
 import { AuditRetentionLive } from "../../src/audit/Retention.js"
 import { policyPath } from "../catalog/catalog-helpers.js"
 import { clientAt, expectFailure } from "../support/Api.js"
 import { call, expectError } from "../support/Raw.js"
-import { queryDatabase } from "../support/Database.js"
+import { queryDatabase, serviceWaitsOnLocks } from "../support/Database.js"
 import { eventually } from "../support/Eventually.js"
 import { createPolicy, yamlBytes, policyDocument } from "../support/Events.js"
 import {
@@ -214,6 +215,34 @@ layer(testServerWithDatabase("database", { INTERNAL_API_KEY: INTERNAL_KEY }), SE
       const broken = yield* owner.api.auditEvents.verifyAuditEvents({})
       expect(broken).toMatchObject({ valid: false, first_break: target.id })
       expect(broken.checked).toBe((yield* allEvents(owner)).length)
+    })
+  )
+
+  it.effect("a change committed while verify walks the chain is no break", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const db = yield* TestDatabaseUrl
+      const owner = yield* tenant(base)
+      const before = (yield* allEvents(owner)).length
+      // A change whose transaction holds the audit rows until verify has read the head and waits to walk them:
+      // it commits one row past the head verify read.
+      const writer = new pg.Client({ connectionString: db })
+      yield* Effect.promise(async () => {
+        await writer.connect()
+        await writer.query("begin")
+        await writer.query("lock table audit_events in access exclusive mode")
+        await writer.query(
+          "update workspace_settings set telemetry_enabled = not telemetry_enabled where workspace_id = $1",
+          [owner.workspaceId]
+        )
+      })
+      const verifying = yield* Effect.fork(owner.api.auditEvents.verifyAuditEvents({}))
+      yield* eventually(
+        Effect.flatMap(serviceWaitsOnLocks(db, "audit_events"), (n) => (n > 0 ? Effect.void : Effect.fail("no wait")))
+      )
+      yield* Effect.promise(() => writer.query("commit").finally(() => writer.end()))
+      expect(yield* Fiber.join(verifying)).toEqual({ valid: true, checked: before, first_break: null, anchor: null })
+      expect(yield* owner.api.auditEvents.verifyAuditEvents({})).toMatchObject({ valid: true, checked: before + 1 })
     })
   )
 
