@@ -6,3 +6,6 @@ create index if not exists receipts_workspace_created on receipts (workspace_id,
 create index if not exists run_events_workspace_created on run_events (workspace_id, created_at);
 create index if not exists review_events_workspace_created on review_events (workspace_id, created_at);
 create index if not exists redteam_attacks_workspace_created on redteam_attacks (workspace_id, created_at);
+-- Deleting a trace cascades to its review events (`where trace_id = $1`, once per trace): the index above
+-- and review_events_trace lead with the workspace, so each deleted trace scanned the whole table.
+create index if not exists review_events_trace_only on review_events (trace_id);

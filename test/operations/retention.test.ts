@@ -129,4 +129,23 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("retention_days", (it)
       }
     })
   )
+
+  it.effect("every foreign key into those tables has an index leading with its columns", () =>
+    Effect.gen(function* () {
+      const url = yield* TestDatabaseUrl
+      // A deleted row's cascade (or check) runs `where <fk columns> = $1` on the referencing table once per row:
+      // without such an index, each row of a batch scanned that whole table.
+      const unindexed = yield* queryDatabase<{ fk: string }>(
+        url,
+        `select c.conname as fk from pg_constraint c
+         where c.contype = 'f' and c.confrelid::regclass::text = any($1)
+           and not exists (
+             select 1 from pg_index i
+             where i.indrelid = c.conrelid
+               and (i.indkey::int2[])[0:cardinality(c.conkey) - 1] = c.conkey::int2[])`,
+        [retentionTargets.map((target) => target.table)]
+      )
+      expect(unindexed).toEqual([])
+    })
+  )
 })
