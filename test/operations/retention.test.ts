@@ -9,7 +9,7 @@
 import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect, Fiber, Queue, TestClock, TestContext } from "effect"
-import { retentionLoop, retentionTargets, type SweepReport } from "../../src/operations/Retention.js"
+import { retentionLoop, retentionTargets, sweep, type SweepReport } from "../../src/operations/Retention.js"
 import { queryDatabase } from "../support/Database.js"
 import { type Tenant, tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
@@ -147,5 +147,43 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("retention_days", (it)
       )
       expect(unindexed).toEqual([])
     })
+  )
+
+  it.effect("a workspace whose deletes fail is skipped; the sweep goes on with the next", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const url = yield* TestDatabaseUrl
+      const sql = yield* SqlClient.SqlClient
+      const owners = [yield* tenant(base), yield* tenant(base)]
+      for (const owner of owners) {
+        yield* owner.api.settings.updateSettings({ payload: { retention_days: "1" } })
+        yield* propose(base, owner, "bot", reply("an old answer"))
+        yield* queryDatabase(url, `update traces set created_at = now() - interval '3 days' where workspace_id = $1`, [
+          owner.workspaceId
+        ])
+      }
+      // The first workspace of the sweep's order refuses to lose its traces.
+      const [refusing, next] = [...owners].sort((a, b) => (a.workspaceId < b.workspaceId ? -1 : 1))
+      yield* Effect.acquireRelease(
+        queryDatabase(
+          url,
+          `create function refuse_delete() returns trigger language plpgsql as $$ begin raise exception 'refused'; end $$;
+           create trigger refuse_delete before delete on traces for each row
+             when (old.workspace_id = '${refusing!.workspaceId}') execute function refuse_delete()`
+        ),
+        () => queryDatabase(url, "drop trigger refuse_delete on traces; drop function refuse_delete()")
+      )
+      const report = yield* sweep(100).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+      expect(report.failed).toBe(1)
+      const left = (owner: Tenant) =>
+        Effect.map(
+          queryDatabase<{ n: string }>(url, "select count(*)::text as n from traces where workspace_id = $1", [
+            owner.workspaceId
+          ]),
+          (rows) => Number(rows[0]!.n)
+        )
+      expect(yield* left(refusing!)).toBe(1)
+      expect(yield* left(next!)).toBe(0)
+    }).pipe(Effect.scoped)
   )
 })
