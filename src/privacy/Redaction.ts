@@ -10,6 +10,7 @@
  */
 import { createHash } from "node:crypto"
 import { entropy, ibanValid, luhnValid } from "../detection/Checksums.js"
+import { isLocalPartCode } from "../detection/Pii.js"
 
 export type DataHandlingMode = "raw_allowed" | "redacted" | "metadata_only"
 
@@ -55,9 +56,6 @@ const digitsOf = (value: string) => value.replace(/\D/g, "")
 
 const isAlphanumeric = (code: number) =>
   (code >= 0x30 && code <= 0x39) || ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a)
-
-const isLocalPartCode = (code: number) =>
-  isAlphanumeric(code) || code === 0x2e || code === 0x5f || code === 0x25 || code === 0x2b || code === 0x2d
 
 /** Replaces the `[start, end)` spans (in order, not overlapping) of `text` by `placeholder`. */
 const replaceSpans = (text: string, spans: ReadonlyArray<readonly [number, number]>, placeholder: string) => {
