@@ -49,7 +49,12 @@ const IBAN_START = /(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?=[ ]?[A-Z0-9])/g
 const IBAN_BODY = /(?:[ ]?[A-Z0-9]){11,30}/y
 /** Groups of digits joined by single spaces or dashes, not inside a word or a decimal: where cards are looked for. */
 const DIGIT_RUN = /(?<![\w.])\d+(?:[ -]\d+)*(?!\w)/g
-const PHONE = /(?<![\w+])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,4}\)[\s.-]?)?\d{1,4}(?:[\s.-]?\d{2,4}){1,5}(?!\w)/g
+/**
+ * The lookahead gives up at once on a first run of digits that runs into a letter or is over 24 digits long (no
+ * match can end inside it): the groups would otherwise try every split of it into 2-4 digit parts first.
+ */
+const PHONE =
+  /(?<![\w+])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,4}\)[\s.-]?)?(?!\d*[A-Za-z_]|\d{25})\d{1,4}(?:[\s.-]?\d{2,4}){1,5}(?!\w)/g
 const DATE_LIKE = /^\d{4}[-./]\d{1,2}[-./]\d{1,2}$|^\d{1,2}[-./]\d{1,2}[-./]\d{4}$/
 
 const digitsOf = (value: string) => value.replace(/\D/g, "")
