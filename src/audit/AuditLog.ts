@@ -5,7 +5,7 @@
  * transaction of each change.
  */
 import { createPublicKey, verify as verifyBytes } from "node:crypto"
-import { Effect, Option } from "effect"
+import { Cause, Effect, Option } from "effect"
 import { canonicalJson, ReceiptSigner } from "../authorization/Receipts.js"
 import { decodeCursor, encodeCursor, invalidCursor } from "../platform/Cursor.js"
 import { rowHash } from "./Chain.js"
@@ -145,11 +145,26 @@ export class AuditLog extends Effect.Service<AuditLog>()("audit/AuditLog", {
       return { deleted, batches }
     })
 
-    /** Prunes every workspace's rows created before `cutoff` (`pruneWorkspace`); answers rows deleted. */
+    /**
+     * Prunes every workspace's rows created before `cutoff` (`pruneWorkspace`); answers rows deleted. A workspace
+     * whose prune fails is logged and the others go on (it ended the pass for every workspace after it).
+     */
     const prune = Effect.fn("AuditLog.prune")(function* (cutoff: Date, batchSize: number) {
       let deleted = 0
       for (const workspaceId of yield* repo.workspacesWithRowsBefore(cutoff)) {
-        deleted += (yield* pruneWorkspace(workspaceId, cutoff, batchSize)).deleted
+        deleted += yield* pruneWorkspace(workspaceId, cutoff, batchSize).pipe(
+          Effect.map((pruned) => pruned.deleted),
+          Effect.catchAllCause((cause) =>
+            Cause.isInterruptedOnly(cause)
+              ? Effect.failCause(cause)
+              : Effect.as(
+                  Effect.logWarning("audit prune: a workspace's prune failed", cause).pipe(
+                    Effect.annotateLogs({ workspace_id: workspaceId })
+                  ),
+                  0
+                )
+          )
+        )
       }
       return deleted
     })

@@ -83,7 +83,8 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("audit/AuditRepo", {
     const workspacesWithRowsBefore = (cutoff: Date) =>
       sql`select h.workspace_id from audit_heads h
           where (select e.created_at from audit_events e where e.workspace_id = h.workspace_id
-                 order by e.seq limit 1) < ${cutoff}`.pipe(
+                 order by e.seq limit 1) < ${cutoff}
+          order by h.workspace_id`.pipe(
         Effect.flatMap(decodeIds),
         Effect.map((rows) => rows.map((row) => row.workspace_id))
       )
