@@ -8,7 +8,7 @@ import { expect, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Exit, Layer, Scope, TestClock, TestContext } from "effect"
 import { AuditLog } from "../../src/audit/AuditLog.js"
 import { AuditRetentionLive } from "../../src/audit/Retention.js"
-import { queryDatabase } from "../support/Database.js"
+import { firstRefusesDeletes, queryDatabase } from "../support/Database.js"
 import { eventually } from "../support/Eventually.js"
 import { createPolicy } from "../support/Events.js"
 import { INTERNAL_KEY, tenant } from "../support/Tenants.js"
@@ -95,19 +95,10 @@ layer(testServerWithDatabase("database", { INTERNAL_API_KEY: INTERNAL_KEY }), SE
         const cutoff = new Date(Date.now() + 1)
         yield* eventually(Effect.suspend(() => (Date.now() > cutoff.getTime() ? Effect.void : Effect.fail("early"))))
         // The first of them in the prune's order refuses to lose its rows.
-        const [refusing, next] = [...owners].sort((a, b) => (a.workspaceId < b.workspaceId ? -1 : 1))
-        yield* Effect.acquireRelease(
-          queryDatabase(
-            db,
-            `create function refuse_prune() returns trigger language plpgsql as $$ begin raise exception 'refused'; end $$;
-           create trigger refuse_prune before delete on audit_events for each row
-             when (old.workspace_id = '${refusing!.workspaceId}') execute function refuse_prune()`
-          ),
-          () => queryDatabase(db, "drop trigger refuse_prune on audit_events; drop function refuse_prune()")
-        )
+        const [refusing, [next]] = yield* firstRefusesDeletes(db, "audit_events", owners)
         const audit = yield* Effect.provide(AuditLog, AuditLog.Default)
         yield* audit.prune(cutoff, 100)
-        expect((yield* allEvents(refusing!)).length).toBeGreaterThan(0)
+        expect((yield* allEvents(refusing)).length).toBeGreaterThan(0)
         expect(yield* allEvents(next!)).toEqual([])
         expect(yield* next!.api.auditEvents.verifyAuditEvents({})).toMatchObject({ valid: true, checked: 0 })
       }).pipe(Effect.scoped)

@@ -10,7 +10,7 @@ import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect, Fiber, Queue, TestClock, TestContext } from "effect"
 import { retentionLoop, retentionTargets, sweep, type SweepReport } from "../../src/operations/Retention.js"
-import { queryDatabase } from "../support/Database.js"
+import { firstRefusesDeletes, queryDatabase } from "../support/Database.js"
 import { type Tenant, tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 import { propose, reply } from "../support/Events.js"
@@ -163,16 +163,7 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("retention_days", (it)
         ])
       }
       // The first workspace of the sweep's order refuses to lose its traces.
-      const [refusing, next] = [...owners].sort((a, b) => (a.workspaceId < b.workspaceId ? -1 : 1))
-      yield* Effect.acquireRelease(
-        queryDatabase(
-          url,
-          `create function refuse_delete() returns trigger language plpgsql as $$ begin raise exception 'refused'; end $$;
-           create trigger refuse_delete before delete on traces for each row
-             when (old.workspace_id = '${refusing!.workspaceId}') execute function refuse_delete()`
-        ),
-        () => queryDatabase(url, "drop trigger refuse_delete on traces; drop function refuse_delete()")
-      )
+      const [refusing, [next]] = yield* firstRefusesDeletes(url, "traces", owners)
       const report = yield* sweep(100).pipe(Effect.provideService(SqlClient.SqlClient, sql))
       expect(report.failed).toBe(1)
       const left = (owner: Tenant) =>
@@ -182,7 +173,7 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("retention_days", (it)
           ]),
           (rows) => Number(rows[0]!.n)
         )
-      expect(yield* left(refusing!)).toBe(1)
+      expect(yield* left(refusing)).toBe(1)
       expect(yield* left(next!)).toBe(0)
     }).pipe(Effect.scoped)
   )
