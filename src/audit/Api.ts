@@ -11,6 +11,8 @@ export class AuditEventsApi extends HttpApiGroup.make("auditEvents")
     HttpApiEndpoint.get("listAuditEvents", "/audit-events")
       .setUrlParams(ListAuditEventsParams)
       .addSuccess(AuditEventPage)
+      // A filter few rows match (an actor, a time window) reads the workspace's whole chain.
+      .annotate(ReportQuery, true)
   )
   .add(
     HttpApiEndpoint.get("verifyAuditEvents", "/audit-events/verify")

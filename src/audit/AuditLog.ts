@@ -5,7 +5,7 @@
  * transaction of each change.
  */
 import { createPublicKey, verify as verifyBytes } from "node:crypto"
-import { Effect, Option } from "effect"
+import { Cause, Effect, Option } from "effect"
 import { canonicalJson, ReceiptSigner } from "../authorization/Receipts.js"
 import { decodeCursor, encodeCursor, invalidCursor } from "../platform/Cursor.js"
 import { rowHash } from "./Chain.js"
@@ -73,9 +73,12 @@ export class AuditLog extends Effect.Service<AuditLog>()("audit/AuditLog", {
      * Walks the chain from its anchor (the signed checkpoint of the last prune,
      * or the start) to the head: each row must link to the previous row's hash,
      * follow it by one position, and hash to its own `hash`; the last row must be
-     * the head's (a cut-off tail answers valid false with first_break null).
+     * the head's (a cut-off tail answers valid false with first_break null). All in one snapshot: a change
+     * committed meanwhile (one more row than the head said) or a prune (rows gone mid-walk) is no break.
      */
-    const verify = Effect.fn("AuditLog.verify")(function* (workspaceId: string) {
+    const verify = (workspaceId: string) => repo.inSnapshot(walk(workspaceId))
+
+    const walk = Effect.fn("AuditLog.verify")(function* (workspaceId: string) {
       const head = yield* repo.head(workspaceId)
       if (Option.isNone(head))
         return { valid: true, checked: 0, first_break: null, anchor: null } satisfies VerifyResult
@@ -116,22 +119,57 @@ export class AuditLog extends Effect.Service<AuditLog>()("audit/AuditLog", {
     })
 
     /**
-     * Deletes each workspace's audit rows created before `cutoff`, leaving the
-     * last deleted row's hash, signed, as the chain's new anchor: verify starts
-     * there, so the rest of the chain still checks. Answers rows deleted.
+     * Deletes the workspace's audit rows created before `cutoff`, at most `batchSize` per transaction: each step
+     * leaves the last row it deletes, signed, as the chain's new anchor (verify starts there, so the rest of the
+     * chain still checks). The head row is locked only for one short step, so the workspace's changes, which
+     * append under that lock, wait for one batch rather than for the whole backlog.
      */
-    const prune = Effect.fn("AuditLog.prune")(function* (cutoff: Date) {
+    const pruneWorkspace = Effect.fn("AuditLog.pruneWorkspace")(function* (
+      workspaceId: string,
+      cutoff: Date,
+      batchSize: number
+    ) {
+      let deleted = 0
+      let batches = 0
+      while (true) {
+        const last = yield* repo.lastBeforeWithin(workspaceId, cutoff, batchSize)
+        if (Option.isNone(last)) break
+        const signature = signer.signNow(checkpointContent(workspaceId, last.value.seq, last.value.hash))
+        const count = yield* repo.pruneThrough(last.value, signature)
+        batches++
+        deleted += count
+        // 0: another pruner moved the anchor past this row; it prunes the rest.
+        if (count === 0) break
+        yield* Effect.yieldNow()
+      }
+      return { deleted, batches }
+    })
+
+    /**
+     * Prunes every workspace's rows created before `cutoff` (`pruneWorkspace`); answers rows deleted. A workspace
+     * whose prune fails is logged and the others go on (it ended the pass for every workspace after it).
+     */
+    const prune = Effect.fn("AuditLog.prune")(function* (cutoff: Date, batchSize: number) {
       let deleted = 0
       for (const workspaceId of yield* repo.workspacesWithRowsBefore(cutoff)) {
-        const last = yield* repo.lastBefore(workspaceId, cutoff)
-        if (Option.isNone(last)) continue
-        const signature = signer.signNow(checkpointContent(workspaceId, last.value.seq, last.value.hash))
-        deleted += yield* repo.pruneThrough(last.value, signature)
+        deleted += yield* pruneWorkspace(workspaceId, cutoff, batchSize).pipe(
+          Effect.map((pruned) => pruned.deleted),
+          Effect.catchAllCause((cause) =>
+            Cause.isInterruptedOnly(cause)
+              ? Effect.failCause(cause)
+              : Effect.as(
+                  Effect.logWarning("audit prune: a workspace's prune failed", cause).pipe(
+                    Effect.annotateLogs({ workspace_id: workspaceId })
+                  ),
+                  0
+                )
+          )
+        )
       }
       return deleted
     })
 
-    return { list, verify, prune }
+    return { list, verify, prune, pruneWorkspace }
   }),
   dependencies: [AuditRepo.Default, ReceiptSigner.Default]
 }) {}

@@ -64,17 +64,27 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("audit/AuditRepo", {
         Effect.map((rows) => Option.fromNullable(rows[0]))
       )
 
-    /** The newest row created before `cutoff`: where a prune would end. */
-    const lastBefore = (workspaceId: string, cutoff: Date) =>
-      sql`select ${columns} from audit_events where workspace_id = ${workspaceId} and created_at < ${cutoff}
-          order by audit_events.seq desc limit 1`.pipe(
+    /**
+     * Where the next prune step ends: of the `batchSize` rows after the anchor, the newest created before
+     * `cutoff` (`created_at` never goes backwards along the chain). A short read of the primary key.
+     */
+    const lastBeforeWithin = (workspaceId: string, cutoff: Date, batchSize: number) =>
+      sql`select ${columns} from (
+            select * from audit_events
+            where workspace_id = ${workspaceId}
+              and seq > (select anchor_seq from audit_heads where workspace_id = ${workspaceId})
+            order by seq limit ${batchSize}) first_rows
+          where created_at < ${cutoff} order by seq desc limit 1`.pipe(
         Effect.flatMap(decodeRows),
         Effect.map((rows) => Option.fromNullable(rows[0]))
       )
 
-    /** Workspaces with audit rows older than `cutoff`. */
+    /** Workspaces whose oldest kept audit row is older than `cutoff` (one index probe per workspace). */
     const workspacesWithRowsBefore = (cutoff: Date) =>
-      sql`select distinct workspace_id from audit_events where created_at < ${cutoff}`.pipe(
+      sql`select h.workspace_id from audit_heads h
+          where (select e.created_at from audit_events e where e.workspace_id = h.workspace_id
+                 order by e.seq limit 1) < ${cutoff}
+          order by h.workspace_id`.pipe(
         Effect.flatMap(decodeIds),
         Effect.map((rows) => rows.map((row) => row.workspace_id))
       )
@@ -101,6 +111,20 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("audit/AuditRepo", {
         })
       )
 
-    return dieOnErrors({ list, chainAfter, head, lastBefore, workspacesWithRowsBefore, pruneThrough })
+    /**
+     * Runs `effect`'s reads in one read-only snapshot (repeatable read): a walk of the chain in several reads then
+     * sees neither a change appended nor a prune committed after it began.
+     */
+    const inSnapshot = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      sql
+        .withTransaction(
+          Effect.zipRight(sql`set transaction isolation level repeatable read, read only`.pipe(Effect.orDie), effect)
+        )
+        .pipe(Effect.catchTag("SqlError", Effect.die))
+
+    return {
+      ...dieOnErrors({ list, chainAfter, head, lastBeforeWithin, workspacesWithRowsBefore, pruneThrough }),
+      inSnapshot
+    }
   })
 }) {}

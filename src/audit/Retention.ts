@@ -19,7 +19,7 @@ export const AuditRetentionLive = Layer.scopedDiscard(
     const config = yield* AppConfig
     const audit = yield* AuditLog
     const prune = Clock.currentTimeMillis.pipe(
-      Effect.flatMap((now) => audit.prune(new Date(now - days * DAY_MILLIS))),
+      Effect.flatMap((now) => audit.prune(new Date(now - days * DAY_MILLIS), config.retentionBatchSize)),
       Effect.tap((deleted) =>
         (deleted > 0 ? Effect.logInfo : Effect.logDebug)("audit prune").pipe(Effect.annotateLogs({ deleted }))
       )

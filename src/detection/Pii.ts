@@ -61,7 +61,8 @@ const ADDRESSES: ReadonlyArray<readonly [RegExp, RegExp]> = [
   ]
 ]
 
-const isLocalPartCode = (code: number) =>
+/** A character an e-mail address's local part may hold (also what redaction scans back over from an "@"). */
+export const isLocalPartCode = (code: number) =>
   (code >= 0x30 && code <= 0x39) ||
   ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) ||
   code === 0x2e ||

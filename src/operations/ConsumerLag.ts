@@ -77,14 +77,18 @@ export const makeConsumerLagGauge = Effect.gen(function* () {
   yield* Effect.addFinalizer(() =>
     Option.match(admin, { onNone: () => Effect.void, onSome: (client) => Effect.promise(() => client.disconnect()) })
   )
+  // One connection for every scrape: concurrent first scrapes each made a client, and all but the last leaked.
+  const connecting = yield* Effect.makeSemaphore(1)
   const connected = Effect.suspend(() => {
     if (Option.isSome(admin)) return Effect.succeed(admin.value)
     const client = kafka.admin()
     return Effect.tryPromise(() => client.connect()).pipe(
       Effect.tap(() => Effect.sync(() => (admin = Option.some(client)))),
-      Effect.as(client)
+      Effect.as(client),
+      // A connection abandoned (the scrape's time limit) or refused is closed, not left retrying.
+      Effect.onExit((exit) => (exit._tag === "Success" ? Effect.void : Effect.promise(() => client.disconnect())))
     )
-  })
+  }).pipe(connecting.withPermits(1))
   return {
     name: NAME,
     help: HELP,

@@ -6,7 +6,7 @@
  * sources at scrape time. Other domains add a gauge with `registerGauge`.
  */
 import type { SqlClient } from "@effect/sql"
-import { Effect, Metric, MetricBoundaries, MetricKey, MetricState } from "effect"
+import { Duration, Effect, Metric, MetricBoundaries, MetricKey, MetricState } from "effect"
 import type { AppConfig } from "../platform/Config.js"
 import { budgetReservationsInFlight, outboxBacklog as outboxRows } from "./Repo.js"
 
@@ -93,7 +93,10 @@ export interface GaugeSample {
 export interface Gauge {
   readonly name: string
   readonly help: string
-  /** Reads the current values; a failing read is reported as no samples (and logged), never a failed scrape. */
+  /**
+   * Reads the current values; a failing read, or one slower than GAUGE_READ_LIMIT, is reported as no samples
+   * (and logged), never a failed or stuck scrape.
+   */
   readonly read: Effect.Effect<ReadonlyArray<GaugeSample>, unknown, SqlClient.SqlClient | AppConfig>
 }
 
@@ -161,8 +164,18 @@ const renderEffectMetrics = Effect.map(Metric.snapshot, (pairs) => {
   )
 })
 
+/**
+ * Below Prometheus' default scrape timeout (10 s): a source that does not answer (Kafka down, the admin client
+ * retrying) leaves its gauge empty instead of taking every other metric of the scrape with it.
+ */
+export const GAUGE_READ_LIMIT = Duration.seconds(5)
+
 const renderGauge = (gauge: Gauge) =>
   gauge.read.pipe(
+    Effect.timeoutFail({
+      duration: GAUGE_READ_LIMIT,
+      onTimeout: () => `no answer within ${Duration.format(GAUGE_READ_LIMIT)}`
+    }),
     Effect.catchAllCause((cause) =>
       Effect.logWarning(`metrics: gauge ${gauge.name} could not be read`, cause).pipe(
         Effect.as([] as ReadonlyArray<GaugeSample>)

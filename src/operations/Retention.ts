@@ -53,6 +53,8 @@ export interface SweepReport {
   readonly deleted: Readonly<Record<string, number>>
   /** Delete statements run (each at most `batchSize` rows). */
   readonly batches: number
+  /** Workspaces whose deletes failed this sweep (logged; the sweep went on with the next workspace). */
+  readonly failed: number
 }
 
 const DAY_MILLIS = 24 * 60 * 60 * 1000
@@ -65,22 +67,34 @@ export const sweep = Effect.fn("Retention.sweep")(function* (batchSize: number) 
   const workspaces = yield* workspaceRetentions
   const deleted: Record<string, number> = Object.fromEntries(targets.map((target) => [target.table, 0]))
   let batches = 0
+  let failed = 0
   for (const workspace of workspaces) {
     const days = Number(workspace.retention_days)
     if (!Number.isSafeInteger(days) || days <= 0) continue
     const cutoff = new Date(now - days * DAY_MILLIS)
-    for (const target of targets) {
-      while (true) {
-        const count = yield* deleteExpiredBatch(target, workspace.workspace_id, cutoff, batchSize)
-        batches++
-        deleted[target.table] = (deleted[target.table] ?? 0) + count
-        if (count < batchSize) break
-        // Let other fibers (and other transactions) in between batches.
-        yield* Effect.yieldNow()
+    // One workspace's failure (a statement timeout, a refused delete) is logged and the sweep goes on: it ended
+    // the whole sweep, and the workspaces after it in the order were never swept while it kept failing.
+    yield* Effect.gen(function* () {
+      for (const target of targets) {
+        while (true) {
+          const count = yield* deleteExpiredBatch(target, workspace.workspace_id, cutoff, batchSize)
+          batches++
+          deleted[target.table] = (deleted[target.table] ?? 0) + count
+          if (count < batchSize) break
+          // Let other fibers (and other transactions) in between batches.
+          yield* Effect.yieldNow()
+        }
       }
-    }
+    }).pipe(
+      Effect.catchAll((error) => {
+        failed++
+        return Effect.logWarning("retention sweep: a workspace's deletes failed", error).pipe(
+          Effect.annotateLogs({ workspace_id: workspace.workspace_id })
+        )
+      })
+    )
   }
-  return { at: new Date(now), deleted, batches } satisfies SweepReport
+  return { at: new Date(now), deleted, batches, failed } satisfies SweepReport
 })
 
 /** Sweeps now and then every `interval`, forever; a failed sweep is logged and the schedule goes on. */
@@ -103,7 +117,7 @@ export const retentionLoop = (
       Effect.tap((report) =>
         (Object.values(report.deleted).some((count) => count > 0) ? Effect.logInfo : Effect.logDebug)(
           "retention sweep"
-        ).pipe(Effect.annotateLogs({ deleted: report.deleted, batches: report.batches }))
+        ).pipe(Effect.annotateLogs({ deleted: report.deleted, batches: report.batches, failed: report.failed }))
       ),
       Effect.tap(onSweep)
     )

@@ -11,23 +11,54 @@
 import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
 import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
-import { type Duration, Effect, Layer, Option } from "effect"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientError from "@effect/platform/HttpClientError"
+import { Duration, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../platform/Config.js"
 
-/** Spans of this process to the OTLP collector at `endpoint` (every `exportInterval`). */
-export const otlpTracing = (endpoint: URL, serviceName: string, exportInterval?: Duration.DurationInput) =>
+/**
+ * `fetch` with each request abandoned (and its socket closed) after `timeout`, as a transport error: the exporter
+ * has no time limit of its own, so a collector that never answers kept every export's request, and the batch of
+ * spans it carried, for good.
+ */
+const fetchWithin = (timeout: Duration.DurationInput) =>
+  Layer.effect(
+    HttpClient.HttpClient,
+    Effect.map(
+      HttpClient.HttpClient,
+      HttpClient.transform((send, request) =>
+        Effect.timeoutFail(send, {
+          duration: timeout,
+          onTimeout: () =>
+            new HttpClientError.RequestError({
+              request,
+              reason: "Transport",
+              description: `no answer within ${Duration.format(timeout)}`
+            })
+        })
+      )
+    )
+  ).pipe(Layer.provide(FetchHttpClient.layer))
+
+/** Spans of this process to the OTLP collector at `endpoint` (every `exportInterval`, each export within `timeout`). */
+export const otlpTracing = (
+  endpoint: URL,
+  serviceName: string,
+  timeout: Duration.DurationInput,
+  exportInterval?: Duration.DurationInput
+) =>
   OtlpTracer.layer({
     url: new URL("v1/traces", endpoint.href.endsWith("/") ? endpoint : `${endpoint.href}/`).href,
     resource: { serviceName },
     exportInterval
-  }).pipe(Layer.provide(OtlpSerialization.layerJson), Layer.provide(FetchHttpClient.layer))
+  }).pipe(Layer.provide(OtlpSerialization.layerJson), Layer.provide(fetchWithin(timeout)))
 
 /** OTEL_EXPORTER_OTLP_ENDPOINT's collector, or nothing when it is unset. */
 export const TracingLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     Option.match(config.otlpEndpoint, {
       onNone: () => Layer.empty,
-      onSome: (endpoint) => otlpTracing(endpoint, config.otelServiceName)
+      onSome: (endpoint) => otlpTracing(endpoint, config.otelServiceName, Duration.millis(config.otlpTimeoutMillis))
     })
   )
 ).pipe(Layer.provide(AppConfig.Default))

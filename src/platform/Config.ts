@@ -190,11 +190,9 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
         Config.validate({ message: "must be 0 or more", validation: (seconds) => seconds >= 0 })
       ),
       /** Dedupe records (`processed_events`) older than this are pruned by the retention task (docs/operations.md). */
-      processedEventsRetentionHours: yield* Config.integer("PROCESSED_EVENTS_RETENTION_HOURS").pipe(
-        Config.withDefault(168)
-      ),
+      processedEventsRetentionHours: yield* positiveInteger("PROCESSED_EVENTS_RETENTION_HOURS", 168),
       /** Database-log rows older than this, and read by every consumer group, are pruned by the retention task. */
-      eventLogRetentionHours: yield* Config.integer("EVENT_LOG_RETENTION_HOURS").pipe(Config.withDefault(168)),
+      eventLogRetentionHours: yield* positiveInteger("EVENT_LOG_RETENTION_HOURS", 168),
       /** How long a consumer batch waits for more events after its first (fewer, larger transactions). */
       consumerLingerMillis: yield* Config.integer("CONSUMER_LINGER_MS").pipe(Config.withDefault(100)),
       kafkaReplicationFactor: yield* Config.integer("KAFKA_REPLICATION_FACTOR").pipe(Config.withDefault(1)),
@@ -227,9 +225,9 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       /** Bearer token of `GET /metrics`; unset turns the endpoint off (404). */
       metricsToken: yield* strongSecret("METRICS_TOKEN"),
       /** How often the stream worker's retention task sweeps expired records. */
-      retentionIntervalSeconds: yield* Config.integer("RETENTION_INTERVAL_SECONDS").pipe(Config.withDefault(3600)),
-      /** Rows deleted per statement by the retention task (short transactions, no long locks). */
-      retentionBatchSize: yield* Config.integer("RETENTION_BATCH_SIZE").pipe(Config.withDefault(1000)),
+      retentionIntervalSeconds: yield* positiveInteger("RETENTION_INTERVAL_SECONDS", 3600),
+      /** Rows deleted per statement by the retention task (short transactions, no long locks); 0 would loop forever. */
+      retentionBatchSize: yield* positiveInteger("RETENTION_BATCH_SIZE", 1000),
       /** On shutdown, how long in-flight requests may take to finish before the server stops anyway. */
       shutdownDrainSeconds: yield* Config.integer("SHUTDOWN_DRAIN_SECONDS").pipe(Config.withDefault(20)),
       /** all-in-one over PostgreSQL: run the stream workers in a worker thread (their own event loop and core). */
@@ -306,6 +304,8 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       httpHeadersTimeoutMillis: yield* positiveInteger("HTTP_HEADERS_TIMEOUT_MS", 10_000),
       /** An OTLP/HTTP collector (spans go to `<endpoint>/v1/traces` as JSON); unset, spans are not exported. */
       otlpEndpoint: yield* Config.option(Config.url("OTEL_EXPORTER_OTLP_ENDPOINT")),
+      /** How long one span export to the collector may take (OpenTelemetry's variable, milliseconds). */
+      otlpTimeoutMillis: yield* positiveInteger("OTEL_EXPORTER_OTLP_TIMEOUT", 10_000),
       otelServiceName: yield* Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault("guardrail-service"))
     }
   })

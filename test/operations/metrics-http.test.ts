@@ -2,11 +2,13 @@
  * `GET /metrics`: Prometheus text behind the METRICS_TOKEN bearer, with
  * request counts and latency histograms per route, decisions per effect,
  * consumer lag per group/topic/partition (Kafka), the outbox backlog and
- * budget reservations in flight. Without a configured token it is off.
+ * budget reservations in flight. Without a configured token it is off. A
+ * gauge whose source does not answer is left empty, the scrape still answers.
  */
 import { expect, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
-import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { Context, Duration, Effect, Exit, Layer, Scope } from "effect"
+import { GAUGE_READ_LIMIT, renderMetrics } from "../../src/operations/Metrics.js"
 import { RunId } from "../../src/runs/Domain.js"
 import { clientAt, expectFailure } from "../support/Api.js"
 import { sample, scrape as scrapeWith } from "../support/Metrics.js"
@@ -115,6 +117,18 @@ layer(testServerWithDatabase("database", { METRICS_TOKEN: TOKEN }), SERVER_OPTIO
           }),
           "20 seconds"
         )
+      })
+    )
+
+    it.effect("a gauge whose source never answers is left empty; the scrape answers with every other metric", () =>
+      Effect.gen(function* () {
+        const stuck = { name: "guardrail_test_stuck", help: "A source that never answers.", read: Effect.never }
+        const started = Date.now()
+        const text = yield* renderMetrics([stuck])
+        expect(Date.now() - started).toBeLessThan(Duration.toMillis(GAUGE_READ_LIMIT) + 5_000)
+        expect(text).toContain("# TYPE guardrail_test_stuck gauge")
+        expect(text).not.toMatch(/^guardrail_test_stuck /m)
+        expect(sample(text, "guardrail_outbox_backlog", {})).toBeGreaterThanOrEqual(0)
       })
     )
   }

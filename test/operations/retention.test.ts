@@ -4,13 +4,13 @@
  * workspace's retention it deletes that workspace's traces, receipts, run
  * events and review events, in bounded batches, while runs and their
  * counters (aggregates) stay, and a workspace with a longer retention keeps
- * everything.
+ * everything. Each batch reads an index, not the table.
  */
 import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect, Fiber, Queue, TestClock, TestContext } from "effect"
-import { retentionLoop, retentionTargets, type SweepReport } from "../../src/operations/Retention.js"
-import { queryDatabase } from "../support/Database.js"
+import { retentionLoop, retentionTargets, sweep, type SweepReport } from "../../src/operations/Retention.js"
+import { firstRefusesDeletes, queryDatabase } from "../support/Database.js"
 import { type Tenant, tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 import { propose, reply } from "../support/Events.js"
@@ -108,5 +108,73 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("retention_days", (it)
       expect(after.events).toEqual([])
       expect(after.traces).toEqual([])
     })
+  )
+
+  it.effect("every table the task deletes from has an index leading with its workspace and date columns", () =>
+    Effect.gen(function* () {
+      const url = yield* TestDatabaseUrl
+      // Without one, each batch of each workspace read the whole table (or all of the workspace's rows).
+      for (const target of retentionTargets) {
+        const rows = yield* queryDatabase<{ indexed: boolean }>(
+          url,
+          `select exists (
+             select 1 from pg_index i join pg_class c on c.oid = i.indrelid
+             where c.relname = $1 and pg_table_is_visible(c.oid)
+               and (select attname from pg_attribute where attrelid = c.oid and attnum = i.indkey[0]) = $2
+               and (select attname from pg_attribute where attrelid = c.oid and attnum = i.indkey[1]) = $3
+           ) as indexed`,
+          [target.table, target.workspaceColumn, target.timeColumn]
+        )
+        expect(rows[0]?.indexed, target.table).toBe(true)
+      }
+    })
+  )
+
+  it.effect("every foreign key into those tables has an index leading with its columns", () =>
+    Effect.gen(function* () {
+      const url = yield* TestDatabaseUrl
+      // A deleted row's cascade (or check) runs `where <fk columns> = $1` on the referencing table once per row:
+      // without such an index, each row of a batch scanned that whole table.
+      const unindexed = yield* queryDatabase<{ fk: string }>(
+        url,
+        `select c.conname as fk from pg_constraint c
+         where c.contype = 'f' and c.confrelid::regclass::text = any($1)
+           and not exists (
+             select 1 from pg_index i
+             where i.indrelid = c.conrelid
+               and (i.indkey::int2[])[0:cardinality(c.conkey) - 1] = c.conkey::int2[])`,
+        [retentionTargets.map((target) => target.table)]
+      )
+      expect(unindexed).toEqual([])
+    })
+  )
+
+  it.effect("a workspace whose deletes fail is skipped; the sweep goes on with the next", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const url = yield* TestDatabaseUrl
+      const sql = yield* SqlClient.SqlClient
+      const owners = [yield* tenant(base), yield* tenant(base)]
+      for (const owner of owners) {
+        yield* owner.api.settings.updateSettings({ payload: { retention_days: "1" } })
+        yield* propose(base, owner, "bot", reply("an old answer"))
+        yield* queryDatabase(url, `update traces set created_at = now() - interval '3 days' where workspace_id = $1`, [
+          owner.workspaceId
+        ])
+      }
+      // The first workspace of the sweep's order refuses to lose its traces.
+      const [refusing, [next]] = yield* firstRefusesDeletes(url, "traces", owners)
+      const report = yield* sweep(100).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+      expect(report.failed).toBe(1)
+      const left = (owner: Tenant) =>
+        Effect.map(
+          queryDatabase<{ n: string }>(url, "select count(*)::text as n from traces where workspace_id = $1", [
+            owner.workspaceId
+          ]),
+          (rows) => Number(rows[0]!.n)
+        )
+      expect(yield* left(refusing)).toBe(1)
+      expect(yield* left(next!)).toBe(0)
+    }).pipe(Effect.scoped)
   )
 })

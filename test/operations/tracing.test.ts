@@ -3,8 +3,10 @@
  * request's trace reaches the OTLP collector showing its steps: the server
  * span, the use case, the authenticator and the SQL it ran, as children of
  * one trace. A stub collector on loopback receives them (OTLP/HTTP JSON).
+ * An export to a collector that never answers is abandoned after its time
+ * limit, its connection closed.
  */
-import { afterAll, expect, layer } from "@effect/vitest"
+import { afterAll, describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -49,7 +51,7 @@ afterAll(() => new Promise<void>((resolve) => collector.close(() => resolve())))
 const collectorUrl = new URL(`http://127.0.0.1:${(collector.address() as AddressInfo).port}`)
 
 const tracedServer = Layer.mergeAll(HttpAppLive, StreamWorkersLive).pipe(
-  Layer.provide(otlpTracing(collectorUrl, "guardrail-test", "100 millis")),
+  Layer.provide(otlpTracing(collectorUrl, "guardrail-test", "10 seconds", "100 millis")),
   Layer.provideMerge(nodeServer({ port: 0, host: "127.0.0.1" })),
   Layer.provideMerge(testPlatform("database")),
   Layer.provide(Layer.succeed(Resolver, loopbackOnlyResolver))
@@ -100,5 +102,36 @@ layer(tracedServer, SERVER_OPTIONS)("spans exported over OTLP", (it) => {
       const trace = yield* traceWith("Runs.create")
       expect(trace.map((span) => span.name)).toContain("http.server POST")
     })
+  )
+})
+
+describe("a collector that never answers", () => {
+  it.live("each export is abandoned after the time limit, its connection closed", () =>
+    Effect.gen(function* () {
+      let received = 0
+      let abandoned = 0
+      const silent = createServer((request, response) => {
+        received++
+        request.resume()
+        response.once("close", () => abandoned++)
+      })
+      yield* Effect.acquireRelease(
+        Effect.promise(() => new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve))),
+        () =>
+          Effect.promise(() => {
+            silent.closeAllConnections()
+            return new Promise<void>((resolve) => silent.close(() => resolve()))
+          })
+      )
+      const url = new URL(`http://127.0.0.1:${(silent.address() as AddressInfo).port}`)
+      yield* Effect.void.pipe(
+        Effect.withSpan("probe"),
+        Effect.zipRight(
+          eventually(Effect.suspend(() => (abandoned > 0 ? Effect.void : Effect.fail(`abandoned 0 of ${received}`))))
+        ),
+        Effect.provide(otlpTracing(url, "guardrail-test", "200 millis", "50 millis"))
+      )
+      expect(received).toBeGreaterThanOrEqual(abandoned)
+    }).pipe(Effect.scoped)
   )
 })

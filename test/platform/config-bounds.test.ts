@@ -24,4 +24,24 @@ describe("bounded settings", () => {
       )
     })
   )
+
+  it.effect("the retention task's batch, interval and windows are at least 1, or the start is refused", () =>
+    Effect.gen(function* () {
+      // A batch of 0 deleted nothing and never came back short: the sweep looped on the database forever.
+      for (const name of [
+        "RETENTION_BATCH_SIZE",
+        "RETENTION_INTERVAL_SECONDS",
+        "PROCESSED_EVENTS_RETENTION_HOURS",
+        "EVENT_LOG_RETENTION_HOURS"
+      ]) {
+        for (const value of ["0", "-5"]) {
+          const refused = yield* configWith({ [name]: value })
+          expect(Exit.isFailure(refused), `${name}=${value}`).toBe(true)
+          expect(String(Exit.isFailure(refused) ? refused.cause : "")).toContain(`${name} must be at least 1`)
+        }
+      }
+      const fits = yield* configWith({ RETENTION_BATCH_SIZE: "1" })
+      expect(Exit.isSuccess(fits) && fits.value.retentionBatchSize).toBe(1)
+    })
+  )
 })

@@ -20,6 +20,14 @@ const cases: ReadonlyArray<readonly [string, string, string]> = [
   ["GitHub token", "ghp_0123456789abcdefghijABCDEFGHIJ012345", "[API_KEY]"],
   ["generic key after key=", "curl ...?key=9fJ2kQ7xL0pZ3vB8nM1c", "curl ...?key=[API_KEY]"],
   ["generic api_key: value", 'api_key: "Zx81Lp0Qr7Tn2Wv5Ym9K"', 'api_key: "[API_KEY]"'],
+  ["a header's key", "X-Api-Key: 9fJ2kQ7xL0pZ3vB8nM1c", "X-Api-Key: [API_KEY]"],
+  ["a prefixed password", "db_password='Zx81Lp0Qr7Tn2Wv5Ym9K'", "db_password='[API_KEY]'"],
+  ["card followed by expiry and CVV", "Card: 4111 1111 1111 1111 12/26 CVV 123", "Card: [CARD] 12/26 CVV 123"],
+  ["card followed by its CVV", "pay 4111 1111 1111 1111 123 now", "pay [CARD] 123 now"],
+  ["card after a short number", "room 12 5555-5555-5555-4444", "room 12 [CARD]"],
+  ["IBAN followed by its BIC", "IBAN DE89370400440532013000 BIC COBADEFFXXX", "IBAN [IBAN] BIC COBADEFFXXX"],
+  ["grouped IBAN followed by a currency", "IBAN: DE89 3704 0044 0532 0130 00 EUR 120", "IBAN: [IBAN] EUR 120"],
+  ["e-mail after a stray @", "x a@b@c.com y", "x a@[EMAIL] y"],
   [
     "JWT",
     "token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U ok",
@@ -36,6 +44,8 @@ const untouched: ReadonlyArray<readonly [string, string]> = [
   ["a price", "costs 1299.99 USD"],
   ["key= with a low-entropy value", "key=aaaaaaaaaaaaaaaaaaaa"],
   ["plain prose", "Your order ships tomorrow; thanks for waiting."],
+  ["a list of short numbers", "numbers 100 200 300 400 500 600 700 800"],
+  ["key inside a word", "monkey=Zx81Lp0Qr7Tn2Wv5Ym9K"],
   ["a guardrail id", "trc_0193a5b2c3d47e8f9a0b1c2d3e4f5a6b"]
 ]
 
@@ -53,6 +63,29 @@ describe("redactText", () => {
   it("replaces every occurrence of several kinds in one text", () => {
     expect(redactText("a@b.io, +33 1 23 45 67 89, 4242424242424242, c@d.org")).toBe("[EMAIL], [PHONE], [CARD], [EMAIL]")
   })
+})
+
+describe("redactText on large texts", () => {
+  // Each of these took minutes at 1 MiB when a pattern retried from every position (quadratic); now milliseconds.
+  // The content cap is 4 MiB and redaction runs on the event loop, so a slow text stalled every request.
+  const shapes = ["a", "a-b-", "a.", "x_", "1", "a@b.", "key ", "DE89 ", "4111 "]
+  for (const shape of shapes) {
+    it(`redacts 1 MiB of ${JSON.stringify(shape)} in linear time`, () => {
+      const text = shape.repeat(Math.ceil(1_048_576 / shape.length))
+      const started = performance.now()
+      redactText(text)
+      expect(performance.now() - started).toBeLessThan(1_500)
+    })
+  }
+  // Digit runs that run into a letter: each was tried in every split into 2-4 digit parts (seconds per 4 MiB).
+  for (const shape of ["1234567890123456789012x ", "+1 (12) 1234567890123456789012x "]) {
+    it(`redacts 4 MiB of ${JSON.stringify(shape)} without trying every split of its digits`, () => {
+      const text = shape.repeat(Math.ceil(4_194_304 / shape.length))
+      const started = performance.now()
+      expect(redactText(text)).toBe(text)
+      expect(performance.now() - started).toBeLessThan(1_000)
+    })
+  }
 })
 
 describe("what each mode keeps", () => {

@@ -56,3 +56,27 @@ export const lockedRows = (url: string, selectForUpdate: string, values: Readonl
     }),
     (client) => Effect.promise(() => client.query("rollback").finally(() => client.end()))
   )
+
+/**
+ * Of `workspaceIds`, the first in id order (the order the retention tasks take workspaces in) refuses every
+ * delete of its rows of `table` (a trigger raises), for the life of the scope; answers `[refusing, the rest]`.
+ */
+export const firstRefusesDeletes = <W extends { readonly workspaceId: string }>(
+  url: string,
+  table: string,
+  workspaces: ReadonlyArray<W>
+) =>
+  Effect.gen(function* () {
+    const [refusing, ...rest] = [...workspaces].sort((a, b) => (a.workspaceId < b.workspaceId ? -1 : 1))
+    const name = `refuse_delete_${table}`
+    yield* Effect.acquireRelease(
+      queryDatabase(
+        url,
+        `create function ${name}() returns trigger language plpgsql as $$ begin raise exception 'refused'; end $$;
+         create trigger ${name} before delete on ${table} for each row
+           when (old.workspace_id = '${refusing!.workspaceId}') execute function ${name}()`
+      ),
+      () => queryDatabase(url, `drop trigger ${name} on ${table}; drop function ${name}()`)
+    )
+    return [refusing!, rest] as const
+  })
