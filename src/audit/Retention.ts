@@ -5,17 +5,17 @@
  * audit rows are kept for good. It is separate from the workspaces'
  * `retention_days`, since an audit trail usually must outlive operational data.
  */
-import { Clock, Config, Duration, Effect, Layer } from "effect"
+import { Clock, Duration, Effect, Layer } from "effect"
 import { every } from "../platform/Background.js"
-import { AppConfig } from "../platform/Config.js"
+import { AppConfig, AuditRetentionDays } from "../platform/Config.js"
 import { AuditLog } from "./AuditLog.js"
 
 const DAY_MILLIS = 24 * 60 * 60 * 1000
 
 export const AuditRetentionLive = Layer.scopedDiscard(
   Effect.gen(function* () {
-    const days = yield* Config.integer("AUDIT_RETENTION_DAYS").pipe(Config.withDefault(0), Effect.orDie)
-    if (days <= 0) return
+    const days = yield* Effect.orDie(AuditRetentionDays)
+    if (days === 0) return
     const config = yield* AppConfig
     const audit = yield* AuditLog
     const prune = Clock.currentTimeMillis.pipe(

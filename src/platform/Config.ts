@@ -51,6 +51,21 @@ const strongSecret = (name: string) =>
 /** Compiled RE2 patterns the process keeps (catalog/UserRegex.ts); a workspace's allowance must fit in it. */
 export const MAX_COMPILED_PATTERNS = 512
 
+/** The longest AUDIT_RETENTION_DAYS: a hundred years. */
+export const MAX_AUDIT_RETENTION_DAYS = 36_500
+
+/**
+ * Days audit rows are kept (0: for good; src/audit/Retention.ts reads it when its task starts). Far past a
+ * hundred years the cutoff is no date, and every prune failed.
+ */
+export const AuditRetentionDays = Config.integer("AUDIT_RETENTION_DAYS").pipe(
+  Config.withDefault(0),
+  Config.validate({
+    message: `AUDIT_RETENTION_DAYS must be from 0 to ${MAX_AUDIT_RETENTION_DAYS}`,
+    validation: (value) => value >= 0 && value <= MAX_AUDIT_RETENTION_DAYS
+  })
+)
+
 const positiveInteger = (name: string, fallback: number) =>
   Config.integer(name).pipe(
     Config.withDefault(fallback),

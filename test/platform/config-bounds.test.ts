@@ -5,7 +5,12 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Exit } from "effect"
-import { AppConfig, MAX_COMPILED_PATTERNS } from "../../src/platform/Config.js"
+import {
+  AppConfig,
+  AuditRetentionDays,
+  MAX_AUDIT_RETENTION_DAYS,
+  MAX_COMPILED_PATTERNS
+} from "../../src/platform/Config.js"
 
 const configWith = (settings: Record<string, string>) =>
   Effect.exit(
@@ -42,6 +47,23 @@ describe("bounded settings", () => {
       }
       const fits = yield* configWith({ RETENTION_BATCH_SIZE: "1" })
       expect(Exit.isSuccess(fits) && fits.value.retentionBatchSize).toBe(1)
+    })
+  )
+
+  it.effect("AUDIT_RETENTION_DAYS is from 0 to a hundred years, or the start is refused", () =>
+    Effect.gen(function* () {
+      // Far past it the cutoff was no date: every prune failed, logged, for as long as the process ran.
+      const auditDays = (value: string) =>
+        Effect.exit(
+          Effect.withConfigProvider(AuditRetentionDays, ConfigProvider.fromJson({ AUDIT_RETENTION_DAYS: value }))
+        )
+      for (const value of ["-1", String(MAX_AUDIT_RETENTION_DAYS + 1), "100000000"]) {
+        const refused = yield* auditDays(value)
+        expect(Exit.isFailure(refused), value).toBe(true)
+        expect(String(Exit.isFailure(refused) ? refused.cause : "")).toContain("AUDIT_RETENTION_DAYS must be from 0")
+      }
+      const fits = yield* auditDays(String(MAX_AUDIT_RETENTION_DAYS))
+      expect(Exit.isSuccess(fits) && fits.value).toBe(MAX_AUDIT_RETENTION_DAYS)
     })
   )
 })
