@@ -17,17 +17,36 @@ export const luhnValid = (digits: string) => {
   return sum % 10 === 0
 }
 
-/** ISO 13616: the first four characters moved to the end, letters as numbers, the whole mod 97 is 1. */
-export const ibanValid = (compact: string) => {
-  const rearranged = compact.slice(4) + compact.slice(0, 4)
+/**
+ * ISO 13616 for every prefix of `compact` at once: `valid[n]` is 1 when its first n characters are an IBAN (the
+ * first four moved to the end, letters as numbers, the whole mod 97 is 1). The account part's remainder is
+ * carried from one length to the next, so all lengths cost one pass, not one each (an IBAN's end is looked
+ * for by trying each length: Financial.ts).
+ */
+export const ibanPrefixesValid = (compact: string): Uint8Array => {
+  const valid = new Uint8Array(compact.length + 1)
+  // The first four characters appended to a remainder r give (r * 10^digits + head) mod 97.
+  let head = 0
+  let headScale = 1
+  for (let i = 0; i < 4 && i < compact.length; i++) {
+    const code = compact.charCodeAt(i)
+    if (code >= 48 && code <= 57) {
+      head = (head * 10 + code - 48) % 97
+      headScale = (headScale * 10) % 97
+    } else if (code >= 65 && code <= 90) {
+      head = (head * 100 + code - 55) % 97
+      headScale = (headScale * 100) % 97
+    } else return valid
+  }
   let remainder = 0
-  for (let i = 0; i < rearranged.length; i++) {
-    const code = rearranged.charCodeAt(i)
+  for (let i = 4; i < compact.length; i++) {
+    const code = compact.charCodeAt(i)
     if (code >= 48 && code <= 57) remainder = (remainder * 10 + code - 48) % 97
     else if (code >= 65 && code <= 90) remainder = (remainder * 100 + code - 55) % 97
-    else return false
+    else return valid
+    if ((remainder * headScale + head) % 97 === 1) valid[i + 1] = 1
   }
-  return remainder === 1
+  return valid
 }
 
 /** Shannon entropy in bits per character. */

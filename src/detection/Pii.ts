@@ -5,7 +5,8 @@
  * homoglyphs, zero-width characters) and its decoded spans.
  */
 import { isIPv6 } from "node:net"
-import { digitsOf, ibanValid, luhnValid } from "./Checksums.js"
+import { digitsOf } from "./Checksums.js"
+import { cardSpans, ibanSpans } from "./Financial.js"
 import { eachMatch, FindingSet } from "./Findings.js"
 import { type TextViews, viewsOf } from "./Normalize.js"
 import type { Finding, TextView } from "./Types.js"
@@ -29,8 +30,6 @@ const DATE_LIKE = /^\d{4}[-./ ]\d{1,2}[-./ ]\d{1,2}$|^\d{1,2}[-./ ]\d{1,2}[-./ ]
 const SSN_SHAPED = /^\d{3}([- ])\d{2}\1\d{4}$/
 const PHONE_WORD =
   /(?:phone|tel|call|mobile|cell|whatsapp|fax|number|n[uú]mero|telefon|t[eé]l[eé]phone|телефон|номер|電話|电话|手机|फ़ोन|फोन|नंबर|هاتف|رقم)\W{0,3}$/i
-const CARD = /(?<![\w.])\d(?:[ -]?\d){12,18}(?![\w])/g
-const IBAN = /(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}(?![A-Za-z0-9])/g
 const SSN = /(?<![\w-])(?!000|666|9\d\d)\d{3}([- ])(?!00)\d{2}\1(?!0000)\d{4}(?![\w-])/g
 const SSN_WORD = /(?:ssn|social security(?: number)?|ss#)\W{0,4}$/i
 const SSN_COMPACT = /(?<!\w)(?!000|666|9\d\d)\d{3}(?!00)\d{2}(?!0000)\d{4}(?!\w)/g
@@ -112,16 +111,13 @@ const scanners: Record<PiiCategory, Scanner> = {
       if (/^\d+$/.test(match) && !precededBy(view, m.index, PHONE_WORD)) return
       report(m.index, match.length)
     }),
-  card: (view, report) =>
-    eachMatch(CARD, view, (m) => {
-      const digits = digitsOf(m[0])
-      if (digits.length >= 13 && digits.length <= 19 && luhnValid(digits) && !/^(\d)\1+$/.test(digits))
-        report(m.index, m[0].length)
-    }),
-  iban: (view, report) =>
-    eachMatch(IBAN, view, (m) => {
-      if (ibanValid(m[0].replace(/ /g, ""))) report(m.index, m[0].length)
-    }),
+  // Written once with redaction (Financial.ts): a card followed by its expiry or CVV, an IBAN by its BIC.
+  card: (view, report) => {
+    for (const [start, end] of cardSpans(view.text)) report(start, end - start)
+  },
+  iban: (view, report) => {
+    for (const [start, end] of ibanSpans(view.text)) report(start, end - start)
+  },
   ssn: (view, report) => {
     eachMatch(SSN, view, (m) => report(m.index, m[0].length))
     eachMatch(SSN_COMPACT, view, (m) => {

@@ -9,7 +9,8 @@
  * or published.
  */
 import { createHash } from "node:crypto"
-import { entropy, ibanValid, luhnValid } from "../detection/Checksums.js"
+import { entropy } from "../detection/Checksums.js"
+import { cardSpans, ibanSpans, type TextSpan } from "../detection/Financial.js"
 import { isLocalPartCode } from "../detection/Pii.js"
 
 export type DataHandlingMode = "raw_allowed" | "redacted" | "metadata_only"
@@ -43,12 +44,6 @@ const KNOWN_KEYS =
 const ASSIGNED_SECRET =
   /(?:(?<![A-Za-z0-9_])|(?<=[A-Za-z0-9]_))((?:api[_-]?key|apikey|key|token|secret|password|passwd|pwd|credential|auth)\s*(?:["']\s*)?[=:]\s*["']?)([A-Za-z0-9_\-./+=]{16,})/gi
 const EMAIL_DOMAIN = /[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/y
-/** Where an IBAN may start: country code and check digits, not inside a word. */
-const IBAN_START = /(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?=[ ]?[A-Z0-9])/g
-/** The longest account part an IBAN can have (11-30 characters, optionally in space-separated groups). */
-const IBAN_BODY = /(?:[ ]?[A-Z0-9]){11,30}/y
-/** Groups of digits joined by single spaces or dashes, not inside a word or a decimal: where cards are looked for. */
-const DIGIT_RUN = /(?<![\w.])\d+(?:[ -]\d+)*(?!\w)/g
 /**
  * The lookahead gives up at once on a first run of digits that runs into a letter or is over 24 digits long (no
  * match can end inside it): the groups would otherwise try every split of it into 2-4 digit parts first.
@@ -59,11 +54,8 @@ const DATE_LIKE = /^\d{4}[-./]\d{1,2}[-./]\d{1,2}$|^\d{1,2}[-./]\d{1,2}[-./]\d{4
 
 const digitsOf = (value: string) => value.replace(/\D/g, "")
 
-const isAlphanumeric = (code: number) =>
-  (code >= 0x30 && code <= 0x39) || ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a)
-
 /** Replaces the `[start, end)` spans (in order, not overlapping) of `text` by `placeholder`. */
-const replaceSpans = (text: string, spans: ReadonlyArray<readonly [number, number]>, placeholder: string) => {
+const replaceSpans = (text: string, spans: ReadonlyArray<TextSpan>, placeholder: string) => {
   if (spans.length === 0) return text
   let out = ""
   let copied = 0
@@ -74,9 +66,13 @@ const replaceSpans = (text: string, spans: ReadonlyArray<readonly [number, numbe
   return out + text.slice(copied)
 }
 
+/** `text` with what `find` finds in it replaced by `placeholder`. */
+const replaceSpansOf = (placeholder: string, find: (text: string) => ReadonlyArray<TextSpan>, text: string) =>
+  replaceSpans(text, find(text), placeholder)
+
 /** E-mail addresses, found from each "@": the local part scanned back (never past the previous "@"), the domain matched forward. */
 const redactEmails = (text: string) => {
-  const spans: Array<readonly [number, number]> = []
+  const spans: Array<TextSpan> = []
   let passed = 0
   for (let at = text.indexOf("@"); at >= 0; at = text.indexOf("@", Math.max(at + 1, passed))) {
     let start = at
@@ -90,77 +86,14 @@ const redactEmails = (text: string) => {
   return replaceSpans(text, spans, "[EMAIL]")
 }
 
-/**
- * IBANs passing the mod-97 check, the longest that ends with a word: "DE89... BIC COBADEFF" or "... 00 EUR" keep
- * the IBAN's end where the account part could run on into the next words.
- */
-const redactIbans = (text: string) => {
-  const spans: Array<readonly [number, number]> = []
-  IBAN_START.lastIndex = 0
-  for (let start = IBAN_START.exec(text); start !== null; start = IBAN_START.exec(text)) {
-    IBAN_BODY.lastIndex = start.index + 4
-    if (IBAN_BODY.exec(text) === null) continue
-    // Each place the account part could end (before a space or a non-alphanumeric), longest first.
-    const compact = text.slice(start.index, IBAN_BODY.lastIndex).replace(/ /g, "")
-    let length = compact.length
-    for (let end = IBAN_BODY.lastIndex; length >= 15; end--) {
-      const code = text.charCodeAt(end - 1)
-      if (code === 0x20) continue
-      if (!isAlphanumeric(text.charCodeAt(end)) && ibanValid(compact.slice(0, length))) {
-        spans.push([start.index, end])
-        IBAN_START.lastIndex = end
-        break
-      }
-      length--
-    }
-  }
-  return replaceSpans(text, spans, "[IBAN]")
-}
-
-/**
- * Where a card number is in a run of digit groups: 13-19 digits passing Luhn, either the whole run or consecutive
- * groups of 4-6 digits (or one long group), so a card followed by its expiry or CVV ("4111 1111 1111 1111 123")
- * or after a short number is still found; the longest such window from the leftmost group that has one.
- */
-const cardSpans = (run: string, offset: number): Array<readonly [number, number]> => {
-  const groups = [...run.matchAll(/\d+/g)].map((match) => ({ start: match.index, text: match[0] }))
-  const spans: Array<readonly [number, number]> = []
-  for (let first = 0; first < groups.length;) {
-    let digits = ""
-    let shaped = true
-    let last = -1
-    for (let next = first; next < groups.length && digits.length + groups[next]!.text.length <= 19; next++) {
-      const group = groups[next]!.text
-      digits += group
-      shaped &&= group.length >= 4 && group.length <= 6
-      const whole = first === 0 && next === groups.length - 1
-      if (digits.length >= 13 && (whole || shaped || next === first) && luhnValid(digits)) last = next
-      if (!shaped && first > 0) break // only the whole run may mix other group sizes
-    }
-    if (last < 0) {
-      first++
-      continue
-    }
-    const end = groups[last]!
-    spans.push([offset + groups[first]!.start, offset + end.start + end.text.length])
-    first = last + 1
-  }
-  return spans
-}
-
-const redactCards = (text: string) => {
-  const spans: Array<readonly [number, number]> = []
-  DIGIT_RUN.lastIndex = 0
-  for (let run = DIGIT_RUN.exec(text); run !== null; run = DIGIT_RUN.exec(text)) {
-    if (run[0].length >= 13) spans.push(...cardSpans(run[0], run.index))
-  }
-  return replaceSpans(text, spans, "[CARD]")
-}
-
 /** Replaces PII and secrets in `text` by typed placeholders. */
 export const redactText = (text: string): string =>
-  redactCards(
-    redactIbans(
+  replaceSpansOf(
+    "[CARD]",
+    cardSpans,
+    replaceSpansOf(
+      "[IBAN]",
+      ibanSpans,
       redactEmails(
         text
           .replace(JWT, "[JWT]")

@@ -22,6 +22,20 @@ describe("spans of normalised matches", () => {
     const raw = "card=４００００５６６５５６６５５５６ ok"
     expect(covered(raw, detect("pii", raw, { categories: ["card"] })[0])).toEqual(["４００００５６６５５６６５５５６"])
   })
+  it("pii: a card followed by its expiry or CVV, and an IBAN followed by its BIC, are found (as redaction finds them)", () => {
+    for (const [raw, card] of [
+      ["pay with 4111 1111 1111 1111 12/26 thanks", "4111 1111 1111 1111"],
+      ["card 4111 1111 1111 1111 123 ok", "4111 1111 1111 1111"],
+      ["order 12 4111-1111-1111-1111", "4111-1111-1111-1111"]
+    ] as const) {
+      expect(covered(raw, detect("pii", raw, { categories: ["card"] })[0]), raw).toEqual([card])
+    }
+    const iban = "DE89 3704 0044 0532 0130 00"
+    const raw = `wire to ${iban} BIC COBADEFFXXX today`
+    expect(covered(raw, detect("pii", raw, { categories: ["iban"] })[0])).toEqual([iban])
+    // One digit repeated passes Luhn but is no card.
+    expect(detect("pii", "0000 0000 0000 0000", { categories: ["card"] })).toEqual([])
+  })
   it("pii: a base64-encoded e-mail spans the whole encoded run", () => {
     const encoded = Buffer.from("email=bob.builder@example.net").toString("base64")
     const raw = `info ${encoded}`

@@ -66,24 +66,21 @@ describe("redactText", () => {
 })
 
 describe("redactText on large texts", () => {
-  // Each of these took minutes at 1 MiB when a pattern retried from every position (quadratic); now milliseconds.
-  // The content cap is 4 MiB and redaction runs on the event loop, so a slow text stalled every request.
+  // Each of these took minutes at 1 MiB when a pattern retried from every position (quadratic); now milliseconds
+  // (bench/redaction.ts prints the figures; a speed is measured there, never asserted here). The content cap is
+  // 4 MiB and redaction runs on the event loop, so a slow text stalled every request. None holds anything to redact.
   const shapes = ["a", "a-b-", "a.", "x_", "1", "a@b.", "key ", "DE89 ", "4111 "]
   for (const shape of shapes) {
-    it(`redacts 1 MiB of ${JSON.stringify(shape)} in linear time`, () => {
+    it(`leaves 1 MiB of ${JSON.stringify(shape)} as it is`, () => {
       const text = shape.repeat(Math.ceil(1_048_576 / shape.length))
-      const started = performance.now()
-      redactText(text)
-      expect(performance.now() - started).toBeLessThan(1_500)
+      expect(redactText(text)).toBe(text)
     })
   }
   // Digit runs that run into a letter: each was tried in every split into 2-4 digit parts (seconds per 4 MiB).
   for (const shape of ["1234567890123456789012x ", "+1 (12) 1234567890123456789012x "]) {
-    it(`redacts 4 MiB of ${JSON.stringify(shape)} without trying every split of its digits`, () => {
+    it(`leaves 4 MiB of ${JSON.stringify(shape)} as it is`, () => {
       const text = shape.repeat(Math.ceil(4_194_304 / shape.length))
-      const started = performance.now()
       expect(redactText(text)).toBe(text)
-      expect(performance.now() - started).toBeLessThan(1_000)
     })
   }
 })
