@@ -30,7 +30,7 @@ import { DEMO_AGENT_ID } from "./DemoAgent.js"
 import { runAttack } from "./Execution.js"
 import { keepAttack } from "./Keeping.js"
 import { liveDecider } from "./Guarding.js"
-import { channelsOf, planFor } from "./Planner.js"
+import { planFor } from "./Planner.js"
 import { type JobRow, RedteamRepo } from "./Repo.js"
 import { type AgentProfileView, attackCases, type JobProfile } from "./Techniques.js"
 
@@ -69,7 +69,7 @@ const makeRunner = Effect.gen(function* () {
       // Policies enabled since this process last looked must apply to this job.
       yield* snapshots.invalidate(job.workspace_id)
       const agent = job.agent_profile as AgentProfileView
-      const cases = attackCases(job.profile as JobProfile, agent, channelsOf(planFor(agent).paths))
+      const cases = attackCases(job.profile as JobProfile, agent, planFor(agent).channels)
       const done = yield* repo.doneSeqs(job.id)
       const agentId = job.agent_id ?? DEMO_AGENT_ID
       const context = {

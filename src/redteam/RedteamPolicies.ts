@@ -20,7 +20,7 @@ import { DEMO_AGENT_ID } from "./DemoAgent.js"
 import { inMemoryDecider } from "./Guarding.js"
 import { collectReplays, compileCandidate, substratesOf, synthesize, verify } from "./Hardening.js"
 import { CANARY, CARD_SOURCE, SSN_SOURCE } from "./Judge.js"
-import { channelsOf, planFor } from "./Planner.js"
+import { planFor } from "./Planner.js"
 import { HardeningResult } from "./Domain.js"
 import { RedteamRepo } from "./Repo.js"
 
@@ -166,7 +166,7 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
       const attacks = yield* repo.attacksOf(workspaceId, jobId)
       const landed = attacks.filter((row) => row.landed)
       const cases = new Map(
-        attackCases(job.profile as JobProfile, agent, channelsOf(planFor(agent).paths)).map((c) => [c.seq, c])
+        attackCases(job.profile as JobProfile, agent, planFor(agent).channels).map((c) => [c.seq, c])
       )
       // Replayed first: in the stricter data handling modes the substrates' values come from these replays.
       const replays = yield* collectReplays(job.target, agent, landed, cases, { outbound, workspaceId })
