@@ -6,7 +6,7 @@
  * each (remote targets are also rate limited per target, see Targets.ts), and
  * records every attack as it finishes, so progress is visible and a resumed
  * job skips what is done.
- * - Cancel: the API marks the job `canceled`; the runner polls the status of
+ * - Cancel: the API marks the job `canceled`; the runner polls that it still holds
  *   its jobs every CANCEL_POLL and interrupts the job's attacks (well within a second).
  * - Restart: a worker heartbeats its running jobs; a job whose heartbeat is
  *   older than STALE_AFTER is put back in the queue (resumed where it stopped),
@@ -56,11 +56,12 @@ const makeRunner = Effect.gen(function* () {
   const queued = yield* jobsQueued("redteam")
   const jobs = yield* FiberSet.make()
 
-  const waitForCancel = (jobId: string) =>
+  // Canceled, or recovered and handed to another worker while this one's heartbeat was late: stop either way.
+  const waitUntilNotHeld = (jobId: string) =>
     repo
-      .jobStatus(jobId)
+      .isHeldBy(workerId, jobId)
       .pipe(
-        Effect.repeat({ schedule: Schedule.spaced(CANCEL_POLL), while: (status) => status === "running" }),
+        Effect.repeat({ schedule: Schedule.spaced(CANCEL_POLL), while: (held) => held }),
         Effect.as("stopped" as const)
       )
 
@@ -84,15 +85,15 @@ const makeRunner = Effect.gen(function* () {
         cases.filter((attack) => !done.has(attack.seq)),
         (attack) =>
           runAttack(context, attack).pipe(
-            // The attack record and its analytics count commit together, so a
-            // resumed job neither loses nor double-counts a landed attack.
+            // The attack record and its analytics count commit together, and only a newly recorded attack
+            // counts, so a resumed job neither loses nor double-counts a landed attack.
             // The mode is read per attack, so a change applies to the rest of a running job.
             Effect.tap((row) =>
               sql.withTransaction(
                 settings.settingsOf(row.workspace_id).pipe(
                   Effect.flatMap(({ data_handling_mode }) => repo.insertAttack(keepAttack(data_handling_mode, row))),
-                  Effect.zipRight(
-                    row.landed
+                  Effect.flatMap((recorded) =>
+                    recorded && row.landed
                       ? aggregates.add(row.workspace_id, new Date(), "redteam_landed", { agent_id: agentId }, 1)
                       : Effect.void
                   )
@@ -102,7 +103,7 @@ const makeRunner = Effect.gen(function* () {
           ),
         { concurrency: ATTACKS_IN_FLIGHT, discard: true }
       ).pipe(Effect.as("done" as const))
-      const result = yield* Effect.raceFirst(attacks, waitForCancel(job.id))
+      const result = yield* Effect.raceFirst(attacks, waitUntilNotHeld(job.id))
       if (result === "done") yield* repo.finishJob(workerId, job.id, "completed", null)
     }).pipe(
       Effect.catchAllCause((cause) =>

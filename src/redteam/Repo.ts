@@ -87,6 +87,7 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
     const decodePlans = Schema.decodeUnknown(Schema.Array(PlanRow))
     const decodeJobs = Schema.decodeUnknown(Schema.Array(JobRow))
     const decodeShareLinks = Schema.decodeUnknown(Schema.Array(ShareLinkRow))
+    const decodeRecorded = Schema.decodeUnknown(Schema.Array(Schema.Struct({ recorded: Schema.Number })))
 
     const listPlans = SqlSchema.findAll({
       Request: Schema.Struct({ workspaceId: Schema.String, agentId: Schema.String }),
@@ -109,10 +110,11 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
             where workspace_id = ${workspaceId} and id = ${id} and status in ('queued', 'running')
             returning ${columns}`
     })
-    const jobStatus = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: Schema.Struct({ status: Schema.String }),
-      execute: (id) => sql`select status from redteam_jobs where id = ${id}`
+    const jobHeld = SqlSchema.findOne({
+      Request: Schema.Struct({ id: Schema.String, workerId: Schema.String }),
+      Result: Schema.Struct({ held: Schema.Boolean }),
+      execute: ({ id, workerId }) =>
+        sql`select coalesce(status = 'running' and worker_id = ${workerId}, false) as held from redteam_jobs where id = ${id}`
     })
     const claimJobs = SqlSchema.findAll({
       Request: Schema.Struct({ workerId: Schema.String, limit: Schema.Number, perWorkspace: Schema.Number }),
@@ -213,8 +215,15 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
           order by created_at desc, id desc limit ${filter.limit + 1}`.pipe(Effect.flatMap(decodeJobs)),
       /** Cancels a queued or running job; answers the job as it is now. */
       cancelJob: (workspaceId: string, id: string) => cancelJob({ workspaceId, id }),
-      jobStatus: (id: string) =>
-        Effect.map(jobStatus(id), Option.match({ onNone: () => "missing", onSome: (row) => row.status })),
+      /**
+       * Whether `workerId` still runs the job: false once it is canceled, gone, or recovered and handed to
+       * another worker (this one's heartbeat was late), so two workers never attack with one job.
+       */
+      isHeldBy: (workerId: string, id: string) =>
+        Effect.map(
+          jobHeld({ id, workerId }),
+          Option.exists((row) => row.held)
+        ),
 
       // ---- the worker's side
       /**
@@ -242,7 +251,10 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
             worker_id = null
           where id = ${id} and worker_id = ${workerId} and status = 'running'`.pipe(Effect.asVoid),
       doneSeqs: (jobId: string) => Effect.map(doneSeqs(jobId), (rows) => new Set(rows.map((row) => row.seq))),
-      /** Records one attack and bumps the job's counters, in one statement; a replayed seq changes nothing. */
+      /**
+       * Records one attack and bumps the job's counters, in one statement; a replayed seq changes nothing.
+       * Answers whether it was recorded now (false: that seq was already).
+       */
       insertAttack: (row: NewAttack) =>
         sql`with inserted as (
               insert into redteam_attacks (job_id, workspace_id, seq, case_id, attack, technique, category, goal, severity,
@@ -257,7 +269,11 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
               landed = landed + (select count(*) from inserted where outcome = 'landed'),
               blocked = blocked + (select count(*) from inserted where outcome = 'blocked'),
               updated_at = now()
-            where id = ${row.job_id}`.pipe(Effect.asVoid),
+            where id = ${row.job_id}
+            returning (select count(*) from inserted)::int as recorded`.pipe(
+          Effect.flatMap(decodeRecorded),
+          Effect.map((rows) => (rows[0]?.recorded ?? 0) > 0)
+        ),
 
       // ---- attacks
       attacksOf: (workspaceId: string, jobId: string) => attacksOf({ workspaceId, jobId }),
