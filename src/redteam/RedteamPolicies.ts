@@ -163,7 +163,7 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
       }
       const agent = job.agent_profile as AgentProfileView
       const agentId = job.agent_id ?? DEMO_AGENT_ID
-      const attacks = yield* repo.attacksOf(workspaceId, jobId)
+      const attacks = yield* repo.findingsOf(workspaceId, jobId)
       const landed = attacks.filter((row) => row.landed)
       const cases = new Map(
         attackCases(job.profile as JobProfile, agent, planFor(agent).channels).map((c) => [c.seq, c])

@@ -63,6 +63,18 @@ export type AttackRow = typeof AttackRow.Type
 
 export type NewAttack = Omit<AttackRow, "created_at">
 
+/** An attack without its transcript (`reply`, `events`): what reports, comparisons and hardening read. */
+const FindingRow = AttackRow.pipe(Schema.omit("reply", "events"))
+export type FindingRow = typeof FindingRow.Type
+
+/** An attack as a job session: its transcript, without the record's texts. */
+const SessionRow = AttackRow.pipe(
+  Schema.pick("seq", "case_id", "attack", "technique", "goal", "kind", "trial_index", "session_id", "outcome"),
+  Schema.extend(AttackRow.pipe(Schema.pick("landed", "trace_id", "error", "events")))
+)
+export type SessionRow = typeof SessionRow.Type
+const PagedSessionRow = Schema.extend(SessionRow, Schema.Struct({ fetched: Schema.Number }))
+
 /** An attack with its job's profile and target (the attack records list). */
 const AttackOfJobRow = Schema.Struct({ ...AttackRow.fields, profile: Schema.String, target: Schema.String })
 
@@ -138,12 +150,15 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
             where status = 'running' and (heartbeat_at is null or heartbeat_at < now() - make_interval(secs => ${staleSeconds}))
             returning id, status`
     })
-    const attacksOf = SqlSchema.findAll({
+    const findingsOf = SqlSchema.findAll({
       Request: Schema.Struct({ workspaceId: Schema.String, jobId: Schema.String }),
-      Result: AttackRow,
+      Result: FindingRow,
       execute: ({ jobId, workspaceId }) =>
-        sql`select * from redteam_attacks where workspace_id = ${workspaceId} and job_id = ${jobId} order by seq`
+        sql`select job_id, workspace_id, seq, case_id, attack, technique, category, goal, severity, kind, trial_index,
+              session_id, prompt, outcome, landed, evidence, substrates, trace_id, error, created_at
+            from redteam_attacks where workspace_id = ${workspaceId} and job_id = ${jobId} order by seq`
     })
+    const decodePagedSessions = Schema.decodeUnknown(Schema.Array(PagedSessionRow))
     const doneSeqs = SqlSchema.findAll({
       Request: Schema.String,
       Result: Schema.Struct({ seq: Schema.Number }),
@@ -276,7 +291,25 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
         ),
 
       // ---- attacks
-      attacksOf: (workspaceId: string, jobId: string) => attacksOf({ workspaceId, jobId }),
+      /** A job's attacks by seq, without their transcripts (a report of 300 attacks reads no reply). */
+      findingsOf: (workspaceId: string, jobId: string) => findingsOf({ workspaceId, jobId }),
+      /**
+       * A job's sessions after `afterSeq`, cut after the one whose events reach `maxBytes` of JSON (at least
+       * one); `more` when sessions follow. Summed in the database, so later transcripts are neither sent nor
+       * decoded.
+       */
+      sessionsOf: (workspaceId: string, jobId: string, afterSeq: number, maxBytes: number) =>
+        sql`with page as (
+              select a.seq, a.case_id, a.attack, a.technique, a.goal, a.kind, a.trial_index, a.session_id, a.outcome,
+                a.landed, a.trace_id, a.error, a.events,
+                coalesce(sum(octet_length(a.events::text)) over (order by a.seq
+                  rows between unbounded preceding and 1 preceding), 0) as bytes_before
+              from redteam_attacks a where a.workspace_id = ${workspaceId} and a.job_id = ${jobId} and a.seq > ${afterSeq})
+            select p.*, (select count(*) from page)::int as fetched from page p
+            where p.bytes_before < ${maxBytes} order by p.seq`.pipe(
+          Effect.flatMap(decodePagedSessions),
+          Effect.map((rows) => ({ rows, more: (rows[0]?.fetched ?? 0) > rows.length }))
+        ),
       listAttacks: (
         workspaceId: string,
         filter: {

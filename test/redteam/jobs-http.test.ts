@@ -131,7 +131,7 @@ layer(server, SERVER_OPTIONS)("red-team jobs over HTTP", (it) => {
 
         // Another workspace sees none of it.
         const stranger = yield* tenant(base)
-        yield* expectFailure(stranger.api.redteam.getJob({ path: { id: job.id } }), 404, "job_not_found")
+        yield* expectFailure(stranger.api.redteam.getJob({ path: { id: job.id }, urlParams: {} }), 404, "job_not_found")
         const none = yield* stranger.api.redteam.listAttacks({ urlParams: {} })
         expect(none.records).toEqual([])
       })
