@@ -11,7 +11,8 @@
  * - Restart: a worker heartbeats its running jobs; a job whose heartbeat is
  *   older than STALE_AFTER is put back in the queue (resumed where it stopped),
  *   or marked `failed` after MAX_RESUMES resumptions. A worker that shuts down
- *   hands its jobs back at once. No job stays `running` without a live worker.
+ *   hands its jobs back at once, and a job stopped by a database failure goes back to the
+ *   queue too (counted as a resumption). No job stays `running` without a live worker.
  */
 import { SqlClient } from "@effect/sql"
 import { Cause, Duration, Effect, FiberSet, Layer, Schedule } from "effect"
@@ -24,6 +25,7 @@ import { CatalogLive } from "../catalog/Http.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { every } from "../platform/Background.js"
+import { isDatabaseUnavailable } from "../platform/Sql.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { claimWhenQueued, jobsQueued } from "../platform/Signal.js"
 import { DEMO_AGENT_ID } from "./DemoAgent.js"
@@ -109,11 +111,21 @@ const makeRunner = Effect.gen(function* () {
       Effect.catchAllCause((cause) =>
         Cause.isInterruptedOnly(cause)
           ? Effect.failCause(cause)
-          : Effect.logError("red-team job failed", cause).pipe(
-              Effect.zipRight(
-                repo.finishJob(workerId, job.id, "failed", "The job stopped on an internal error; see the service log.")
+          : // A database out of reach or timing out fails no job: it is resumed later, as after a crash.
+            [...Cause.defects(cause), ...Cause.failures(cause)].some(isDatabaseUnavailable)
+            ? Effect.logWarning("red-team job paused on a database failure; back in the queue", cause).pipe(
+                Effect.zipRight(repo.resumeLater(workerId, job.id, MAX_RESUMES))
               )
-            )
+            : Effect.logError("red-team job failed", cause).pipe(
+                Effect.zipRight(
+                  repo.finishJob(
+                    workerId,
+                    job.id,
+                    "failed",
+                    "The job stopped on an internal error; see the service log."
+                  )
+                )
+              )
       ),
       // Interrupted by shutdown: hand the job back so a worker resumes it.
       Effect.onInterrupt(() => repo.release(workerId, job.id)),

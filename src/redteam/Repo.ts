@@ -137,16 +137,18 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
             where id in (${fairlyQueued(sql, "redteam_jobs", perWorkspace, limit)})
             returning ${columns}`
     })
+    /** Back to the queue (resumed where it stopped), or `failed` once it was resumed `maxResumes` times. */
+    const resumeOrGiveUp = (maxResumes: number, why: string) =>
+      sql`status = case when resume_count >= ${maxResumes} then 'failed' else 'queued' end,
+          error = case when resume_count >= ${maxResumes} then ${why} || ' ' || resume_count || ' times; giving up.'
+                       else error end,
+          finished_at = case when resume_count >= ${maxResumes} then now() else finished_at end,
+          resume_count = resume_count + 1, worker_id = null, updated_at = now()`
     const recoverStale = SqlSchema.findAll({
       Request: Schema.Struct({ staleSeconds: Schema.Number, maxResumes: Schema.Number }),
       Result: Schema.Struct({ id: Schema.String, status: Schema.String }),
       execute: ({ maxResumes, staleSeconds }) =>
-        sql`update redteam_jobs set
-              status = case when resume_count >= ${maxResumes} then 'failed' else 'queued' end,
-              error = case when resume_count >= ${maxResumes}
-                           then 'The worker running this job stopped ' || resume_count || ' times; giving up.' else error end,
-              finished_at = case when resume_count >= ${maxResumes} then now() else finished_at end,
-              resume_count = resume_count + 1, worker_id = null, updated_at = now()
+        sql`update redteam_jobs set ${resumeOrGiveUp(maxResumes, "The worker running this job stopped")}
             where status = 'running' and (heartbeat_at is null or heartbeat_at < now() - make_interval(secs => ${staleSeconds}))
             returning id, status`
     })
@@ -260,6 +262,10 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
       /** A worker shutting down hands its running jobs back to the queue. */
       release: (workerId: string, id: string) =>
         sql`update redteam_jobs set status = 'queued', worker_id = null, updated_at = now()
+          where id = ${id} and worker_id = ${workerId} and status = 'running'`.pipe(Effect.asVoid),
+      /** A job that stopped on a database failure: resumed later as after a crash, counted against `maxResumes`. */
+      resumeLater: (workerId: string, id: string, maxResumes: number) =>
+        sql`update redteam_jobs set ${resumeOrGiveUp(maxResumes, "The database failed under this job")}
           where id = ${id} and worker_id = ${workerId} and status = 'running'`.pipe(Effect.asVoid),
       finishJob: (workerId: string, id: string, status: "completed" | "failed", error: string | null) =>
         sql`update redteam_jobs set status = ${status}, error = ${error}, finished_at = now(), updated_at = now(),
