@@ -28,11 +28,11 @@ export const LIST_CAP = 100
 const QUEUE_FULL_RETRY_SECONDS = 30
 
 /**
- * The most transcript (events JSON bytes) one page of a job's sessions carries: past it the page ends early
- * with `next_cursor`. A session keeps every turn's reply (up to 256 KiB each) and tool calls, so the 300
+ * The most text one page of a job's sessions (events JSON) or of attack records (prompts and replies)
+ * carries: past it the page ends early with `next_cursor`. Every turn's reply may be 256 KiB, so the 300
  * sessions of a deep job could make one answer of hundreds of MiB.
  */
-export const MAX_SESSION_PAGE_BYTES = 4 * 1024 * 1024
+export const MAX_PAGE_BYTES = 4 * 1024 * 1024
 
 /** An attack `seq` in a cursor: 1 to 999,999,999 (the `integer` column holds it). */
 const seqOf = (text: string): Option.Option<number> =>
@@ -211,7 +211,7 @@ export class Redteam extends Effect.Service<Redteam>()("redteam/Redteam", {
         if (Option.isNone(seq)) return yield* invalidCursor
         afterSeq = seq.value
       }
-      const { more, rows } = yield* repo.sessionsOf(workspaceId, id, afterSeq, MAX_SESSION_PAGE_BYTES)
+      const { more, rows } = yield* repo.sessionsOf(workspaceId, id, afterSeq, MAX_PAGE_BYTES)
       const last = rows[rows.length - 1]
       return {
         job: toJob(job),
@@ -245,20 +245,18 @@ export class Redteam extends Effect.Service<Redteam>()("redteam/Redteam", {
         if (Option.isNone(parts) || Option.isNone(seq)) return yield* invalidCursor
         after = Option.some({ jobId: parts.value[0]!, seq: seq.value })
       }
-      const rows = yield* repo.listAttacks(workspaceId, {
+      const { more, rows } = yield* repo.listAttacks(workspaceId, {
         attack: query.attack,
         outcome: query.outcome,
         jobId: query.job_id,
         after,
-        limit
+        limit,
+        maxBytes: MAX_PAGE_BYTES
       })
-      const page = rows.slice(0, limit)
-      const last = page[page.length - 1]
+      const last = rows[rows.length - 1]
       return {
-        records: page.map(toAttackRecord),
-        ...(rows.length > limit && last !== undefined
-          ? { next_cursor: encodeCursor([last.job_id, String(last.seq)]) }
-          : {})
+        records: rows.map(toAttackRecord),
+        ...(more && last !== undefined ? { next_cursor: encodeCursor([last.job_id, String(last.seq)]) } : {})
       }
     })
 

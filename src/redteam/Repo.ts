@@ -75,8 +75,12 @@ const SessionRow = AttackRow.pipe(
 export type SessionRow = typeof SessionRow.Type
 const PagedSessionRow = Schema.extend(SessionRow, Schema.Struct({ fetched: Schema.Number }))
 
-/** An attack with its job's profile and target (the attack records list). */
-const AttackOfJobRow = Schema.Struct({ ...AttackRow.fields, profile: Schema.String, target: Schema.String })
+/** An attack record without its session (events, substrates), with its job's profile and target. */
+const AttackOfJobRow = Schema.extend(
+  AttackRow.pipe(Schema.omit("events", "substrates")),
+  Schema.Struct({ profile: Schema.String, target: Schema.String, fetched: Schema.Number })
+)
+export type AttackOfJobRow = typeof AttackOfJobRow.Type
 
 const ShareLinkRow = Schema.Struct({
   workspace_id: Schema.String,
@@ -316,6 +320,10 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
           Effect.flatMap(decodePagedSessions),
           Effect.map((rows) => ({ rows, more: (rows[0]?.fetched ?? 0) > rows.length }))
         ),
+      /**
+       * Up to `limit` attack records past `after`, cut after the one whose prompt and reply reach `maxBytes`
+       * (at least one); `more` when records follow. Sessions (events) are not read.
+       */
       listAttacks: (
         workspaceId: string,
         filter: {
@@ -324,10 +332,13 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
           jobId: string | undefined
           after: Option.Option<{ jobId: string; seq: number }>
           limit: number
+          maxBytes: number
         }
       ) =>
-        sql`select a.*, j.profile, j.target from redteam_attacks a
-          join redteam_jobs j on j.id = a.job_id
+        sql`with fetched as (select a.job_id, a.workspace_id, a.seq, a.case_id, a.attack, a.technique, a.category,
+            a.goal, a.severity, a.kind, a.trial_index, a.session_id, a.prompt, a.reply, a.outcome, a.landed, a.evidence,
+            a.trace_id, a.error, a.created_at, j.profile, j.target
+          from redteam_attacks a join redteam_jobs j on j.id = a.job_id
           where a.workspace_id = ${workspaceId}
           ${filter.attack === undefined ? sql`` : sql`and a.attack = ${filter.attack}`}
           ${filter.outcome === undefined ? sql`` : sql`and a.outcome = ${filter.outcome}`}
@@ -337,7 +348,18 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
             onSome: (after) =>
               sql`and (a.job_id < ${after.jobId} or (a.job_id = ${after.jobId} and a.seq > ${after.seq}))`
           })}
-          order by a.job_id desc, a.seq limit ${filter.limit + 1}`.pipe(Effect.flatMap(decodeAttacksOfJobs)),
+          order by a.job_id desc, a.seq limit ${filter.limit + 1}),
+          page as (select f.*, coalesce(sum(octet_length(f.prompt) + coalesce(octet_length(f.reply), 0))
+              over (order by f.job_id desc, f.seq rows between unbounded preceding and 1 preceding), 0) as bytes_before
+            from fetched f)
+          select p.*, (select count(*) from page)::int as fetched from page p
+          where p.bytes_before < ${filter.maxBytes} order by p.job_id desc, p.seq`.pipe(
+          Effect.flatMap(decodeAttacksOfJobs),
+          Effect.map((rows) => {
+            const page = rows.slice(0, filter.limit)
+            return { rows: page, more: (rows[0]?.fetched ?? 0) > page.length }
+          })
+        ),
 
       // ---- share links
       insertShareLink: (row: {

@@ -13,7 +13,7 @@
 import type { Severity } from "../authorization/Pipeline.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { AttackRecord, Job, JobId } from "./Domain.js"
-import type { AttackRow, FindingRow, JobRow, SessionRow } from "./Repo.js"
+import type { AttackOfJobRow, FindingRow, JobRow, SessionRow } from "./Repo.js"
 
 export const SEVERITY_WEIGHT: Readonly<Record<Severity, number>> = { low: 1, medium: 3, high: 7, critical: 10 }
 
@@ -72,7 +72,7 @@ export const toJob = (row: JobRow) =>
     updated_at: toTimestamp(row.updated_at)
   })
 
-export const toAttackRecord = (row: AttackRow & { readonly profile: string; readonly target: string }) =>
+export const toAttackRecord = (row: AttackOfJobRow) =>
   new AttackRecord({
     job_id: JobId.make(row.job_id),
     seq: row.seq,

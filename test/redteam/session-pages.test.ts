@@ -1,14 +1,15 @@
 /**
  * `GET /v1/redteam/jobs/{id}` pages its sessions by transcript size: a page
  * ends early, with `next_cursor`, after the session whose events bring it to
- * MAX_SESSION_PAGE_BYTES of JSON. Every turn's reply may be 256 KiB, so the
- * sessions of a deep job made one answer of hundreds of MiB. Reports read no
+ * MAX_PAGE_BYTES of JSON. Every turn's reply may be 256 KiB, so the
+ * sessions of a deep job made one answer of hundreds of MiB. Attack records
+ * are paged by their prompts and replies the same way; reports read no
  * transcript at all.
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { JobId } from "../../src/redteam/Domain.js"
-import { MAX_SESSION_PAGE_BYTES } from "../../src/redteam/Redteam.js"
+import { MAX_PAGE_BYTES } from "../../src/redteam/Redteam.js"
 import { encodeCursor } from "../../src/platform/Cursor.js"
 import { expectFailure } from "../support/Api.js"
 import { queryDatabase } from "../support/Database.js"
@@ -57,12 +58,26 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("pages of a job's sess
         pages += 1
         expect(page.sessions.length).toBeGreaterThan(0)
         // The page stops after the session that reaches the budget: at most one session past it.
-        expect(page.sessions.length).toBeLessThanOrEqual(MAX_SESSION_PAGE_BYTES / MIB + 1)
+        expect(page.sessions.length).toBeLessThanOrEqual(MAX_PAGE_BYTES / MIB + 1)
         seqs.push(...page.sessions.map((session) => session.seq))
         cursor = page.next_cursor
       } while (cursor !== undefined)
       expect(seqs).toEqual(Array.from({ length: 20 }, (_, i) => i + 1))
       expect(pages).toBeGreaterThanOrEqual(4)
+
+      // Attack records (prompt and reply, 1 MiB each here) are paged by the same budget, whatever the limit.
+      const recordSeqs: Array<number> = []
+      let recordCursor: string | undefined
+      do {
+        const page = yield* owner.api.redteam.listAttacks({
+          urlParams: { job_id: id, limit: 100, ...(recordCursor === undefined ? {} : { cursor: recordCursor }) }
+        })
+        expect(page.records.length).toBeGreaterThan(0)
+        expect(page.records.length).toBeLessThanOrEqual(MAX_PAGE_BYTES / MIB + 1)
+        recordSeqs.push(...page.records.map((record) => record.seq))
+        recordCursor = page.next_cursor
+      } while (recordCursor !== undefined)
+      expect(recordSeqs).toEqual(Array.from({ length: 20 }, (_, i) => i + 1))
 
       // The report counts every attack without reading a transcript.
       const shown = yield* report(owner, id)
