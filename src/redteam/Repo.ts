@@ -309,14 +309,24 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
        * decoded.
        */
       sessionsOf: (workspaceId: string, jobId: string, afterSeq: number, maxBytes: number) =>
-        sql`with page as (
-              select a.seq, a.case_id, a.attack, a.technique, a.goal, a.kind, a.trial_index, a.session_id, a.outcome,
-                a.landed, a.trace_id, a.error, a.events,
-                coalesce(sum(octet_length(a.events::text)) over (order by a.seq
-                  rows between unbounded preceding and 1 preceding), 0) as bytes_before
-              from redteam_attacks a where a.workspace_id = ${workspaceId} and a.job_id = ${jobId} and a.seq > ${afterSeq})
-            select p.*, (select count(*) from page)::int as fetched from page p
-            where p.bytes_before < ${maxBytes} order by p.seq`.pipe(
+        // Walked session by session (by primary key) while the sum stays under `maxBytes`: only the page's own
+        // transcripts are measured, not every later one's on each page.
+        sql`with recursive walk as (
+              (select a.seq, octet_length(a.events::text)::bigint as total from redteam_attacks a
+                where a.job_id = ${jobId} and a.workspace_id = ${workspaceId} and a.seq > ${afterSeq}
+                order by a.seq limit 1)
+              union all
+              (select n.seq, w.total + octet_length(n.events::text) from walk w
+                cross join lateral (select a.seq, a.events from redteam_attacks a
+                  where a.job_id = ${jobId} and a.workspace_id = ${workspaceId} and a.seq > w.seq
+                  order by a.seq limit 1) n
+                where w.total < ${maxBytes}))
+            select a.seq, a.case_id, a.attack, a.technique, a.goal, a.kind, a.trial_index, a.session_id, a.outcome,
+              a.landed, a.trace_id, a.error, a.events,
+              (select count(*) from walk)::int + (select count(*) from redteam_attacks m
+                where m.job_id = ${jobId} and m.seq > (select max(seq) from walk))::int as fetched
+            from walk w join redteam_attacks a on a.job_id = ${jobId} and a.seq = w.seq
+            order by a.seq`.pipe(
           Effect.flatMap(decodePagedSessions),
           Effect.map((rows) => ({ rows, more: (rows[0]?.fetched ?? 0) > rows.length }))
         ),
