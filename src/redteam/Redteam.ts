@@ -221,10 +221,9 @@ export class Redteam extends Effect.Service<Redteam>()("redteam/Redteam", {
     })
 
     const cancelJob = Effect.fn("Redteam.cancelJob")(function* (workspaceId: string, id: string) {
-      const job = yield* findJob(workspaceId, id)
       const canceled = yield* repo.cancelJob(workspaceId, id)
-      // Already finished: cancel changes nothing and answers the job as it is.
-      return toJob(Option.getOrElse(canceled, () => job))
+      // Already finished (perhaps a moment ago): cancel changes nothing and answers the job as it is now.
+      return toJob(Option.isSome(canceled) ? canceled.value : yield* findJob(workspaceId, id))
     })
 
     const listAttacks = Effect.fn("Redteam.listAttacks")(function* (
