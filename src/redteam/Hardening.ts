@@ -23,6 +23,7 @@ import { createHash } from "node:crypto"
 import { stringify } from "yaml"
 import { type CompiledPolicy, tryCompilePolicy } from "../catalog/PolicyLanguage.js"
 import { PolicyDocument } from "../catalog/Domain.js"
+import { agentPart, boundedPolicyId } from "../catalog/Generation.js"
 import { Schema } from "effect"
 import type { Severity } from "../authorization/Pipeline.js"
 import type { TargetReply } from "./DemoAgent.js"
@@ -58,8 +59,6 @@ const slug = (text: string) =>
     .replace(/[^a-z0-9]+/g, "-")
     .replace(/^-+|-+$/g, "") || "x"
 const shortHash = (text: string) => createHash("sha256").update(text).digest("hex").slice(0, 8)
-const agentPart = (agentId: string) =>
-  agentId.toLowerCase() === agentId ? agentId : `${agentId.toLowerCase()}-${shortHash(agentId)}`
 const RANK: Readonly<Record<Severity, number>> = { low: 0, medium: 1, high: 2, critical: 3 }
 
 const substrateKey = (substrate: Substrate) =>
@@ -129,7 +128,7 @@ export const synthesize = (
       (worst, row) => (RANK[row.severity as Severity] > RANK[worst] ? (row.severity as Severity) : worst),
       "low"
     )
-    const id = `redteam.${agentPart(agentId)}.${slug(key)}.${shortHash(JSON.stringify([key, values]))}`.slice(0, 128)
+    const id = boundedPolicyId(`redteam.${agentPart(agentId)}.${slug(key)}.${shortHash(JSON.stringify([key, values]))}`)
     const document = {
       id,
       description:
