@@ -42,18 +42,18 @@ const phrasePart = (text: string) => {
 }
 
 /** The agent's id part: its own id lowercased (agent ids are [A-Za-z0-9_.-]), with a hash when it had capitals. */
-const agentPart = (agentId: string) => {
+export const agentPart = (agentId: string) => {
   const lower = agentId.toLowerCase()
   return lower === agentId ? agentId : `${lower}-${shortHash(agentId)}`
 }
 
+/** A policy id of at most 128 characters: a longer one keeps its first 117 and a hash of all of it, so ids stay distinct. */
+export const boundedPolicyId = (id: string) =>
+  id.length <= 128 ? id : `${id.slice(0, 117)}.${createHash("sha256").update(id).digest("hex").slice(0, 10)}`
+
 /** `[a-z0-9][a-z0-9_.-]{0,127}`, shortened with a hash suffix when too long. */
-const stableId = (agentId: string, kind: string, ...phrases: ReadonlyArray<string>) => {
-  const id = [agentPart(agentId), kind, ...phrases.map(phrasePart)].join(".")
-  if (id.length <= 128) return id
-  const hash = createHash("sha256").update(id).digest("hex").slice(0, 10)
-  return `${id.slice(0, 117)}.${hash}`
-}
+const stableId = (agentId: string, kind: string, ...phrases: ReadonlyArray<string>) =>
+  boundedPolicyId([agentPart(agentId), kind, ...phrases.map(phrasePart)].join("."))
 
 const policy = (document: Record<string, unknown>): GeneratedPolicy => ({
   document,

@@ -75,7 +75,12 @@ export class RedteamApi extends HttpApiGroup.make("redteam")
       .setUrlParams(Schema.Struct({ agent_id: Schema.optional(Identifier), ...Page }))
       .addSuccess(Schema.Struct({ jobs: Schema.Array(Job), next_cursor: nextCursor }))
   )
-  .add(HttpApiEndpoint.get("getJob", "/redteam/jobs/:id").setPath(JobPath).addSuccess(JobWithSessions))
+  .add(
+    HttpApiEndpoint.get("getJob", "/redteam/jobs/:id")
+      .setPath(JobPath)
+      .setUrlParams(Schema.Struct({ cursor: Schema.optional(CursorParam) }))
+      .addSuccess(JobWithSessions)
+  )
   .add(HttpApiEndpoint.post("cancelJob", "/redteam/jobs/:id/cancel").setPath(JobPath).addSuccess(Job))
   .add(
     HttpApiEndpoint.post("hardenJob", "/redteam/jobs/:id/harden")

@@ -129,7 +129,13 @@ export const JobSession = Schema.Struct({
   )
 }).annotations({ identifier: "RedteamJobSession" })
 
-export const JobWithSessions = Schema.Struct({ job: Job, sessions: Schema.Array(JobSession) })
+export const JobWithSessions = Schema.Struct({
+  job: Job,
+  sessions: Schema.Array(JobSession),
+  next_cursor: Schema.optional(Schema.String).annotations({
+    description: "More sessions follow (the page ended at 4 MiB of transcript): pass it as `cursor`"
+  })
+})
 
 // ---- reports
 

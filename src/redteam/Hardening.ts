@@ -23,12 +23,13 @@ import { createHash } from "node:crypto"
 import { stringify } from "yaml"
 import { type CompiledPolicy, tryCompilePolicy } from "../catalog/PolicyLanguage.js"
 import { PolicyDocument } from "../catalog/Domain.js"
+import { agentPart, boundedPolicyId } from "../catalog/Generation.js"
 import { Schema } from "effect"
 import type { Severity } from "../authorization/Pipeline.js"
 import type { TargetReply } from "./DemoAgent.js"
 import { type Decider, guardOutput } from "./Guarding.js"
 import { CARD_SOURCE, judge, SSN_SOURCE, type Substrate } from "./Judge.js"
-import type { AttackRow } from "./Repo.js"
+import type { FindingRow } from "./Repo.js"
 import { converse, type TargetCaller, type TargetError } from "./Targets.js"
 import { type AgentProfileView, type AttackCase, controlPrompts, variantsOf } from "./Techniques.js"
 
@@ -49,12 +50,15 @@ export interface CandidateGroup {
   readonly source: string
   readonly document: Record<string, unknown>
   readonly sourceText: string
-  readonly evidence: ReadonlyArray<AttackRow>
+  readonly evidence: ReadonlyArray<FindingRow>
 }
 
-const slug = (text: string) => text.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "") || "x"
+const slug = (text: string) =>
+  text
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "") || "x"
 const shortHash = (text: string) => createHash("sha256").update(text).digest("hex").slice(0, 8)
-const agentPart = (agentId: string) => (agentId.toLowerCase() === agentId ? agentId : `${agentId.toLowerCase()}-${shortHash(agentId)}`)
 const RANK: Readonly<Record<Severity, number>> = { low: 0, medium: 1, high: 2, critical: 3 }
 
 const substrateKey = (substrate: Substrate) =>
@@ -76,7 +80,8 @@ const matchOf = (substrate: Substrate, values: ReadonlyArray<string>) => {
   return { type: "any_of", value: values, target: "content" }
 }
 
-const storedSubstrates = (row: AttackRow) => (Array.isArray(row.substrates) ? row.substrates : []) as ReadonlyArray<Substrate>
+const storedSubstrates = (row: FindingRow) =>
+  (Array.isArray(row.substrates) ? row.substrates : []) as ReadonlyArray<Substrate>
 
 /**
  * What a policy must match to stop a landed attack. Under `raw_allowed` the
@@ -85,7 +90,7 @@ const storedSubstrates = (row: AttackRow) => (Array.isArray(row.substrates) ? ro
  * unguarded replay of the attack (the same judge the job used).
  */
 export const substratesOf = (
-  row: AttackRow,
+  row: FindingRow,
   replays: Replays,
   cases: ReadonlyMap<number, AttackCase>,
   agent: AgentProfileView
@@ -101,10 +106,10 @@ export const substratesOf = (
 /** One candidate per substrate over the landed attacks; `unreachable` names landed attacks no policy can express. */
 export const synthesize = (
   agentId: string,
-  landed: ReadonlyArray<AttackRow>,
-  substratesFor: (row: AttackRow) => ReadonlyArray<Substrate> = storedSubstrates
+  landed: ReadonlyArray<FindingRow>,
+  substratesFor: (row: FindingRow) => ReadonlyArray<Substrate> = storedSubstrates
 ) => {
-  const groups = new Map<string, { substrate: Substrate; values: Set<string>; rows: Array<AttackRow> }>()
+  const groups = new Map<string, { substrate: Substrate; values: Set<string>; rows: Array<FindingRow> }>()
   const unreachable: Array<string> = []
   for (const row of landed) {
     const substrates = substratesFor(row)
@@ -123,7 +128,7 @@ export const synthesize = (
       (worst, row) => (RANK[row.severity as Severity] > RANK[worst] ? (row.severity as Severity) : worst),
       "low"
     )
-    const id = `redteam.${agentPart(agentId)}.${slug(key)}.${shortHash(JSON.stringify([key, values]))}`.slice(0, 128)
+    const id = boundedPolicyId(`redteam.${agentPart(agentId)}.${slug(key)}.${shortHash(JSON.stringify([key, values]))}`)
     const document = {
       id,
       description:
@@ -153,7 +158,8 @@ const decodeDocument = Schema.decodeUnknownEither(PolicyDocument)
 export const compileCandidate = (document: Record<string, unknown>): Either.Either<CompiledPolicy, string> =>
   Either.flatMap(
     Either.mapLeft(decodeDocument(document), (error) => error.message),
-    (decoded) => Either.mapLeft(tryCompilePolicy(decoded), (errors) => errors.map((e) => `${e.path}: ${e.message}`).join("; "))
+    (decoded) =>
+      Either.mapLeft(tryCompilePolicy(decoded), (errors) => errors.map((e) => `${e.path}: ${e.message}`).join("; "))
   )
 
 /** The target's answers the verification needs, fetched once and shared by every candidate. */
@@ -165,13 +171,16 @@ export interface Replays {
 
 const finalAnswer = (caller: TargetCaller, target: string, turns: ReadonlyArray<string>) =>
   Effect.either(
-    Effect.map(converse(caller, target, turns, `rts_replay_${shortHash(turns.join("\n"))}`), (t) => t[t.length - 1]!.answer)
+    Effect.map(
+      converse(caller, target, turns, `rts_replay_${shortHash(turns.join("\n"))}`),
+      (t) => t[t.length - 1]!.answer
+    )
   )
 
 export const collectReplays = (
   target: string,
   agent: AgentProfileView,
-  rows: ReadonlyArray<AttackRow>,
+  rows: ReadonlyArray<FindingRow>,
   cases: ReadonlyMap<number, AttackCase>,
   caller: TargetCaller
 ): Effect.Effect<Replays> =>
@@ -217,7 +226,7 @@ export const verify = (
     let variantTotal = 0
     let blockedVariants = 0
     let falseBlocks = 0
-    const lands = (row: AttackRow, answer: TargetReply, decider: Decider<never>) => {
+    const lands = (row: FindingRow, answer: TargetReply, decider: Decider<never>) => {
       const attack = cases.get(row.seq)
       if (attack === undefined) return Effect.succeed(false)
       return Effect.map(guardOutput(decider, answer, attack), (guarded) => judge(attack, agent, guarded.output).landed)

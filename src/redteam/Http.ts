@@ -26,7 +26,7 @@ export const RedteamHttpLive = HttpApiBuilder.group(GuardrailApi, "redteam", (ha
       .handle("listAttacks", ({ urlParams }) => inWorkspace((ws) => redteam.listAttacks(ws, urlParams)))
       .handle("dispatch", ({ payload }) => Effect.flatMap(CurrentCaller, (caller) => redteam.dispatch(caller, payload)))
       .handle("listJobs", ({ urlParams }) => inWorkspace((ws) => redteam.listJobs(ws, urlParams)))
-      .handle("getJob", ({ path }) => inWorkspace((ws) => redteam.getJob(ws, path.id)))
+      .handle("getJob", ({ path, urlParams }) => inWorkspace((ws) => redteam.getJob(ws, path.id, urlParams.cursor)))
       .handle("cancelJob", ({ path }) => inWorkspace((ws) => redteam.cancelJob(ws, path.id)))
       .handle("hardenJob", ({ path }) => inWorkspace((ws) => policies.harden(ws, path.id)))
       .handle("getHardening", ({ path }) => inWorkspace((ws) => policies.hardening(ws, path.id)))

@@ -6,12 +6,13 @@
  * each (remote targets are also rate limited per target, see Targets.ts), and
  * records every attack as it finishes, so progress is visible and a resumed
  * job skips what is done.
- * - Cancel: the API marks the job `canceled`; the runner polls the status of
+ * - Cancel: the API marks the job `canceled`; the runner polls that it still holds
  *   its jobs every CANCEL_POLL and interrupts the job's attacks (well within a second).
  * - Restart: a worker heartbeats its running jobs; a job whose heartbeat is
  *   older than STALE_AFTER is put back in the queue (resumed where it stopped),
  *   or marked `failed` after MAX_RESUMES resumptions. A worker that shuts down
- *   hands its jobs back at once. No job stays `running` without a live worker.
+ *   hands its jobs back at once, and a job stopped by a database failure goes back to the
+ *   queue too (counted as a resumption). No job stays `running` without a live worker.
  */
 import { SqlClient } from "@effect/sql"
 import { Cause, Duration, Effect, FiberSet, Layer, Schedule } from "effect"
@@ -24,13 +25,14 @@ import { CatalogLive } from "../catalog/Http.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { every } from "../platform/Background.js"
+import { isDatabaseUnavailable } from "../platform/Sql.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { claimWhenQueued, jobsQueued } from "../platform/Signal.js"
 import { DEMO_AGENT_ID } from "./DemoAgent.js"
 import { runAttack } from "./Execution.js"
 import { keepAttack } from "./Keeping.js"
 import { liveDecider } from "./Guarding.js"
-import { channelsOf, planFor } from "./Planner.js"
+import { planFor } from "./Planner.js"
 import { type JobRow, RedteamRepo } from "./Repo.js"
 import { type AgentProfileView, attackCases, type JobProfile } from "./Techniques.js"
 
@@ -56,11 +58,12 @@ const makeRunner = Effect.gen(function* () {
   const queued = yield* jobsQueued("redteam")
   const jobs = yield* FiberSet.make()
 
-  const waitForCancel = (jobId: string) =>
+  // Canceled, or recovered and handed to another worker while this one's heartbeat was late: stop either way.
+  const waitUntilNotHeld = (jobId: string) =>
     repo
-      .jobStatus(jobId)
+      .isHeldBy(workerId, jobId)
       .pipe(
-        Effect.repeat({ schedule: Schedule.spaced(CANCEL_POLL), while: (status) => status === "running" }),
+        Effect.repeat({ schedule: Schedule.spaced(CANCEL_POLL), while: (held) => held }),
         Effect.as("stopped" as const)
       )
 
@@ -69,7 +72,7 @@ const makeRunner = Effect.gen(function* () {
       // Policies enabled since this process last looked must apply to this job.
       yield* snapshots.invalidate(job.workspace_id)
       const agent = job.agent_profile as AgentProfileView
-      const cases = attackCases(job.profile as JobProfile, agent, channelsOf(planFor(agent).paths))
+      const cases = attackCases(job.profile as JobProfile, agent, planFor(agent).channels)
       const done = yield* repo.doneSeqs(job.id)
       const agentId = job.agent_id ?? DEMO_AGENT_ID
       const context = {
@@ -84,15 +87,15 @@ const makeRunner = Effect.gen(function* () {
         cases.filter((attack) => !done.has(attack.seq)),
         (attack) =>
           runAttack(context, attack).pipe(
-            // The attack record and its analytics count commit together, so a
-            // resumed job neither loses nor double-counts a landed attack.
+            // The attack record and its analytics count commit together, and only a newly recorded attack
+            // counts, so a resumed job neither loses nor double-counts a landed attack.
             // The mode is read per attack, so a change applies to the rest of a running job.
             Effect.tap((row) =>
               sql.withTransaction(
                 settings.settingsOf(row.workspace_id).pipe(
                   Effect.flatMap(({ data_handling_mode }) => repo.insertAttack(keepAttack(data_handling_mode, row))),
-                  Effect.zipRight(
-                    row.landed
+                  Effect.flatMap((recorded) =>
+                    recorded && row.landed
                       ? aggregates.add(row.workspace_id, new Date(), "redteam_landed", { agent_id: agentId }, 1)
                       : Effect.void
                   )
@@ -102,17 +105,27 @@ const makeRunner = Effect.gen(function* () {
           ),
         { concurrency: ATTACKS_IN_FLIGHT, discard: true }
       ).pipe(Effect.as("done" as const))
-      const result = yield* Effect.raceFirst(attacks, waitForCancel(job.id))
+      const result = yield* Effect.raceFirst(attacks, waitUntilNotHeld(job.id))
       if (result === "done") yield* repo.finishJob(workerId, job.id, "completed", null)
     }).pipe(
       Effect.catchAllCause((cause) =>
         Cause.isInterruptedOnly(cause)
           ? Effect.failCause(cause)
-          : Effect.logError("red-team job failed", cause).pipe(
-              Effect.zipRight(
-                repo.finishJob(workerId, job.id, "failed", "The job stopped on an internal error; see the service log.")
+          : // A database out of reach or timing out fails no job: it is resumed later, as after a crash.
+            [...Cause.defects(cause), ...Cause.failures(cause)].some(isDatabaseUnavailable)
+            ? Effect.logWarning("red-team job paused on a database failure; back in the queue", cause).pipe(
+                Effect.zipRight(repo.resumeLater(workerId, job.id, MAX_RESUMES))
               )
-            )
+            : Effect.logError("red-team job failed", cause).pipe(
+                Effect.zipRight(
+                  repo.finishJob(
+                    workerId,
+                    job.id,
+                    "failed",
+                    "The job stopped on an internal error; see the service log."
+                  )
+                )
+              )
       ),
       // Interrupted by shutdown: hand the job back so a worker resumes it.
       Effect.onInterrupt(() => repo.release(workerId, job.id)),

@@ -27,6 +27,17 @@ export const LIST_CAP = 100
 /** Retry-After of a dispatch refused at the workspace's job cap: a quick job takes about this long. */
 const QUEUE_FULL_RETRY_SECONDS = 30
 
+/**
+ * The most text one page of a job's sessions (events JSON) or of attack records (prompts and replies)
+ * carries: past it the page ends early with `next_cursor`. Every turn's reply may be 256 KiB, so the 300
+ * sessions of a deep job could make one answer of hundreds of MiB.
+ */
+export const MAX_PAGE_BYTES = 4 * 1024 * 1024
+
+/** An attack `seq` in a cursor: 1 to 999,999,999 (the `integer` column holds it). */
+const seqOf = (text: string): Option.Option<number> =>
+  /^[1-9][0-9]{0,8}$/.test(text) ? Option.some(Number(text)) : Option.none()
+
 export const jobNotFound = (id: string) =>
   new NotFound({ code: "job_not_found", message: `No red-team job ${id} in this workspace.` })
 
@@ -192,17 +203,27 @@ export class Redteam extends Effect.Service<Redteam>()("redteam/Redteam", {
       return { jobs: page.map(toJob), ...next }
     })
 
-    const getJob = Effect.fn("Redteam.getJob")(function* (workspaceId: string, id: string) {
+    const getJob = Effect.fn("Redteam.getJob")(function* (workspaceId: string, id: string, cursor: string | undefined) {
       const job = yield* findJob(workspaceId, id)
-      const attacks = yield* repo.attacksOf(workspaceId, id)
-      return { job: toJob(job), sessions: attacks.map(toSession) }
+      let afterSeq = 0
+      if (cursor !== undefined) {
+        const seq = Option.flatMap(decodeCursor(cursor, 1), ([text]) => seqOf(text!))
+        if (Option.isNone(seq)) return yield* invalidCursor
+        afterSeq = seq.value
+      }
+      const { more, rows } = yield* repo.sessionsOf(workspaceId, id, afterSeq, MAX_PAGE_BYTES)
+      const last = rows[rows.length - 1]
+      return {
+        job: toJob(job),
+        sessions: rows.map(toSession),
+        ...(more && last !== undefined ? { next_cursor: encodeCursor([String(last.seq)]) } : {})
+      }
     })
 
     const cancelJob = Effect.fn("Redteam.cancelJob")(function* (workspaceId: string, id: string) {
-      const job = yield* findJob(workspaceId, id)
       const canceled = yield* repo.cancelJob(workspaceId, id)
-      // Already finished: cancel changes nothing and answers the job as it is.
-      return toJob(Option.getOrElse(canceled, () => job))
+      // Already finished (perhaps a moment ago): cancel changes nothing and answers the job as it is now.
+      return toJob(Option.isSome(canceled) ? canceled.value : yield* findJob(workspaceId, id))
     })
 
     const listAttacks = Effect.fn("Redteam.listAttacks")(function* (
@@ -219,23 +240,22 @@ export class Redteam extends Effect.Service<Redteam>()("redteam/Redteam", {
       let after = Option.none<{ jobId: string; seq: number }>()
       if (query.cursor !== undefined) {
         const parts = decodeCursor(query.cursor, 2)
-        if (Option.isNone(parts) || !/^[1-9][0-9]{0,8}$/.test(parts.value[1]!)) return yield* invalidCursor
-        after = Option.some({ jobId: parts.value[0]!, seq: Number(parts.value[1]) })
+        const seq = Option.flatMap(parts, ([, text]) => seqOf(text!))
+        if (Option.isNone(parts) || Option.isNone(seq)) return yield* invalidCursor
+        after = Option.some({ jobId: parts.value[0]!, seq: seq.value })
       }
-      const rows = yield* repo.listAttacks(workspaceId, {
+      const { more, rows } = yield* repo.listAttacks(workspaceId, {
         attack: query.attack,
         outcome: query.outcome,
         jobId: query.job_id,
         after,
-        limit
+        limit,
+        maxBytes: MAX_PAGE_BYTES
       })
-      const page = rows.slice(0, limit)
-      const last = page[page.length - 1]
+      const last = rows[rows.length - 1]
       return {
-        records: page.map(toAttackRecord),
-        ...(rows.length > limit && last !== undefined
-          ? { next_cursor: encodeCursor([last.job_id, String(last.seq)]) }
-          : {})
+        records: rows.map(toAttackRecord),
+        ...(more && last !== undefined ? { next_cursor: encodeCursor([last.job_id, String(last.seq)]) } : {})
       }
     })
 

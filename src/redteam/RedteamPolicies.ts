@@ -8,7 +8,9 @@
  */
 import { Effect, Either, Option, Schema } from "effect"
 import { stringify } from "yaml"
+import { createHash } from "node:crypto"
 import { Agents } from "../catalog/Agents.js"
+import { agentPart, boundedPolicyId } from "../catalog/Generation.js"
 import { Policies } from "../catalog/Policies.js"
 import { PolicyLimits } from "../catalog/PolicyLimits.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
@@ -20,7 +22,7 @@ import { DEMO_AGENT_ID } from "./DemoAgent.js"
 import { inMemoryDecider } from "./Guarding.js"
 import { collectReplays, compileCandidate, substratesOf, synthesize, verify } from "./Hardening.js"
 import { CANARY, CARD_SOURCE, SSN_SOURCE } from "./Judge.js"
-import { channelsOf, planFor } from "./Planner.js"
+import { planFor } from "./Planner.js"
 import { HardeningResult } from "./Domain.js"
 import { RedteamRepo } from "./Repo.js"
 
@@ -38,10 +40,18 @@ import {
 
 const encoder = new TextEncoder()
 
+/** A sink's id part: its name when already an id's characters, else their closest with a hash (no two alike). */
+const sinkPart = (sink: string) => {
+  const part = sink.toLowerCase().replace(/[^a-z0-9_.-]/g, "-")
+  return part === sink ? part : `${part}-${createHash("sha256").update(sink).digest("hex").slice(0, 8)}`
+}
+
 const staticDocuments = (agentId: string, agent: AgentProfileView) => {
-  const base = `redteam-static.${agentId.toLowerCase().replace(/[^a-z0-9_.-]/g, "-")}`.slice(0, 100)
+  // Distinct per agent (ids differing only in case or past 100 characters included), so one agent never
+  // "reuses" another's policies.
+  const base = `redteam-static.${agentPart(agentId)}`
   const doc = (suffix: string, fields: Record<string, unknown>) => ({
-    id: `${base}.${suffix}`,
+    id: boundedPolicyId(`${base}.${suffix}`),
     family: "content",
     action: "deny",
     enabled: false,
@@ -88,7 +98,7 @@ const staticDocuments = (agentId: string, agent: AgentProfileView) => {
       match: { type: "regex", value: CARD_SOURCE, target: "content" }
     }),
     ...sinks.map((sink) =>
-      doc(`review-${sink.toLowerCase().replace(/[^a-z0-9_.-]/g, "-")}`.slice(0, 27), {
+      doc(`review-${sinkPart(sink)}`, {
         description: `Red team: a human reviews ${sink}, a side-effecting step the plan reaches from untrusted input`,
         family: "tool",
         severity: "high",
@@ -163,10 +173,10 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
       }
       const agent = job.agent_profile as AgentProfileView
       const agentId = job.agent_id ?? DEMO_AGENT_ID
-      const attacks = yield* repo.attacksOf(workspaceId, jobId)
+      const attacks = yield* repo.findingsOf(workspaceId, jobId)
       const landed = attacks.filter((row) => row.landed)
       const cases = new Map(
-        attackCases(job.profile as JobProfile, agent, channelsOf(planFor(agent).paths)).map((c) => [c.seq, c])
+        attackCases(job.profile as JobProfile, agent, planFor(agent).channels).map((c) => [c.seq, c])
       )
       // Replayed first: in the stricter data handling modes the substrates' values come from these replays.
       const replays = yield* collectReplays(job.target, agent, landed, cases, { outbound, workspaceId })

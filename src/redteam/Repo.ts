@@ -63,8 +63,24 @@ export type AttackRow = typeof AttackRow.Type
 
 export type NewAttack = Omit<AttackRow, "created_at">
 
-/** An attack with its job's profile and target (the attack records list). */
-const AttackOfJobRow = Schema.Struct({ ...AttackRow.fields, profile: Schema.String, target: Schema.String })
+/** An attack without its transcript (`reply`, `events`): what reports, comparisons and hardening read. */
+const FindingRow = AttackRow.pipe(Schema.omit("reply", "events"))
+export type FindingRow = typeof FindingRow.Type
+
+/** An attack as a job session: its transcript, without the record's texts. */
+const SessionRow = AttackRow.pipe(
+  Schema.pick("seq", "case_id", "attack", "technique", "goal", "kind", "trial_index", "session_id", "outcome"),
+  Schema.extend(AttackRow.pipe(Schema.pick("landed", "trace_id", "error", "events")))
+)
+export type SessionRow = typeof SessionRow.Type
+const PagedSessionRow = Schema.extend(SessionRow, Schema.Struct({ fetched: Schema.Number }))
+
+/** An attack record without its session (events, substrates), with its job's profile and target. */
+const AttackOfJobRow = Schema.extend(
+  AttackRow.pipe(Schema.omit("events", "substrates")),
+  Schema.Struct({ profile: Schema.String, target: Schema.String, fetched: Schema.Number })
+)
+export type AttackOfJobRow = typeof AttackOfJobRow.Type
 
 const ShareLinkRow = Schema.Struct({
   workspace_id: Schema.String,
@@ -87,6 +103,7 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
     const decodePlans = Schema.decodeUnknown(Schema.Array(PlanRow))
     const decodeJobs = Schema.decodeUnknown(Schema.Array(JobRow))
     const decodeShareLinks = Schema.decodeUnknown(Schema.Array(ShareLinkRow))
+    const decodeRecorded = Schema.decodeUnknown(Schema.Array(Schema.Struct({ recorded: Schema.Number })))
 
     const listPlans = SqlSchema.findAll({
       Request: Schema.Struct({ workspaceId: Schema.String, agentId: Schema.String }),
@@ -109,10 +126,11 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
             where workspace_id = ${workspaceId} and id = ${id} and status in ('queued', 'running')
             returning ${columns}`
     })
-    const jobStatus = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: Schema.Struct({ status: Schema.String }),
-      execute: (id) => sql`select status from redteam_jobs where id = ${id}`
+    const jobHeld = SqlSchema.findOne({
+      Request: Schema.Struct({ id: Schema.String, workerId: Schema.String }),
+      Result: Schema.Struct({ held: Schema.Boolean }),
+      execute: ({ id, workerId }) =>
+        sql`select coalesce(status = 'running' and worker_id = ${workerId}, false) as held from redteam_jobs where id = ${id}`
     })
     const claimJobs = SqlSchema.findAll({
       Request: Schema.Struct({ workerId: Schema.String, limit: Schema.Number, perWorkspace: Schema.Number }),
@@ -123,25 +141,30 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
             where id in (${fairlyQueued(sql, "redteam_jobs", perWorkspace, limit)})
             returning ${columns}`
     })
+    /** Back to the queue (resumed where it stopped), or `failed` once it was resumed `maxResumes` times. */
+    const resumeOrGiveUp = (maxResumes: number, why: string) =>
+      sql`status = case when resume_count >= ${maxResumes} then 'failed' else 'queued' end,
+          error = case when resume_count >= ${maxResumes} then ${why} || ' ' || resume_count || ' times; giving up.'
+                       else error end,
+          finished_at = case when resume_count >= ${maxResumes} then now() else finished_at end,
+          resume_count = resume_count + 1, worker_id = null, updated_at = now()`
     const recoverStale = SqlSchema.findAll({
       Request: Schema.Struct({ staleSeconds: Schema.Number, maxResumes: Schema.Number }),
       Result: Schema.Struct({ id: Schema.String, status: Schema.String }),
       execute: ({ maxResumes, staleSeconds }) =>
-        sql`update redteam_jobs set
-              status = case when resume_count >= ${maxResumes} then 'failed' else 'queued' end,
-              error = case when resume_count >= ${maxResumes}
-                           then 'The worker running this job stopped ' || resume_count || ' times; giving up.' else error end,
-              finished_at = case when resume_count >= ${maxResumes} then now() else finished_at end,
-              resume_count = resume_count + 1, worker_id = null, updated_at = now()
+        sql`update redteam_jobs set ${resumeOrGiveUp(maxResumes, "The worker running this job stopped")}
             where status = 'running' and (heartbeat_at is null or heartbeat_at < now() - make_interval(secs => ${staleSeconds}))
             returning id, status`
     })
-    const attacksOf = SqlSchema.findAll({
+    const findingsOf = SqlSchema.findAll({
       Request: Schema.Struct({ workspaceId: Schema.String, jobId: Schema.String }),
-      Result: AttackRow,
+      Result: FindingRow,
       execute: ({ jobId, workspaceId }) =>
-        sql`select * from redteam_attacks where workspace_id = ${workspaceId} and job_id = ${jobId} order by seq`
+        sql`select job_id, workspace_id, seq, case_id, attack, technique, category, goal, severity, kind, trial_index,
+              session_id, prompt, outcome, landed, evidence, substrates, trace_id, error, created_at
+            from redteam_attacks where workspace_id = ${workspaceId} and job_id = ${jobId} order by seq`
     })
+    const decodePagedSessions = Schema.decodeUnknown(Schema.Array(PagedSessionRow))
     const doneSeqs = SqlSchema.findAll({
       Request: Schema.String,
       Result: Schema.Struct({ seq: Schema.Number }),
@@ -213,8 +236,15 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
           order by created_at desc, id desc limit ${filter.limit + 1}`.pipe(Effect.flatMap(decodeJobs)),
       /** Cancels a queued or running job; answers the job as it is now. */
       cancelJob: (workspaceId: string, id: string) => cancelJob({ workspaceId, id }),
-      jobStatus: (id: string) =>
-        Effect.map(jobStatus(id), Option.match({ onNone: () => "missing", onSome: (row) => row.status })),
+      /**
+       * Whether `workerId` still runs the job: false once it is canceled, gone, or recovered and handed to
+       * another worker (this one's heartbeat was late), so two workers never attack with one job.
+       */
+      isHeldBy: (workerId: string, id: string) =>
+        Effect.map(
+          jobHeld({ id, workerId }),
+          Option.exists((row) => row.held)
+        ),
 
       // ---- the worker's side
       /**
@@ -237,12 +267,19 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
       release: (workerId: string, id: string) =>
         sql`update redteam_jobs set status = 'queued', worker_id = null, updated_at = now()
           where id = ${id} and worker_id = ${workerId} and status = 'running'`.pipe(Effect.asVoid),
+      /** A job that stopped on a database failure: resumed later as after a crash, counted against `maxResumes`. */
+      resumeLater: (workerId: string, id: string, maxResumes: number) =>
+        sql`update redteam_jobs set ${resumeOrGiveUp(maxResumes, "The database failed under this job")}
+          where id = ${id} and worker_id = ${workerId} and status = 'running'`.pipe(Effect.asVoid),
       finishJob: (workerId: string, id: string, status: "completed" | "failed", error: string | null) =>
         sql`update redteam_jobs set status = ${status}, error = ${error}, finished_at = now(), updated_at = now(),
             worker_id = null
           where id = ${id} and worker_id = ${workerId} and status = 'running'`.pipe(Effect.asVoid),
       doneSeqs: (jobId: string) => Effect.map(doneSeqs(jobId), (rows) => new Set(rows.map((row) => row.seq))),
-      /** Records one attack and bumps the job's counters, in one statement; a replayed seq changes nothing. */
+      /**
+       * Records one attack and bumps the job's counters, in one statement; a replayed seq changes nothing.
+       * Answers whether it was recorded now (false: that seq was already).
+       */
       insertAttack: (row: NewAttack) =>
         sql`with inserted as (
               insert into redteam_attacks (job_id, workspace_id, seq, case_id, attack, technique, category, goal, severity,
@@ -257,10 +294,46 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
               landed = landed + (select count(*) from inserted where outcome = 'landed'),
               blocked = blocked + (select count(*) from inserted where outcome = 'blocked'),
               updated_at = now()
-            where id = ${row.job_id}`.pipe(Effect.asVoid),
+            where id = ${row.job_id}
+            returning (select count(*) from inserted)::int as recorded`.pipe(
+          Effect.flatMap(decodeRecorded),
+          Effect.map((rows) => (rows[0]?.recorded ?? 0) > 0)
+        ),
 
       // ---- attacks
-      attacksOf: (workspaceId: string, jobId: string) => attacksOf({ workspaceId, jobId }),
+      /** A job's attacks by seq, without their transcripts (a report of 300 attacks reads no reply). */
+      findingsOf: (workspaceId: string, jobId: string) => findingsOf({ workspaceId, jobId }),
+      /**
+       * A job's sessions after `afterSeq`, cut after the one whose events reach `maxBytes` of JSON (at least
+       * one); `more` when sessions follow. Summed in the database, so later transcripts are neither sent nor
+       * decoded.
+       */
+      sessionsOf: (workspaceId: string, jobId: string, afterSeq: number, maxBytes: number) =>
+        // Walked session by session (by primary key) while the sum stays under `maxBytes`: only the page's own
+        // transcripts are measured, not every later one's on each page.
+        sql`with recursive walk as (
+              (select a.seq, octet_length(a.events::text)::bigint as total from redteam_attacks a
+                where a.job_id = ${jobId} and a.workspace_id = ${workspaceId} and a.seq > ${afterSeq}
+                order by a.seq limit 1)
+              union all
+              (select n.seq, w.total + octet_length(n.events::text) from walk w
+                cross join lateral (select a.seq, a.events from redteam_attacks a
+                  where a.job_id = ${jobId} and a.workspace_id = ${workspaceId} and a.seq > w.seq
+                  order by a.seq limit 1) n
+                where w.total < ${maxBytes}))
+            select a.seq, a.case_id, a.attack, a.technique, a.goal, a.kind, a.trial_index, a.session_id, a.outcome,
+              a.landed, a.trace_id, a.error, a.events,
+              (select count(*) from walk)::int + (select count(*) from redteam_attacks m
+                where m.job_id = ${jobId} and m.seq > (select max(seq) from walk))::int as fetched
+            from walk w join redteam_attacks a on a.job_id = ${jobId} and a.seq = w.seq
+            order by a.seq`.pipe(
+          Effect.flatMap(decodePagedSessions),
+          Effect.map((rows) => ({ rows, more: (rows[0]?.fetched ?? 0) > rows.length }))
+        ),
+      /**
+       * Up to `limit` attack records past `after`, cut after the one whose prompt and reply reach `maxBytes`
+       * (at least one); `more` when records follow. Sessions (events) are not read.
+       */
       listAttacks: (
         workspaceId: string,
         filter: {
@@ -269,10 +342,13 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
           jobId: string | undefined
           after: Option.Option<{ jobId: string; seq: number }>
           limit: number
+          maxBytes: number
         }
       ) =>
-        sql`select a.*, j.profile, j.target from redteam_attacks a
-          join redteam_jobs j on j.id = a.job_id
+        sql`with fetched as (select a.job_id, a.workspace_id, a.seq, a.case_id, a.attack, a.technique, a.category,
+            a.goal, a.severity, a.kind, a.trial_index, a.session_id, a.prompt, a.reply, a.outcome, a.landed, a.evidence,
+            a.trace_id, a.error, a.created_at, j.profile, j.target
+          from redteam_attacks a join redteam_jobs j on j.id = a.job_id
           where a.workspace_id = ${workspaceId}
           ${filter.attack === undefined ? sql`` : sql`and a.attack = ${filter.attack}`}
           ${filter.outcome === undefined ? sql`` : sql`and a.outcome = ${filter.outcome}`}
@@ -282,7 +358,18 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
             onSome: (after) =>
               sql`and (a.job_id < ${after.jobId} or (a.job_id = ${after.jobId} and a.seq > ${after.seq}))`
           })}
-          order by a.job_id desc, a.seq limit ${filter.limit + 1}`.pipe(Effect.flatMap(decodeAttacksOfJobs)),
+          order by a.job_id desc, a.seq limit ${filter.limit + 1}),
+          page as (select f.*, coalesce(sum(octet_length(f.prompt) + coalesce(octet_length(f.reply), 0))
+              over (order by f.job_id desc, f.seq rows between unbounded preceding and 1 preceding), 0) as bytes_before
+            from fetched f)
+          select p.*, (select count(*) from page)::int as fetched from page p
+          where p.bytes_before < ${filter.maxBytes} order by p.job_id desc, p.seq`.pipe(
+          Effect.flatMap(decodeAttacksOfJobs),
+          Effect.map((rows) => {
+            const page = rows.slice(0, filter.limit)
+            return { rows: page, more: (rows[0]?.fetched ?? 0) > page.length }
+          })
+        ),
 
       // ---- share links
       insertShareLink: (row: {

@@ -13,7 +13,7 @@
 import type { Severity } from "../authorization/Pipeline.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { AttackRecord, Job, JobId } from "./Domain.js"
-import type { AttackRow, JobRow } from "./Repo.js"
+import type { AttackOfJobRow, FindingRow, JobRow, SessionRow } from "./Repo.js"
 
 export const SEVERITY_WEIGHT: Readonly<Record<Severity, number>> = { low: 1, medium: 3, high: 7, critical: 10 }
 
@@ -72,7 +72,7 @@ export const toJob = (row: JobRow) =>
     updated_at: toTimestamp(row.updated_at)
   })
 
-export const toAttackRecord = (row: AttackRow & { readonly profile: string; readonly target: string }) =>
+export const toAttackRecord = (row: AttackOfJobRow) =>
   new AttackRecord({
     job_id: JobId.make(row.job_id),
     seq: row.seq,
@@ -92,7 +92,7 @@ export const toAttackRecord = (row: AttackRow & { readonly profile: string; read
     created_at: toTimestamp(row.created_at)
   })
 
-export const toSession = (row: AttackRow) => ({
+export const toSession = (row: SessionRow) => ({
   session_id: row.session_id,
   runner_session_id: null,
   case_id: row.case_id,
@@ -120,13 +120,17 @@ export const toSession = (row: AttackRow) => ({
   }>
 })
 
-const findingRef = (row: AttackRow) => ({
+const findingRef = (row: FindingRow) => ({
   attack: row.attack,
   category: row.category,
   severity: row.severity as Severity
 })
 
-export const comparisonOf = (compareJobId: string, now: ReadonlyArray<AttackRow>, before: ReadonlyArray<AttackRow>) => {
+export const comparisonOf = (
+  compareJobId: string,
+  now: ReadonlyArray<FindingRow>,
+  before: ReadonlyArray<FindingRow>
+) => {
   const landedNow = new Map(now.filter((row) => row.landed).map((row) => [row.attack, row]))
   const landedBefore = new Map(before.filter((row) => row.landed).map((row) => [row.attack, row]))
   return {
@@ -139,7 +143,7 @@ export const comparisonOf = (compareJobId: string, now: ReadonlyArray<AttackRow>
   }
 }
 
-export const buildReport = (job: JobRow, attacks: ReadonlyArray<AttackRow>, comparison: unknown) => {
+export const buildReport = (job: JobRow, attacks: ReadonlyArray<FindingRow>, comparison: unknown) => {
   const count = (outcome: string) => attacks.filter((row) => row.outcome === outcome).length
   const landed = count("landed")
   const blocked = count("blocked")

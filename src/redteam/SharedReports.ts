@@ -56,11 +56,11 @@ export class SharedReports extends Effect.Service<SharedReports>()("redteam/Shar
       compareJobId: string | null
     ) {
       const job = yield* redteam.findJob(workspaceId, jobId)
-      const attacks = yield* repo.attacksOf(workspaceId, jobId)
+      const attacks = yield* repo.findingsOf(workspaceId, jobId)
       let comparison: unknown = null
       if (compareJobId !== null) {
         const other = yield* compareJob(workspaceId, job, compareJobId)
-        comparison = comparisonOf(other.id, attacks, yield* repo.attacksOf(workspaceId, other.id))
+        comparison = comparisonOf(other.id, attacks, yield* repo.findingsOf(workspaceId, other.id))
       }
       return buildReport(job, attacks, comparison)
     })
@@ -85,8 +85,8 @@ export class SharedReports extends Effect.Service<SharedReports>()("redteam/Shar
       )
       const comparison = comparisonOf(
         other.id,
-        yield* repo.attacksOf(workspaceId, jobId),
-        yield* repo.attacksOf(workspaceId, other.id)
+        yield* repo.findingsOf(workspaceId, jobId),
+        yield* repo.findingsOf(workspaceId, other.id)
       )
       return { ...comparison, compare_job_id: JobId.make(other.id) }
     })

@@ -20,6 +20,10 @@ import { DEMO_TARGET_URL } from "./Domain.js"
 
 export const TARGET_TIMEOUT = Duration.seconds(15)
 export const MAX_RESPONSE_BYTES = 256 * 1024
+/** Tool calls of one answer: each is a guardrail decision and a trace, so a target cannot make thousands of them. */
+export const MAX_TOOL_CALLS = 16
+/** Nesting of an answer's JSON: deeper, walking it (planted values, the pipeline, storage) would overflow the stack. */
+export const MAX_ANSWER_DEPTH = 32
 /** Remote targets: at most this many requests per second per workspace, per worker process. */
 export const REMOTE_REQUESTS_PER_SECOND = 20
 
@@ -41,11 +45,10 @@ export const checkTargetUrl = (
 ): Effect.Effect<Either.Either<URL, TargetProblem>> => {
   if (raw === DEMO_TARGET_URL) return Effect.succeed(Either.right(new URL(raw)))
   return outbound.checkUrl(raw, { plainHttp: "public", unresolved: "refuse" }).pipe(
-    Effect.mapError(
-      (refusal): TargetProblem =>
-        refusal.kind === "invalid_url"
-          ? { code: "invalid_target_url", message: `target_url: ${refusal.message} or ${DEMO_TARGET_URL}.` }
-          : { code: "target_not_allowed", message: `target_url: ${refusal.message}` }
+    Effect.mapError((refusal): TargetProblem =>
+      refusal.kind === "invalid_url"
+        ? { code: "invalid_target_url", message: `target_url: ${refusal.message} or ${DEMO_TARGET_URL}.` }
+        : { code: "target_not_allowed", message: `target_url: ${refusal.message}` }
     ),
     Effect.either
   )
@@ -60,30 +63,62 @@ const asToolCalls = (raw: unknown): ReadonlyArray<ToolCall> => {
   return raw.flatMap((item: unknown): ReadonlyArray<ToolCall> => {
     if (typeof item !== "object" || item === null) return []
     const record = item as Record<string, unknown>
-    const fn = (typeof record["function"] === "object" && record["function"] !== null
-      ? record["function"]
-      : record) as Record<string, unknown>
+    const fn = (
+      typeof record["function"] === "object" && record["function"] !== null ? record["function"] : record
+    ) as Record<string, unknown>
     const name = fn["name"]
     if (typeof name !== "string") return []
     let args: unknown = fn["arguments"] ?? fn["params"] ?? {}
-    if (typeof args === "string") args = Either.getOrElse(Either.try(() => JSON.parse(args as string) as unknown), () => ({ raw: args }))
+    if (typeof args === "string")
+      args = Either.getOrElse(
+        Either.try(() => JSON.parse(args as string) as unknown),
+        () => ({ raw: args })
+      )
     return [{ name, arguments: typeof args === "object" && args !== null ? (args as Record<string, unknown>) : {} }]
   })
 }
 
+/** PostgreSQL stores neither a NUL character nor an unpaired surrogate: each becomes U+FFFD (one unit for one). */
+const storableText = (text: string) => text.replaceAll("\u0000", "\uFFFD").toWellFormed()
+
+/** The answer with storable strings (keys too), or Left when it nests deeper than MAX_ANSWER_DEPTH. */
+const storableAnswer = (answer: TargetReply): Either.Either<TargetReply, string> => {
+  let tooDeep = false
+  const walk = (item: unknown, depth: number): unknown => {
+    if (typeof item === "string") return storableText(item)
+    if (typeof item !== "object" || item === null || tooDeep) return item
+    if (depth >= MAX_ANSWER_DEPTH) {
+      tooDeep = true
+      return null
+    }
+    if (Array.isArray(item)) return item.map((inner) => walk(inner, depth + 1))
+    return Object.fromEntries(Object.entries(item).map(([key, inner]) => [storableText(key), walk(inner, depth + 1)]))
+  }
+  const storable = walk(answer, 0) as TargetReply
+  return tooDeep
+    ? Either.left(`the target's answer nests deeper than ${MAX_ANSWER_DEPTH} levels`)
+    : Either.right(storable)
+}
+
+const withToolCalls = (reply: string, raw: unknown): Either.Either<TargetReply, string> => {
+  const toolCalls = asToolCalls(raw)
+  return toolCalls.length > MAX_TOOL_CALLS
+    ? Either.left(`the target's answer has ${toolCalls.length} tool calls; at most ${MAX_TOOL_CALLS} are evaluated`)
+    : Either.right({ reply, tool_calls: toolCalls })
+}
+
 /** Reads either protocol's answer. */
 export const parseTargetAnswer = (body: unknown): Either.Either<TargetReply, string> => {
-  if (typeof body !== "object" || body === null) return Either.left("the target answered something that is not a JSON object")
+  if (typeof body !== "object" || body === null)
+    return Either.left("the target answered something that is not a JSON object")
   const record = body as Record<string, unknown>
-  if (typeof record["reply"] === "string") {
-    return Either.right({ reply: record["reply"], tool_calls: asToolCalls(record["tool_calls"]) })
-  }
+  if (typeof record["reply"] === "string") return withToolCalls(record["reply"], record["tool_calls"])
   const choices = record["choices"]
   if (Array.isArray(choices) && typeof choices[0] === "object" && choices[0] !== null) {
     const message = (choices[0] as Record<string, unknown>)["message"] as Record<string, unknown> | undefined
     if (message !== undefined && typeof message === "object") {
       const content = typeof message["content"] === "string" ? message["content"] : ""
-      return Either.right({ reply: content, tool_calls: asToolCalls(message["tool_calls"]) })
+      return withToolCalls(content, message["tool_calls"])
     }
   }
   return Either.left("the target's answer has neither `reply` nor `choices[0].message`")
@@ -118,7 +153,9 @@ const post = (outbound: OutboundGuard, url: URL, body: unknown) =>
     .pipe(
       Effect.mapError((failure) =>
         failure.reason === "too_large"
-          ? new TargetError({ message: `The target's answer is too large (over ${MAX_RESPONSE_BYTES} bytes); the call was aborted.` })
+          ? new TargetError({
+              message: `The target's answer is too large (over ${MAX_RESPONSE_BYTES} bytes); the call was aborted.`
+            })
           : new TargetError({ message: `The target could not be reached: ${failure.message}` })
       )
     )
@@ -132,18 +169,29 @@ export const callTarget = (
 ): Effect.Effect<TargetReply, TargetError> =>
   Effect.gen(function* () {
     if (target === DEMO_TARGET_URL) return demoReply(messages)
-    if (!URL.canParse(target)) return yield* Effect.fail(new TargetError({ message: `target_url ${target} is not a URL.` }))
+    if (!URL.canParse(target))
+      return yield* Effect.fail(new TargetError({ message: `target_url ${target} is not a URL.` }))
     yield* rateLimit(caller.workspaceId)
     const url = new URL(target)
     const chat = url.pathname.endsWith("/chat/completions")
-    const answer = yield* post(caller.outbound, url, chat ? { model: "target", messages } : { messages, session_id: sessionId })
+    const answer = yield* post(
+      caller.outbound,
+      url,
+      chat ? { model: "target", messages } : { messages, session_id: sessionId }
+    )
     const { status } = answer
-    if (isRedirect(status)) return yield* Effect.fail(new TargetError({ message: `The target ${redirectRefusal(status)}.` }))
-    if (status < 200 || status >= 300) return yield* Effect.fail(new TargetError({ message: `The target answered HTTP ${status}.` }))
+    if (isRedirect(status))
+      return yield* Effect.fail(new TargetError({ message: `The target ${redirectRefusal(status)}.` }))
+    if (status < 200 || status >= 300)
+      return yield* Effect.fail(new TargetError({ message: `The target answered HTTP ${status}.` }))
     const text = answer.body.toString("utf8")
-    const parsed = Either.flatMap(
-      Either.try({ try: () => JSON.parse(text) as unknown, catch: () => "the target's answer is not JSON" }),
-      parseTargetAnswer
+    const parsed = Either.try({
+      try: () => JSON.parse(text) as unknown,
+      catch: () => "the target's answer is not JSON"
+    }).pipe(
+      Either.flatMap(parseTargetAnswer),
+      // Tool-call arguments sent as a JSON string are parsed by now: their text is checked too.
+      Either.flatMap(storableAnswer)
     )
     return yield* Either.match(parsed, {
       onLeft: (problem) => Effect.fail(new TargetError({ message: `Unreadable answer: ${problem}.` })),

@@ -65,7 +65,7 @@ const jobIn = (url: string, owner: Tenant, mode: Mode) =>
 const servedText = (base: string, owner: Tenant, jobId: JobId) =>
   Effect.gen(function* () {
     const redteam = owner.api.redteam
-    const sessions = yield* withRaw(redteam.getJob({ path: { id: jobId }, withResponse: true }))
+    const sessions = yield* withRaw(redteam.getJob({ path: { id: jobId }, urlParams: {}, withResponse: true }))
     const records = yield* withRaw(
       redteam.listAttacks({ urlParams: { job_id: jobId, limit: 100 }, withResponse: true })
     )

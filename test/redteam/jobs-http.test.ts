@@ -4,6 +4,7 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { AgentId } from "../../src/catalog/Domain.js"
 import { type AttackOutcome, JobId } from "../../src/redteam/Domain.js"
 import { expectFailure, expectInvalid, jsonAt } from "../support/Api.js"
 import { eventually } from "../support/Eventually.js"
@@ -131,9 +132,23 @@ layer(server, SERVER_OPTIONS)("red-team jobs over HTTP", (it) => {
 
         // Another workspace sees none of it.
         const stranger = yield* tenant(base)
-        yield* expectFailure(stranger.api.redteam.getJob({ path: { id: job.id } }), 404, "job_not_found")
+        yield* expectFailure(stranger.api.redteam.getJob({ path: { id: job.id }, urlParams: {} }), 404, "job_not_found")
         const none = yield* stranger.api.redteam.listAttacks({ urlParams: {} })
         expect(none.records).toEqual([])
+        // Nor can it act on it by id: cancel, harden, filter by it, compare with it, or read the agent's plans.
+        const path = { id: job.id }
+        yield* expectFailure(stranger.api.redteam.cancelJob({ path }), 404, "job_not_found")
+        yield* expectFailure(stranger.api.redteam.hardenJob({ path, payload: {} }), 404, "job_not_found")
+        const filtered = yield* stranger.api.redteam.listAttacks({ urlParams: { job_id: job.id } })
+        expect(filtered.records).toEqual([])
+        const own = yield* dispatch(stranger, { profile: "quick", target_url: DEMO })
+        yield* expectFailure(report(stranger, own.id, job.id), 404, "job_not_found")
+        yield* expectFailure(
+          stranger.api.redteam.listPlans({ path: { id: AgentId.make("proto-bot") } }),
+          404,
+          "agent_not_found"
+        )
+        expect((yield* listedJob(owner, job.id))!.status).toBe("completed")
       })
     )
   )

@@ -14,7 +14,8 @@ export const DEMO = "demo://local-agent"
 export const dispatch = (owner: Caller, body: typeof Dispatch.Type) => owner.api.redteam.dispatch({ payload: body })
 
 /** `GET /v1/redteam/jobs/{id}`: the job with its sessions. */
-export const getJob = (owner: Caller, id: string) => owner.api.redteam.getJob({ path: { id: JobId.make(id) } })
+export const getJob = (owner: Caller, id: string) =>
+  owner.api.redteam.getJob({ path: { id: JobId.make(id) }, urlParams: {} })
 
 /** The job as listed (light: no sessions). */
 export const listedJob = (owner: Caller, id: string) =>

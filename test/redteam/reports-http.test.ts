@@ -253,4 +253,30 @@ layer(server, SERVER_OPTIONS)("red-team reports, share links and plans", (it) =>
       yield* expectFailure(owner.api.redteam.generateStaticPolicies({ path: ghost }), 404)
     })
   )
+
+  it.effect(
+    "policy ids are distinct per agent and per candidate: agent ids differing in case, or 128 characters long",
+    () =>
+      Effect.gen(function* () {
+        const owner = yield* tenant(yield* baseUrl)
+        // Static policies: agents whose ids differ only in case each get their own, never the other's.
+        for (const id of ["Case-Bot", "case-bot"]) yield* createAgent(owner, agentYaml(id, DEMO))
+        const upper = yield* owner.api.redteam.generateStaticPolicies({ path: { id: AgentId.make("Case-Bot") } })
+        const lower = yield* owner.api.redteam.generateStaticPolicies({ path: { id: AgentId.make("case-bot") } })
+        expect(upper.generated.every((p) => p.owner_agent_id === "Case-Bot")).toBe(true)
+        expect(lower.generated.every((p) => p.owner_agent_id === "case-bot")).toBe(true)
+        const upperIds = new Set(upper.generated.map((p) => p.id))
+        expect(lower.generated.some((p) => upperIds.has(p.id))).toBe(false)
+
+        // Hardening: an agent id of 128 characters still gives each candidate its own policy.
+        const longId = `long-${"x".repeat(123)}`
+        yield* createAgent(owner, agentYaml(longId, DEMO))
+        const job = yield* dispatch(owner, { profile: "quick", target_url: DEMO, agent_id: longId })
+        yield* waitForJob(owner, job.id)
+        const hardened = yield* owner.api.redteam.hardenJob({ path: { id: job.id }, payload: {} })
+        expect(hardened.candidates.length).toBeGreaterThan(1)
+        expect(new Set(hardened.candidates.map((c) => c.policy.id)).size).toBe(hardened.candidates.length)
+        expect(hardened.candidates.every((c) => c.operation === "create" && c.policy.id.length <= 128)).toBe(true)
+      })
+  )
 })
