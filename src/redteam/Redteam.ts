@@ -10,6 +10,7 @@ import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { AppConfig } from "../platform/Config.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { decodeCursor, encodeCursor, invalidCursor, pageByTime } from "../platform/Cursor.js"
+import { MAX_PAGE_BYTES } from "../platform/PageBytes.js"
 import { BadRequest, Conflict, NotFound, tooManyRequests } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { pageSize, toTimestamp } from "../platform/Schemas.js"
@@ -26,13 +27,6 @@ import type { AgentProfileView } from "./Techniques.js"
 export const LIST_CAP = 100
 /** Retry-After of a dispatch refused at the workspace's job cap: a quick job takes about this long. */
 const QUEUE_FULL_RETRY_SECONDS = 30
-
-/**
- * The most text one page of a job's sessions (events JSON) or of attack records (prompts and replies)
- * carries: past it the page ends early with `next_cursor`. Every turn's reply may be 256 KiB, so the 300
- * sessions of a deep job could make one answer of hundreds of MiB.
- */
-export const MAX_PAGE_BYTES = 4 * 1024 * 1024
 
 /** An attack `seq` in a cursor: 1 to 999,999,999 (the `integer` column holds it). */
 const seqOf = (text: string): Option.Option<number> =>

@@ -2,6 +2,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { fairlyQueued, insertWithinCap } from "../platform/JobQueues.js"
+import { CutColumns, cutAtBytes, cutPage, wasCut } from "../platform/PageBytes.js"
 import { dieOnErrors } from "../platform/Sql.js"
 
 const PlanRow = Schema.Struct({
@@ -73,12 +74,12 @@ const SessionRow = AttackRow.pipe(
   Schema.extend(AttackRow.pipe(Schema.pick("landed", "trace_id", "error", "events")))
 )
 export type SessionRow = typeof SessionRow.Type
-const PagedSessionRow = Schema.extend(SessionRow, Schema.Struct({ fetched: Schema.Number }))
+const PagedSessionRow = Schema.extend(SessionRow, CutColumns)
 
 /** An attack record without its session (events, substrates), with its job's profile and target. */
 const AttackOfJobRow = Schema.extend(
   AttackRow.pipe(Schema.omit("events", "substrates")),
-  Schema.Struct({ profile: Schema.String, target: Schema.String, fetched: Schema.Number })
+  Schema.extend(Schema.Struct({ profile: Schema.String, target: Schema.String }), CutColumns)
 )
 export type AttackOfJobRow = typeof AttackOfJobRow.Type
 
@@ -328,7 +329,7 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
             from walk w join redteam_attacks a on a.job_id = ${jobId} and a.seq = w.seq
             order by a.seq`.pipe(
           Effect.flatMap(decodePagedSessions),
-          Effect.map((rows) => ({ rows, more: (rows[0]?.fetched ?? 0) > rows.length }))
+          Effect.map((rows) => ({ rows, more: wasCut(rows) }))
         ),
       /**
        * Up to `limit` attack records past `after`, cut after the one whose prompt and reply reach `maxBytes`
@@ -345,7 +346,9 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
           maxBytes: number
         }
       ) =>
-        sql`with fetched as (select a.job_id, a.workspace_id, a.seq, a.case_id, a.attack, a.technique, a.category,
+        cutAtBytes(
+          sql,
+          sql`select a.job_id, a.workspace_id, a.seq, a.case_id, a.attack, a.technique, a.category,
             a.goal, a.severity, a.kind, a.trial_index, a.session_id, a.prompt, a.reply, a.outcome, a.landed, a.evidence,
             a.trace_id, a.error, a.created_at, j.profile, j.target
           from redteam_attacks a join redteam_jobs j on j.id = a.job_id
@@ -358,17 +361,13 @@ export class RedteamRepo extends Effect.Service<RedteamRepo>()("redteam/RedteamR
             onSome: (after) =>
               sql`and (a.job_id < ${after.jobId} or (a.job_id = ${after.jobId} and a.seq > ${after.seq}))`
           })}
-          order by a.job_id desc, a.seq limit ${filter.limit + 1}),
-          page as (select f.*, coalesce(sum(octet_length(f.prompt) + coalesce(octet_length(f.reply), 0))
-              over (order by f.job_id desc, f.seq rows between unbounded preceding and 1 preceding), 0) as bytes_before
-            from fetched f)
-          select p.*, (select count(*) from page)::int as fetched from page p
-          where p.bytes_before < ${filter.maxBytes} order by p.job_id desc, p.seq`.pipe(
+          order by a.job_id desc, a.seq limit ${filter.limit + 1}`,
+          sql`job_id desc, seq`,
+          sql`octet_length(prompt) + coalesce(octet_length(reply), 0)`,
+          filter.maxBytes
+        ).pipe(
           Effect.flatMap(decodeAttacksOfJobs),
-          Effect.map((rows) => {
-            const page = rows.slice(0, filter.limit)
-            return { rows: page, more: (rows[0]?.fetched ?? 0) > page.length }
-          })
+          Effect.map((rows) => cutPage(rows, filter.limit))
         ),
 
       // ---- share links

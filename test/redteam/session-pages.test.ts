@@ -9,7 +9,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { JobId } from "../../src/redteam/Domain.js"
-import { MAX_PAGE_BYTES } from "../../src/redteam/Redteam.js"
+import { MAX_PAGE_BYTES } from "../../src/platform/PageBytes.js"
 import { encodeCursor } from "../../src/platform/Cursor.js"
 import { expectFailure } from "../support/Api.js"
 import { queryDatabase } from "../support/Database.js"
