@@ -108,6 +108,12 @@ const withBody = (
   }) as HttpServerRequest.HttpServerRequest
 }
 
+const notAnObject = new BadRequest({
+  code: "validation_failed",
+  message: "body: must be a JSON object, not an array",
+  details: [{ path: "", message: "must be a JSON object, not an array" }]
+})
+
 const unsupported = (accepted: string, type: string) =>
   new UnsupportedMediaType({
     code: "unsupported_media_type",
@@ -137,6 +143,7 @@ const checkBody = (request: HttpServerRequest.HttpServerRequest, route: RouteEnt
     const jsonHeaders = Headers.set(request.headers, "content-type", "application/json")
     if (text.trim() === "") return withBody(request, bytes, jsonHeaders, text)
     const value = yield* Either.match(parseJsonBody(text), { onLeft: Effect.fail, onRight: Effect.succeed })
+    if (route.objectBody && Array.isArray(value)) return yield* notAnObject
     return withBody(request, bytes, jsonHeaders, text, { value })
   })
 

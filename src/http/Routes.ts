@@ -6,7 +6,7 @@
  */
 import * as HttpApi from "@effect/platform/HttpApi"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
-import { Context, Option, type Schema } from "effect"
+import { Context, Option, type Schema, SchemaAST } from "effect"
 import { Authentication } from "../identity/Authentication.js"
 
 export type BodyKind = "none" | "json" | "yaml" | "other"
@@ -31,6 +31,8 @@ export interface RouteEntry {
   /** The template's parameters as (path segment index, name). */
   readonly params: ReadonlyArray<readonly [number, string]>
   readonly body: BodyKind
+  /** The body is a JSON object (Effect's Struct decoding would take an array for one: `[]` as `{}`). */
+  readonly objectBody: boolean
   /** Body limit of this endpoint, when it has its own. */
   readonly maxBodyBytes: number | undefined
   /** A report query: served within the process's and its workspace's report permits. */
@@ -48,6 +50,23 @@ const bodyKindOf = (method: string, payload: Option.Option<Schema.Schema.All>): 
   const encoding = HttpApiSchema.getEncoding(payload.value.ast)
   if (encoding.kind === "Json") return "json"
   return encoding.contentType.includes("yaml") ? "yaml" : "other"
+}
+
+/** Whether a schema's encoded side is an object (a struct or class, refined, or a union of them). */
+const isObjectAst = (ast: SchemaAST.AST): boolean => {
+  switch (ast._tag) {
+    case "TypeLiteral":
+      return true
+    case "Refinement":
+    case "Transformation":
+      return isObjectAst(ast.from)
+    case "Suspend":
+      return isObjectAst(ast.f())
+    case "Union":
+      return ast.types.every(isObjectAst)
+    default:
+      return false
+  }
 }
 
 /** Reflection types an endpoint's schemas as `never`; the table holds them as the schemas of any value. */
@@ -76,6 +95,7 @@ export const makeRouteTable = (api: HttpApi.HttpApi.Any): ReadonlyArray<RouteEnt
           .split("/")
           .flatMap((segment, index) => (segment.startsWith(":") ? [[index, segment.slice(1)] as const] : [])),
         body: bodyKindOf(endpoint.method, endpoint.payloadSchema),
+        objectBody: Option.exists(endpoint.payloadSchema, (schema) => isObjectAst(schema.ast)),
         maxBodyBytes: Context.getOption(endpoint.annotations, MaxBodyBytes).pipe(Option.getOrUndefined),
         report,
         pathSchema: Option.getOrUndefined(Option.map(endpoint.pathSchema, untyped)),
