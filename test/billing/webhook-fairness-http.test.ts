@@ -1,0 +1,67 @@
+/**
+ * Webhook delivery is fair between workspaces: a workspace whose receiver
+ * hangs holds at most MAX_IN_FLIGHT_PER_WORKSPACE (4) of the delivery
+ * worker's attempts, however many of its deliveries are due, so another
+ * workspace's webhook is delivered meanwhile.
+ */
+import { expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { until } from "../support/Eventually.js"
+import { tenant } from "../support/Tenants.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { createAlert, deliveriesOf, publishUsage, usageMessage, webhookReceiver } from "./billing-helpers.js"
+
+const SETTINGS = {
+  HTTP_URL_ALLOWLIST: "127.0.0.1",
+  WEBHOOK_RETRY_BASE_MS: "100",
+  // A hanging receiver's attempt outlasts the test, however loaded the machine.
+  WEBHOOK_ATTEMPT_TIMEOUT_MS: "50000"
+}
+
+/** More than the worker's whole attempt budget before the fix (16 at once). */
+const HANGING_CONFIGS = 20
+
+layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("webhook delivery between workspaces", (it) => {
+  it.scoped("one workspace's hanging receiver holds 4 attempts at most; another workspace's webhook is delivered", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const noisy = yield* tenant(base)
+      const quiet = yield* tenant(base)
+      const hanging = yield* webhookReceiver(() => 0)
+      const healthy = yield* webhookReceiver(() => 204)
+      for (let n = 0; n < HANGING_CONFIGS; n++) {
+        yield* createAlert(noisy.api, {
+          name: `hanging ${n}`,
+          threshold_type: "absolute",
+          threshold_value: 1,
+          window: "day",
+          webhook_url: hanging.url
+        })
+      }
+      yield* publishUsage([usageMessage({ workspaceId: noisy.workspaceId, effectiveAt: "2026-08-01T09:00:00.000Z" })])
+      yield* until(
+        Effect.sync(() => expect(hanging.received.length).toBeGreaterThanOrEqual(4)),
+        "30 seconds"
+      )
+
+      const alert = yield* createAlert(quiet.api, {
+        name: "quiet tenant",
+        threshold_type: "absolute",
+        threshold_value: 1,
+        window: "day",
+        webhook_url: healthy.url
+      })
+      yield* publishUsage([usageMessage({ workspaceId: quiet.workspaceId, effectiveAt: "2026-08-01T10:00:00.000Z" })])
+      // Delivered while the noisy workspace's attempts still hang (they end only after 50 s).
+      yield* until(
+        Effect.map(deliveriesOf(quiet.api, alert.id), (list) =>
+          expect(list.map((delivery) => delivery.status)).toEqual(["succeeded"])
+        ),
+        "30 seconds"
+      )
+      expect(healthy.received).toHaveLength(1)
+      // The noisy workspace never had more than 4 attempts open: the other 16 deliveries wait their turn.
+      expect(hanging.received).toHaveLength(4)
+    })
+  )
+})
