@@ -23,6 +23,11 @@ interface Lease {
   remaining: bigint
   /** What was reserved. */
   readonly granted: bigint
+  /**
+   * The cap (USD nanos) it was reserved under: once the budget's cap is lowered below it, no call is drawn
+   * from it (it was sized to a budget that is no more) and it goes back.
+   */
+  readonly cap: bigint
   readonly takenAt: number
   /** Calls admitted from it so far (for sizing the next lease to the call rate). */
   draws: number
@@ -146,6 +151,7 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("billing/Budget
           windowStart: key.start,
           remaining: amount,
           granted: amount,
+          cap: minorToNanos(budget.capMinor),
           takenAt: now,
           draws: 0,
           admitUntil: now + LEASE_ADMITS_FOR_MS,
@@ -179,13 +185,14 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("billing/Budget
      * next one when the current is used up (its remainder goes back); answers
      * the reservation, and a lease to give back, if any.
      */
-    const drawFromLease = (key: WindowKey, worstCase: bigint) => {
+    const drawFromLease = (key: WindowKey, budget: LlmBudget, worstCase: bigint) => {
       const entry = leases.get(windowName(key))
       if (entry === undefined) return undefined
       const now = Date.now()
+      const cap = minorToNanos(budget.capMinor)
       let spent: Lease | undefined
       const usable = (lease: Lease | undefined) =>
-        lease !== undefined && now < lease.admitUntil && lease.remaining >= worstCase
+        lease !== undefined && now < lease.admitUntil && lease.remaining >= worstCase && lease.cap <= cap
       if (!usable(entry.current) && usable(entry.next)) {
         spent = entry.current
         entry.current = entry.next
@@ -208,15 +215,33 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("billing/Budget
       return { reservation, spent, low }
     }
 
+    /** Gives back the window's leases reserved under a higher cap than the budget's: what they hold no longer fits. */
+    const returnAboveCap = (key: WindowKey, budget: LlmBudget) =>
+      Effect.suspend(() => {
+        const entry = leases.get(windowName(key))
+        if (entry === undefined) return Effect.void
+        const cap = minorToNanos(budget.capMinor)
+        const above: Array<Lease> = []
+        for (const slot of ["current", "next"] as const) {
+          const lease = entry[slot]
+          if (lease !== undefined && lease.cap > cap) {
+            entry[slot] = undefined
+            above.push(lease)
+          }
+        }
+        return Effect.forEach(above, returnLease, { discard: true })
+      })
+
     /** A lease for a call that found none to draw from, if one fits under the cap (the used-up one goes back). */
     const takeLease = (key: WindowKey, budget: LlmBudget, worstCase: bigint, holdFor: Duration.Duration) =>
       leaseLock.withPermits(1)(
         Effect.gen(function* () {
-          const drawn = drawFromLease(key, worstCase) // another call may have just taken one
+          const drawn = drawFromLease(key, budget, worstCase) // another call may have just taken one
           if (drawn !== undefined) {
             if (drawn.spent !== undefined) yield* returnLease(drawn.spent)
             return Option.some(drawn.reservation)
           }
+          yield* returnAboveCap(key, budget)
           const calls = leaseCalls(leases.get(windowName(key))?.current, Date.now())
           const taken = yield* reserveLease(key, budget, worstCase, calls, holdFor)
           if (Option.isNone(taken)) return Option.none<Reservation>()
@@ -225,7 +250,7 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("billing/Budget
           const previous = entry.current
           entry.current = taken.value
           if (previous !== undefined) yield* returnLease(previous)
-          return Option.fromNullable(drawFromLease(key, worstCase)?.reservation)
+          return Option.fromNullable(drawFromLease(key, budget, worstCase)?.reservation)
         })
       )
 
@@ -236,7 +261,7 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("billing/Budget
      * runs in the background.
      */
     const draw = (key: WindowKey, budget: LlmBudget, worstCase: bigint, holdFor: Duration.Duration) => {
-      const drawn = drawFromLease(key, worstCase)
+      const drawn = drawFromLease(key, budget, worstCase)
       if (drawn === undefined) return undefined
       if (drawn.spent !== undefined || drawn.low) {
         const spent = drawn.spent
