@@ -4,7 +4,8 @@
  * PATCH (recreate the config to widen it). The webhook signing secret is
  * derived (see Webhooks.ts) and shown only in the create response.
  */
-import { Effect, Redacted } from "effect"
+import { Effect, Option, Redacted } from "effect"
+import { AppConfig } from "../platform/Config.js"
 import { BadRequest, NotFound } from "../http/Errors.js"
 import { prefixedId, randomToken } from "../platform/Ids.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
@@ -15,6 +16,7 @@ import { orFailWith } from "../platform/Sql.js"
 import { AlertsRepo, type ConfigChanges, type ConfigRow, type FiringRow } from "./AlertsRepo.js"
 import { BudgetAlertId, type CreateBudgetAlert, type UpdateBudgetAlert } from "./Domain.js"
 import { DeliveryRepo } from "./DeliveryRepo.js"
+import { capReached } from "./Limits.js"
 import { deriveWebhookSecret } from "./Webhooks.js"
 
 type Meter = "llm_spend" | "actions"
@@ -70,6 +72,7 @@ export class BudgetAlerts extends Effect.Service<BudgetAlerts>()("billing/Budget
     const deliveries = yield* DeliveryRepo
     const outbound = yield* OutboundGuard
     const serviceSecret = Redacted.value((yield* Secrets).jwtSecret)
+    const maxConfigs = (yield* AppConfig).maxBudgetAlertsPerWorkspace
 
     /** https (plain http only to allowlisted hosts), never an internal address (the outbound guard). */
     const checkWebhookUrl = (url: string | undefined) =>
@@ -99,19 +102,31 @@ export class BudgetAlerts extends Effect.Service<BudgetAlerts>()("billing/Budget
     ) {
       yield* checkWebhookUrl(input.webhook_url)
       yield* checkPrincipal(input.principal_id)
-      const row = yield* repo.insertConfig({
-        id: prefixedId("bal"),
-        workspace_id: workspaceId,
-        name: input.name,
-        meter: input.meter ?? "llm_spend",
-        threshold_type: input.threshold_type,
-        threshold_value: input.threshold_value,
-        time_window: input.window,
-        enabled: input.enabled ?? true,
-        principal_id: input.principal_id ?? null,
-        webhook_url: input.webhook_url ?? null,
-        secret_salt: randomToken(16)
-      })
+      const inserted = yield* repo.insertConfig(
+        {
+          id: prefixedId("bal"),
+          workspace_id: workspaceId,
+          name: input.name,
+          meter: input.meter ?? "llm_spend",
+          threshold_type: input.threshold_type,
+          threshold_value: input.threshold_value,
+          time_window: input.window,
+          enabled: input.enabled ?? true,
+          principal_id: input.principal_id ?? null,
+          webhook_url: input.webhook_url ?? null,
+          secret_salt: randomToken(16)
+        },
+        maxConfigs
+      )
+      if (Option.isNone(inserted)) {
+        return yield* capReached(
+          "budget_alert_limit_reached",
+          maxConfigs,
+          "budget alerts",
+          "MAX_BUDGET_ALERTS_PER_WORKSPACE"
+        )
+      }
+      const row = inserted.value
       return { ...toConfig(row), webhook_secret: deriveWebhookSecret(serviceSecret, row.id, row.secret_salt) }
     })
 
