@@ -71,13 +71,15 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("billing/Delive
            limit ${limit}
            for update of d skip locked
         ), claimed as (
-          update webhook_deliveries d set next_attempt_at = now() + make_interval(secs => ${leaseSeconds})
-          from due where d.id = due.id
-          returning d.id, d.workspace_id, d.config_id, d.url, d.body, d.attempt_count
+          -- Each attempt goes to the config's webhook_url as it is now: a URL changed to fix or replace a
+          -- receiver also takes the retries of deliveries already pending (the row records where it went).
+          update webhook_deliveries d set next_attempt_at = now() + make_interval(secs => ${leaseSeconds}),
+                 url = coalesce(c.webhook_url, d.url)
+            from due, budget_alert_configs c
+           where d.id = due.id and c.id = d.config_id
+          returning d.id, d.workspace_id, d.config_id, d.url, d.body, d.attempt_count, c.secret_salt
         )
-        select claimed.id, claimed.workspace_id, claimed.config_id, claimed.url, claimed.body,
-               claimed.attempt_count, c.secret_salt
-        from claimed join budget_alert_configs c on c.id = claimed.config_id`
+        select id, workspace_id, config_id, url, body, attempt_count, secret_salt from claimed`
     })
 
     const listForConfig = SqlSchema.findAll({

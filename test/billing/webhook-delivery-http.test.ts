@@ -1,15 +1,23 @@
 /**
- * Webhook delivery is fair between workspaces: a workspace whose receiver
- * hangs holds at most MAX_IN_FLIGHT_PER_WORKSPACE (4) of the delivery
- * worker's attempts, however many of its deliveries are due, so another
- * workspace's webhook is delivered meanwhile.
+ * The webhook delivery worker: fair between workspaces (a workspace whose
+ * receiver hangs holds at most MAX_IN_FLIGHT_PER_WORKSPACE (4) of its
+ * attempts, however many of its deliveries are due, so another workspace's
+ * webhook is delivered meanwhile), and retries follow the config's
+ * webhook_url when it is changed.
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { until } from "../support/Eventually.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import { createAlert, deliveriesOf, publishUsage, usageMessage, webhookReceiver } from "./billing-helpers.js"
+import {
+  createAlert,
+  deliveriesOf,
+  publishUsage,
+  usageMessage,
+  verifyStandardWebhook,
+  webhookReceiver
+} from "./billing-helpers.js"
 
 const SETTINGS = {
   HTTP_URL_ALLOWLIST: "127.0.0.1",
@@ -21,7 +29,7 @@ const SETTINGS = {
 /** More than the worker's whole attempt budget before the fix (16 at once). */
 const HANGING_CONFIGS = 20
 
-layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("webhook delivery between workspaces", (it) => {
+layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("webhook delivery", (it) => {
   it.scoped("one workspace's hanging receiver holds 4 attempts at most; another workspace's webhook is delivered", () =>
     Effect.gen(function* () {
       const base = yield* baseUrl
@@ -62,6 +70,44 @@ layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("webhook delivery between w
       expect(healthy.received).toHaveLength(1)
       // The noisy workspace never had more than 4 attempts open: the other 16 deliveries wait their turn.
       expect(hanging.received).toHaveLength(4)
+    })
+  )
+
+  it.scoped("retries of a pending delivery go to the new webhook_url once the config's URL is changed", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const owner = yield* tenant(base)
+      const broken = yield* webhookReceiver(() => 503)
+      const fixed = yield* webhookReceiver(() => 204)
+      const alert = yield* createAlert(owner.api, {
+        name: "receiver moves",
+        threshold_type: "absolute",
+        threshold_value: 1,
+        window: "day",
+        webhook_url: broken.url
+      })
+      yield* publishUsage([usageMessage({ workspaceId: owner.workspaceId, effectiveAt: "2026-08-02T09:00:00.000Z" })])
+      yield* until(
+        Effect.sync(() => expect(broken.received.length).toBeGreaterThanOrEqual(1)),
+        "30 seconds"
+      )
+      yield* owner.api.budgetAlerts.updateBudgetAlert({ path: { id: alert.id }, payload: { webhook_url: fixed.url } })
+      const [delivery] = yield* until(
+        Effect.map(deliveriesOf(owner.api, alert.id), (list) => {
+          expect(list.map((entry) => entry.status)).toEqual(["succeeded"])
+          return list
+        }),
+        "30 seconds"
+      )
+      expect(delivery!.url).toBe(fixed.url)
+      // The same delivery (webhook-id) as the failed attempts, signed with the config's secret.
+      expect(fixed.received).toHaveLength(1)
+      expect(fixed.received[0]!.headers["webhook-id"]).toBe(delivery!.id)
+      expect(verifyStandardWebhook(alert.webhook_secret, fixed.received[0]!.headers, fixed.received[0]!.body)).toBe(
+        true
+      )
+      expect(delivery!.attempts.at(-1)).toMatchObject({ response_status: 204, succeeded: true })
+      expect(delivery!.attempts[0]).toMatchObject({ response_status: 503, succeeded: false })
     })
   )
 })
