@@ -11,25 +11,21 @@ import { until } from "../support/Eventually.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import {
-  createAlert,
   deliveriesOf,
+  firstCentAlert,
   publishUsage,
+  untilReceived,
   usageMessage,
   verifyStandardWebhook,
+  WEBHOOK_SETTINGS,
   webhookReceiver
 } from "./billing-helpers.js"
-
-const SETTINGS = {
-  HTTP_URL_ALLOWLIST: "127.0.0.1",
-  WEBHOOK_RETRY_BASE_MS: "100",
-  // A hanging receiver's attempt outlasts the test, however loaded the machine.
-  WEBHOOK_ATTEMPT_TIMEOUT_MS: "50000"
-}
 
 /** More than the worker's whole attempt budget before the fix (16 at once). */
 const HANGING_CONFIGS = 20
 
-layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("webhook delivery", (it) => {
+// WEBHOOK_MAX_ATTEMPTS is the default (8): a failing delivery stays pending for seconds, long enough to move it.
+layer(testServer("kafka", WEBHOOK_SETTINGS), SERVER_OPTIONS)("webhook delivery", (it) => {
   it.scoped("one workspace's hanging receiver holds 4 attempts at most; another workspace's webhook is delivered", () =>
     Effect.gen(function* () {
       const base = yield* baseUrl
@@ -38,27 +34,12 @@ layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("webhook delivery", (it) =>
       const hanging = yield* webhookReceiver(() => 0)
       const healthy = yield* webhookReceiver(() => 204)
       for (let n = 0; n < HANGING_CONFIGS; n++) {
-        yield* createAlert(noisy.api, {
-          name: `hanging ${n}`,
-          threshold_type: "absolute",
-          threshold_value: 1,
-          window: "day",
-          webhook_url: hanging.url
-        })
+        yield* firstCentAlert(noisy.api, `hanging ${n}`, hanging.url)
       }
       yield* publishUsage([usageMessage({ workspaceId: noisy.workspaceId, effectiveAt: "2026-08-01T09:00:00.000Z" })])
-      yield* until(
-        Effect.sync(() => expect(hanging.received.length).toBeGreaterThanOrEqual(4)),
-        "30 seconds"
-      )
+      yield* untilReceived(hanging, 4)
 
-      const alert = yield* createAlert(quiet.api, {
-        name: "quiet tenant",
-        threshold_type: "absolute",
-        threshold_value: 1,
-        window: "day",
-        webhook_url: healthy.url
-      })
+      const alert = yield* firstCentAlert(quiet.api, "quiet tenant", healthy.url)
       yield* publishUsage([usageMessage({ workspaceId: quiet.workspaceId, effectiveAt: "2026-08-01T10:00:00.000Z" })])
       // Delivered while the noisy workspace's attempts still hang (they end only after 50 s).
       yield* until(
@@ -79,18 +60,9 @@ layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("webhook delivery", (it) =>
       const owner = yield* tenant(base)
       const broken = yield* webhookReceiver(() => 503)
       const fixed = yield* webhookReceiver(() => 204)
-      const alert = yield* createAlert(owner.api, {
-        name: "receiver moves",
-        threshold_type: "absolute",
-        threshold_value: 1,
-        window: "day",
-        webhook_url: broken.url
-      })
+      const alert = yield* firstCentAlert(owner.api, "receiver moves", broken.url)
       yield* publishUsage([usageMessage({ workspaceId: owner.workspaceId, effectiveAt: "2026-08-02T09:00:00.000Z" })])
-      yield* until(
-        Effect.sync(() => expect(broken.received.length).toBeGreaterThanOrEqual(1)),
-        "30 seconds"
-      )
+      yield* untilReceived(broken, 1)
       yield* owner.api.budgetAlerts.updateBudgetAlert({ path: { id: alert.id }, payload: { webhook_url: fixed.url } })
       const [delivery] = yield* until(
         Effect.map(deliveriesOf(owner.api, alert.id), (list) => {
