@@ -2,14 +2,17 @@
  * The webhook delivery worker: fair between workspaces (a workspace whose
  * receiver hangs holds at most MAX_IN_FLIGHT_PER_WORKSPACE (4) of its
  * attempts, however many of its deliveries are due, so another workspace's
- * webhook is delivered meanwhile), and retries follow the config's
- * webhook_url when it is changed.
+ * webhook is delivered meanwhile), retries follow the config's
+ * webhook_url when it is changed, and every attempt connects only where the
+ * outbound guard checked (a name rebound to loopback after it was saved is
+ * refused, unconnected, and not retried).
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { until } from "../support/Eventually.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { connectionCounter, scriptedResolver } from "../platform/outbound-helpers.js"
 import {
   deliveriesOf,
   firstCentAlert,
@@ -21,11 +24,16 @@ import {
   webhookReceiver
 } from "./billing-helpers.js"
 
+const { resolver } = scriptedResolver({
+  // Public when the alert is saved, loopback when its webhook is delivered (DNS rebinding).
+  "hooks.rebind.test": [["93.184.216.34"], ["127.0.0.1"]]
+})
+
 /** More than the worker's whole attempt budget before the fix (16 at once). */
 const HANGING_CONFIGS = 20
 
 // WEBHOOK_MAX_ATTEMPTS is the default (8): a failing delivery stays pending for seconds, long enough to move it.
-layer(testServer("kafka", WEBHOOK_SETTINGS), SERVER_OPTIONS)("webhook delivery", (it) => {
+layer(testServer("kafka", WEBHOOK_SETTINGS, resolver), SERVER_OPTIONS)("webhook delivery", (it) => {
   it.scoped("one workspace's hanging receiver holds 4 attempts at most; another workspace's webhook is delivered", () =>
     Effect.gen(function* () {
       const base = yield* baseUrl
@@ -81,5 +89,28 @@ layer(testServer("kafka", WEBHOOK_SETTINGS), SERVER_OPTIONS)("webhook delivery",
       expect(delivery!.attempts.at(-1)).toMatchObject({ response_status: 204, succeeded: true })
       expect(delivery!.attempts[0]).toMatchObject({ response_status: 503, succeeded: false })
     })
+  )
+
+  it.scoped(
+    "a webhook host rebound to loopback after it was saved is refused at delivery: no connection, no retry",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const counter = yield* connectionCounter
+        const alert = yield* firstCentAlert(owner.api, "rebinding", `https://hooks.rebind.test:${counter.port}/hook`)
+        yield* publishUsage([usageMessage({ workspaceId: owner.workspaceId, effectiveAt: "2026-08-03T09:00:00.000Z" })])
+        const [delivery] = yield* until(
+          Effect.map(deliveriesOf(owner.api, alert.id), (list) => {
+            expect(list.map((entry) => entry.status)).toEqual(["failed"])
+            return list
+          }),
+          "30 seconds"
+        )
+        expect(delivery!.attempts).toHaveLength(1)
+        expect(delivery!.attempts[0]).toMatchObject({ response_status: null, succeeded: false })
+        expect(delivery!.attempts[0]!.error).toMatch(/^refused: .*127\.0\.0\.1/)
+        expect(counter.connections()).toBe(0)
+      })
   )
 })
