@@ -5,6 +5,7 @@
  * derived (see Webhooks.ts) and shown only in the create response.
  */
 import { Effect, Option, Redacted } from "effect"
+import { auditedWrites } from "../audit/Chain.js"
 import { AppConfig } from "../platform/Config.js"
 import { BadRequest, NotFound } from "../http/Errors.js"
 import { prefixedId, randomToken } from "../platform/Ids.js"
@@ -73,6 +74,9 @@ export class BudgetAlerts extends Effect.Service<BudgetAlerts>()("billing/Budget
     const outbound = yield* OutboundGuard
     const serviceSecret = Redacted.value((yield* Secrets).jwtSecret)
     const maxConfigs = (yield* AppConfig).maxBudgetAlertsPerWorkspace
+    // Writes run in a transaction attributed to the caller (the audit chain), opened only once the input is
+    // checked: the webhook URL's check may wait seconds on DNS, which must not hold a pooled connection.
+    const write = yield* auditedWrites
 
     /** https (plain http only to allowlisted hosts), never an internal address (the outbound guard). */
     const checkWebhookUrl = (url: string | undefined) =>
@@ -102,21 +106,23 @@ export class BudgetAlerts extends Effect.Service<BudgetAlerts>()("billing/Budget
     ) {
       yield* checkWebhookUrl(input.webhook_url)
       yield* checkPrincipal(input.principal_id)
-      const inserted = yield* repo.insertConfig(
-        {
-          id: prefixedId("bal"),
-          workspace_id: workspaceId,
-          name: input.name,
-          meter: input.meter ?? "llm_spend",
-          threshold_type: input.threshold_type,
-          threshold_value: input.threshold_value,
-          time_window: input.window,
-          enabled: input.enabled ?? true,
-          principal_id: input.principal_id ?? null,
-          webhook_url: input.webhook_url ?? null,
-          secret_salt: randomToken(16)
-        },
-        maxConfigs
+      const inserted = yield* write(
+        repo.insertConfig(
+          {
+            id: prefixedId("bal"),
+            workspace_id: workspaceId,
+            name: input.name,
+            meter: input.meter ?? "llm_spend",
+            threshold_type: input.threshold_type,
+            threshold_value: input.threshold_value,
+            time_window: input.window,
+            enabled: input.enabled ?? true,
+            principal_id: input.principal_id ?? null,
+            webhook_url: input.webhook_url ?? null,
+            secret_salt: randomToken(16)
+          },
+          maxConfigs
+        )
       )
       if (Option.isNone(inserted)) {
         return yield* capReached(
@@ -150,11 +156,13 @@ export class BudgetAlerts extends Effect.Service<BudgetAlerts>()("billing/Budget
         ...(patch.webhook_url === undefined ? {} : { webhook_url: patch.webhook_url })
       }
       if (Object.keys(changes).length === 0) return toConfig(yield* find(workspaceId, id))
-      return toConfig(yield* repo.updateConfig(workspaceId, id, changes).pipe(orFailWith(() => alertNotFound(id))))
+      return toConfig(
+        yield* write(repo.updateConfig(workspaceId, id, changes)).pipe(orFailWith(() => alertNotFound(id)))
+      )
     })
 
     const remove = Effect.fn("BudgetAlerts.remove")(function* (workspaceId: string, id: string) {
-      if (!(yield* repo.deleteConfig(workspaceId, id))) return yield* alertNotFound(id)
+      if (!(yield* write(repo.deleteConfig(workspaceId, id)))) return yield* alertNotFound(id)
     })
 
     const firings = Effect.fn("BudgetAlerts.firings")(function* (
