@@ -1,6 +1,14 @@
 /** LLM prices, LLM usage records, budget alert configs and their firings. */
 import { Schema } from "effect"
-import { Identifier, InstantParam, JsonValue, NonEmptyName, Timestamp, Url } from "../platform/Schemas.js"
+import {
+  boundedString,
+  Identifier,
+  InstantParam,
+  JsonValue,
+  NonEmptyName,
+  Timestamp,
+  Url
+} from "../platform/Schemas.js"
 
 export const BudgetAlertId = Identifier.pipe(Schema.brand("BudgetAlertId")).annotations({
   identifier: "BudgetAlertId"
@@ -38,6 +46,12 @@ export const PutLlmPrice = Schema.Struct({
   output_per_million_minor: PricePerMillionMinor
 })
 
+/** The longest model name: a price's, and (raw, as sent) a gateway request's. */
+export const MAX_MODEL_LENGTH = 256
+
+/** A model name in a request: as long as a gateway request's, so every model called can be priced and filtered. */
+export const ModelName = boundedString(MAX_MODEL_LENGTH)
+
 // ---- usage
 
 export const UsageKind = Schema.Literal("customer_inference", "guardrail")
@@ -71,7 +85,7 @@ export class LlmUsageRecord extends Schema.Class<LlmUsageRecord>("LlmUsageRecord
 
 export const LlmUsageParams = Schema.Struct({
   principal_id: Schema.optional(Identifier),
-  model: Schema.optional(Identifier.annotations({ description: "The raw model string, matched exactly" })),
+  model: Schema.optional(ModelName.annotations({ description: "The raw model string, matched exactly" })),
   kind: Schema.optional(UsageKind),
   start: Schema.optional(InstantParam.annotations({ description: "Inclusive, RFC 3339" })),
   end: Schema.optional(InstantParam.annotations({ description: "Exclusive, RFC 3339" })),

@@ -7,14 +7,13 @@
 import { Effect, Option } from "effect"
 import { BadRequest, NotFound } from "../http/Errors.js"
 import { AppConfig } from "../platform/Config.js"
-import { LlmPrice } from "./Domain.js"
+import { LlmPrice, MAX_MODEL_LENGTH } from "./Domain.js"
 import { capReached } from "./Limits.js"
 import { type PriceRow, PricingRepo } from "./PricingRepo.js"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
 
 const NANOS_PER_MINOR = 10_000_000n
-/** The longest model name: a price's, and (raw, as sent) a gateway request's. */
-export const MAX_MODEL_LENGTH = 256
+export { MAX_MODEL_LENGTH }
 
 /** Prices of one model, per million tokens, in cents. */
 export interface ModelPrice {

@@ -3,11 +3,13 @@
  * budget alert configs and MAX_LLM_PRICES_PER_WORKSPACE priced models (set
  * low here). Past a cap a create is 409 with the cap's code, concurrent
  * creates cannot slip past it together, changing what is stored never meets
- * it, and other workspaces are not affected.
+ * it, and other workspaces are not affected. And a model name's bound
+ * matches the gateway's.
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { expectFailure } from "../support/Api.js"
+import { call, expectValidation } from "../support/Raw.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import { createAlert } from "./billing-helpers.js"
@@ -17,7 +19,7 @@ const SETTINGS = { MAX_BUDGET_ALERTS_PER_WORKSPACE: "3", MAX_LLM_PRICES_PER_WORK
 const alertPayload = (name: string) =>
   ({ name, threshold_type: "absolute", threshold_value: 5, window: "day" }) as const
 
-layer(testServer("database", SETTINGS), SERVER_OPTIONS)("billing per-workspace caps", (it) => {
+layer(testServer("database", SETTINGS), SERVER_OPTIONS)("billing limits", (it) => {
   it.effect("budget alerts: the 4th of 3 is 409 budget_alert_limit_reached, even when sent at once", () =>
     Effect.gen(function* () {
       const base = yield* baseUrl
@@ -68,6 +70,31 @@ layer(testServer("database", SETTINGS), SERVER_OPTIONS)("billing per-workspace c
       ])
       yield* owner.api.llmPricing.deleteLlmPrice({ path: { model: "model-b" } })
       yield* put("model-c", 1)
+    })
+  )
+
+  it.effect("a model name as long as the gateway accepts (256) can be priced and filtered; longer is 400", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const owner = yield* tenant(base)
+      const longest = `org-${"m".repeat(252)}`
+      const price = yield* owner.api.llmPricing.putLlmPrice({
+        path: { model: longest },
+        payload: { input_per_million_minor: 1, output_per_million_minor: 2 }
+      })
+      expect(price.model).toBe(longest)
+      expect(yield* owner.api.llmUsage.listLlmUsage({ urlParams: { model: longest } })).toEqual({ events: [] })
+      expectValidation(
+        yield* call(base, "PUT", `/v1/llm-pricing/${encodeURIComponent(`${longest}x`)}`, {
+          token: owner.jwt,
+          body: { input_per_million_minor: 1, output_per_million_minor: 2 }
+        }),
+        "model"
+      )
+      expectValidation(
+        yield* call(base, "GET", `/v1/llm-usage?model=${encodeURIComponent(`${longest}x`)}`, { token: owner.jwt }),
+        "model"
+      )
     })
   )
 })
