@@ -15,7 +15,7 @@ import { pageSize, toTimestamp, toTimestampOrNull } from "../platform/Schemas.js
 import { Secrets } from "../platform/Secrets.js"
 import { orFailWith } from "../platform/Sql.js"
 import { AlertsRepo, type ConfigChanges, type ConfigRow, type FiringRow } from "./AlertsRepo.js"
-import { BudgetAlertId, type CreateBudgetAlert, type UpdateBudgetAlert } from "./Domain.js"
+import { BudgetAlertId, type CreateBudgetAlert, exactInt, type UpdateBudgetAlert } from "./Domain.js"
 import { DeliveryRepo } from "./DeliveryRepo.js"
 import { capReached } from "./Limits.js"
 import { deriveWebhookSecret } from "./Webhooks.js"
@@ -50,8 +50,8 @@ const toFiring = (row: FiringRow) => ({
   principal_id: row.principal_id,
   meter: row.meter as Meter,
   currency: row.currency,
-  cap_minor: Number(row.cap_minor),
-  spent_minor: Number(row.spent_minor),
+  cap_minor: exactInt(row.cap_minor),
+  spent_minor: exactInt(row.spent_minor),
   window_start: toTimestamp(row.window_start),
   fired_at: toTimestamp(row.fired_at),
   payload: row.payload

@@ -15,6 +15,12 @@ export const BudgetAlertId = Identifier.pipe(Schema.brand("BudgetAlertId")).anno
 })
 export type BudgetAlertId = typeof BudgetAlertId.Type
 
+/**
+ * A sum kept as a database bigint, as a JSON integer: past 2^53 (no real workspace's, but prices and token
+ * counts are the caller's) it answers the largest exact one rather than a number `Schema.Int` refuses.
+ */
+export const exactInt = (value: string | number) => Math.min(Number(value), Number.MAX_SAFE_INTEGER)
+
 /** `*_usd_nanos` are decimal strings so that large sums stay exact. */
 const UsdNanos = Schema.String.pipe(Schema.pattern(/^-?\d+$/)).annotations({
   description: "US dollars in nanos, as a decimal string"
