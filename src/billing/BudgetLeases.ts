@@ -41,6 +41,13 @@ interface WindowLeases {
   current: Lease | undefined
   next: Lease | undefined
   refilling: boolean
+  /**
+   * Taking a lease of this window is one at a time (a call waiting finds the lease just taken), per window:
+   * one workspace's reservation waiting on its ledger row never holds up another workspace's.
+   */
+  readonly lock: Effect.Semaphore
+  /** Fibers holding or waiting for `lock`: the entry is kept while any does, so they all share one lock. */
+  lockers: number
 }
 
 /**
@@ -62,14 +69,19 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("billing/Budget
     const repo = yield* BudgetRepo
     // Leases by window row.
     const leases = new Map<string, WindowLeases>()
-    const leaseLock = yield* Effect.makeSemaphore(1)
     const scope = yield* Effect.scope
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const windowName = (key: WindowKey) => `${key.workspaceId}|${key.kind}|${key.start.getTime()}`
     const leasesOf = (name: string) => {
       let entry = leases.get(name)
       if (entry === undefined) {
-        entry = { current: undefined, next: undefined, refilling: false }
+        entry = {
+          current: undefined,
+          next: undefined,
+          refilling: false,
+          lock: Effect.unsafeMakeSemaphore(1),
+          lockers: 0
+        }
         leases.set(name, entry)
       }
       return entry
@@ -94,7 +106,9 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("billing/Budget
             stale.push(lease)
           }
         }
-        if (entry.current === undefined && entry.next === undefined && !entry.refilling) leases.delete(name)
+        if (entry.current === undefined && entry.next === undefined && !entry.refilling && entry.lockers === 0) {
+          leases.delete(name)
+        }
       }
       return Effect.forEach(stale, returnLease, { discard: true })
     })
@@ -159,6 +173,16 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("billing/Budget
         }))
       })
 
+    /** Runs `effect` holding the window's lease lock. */
+    const locked =
+      (entry: WindowLeases) =>
+      <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        Effect.acquireUseRelease(
+          Effect.sync(() => (entry.lockers += 1)),
+          () => entry.lock.withPermits(1)(effect),
+          () => Effect.sync(() => (entry.lockers -= 1))
+        )
+
     /** Takes the next lease in the background (at most one at a time per window); calls keep drawing meanwhile. */
     const refillAhead = (key: WindowKey, budget: LlmBudget, worstCase: bigint, holdFor: Duration.Duration) => {
       const entry = leasesOf(windowName(key))
@@ -172,7 +196,7 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("billing/Budget
             if (Option.isSome(next)) entry.next = next.value
           })
         ),
-        leaseLock.withPermits(1),
+        locked(entry),
         Effect.catchAllCause((cause) => Effect.logWarning("could not take an LLM budget lease ahead", cause)),
         Effect.ensuring(Effect.sync(() => (entry.refilling = false))),
         Effect.forkIn(scope),
@@ -234,7 +258,7 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("billing/Budget
 
     /** A lease for a call that found none to draw from, if one fits under the cap (the used-up one goes back). */
     const takeLease = (key: WindowKey, budget: LlmBudget, worstCase: bigint, holdFor: Duration.Duration) =>
-      leaseLock.withPermits(1)(
+      locked(leasesOf(windowName(key)))(
         Effect.gen(function* () {
           const drawn = drawFromLease(key, budget, worstCase) // another call may have just taken one
           if (drawn !== undefined) {
