@@ -2,6 +2,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
+import { storeWithinCap } from "./Limits.js"
 
 /** A budget alert config; `threshold_value` (bigint) is selected as text. */
 const ConfigRow = Schema.Struct({
@@ -134,12 +135,21 @@ export class AlertsRepo extends Effect.Service<AlertsRepo>()("billing/AlertsRepo
           order by fired_at desc, id desc limit ${limit + 1}`.pipe(Effect.flatMap(decodeFirings))
 
     return dieOnErrors({
+      /** Inserts the config unless the workspace already has `max` (none then). */
       insertConfig: (
-        row: Omit<ConfigRow, "created_at" | "updated_at" | "threshold_value"> & { threshold_value: number }
+        row: Omit<ConfigRow, "created_at" | "updated_at" | "threshold_value"> & { threshold_value: number },
+        max: number
       ) =>
-        sql`insert into budget_alert_configs ${sql.insert(row)} returning ${columns}`.pipe(
-          Effect.flatMap(decodeConfigs),
-          Effect.map((rows) => rows[0]!)
+        storeWithinCap(
+          sql,
+          "budget_alert_configs",
+          row.workspace_id,
+          max,
+          Effect.succeed(false),
+          sql`insert into budget_alert_configs ${sql.insert(row)} returning ${columns}`.pipe(
+            Effect.flatMap(decodeConfigs),
+            Effect.map((rows) => rows[0]!)
+          )
         ),
 
       listConfigs: (workspaceId: string) => listConfigs(workspaceId),

@@ -6,7 +6,7 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
-import { CursorParam, Identifier, LimitParam } from "../platform/Schemas.js"
+import { CursorParam, LimitParam } from "../platform/Schemas.js"
 import { MAX_FIRINGS_PAGE } from "./BudgetAlerts.js"
 import {
   BudgetAlertConfig,
@@ -16,13 +16,14 @@ import {
   CreatedBudgetAlert,
   LlmPrice,
   LlmUsageParams,
+  ModelName,
   LlmUsageResponse,
   PutLlmPrice,
   UpdateBudgetAlert,
   WebhookDelivery
 } from "./Domain.js"
 
-const ModelPath = Schema.Struct({ model: Identifier })
+const ModelPath = Schema.Struct({ model: ModelName })
 
 export class LlmPricingApi extends HttpApiGroup.make("llmPricing")
   .add(

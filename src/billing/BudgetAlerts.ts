@@ -4,7 +4,9 @@
  * PATCH (recreate the config to widen it). The webhook signing secret is
  * derived (see Webhooks.ts) and shown only in the create response.
  */
-import { Effect, Redacted } from "effect"
+import { Effect, Option, Redacted } from "effect"
+import { auditedWrites } from "../audit/Chain.js"
+import { AppConfig } from "../platform/Config.js"
 import { BadRequest, NotFound } from "../http/Errors.js"
 import { prefixedId, randomToken } from "../platform/Ids.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
@@ -13,8 +15,9 @@ import { pageSize, toTimestamp, toTimestampOrNull } from "../platform/Schemas.js
 import { Secrets } from "../platform/Secrets.js"
 import { orFailWith } from "../platform/Sql.js"
 import { AlertsRepo, type ConfigChanges, type ConfigRow, type FiringRow } from "./AlertsRepo.js"
-import { BudgetAlertId, type CreateBudgetAlert, type UpdateBudgetAlert } from "./Domain.js"
+import { BudgetAlertId, type CreateBudgetAlert, exactInt, type UpdateBudgetAlert } from "./Domain.js"
 import { DeliveryRepo } from "./DeliveryRepo.js"
+import { capReached } from "./Limits.js"
 import { deriveWebhookSecret } from "./Webhooks.js"
 
 type Meter = "llm_spend" | "actions"
@@ -47,8 +50,8 @@ const toFiring = (row: FiringRow) => ({
   principal_id: row.principal_id,
   meter: row.meter as Meter,
   currency: row.currency,
-  cap_minor: Number(row.cap_minor),
-  spent_minor: Number(row.spent_minor),
+  cap_minor: exactInt(row.cap_minor),
+  spent_minor: exactInt(row.spent_minor),
   window_start: toTimestamp(row.window_start),
   fired_at: toTimestamp(row.fired_at),
   payload: row.payload
@@ -70,6 +73,10 @@ export class BudgetAlerts extends Effect.Service<BudgetAlerts>()("billing/Budget
     const deliveries = yield* DeliveryRepo
     const outbound = yield* OutboundGuard
     const serviceSecret = Redacted.value((yield* Secrets).jwtSecret)
+    const maxConfigs = (yield* AppConfig).maxBudgetAlertsPerWorkspace
+    // Writes run in a transaction attributed to the caller (the audit chain), opened only once the input is
+    // checked: the webhook URL's check may wait seconds on DNS, which must not hold a pooled connection.
+    const write = yield* auditedWrites
 
     /** https (plain http only to allowlisted hosts), never an internal address (the outbound guard). */
     const checkWebhookUrl = (url: string | undefined) =>
@@ -99,19 +106,33 @@ export class BudgetAlerts extends Effect.Service<BudgetAlerts>()("billing/Budget
     ) {
       yield* checkWebhookUrl(input.webhook_url)
       yield* checkPrincipal(input.principal_id)
-      const row = yield* repo.insertConfig({
-        id: prefixedId("bal"),
-        workspace_id: workspaceId,
-        name: input.name,
-        meter: input.meter ?? "llm_spend",
-        threshold_type: input.threshold_type,
-        threshold_value: input.threshold_value,
-        time_window: input.window,
-        enabled: input.enabled ?? true,
-        principal_id: input.principal_id ?? null,
-        webhook_url: input.webhook_url ?? null,
-        secret_salt: randomToken(16)
-      })
+      const inserted = yield* write(
+        repo.insertConfig(
+          {
+            id: prefixedId("bal"),
+            workspace_id: workspaceId,
+            name: input.name,
+            meter: input.meter ?? "llm_spend",
+            threshold_type: input.threshold_type,
+            threshold_value: input.threshold_value,
+            time_window: input.window,
+            enabled: input.enabled ?? true,
+            principal_id: input.principal_id ?? null,
+            webhook_url: input.webhook_url ?? null,
+            secret_salt: randomToken(16)
+          },
+          maxConfigs
+        )
+      )
+      if (Option.isNone(inserted)) {
+        return yield* capReached(
+          "budget_alert_limit_reached",
+          maxConfigs,
+          "budget alerts",
+          "MAX_BUDGET_ALERTS_PER_WORKSPACE"
+        )
+      }
+      const row = inserted.value
       return { ...toConfig(row), webhook_secret: deriveWebhookSecret(serviceSecret, row.id, row.secret_salt) }
     })
 
@@ -135,11 +156,13 @@ export class BudgetAlerts extends Effect.Service<BudgetAlerts>()("billing/Budget
         ...(patch.webhook_url === undefined ? {} : { webhook_url: patch.webhook_url })
       }
       if (Object.keys(changes).length === 0) return toConfig(yield* find(workspaceId, id))
-      return toConfig(yield* repo.updateConfig(workspaceId, id, changes).pipe(orFailWith(() => alertNotFound(id))))
+      return toConfig(
+        yield* write(repo.updateConfig(workspaceId, id, changes)).pipe(orFailWith(() => alertNotFound(id)))
+      )
     })
 
     const remove = Effect.fn("BudgetAlerts.remove")(function* (workspaceId: string, id: string) {
-      if (!(yield* repo.deleteConfig(workspaceId, id))) return yield* alertNotFound(id)
+      if (!(yield* write(repo.deleteConfig(workspaceId, id)))) return yield* alertNotFound(id)
     })
 
     const firings = Effect.fn("BudgetAlerts.firings")(function* (

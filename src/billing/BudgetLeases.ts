@@ -23,6 +23,11 @@ interface Lease {
   remaining: bigint
   /** What was reserved. */
   readonly granted: bigint
+  /**
+   * The cap (USD nanos) it was reserved under: once the budget's cap is lowered below it, no call is drawn
+   * from it (it was sized to a budget that is no more) and it goes back.
+   */
+  readonly cap: bigint
   readonly takenAt: number
   /** Calls admitted from it so far (for sizing the next lease to the call rate). */
   draws: number
@@ -36,6 +41,13 @@ interface WindowLeases {
   current: Lease | undefined
   next: Lease | undefined
   refilling: boolean
+  /**
+   * Taking a lease of this window is one at a time (a call waiting finds the lease just taken), per window:
+   * one workspace's reservation waiting on its ledger row never holds up another workspace's.
+   */
+  readonly lock: Effect.Semaphore
+  /** Fibers holding or waiting for `lock`: the entry is kept while any does, so they all share one lock. */
+  lockers: number
 }
 
 /**
@@ -57,14 +69,19 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("billing/Budget
     const repo = yield* BudgetRepo
     // Leases by window row.
     const leases = new Map<string, WindowLeases>()
-    const leaseLock = yield* Effect.makeSemaphore(1)
     const scope = yield* Effect.scope
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const windowName = (key: WindowKey) => `${key.workspaceId}|${key.kind}|${key.start.getTime()}`
     const leasesOf = (name: string) => {
       let entry = leases.get(name)
       if (entry === undefined) {
-        entry = { current: undefined, next: undefined, refilling: false }
+        entry = {
+          current: undefined,
+          next: undefined,
+          refilling: false,
+          lock: Effect.unsafeMakeSemaphore(1),
+          lockers: 0
+        }
         leases.set(name, entry)
       }
       return entry
@@ -89,7 +106,9 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("billing/Budget
             stale.push(lease)
           }
         }
-        if (entry.current === undefined && entry.next === undefined && !entry.refilling) leases.delete(name)
+        if (entry.current === undefined && entry.next === undefined && !entry.refilling && entry.lockers === 0) {
+          leases.delete(name)
+        }
       }
       return Effect.forEach(stale, returnLease, { discard: true })
     })
@@ -146,12 +165,23 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("billing/Budget
           windowStart: key.start,
           remaining: amount,
           granted: amount,
+          cap: minorToNanos(budget.capMinor),
           takenAt: now,
           draws: 0,
           admitUntil: now + LEASE_ADMITS_FOR_MS,
           lastUsed: now
         }))
       })
+
+    /** Runs `effect` holding the window's lease lock. */
+    const locked =
+      (entry: WindowLeases) =>
+      <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        Effect.acquireUseRelease(
+          Effect.sync(() => (entry.lockers += 1)),
+          () => entry.lock.withPermits(1)(effect),
+          () => Effect.sync(() => (entry.lockers -= 1))
+        )
 
     /** Takes the next lease in the background (at most one at a time per window); calls keep drawing meanwhile. */
     const refillAhead = (key: WindowKey, budget: LlmBudget, worstCase: bigint, holdFor: Duration.Duration) => {
@@ -166,7 +196,7 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("billing/Budget
             if (Option.isSome(next)) entry.next = next.value
           })
         ),
-        leaseLock.withPermits(1),
+        locked(entry),
         Effect.catchAllCause((cause) => Effect.logWarning("could not take an LLM budget lease ahead", cause)),
         Effect.ensuring(Effect.sync(() => (entry.refilling = false))),
         Effect.forkIn(scope),
@@ -179,13 +209,14 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("billing/Budget
      * next one when the current is used up (its remainder goes back); answers
      * the reservation, and a lease to give back, if any.
      */
-    const drawFromLease = (key: WindowKey, worstCase: bigint) => {
+    const drawFromLease = (key: WindowKey, budget: LlmBudget, worstCase: bigint) => {
       const entry = leases.get(windowName(key))
       if (entry === undefined) return undefined
       const now = Date.now()
+      const cap = minorToNanos(budget.capMinor)
       let spent: Lease | undefined
       const usable = (lease: Lease | undefined) =>
-        lease !== undefined && now < lease.admitUntil && lease.remaining >= worstCase
+        lease !== undefined && now < lease.admitUntil && lease.remaining >= worstCase && lease.cap <= cap
       if (!usable(entry.current) && usable(entry.next)) {
         spent = entry.current
         entry.current = entry.next
@@ -208,15 +239,33 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("billing/Budget
       return { reservation, spent, low }
     }
 
+    /** Gives back the window's leases reserved under a higher cap than the budget's: what they hold no longer fits. */
+    const returnAboveCap = (key: WindowKey, budget: LlmBudget) =>
+      Effect.suspend(() => {
+        const entry = leases.get(windowName(key))
+        if (entry === undefined) return Effect.void
+        const cap = minorToNanos(budget.capMinor)
+        const above: Array<Lease> = []
+        for (const slot of ["current", "next"] as const) {
+          const lease = entry[slot]
+          if (lease !== undefined && lease.cap > cap) {
+            entry[slot] = undefined
+            above.push(lease)
+          }
+        }
+        return Effect.forEach(above, returnLease, { discard: true })
+      })
+
     /** A lease for a call that found none to draw from, if one fits under the cap (the used-up one goes back). */
     const takeLease = (key: WindowKey, budget: LlmBudget, worstCase: bigint, holdFor: Duration.Duration) =>
-      leaseLock.withPermits(1)(
+      locked(leasesOf(windowName(key)))(
         Effect.gen(function* () {
-          const drawn = drawFromLease(key, worstCase) // another call may have just taken one
+          const drawn = drawFromLease(key, budget, worstCase) // another call may have just taken one
           if (drawn !== undefined) {
             if (drawn.spent !== undefined) yield* returnLease(drawn.spent)
             return Option.some(drawn.reservation)
           }
+          yield* returnAboveCap(key, budget)
           const calls = leaseCalls(leases.get(windowName(key))?.current, Date.now())
           const taken = yield* reserveLease(key, budget, worstCase, calls, holdFor)
           if (Option.isNone(taken)) return Option.none<Reservation>()
@@ -225,7 +274,7 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("billing/Budget
           const previous = entry.current
           entry.current = taken.value
           if (previous !== undefined) yield* returnLease(previous)
-          return Option.fromNullable(drawFromLease(key, worstCase)?.reservation)
+          return Option.fromNullable(drawFromLease(key, budget, worstCase)?.reservation)
         })
       )
 
@@ -236,7 +285,7 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("billing/Budget
      * runs in the background.
      */
     const draw = (key: WindowKey, budget: LlmBudget, worstCase: bigint, holdFor: Duration.Duration) => {
-      const drawn = drawFromLease(key, worstCase)
+      const drawn = drawFromLease(key, budget, worstCase)
       if (drawn === undefined) return undefined
       if (drawn.spent !== undefined || drawn.low) {
         const spent = drawn.spent

@@ -20,7 +20,7 @@ import { Outbox } from "../platform/Outbox.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { Topics } from "../platform/Topics.js"
 import { AlertsRepo, type ConfigRow } from "./AlertsRepo.js"
-import type { BudgetFiringMessage } from "./Domain.js"
+import { type BudgetFiringMessage, exactInt } from "./Domain.js"
 import { allWindows, type BudgetWindowName, windowEnd, windowStart } from "./Windows.js"
 
 export type MeterName = "llm_spend" | "actions"
@@ -82,8 +82,8 @@ export class BudgetMeters extends Effect.Service<BudgetMeters>()("billing/Budget
           principal_id: config.principal_id,
           meter: event.meter,
           currency: event.meter === "actions" ? "actions" : (event.currency ?? "usd"),
-          cap_minor: cap ?? threshold,
-          spent_minor: spent,
+          cap_minor: exactInt(cap ?? threshold),
+          spent_minor: exactInt(spent),
           time_window: window,
           window_start: start,
           fired_at: new Date(),

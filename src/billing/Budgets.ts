@@ -93,7 +93,13 @@ export class Budgets extends Effect.Service<Budgets>()("billing/Budgets", {
       const name = `${key.workspaceId}|${key.kind}|${key.start.getTime()}`
       return ensured.has(name)
         ? Effect.void
-        : Effect.tap(repo.ensureWindow(key), () => Effect.sync(() => ensured.add(name)))
+        : Effect.tap(repo.ensureWindow(key), () =>
+            Effect.sync(() => {
+              // A new window every day for every workspace: bounded, as forgetting only costs one idempotent insert.
+              if (ensured.size >= 10_000) ensured.clear()
+              ensured.add(name)
+            })
+          )
     }
 
     /**

@@ -20,6 +20,7 @@ export type DeliveryRow = typeof DeliveryRow.Type
 /** A due delivery, claimed for one attempt, with what signing it needs. */
 const ClaimedDelivery = Schema.Struct({
   id: Schema.String,
+  workspace_id: Schema.String,
   config_id: Schema.String,
   url: Schema.String,
   body: Schema.String,
@@ -44,21 +45,41 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("billing/Delive
     const sql = yield* SqlClient.SqlClient
 
     const claimDue = SqlSchema.findAll({
-      Request: Schema.Struct({ limit: Schema.Number, leaseSeconds: Schema.Number }),
+      Request: Schema.Struct({
+        limit: Schema.Number,
+        leaseSeconds: Schema.Number,
+        perWorkspace: Schema.Number,
+        /** JSON object: attempts in flight by workspace id. */
+        inFlight: Schema.String
+      }),
       Result: ClaimedDelivery,
-      execute: ({ leaseSeconds, limit }) => sql`
-        with due as (
-          select id from webhook_deliveries
-          where status = 'pending' and next_attempt_at <= now()
-          order by next_attempt_at limit ${limit}
-          for update skip locked
+      // Each workspace's due deliveries are ranked after its attempts already in flight; only ranks up to
+      // `perWorkspace` are taken, lowest rank first, so every workspace with due deliveries gets its turn.
+      execute: ({ inFlight, leaseSeconds, limit, perWorkspace }) => sql`
+        with busy as (
+          select key as workspace_id, value::int as in_flight from jsonb_each_text(${inFlight}::jsonb)
+        ), ranked as (
+          select d.id, d.next_attempt_at,
+                 coalesce(b.in_flight, 0)
+                   + row_number() over (partition by d.workspace_id order by d.next_attempt_at, d.id) as rank
+            from webhook_deliveries d left join busy b on b.workspace_id = d.workspace_id
+           where d.status = 'pending' and d.next_attempt_at <= now()
+        ), due as (
+          select d.id from webhook_deliveries d join ranked r on r.id = d.id
+           where r.rank <= ${perWorkspace} and d.status = 'pending' and d.next_attempt_at <= now()
+           order by r.rank, r.next_attempt_at
+           limit ${limit}
+           for update of d skip locked
         ), claimed as (
-          update webhook_deliveries d set next_attempt_at = now() + make_interval(secs => ${leaseSeconds})
-          from due where d.id = due.id
-          returning d.id, d.config_id, d.url, d.body, d.attempt_count
+          -- Each attempt goes to the config's webhook_url as it is now: a URL changed to fix or replace a
+          -- receiver also takes the retries of deliveries already pending (the row records where it went).
+          update webhook_deliveries d set next_attempt_at = now() + make_interval(secs => ${leaseSeconds}),
+                 url = coalesce(c.webhook_url, d.url)
+            from due, budget_alert_configs c
+           where d.id = due.id and c.id = d.config_id
+          returning d.id, d.workspace_id, d.config_id, d.url, d.body, d.attempt_count, c.secret_salt
         )
-        select claimed.id, claimed.config_id, claimed.url, claimed.body, claimed.attempt_count, c.secret_salt
-        from claimed join budget_alert_configs c on c.id = claimed.config_id`
+        select id, workspace_id, config_id, url, body, attempt_count, secret_salt from claimed`
     })
 
     const listForConfig = SqlSchema.findAll({
@@ -94,9 +115,17 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("billing/Delive
 
       /**
        * Claims up to `limit` due deliveries for `leaseSeconds` (pushing their
-       * next attempt out), so no other worker attempts them meanwhile.
+       * next attempt out), so no other worker attempts them meanwhile; at most
+       * `perWorkspace` per workspace counting `inFlight` (this worker's attempts
+       * still running, by workspace).
        */
-      claimDue: (limit: number, leaseSeconds: number) => claimDue({ limit, leaseSeconds }),
+      claimDue: (limit: number, leaseSeconds: number, perWorkspace: number, inFlight: ReadonlyMap<string, number>) =>
+        claimDue({
+          limit,
+          leaseSeconds,
+          perWorkspace,
+          inFlight: JSON.stringify(Object.fromEntries(inFlight))
+        }),
 
       /** Records one attempt and the delivery's state after it, together. */
       recordAttempt: (

@@ -1,11 +1,25 @@
 /** LLM prices, LLM usage records, budget alert configs and their firings. */
 import { Schema } from "effect"
-import { Identifier, InstantParam, JsonValue, NonEmptyName, Timestamp, Url } from "../platform/Schemas.js"
+import {
+  boundedString,
+  Identifier,
+  InstantParam,
+  JsonValue,
+  NonEmptyName,
+  Timestamp,
+  Url
+} from "../platform/Schemas.js"
 
 export const BudgetAlertId = Identifier.pipe(Schema.brand("BudgetAlertId")).annotations({
   identifier: "BudgetAlertId"
 })
 export type BudgetAlertId = typeof BudgetAlertId.Type
+
+/**
+ * A sum kept as a database bigint, as a JSON integer: past 2^53 (no real workspace's, but prices and token
+ * counts are the caller's) it answers the largest exact one rather than a number `Schema.Int` refuses.
+ */
+export const exactInt = (value: string | number) => Math.min(Number(value), Number.MAX_SAFE_INTEGER)
 
 /** `*_usd_nanos` are decimal strings so that large sums stay exact. */
 const UsdNanos = Schema.String.pipe(Schema.pattern(/^-?\d+$/)).annotations({
@@ -37,6 +51,12 @@ export const PutLlmPrice = Schema.Struct({
   input_per_million_minor: PricePerMillionMinor,
   output_per_million_minor: PricePerMillionMinor
 })
+
+/** The longest model name: a price's, and (raw, as sent) a gateway request's. */
+export const MAX_MODEL_LENGTH = 256
+
+/** A model name in a request: as long as a gateway request's, so every model called can be priced and filtered. */
+export const ModelName = boundedString(MAX_MODEL_LENGTH)
 
 // ---- usage
 
@@ -71,7 +91,7 @@ export class LlmUsageRecord extends Schema.Class<LlmUsageRecord>("LlmUsageRecord
 
 export const LlmUsageParams = Schema.Struct({
   principal_id: Schema.optional(Identifier),
-  model: Schema.optional(Identifier.annotations({ description: "The raw model string, matched exactly" })),
+  model: Schema.optional(ModelName.annotations({ description: "The raw model string, matched exactly" })),
   kind: Schema.optional(UsageKind),
   start: Schema.optional(InstantParam.annotations({ description: "Inclusive, RFC 3339" })),
   end: Schema.optional(InstantParam.annotations({ description: "Exclusive, RFC 3339" })),

@@ -33,7 +33,7 @@ export const LlmUsageHttpLive = HttpApiBuilder.group(GuardrailApi, "llmUsage", (
 export const BudgetAlertsHttpLive = HttpApiBuilder.group(GuardrailApi, "budgetAlerts", (handlers) =>
   Effect.gen(function* () {
     const alerts = yield* BudgetAlerts
-    const audited = yield* auditedWrites
+    // Writes are audited by the service (in a transaction opened after the input's checks).
     return handlers
       .handle("listBudgetAlerts", () =>
         Effect.flatMap(CurrentCaller, (caller) =>
@@ -42,11 +42,9 @@ export const BudgetAlertsHttpLive = HttpApiBuilder.group(GuardrailApi, "budgetAl
           }))
         )
       )
-      .handle("createBudgetAlert", ({ payload }) => audited(inWorkspace((ws) => alerts.create(ws, payload))))
-      .handle("updateBudgetAlert", ({ path, payload }) =>
-        audited(inWorkspace((ws) => alerts.update(ws, path.id, payload)))
-      )
-      .handle("deleteBudgetAlert", ({ path }) => audited(inWorkspace((ws) => alerts.remove(ws, path.id))))
+      .handle("createBudgetAlert", ({ payload }) => inWorkspace((ws) => alerts.create(ws, payload)))
+      .handle("updateBudgetAlert", ({ path, payload }) => inWorkspace((ws) => alerts.update(ws, path.id, payload)))
+      .handle("deleteBudgetAlert", ({ path }) => inWorkspace((ws) => alerts.remove(ws, path.id)))
       .handle("listBudgetAlertFirings", ({ path, urlParams }) =>
         inWorkspace((ws) => alerts.firings(ws, path.id, urlParams))
       )

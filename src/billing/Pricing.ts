@@ -6,13 +6,14 @@
  */
 import { Effect, Option } from "effect"
 import { BadRequest, NotFound } from "../http/Errors.js"
-import { LlmPrice } from "./Domain.js"
+import { AppConfig } from "../platform/Config.js"
+import { LlmPrice, MAX_MODEL_LENGTH } from "./Domain.js"
+import { capReached } from "./Limits.js"
 import { type PriceRow, PricingRepo } from "./PricingRepo.js"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
 
 const NANOS_PER_MINOR = 10_000_000n
-/** The longest model name: a price's, and (raw, as sent) a gateway request's. */
-export const MAX_MODEL_LENGTH = 256
+export { MAX_MODEL_LENGTH }
 
 /** Prices of one model, per million tokens, in cents. */
 export interface ModelPrice {
@@ -74,6 +75,7 @@ const checkedModel = (raw: string) => {
 export class Pricing extends Effect.Service<Pricing>()("billing/Pricing", {
   scoped: Effect.gen(function* () {
     const repo = yield* PricingRepo
+    const maxPrices = (yield* AppConfig).maxLlmPricesPerWorkspace
     // The gateway reads prices per request: cached until the workspace's prices change (in any instance).
     const cache = yield* makeNoticeCache<Option.Option<ModelPrice>>("llm_pricing")
 
@@ -87,9 +89,18 @@ export class Pricing extends Effect.Service<Pricing>()("billing/Pricing", {
       input: { readonly input_per_million_minor: number; readonly output_per_million_minor: number }
     ) {
       const model = yield* checkedModel(rawModel)
-      const row = yield* repo.upsert(workspaceId, model, input.input_per_million_minor, input.output_per_million_minor)
+      const row = yield* repo.upsert(
+        workspaceId,
+        model,
+        input.input_per_million_minor,
+        input.output_per_million_minor,
+        maxPrices
+      )
+      if (Option.isNone(row)) {
+        return yield* capReached("price_limit_reached", maxPrices, "model prices", "MAX_LLM_PRICES_PER_WORKSPACE")
+      }
       yield* cache.changed(workspaceId)
-      return toLlmPrice(row)
+      return toLlmPrice(row.value)
     })
 
     const remove = Effect.fn("Pricing.remove")(function* (workspaceId: string, rawModel: string) {

@@ -1,7 +1,8 @@
 /** SQL of the workspace's LLM prices. Every query takes the workspace id. */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
+import { storeWithinCap } from "./Limits.js"
 
 const PriceRow = Schema.Struct({
   model: Schema.String,
@@ -58,8 +59,16 @@ export class PricingRepo extends Effect.Service<PricingRepo>()("billing/PricingR
     return dieOnErrors({
       list: (workspaceId: string) => list(workspaceId),
       find: (workspaceId: string, model: string) => find({ workspaceId, model }),
-      upsert: (workspaceId: string, model: string, input: number, output: number) =>
-        upsert({ workspaceId, model, input, output }),
+      /** Sets the model's price; a model new to a workspace that already prices `max` is refused (none). */
+      upsert: (workspaceId: string, model: string, input: number, output: number, max: number) =>
+        storeWithinCap(
+          sql,
+          "llm_prices",
+          workspaceId,
+          max,
+          Effect.map(find({ workspaceId, model }), Option.isSome),
+          upsert({ workspaceId, model, input, output })
+        ),
       remove: (workspaceId: string, model: string) =>
         Effect.map(remove({ workspaceId, model }), (rows) => rows.length > 0)
     })

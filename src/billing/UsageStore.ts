@@ -11,13 +11,10 @@ import { toTimestamp } from "../platform/Schemas.js"
 import { Topics } from "../platform/Topics.js"
 import { consumeStream, decodeDelivery } from "../platform/Consumer.js"
 import { BudgetMeters, type Metered } from "./BudgetMeters.js"
-import { LlmUsageMessage } from "./Domain.js"
+import { exactInt, LlmUsageMessage } from "./Domain.js"
 import { type GroupBy, type UsageFilters, UsageRepo, type UsageRow } from "./UsageRepo.js"
 
 const decodeUsage = decodeDelivery(LlmUsageMessage)
-
-/** A bucket's sum as an exact JSON integer; one past 2^53 (no real workspace's) answers the largest exact one. */
-const sumOf = (text: string) => Math.min(Number(text), Number.MAX_SAFE_INTEGER)
 
 const toRecord = (row: UsageRow) => ({
   id: row.id,
@@ -86,10 +83,10 @@ export class LlmUsage extends Effect.Service<LlmUsage>()("billing/LlmUsage", {
           group_by: query.group_by,
           groups: groups.map((row) => ({
             key: row.key,
-            event_count: sumOf(row.event_count),
-            prompt_tokens: sumOf(row.prompt_tokens),
-            completion_tokens: sumOf(row.completion_tokens),
-            cost_minor: sumOf(row.cost_minor),
+            event_count: exactInt(row.event_count),
+            prompt_tokens: exactInt(row.prompt_tokens),
+            completion_tokens: exactInt(row.completion_tokens),
+            cost_minor: exactInt(row.cost_minor),
             cost_usd_nanos: row.cost_usd_nanos
           }))
         }

@@ -9,7 +9,7 @@
  *   until a 2xx answer or WEBHOOK_MAX_ATTEMPTS. Calls go through the outbound
  *   guard (no internal addresses unless allowlisted, redirects not followed).
  */
-import { Duration, Effect, Layer, Option, Redacted, Ref } from "effect"
+import { Duration, Effect, Layer, Option, Redacted } from "effect"
 import { keepRunning } from "../platform/Background.js"
 import { AppConfig } from "../platform/Config.js"
 import { consumeOnce, decodeDelivery } from "../platform/Consumer.js"
@@ -25,7 +25,9 @@ import { deriveWebhookSecret, retryDelayMillis, signWebhook } from "./Webhooks.j
 
 const decodeFiring = decodeDelivery(BudgetFiringMessage)
 
-const CLAIM_BATCH = 16
+/** Attempts this worker runs at once, and at once for one workspace (the rest of the slots stay for the others). */
+const MAX_IN_FLIGHT = 32
+const MAX_IN_FLIGHT_PER_WORKSPACE = 4
 /** Longer than an attempt can take (WEBHOOK_ATTEMPT_TIMEOUT_MS is below it), so a claimed delivery is not claimed again while in flight. */
 const LEASE_SECONDS = 60
 
@@ -155,30 +157,39 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(
     })
 
     const idleMillis = Math.max(config.pollIntervalMillis * 2, 100)
-    // Attempts run in fibers of their own (at most CLAIM_BATCH at once), so one slow receiver
-    // delays neither consumption nor the other deliveries; a finished attempt wakes the loop.
-    const inFlight = yield* Ref.make(0)
+    // Attempts run in fibers of their own (at most MAX_IN_FLIGHT at once, MAX_IN_FLIGHT_PER_WORKSPACE of one
+    // workspace), so one slow receiver delays neither consumption, nor other deliveries, nor other tenants'
+    // deliveries however many of its own are due; a finished attempt wakes the loop.
+    const inFlight = new Map<string, number>()
+    let running = 0
     const scope = yield* Effect.scope
+    const settled = (workspaceId: string) =>
+      Effect.suspend(() => {
+        running -= 1
+        const left = (inFlight.get(workspaceId) ?? 1) - 1
+        if (left > 0) inFlight.set(workspaceId, left)
+        else inFlight.delete(workspaceId)
+        return created.fire
+      })
     const runAttempt = (delivery: ClaimedDelivery) =>
       attempt(delivery).pipe(
         Effect.catchAllCause((cause) => Effect.logWarning("webhook attempt failed to record", cause)),
-        Effect.ensuring(
-          Effect.zipRight(
-            Ref.update(inFlight, (n) => n - 1),
-            created.fire
-          )
-        ),
+        Effect.ensuring(settled(delivery.workspace_id)),
         Effect.forkIn(scope)
       )
     const loop = Effect.gen(function* () {
       while (true) {
-        const free = CLAIM_BATCH - (yield* Ref.get(inFlight))
-        const due = free > 0 ? yield* deliveries.claimDue(free, LEASE_SECONDS) : []
+        const free = MAX_IN_FLIGHT - running
+        const due =
+          free > 0 ? yield* deliveries.claimDue(free, LEASE_SECONDS, MAX_IN_FLIGHT_PER_WORKSPACE, inFlight) : []
         if (due.length === 0) {
           yield* created.wait(Duration.millis(idleMillis))
           continue
         }
-        yield* Ref.update(inFlight, (n) => n + due.length)
+        for (const delivery of due) {
+          running += 1
+          inFlight.set(delivery.workspace_id, (inFlight.get(delivery.workspace_id) ?? 0) + 1)
+        }
         yield* Effect.forEach(due, runAttempt, { discard: true })
       }
     })

@@ -287,6 +287,10 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       decisionMillisPerSecond: yield* positiveInteger("DECISION_MS_PER_SECOND", 500),
       /** The longest one decision's matching may hold the API thread; past it the decision defers (docs/limits.md). */
       decisionMatchMillis: yield* positiveInteger("DECISION_MATCH_MS", 250),
+      /** Budget alert configs a workspace may have (409 `budget_alert_limit_reached` past it; docs/billing.md). */
+      maxBudgetAlertsPerWorkspace: yield* positiveInteger("MAX_BUDGET_ALERTS_PER_WORKSPACE", 100),
+      /** Models a workspace may price (409 `price_limit_reached` past it; docs/billing.md). */
+      maxLlmPricesPerWorkspace: yield* positiveInteger("MAX_LLM_PRICES_PER_WORKSPACE", 1_000),
       /** Red-team jobs a workspace may have queued or running (429 `too_many_jobs` past it; docs/redteam.md#queue-fairness). */
       maxRedteamJobsPerWorkspace: yield* positiveInteger("MAX_REDTEAM_JOBS_PER_WORKSPACE", 20),
       /** Impact replays a workspace may have queued or running (429 `too_many_jobs` past it). */

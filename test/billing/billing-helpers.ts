@@ -15,6 +15,17 @@ import { Topics } from "../../src/platform/Topics.js"
 import type { BudgetAlertId, CreateBudgetAlert, LlmUsageMessage, LlmUsageResponse } from "../../src/billing/Domain.js"
 import type { UpdateSettings } from "../../src/identity/Domain.js"
 import type { GuardrailClient } from "../support/Api.js"
+import { until } from "../support/Eventually.js"
+
+/**
+ * Settings of a server whose webhooks go to loopback receivers: retries 100 ms apart at first, and an attempt
+ * timeout a hanging receiver's attempt outlasts anything a test waits for, however loaded the machine.
+ */
+export const WEBHOOK_SETTINGS = {
+  HTTP_URL_ALLOWLIST: "127.0.0.1",
+  WEBHOOK_RETRY_BASE_MS: "100",
+  WEBHOOK_ATTEMPT_TIMEOUT_MS: "50000"
+}
 
 export interface UsageInput {
   readonly workspaceId: string
@@ -67,6 +78,17 @@ export type CreateAlertPayload = typeof CreateBudgetAlert.Type
 /** Creates a budget alert config; answers it with its webhook secret (shown this once). */
 export const createAlert = (api: GuardrailClient, payload: CreateAlertPayload) =>
   api.budgetAlerts.createBudgetAlert({ payload })
+
+/** A budget alert that fires on the first cent of a UTC day, delivered to `webhookUrl`. */
+export const firstCentAlert = (api: GuardrailClient, name: string, webhookUrl: string) =>
+  createAlert(api, { name, threshold_type: "absolute", threshold_value: 1, window: "day", webhook_url: webhookUrl })
+
+/** Waits until `receiver` has had at least `count` requests. */
+export const untilReceived = (receiver: { readonly received: ReadonlyArray<ReceivedWebhook> }, count: number) =>
+  until(
+    Effect.sync(() => expect(receiver.received.length).toBeGreaterThanOrEqual(count)),
+    "30 seconds"
+  )
 
 /** The firings of one budget alert config. */
 export const firingsOf = (api: GuardrailClient, id: BudgetAlertId) =>

@@ -20,18 +20,13 @@ import {
   usageIds,
   usageMessage,
   verifyStandardWebhook,
+  WEBHOOK_SETTINGS,
   webhookReceiver
 } from "./billing-helpers.js"
 import { createAgent, proposeCall, reply } from "../support/Events.js"
 import { until } from "../support/Eventually.js"
 
-const SETTINGS = {
-  HTTP_URL_ALLOWLIST: "127.0.0.1",
-  WEBHOOK_RETRY_BASE_MS: "100",
-  WEBHOOK_MAX_ATTEMPTS: "3",
-  // A hanging receiver's attempt outlasts anything a test waits for, however loaded the machine.
-  WEBHOOK_ATTEMPT_TIMEOUT_MS: "50000"
-}
+const SETTINGS = { ...WEBHOOK_SETTINGS, WEBHOOK_MAX_ATTEMPTS: "3" }
 
 layer(testServer("kafka", SETTINGS), SERVER_OPTIONS)("budget alert firings and webhooks (Kafka event log)", (it) => {
   it.scoped("llm_spend fires once per config and window, redelivery included; webhooks are signed and retried", () =>

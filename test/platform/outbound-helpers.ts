@@ -1,7 +1,7 @@
 /** Loopback servers and a scripted resolver for the outbound guard's tests (no traffic leaves loopback). */
 import { Deferred, Effect } from "effect"
 import { createServer, type IncomingHttpHeaders } from "node:http"
-import type { AddressInfo } from "node:net"
+import { type AddressInfo, createServer as createTcpServer, type Socket } from "node:net"
 import type { HostResolver, ResolvedAddress } from "../../src/platform/OutboundGuard.js"
 
 /** A resolver answering from `answers` per host, one list per call (the last repeats); counts calls. */
@@ -117,3 +117,24 @@ export const bigAnswerServer = (totalBytes: number) =>
       () => ({ closedEarly: Deferred.await(closedEarly) })
     )
   })
+
+/** A loopback TCP listener that only counts the connections it gets. */
+export const connectionCounter = Effect.acquireRelease(
+  Effect.async<{ readonly port: number; readonly connections: () => number; readonly close: () => void }>((resume) => {
+    const sockets: Array<Socket> = []
+    const listener = createTcpServer((socket) => {
+      sockets.push(socket)
+      socket.destroy()
+    })
+    listener.listen(0, "127.0.0.1", () =>
+      resume(
+        Effect.succeed({
+          port: (listener.address() as AddressInfo).port,
+          connections: () => sockets.length,
+          close: () => listener.close()
+        })
+      )
+    )
+  }),
+  (counter) => Effect.sync(counter.close)
+)

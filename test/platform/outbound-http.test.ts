@@ -8,8 +8,6 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
-import { createServer, type Socket } from "node:net"
-import type { AddressInfo } from "node:net"
 import { createAlert, deliveriesOf } from "../billing/billing-helpers.js"
 import { createAgent, proposeCall, reply } from "../support/Events.js"
 import { until } from "../support/Eventually.js"
@@ -18,7 +16,7 @@ import { expectInvalid, type GuardrailClient } from "../support/Api.js"
 import { call, expectError } from "../support/Raw.js"
 import { createKey, INTERNAL_KEY, joinedAs, keyClient, tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import { loopbackServer, scriptedResolver } from "./outbound-helpers.js"
+import { connectionCounter, loopbackServer, scriptedResolver } from "./outbound-helpers.js"
 
 const { resolver } = scriptedResolver({
   // Public when the connection is saved, loopback when the gateway calls it (rebinding).
@@ -35,27 +33,6 @@ const server = testServer(
     WEBHOOK_MAX_ATTEMPTS: "1"
   },
   resolver
-)
-
-/** A loopback TCP listener that only counts the connections it gets. */
-const connectionCounter = Effect.acquireRelease(
-  Effect.async<{ readonly port: number; readonly connections: () => number; readonly close: () => void }>((resume) => {
-    const sockets: Array<Socket> = []
-    const listener = createServer((socket) => {
-      sockets.push(socket)
-      socket.destroy()
-    })
-    listener.listen(0, "127.0.0.1", () =>
-      resume(
-        Effect.succeed({
-          port: (listener.address() as AddressInfo).port,
-          connections: () => sockets.length,
-          close: () => listener.close()
-        })
-      )
-    )
-  }),
-  (counter) => Effect.sync(counter.close)
 )
 
 /** A call through the proxy, as its users make it. */

@@ -46,12 +46,13 @@ const serverOver = (
   platform: typeof PlatformLive | typeof PlatformCoreLive,
   mode: EventLogMode,
   databaseUrl: string,
-  extra: Record<string, string>
+  extra: Record<string, string>,
+  resolver: HostResolver = loopbackOnlyResolver
 ) =>
   Layer.mergeAll(HttpAppLive, StreamWorkersLive).pipe(
     Layer.provideMerge(nodeServer({ port: 0, host: "127.0.0.1" })),
     Layer.provideMerge(platform.pipe(Layer.provide(configLayer(settingsFor(mode, databaseUrl, extra))))),
-    Layer.provide(resolverLayer(loopbackOnlyResolver))
+    Layer.provide(resolverLayer(resolver))
   )
 
 /**
@@ -73,10 +74,14 @@ export const testServerWithRelayOver = (mode: EventLogMode, databaseUrl: string,
 export class TestDatabaseUrl extends Context.Tag("test/TestDatabaseUrl")<TestDatabaseUrl, string>() {}
 
 /** Like `testServer`, and also provides `TestDatabaseUrl` (to query the data directly or start a second server over it). */
-export const testServerWithDatabase = (mode: EventLogMode, extra: Record<string, string> = {}) =>
+export const testServerWithDatabase = (
+  mode: EventLogMode,
+  extra: Record<string, string> = {},
+  resolver: HostResolver = loopbackOnlyResolver
+) =>
   Layer.unwrapScoped(
     Effect.map(freshDatabase, (url) =>
-      Layer.merge(serverOver(PlatformLive, mode, url, extra), Layer.succeed(TestDatabaseUrl, url))
+      Layer.merge(serverOver(PlatformLive, mode, url, extra, resolver), Layer.succeed(TestDatabaseUrl, url))
     )
   )
 

@@ -1,0 +1,46 @@
+/**
+ * Per-workspace caps on what a workspace stores in the billing domain: budget
+ * alert configs (each one is matched against every metered event of its
+ * meter, and fires and delivers on its own) and LLM prices (every one is in
+ * the unpaged `GET /v1/llm-pricing`).
+ */
+import type { SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Effect, Option, type ParseResult, Schema } from "effect"
+import { Conflict } from "../http/Errors.js"
+import { lockKey } from "../platform/Sql.js"
+
+const decodeCount = Schema.decodeUnknown(Schema.Array(Schema.Struct({ stored: Schema.Number })))
+
+/**
+ * Runs `write` in a transaction unless the workspace already stores `max`
+ * rows of `table` and `replaces` (the write changes a stored row rather than
+ * adding one) is false: none then. A per-workspace transaction lock makes
+ * concurrent writes take turns, so two cannot both pass at `max - 1`.
+ */
+export const storeWithinCap = <A, E, R>(
+  sql: SqlClient.SqlClient,
+  table: "budget_alert_configs" | "llm_prices",
+  workspaceId: string,
+  max: number,
+  replaces: Effect.Effect<boolean, SqlError | ParseResult.ParseError>,
+  write: Effect.Effect<A, E, R>
+) =>
+  sql.withTransaction(
+    Effect.gen(function* () {
+      yield* lockKey(sql, `${table}:${workspaceId}`)
+      const [row] = yield* Effect.flatMap(
+        sql`select count(*)::int as stored from ${sql(table)} where workspace_id = ${workspaceId}`,
+        decodeCount
+      )
+      if ((row?.stored ?? 0) >= max && !(yield* replaces)) return Option.none<A>()
+      return Option.some(yield* write)
+    })
+  )
+
+/** The 409 of a write past a cap: `what` the workspace stores, `setting` the cap's name. */
+export const capReached = (code: string, max: number, what: string, setting: string) =>
+  new Conflict({
+    code,
+    message: `This workspace may store at most ${max} ${what} (${setting}); delete some it no longer needs, or ask the operator to raise the limit.`
+  })

@@ -1,0 +1,116 @@
+/**
+ * The webhook delivery worker: fair between workspaces (a workspace whose
+ * receiver hangs holds at most MAX_IN_FLIGHT_PER_WORKSPACE (4) of its
+ * attempts, however many of its deliveries are due, so another workspace's
+ * webhook is delivered meanwhile), retries follow the config's
+ * webhook_url when it is changed, and every attempt connects only where the
+ * outbound guard checked (a name rebound to loopback after it was saved is
+ * refused, unconnected, and not retried).
+ */
+import { expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { until } from "../support/Eventually.js"
+import { tenant } from "../support/Tenants.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { connectionCounter, scriptedResolver } from "../platform/outbound-helpers.js"
+import {
+  deliveriesOf,
+  firstCentAlert,
+  publishUsage,
+  untilReceived,
+  usageMessage,
+  verifyStandardWebhook,
+  WEBHOOK_SETTINGS,
+  webhookReceiver
+} from "./billing-helpers.js"
+
+const { resolver } = scriptedResolver({
+  // Public when the alert is saved, loopback when its webhook is delivered (DNS rebinding).
+  "hooks.rebind.test": [["93.184.216.34"], ["127.0.0.1"]]
+})
+
+/** More than the worker's whole attempt budget before the fix (16 at once). */
+const HANGING_CONFIGS = 20
+
+// WEBHOOK_MAX_ATTEMPTS is the default (8): a failing delivery stays pending for seconds, long enough to move it.
+layer(testServer("kafka", WEBHOOK_SETTINGS, resolver), SERVER_OPTIONS)("webhook delivery", (it) => {
+  it.scoped("one workspace's hanging receiver holds 4 attempts at most; another workspace's webhook is delivered", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const noisy = yield* tenant(base)
+      const quiet = yield* tenant(base)
+      const hanging = yield* webhookReceiver(() => 0)
+      const healthy = yield* webhookReceiver(() => 204)
+      for (let n = 0; n < HANGING_CONFIGS; n++) {
+        yield* firstCentAlert(noisy.api, `hanging ${n}`, hanging.url)
+      }
+      yield* publishUsage([usageMessage({ workspaceId: noisy.workspaceId, effectiveAt: "2026-08-01T09:00:00.000Z" })])
+      yield* untilReceived(hanging, 4)
+
+      const alert = yield* firstCentAlert(quiet.api, "quiet tenant", healthy.url)
+      yield* publishUsage([usageMessage({ workspaceId: quiet.workspaceId, effectiveAt: "2026-08-01T10:00:00.000Z" })])
+      // Delivered while the noisy workspace's attempts still hang (they end only after 50 s).
+      yield* until(
+        Effect.map(deliveriesOf(quiet.api, alert.id), (list) =>
+          expect(list.map((delivery) => delivery.status)).toEqual(["succeeded"])
+        ),
+        "30 seconds"
+      )
+      expect(healthy.received).toHaveLength(1)
+      // The noisy workspace never had more than 4 attempts open: the other 16 deliveries wait their turn.
+      expect(hanging.received).toHaveLength(4)
+    })
+  )
+
+  it.scoped("retries of a pending delivery go to the new webhook_url once the config's URL is changed", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const owner = yield* tenant(base)
+      const broken = yield* webhookReceiver(() => 503)
+      const fixed = yield* webhookReceiver(() => 204)
+      const alert = yield* firstCentAlert(owner.api, "receiver moves", broken.url)
+      yield* publishUsage([usageMessage({ workspaceId: owner.workspaceId, effectiveAt: "2026-08-02T09:00:00.000Z" })])
+      yield* untilReceived(broken, 1)
+      yield* owner.api.budgetAlerts.updateBudgetAlert({ path: { id: alert.id }, payload: { webhook_url: fixed.url } })
+      const [delivery] = yield* until(
+        Effect.map(deliveriesOf(owner.api, alert.id), (list) => {
+          expect(list.map((entry) => entry.status)).toEqual(["succeeded"])
+          return list
+        }),
+        "30 seconds"
+      )
+      expect(delivery!.url).toBe(fixed.url)
+      // The same delivery (webhook-id) as the failed attempts, signed with the config's secret.
+      expect(fixed.received).toHaveLength(1)
+      expect(fixed.received[0]!.headers["webhook-id"]).toBe(delivery!.id)
+      expect(verifyStandardWebhook(alert.webhook_secret, fixed.received[0]!.headers, fixed.received[0]!.body)).toBe(
+        true
+      )
+      expect(delivery!.attempts.at(-1)).toMatchObject({ response_status: 204, succeeded: true })
+      expect(delivery!.attempts[0]).toMatchObject({ response_status: 503, succeeded: false })
+    })
+  )
+
+  it.scoped(
+    "a webhook host rebound to loopback after it was saved is refused at delivery: no connection, no retry",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const counter = yield* connectionCounter
+        const alert = yield* firstCentAlert(owner.api, "rebinding", `https://hooks.rebind.test:${counter.port}/hook`)
+        yield* publishUsage([usageMessage({ workspaceId: owner.workspaceId, effectiveAt: "2026-08-03T09:00:00.000Z" })])
+        const [delivery] = yield* until(
+          Effect.map(deliveriesOf(owner.api, alert.id), (list) => {
+            expect(list.map((entry) => entry.status)).toEqual(["failed"])
+            return list
+          }),
+          "30 seconds"
+        )
+        expect(delivery!.attempts).toHaveLength(1)
+        expect(delivery!.attempts[0]).toMatchObject({ response_status: null, succeeded: false })
+        expect(delivery!.attempts[0]!.error).toMatch(/^refused: .*127\.0\.0\.1/)
+        expect(counter.connections()).toBe(0)
+      })
+  )
+})
