@@ -5,13 +5,18 @@ import { isInstant } from "./Schemas.js"
 
 export const encodeCursor = (parts: ReadonlyArray<string>) => Buffer.from(JSON.stringify(parts)).toString("base64url")
 
-/** `None` for anything that is not a cursor of `size` strings. */
+/** Text PostgreSQL cannot take as a parameter: a NUL character. */
+const UNSTORABLE = /\u0000/
+
+/** `None` for anything that is not a cursor of `size` strings (none holding what the database refuses). */
 export const decodeCursor = (cursor: string, size: number): Option.Option<ReadonlyArray<string>> => {
   const parsed = Option.liftThrowable(() => JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as unknown)()
   return Option.filter(
     parsed,
     (value): value is ReadonlyArray<string> =>
-      Array.isArray(value) && value.length === size && value.every((part) => typeof part === "string")
+      Array.isArray(value) &&
+      value.length === size &&
+      value.every((part) => typeof part === "string" && !UNSTORABLE.test(part))
   )
 }
 

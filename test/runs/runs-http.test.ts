@@ -245,6 +245,10 @@ layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) 
         ]) {
           yield* expectFailure(listRuns(owner, { cursor }), 400)
         }
+        // A NUL character in its id: the database refuses it, so the cursor is refused by name first.
+        const nul = forgedCursor('["2026-01-01T00:00:00.000Z", "run_\\u0000x"]')
+        const refused = yield* expectFailure(listRuns(owner, { cursor: nul }), 400, "validation_failed")
+        expect(refused.details?.map((detail) => detail.path)).toEqual(["cursor"])
       })
     )
   })
