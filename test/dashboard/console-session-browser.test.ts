@@ -2,12 +2,14 @@
  * The console between sessions and with hostile data, in headless Chromium:
  * an agent's reply and a policy's description full of markup show as text
  * on the review-queue and trace pages (no element made of them, no script
- * run); after one user signs out, or their session ends, and another signs
+ * run); signing out ends the session at the service (a copy of its token
+ * answers 401); after one user signs out, or their session ends, and another signs
  * in on the same tab, nothing of the first user's workspace stays on the
  * page (its queue's items, its trace).
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { clientAt, expectFailure } from "../support/Api.js"
 import { createAgent, createPolicy, proposeCall, reply } from "../support/Events.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
@@ -63,8 +65,15 @@ layer(testServer("database"), SERVER_OPTIONS)("console sessions and hostile data
 
         // Signed out, then the second user signs in on the same tab: their workspace has no queue, and
         // the first one's items are gone with the first session.
+        const signedOut = yield* run(() =>
+          page.evaluate(`JSON.parse(sessionStorage.getItem("guardrail.dashboard.session")).jwt`)
+        )
         yield* run(() => page.locator("#sign-out").click())
         yield* run(() => page.locator("#sign-in-form").waitFor())
+        // The service ended that session: a copy of its token is worthless; the user's other sessions go on.
+        const copied = yield* clientAt(base, { token: String(signedOut) })
+        yield* expectFailure(copied.reviewQueues.listReviewQueues({ urlParams: {} }), 401, "session_ended")
+        yield* first.api.reviewQueues.getReviewQueue({ path: { id: queue.id } })
         yield* signInOnForm(page, second)
         yield* run(() => page.locator("#queues-message").filter({ hasText: "No review queues yet" }).waitFor())
         expect(yield* run(() => page.locator("#items-card").isVisible())).toBe(false)

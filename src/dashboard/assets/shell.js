@@ -97,8 +97,10 @@ export function start(render, onSignOut = () => {}) {
     if (link.dataset.nav === pageName) link.setAttribute("aria-current", "page")
   }
   $("sign-in-form").addEventListener("submit", signIn)
-  // Signing out reloads the page: the board and its pending requests go with the session.
-  $("sign-out").addEventListener("click", () => {
+  // Signing out ends the session at the service too (a copy of the token is then worthless), and reloads
+  // the page: the board and its pending requests go with the session.
+  $("sign-out").addEventListener("click", async () => {
+    await api("POST", "/v1/auth/logout").catch(() => {})
     session.clear()
     onSignOut()
     location.reload()
