@@ -1,7 +1,8 @@
 /**
  * The console between sessions and with hostile data, in headless Chromium:
- * an agent's reply and a policy's description full of markup show as text
- * on the review-queue and trace pages (no element made of them, no script
+ * an agent's reply, tool name and params and a policy's description full of
+ * markup show as text on the review-queue, approvals, trace explorer and
+ * trace pages (no element made of them, no script
  * run); signing out ends the session at the service (a copy of its token
  * answers 401); after one user signs out, or their session ends, and another signs
  * in on the same tab, nothing of the first user's workspace stays on the
@@ -18,6 +19,7 @@ import { browser, openPage, openSignedIn, type Page, plaintextPassword, run } fr
 const AGENT = "support-bot"
 // Each would run script or make an element if inserted as HTML, or break out of an attribute.
 const HOSTILE_REPLY = `A full refund <img src=x onerror="window.__xss='reply'"><script>window.__xss='script'</script>`
+const HOSTILE_TOOL = `pay<img src=x onerror="window.__xss='tool'">`
 const HOSTILE_REASON = `No refunds "><svg onload="window.__xss='reason'"></svg><b>bold</b>`
 
 /** What hostile markup would leave on the page: elements made of it, and whether any of its script ran. */
@@ -48,6 +50,16 @@ layer(testServer("database"), SERVER_OPTIONS)("console sessions and hostile data
         yield* createPolicy(base, first, "no-full-refund", { value: "full refund", description: HOSTILE_REASON })
         const denied = yield* proposeCall(base, first, AGENT, reply(HOSTILE_REPLY))
         expect(denied.effect).toBe("deny")
+        // A tool call that waits for approval: its name and params are the agent's.
+        yield* first.api.toolMetadata.upsertToolMetadata({
+          payload: { tool: HOSTILE_TOOL, reversible: false, side_effect: "payment", approval: true }
+        })
+        yield* first.api.settings.updateSettings({ payload: { approval_checker_mode: "enforce" } })
+        const deferred = yield* proposeCall(base, first, AGENT, {
+          operation: HOSTILE_TOOL,
+          params: { note: HOSTILE_REPLY }
+        })
+        expect(deferred.effect).toBe("defer")
         const queue = yield* first.api.reviewQueues.createReviewQueue({
           payload: { name: `Denies <i>of</i> ${first.username}`, rules: [{ effect: "deny" }] }
         })
@@ -62,6 +74,24 @@ layer(testServer("database"), SERVER_OPTIONS)("console sessions and hostile data
         expect(yield* run(() => item.locator("td").nth(2).textContent())).toContain(HOSTILE_REASON)
         expect(yield* run(() => page.locator("#items-title").textContent())).toBe(`Items of ${queue.name}`)
         expect(yield* injected(page)).toEqual({ elements: 0, ran: null })
+
+        // The approvals queue and the trace explorer name the tool as the agent did, as text.
+        yield* run(() => page.goto(`${base}/dashboard/approvals`))
+        const approval = page.locator(`#approvals-body tr[data-intent-id="${deferred.intent_id}"]`)
+        yield* run(() => approval.waitFor())
+        expect(yield* run(() => approval.locator("code").textContent())).toBe(HOSTILE_TOOL)
+        expect(yield* injected(page)).toEqual({ elements: 0, ran: null })
+        yield* run(() => page.goto(`${base}/dashboard/traces`))
+        const listed = page.locator(`#traces-body tr[data-trace-id="${deferred.trace_id}"]`)
+        yield* run(() => listed.waitFor())
+        expect(yield* run(() => listed.locator("td").nth(4).textContent())).toBe(HOSTILE_TOOL)
+        expect(yield* injected(page)).toEqual({ elements: 0, ran: null })
+        yield* run(() => page.goto(`${base}/dashboard/trace?id=${deferred.trace_id}`))
+        yield* run(() => page.locator("#trace-view").waitFor())
+        expect(yield* run(() => page.locator("#content-view").textContent())).toContain(JSON.stringify(HOSTILE_REPLY))
+        expect(yield* injected(page)).toEqual({ elements: 0, ran: null })
+        yield* run(() => page.goto(`${base}/dashboard/reviews`))
+        yield* run(() => item.waitFor())
 
         // Signed out, then the second user signs in on the same tab: their workspace has no queue, and
         // the first one's items are gone with the first session.
