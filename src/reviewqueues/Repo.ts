@@ -32,7 +32,7 @@ const QueueWrite = Schema.Struct({
 
 const ItemRow = Schema.Struct({ ...TraceRow.fields, reviewed: Schema.Boolean })
 export type ItemRow = typeof ItemRow.Type
-const decodeItems = Schema.decodeUnknown(Schema.Array(ItemRow))
+const decodeItems = Schema.decodeUnknown(Schema.Array(Schema.Struct({ ...ItemRow.fields, fetched: Schema.Number })))
 
 const Progress = Schema.Struct({ total: Schema.NumberFromString, reviewed: Schema.NumberFromString })
 
@@ -73,6 +73,8 @@ export class ReviewQueueRepo extends Effect.Service<ReviewQueueRepo>()("reviewqu
       }
       return sql`(${sql.and(conditions)})`
     }
+    // Pending first, then reviewed; newest first within each (the items' order, and their cursor's).
+    const itemOrder = sql`order by (latest_review_outcome is not null), created_at desc, id desc`
     const inQueue = (workspaceId: string, queue: QueueRow) =>
       sql`workspace_id = ${workspaceId} and ${sql.or(queue.rules.map((rule) => ruleCondition(rule, queue.sample_rate)))}`
 
@@ -119,19 +121,39 @@ export class ReviewQueueRepo extends Effect.Service<ReviewQueueRepo>()("reviewqu
         sql`delete from review_queues where workspace_id = ${workspaceId} and id = ${id} returning id`.pipe(
           Effect.map((rows) => rows.length > 0)
         ),
-      /** One page of the queue's traces: not yet reviewed first, then reviewed; newest first within each. */
-      items: (workspaceId: string, queue: QueueRow, limit: number, after: Option.Option<ItemPosition>) =>
-        sql`select ${traceColumns(sql)}, latest_review_outcome is not null as reviewed
-            from traces where ${inQueue(workspaceId, queue)}
-            ${Option.match(after, {
-              onNone: () => sql``,
-              onSome: (p) =>
-                sql`and ((latest_review_outcome is not null)::int > ${p.reviewed ? 1 : 0}
-                         or ((latest_review_outcome is not null) = ${p.reviewed}
-                             and (created_at, id) < (${p.at}::timestamptz, ${p.id})))`
-            })}
-            order by (latest_review_outcome is not null), created_at desc, id desc
-            limit ${limit + 1}`.pipe(Effect.flatMap(decodeItems)),
+      /**
+       * One page of the queue's traces: not yet reviewed first, then reviewed; newest first within each. Cut
+       * after the trace whose payload (JSON bytes) reaches `maxBytes` (at least one); `more` when traces follow.
+       * The sizes are summed in the database, so traces past the budget are neither sent nor decoded.
+       */
+      items: (
+        workspaceId: string,
+        queue: QueueRow,
+        limit: number,
+        after: Option.Option<ItemPosition>,
+        maxBytes: number
+      ) =>
+        sql`with page as (
+              select ${traceColumns(sql)}, latest_review_outcome is not null as reviewed,
+                     coalesce(sum(octet_length(payload::text)) over (${itemOrder}
+                       rows between unbounded preceding and 1 preceding), 0) as bytes_before
+              from traces where ${inQueue(workspaceId, queue)}
+              ${Option.match(after, {
+                onNone: () => sql``,
+                onSome: (p) =>
+                  sql`and ((latest_review_outcome is not null)::int > ${p.reviewed ? 1 : 0}
+                           or ((latest_review_outcome is not null) = ${p.reviewed}
+                               and (created_at, id) < (${p.at}::timestamptz, ${p.id})))`
+              })}
+              ${itemOrder} limit ${limit + 1})
+            select p.*, (select count(*) from page)::int as fetched from page p
+            where p.bytes_before < ${maxBytes} order by p.reviewed, p.created_at desc, p.id desc`.pipe(
+          Effect.flatMap(decodeItems),
+          Effect.map((rows) => {
+            const page = rows.slice(0, limit)
+            return { rows: page, more: (rows[0]?.fetched ?? 0) > page.length }
+          })
+        ),
       progress: (workspaceId: string, queue: QueueRow) =>
         sql`select count(*)::text as total, count(latest_review_outcome)::text as reviewed
             from traces where ${inQueue(workspaceId, queue)}`.pipe(

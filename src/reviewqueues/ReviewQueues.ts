@@ -11,6 +11,7 @@ import { NotFound } from "../http/Errors.js"
 import { decodeCursor, encodeCursor, invalidCursor, isCursorTime, pageByTime } from "../platform/Cursor.js"
 import { prefixedId } from "../platform/Ids.js"
 import { toTimestamp } from "../platform/Schemas.js"
+import { MAX_PAGE_BYTES } from "../runs/Runs.js"
 import { toTrace } from "../runs/Traces.js"
 import { type CreateReviewQueue, ReviewQueue, ReviewQueueId, type UpdateReviewQueue } from "./Domain.js"
 import { type ItemPosition, type QueueRow, ReviewQueueRepo } from "./Repo.js"
@@ -96,14 +97,13 @@ export class ReviewQueues extends Effect.Service<ReviewQueues>()("reviewqueues/R
       const queue = yield* load(workspaceId, id)
       const after = cursor === undefined ? Option.none() : decodeItemCursor(cursor)
       if (cursor !== undefined && Option.isNone(after)) return yield* invalidCursor
-      const rows = yield* repo.items(workspaceId, queue, limit, after)
-      const page = rows.slice(0, limit)
+      const { more, rows: page } = yield* repo.items(workspaceId, queue, limit, after, MAX_PAGE_BYTES)
       const last = page[page.length - 1]
       const progress = yield* repo.progress(workspaceId, queue)
       return {
         progress: { ...progress, pending: progress.total - progress.reviewed },
         items: page.map(toTrace),
-        ...(rows.length > limit && last !== undefined
+        ...(more && last !== undefined
           ? { next_cursor: encodeCursor([last.reviewed ? "1" : "0", last.created_at.toISOString(), last.id]) }
           : {})
       }
