@@ -14,7 +14,7 @@ import { clientAt, expectFailure } from "../support/Api.js"
 import { createAgent, createPolicy, proposeCall, reply } from "../support/Events.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import { browser, openPage, openSignedIn, type Page, plaintextPassword, run } from "./browser.js"
+import { browser, openPage, openSignedIn, type Page, run, signInOnForm } from "./browser.js"
 
 const AGENT = "support-bot"
 // Each would run script or make an element if inserted as HTML, or break out of an attribute.
@@ -30,13 +30,6 @@ const injected = (page: Page) =>
       ran: window.__xss ?? null
     })`)
   )
-
-const signInOnForm = (page: Page, owner: { readonly username: string }) =>
-  run(async () => {
-    await page.locator("#username").fill(owner.username)
-    await page.locator("#password").fill(plaintextPassword(owner))
-    await page.locator("#sign-in-button").click()
-  })
 
 layer(testServer("database"), SERVER_OPTIONS)("console sessions and hostile data in headless Chromium", (it) => {
   it.scoped(
