@@ -1,5 +1,5 @@
 /** Helpers for repositories. */
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import { Effect, Option, Predicate } from "effect"
 import { BadRequest, Conflict, ServiceUnavailable } from "../http/Errors.js"
@@ -144,4 +144,38 @@ export const databaseFaultOf = (defect: unknown): BadRequest | Conflict | Servic
     })
   }
   return undefined
+}
+
+/**
+ * The most JSON (bytes of text) one page of a list of large rows carries (run events' metadata, traces'
+ * payloads): past it the page ends early, with its next cursor. Each row may carry up to a request body, so a
+ * page of 100 or 200 of them made one answer of hundreds of MiB, read, decoded and encoded while every other
+ * request waited.
+ */
+export const MAX_PAGE_BYTES = 4 * 1024 * 1024
+
+/**
+ * The rows of `rows` (a query that orders by `order` and fetches a page and one more) up to and including the
+ * one whose JSON `column` brings the page to `maxBytes`, at least one; each carries `fetched`: how many `rows`
+ * had (see `bytePage`). The sizes are summed in the database, so rows past the budget are neither sent nor decoded.
+ */
+export const cutAtBytes = (
+  sql: SqlClient.SqlClient,
+  rows: Statement.Fragment,
+  order: Statement.Fragment,
+  column: string,
+  maxBytes: number
+) =>
+  sql`with candidates as (${rows}),
+        sized as (
+          select c.*, (count(*) over ())::int as fetched,
+                 coalesce(sum(octet_length(c.${sql(column)}::text))
+                   over (${order} rows between unbounded preceding and 1 preceding), 0) as bytes_before
+          from candidates c)
+      select * from sized where bytes_before < ${maxBytes} ${order}`
+
+/** The first `limit` rows of a `cutAtBytes` answer, and whether more rows follow them. */
+export const bytePage = <Row extends { readonly fetched: number }>(rows: ReadonlyArray<Row>, limit: number) => {
+  const page = rows.slice(0, limit)
+  return { rows: page, more: (rows[0]?.fetched ?? 0) > page.length }
 }

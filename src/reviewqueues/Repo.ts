@@ -6,7 +6,7 @@
  */
 import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
-import { dieOnErrors } from "../platform/Sql.js"
+import { bytePage, cutAtBytes, dieOnErrors } from "../platform/Sql.js"
 import { traceColumns, TraceRow } from "../runs/TraceRepo.js"
 import { ReviewRule } from "./Domain.js"
 
@@ -73,8 +73,6 @@ export class ReviewQueueRepo extends Effect.Service<ReviewQueueRepo>()("reviewqu
       }
       return sql`(${sql.and(conditions)})`
     }
-    // Pending first, then reviewed; newest first within each (the items' order, and their cursor's).
-    const itemOrder = sql`order by (latest_review_outcome is not null), created_at desc, id desc`
     const inQueue = (workspaceId: string, queue: QueueRow) =>
       sql`workspace_id = ${workspaceId} and ${sql.or(queue.rules.map((rule) => ruleCondition(rule, queue.sample_rate)))}`
 
@@ -133,10 +131,9 @@ export class ReviewQueueRepo extends Effect.Service<ReviewQueueRepo>()("reviewqu
         after: Option.Option<ItemPosition>,
         maxBytes: number
       ) =>
-        sql`with page as (
-              select ${traceColumns(sql)}, latest_review_outcome is not null as reviewed,
-                     coalesce(sum(octet_length(payload::text)) over (${itemOrder}
-                       rows between unbounded preceding and 1 preceding), 0) as bytes_before
+        cutAtBytes(
+          sql,
+          sql`select ${traceColumns(sql)}, latest_review_outcome is not null as reviewed
               from traces where ${inQueue(workspaceId, queue)}
               ${Option.match(after, {
                 onNone: () => sql``,
@@ -145,14 +142,14 @@ export class ReviewQueueRepo extends Effect.Service<ReviewQueueRepo>()("reviewqu
                            or ((latest_review_outcome is not null) = ${p.reviewed}
                                and (created_at, id) < (${p.at}::timestamptz, ${p.id})))`
               })}
-              ${itemOrder} limit ${limit + 1})
-            select p.*, (select count(*) from page)::int as fetched from page p
-            where p.bytes_before < ${maxBytes} order by p.reviewed, p.created_at desc, p.id desc`.pipe(
+              order by (latest_review_outcome is not null), created_at desc, id desc
+              limit ${limit + 1}`,
+          sql`order by reviewed, created_at desc, id desc`,
+          "payload",
+          maxBytes
+        ).pipe(
           Effect.flatMap(decodeItems),
-          Effect.map((rows) => {
-            const page = rows.slice(0, limit)
-            return { rows: page, more: (rows[0]?.fetched ?? 0) > page.length }
-          })
+          Effect.map((rows) => bytePage(rows, limit))
         ),
       progress: (workspaceId: string, queue: QueueRow) =>
         sql`select count(*)::text as total, count(latest_review_outcome)::text as reviewed

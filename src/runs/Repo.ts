@@ -7,7 +7,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import type { OutboxEvent } from "../platform/Outbox.js"
 import { Outbox } from "../platform/Outbox.js"
-import { dieOnErrors } from "../platform/Sql.js"
+import { bytePage, cutAtBytes, dieOnErrors } from "../platform/Sql.js"
 import { RunEventKind, RunKind, RunStatus } from "./Domain.js"
 
 export const RunRow = Schema.Struct({
@@ -138,24 +138,18 @@ export class RunsRepo extends Effect.Service<RunsRepo>()("runs/RunsRepo", {
           Effect.flatMap(decodeRuns),
           Effect.map((rows) => rows[0]!)
         ),
-      /**
-       * Up to `limit` events after `afterSequence`, cut after the one whose metadata reaches `maxBytes` (at
-       * least one); `more` when events follow the page. The sizes are summed in the database, so events past
-       * the budget are neither sent nor decoded.
-       */
+      /** Up to `limit` events after `afterSequence`, cut at `maxBytes` of metadata (`cutAtBytes`). */
       listEvents: (workspaceId: string, runId: string, limit: number, afterSequence: number, maxBytes: number) =>
-        sql`with page as (
-              select e.*, coalesce(sum(octet_length(e.metadata::text)) over (order by e.sequence
-                       rows between unbounded preceding and 1 preceding), 0) as bytes_before
-              from run_events e where e.workspace_id = ${workspaceId} and e.run_id = ${runId}
-               and e.sequence > ${afterSequence} order by e.sequence limit ${limit + 1})
-            select p.*, (select count(*) from page)::int as fetched from page p
-            where p.bytes_before < ${maxBytes} order by p.sequence`.pipe(
+        cutAtBytes(
+          sql,
+          sql`select * from run_events where workspace_id = ${workspaceId} and run_id = ${runId}
+              and sequence > ${afterSequence} order by sequence limit ${limit + 1}`,
+          sql`order by sequence`,
+          "metadata",
+          maxBytes
+        ).pipe(
           Effect.flatMap(decodePagedEvents),
-          Effect.map((rows) => {
-            const page = rows.slice(0, limit)
-            return { rows: page, more: (rows[0]?.fetched ?? 0) > page.length }
-          })
+          Effect.map((rows) => bytePage(rows, limit))
         ),
 
       /**

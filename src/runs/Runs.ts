@@ -14,7 +14,7 @@ import { BadRequest, Conflict, Forbidden, type HttpError, NotFound } from "../ht
 import { type Answer, hotUseCase, ready, refused, type WarmSteps } from "../platform/Warm.js"
 import { prefixedId } from "../platform/Ids.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
-import { orFailWith, transactionOf } from "../platform/Sql.js"
+import { MAX_PAGE_BYTES, orFailWith, transactionOf } from "../platform/Sql.js"
 import { RunId, type RunKind, type RunStatus as RunStatuses } from "./Domain.js"
 
 type RunStatus = typeof RunStatuses.Type
@@ -36,13 +36,6 @@ const runEventNotFound = (runId: string, eventId: string) =>
   new NotFound({ code: "run_event_not_found", message: `No event ${eventId} in run ${runId}.` })
 
 /** A page of run events, with next_cursor after its last one when `more` follow. */
-/**
- * The most event metadata (JSON bytes) one page of a run's events carries: past it the page ends early with
- * `next_cursor`. Each event may carry up to a request body of metadata, so 200 of them could make one answer
- * of hundreds of MiB, read, decoded and encoded while every other request waits.
- */
-export const MAX_PAGE_BYTES = 4 * 1024 * 1024
-
 const eventPage = (page: ReadonlyArray<RunEventRow>, more: boolean) => {
   const last = page[page.length - 1]
   return {

@@ -11,7 +11,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Run } from "../../src/runs/Domain.js"
-import { MAX_PAGE_BYTES } from "../../src/runs/Runs.js"
+import { MAX_PAGE_BYTES } from "../../src/platform/Sql.js"
 import { queryDatabase } from "../support/Database.js"
 import { tenant, type Tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
