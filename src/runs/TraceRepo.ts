@@ -7,7 +7,7 @@ import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { storableJsonText } from "../platform/Json.js"
 import { instantOf } from "../platform/Schemas.js"
-import { dieOnErrors } from "../platform/Sql.js"
+import { bytePage, cutAtBytes, dieOnErrors } from "../platform/Sql.js"
 import { ReviewOutcome, RunKind } from "./Domain.js"
 
 export interface NewTrace {
@@ -56,6 +56,9 @@ const TraceLink = Schema.Struct({
 })
 
 const decodeTraces = Schema.decodeUnknown(Schema.Array(TraceRow))
+const decodePagedTraces = Schema.decodeUnknown(
+  Schema.Array(Schema.Struct({ ...TraceRow.fields, fetched: Schema.Number }))
+)
 
 /** The columns of a `TraceRow`, for every query that answers traces. */
 export const traceColumns = (sql: SqlClient.SqlClient) => sql.unsafe(Object.keys(TraceRow.fields).join(", "))
@@ -195,21 +198,37 @@ export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
     return {
       insertStatement,
       ...dieOnErrors({
-        /** Newest first, before `before` (a page cursor's position). */
-        listTraces: (workspaceId: string, filters: TraceFilters, limit: number, before: Position) =>
-          sql`${selectTraces(workspaceId, filters)}
-              ${Option.isNone(before) ? sql`` : sql`and (created_at, id) < (${before.value.at}::timestamptz, ${before.value.id})`}
-              order by created_at desc, id desc limit ${limit + 1}`.pipe(Effect.flatMap(decodeTraces)),
-        /** The live tail: oldest first, after `after`. */
+        /** Newest first, before `before` (a page cursor's position), cut at `maxBytes` of payload (`cutAtBytes`). */
+        listTraces: (workspaceId: string, filters: TraceFilters, limit: number, before: Position, maxBytes: number) =>
+          cutAtBytes(
+            sql,
+            sql`${selectTraces(workspaceId, filters)}
+                ${Option.isNone(before) ? sql`` : sql`and (created_at, id) < (${before.value.at}::timestamptz, ${before.value.id})`}
+                order by created_at desc, id desc limit ${limit + 1}`,
+            sql`order by created_at desc, id desc`,
+            "payload",
+            maxBytes
+          ).pipe(
+            Effect.flatMap(decodePagedTraces),
+            Effect.map((rows) => bytePage(rows, limit))
+          ),
+        /** The live tail: oldest first, after `after`, cut at `maxBytes` of payload (the next poll goes on). */
         tailTraces: (
           workspaceId: string,
           filters: TraceFilters,
           limit: number,
-          after: { readonly at: string; readonly id: string }
+          after: { readonly at: string; readonly id: string },
+          maxBytes: number
         ) =>
-          sql`${selectTraces(workspaceId, filters)}
-              and (created_at, id) > (${after.at}::timestamptz, ${after.id})
-              order by created_at, id limit ${limit}`.pipe(Effect.flatMap(decodeTraces)),
+          cutAtBytes(
+            sql,
+            sql`${selectTraces(workspaceId, filters)}
+                and (created_at, id) > (${after.at}::timestamptz, ${after.id})
+                order by created_at, id limit ${limit}`,
+            sql`order by created_at, id`,
+            "payload",
+            maxBytes
+          ).pipe(Effect.flatMap(decodePagedTraces)),
         /**
          * The run's traces within `limit` of the trace `traceId` on each side, that trace included, newest
          * first; none when the run has no such trace (the second part always holds it otherwise).

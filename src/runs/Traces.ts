@@ -7,7 +7,8 @@ import { Effect, Option } from "effect"
 import { BadRequest, NotFound } from "../http/Errors.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { TraceId } from "./Domain.js"
-import { decodeTimeCursor, encodeTimeCursor, pageByTime, windowAround } from "../platform/Cursor.js"
+import { decodeTimeCursor, encodeTimeCursor, invalidCursor, windowAround } from "../platform/Cursor.js"
+import { MAX_PAGE_BYTES } from "../platform/Sql.js"
 import { type TraceFilters, TraceRepo, type TraceRow } from "./TraceRepo.js"
 
 export type { NewTrace, TraceFilters } from "./TraceRepo.js"
@@ -52,9 +53,11 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
       limit: number,
       cursor: string | undefined
     ) {
-      const { next, page } = yield* pageByTime(cursor, limit, (before) =>
-        repo.listTraces(workspaceId, filters, limit, before)
-      )
+      const before = cursor === undefined ? Option.none() : decodeTimeCursor(cursor)
+      if (cursor !== undefined && Option.isNone(before)) return yield* invalidCursor
+      const { more, rows: page } = yield* repo.listTraces(workspaceId, filters, limit, before, MAX_PAGE_BYTES)
+      const last = page[page.length - 1]
+      const next = more && last !== undefined ? { next_cursor: encodeTimeCursor(last.created_at, last.id) } : {}
       const newest = page[0]
       // Only the first page knows the newest trace; with none yet, the tail starts at the beginning.
       const tail =
@@ -73,7 +76,7 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
     ) {
       const position = decodeTimeCursor(after)
       if (Option.isNone(position)) return yield* invalidAfter
-      const rows = yield* repo.tailTraces(workspaceId, filters, limit, position.value)
+      const rows = yield* repo.tailTraces(workspaceId, filters, limit, position.value, MAX_PAGE_BYTES)
       const last = rows[rows.length - 1]
       return {
         traces: rows.map(toTrace),
@@ -83,7 +86,7 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
 
     /** One trace of the workspace, whole. */
     const get = Effect.fn("Traces.get")(function* (workspaceId: string, traceId: string) {
-      const [row] = yield* repo.listTraces(workspaceId, { traceId }, 1, Option.none())
+      const [row] = (yield* repo.listTraces(workspaceId, { traceId }, 1, Option.none(), MAX_PAGE_BYTES)).rows
       return row === undefined ? yield* traceNotFound(traceId) : toTrace(row)
     })
 

@@ -6,7 +6,8 @@
  * database) to distinct microseconds of one millisecond, keeping their
  * order. Paging through runs, traces and review events must still return
  * every row exactly once. A run's events page ends early once its metadata
- * passes MAX_PAGE_BYTES, and the next page goes on from there.
+ * passes MAX_PAGE_BYTES, and the next page goes on from there; so does a
+ * page of traces (and the live tail) once their payloads pass it.
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
@@ -132,6 +133,38 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("paging within one mil
       // Each page stops at the first event that reaches the budget.
       for (const page of pages) expect(bytes(page.slice(0, -1))).toBeLessThan(MAX_PAGE_BYTES)
       expect(pages.flat().map((event) => event.sequence)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+    })
+  )
+
+  it.effect("GET /v1/traces and its live tail end a page once the traces' payloads pass MAX_PAGE_BYTES", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const owner = yield* tenant(base)
+      const start = (yield* owner.api.traces.listTraces({ urlParams: {} })).tail_cursor!
+      // Three 250,000-character params a decision (within the default 256 KiB match cap): about 750 KB each.
+      const big = (i: number, key: string) => `${key}${i} ${"x".repeat(250_000)}`
+      const decided: Array<string> = []
+      for (let i = 0; i < COUNT; i++) {
+        const action = { operation: "send_note", params: { a: big(i, "a"), b: big(i, "b"), c: big(i, "c") } }
+        decided.push((yield* propose(base, owner, "bulky", action)).trace_id)
+      }
+      const bytes = (page: ReadonlyArray<{ readonly payload: unknown }>) =>
+        page.reduce((sum, trace) => sum + JSON.stringify(trace.payload).length, 0)
+      const pages = yield* allPages("traces", (cursor) =>
+        owner.api.traces.listTraces({ urlParams: { limit: 100, ...cursor } })
+      )
+      // Seven of about 750 KB: the first page stops at the trace that reaches 4 MiB, the sixth.
+      expect(pages.map((page) => page.length)).toEqual([6, 1])
+      for (const page of pages) expect(bytes(page.slice(0, -1))).toBeLessThan(MAX_PAGE_BYTES)
+      expectAllOnce(
+        pages.map((page) => page.map((trace) => trace.trace_id)),
+        decided
+      )
+      // The tail stops there too, and its next poll goes on from there.
+      const tail = yield* owner.api.traces.listTraces({ urlParams: { limit: 100, after: start } })
+      expect(tail.traces.map((trace) => trace.trace_id)).toEqual(decided.slice(0, 6))
+      const rest = yield* owner.api.traces.listTraces({ urlParams: { limit: 100, after: tail.tail_cursor! } })
+      expect(rest.traces.map((trace) => trace.trace_id)).toEqual(decided.slice(6))
     })
   )
 })
