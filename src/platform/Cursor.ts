@@ -38,11 +38,32 @@ export const invalidCursor = new BadRequest({
   details: [{ path: "cursor", message: "not a cursor from this list" }]
 })
 
+/** What a fetch of one page answers: its rows, and whether more rows follow them. */
+export interface FetchedPage<Row> {
+  readonly rows: ReadonlyArray<Row>
+  readonly more: boolean
+}
+
 /**
  * One page of a keyset-paged list: decodes the cursor with `decode` (400 when it is not one of ours),
- * fetches `limit + 1` rows past the position it names, and answers the page with `next_cursor` (the
- * page's last row, by `encode`) when more rows follow.
+ * fetches the page past the position it names, and answers it with `next_cursor` (the page's last row, by
+ * `encode`) when more rows follow.
  */
+export const fetchedPageAfter = <Position, Row, E, R>(
+  cursor: string | undefined,
+  decode: (cursor: string) => Option.Option<Position>,
+  encode: (row: Row) => string,
+  fetch: (after: Option.Option<Position>) => Effect.Effect<FetchedPage<Row>, E, R>
+) =>
+  Effect.gen(function* () {
+    const after = cursor === undefined ? Option.none() : decode(cursor)
+    if (cursor !== undefined && Option.isNone(after)) return yield* invalidCursor
+    const { more, rows: page } = yield* fetch(after)
+    const last = page[page.length - 1]
+    return { page, next: more && last !== undefined ? { next_cursor: encode(last) } : {} }
+  })
+
+/** `fetchedPageAfter` over a fetch of `limit + 1` rows: more follow when it found more than `limit`. */
 const pageAfter = <Position, Row, E, R>(
   cursor: string | undefined,
   limit: number,
@@ -50,14 +71,15 @@ const pageAfter = <Position, Row, E, R>(
   encode: (row: Row) => string,
   fetch: (after: Option.Option<Position>) => Effect.Effect<ReadonlyArray<Row>, E, R>
 ) =>
-  Effect.gen(function* () {
-    const after = cursor === undefined ? Option.none() : decode(cursor)
-    if (cursor !== undefined && Option.isNone(after)) return yield* invalidCursor
-    const rows = yield* fetch(after)
-    const page = rows.slice(0, limit)
-    const last = page[page.length - 1]
-    return { page, next: rows.length > limit && last !== undefined ? { next_cursor: encode(last) } : {} }
-  })
+  fetchedPageAfter(cursor, decode, encode, (after) =>
+    Effect.map(fetch(after), (rows) => ({ rows: rows.slice(0, limit), more: rows.length > limit }))
+  )
+
+/** One page of a newest-first list keyed by (created_at, id), over a fetch that ends its page itself (`bytePage`). */
+export const fetchedPageByTime = <Row extends { readonly created_at: Date; readonly id: string }, E, R>(
+  cursor: string | undefined,
+  fetch: (after: Option.Option<{ readonly at: string; readonly id: string }>) => Effect.Effect<FetchedPage<Row>, E, R>
+) => fetchedPageAfter(cursor, decodeTimeCursor, (row: Row) => encodeTimeCursor(row.created_at, row.id), fetch)
 
 /** One page of a newest-first list keyed by (time, id), `timeOf` naming each row's time. */
 export const pageByTimeOf =

@@ -8,11 +8,11 @@ import { Effect, Schema } from "effect"
 import type { Caller } from "../identity/Authentication.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { keepJson, keepOptionalString } from "../privacy/Redaction.js"
-import { pageByTime } from "../platform/Cursor.js"
+import { fetchedPageByTime } from "../platform/Cursor.js"
 import { prefixedId } from "../platform/Ids.js"
 import { Outbox } from "../platform/Outbox.js"
 import { toTimestamp } from "../platform/Schemas.js"
-import { orFailWith, transactionOf } from "../platform/Sql.js"
+import { MAX_PAGE_BYTES, orFailWith, transactionOf } from "../platform/Sql.js"
 import { Topics } from "../platform/Topics.js"
 import { ReviewEventId, ReviewEventMessage, type ReviewOutcome, TraceId } from "./Domain.js"
 import { environmentMismatch } from "./RunEventWriter.js"
@@ -109,8 +109,8 @@ export class Reviews extends Effect.Service<Reviews>()("runs/Reviews", {
       cursor: string | undefined
     ) {
       yield* trace(workspaceId, traceId)
-      const { next, page } = yield* pageByTime(cursor, limit, (after) =>
-        repo.listReviews(workspaceId, traceId, limit, after)
+      const { next, page } = yield* fetchedPageByTime(cursor, (after) =>
+        repo.listReviews(workspaceId, traceId, limit, after, MAX_PAGE_BYTES)
       )
       return { review_events: page.map(toReview), ...next }
     })

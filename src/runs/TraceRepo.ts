@@ -110,7 +110,9 @@ const AnalyticsContextRow = Schema.Struct({
   workflow_step: Schema.NullOr(Schema.String)
 })
 
-const decodeReviews = Schema.decodeUnknown(Schema.Array(ReviewRow))
+const decodePagedReviews = Schema.decodeUnknown(
+  Schema.Array(Schema.Struct({ ...ReviewRow.fields, fetched: Schema.Number }))
+)
 
 export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
   effect: Effect.gen(function* () {
@@ -268,11 +270,21 @@ export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
           workspaceId: string,
           traceId: string,
           limit: number,
-          after: Option.Option<{ readonly at: string; readonly id: string }>
+          after: Option.Option<{ readonly at: string; readonly id: string }>,
+          maxBytes: number
         ) =>
-          sql`select * from review_events where workspace_id = ${workspaceId} and trace_id = ${traceId}
-          ${Option.isNone(after) ? sql`` : sql`and (created_at, id) < (${after.value.at}::timestamptz, ${after.value.id})`}
-          order by created_at desc, id desc limit ${limit + 1}`.pipe(Effect.flatMap(decodeReviews))
+          cutAtBytes(
+            sql,
+            sql`select * from review_events where workspace_id = ${workspaceId} and trace_id = ${traceId}
+                ${Option.isNone(after) ? sql`` : sql`and (created_at, id) < (${after.value.at}::timestamptz, ${after.value.id})`}
+                order by created_at desc, id desc limit ${limit + 1}`,
+            sql`order by created_at desc, id desc`,
+            "metadata",
+            maxBytes
+          ).pipe(
+            Effect.flatMap(decodePagedReviews),
+            Effect.map((rows) => bytePage(rows, limit))
+          )
       })
     }
   })

@@ -7,7 +7,7 @@ import { Effect, Option } from "effect"
 import { BadRequest, NotFound } from "../http/Errors.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { TraceId } from "./Domain.js"
-import { decodeTimeCursor, encodeTimeCursor, invalidCursor, windowAround } from "../platform/Cursor.js"
+import { decodeTimeCursor, encodeTimeCursor, fetchedPageByTime, windowAround } from "../platform/Cursor.js"
 import { MAX_PAGE_BYTES } from "../platform/Sql.js"
 import { type TraceFilters, TraceRepo, type TraceRow } from "./TraceRepo.js"
 
@@ -53,11 +53,9 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
       limit: number,
       cursor: string | undefined
     ) {
-      const before = cursor === undefined ? Option.none() : decodeTimeCursor(cursor)
-      if (cursor !== undefined && Option.isNone(before)) return yield* invalidCursor
-      const { more, rows: page } = yield* repo.listTraces(workspaceId, filters, limit, before, MAX_PAGE_BYTES)
-      const last = page[page.length - 1]
-      const next = more && last !== undefined ? { next_cursor: encodeTimeCursor(last.created_at, last.id) } : {}
+      const { next, page } = yield* fetchedPageByTime(cursor, (before) =>
+        repo.listTraces(workspaceId, filters, limit, before, MAX_PAGE_BYTES)
+      )
       const newest = page[0]
       // Only the first page knows the newest trace; with none yet, the tail starts at the beginning.
       const tail =

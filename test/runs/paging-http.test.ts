@@ -7,7 +7,8 @@
  * order. Paging through runs, traces and review events must still return
  * every row exactly once. A run's events page ends early once its metadata
  * passes MAX_PAGE_BYTES, and the next page goes on from there; so does a
- * page of traces (and the live tail) once their payloads pass it.
+ * page of traces (and the live tail) once their payloads pass it, and of a
+ * trace's reviews once their metadata does.
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
@@ -165,6 +166,35 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("paging within one mil
       expect(tail.traces.map((trace) => trace.trace_id)).toEqual(decided.slice(0, 6))
       const rest = yield* owner.api.traces.listTraces({ urlParams: { limit: 100, after: tail.tail_cursor! } })
       expect(rest.traces.map((trace) => trace.trace_id)).toEqual(decided.slice(6))
+    })
+  )
+
+  it.effect("GET /v1/traces/{id}/review-events ends a page once the reviews' metadata passes MAX_PAGE_BYTES", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const owner = yield* tenant(base)
+      const decision = yield* propose(base, owner, "a", reply("hello"))
+      // Thirteen keys of 60,000 characters a review: about 780 KB of metadata each.
+      const metadata = Object.fromEntries(Array.from({ length: 13 }, (_, key) => [`k${key}`, "r".repeat(60_000)]))
+      const reviewIds: Array<string> = []
+      for (let i = 0; i < COUNT; i++) {
+        const review = yield* owner.api.reviewEvents.createReviewEvent({
+          path: { trace_id: decision.trace_id },
+          payload: { outcome: "accepted", metadata }
+        })
+        reviewIds.push(review.id)
+      }
+      const pages = yield* allPages("review_events", (cursor) =>
+        owner.api.reviewEvents.listReviewEvents({
+          path: { trace_id: decision.trace_id },
+          urlParams: { limit: 100, ...cursor }
+        })
+      )
+      expect(pages.map((page) => page.length)).toEqual([6, 1])
+      expectAllOnce(
+        pages.map((page) => page.map((item) => item.id)),
+        reviewIds
+      )
     })
   )
 })
