@@ -4,7 +4,7 @@
  * statement the decision group commit embeds in its own.
  */
 import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Option, type ParseResult, Schema } from "effect"
 import { storableJsonText } from "../platform/Json.js"
 import { instantOf } from "../platform/Schemas.js"
 import { bytePage, cutAtBytes, dieOnErrors } from "../platform/Sql.js"
@@ -197,23 +197,37 @@ export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
                        where f ->> 'reason' ilike ${`%${likeLiteral(v)}%`})`
           )}`
 
+    /**
+     * A page of `select` (a query up to its conditions) newest first, before `before`, cut after the row whose
+     * `column` brings it to `maxBytes` of JSON (`cutAtBytes`).
+     */
+    const newestFirst = <Row extends { readonly fetched: number }>(
+      select: Statement.Fragment,
+      before: Position,
+      limit: number,
+      column: string,
+      maxBytes: number,
+      decode: (rows: unknown) => Effect.Effect<ReadonlyArray<Row>, ParseResult.ParseError>
+    ) =>
+      cutAtBytes(
+        sql,
+        sql`${select}
+            ${Option.isNone(before) ? sql`` : sql`and (created_at, id) < (${before.value.at}::timestamptz, ${before.value.id})`}
+            order by created_at desc, id desc limit ${limit + 1}`,
+        sql`order by created_at desc, id desc`,
+        column,
+        maxBytes
+      ).pipe(
+        Effect.flatMap(decode),
+        Effect.map((rows) => bytePage(rows, limit))
+      )
+
     return {
       insertStatement,
       ...dieOnErrors({
-        /** Newest first, before `before` (a page cursor's position), cut at `maxBytes` of payload (`cutAtBytes`). */
+        /** Newest first, before `before` (a page cursor's position), cut at `maxBytes` of payload. */
         listTraces: (workspaceId: string, filters: TraceFilters, limit: number, before: Position, maxBytes: number) =>
-          cutAtBytes(
-            sql,
-            sql`${selectTraces(workspaceId, filters)}
-                ${Option.isNone(before) ? sql`` : sql`and (created_at, id) < (${before.value.at}::timestamptz, ${before.value.id})`}
-                order by created_at desc, id desc limit ${limit + 1}`,
-            sql`order by created_at desc, id desc`,
-            "payload",
-            maxBytes
-          ).pipe(
-            Effect.flatMap(decodePagedTraces),
-            Effect.map((rows) => bytePage(rows, limit))
-          ),
+          newestFirst(selectTraces(workspaceId, filters), before, limit, "payload", maxBytes, decodePagedTraces),
         /** The live tail: oldest first, after `after`, cut at `maxBytes` of payload (the next poll goes on). */
         tailTraces: (
           workspaceId: string,
@@ -266,24 +280,14 @@ export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
               workflow_step: row?.workflow_step ?? null
             }))
           ),
-        listReviews: (
-          workspaceId: string,
-          traceId: string,
-          limit: number,
-          after: Option.Option<{ readonly at: string; readonly id: string }>,
-          maxBytes: number
-        ) =>
-          cutAtBytes(
-            sql,
-            sql`select * from review_events where workspace_id = ${workspaceId} and trace_id = ${traceId}
-                ${Option.isNone(after) ? sql`` : sql`and (created_at, id) < (${after.value.at}::timestamptz, ${after.value.id})`}
-                order by created_at desc, id desc limit ${limit + 1}`,
-            sql`order by created_at desc, id desc`,
+        listReviews: (workspaceId: string, traceId: string, limit: number, before: Position, maxBytes: number) =>
+          newestFirst(
+            sql`select * from review_events where workspace_id = ${workspaceId} and trace_id = ${traceId}`,
+            before,
+            limit,
             "metadata",
-            maxBytes
-          ).pipe(
-            Effect.flatMap(decodePagedReviews),
-            Effect.map((rows) => bytePage(rows, limit))
+            maxBytes,
+            decodePagedReviews
           )
       })
     }
