@@ -30,6 +30,16 @@ const QueueWrite = Schema.Struct({
   sampleRate: Schema.Number
 })
 
+/** A change of a queue: the fields it names (null: kept as they are). */
+const QueuePatch = Schema.Struct({
+  id: Schema.String,
+  workspaceId: Schema.String,
+  name: Schema.NullOr(Schema.String),
+  rules: Schema.NullOr(Schema.Unknown),
+  sampleRate: Schema.NullOr(Schema.Number)
+})
+export type QueuePatch = typeof QueuePatch.Type
+
 const ItemRow = Schema.Struct({ ...TraceRow.fields, reviewed: Schema.Boolean })
 export type ItemRow = typeof ItemRow.Type
 const decodeItems = Schema.decodeUnknown(Schema.Array(Schema.Struct({ ...ItemRow.fields, fetched: Schema.Number })))
@@ -91,13 +101,16 @@ export class ReviewQueueRepo extends Effect.Service<ReviewQueueRepo>()("reviewqu
             values (${queue.id}, ${queue.workspaceId}, ${queue.name}, ${JSON.stringify(queue.rules)}, ${queue.sampleRate})
             returning id, name, rules, sample_rate, created_at, updated_at`
     })
+    // The fields a change names replace the row's current ones in the statement itself, so two changes of
+    // different fields made at once both hold (neither writes back a value it read before the other).
     const update = SqlSchema.findOne({
-      Request: QueueWrite,
+      Request: QueuePatch,
       Result: QueueRow,
-      execute: (queue) =>
-        sql`update review_queues set name = ${queue.name}, rules = ${JSON.stringify(queue.rules)},
-              sample_rate = ${queue.sampleRate}, updated_at = now()
-            where workspace_id = ${queue.workspaceId} and id = ${queue.id}
+      execute: (patch) =>
+        sql`update review_queues set name = coalesce(${patch.name}, name),
+              rules = coalesce(${patch.rules === null ? null : JSON.stringify(patch.rules)}::jsonb, rules),
+              sample_rate = coalesce(${patch.sampleRate}, sample_rate), updated_at = now()
+            where workspace_id = ${patch.workspaceId} and id = ${patch.id}
             returning id, name, rules, sample_rate, created_at, updated_at`
     })
 
@@ -114,7 +127,7 @@ export class ReviewQueueRepo extends Effect.Service<ReviewQueueRepo>()("reviewqu
             order by created_at desc, id desc limit ${limit + 1}`.pipe(Effect.flatMap(decodeQueues)),
       insert: (row: QueueWrite) => insert(row),
       /** None when no such queue. */
-      update: (row: QueueWrite) => update(row),
+      update: (patch: QueuePatch) => update(patch),
       remove: (workspaceId: string, id: string) =>
         sql`delete from review_queues where workspace_id = ${workspaceId} and id = ${id} returning id`.pipe(
           Effect.map((rows) => rows.length > 0)

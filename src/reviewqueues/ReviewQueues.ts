@@ -74,15 +74,13 @@ export class ReviewQueues extends Effect.Service<ReviewQueues>()("reviewqueues/R
       id: string,
       input: UpdateReviewQueue
     ) {
-      const current = yield* load(workspaceId, id)
       const row = yield* repo.update({
         id,
         workspaceId,
-        name: input.name ?? current.name,
-        rules: input.rules ?? current.rules,
-        sampleRate: input.sample_rate ?? current.sample_rate
+        name: input.name ?? null,
+        rules: input.rules ?? null,
+        sampleRate: input.sample_rate ?? null
       })
-      // Deleted since it was read.
       if (Option.isNone(row)) return yield* notFound(id)
       return toQueue(row.value)
     })
