@@ -1,7 +1,7 @@
 /** Helpers for repositories. */
 import { SqlClient, type Statement } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
-import { Effect, Option, Predicate } from "effect"
+import { Effect, Option, type ParseResult, Predicate } from "effect"
 import { BadRequest, Conflict, ServiceUnavailable } from "../http/Errors.js"
 
 type OrDie<T> = {
@@ -178,4 +178,30 @@ export const cutAtBytes = (
 export const bytePage = <Row extends { readonly fetched: number }>(rows: ReadonlyArray<Row>, limit: number) => {
   const page = rows.slice(0, limit)
   return { rows: page, more: (rows[0]?.fetched ?? 0) > page.length }
+}
+
+/** One side of a window around an item: a query of its rows, nearest the item first, and that order. */
+export interface WindowSide {
+  readonly rows: Statement.Fragment
+  readonly order: Statement.Fragment
+}
+
+/**
+ * The rows of a window around one item, in list order, each side cut (`cutAtBytes`) once its JSON `column`
+ * reaches half of `maxBytes`: `before` (the rows ahead of the item in the list) and `from` (the item and the
+ * rows after it). `more`: rows after the item were left out for their bytes.
+ */
+export const windowByBytes = <Row extends { readonly fetched: number }>(
+  sql: SqlClient.SqlClient,
+  sides: { readonly before: WindowSide; readonly from: WindowSide },
+  column: string,
+  maxBytes: number,
+  decode: (rows: unknown) => Effect.Effect<ReadonlyArray<Row>, ParseResult.ParseError>
+) => {
+  const side = ({ order, rows }: WindowSide) =>
+    Effect.flatMap(cutAtBytes(sql, rows, order, column, Math.floor(maxBytes / 2)), decode)
+  return Effect.map(Effect.all([side(sides.before), side(sides.from)]), ([before, from]) => ({
+    rows: [...before].reverse().concat(from),
+    more: (from[0]?.fetched ?? 0) > from.length
+  }))
 }

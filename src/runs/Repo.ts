@@ -7,7 +7,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import type { OutboxEvent } from "../platform/Outbox.js"
 import { Outbox } from "../platform/Outbox.js"
-import { bytePage, cutAtBytes, dieOnErrors } from "../platform/Sql.js"
+import { bytePage, cutAtBytes, dieOnErrors, windowByBytes } from "../platform/Sql.js"
 import { RunEventKind, RunKind, RunStatus } from "./Domain.js"
 
 export const RunRow = Schema.Struct({
@@ -156,16 +156,27 @@ export class RunsRepo extends Effect.Service<RunsRepo>()("runs/RunsRepo", {
        * The events within `limit` of the event `eventId` on each side, that event included, by sequence;
        * none when the run has no such event (the second part always holds it otherwise).
        */
-      listEventsAround: (workspaceId: string, runId: string, eventId: string, limit: number) =>
-        sql`with target as (
-              select sequence from run_events where workspace_id = ${workspaceId} and run_id = ${runId} and id = ${eventId}
-            )
-            (select e.* from run_events e join target on e.sequence < target.sequence
-              where e.workspace_id = ${workspaceId} and e.run_id = ${runId} order by e.sequence desc limit ${limit})
-            union all
-            (select e.* from run_events e join target on e.sequence >= target.sequence
-              where e.workspace_id = ${workspaceId} and e.run_id = ${runId} order by e.sequence limit ${limit + 1})
-            order by sequence`.pipe(Effect.flatMap(decodeEvents)),
+      listEventsAround: (workspaceId: string, runId: string, eventId: string, limit: number, maxBytes: number) => {
+        const target = sql`(select sequence from run_events
+                            where workspace_id = ${workspaceId} and run_id = ${runId} and id = ${eventId})`
+        const ofRun = sql`select * from run_events where workspace_id = ${workspaceId} and run_id = ${runId}`
+        return windowByBytes(
+          sql,
+          {
+            before: {
+              rows: sql`${ofRun} and sequence < ${target} order by sequence desc limit ${limit}`,
+              order: sql`order by sequence desc`
+            },
+            from: {
+              rows: sql`${ofRun} and sequence >= ${target} order by sequence limit ${limit + 1}`,
+              order: sql`order by sequence`
+            }
+          },
+          "metadata",
+          maxBytes,
+          decodePagedEvents
+        )
+      },
 
       /**
        * One round trip: locks the runs of an append batch in id order (no lock-order cycle between writers),

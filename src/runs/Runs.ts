@@ -217,9 +217,9 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
       eventId: string,
       limit: number
     ) {
-      const rows = yield* repo.listEventsAround(workspaceId, runId, eventId, limit)
+      const { more, rows } = yield* repo.listEventsAround(workspaceId, runId, eventId, limit, MAX_PAGE_BYTES)
       const found = windowAround(rows, (row) => row.id === eventId, limit)
-      return found === undefined ? yield* runEventNotFound(runId, eventId) : eventPage(found.window, found.more)
+      return found === undefined ? yield* runEventNotFound(runId, eventId) : eventPage(found.window, found.more || more)
     })
 
     /** A page of the run's events from the start (or `cursor`), or with `around` the window around one. */

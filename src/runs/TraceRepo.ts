@@ -7,7 +7,7 @@ import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Effect, Option, type ParseResult, Schema } from "effect"
 import { storableJsonText } from "../platform/Json.js"
 import { instantOf } from "../platform/Schemas.js"
-import { bytePage, cutAtBytes, dieOnErrors } from "../platform/Sql.js"
+import { bytePage, cutAtBytes, dieOnErrors, windowByBytes } from "../platform/Sql.js"
 import { ReviewOutcome, RunKind } from "./Domain.js"
 
 export interface NewTrace {
@@ -55,7 +55,6 @@ const TraceLink = Schema.Struct({
   run_event_id: Schema.NullOr(Schema.String)
 })
 
-const decodeTraces = Schema.decodeUnknown(Schema.Array(TraceRow))
 const decodePagedTraces = Schema.decodeUnknown(
   Schema.Array(Schema.Struct({ ...TraceRow.fields, fetched: Schema.Number }))
 )
@@ -249,14 +248,26 @@ export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
          * The run's traces within `limit` of the trace `traceId` on each side, that trace included, newest
          * first; none when the run has no such trace (the second part always holds it otherwise).
          */
-        listRunTracesAround: (workspaceId: string, runId: string, traceId: string, limit: number) => {
+        listRunTracesAround: (workspaceId: string, runId: string, traceId: string, limit: number, maxBytes: number) => {
           const target = sql`(select created_at, id from traces
                               where workspace_id = ${workspaceId} and run_id = ${runId} and id = ${traceId})`
           const ofRun = selectTraces(workspaceId, { runId })
-          return sql`(${ofRun} and (created_at, id) > ${target} order by created_at, id limit ${limit})
-              union all
-              (${ofRun} and (created_at, id) <= ${target} order by created_at desc, id desc limit ${limit + 1})
-              order by created_at desc, id desc`.pipe(Effect.flatMap(decodeTraces))
+          return windowByBytes(
+            sql,
+            {
+              before: {
+                rows: sql`${ofRun} and (created_at, id) > ${target} order by created_at, id limit ${limit}`,
+                order: sql`order by created_at, id`
+              },
+              from: {
+                rows: sql`${ofRun} and (created_at, id) <= ${target} order by created_at desc, id desc limit ${limit + 1}`,
+                order: sql`order by created_at desc, id desc`
+              }
+            },
+            "payload",
+            maxBytes,
+            decodePagedTraces
+          )
         },
         find: (workspaceId: string, id: string) => findTrace({ workspaceId, id }),
         /**

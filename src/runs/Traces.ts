@@ -95,12 +95,13 @@ export class Traces extends Effect.Service<Traces>()("runs/Traces", {
       traceId: string,
       limit: number
     ) {
-      const rows = yield* repo.listRunTracesAround(workspaceId, runId, traceId, limit)
-      const found = windowAround(rows, (row) => row.id === traceId, limit)
+      const fetched = yield* repo.listRunTracesAround(workspaceId, runId, traceId, limit, MAX_PAGE_BYTES)
+      const found = windowAround(fetched.rows, (row) => row.id === traceId, limit)
       if (found === undefined) {
         return yield* new NotFound({ code: "trace_not_found", message: `No trace ${traceId} in run ${runId}.` })
       }
-      const { more, window } = found
+      const { window } = found
+      const more = found.more || fetched.more
       const last = window[window.length - 1]
       return {
         traces: window.map(toTrace),
