@@ -8,11 +8,13 @@
  * `role:<owner|admin|member>` (that role or a higher one), or a bare
  * username. No approvers (or an intent never seen): any member may.
  */
+import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { Conflict, Forbidden, NotFound } from "../http/Errors.js"
 import type { Caller, WorkspaceRole } from "../identity/Authentication.js"
 import { pageByTime } from "../platform/Cursor.js"
 import { toTimestamp } from "../platform/Schemas.js"
+import { transactionOf } from "../platform/Sql.js"
 import { type ApprovalRow, type ApprovalStatus, ApprovalsRepo } from "./ApprovalsRepo.js"
 import { AuthorizationRepo } from "./Repo.js"
 
@@ -72,6 +74,7 @@ export class Approvals extends Effect.Service<Approvals>()("authorization/Approv
   effect: Effect.gen(function* () {
     const repo = yield* ApprovalsRepo
     const grants = yield* AuthorizationRepo
+    const transaction = transactionOf(yield* SqlClient.SqlClient)
 
     /** 403 unless the caller is one of the intent's approvers (when it names any); answers whether it ever asked. */
     const checkApprover = Effect.fn("Approvals.checkApprover")(function* (caller: Caller, intentId: string) {
@@ -98,18 +101,24 @@ export class Approvals extends Effect.Service<Approvals>()("authorization/Approv
       // Only what a recorded decision asked for can be granted: an intent id alone (from a dry run, or computed)
       // names no approvers to check.
       if (!(yield* checkApprover(caller, intentId))) return yield* intentNotFound(intentId)
-      if (yield* repo.isDenied(caller.workspaceId, intentId)) {
-        return yield* new Conflict({
-          code: "approval_denied",
-          message: `Intent ${intentId} was denied; a denied intent stays denied.`
+      // Under the intent's lock, so a denial committed meanwhile is seen, and one that comes later withdraws this.
+      const row = yield* transaction(
+        Effect.gen(function* () {
+          yield* repo.lockIntent(caller.workspaceId, intentId)
+          if (yield* repo.isDenied(caller.workspaceId, intentId)) {
+            return yield* new Conflict({
+              code: "approval_denied",
+              message: `Intent ${intentId} was denied; a denied intent stays denied.`
+            })
+          }
+          return yield* grants.upsertGrant(
+            caller.workspaceId,
+            intentId,
+            caller.principalId,
+            input.note ?? null,
+            input.ttl_seconds ?? 900
+          )
         })
-      }
-      const row = yield* grants.upsertGrant(
-        caller.workspaceId,
-        intentId,
-        caller.principalId,
-        input.note ?? null,
-        input.ttl_seconds ?? 900
       )
       return {
         intent_id: row.intent_id,

@@ -5,7 +5,7 @@
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
-import { dieOnErrors } from "../platform/Sql.js"
+import { dieOnErrors, lockKey } from "../platform/Sql.js"
 
 export type ApprovalStatus = "pending" | "granted" | "denied"
 
@@ -65,6 +65,12 @@ export class ApprovalsRepo extends Effect.Service<ApprovalsRepo>()("authorizatio
     const sortKey = (status: ApprovalStatus) =>
       status === "pending" ? sql`r.requested_at` : status === "granted" ? sql`g.created_at` : sql`d.created_at`
 
+    /**
+     * Serializes the decisions on one intent (held until the caller's transaction ends): a grant that read
+     * "not denied" writes before a concurrent denial withdraws it, never after.
+     */
+    const lockIntent = (workspaceId: string, intentId: string) => lockKey(sql, `approval:${workspaceId}:${intentId}`)
+
     return dieOnErrors({
       findRequest: (workspaceId: string, intentId: string) =>
         findRequest({ workspaceId, intentId }).pipe(Effect.map(Option.map((row) => row.approvers))),
@@ -107,14 +113,18 @@ export class ApprovalsRepo extends Effect.Service<ApprovalsRepo>()("authorizatio
           order by ${ascending ? sql`at, intent_id` : sql`at desc, intent_id desc`}
           limit ${limit + 1}`.pipe(Effect.flatMap(decodeRows))
       },
+      lockIntent,
       /** Denies an intent (a second denial keeps the first) and withdraws its grant, in one transaction. */
       deny: (workspaceId: string, intentId: string, deniedBy: string, reason: string | null) =>
         sql.withTransaction(
           Effect.zipRight(
-            sql`delete from approval_grants where workspace_id = ${workspaceId} and intent_id = ${intentId}`,
-            sql`insert into approval_denials (workspace_id, intent_id, denied_by, reason)
-                values (${workspaceId}, ${intentId}, ${deniedBy}, ${reason})
-                on conflict (workspace_id, intent_id) do nothing`
+            lockIntent(workspaceId, intentId),
+            Effect.zipRight(
+              sql`delete from approval_grants where workspace_id = ${workspaceId} and intent_id = ${intentId}`,
+              sql`insert into approval_denials (workspace_id, intent_id, denied_by, reason)
+                  values (${workspaceId}, ${intentId}, ${deniedBy}, ${reason})
+                  on conflict (workspace_id, intent_id) do nothing`
+            )
           )
         ),
       isDenied: (workspaceId: string, intentId: string) =>

@@ -12,20 +12,24 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect } from "effect"
 import { readdirSync, readFileSync } from "node:fs"
 
+/** A policy that lets the page load `own` (script and fetch sources) from this origin and nothing else. */
+const contentSecurityPolicy = (own: "'self'" | "'none'") =>
+  [
+    "default-src 'none'",
+    `script-src ${own}`,
+    "style-src 'self'",
+    "img-src 'self' data:",
+    `connect-src ${own}`,
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'"
+  ].join("; ")
+
 /**
  * Same-origin only: the scripts and stylesheet are files of their own (no inline code), the pages
  * call only this service, and nothing may frame them or submit their forms elsewhere.
  */
-export const DASHBOARD_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'"
-].join("; ")
+export const DASHBOARD_CSP = contentSecurityPolicy("'self'")
 
 export const SECURITY_HEADERS = {
   "content-security-policy": DASHBOARD_CSP,
@@ -35,6 +39,23 @@ export const SECURITY_HEADERS = {
   // Small files: revalidate every time so a new deployment is picked up at once.
   "cache-control": "no-cache"
 }
+
+/**
+ * The public shared report (`/r/{token}`, rendered by `assets/report-render.js`): it shows what a red-team
+ * target replied, so no script may run there at all; and it is never stored by a cache, so a revoked or
+ * expired link stops showing the report at once.
+ */
+export const SHARED_REPORT_HEADERS = {
+  ...SECURITY_HEADERS,
+  "content-security-policy": contentSecurityPolicy("'none'"),
+  "cache-control": "no-store"
+}
+
+const HTML = "text/html; charset=utf-8"
+
+/** An HTML page answered with `headers` (the security headers above). */
+export const htmlPage = (body: string, headers: Readonly<Record<string, string>> = SECURITY_HEADERS) =>
+  HttpServerResponse.text(body, { contentType: HTML, headers })
 
 /** The pages: path, title, body fragment and entry module (all under `assets/`). */
 export const PAGES = [
@@ -82,7 +103,7 @@ const files = Effect.sync((): Array<Served> => {
     ...PAGES.map((page) => ({
       path: page.path,
       body: renderPage(shell, page),
-      contentType: "text/html; charset=utf-8"
+      contentType: HTML
     })),
     ...staticFiles()
   ]

@@ -37,6 +37,14 @@ export class AuthApi extends HttpApiGroup.make("auth")
   .add(HttpApiEndpoint.post("signup", "/auth/signup").setPayload(Credentials).addSuccess(Session))
   .add(HttpApiEndpoint.post("changePassword", "/auth/password").setPayload(ChangePassword).addSuccess(Session))
   .add(
+    HttpApiEndpoint.post("logout", "/auth/logout")
+      .addSuccess(HttpApiSchema.NoContent)
+      .annotate(
+        OpenApi.Description,
+        "Extension: signs out the session of the bearer JWT; from then on that JWT answers 401 session_ended (the user's other sessions go on)."
+      )
+  )
+  .add(
     HttpApiEndpoint.post("oauthSession", "/identity/oauth-session")
       .setPayload(OAuthSessionRequest)
       .addSuccess(Session)

@@ -43,20 +43,35 @@ export class Credentials extends Effect.Service<Credentials>()("identity/Credent
     const isInternalKey = (credential: string) =>
       Option.isSome(internalKey) && credential !== "" && timingSafeEqual(digest(credential), internalKey.value)
 
-    /** The user of a valid session JWT issued after the user's last password change. */
-    const sessionUser = Effect.fn("Credentials.sessionUser")(function* (credential: string) {
+    /** A valid session JWT issued after the user's last password change and not signed out: its user and claims. */
+    const session = Effect.fn("Credentials.session")(function* (credential: string) {
       const claims = yield* tokens.verify(credential)
       if (Option.isNone(claims)) return yield* missingCredential
-      const user = yield* repo.findUserById(claims.value.userId)
+      const user = yield* repo.findSessionUser({ userId: claims.value.userId, sessionId: claims.value.sessionId })
       if (Option.isNone(user)) return yield* missingCredential
+      if (user.value.ended) {
+        return yield* new Unauthorized({
+          code: "session_ended",
+          message: "This session was signed out; sign in again."
+        })
+      }
       if (user.value.password_version !== claims.value.passwordVersion) {
         return yield* new Unauthorized({
           code: "session_expired",
           message: "This session ended when the password changed; sign in again."
         })
       }
-      return user.value
+      return { user: user.value, claims: claims.value }
     })
+
+    /** The user of a valid session JWT (see `session`). */
+    const sessionUser = (credential: string) => Effect.map(session(credential), ({ user }) => user)
+
+    /** Signs out the session of a valid session JWT: from then on it answers 401 `session_ended`. */
+    const endSession = (credential: string) =>
+      Effect.flatMap(session(credential), ({ claims, user }) =>
+        repo.endSession(claims.sessionId, user.id, claims.expiresAt)
+      )
 
     const fromSession = (credential: string, workspaceHeader: string | undefined) =>
       Effect.gen(function* () {
@@ -98,7 +113,7 @@ export class Credentials extends Effect.Service<Credentials>()("identity/Credent
           : fromSession(credential, workspaceHeader)
     )
 
-    return { isInternalKey, sessionUser, resolve }
+    return { isInternalKey, sessionUser, endSession, resolve }
   }),
   dependencies: [SessionTokens.Default, ApiKeys.Default, IdentityRepo.Default, Workspaces.Default]
 }) {}

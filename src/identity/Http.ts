@@ -26,6 +26,7 @@ const bearerToken = (authorization: string | undefined) =>
 export const AuthHttpLive = HttpApiBuilder.group(GuardrailApi, "auth", (handlers) =>
   Effect.gen(function* () {
     const accounts = yield* Accounts
+    const credentials = yield* Credentials
     return handlers
       .handle("signup", ({ payload }) => Effect.flatMap(clientAddress, (address) => accounts.signup(payload, address)))
       .handle("login", ({ payload }) => Effect.flatMap(clientAddress, (address) => accounts.login(payload, address)))
@@ -33,6 +34,12 @@ export const AuthHttpLive = HttpApiBuilder.group(GuardrailApi, "auth", (handlers
         Effect.flatMap(clientAddress, (address) => accounts.changePassword(payload, address))
       )
       .handle("oauthSession", ({ payload }) => accounts.oauthSession(payload))
+      .handle("logout", () =>
+        Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+          const token = bearerToken(request.headers["authorization"])
+          return token === "" ? Effect.fail(missingCredential) : credentials.endSession(token)
+        })
+      )
   })
 )
 

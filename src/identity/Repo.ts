@@ -15,6 +15,9 @@ const UserRow = Schema.Struct({
 })
 export type UserRow = typeof UserRow.Type
 
+/** A session's user, and whether that session was signed out. */
+const SessionUserRow = Schema.Struct({ ...UserRow.fields, ended: Schema.Boolean })
+
 const MembershipRow = Schema.Struct({
   id: Schema.String,
   name: Schema.String,
@@ -132,6 +135,20 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
         Result: UserRow,
         execute: (id) => sql`select ${userColumns} from users where id = ${id}`
       }),
+      findSessionUser: SqlSchema.findOne({
+        Request: Schema.Struct({ userId: Schema.String, sessionId: Schema.String }),
+        Result: SessionUserRow,
+        execute: ({ sessionId, userId }) =>
+          sql`select ${userColumns}, exists (select 1 from ended_sessions where jti = ${sessionId}) as ended
+              from users where id = ${userId}`
+      }),
+      /** Ends a session until its JWT expires; forgets up to 100 rows of JWTs expired since (no sweeper needed). */
+      endSession: (sessionId: string, userId: string, expiresAt: Date) =>
+        sql`with forgotten as (
+              delete from ended_sessions
+              where jti in (select jti from ended_sessions where expires_at < now() limit 100))
+            insert into ended_sessions (jti, user_id, expires_at) values (${sessionId}, ${userId}, ${expiresAt})
+            on conflict (jti) do nothing`.pipe(Effect.asVoid),
       findUserByUsername: SqlSchema.findOne({
         Request: Schema.String,
         Result: UserRow,

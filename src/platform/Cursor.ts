@@ -48,7 +48,7 @@ export const invalidCursor = new BadRequest({
  * fetches the page past the position it names with whether more rows follow, and answers the page with
  * `next_cursor` (the page's last row, by `encode`) when they do.
  */
-const pageAfterCut = <Position, Row, E, R>(
+export const pageAfterCut = <Position, Row, E, R>(
   cursor: string | undefined,
   decode: (cursor: string) => Option.Option<Position>,
   encode: (row: Row) => string,

@@ -2,6 +2,7 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
+import { htmlPage, SHARED_REPORT_HEADERS } from "../dashboard/Http.js"
 import { CurrentCaller, inWorkspace } from "../identity/Authentication.js"
 import { Redteam } from "./Redteam.js"
 import { RedteamPolicies } from "./RedteamPolicies.js"
@@ -46,6 +47,8 @@ export const RedteamReportsHttpLive = HttpApiBuilder.group(GuardrailApi, "redtea
       )
       .handle("getSharedReport", ({ path }) => reports.sharedReport(path.token))
       .handle("revokeShareLink", ({ path }) => inWorkspace((ws) => reports.revoke(ws, path.token)))
-      .handle("getSharedReportHtml", ({ path }) => reports.sharedReportHtml(path.token))
+      .handle("getSharedReportHtml", ({ path }) =>
+        Effect.map(reports.sharedReportHtml(path.token), (html) => htmlPage(html, SHARED_REPORT_HEADERS))
+      )
   })
 ).pipe(Layer.provide(RedteamServicesLive))

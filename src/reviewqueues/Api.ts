@@ -49,5 +49,5 @@ export class ReviewQueuesApi extends HttpApiGroup.make("reviewQueues")
   .middleware(Authentication)
   .annotate(
     OpenApi.Description,
-    "Extension: review queues. A queue's rules pick traces (a rule's conditions all hold, sampled by a hash of the trace id at its sample_rate, else the queue's); items list traces not yet reviewed first, then reviewed, newest first within each, with progress counts over the whole queue."
+    "Extension: review queues. A queue's rules pick traces (a rule's conditions all hold, sampled by a hash of the trace id at its sample_rate, else the queue's); items list traces not yet reviewed first, then reviewed, newest first within each (a page ends early, with next_cursor, after the trace whose payload brings it to 4 MiB of JSON), with progress counts over the whole queue."
   ) {}

@@ -6,6 +6,7 @@
  */
 import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
+import { CutColumns, cutAtBytes, cutPage } from "../platform/PageBytes.js"
 import { dieOnErrors } from "../platform/Sql.js"
 import { traceColumns, TraceRow } from "../runs/TraceRepo.js"
 import { ReviewRule } from "./Domain.js"
@@ -30,9 +31,19 @@ const QueueWrite = Schema.Struct({
   sampleRate: Schema.Number
 })
 
+/** A change of a queue: the fields it names (null: kept as they are). */
+const QueuePatch = Schema.Struct({
+  id: Schema.String,
+  workspaceId: Schema.String,
+  name: Schema.NullOr(Schema.String),
+  rules: Schema.NullOr(Schema.Unknown),
+  sampleRate: Schema.NullOr(Schema.Number)
+})
+export type QueuePatch = typeof QueuePatch.Type
+
 const ItemRow = Schema.Struct({ ...TraceRow.fields, reviewed: Schema.Boolean })
 export type ItemRow = typeof ItemRow.Type
-const decodeItems = Schema.decodeUnknown(Schema.Array(ItemRow))
+const decodeItems = Schema.decodeUnknown(Schema.Array(Schema.extend(ItemRow, CutColumns)))
 
 const Progress = Schema.Struct({ total: Schema.NumberFromString, reviewed: Schema.NumberFromString })
 
@@ -91,13 +102,16 @@ export class ReviewQueueRepo extends Effect.Service<ReviewQueueRepo>()("reviewqu
             values (${queue.id}, ${queue.workspaceId}, ${queue.name}, ${JSON.stringify(queue.rules)}, ${queue.sampleRate})
             returning id, name, rules, sample_rate, created_at, updated_at`
     })
+    // The fields a change names replace the row's current ones in the statement itself, so two changes of
+    // different fields made at once both hold (neither writes back a value it read before the other).
     const update = SqlSchema.findOne({
-      Request: QueueWrite,
+      Request: QueuePatch,
       Result: QueueRow,
-      execute: (queue) =>
-        sql`update review_queues set name = ${queue.name}, rules = ${JSON.stringify(queue.rules)},
-              sample_rate = ${queue.sampleRate}, updated_at = now()
-            where workspace_id = ${queue.workspaceId} and id = ${queue.id}
+      execute: (patch) =>
+        sql`update review_queues set name = coalesce(${patch.name}, name),
+              rules = coalesce(${patch.rules === null ? null : JSON.stringify(patch.rules)}::jsonb, rules),
+              sample_rate = coalesce(${patch.sampleRate}, sample_rate), updated_at = now()
+            where workspace_id = ${patch.workspaceId} and id = ${patch.id}
             returning id, name, rules, sample_rate, created_at, updated_at`
     })
 
@@ -114,24 +128,43 @@ export class ReviewQueueRepo extends Effect.Service<ReviewQueueRepo>()("reviewqu
             order by created_at desc, id desc limit ${limit + 1}`.pipe(Effect.flatMap(decodeQueues)),
       insert: (row: QueueWrite) => insert(row),
       /** None when no such queue. */
-      update: (row: QueueWrite) => update(row),
+      update: (patch: QueuePatch) => update(patch),
       remove: (workspaceId: string, id: string) =>
         sql`delete from review_queues where workspace_id = ${workspaceId} and id = ${id} returning id`.pipe(
           Effect.map((rows) => rows.length > 0)
         ),
-      /** One page of the queue's traces: not yet reviewed first, then reviewed; newest first within each. */
-      items: (workspaceId: string, queue: QueueRow, limit: number, after: Option.Option<ItemPosition>) =>
-        sql`select ${traceColumns(sql)}, latest_review_outcome is not null as reviewed
-            from traces where ${inQueue(workspaceId, queue)}
-            ${Option.match(after, {
-              onNone: () => sql``,
-              onSome: (p) =>
-                sql`and ((latest_review_outcome is not null)::int > ${p.reviewed ? 1 : 0}
-                         or ((latest_review_outcome is not null) = ${p.reviewed}
-                             and (created_at, id) < (${p.at}::timestamptz, ${p.id})))`
-            })}
-            order by (latest_review_outcome is not null), created_at desc, id desc
-            limit ${limit + 1}`.pipe(Effect.flatMap(decodeItems)),
+      /**
+       * One page of the queue's traces: not yet reviewed first, then reviewed; newest first within each. Cut
+       * after the trace whose payload (JSON bytes) reaches `maxBytes` (at least one); `more` when traces follow.
+       * The sizes are summed in the database, so traces past the budget are neither sent nor decoded.
+       */
+      items: (
+        workspaceId: string,
+        queue: QueueRow,
+        limit: number,
+        after: Option.Option<ItemPosition>,
+        maxBytes: number
+      ) =>
+        cutAtBytes(
+          sql,
+          sql`select ${traceColumns(sql)}, latest_review_outcome is not null as reviewed
+              from traces where ${inQueue(workspaceId, queue)}
+              ${Option.match(after, {
+                onNone: () => sql``,
+                onSome: (p) =>
+                  sql`and ((latest_review_outcome is not null)::int > ${p.reviewed ? 1 : 0}
+                           or ((latest_review_outcome is not null) = ${p.reviewed}
+                               and (created_at, id) < (${p.at}::timestamptz, ${p.id})))`
+              })}
+              order by (latest_review_outcome is not null), created_at desc, id desc
+              limit ${limit + 1}`,
+          sql`reviewed, created_at desc, id desc`,
+          sql`octet_length(payload::text)`,
+          maxBytes
+        ).pipe(
+          Effect.flatMap(decodeItems),
+          Effect.map((rows) => cutPage(rows, limit))
+        ),
       progress: (workspaceId: string, queue: QueueRow) =>
         sql`select count(*)::text as total, count(latest_review_outcome)::text as reviewed
             from traces where ${inQueue(workspaceId, queue)}`.pipe(

@@ -8,12 +8,13 @@
  */
 import { Effect, Option } from "effect"
 import { NotFound } from "../http/Errors.js"
-import { decodeCursor, encodeCursor, invalidCursor, isCursorTime, pageByTime } from "../platform/Cursor.js"
+import { decodeCursor, encodeCursor, pageAfterCut, isCursorTime, pageByTime } from "../platform/Cursor.js"
 import { prefixedId } from "../platform/Ids.js"
+import { MAX_PAGE_BYTES } from "../platform/PageBytes.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { toTrace } from "../runs/Traces.js"
 import { type CreateReviewQueue, ReviewQueue, ReviewQueueId, type UpdateReviewQueue } from "./Domain.js"
-import { type ItemPosition, type QueueRow, ReviewQueueRepo } from "./Repo.js"
+import { type ItemPosition, type ItemRow, type QueueRow, ReviewQueueRepo } from "./Repo.js"
 
 const toQueue = (row: QueueRow) =>
   new ReviewQueue({
@@ -34,6 +35,9 @@ const decodeItemCursor = (cursor: string): Option.Option<ItemPosition> =>
     Option.filter(([reviewed, at]) => (reviewed === "0" || reviewed === "1") && isCursorTime(at!)),
     Option.map(([reviewed, at, id]) => ({ reviewed: reviewed === "1", at: at!, id: id! }))
   )
+
+const encodeItemCursor = (row: ItemRow) =>
+  encodeCursor([row.reviewed ? "1" : "0", row.created_at.toISOString(), row.id])
 
 export class ReviewQueues extends Effect.Service<ReviewQueues>()("reviewqueues/ReviewQueues", {
   effect: Effect.gen(function* () {
@@ -70,15 +74,13 @@ export class ReviewQueues extends Effect.Service<ReviewQueues>()("reviewqueues/R
       id: string,
       input: UpdateReviewQueue
     ) {
-      const current = yield* load(workspaceId, id)
       const row = yield* repo.update({
         id,
         workspaceId,
-        name: input.name ?? current.name,
-        rules: input.rules ?? current.rules,
-        sampleRate: input.sample_rate ?? current.sample_rate
+        name: input.name ?? null,
+        rules: input.rules ?? null,
+        sampleRate: input.sample_rate ?? null
       })
-      // Deleted since it was read.
       if (Option.isNone(row)) return yield* notFound(id)
       return toQueue(row.value)
     })
@@ -94,18 +96,14 @@ export class ReviewQueues extends Effect.Service<ReviewQueues>()("reviewqueues/R
       cursor: string | undefined
     ) {
       const queue = yield* load(workspaceId, id)
-      const after = cursor === undefined ? Option.none() : decodeItemCursor(cursor)
-      if (cursor !== undefined && Option.isNone(after)) return yield* invalidCursor
-      const rows = yield* repo.items(workspaceId, queue, limit, after)
-      const page = rows.slice(0, limit)
-      const last = page[page.length - 1]
+      const { next, page } = yield* pageAfterCut(cursor, decodeItemCursor, encodeItemCursor, (after) =>
+        repo.items(workspaceId, queue, limit, after, MAX_PAGE_BYTES)
+      )
       const progress = yield* repo.progress(workspaceId, queue)
       return {
         progress: { ...progress, pending: progress.total - progress.reviewed },
         items: page.map(toTrace),
-        ...(rows.length > limit && last !== undefined
-          ? { next_cursor: encodeCursor([last.reviewed ? "1" : "0", last.created_at.toISOString(), last.id]) }
-          : {})
+        ...next
       }
     })
 

@@ -8,7 +8,8 @@ import { Effect, Schema } from "effect"
 import type { Caller } from "../identity/Authentication.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { keepJson, keepOptionalString } from "../privacy/Redaction.js"
-import { pageByTime } from "../platform/Cursor.js"
+import { pageByTimeCut } from "../platform/Cursor.js"
+import { MAX_PAGE_BYTES } from "../platform/PageBytes.js"
 import { prefixedId } from "../platform/Ids.js"
 import { Outbox } from "../platform/Outbox.js"
 import { toTimestamp } from "../platform/Schemas.js"
@@ -109,8 +110,8 @@ export class Reviews extends Effect.Service<Reviews>()("runs/Reviews", {
       cursor: string | undefined
     ) {
       yield* trace(workspaceId, traceId)
-      const { next, page } = yield* pageByTime(cursor, limit, (after) =>
-        repo.listReviews(workspaceId, traceId, limit, after)
+      const { next, page } = yield* pageByTimeCut(cursor, (after) =>
+        repo.listReviews(workspaceId, traceId, limit, after, MAX_PAGE_BYTES)
       )
       return { review_events: page.map(toReview), ...next }
     })

@@ -108,7 +108,7 @@ const AnalyticsContextRow = Schema.Struct({
   workflow_step: Schema.NullOr(Schema.String)
 })
 
-const decodeReviews = Schema.decodeUnknown(Schema.Array(ReviewRow))
+const decodeCutReviews = Schema.decodeUnknown(Schema.Array(Schema.extend(ReviewRow, CutColumns)))
 
 export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
   effect: Effect.gen(function* () {
@@ -293,15 +293,20 @@ export class TraceRepo extends Effect.Service<TraceRepo>()("runs/TraceRepo", {
               workflow_step: row?.workflow_step ?? null
             }))
           ),
-        listReviews: (
-          workspaceId: string,
-          traceId: string,
-          limit: number,
-          after: Option.Option<{ readonly at: string; readonly id: string }>
-        ) =>
-          sql`select * from review_events where workspace_id = ${workspaceId} and trace_id = ${traceId}
-          ${Option.isNone(after) ? sql`` : sql`and (created_at, id) < (${after.value.at}::timestamptz, ${after.value.id})`}
-          order by created_at desc, id desc limit ${limit + 1}`.pipe(Effect.flatMap(decodeReviews))
+        /** A trace's reviews, newest first, cut at `maxBytes` of metadata (`cutAtBytes`; any runtime key may post it). */
+        listReviews: (workspaceId: string, traceId: string, limit: number, before: Position, maxBytes: number) =>
+          cutAtBytes(
+            sql,
+            sql`select * from review_events where workspace_id = ${workspaceId} and trace_id = ${traceId}
+              ${Option.isNone(before) ? sql`` : sql`and (created_at, id) < (${before.value.at}::timestamptz, ${before.value.id})`}
+              order by created_at desc, id desc limit ${limit + 1}`,
+            NEWEST_FIRST,
+            sql`octet_length(metadata::text) + coalesce(octet_length(note), 0)`,
+            maxBytes
+          ).pipe(
+            Effect.flatMap(decodeCutReviews),
+            Effect.map((rows) => cutPage(rows, limit))
+          )
       })
     }
   })

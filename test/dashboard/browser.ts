@@ -38,14 +38,20 @@ export type { Page }
 /** The plaintext behind the password digest `tenant()` signs up with (see `signUp` in test/support/Tenants.ts). */
 export const plaintextPassword = (owner: { readonly username: string }) => `${owner.username} secret`
 
-/** Opens `url`, signs in on its form with the owner's password and waits for the page's board. */
-export const openSignedIn = (page: Page, url: string, owner: { readonly username: string }) =>
+/** Signs in on the page's form with the owner's password. */
+export const signInOnForm = (page: Page, owner: { readonly username: string }) =>
   run(async () => {
-    await page.goto(url)
     await page.locator("#username").fill(owner.username)
     await page.locator("#password").fill(plaintextPassword(owner))
     await page.locator("#sign-in-button").click()
-    await page.locator("#board").waitFor()
+  })
+
+/** Opens `url`, signs in on its form with the owner's password and waits for the page's board. */
+export const openSignedIn = (page: Page, url: string, owner: { readonly username: string }) =>
+  Effect.gen(function* () {
+    yield* run(() => page.goto(url))
+    yield* signInOnForm(page, owner)
+    yield* run(() => page.locator("#board").waitFor())
   })
 
 /** A screenshot of what a laptop screen shows, under test-results/ (gitignored), named after the page. */
@@ -77,7 +83,12 @@ interface SampledElement {
   readonly parentElement: SampledElement | null
   readonly childNodes: ArrayLike<{ readonly nodeType: number; readonly textContent: string | null }>
   getAttribute(name: string): string | null
-  getBoundingClientRect(): { readonly width: number; readonly height: number; readonly right: number; readonly bottom: number }
+  getBoundingClientRect(): {
+    readonly width: number
+    readonly height: number
+    readonly right: number
+    readonly bottom: number
+  }
   checkVisibility(options: Record<string, boolean>): boolean
 }
 interface SampledStyle {
@@ -144,7 +155,11 @@ const WHITE: Rgba = [255, 255, 255, 1]
 
 /** A computed `rgb()`/`rgba()` value; undefined for anything else (none, url(), other colour spaces). */
 const parseColor = (value: string): Rgba | undefined => {
-  const parts = /^rgba?\(([^)]*)\)$/.exec(value.trim())?.[1]?.split(/[\s,/]+/).filter(Boolean).map(Number)
+  const parts = /^rgba?\(([^)]*)\)$/
+    .exec(value.trim())?.[1]
+    ?.split(/[\s,/]+/)
+    .filter(Boolean)
+    .map(Number)
   if (parts === undefined || parts.length < 3 || parts.some(Number.isNaN)) return undefined
   return [parts[0]!, parts[1]!, parts[2]!, parts[3] ?? 1]
 }

@@ -18,11 +18,11 @@ import { TIMESTAMP } from "../support/Formats.js"
 import { config, JWT_SECRET } from "./auth-support.js"
 
 /**
- * A token signed with `secret`, as the service's own tokens are (iss, aud, sub, pwv, iat, exp);
- * `exp: null` or `iat: false` leaves that claim out.
+ * A token signed with `secret`, as the service's own tokens are (iss, aud, sub, pwv, iat, exp, jti);
+ * `exp: null`, `iat: false` or `jti: false` leaves that claim out.
  */
 const forge = (
-  claims: { sub: string; pwv?: unknown; iss?: string; aud?: string; exp?: number | null; iat?: false },
+  claims: { sub: string; pwv?: unknown; iss?: string; aud?: string; exp?: number | null; iat?: false; jti?: false },
   secret = JWT_SECRET
 ) =>
   Effect.promise(() => {
@@ -32,6 +32,7 @@ const forge = (
       .setAudience(claims.aud ?? "guardrail-api")
       .setSubject(claims.sub)
     if (claims.iat !== false) jwt.setIssuedAt()
+    if (claims.jti !== false) jwt.setJti(randomUUID())
     if (claims.exp !== null) jwt.setExpirationTime(claims.exp ?? Math.floor(Date.now() / 1000) + 3600)
     return jwt.sign(new TextEncoder().encode(secret))
   })
@@ -79,6 +80,8 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
             // Without exp a token signed with the secret would be valid forever.
             ["no exp", yield* forge({ sub: user.user_id, pwv: 1, exp: null })],
             ["no iat", yield* forge({ sub: user.user_id, pwv: 1, iat: false })],
+            // Without a jti it could not be signed out.
+            ["no jti", yield* forge({ sub: user.user_id, pwv: 1, jti: false })],
             ["unknown user", yield* forge({ sub: randomUUID(), pwv: 1 })],
             ["not a uuid subject", yield* forge({ sub: "not-a-uuid", pwv: 1 })],
             ["wrong audience", yield* forge({ sub: user.user_id, pwv: 1, aud: "someone-else" })],
@@ -91,6 +94,30 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
             const answer = yield* answerOf((yield* clientAt(base, { token })).settings.getSettings({}), 200)
             expect(answer.status, `${label}: ${describeAnswer(answer)}`).toBe(401)
           }
+        })
+    )
+
+    it.effect(
+      "signing out ends that session only: its JWT then answers 401 session_ended, the user's others go on",
+      () =>
+        Effect.gen(function* () {
+          const base = yield* baseUrl
+          const user = yield* signUp(base)
+          const anonymous = yield* clientAt(base)
+          const other = yield* anonymous.auth.login({ payload: { username: user.username, password: user.password } })
+          const otherSession = yield* clientAt(base, { token: other.jwt })
+          yield* user.api.settings.getSettings({})
+
+          yield* user.api.auth.logout({})
+          yield* expectFailure(user.api.settings.getSettings({}), 401, "session_ended")
+          yield* expectFailure(user.api.reviewQueues.listReviewQueues({ urlParams: {} }), 401, "session_ended")
+          // Signing out again, or with no session at all, is refused the same way.
+          yield* expectFailure(user.api.auth.logout({}), 401, "session_ended")
+          yield* expectFailure(anonymous.auth.logout({}), 401, "unauthenticated")
+          // The same user's other session, and a new sign-in, are not touched.
+          yield* otherSession.settings.getSettings({})
+          const again = yield* anonymous.auth.login({ payload: { username: user.username, password: user.password } })
+          yield* (yield* clientAt(base, { token: again.jwt })).settings.getSettings({})
         })
     )
 

@@ -88,6 +88,16 @@ layer(server, SERVER_OPTIONS)("red-team reports, share links and plans", (it) =>
       expect(page).toContain("Red-team report")
       expect(page).toContain(job.id)
       expect(page).not.toMatch(/<script/i)
+      // It shows what the target replied: no script may run there, nothing may frame it, no cache keeps it
+      // past a revoke, and the capability in its address is not sent on as a referrer.
+      const csp = String(pageResponse.headers["content-security-policy"])
+      expect(csp).toContain("script-src 'none'")
+      expect(csp).toContain("frame-ancestors 'none'")
+      expect(csp).toContain("style-src 'self'")
+      expect(pageResponse.headers["x-content-type-options"]).toBe("nosniff")
+      expect(pageResponse.headers["referrer-policy"]).toBe("no-referrer")
+      expect(pageResponse.headers["cache-control"]).toBe("no-store")
+      expect(pageResponse.headers["content-type"]).toBe("text/html; charset=utf-8")
 
       // Tokens are stored hashed: a made-up token is 404, as is another workspace revoking it.
       yield* expectFailure(

@@ -193,5 +193,36 @@ layer(testServer("database"), SERVER_OPTIONS)("review queues (database event log
         }
       })
     )
+
+    it.effect("a page ends early, with next_cursor, once its traces' payloads reach 4 MiB; paging stays complete", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        yield* createAgent(base, owner, AGENT)
+        // Each decision keeps three 250,000-character params (within the default 256 KiB match cap): ~750 KB.
+        const big = (i: number, key: string) => `${key}${i} ${"x".repeat(250_000)}`
+        const decided = yield* Effect.forEach(
+          Array.from({ length: 7 }, (_, i) => i),
+          (i) =>
+            propose(base, owner, AGENT, {
+              operation: "send_note",
+              params: { a: big(i, "a"), b: big(i, "b"), c: big(i, "c") }
+            })
+        )
+        const queue = yield* owner.api.reviewQueues.createReviewQueue({
+          payload: { name: "Everything", rules: [{ agent_id: AGENT }] }
+        })
+        const first = yield* itemsOf(owner, queue.id, { limit: 100 })
+        // 7 x ~750 KB is over 4 MiB: the page stops after the trace that reaches it, the 6th.
+        expect(first.items).toHaveLength(6)
+        expect(first.next_cursor).toBeDefined()
+        expect(first.progress.total).toBe(7)
+        const rest = yield* itemsOf(owner, queue.id, { limit: 100, cursor: first.next_cursor! })
+        expect(rest.next_cursor).toBeUndefined()
+        expect([...first.items, ...rest.items].map((item) => item.trace_id).sort()).toEqual(
+          decided.map((d) => d.trace_id).sort()
+        )
+      })
+    )
   })
 })

@@ -6,11 +6,14 @@
  * database) to distinct microseconds of one millisecond, keeping their
  * order. Paging through runs, traces and review events must still return
  * every row exactly once. A run's events page ends early once its metadata
- * passes MAX_PAGE_BYTES, and the next page goes on from there.
+ * passes MAX_PAGE_BYTES, and the next page goes on from there; so does a
+ * page of traces (and the live tail) once their payloads pass it, and of a
+ * trace's reviews once their metadata does; a window around one event or
+ * trace holds what fits in half the budget on each side.
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Run } from "../../src/runs/Domain.js"
+import { type Run, TraceId } from "../../src/runs/Domain.js"
 import { MAX_PAGE_BYTES } from "../../src/platform/PageBytes.js"
 import { queryDatabase } from "../support/Database.js"
 import { tenant, type Tenant } from "../support/Tenants.js"
@@ -133,5 +136,115 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("paging within one mil
       for (const page of pages) expect(bytes(page.slice(0, -1))).toBeLessThan(MAX_PAGE_BYTES)
       expect(pages.flat().map((event) => event.sequence)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
     })
+  )
+
+  it.effect("GET /v1/traces and its live tail end a page once the traces' payloads pass MAX_PAGE_BYTES", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const owner = yield* tenant(base)
+      const start = (yield* owner.api.traces.listTraces({ urlParams: {} })).tail_cursor!
+      // Three 250,000-character params a decision (within the default 256 KiB match cap): about 750 KB each.
+      const big = (i: number, key: string) => `${key}${i} ${"x".repeat(250_000)}`
+      const decided: Array<string> = []
+      for (let i = 0; i < COUNT; i++) {
+        const action = { operation: "send_note", params: { a: big(i, "a"), b: big(i, "b"), c: big(i, "c") } }
+        decided.push((yield* propose(base, owner, "bulky", action)).trace_id)
+      }
+      const bytes = (page: ReadonlyArray<{ readonly payload: unknown }>) =>
+        page.reduce((sum, trace) => sum + JSON.stringify(trace.payload).length, 0)
+      const pages = yield* allPages("traces", (cursor) =>
+        owner.api.traces.listTraces({ urlParams: { limit: 100, ...cursor } })
+      )
+      // Seven of about 750 KB: the first page stops at the trace that reaches 4 MiB, the sixth.
+      expect(pages.map((page) => page.length)).toEqual([6, 1])
+      for (const page of pages) expect(bytes(page.slice(0, -1))).toBeLessThan(MAX_PAGE_BYTES)
+      expectAllOnce(
+        pages.map((page) => page.map((trace) => trace.trace_id)),
+        decided
+      )
+      // The tail stops there too, and its next poll goes on from there.
+      const tail = yield* owner.api.traces.listTraces({ urlParams: { limit: 100, after: start } })
+      expect(tail.traces.map((trace) => trace.trace_id)).toEqual(decided.slice(0, 6))
+      const rest = yield* owner.api.traces.listTraces({ urlParams: { limit: 100, after: tail.tail_cursor! } })
+      expect(rest.traces.map((trace) => trace.trace_id)).toEqual(decided.slice(6))
+    })
+  )
+
+  it.effect("GET /v1/traces/{id}/review-events ends a page once the reviews' metadata passes MAX_PAGE_BYTES", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const owner = yield* tenant(base)
+      const decision = yield* propose(base, owner, "a", reply("hello"))
+      // Thirteen keys of 60,000 characters a review: about 780 KB of metadata each.
+      const metadata = Object.fromEntries(Array.from({ length: 13 }, (_, key) => [`k${key}`, "r".repeat(60_000)]))
+      const reviewIds: Array<string> = []
+      for (let i = 0; i < COUNT; i++) {
+        const review = yield* owner.api.reviewEvents.createReviewEvent({
+          path: { trace_id: decision.trace_id },
+          payload: { outcome: "accepted", metadata }
+        })
+        reviewIds.push(review.id)
+      }
+      const pages = yield* allPages("review_events", (cursor) =>
+        owner.api.reviewEvents.listReviewEvents({
+          path: { trace_id: decision.trace_id },
+          urlParams: { limit: 100, ...cursor }
+        })
+      )
+      expect(pages.map((page) => page.length)).toEqual([6, 1])
+      expectAllOnce(
+        pages.map((page) => page.map((item) => item.id)),
+        reviewIds
+      )
+    })
+  )
+
+  it.effect(
+    "a window around one event or trace holds at most about MAX_PAGE_BYTES, with next_cursor for the rest",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const run = yield* owner.api.runs.createRun({ payload: { agent_id: "bulky", kind: "workflow" } })
+        // About 600 KB of metadata an event: each side of the window holds what fits in half the budget.
+        const metadata = Object.fromEntries(Array.from({ length: 10 }, (_, key) => [`k${key}`, "m".repeat(60_000)]))
+        const events = []
+        for (let i = 0; i < 10; i++) {
+          const event = yield* owner.api.runs.appendRunEvent({
+            path: { id: run.id },
+            payload: { kind: "tool_call", metadata }
+          })
+          events.push(event)
+        }
+        const window = yield* owner.api.runs.listRunEvents({
+          path: { id: run.id },
+          urlParams: { around: events[4]!.id, limit: 200 }
+        })
+        // Four on each side of 2 MiB: events 1..4, then the 5th and 6..8; the 9th and 10th follow the cursor.
+        expect(window.events.map((event) => event.sequence)).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
+        const rest = yield* owner.api.runs.listRunEvents({
+          path: { id: run.id },
+          urlParams: { limit: 200, cursor: window.next_cursor! }
+        })
+        expect(rest.events.map((event) => event.sequence)).toEqual([9, 10])
+
+        // Seven traces of about 750 KB in one run, newest first: around the 4th, three newer and three older.
+        const big = (i: number, key: string) => `${key}${i} ${"x".repeat(250_000)}`
+        const traces: Array<string> = []
+        for (let i = 0; i < COUNT; i++) {
+          const action = { operation: "send_note", params: { a: big(i, "a"), b: big(i, "b"), c: big(i, "c") } }
+          traces.push((yield* propose(base, owner, "bulky", action, { run_id: run.id })).trace_id)
+        }
+        const around = yield* owner.api.runs.listRunTraces({
+          path: { id: run.id },
+          urlParams: { around: TraceId.make(traces[3]!), limit: 100 }
+        })
+        expect(around.traces.map((trace) => trace.trace_id)).toEqual([...traces].reverse().slice(0, 6))
+        const older = yield* owner.api.runs.listRunTraces({
+          path: { id: run.id },
+          urlParams: { limit: 100, cursor: around.next_cursor! }
+        })
+        expect(older.traces.map((trace) => trace.trace_id)).toEqual([traces[0]])
+      })
   )
 })

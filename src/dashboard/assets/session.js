@@ -92,7 +92,8 @@ export async function api(method, path, body) {
   try { parsed = text === "" ? null : JSON.parse(text) } catch { parsed = null }
   if (!response.ok) {
     const error = parsed && parsed.error ? parsed.error : {}
-    if (response.status === 401 && path !== "/v1/auth/login") {
+    // Only the session the request was sent with ends (a late answer to an earlier one leaves a newer one be).
+    if (response.status === 401 && path !== "/v1/auth/login" && current && session.get()?.jwt === current.jwt) {
       session.clear()
       onSessionEnded("Your session ended; sign in again.")
     }

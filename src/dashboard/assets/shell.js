@@ -51,6 +51,9 @@ function showSignIn(text) {
 }
 
 let renderPage = async () => {}
+// Whether this page has shown a session's data. A later sign-in (after the session ended) then starts
+// from a freshly loaded page, so nothing the previous user saw, or still had in flight, stays on it.
+let shown = false
 
 async function showBoard() {
   const current = session.get()
@@ -60,6 +63,7 @@ async function showBoard() {
   $("session").hidden = false
   $("nav").hidden = false
   $("who").textContent = current.username ?? ""
+  shown = true
   await renderPage()
 }
 
@@ -73,6 +77,7 @@ async function signIn(event) {
     const result = await api("POST", "/v1/auth/login", { username, password })
     session.set({ jwt: result.jwt, username: result.username ?? username, user_id: result.user_id })
     $("password").value = ""
+    if (shown) return location.reload()
     await showBoard()
   } catch (error) {
     const text = error.status === 401 || error.status === 400
@@ -92,10 +97,13 @@ export function start(render, onSignOut = () => {}) {
     if (link.dataset.nav === pageName) link.setAttribute("aria-current", "page")
   }
   $("sign-in-form").addEventListener("submit", signIn)
-  $("sign-out").addEventListener("click", () => {
+  // Signing out ends the session at the service too (a copy of the token is then worthless), and reloads
+  // the page: the board and its pending requests go with the session.
+  $("sign-out").addEventListener("click", async () => {
+    await api("POST", "/v1/auth/logout").catch(() => {})
     session.clear()
     onSignOut()
-    showSignIn()
+    location.reload()
   })
   if (session.get()) void showBoard()
   else showSignIn()
