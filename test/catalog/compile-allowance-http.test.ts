@@ -44,6 +44,15 @@ const validate = (base: string, owner: Tenant) =>
     contentType: "application/yaml"
   })
 
+/** Two workspaces; the first has the agent its decisions name. */
+const twoTenants = (base: string) =>
+  Effect.gen(function* () {
+    const a = yield* tenant(base)
+    const b = yield* tenant(base)
+    yield* createAgent(base, a, "compile-bot")
+    return { a, b }
+  })
+
 const decide = (base: string, owner: Tenant) =>
   call(base, "POST", "/v1/events", { token: owner.jwt, body: eventBody(owner, "compile-bot", reply("hello")) })
 
@@ -55,9 +64,7 @@ layer(testServer("database", { COMPILE_MS_PER_SECOND_PER_WORKSPACE: "1" }), SERV
       () =>
         Effect.gen(function* () {
           const base = yield* baseUrl
-          const a = yield* tenant(base)
-          const b = yield* tenant(base)
-          yield* createAgent(base, a, "compile-bot")
+          const { a, b } = yield* twoTenants(base)
 
           const first = yield* validate(base, a)
           expect(first.status, first.text).toBe(200)
@@ -99,9 +106,7 @@ layer(testServer("database", { COMPILE_MS_PER_SECOND: "1" }), SERVER_OPTIONS)(
       () =>
         Effect.gen(function* () {
           const base = yield* baseUrl
-          const a = yield* tenant(base)
-          const b = yield* tenant(base)
-          yield* createAgent(base, a, "compile-bot")
+          const { a, b } = yield* twoTenants(base)
           expect((yield* validate(base, a)).status).toBe(200)
 
           // a ran the process's debt up: a waits, and its decisions go on.
