@@ -63,6 +63,8 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("billing/Delive
                  coalesce(b.in_flight, 0)
                    + row_number() over (partition by d.workspace_id order by d.next_attempt_at, d.id) as rank
             from webhook_deliveries d left join busy b on b.workspace_id = d.workspace_id
+            -- A disabled alert sends nothing: its pending deliveries wait, and go on if it is enabled again.
+            join budget_alert_configs c on c.id = d.config_id and c.enabled
            where d.status = 'pending' and d.next_attempt_at <= now()
         ), due as (
           select d.id from webhook_deliveries d join ranked r on r.id = d.id

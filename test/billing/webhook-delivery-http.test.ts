@@ -3,7 +3,8 @@
  * receiver hangs holds at most MAX_IN_FLIGHT_PER_WORKSPACE (4) of its
  * attempts, however many of its deliveries are due, so another workspace's
  * webhook is delivered meanwhile), retries follow the config's
- * webhook_url when it is changed, and every attempt connects only where the
+ * webhook_url when it is changed, a disabled alert's pending delivery waits
+ * (and goes out when it is enabled again), and every attempt connects only where the
  * outbound guard checked (a name rebound to loopback after it was saved is
  * refused, unconnected, and not retried).
  */
@@ -11,7 +12,8 @@ import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { until } from "../support/Eventually.js"
 import { tenant } from "../support/Tenants.js"
-import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { queryDatabase } from "../support/Database.js"
+import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 import { connectionCounter, scriptedResolver } from "../platform/outbound-helpers.js"
 import {
   deliveriesOf,
@@ -33,7 +35,7 @@ const { resolver } = scriptedResolver({
 const HANGING_CONFIGS = 20
 
 // WEBHOOK_MAX_ATTEMPTS is the default (8): a failing delivery stays pending for seconds, long enough to move it.
-layer(testServer("kafka", WEBHOOK_SETTINGS, resolver), SERVER_OPTIONS)("webhook delivery", (it) => {
+layer(testServerWithDatabase("kafka", WEBHOOK_SETTINGS, resolver), SERVER_OPTIONS)("webhook delivery", (it) => {
   it.scoped("one workspace's hanging receiver holds 4 attempts at most; another workspace's webhook is delivered", () =>
     Effect.gen(function* () {
       const base = yield* baseUrl
@@ -88,6 +90,52 @@ layer(testServer("kafka", WEBHOOK_SETTINGS, resolver), SERVER_OPTIONS)("webhook 
       )
       expect(delivery!.attempts.at(-1)).toMatchObject({ response_status: 204, succeeded: true })
       expect(delivery!.attempts[0]).toMatchObject({ response_status: 503, succeeded: false })
+    })
+  )
+
+  it.scoped("a disabled alert's pending delivery is not attempted; enabled again, it is delivered", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const db = yield* TestDatabaseUrl
+      const owner = yield* tenant(base)
+      const broken = yield* webhookReceiver(() => 503)
+      const healthy = yield* webhookReceiver(() => 204)
+      const alert = yield* firstCentAlert(owner.api, "turned off", broken.url)
+      yield* publishUsage([usageMessage({ workspaceId: owner.workspaceId, effectiveAt: "2026-08-03T09:00:00.000Z" })])
+      yield* untilReceived(broken, 1)
+      yield* owner.api.budgetAlerts.updateBudgetAlert({ path: { id: alert.id }, payload: { enabled: false } })
+      // Due at once, and older than any other delivery: the next claim would take it first.
+      const due = "2026-01-01T00:00:00.000Z"
+      yield* queryDatabase(db, "update webhook_deliveries set next_attempt_at = $1 where config_id = $2", [
+        due,
+        alert.id
+      ])
+
+      // Another alert's webhook is claimed and delivered; the disabled one's delivery was never claimed.
+      const other = yield* firstCentAlert(owner.api, "still on", healthy.url)
+      yield* publishUsage([usageMessage({ workspaceId: owner.workspaceId, effectiveAt: "2026-08-03T10:00:00.000Z" })])
+      yield* until(
+        Effect.map(deliveriesOf(owner.api, other.id), (list) =>
+          expect(list.map((delivery) => delivery.status)).toEqual(["succeeded"])
+        ),
+        "30 seconds"
+      )
+      const [held] = yield* deliveriesOf(owner.api, alert.id)
+      expect(held).toMatchObject({ status: "pending", attempts: [expect.objectContaining({ response_status: 503 })] })
+      expect(new Date(held!.next_attempt_at!).toISOString()).toBe(due)
+      expect(broken.received).toHaveLength(1)
+
+      // Enabled again (with a receiver that answers), the same delivery goes out.
+      yield* owner.api.budgetAlerts.updateBudgetAlert({
+        path: { id: alert.id },
+        payload: { enabled: true, webhook_url: healthy.url }
+      })
+      yield* until(
+        Effect.map(deliveriesOf(owner.api, alert.id), (list) =>
+          expect(list.map((delivery) => delivery.status)).toEqual(["succeeded"])
+        ),
+        "30 seconds"
+      )
     })
   )
 
