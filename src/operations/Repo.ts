@@ -90,7 +90,9 @@ export const pruneEventLogBatch = (cutoff: Date, batchSize: number) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     countOf(sql`
       with read_by_all as (
-        select topic, min(position) as position from consumer_positions group by topic
+        -- A group that has not moved for the whole window is not waited for (as Kafka's retention waits for
+        -- none): a retired group, or a process's own group left behind by a crash, kept every later row.
+        select topic, min(position) as position from consumer_positions where updated_at >= ${cutoff} group by topic
       ), doomed as (
         select l."offset" from event_log l left join read_by_all r on r.topic = l.topic
         where l.created_at < ${cutoff} and (r.position is null or l."offset" <= r.position)
