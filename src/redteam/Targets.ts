@@ -134,7 +134,9 @@ export const makeRateLimiter = (perSecond: number) => {
   return (key: string) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) => {
       const slot = Math.max(now, nextSlot.get(key) ?? 0)
-      if (nextSlot.size > 10_000) nextSlot.clear()
+      // Only keys whose next slot has passed are forgotten (they would start afresh anyway): clearing every
+      // key let each one burst at once.
+      if (nextSlot.size > 10_000) for (const [other, next] of nextSlot) if (next <= now) nextSlot.delete(other)
       nextSlot.set(key, slot + interval)
       return slot > now ? Effect.sleep(Duration.millis(slot - now)) : Effect.void
     })

@@ -71,4 +71,20 @@ describe("red-team target calls", () => {
         yield* Fiber.join(second)
       })
   )
+
+  it.effect("past 10,000 keys a key whose slot is ahead keeps it: its next request still waits", () =>
+    Effect.gen(function* () {
+      const limit = makeRateLimiter(10)
+      yield* limit("ws_busy")
+      // Over ten thousand other keys, each going once.
+      for (let i = 0; i < 10_001; i++) yield* limit(`ws_${i}`)
+      yield* TestClock.adjust("50 millis")
+      // ws_busy's next slot is still 50 ms ahead: its next request waits for it, even as the map is trimmed.
+      const next = yield* Effect.fork(limit("ws_busy"))
+      yield* TestClock.adjust("49 millis")
+      expect(next.unsafePoll()).toBeNull()
+      yield* TestClock.adjust("1 millis")
+      yield* Fiber.join(next)
+    })
+  )
 })
