@@ -56,23 +56,51 @@ export const settle = <L, A, E, N, E2, R, B>(
   initial: L,
   act: (value: A) => B
 ): Effect.Effect<B, E | E2, R> => {
+  // What the loads so far took, until `act` owns it: given back if the run is interrupted (a client gone)
+  // in between. With something to give back, loads run uninterruptibly, so what one takes (a budget
+  // reservation) is never lost mid-write; before, it stayed reserved until swept (about 21 minutes).
+  const guarded = <X, Y, Z>(load: Effect.Effect<X, Y, Z>) =>
+    steps.abandon === undefined ? load : Effect.uninterruptible(load)
+  let held = initial
+  let owned = false
   const from = (loaded: L): Effect.Effect<B, E | E2, R> =>
     Effect.suspend(() => {
       const result = steps.step(loaded)
       switch (result._tag) {
         case "Ready":
+          owned = true
           return Effect.succeed(act(result.value))
         case "Refused":
+          owned = true
           return giveBack(loaded, Effect.fail(result.error))
         case "Needs":
-          return Effect.flatMap(giveBackOnFailure(loaded, steps.load(result.need, loaded)), from)
+          return Effect.flatMap(
+            giveBackOnFailure(
+              loaded,
+              // Recorded inside the guarded region: an interruption right after the load still sees it.
+              guarded(
+                Effect.tap(steps.load(result.need, loaded), (next) => {
+                  held = next
+                })
+              )
+            ),
+            from
+          )
       }
     })
   const giveBack = <X, Y, Z>(loaded: L, outcome: Effect.Effect<X, Y, Z>) =>
     steps.abandon === undefined || loaded === initial ? outcome : Effect.zipRight(steps.abandon(loaded), outcome)
   const giveBackOnFailure = <X, Y, Z>(loaded: L, load: Effect.Effect<X, Y, Z>) =>
-    steps.abandon === undefined || loaded === initial ? load : Effect.tapErrorCause(load, () => steps.abandon!(loaded))
-  return from(initial)
+    steps.abandon === undefined || loaded === initial
+      ? load
+      : Effect.tapErrorCause(load, () => {
+          owned = true
+          return steps.abandon!(loaded)
+        })
+  const abandon = steps.abandon
+  return abandon === undefined
+    ? from(initial)
+    : Effect.onInterrupt(from(initial), () => (owned || held === initial ? Effect.void : abandon(held)))
 }
 
 /** `settle` that answers the ready value itself. */
