@@ -16,42 +16,41 @@ export const McpServersHttpLive = HttpApiBuilder.group(GuardrailApi, "mcpServers
     const agents = yield* Agents
     const audited = yield* auditedWrites
     const pins = yield* ToolPins
-    return handlers
-      .handle("listMcpServers", () => inWorkspace(servers.list).pipe(Effect.map((list) => ({ mcp_servers: list }))))
-      .handle("createMcpServer", ({ payload }) =>
-        audited(
+    return (
+      handlers
+        .handle("listMcpServers", () => inWorkspace(servers.list).pipe(Effect.map((list) => ({ mcp_servers: list }))))
+        // Server writes are audited by the service (in a transaction opened after the url's check).
+        .handle("createMcpServer", ({ payload }) =>
           inWorkspace((ws) =>
             Effect.zipRight(agents.requireRegistered(ws, payload.agent_id), servers.create(ws, payload))
           )
         )
-      )
-      .handle("getMcpServer", ({ path }) => inWorkspace((ws) => servers.get(ws, path.id)))
-      .handle("updateMcpServer", ({ path, payload }) =>
-        audited(
+        .handle("getMcpServer", ({ path }) => inWorkspace((ws) => servers.get(ws, path.id)))
+        .handle("updateMcpServer", ({ path, payload }) =>
           inWorkspace((ws) =>
             Effect.zipRight(agents.requireRegistered(ws, payload.agent_id), servers.update(ws, path.id, payload))
           )
         )
-      )
-      .handle("deleteMcpServer", ({ path }) => audited(inWorkspace((ws) => servers.remove(ws, path.id))))
-      .handle("listMcpToolPins", ({ path }) =>
-        inWorkspace((ws) =>
-          Effect.zipRight(
-            servers.get(ws, path.id),
-            Effect.map(pins.list(ws, path.id), (tools) => ({ tools }))
-          )
-        )
-      )
-      .handle("acceptMcpToolPin", ({ path, payload }) =>
-        audited(
+        .handle("deleteMcpServer", ({ path }) => inWorkspace((ws) => servers.remove(ws, path.id)))
+        .handle("listMcpToolPins", ({ path }) =>
           inWorkspace((ws) =>
-            Effect.zipRight(servers.get(ws, path.id), pins.accept(ws, path.id, path.tool, payload.seen_digest))
+            Effect.zipRight(
+              servers.get(ws, path.id),
+              Effect.map(pins.list(ws, path.id), (tools) => ({ tools }))
+            )
           )
         )
-      )
-      .handle("deleteMcpToolPin", ({ path }) =>
-        audited(inWorkspace((ws) => Effect.zipRight(servers.get(ws, path.id), pins.remove(ws, path.id, path.tool))))
-      )
+        .handle("acceptMcpToolPin", ({ path, payload }) =>
+          audited(
+            inWorkspace((ws) =>
+              Effect.zipRight(servers.get(ws, path.id), pins.accept(ws, path.id, path.tool, payload.seen_digest))
+            )
+          )
+        )
+        .handle("deleteMcpToolPin", ({ path }) =>
+          audited(inWorkspace((ws) => Effect.zipRight(servers.get(ws, path.id), pins.remove(ws, path.id, path.tool))))
+        )
+    )
   })
 ).pipe(Layer.provide([McpServers.Default, ToolPins.Default]))
 

@@ -52,6 +52,12 @@ export class McpRepo extends Effect.Service<McpRepo>()("mcp/McpRepo", {
     return dieOnErrors({
       list: (workspaceId: string) => list(workspaceId),
       find: (workspaceId: string, id: string) => find({ workspaceId, id }),
+      /** `find`, locking the row until the transaction ends (a change that depends on what it read). */
+      lock: (workspaceId: string, id: string) =>
+        sql`select * from mcp_servers where workspace_id = ${workspaceId} and id = ${id} for update`.pipe(
+          Effect.flatMap(decodeRows),
+          Effect.map((rows) => Option.fromNullable(rows[0]))
+        ),
       insert: (row: Omit<ServerRow, "created_at" | "updated_at">) =>
         sql`insert into mcp_servers ${sql.insert(withArray(row))} returning *`.pipe(
           Effect.flatMap(decodeRows),
