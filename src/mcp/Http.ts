@@ -5,6 +5,8 @@ import { GuardrailApi } from "../Api.js"
 import { auditedWrites } from "../audit/Chain.js"
 import { Agents } from "../catalog/Agents.js"
 import { CurrentCaller, inWorkspace } from "../identity/Authentication.js"
+import { pageSize } from "../platform/Schemas.js"
+import { MAX_MCP_PAGE } from "./Api.js"
 import { McpGateway } from "./Gateway.js"
 import { McpServers } from "./Servers.js"
 import { ToolPins } from "./ToolPins.js"
@@ -18,7 +20,9 @@ export const McpServersHttpLive = HttpApiBuilder.group(GuardrailApi, "mcpServers
     const pins = yield* ToolPins
     return (
       handlers
-        .handle("listMcpServers", () => inWorkspace(servers.list).pipe(Effect.map((list) => ({ mcp_servers: list }))))
+        .handle("listMcpServers", ({ urlParams }) =>
+          inWorkspace((ws) => servers.list(ws, pageSize(urlParams.limit, MAX_MCP_PAGE), urlParams.cursor))
+        )
         // Server writes are audited by the service (in a transaction opened after the url's check).
         .handle("createMcpServer", ({ payload }) =>
           inWorkspace((ws) =>
@@ -32,11 +36,11 @@ export const McpServersHttpLive = HttpApiBuilder.group(GuardrailApi, "mcpServers
           )
         )
         .handle("deleteMcpServer", ({ path }) => inWorkspace((ws) => servers.remove(ws, path.id)))
-        .handle("listMcpToolPins", ({ path }) =>
+        .handle("listMcpToolPins", ({ path, urlParams }) =>
           inWorkspace((ws) =>
             Effect.zipRight(
               servers.get(ws, path.id),
-              Effect.map(pins.list(ws, path.id), (tools) => ({ tools }))
+              pins.list(ws, path.id, pageSize(urlParams.limit, MAX_MCP_PAGE), urlParams.cursor)
             )
           )
         )

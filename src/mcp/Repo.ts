@@ -33,12 +33,6 @@ export class McpRepo extends Effect.Service<McpRepo>()("mcp/McpRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
-    const list = SqlSchema.findAll({
-      Request: Schema.String,
-      Result: ServerRow,
-      execute: (workspaceId) => sql`select * from mcp_servers where workspace_id = ${workspaceId}
-                                    order by created_at desc, id desc`
-    })
     const find = SqlSchema.findOne({
       Request: Key,
       Result: ServerRow,
@@ -50,7 +44,14 @@ export class McpRepo extends Effect.Service<McpRepo>()("mcp/McpRepo", {
       row.header_names === undefined ? row : { ...row, header_names: JSON.stringify(row.header_names) }
 
     return dieOnErrors({
-      list: (workspaceId: string) => list(workspaceId),
+      /** Newest first, before `before` (a page cursor's position): up to `limit + 1` rows. */
+      list: (workspaceId: string, limit: number, before: Option.Option<{ readonly at: string; readonly id: string }>) =>
+        sql`select * from mcp_servers where workspace_id = ${workspaceId}
+            ${Option.match(before, {
+              onNone: () => sql``,
+              onSome: (p) => sql`and (created_at, id) < (${p.at}::timestamptz, ${p.id})`
+            })}
+            order by created_at desc, id desc limit ${limit + 1}`.pipe(Effect.flatMap(decodeRows)),
       find: (workspaceId: string, id: string) => find({ workspaceId, id }),
       /** `find`, locking the row until the transaction ends (a change that depends on what it read). */
       lock: (workspaceId: string, id: string) =>

@@ -8,6 +8,7 @@ import { Effect, Option, Redacted } from "effect"
 import { auditedWrites } from "../audit/Chain.js"
 import { BadRequest, NotFound } from "../http/Errors.js"
 import { ProviderKeyCipher } from "../gateway/ProviderKeyCipher.js"
+import { pageByTime } from "../platform/Cursor.js"
 import { prefixedId } from "../platform/Ids.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { toTimestamp } from "../platform/Schemas.js"
@@ -93,8 +94,14 @@ export class McpServers extends Effect.Service<McpServers>()("mcp/McpServers", {
       }
     }
 
-    const list = Effect.fn("McpServers.list")(function* (workspaceId: string) {
-      return (yield* repo.list(workspaceId)).map(toServer)
+    /** One page of the workspace's servers, newest first. */
+    const list = Effect.fn("McpServers.list")(function* (
+      workspaceId: string,
+      limit: number,
+      cursor: string | undefined
+    ) {
+      const { next, page } = yield* pageByTime(cursor, limit, (before) => repo.list(workspaceId, limit, before))
+      return { mcp_servers: page.map(toServer), ...next }
     })
 
     const get = Effect.fn("McpServers.get")(function* (workspaceId: string, id: string) {
