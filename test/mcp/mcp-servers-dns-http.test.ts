@@ -9,48 +9,18 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect, Fiber, Redacted } from "effect"
-import type { HostResolver } from "../../src/platform/OutboundGuard.js"
 import { expectFailure } from "../support/Api.js"
-import { queryDatabase } from "../support/Database.js"
 import { until } from "../support/Eventually.js"
+import { heldTransactions, slowResolver } from "../support/SlowDns.js"
 import { tenant } from "../support/Tenants.js"
-import {
-  baseUrl,
-  loopbackOnlyResolver,
-  SERVER_OPTIONS,
-  TestDatabaseUrl,
-  testServerWithDatabase
-} from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 import { GATEWAY_SETTINGS, registerAgent } from "../gateway/gateway-helpers.js"
 import { AGENT } from "./mcp-helpers.js"
 
 const SLOW_HOST = "slow-dns.example.com"
 const SLOW_URL = `https://${SLOW_HOST}/mcp`
 
-/** When each lookup of SLOW_HOST started; none of them ever answers. */
-const lookups: Array<number> = []
-const resolver: HostResolver = {
-  resolve: (host) => {
-    if (host !== SLOW_HOST) return loopbackOnlyResolver.resolve(host)
-    lookups.push(Date.now())
-    return new Promise(() => {})
-  }
-}
-
-/**
- * The last statements of the sessions of the database idle inside a transaction that began by `at`: an
- * audited write's (its actor set, or the agent's lookup after it) or anything else that waits.
- */
-const heldTransactions = (db: string, at: Date) =>
-  Effect.map(
-    queryDatabase<{ query: string }>(
-      db,
-      `select query from pg_stat_activity
-        where datname = current_database() and state like 'idle in transaction%' and xact_start <= $1`,
-      [at]
-    ),
-    (rows) => rows.map((row) => row.query)
-  )
+const { lookups, resolver } = slowResolver(SLOW_HOST)
 
 layer(testServerWithDatabase("database", GATEWAY_SETTINGS, resolver), SERVER_OPTIONS)("MCP server url checks", (it) => {
   it.effect("creates and patches waiting on DNS hold no database connection in a transaction", () =>
