@@ -1,0 +1,75 @@
+/**
+ * An MCP server's `headers` are write-only (docs/mcp.md): a create or patch refused for one bad header
+ * names that header, and its answer quotes none of the others, which are credentials (an optional
+ * field's "Expected undefined, actual {...}" quoted the whole object). Odd input to the server routes
+ * is a 400 naming the field, never a 500.
+ */
+import { expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { GATEWAY_SETTINGS } from "../gateway/gateway-helpers.js"
+import { call, expectValidation } from "../support/Raw.js"
+import { SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
+import { AGENT, mcpTenant } from "./mcp-helpers.js"
+
+const SECRET = "Bearer live-credential-0123456789"
+
+layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP server input", (it) => {
+  it.effect("a refused header set names the bad header and quotes no other", () =>
+    Effect.gen(function* () {
+      const setup = yield* mcpTenant("http://127.0.0.1:1/mcp")
+      const token = { token: setup.owner.jwt }
+      const server = { display_name: "Mail", url: "http://127.0.0.1:1/mcp", agent_id: AGENT }
+      const refusals = [
+        yield* call(setup.base, "POST", "/v1/mcp/servers", {
+          ...token,
+          body: { ...server, headers: { Authorization: SECRET, "X-Region": "zürich" } }
+        }),
+        yield* call(setup.base, "POST", "/v1/mcp/servers", {
+          ...token,
+          body: { ...server, headers: { Authorization: SECRET, "X-Region": "x".repeat(4_001) } }
+        }),
+        yield* call(setup.base, "PATCH", `/v1/mcp/servers/${setup.serverId}`, {
+          ...token,
+          body: { headers: { Authorization: SECRET, "X-Region": "line\nbreak" } }
+        })
+      ]
+      for (const refusal of refusals) {
+        const error = expectValidation(refusal, "headers.X-Region")
+        expect(error.details?.map((detail) => detail.path)).toEqual(["headers.X-Region"])
+        expect(refusal.text).not.toContain("live-credential")
+      }
+      // The stored headers are untouched by the refused patch.
+      const stored = yield* setup.owner.api.mcpServers.getMcpServer({ path: { id: setup.serverId } })
+      expect([stored.header_names, stored.headers_status]).toEqual([["X-Upstream-Token"], "configured"])
+    })
+  )
+
+  it.effect("odd ids, cursors and bodies are 400 naming the field", () =>
+    Effect.gen(function* () {
+      const setup = yield* mcpTenant("http://127.0.0.1:1/mcp")
+      const token = { token: setup.owner.jwt }
+      const server = `/v1/mcp/servers/${setup.serverId}`
+      const cursorOf = (parts: ReadonlyArray<string>) => Buffer.from(JSON.stringify(parts)).toString("base64url")
+      expectValidation(
+        yield* call(setup.base, "GET", `${server}/tools?cursor=${cursorOf(["a\u0000"])}`, token),
+        "cursor"
+      )
+      expectValidation(yield* call(setup.base, "GET", `${server}/tools?cursor=${cursorOf([""])}`, token), "cursor")
+      expectValidation(yield* call(setup.base, "GET", `/v1/mcp/servers?limit=abc`, token), "limit")
+      const accept = yield* call(setup.base, "POST", `${server}/tools/lookup/accept`, {
+        ...token,
+        body: { seen_digest: "x\u0000" }
+      })
+      expectValidation(accept, "seen_digest")
+      expectValidation(
+        yield* call(setup.base, "PATCH", server, { ...token, body: { url: "http://127.0.0.1:1/#x" } }),
+        "url"
+      )
+      const foreignScheme = yield* call(setup.base, "POST", "/v1/mcp/servers", {
+        ...token,
+        body: { display_name: "Files", url: "file:///etc/passwd", agent_id: AGENT }
+      })
+      expectValidation(foreignScheme, "url")
+    })
+  )
+})
