@@ -21,6 +21,14 @@ const ToolPinPath = Schema.Struct({ id: McpServerId, tool: NonEmptyIdentifier })
 export const EndpointPath = Schema.Struct({ server_id: McpServerId })
 const Page = Schema.Struct({ limit: Schema.optional(LimitParam(1)), cursor: Schema.optional(CursorParam) })
 const nextCursor = Schema.optional(Schema.String)
+const PinsPage = Schema.Struct({
+  ...Page.fields,
+  withheld: Schema.optional(
+    Schema.Literal("true", "false").annotations({
+      description: "true: only the pins not callable (changed or poisoned)"
+    })
+  )
+})
 
 /** The most servers, and pins, one page holds (a page of pins may end earlier: each carries its definition). */
 export const MAX_MCP_PAGE = 100
@@ -53,7 +61,7 @@ export class McpServersApi extends HttpApiGroup.make("mcpServers")
   .add(
     HttpApiEndpoint.get("listMcpToolPins", "/mcp/servers/:id/tools")
       .setPath(ServerPath)
-      .setUrlParams(Page)
+      .setUrlParams(PinsPage)
       .addSuccess(Schema.Struct({ tools: Schema.Array(McpToolPin), next_cursor: nextCursor }))
       .annotate(
         OpenApi.Description,

@@ -40,7 +40,12 @@ export const McpServersHttpLive = HttpApiBuilder.group(GuardrailApi, "mcpServers
           inWorkspace((ws) =>
             Effect.zipRight(
               servers.get(ws, path.id),
-              pins.list(ws, path.id, pageSize(urlParams.limit, MAX_MCP_PAGE), urlParams.cursor)
+              pins.list(
+                ws,
+                path.id,
+                { limit: pageSize(urlParams.limit, MAX_MCP_PAGE), withheld: urlParams.withheld === "true" },
+                urlParams.cursor
+              )
             )
           )
         )

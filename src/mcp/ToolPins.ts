@@ -214,14 +214,14 @@ export class ToolPins extends Effect.Service<ToolPins>()("mcp/ToolPins", {
       list: Effect.fn("ToolPins.list")(function* (
         workspaceId: string,
         serverId: string,
-        limit: number,
+        query: { readonly limit: number; readonly withheld: boolean },
         cursor: string | undefined
       ) {
         const { next, page } = yield* pageAfterCut(
           cursor,
           decodeToolCursor,
           (row: PinRow) => encodeCursor([row.tool]),
-          (after) => repo.list(workspaceId, serverId, limit, after, MAX_PAGE_BYTES)
+          (after) => repo.list(workspaceId, serverId, query, after, MAX_PAGE_BYTES)
         )
         return { tools: page.map(toToolPin), ...next }
       })

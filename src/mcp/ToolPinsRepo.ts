@@ -41,8 +41,12 @@ const decodeListed = Schema.decodeUnknown(
  */
 const pinColumns = (sql: SqlClient.SqlClient, workspaceId: string) =>
   sql`p.tool, p.pinned_digest, p.seen_digest, p.seen_definition, p.pinned_at, p.seen_at,
-      array(select e from unnest(p.poisoned_in) as e
-            where exists (select 1 from environments v where v.workspace_id = ${workspaceId} and v.id = e)) as poisoned_in`
+      ${livePoisoning(sql, workspaceId)} as poisoned_in`
+
+/** The environments of a pin's `poisoned_in` (`p`) that still exist. */
+const livePoisoning = (sql: SqlClient.SqlClient, workspaceId: string) =>
+  sql`array(select e from unnest(p.poisoned_in) as e
+            where exists (select 1 from environments v where v.workspace_id = ${workspaceId} and v.id = e))`
 
 export class ToolPinsRepo extends Effect.Service<ToolPinsRepo>()("mcp/ToolPinsRepo", {
   effect: Effect.gen(function* () {
@@ -58,23 +62,34 @@ export class ToolPinsRepo extends Effect.Service<ToolPinsRepo>()("mcp/ToolPinsRe
 
     return dieOnErrors({
       /**
-       * One page of a server's pins by tool name, after `after`: at most `limit`, cut after the pin whose
-       * latest definition (JSON bytes, up to 64 KiB each) brings the page to `maxBytes` (`cutAtBytes`, at
-       * least one); `more` when pins follow the page.
+       * One page of a server's pins by tool name (only those not callable when `withheld`: changed or
+       * poisoned), after `after`: at most `limit`, cut after the pin whose latest definition (JSON bytes, up to
+       * 64 KiB each) brings the page to `maxBytes` (`cutAtBytes`, at least one); `more` when pins follow.
        */
-      list: (workspaceId: string, serverId: string, limit: number, after: Option.Option<string>, maxBytes: number) =>
+      list: (
+        workspaceId: string,
+        serverId: string,
+        query: { readonly limit: number; readonly withheld: boolean },
+        after: Option.Option<string>,
+        maxBytes: number
+      ) =>
         cutAtBytes(
           sql,
           sql`select ${pinColumns(sql, workspaceId)} from mcp_tool_pins p
               where p.workspace_id = ${workspaceId} and p.server_id = ${serverId}
               ${Option.match(after, { onNone: () => sql``, onSome: (tool) => sql`and p.tool > ${tool}` })}
-              order by p.tool limit ${limit + 1}`,
+              ${
+                query.withheld
+                  ? sql`and (p.seen_digest <> p.pinned_digest or cardinality(${livePoisoning(sql, workspaceId)}) > 0)`
+                  : sql``
+              }
+              order by p.tool limit ${query.limit + 1}`,
           sql`tool`,
           sql`octet_length(seen_definition::text)`,
           maxBytes
         ).pipe(
           Effect.flatMap(decodePage),
-          Effect.map((rows) => cutPage(rows, limit))
+          Effect.map((rows) => cutPage(rows, query.limit))
         ),
       find: (workspaceId: string, serverId: string, tool: string) => find({ workspaceId, serverId, tool }),
       /** Each pin's tool and pinned digest (what a listing is compared with; not the stored definitions). */

@@ -3,7 +3,8 @@
  * a server's tool pins by name, each `limit` at a time (default 50, at most 100) with `next_cursor`. A
  * page of pins also ends after the pin whose definition brings it to 4 MiB of JSON: a server may hold
  * 1,000 pins of up to 64 KiB each, which made one answer of tens of MiB. Following `next_cursor` reads
- * every row once; a cursor that is not one of the list's, or a limit below 1, is 400.
+ * every row once; a cursor that is not one of the list's, or a limit below 1, is 400. `withheld=true` lists
+ * only the pins not callable (what the console shows).
  */
 import { afterAll, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
@@ -37,8 +38,10 @@ const pinAll = (setup: Setup) =>
     expect(listed).toHaveLength(upstream.tools.length)
   })
 
-const pinsPage = (setup: Setup, urlParams: { readonly limit?: number; readonly cursor?: string }) =>
-  setup.owner.api.mcpServers.listMcpToolPins({ path: { id: setup.serverId }, urlParams })
+const pinsPage = (
+  setup: Setup,
+  urlParams: { readonly limit?: number; readonly cursor?: string; readonly withheld?: "true" | "false" }
+) => setup.owner.api.mcpServers.listMcpToolPins({ path: { id: setup.serverId }, urlParams })
 
 /** Every page of `fetch` from the first, following next_cursor: each page's rows. */
 const allPages = <A, E>(
@@ -108,6 +111,20 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
       const rest = yield* pinsPage(setup, { limit: 100, cursor: clamped.next_cursor! })
       expect([rest.tools.map((pin) => pin.tool), rest.next_cursor]).toEqual([names.slice(100), undefined])
 
+      // Two tools change: only they are withheld, and only they are listed with withheld=true.
+      upstream.tools = toolsOf(130).map((tool, index) =>
+        index === 5 || index === 120 ? { ...tool, description: "Looks something else up" } : tool
+      )
+      const relisted = yield* postMessage(setup, { id: 4, method: "tools/list" })
+      expect((relisted.body as { result: { tools: ReadonlyArray<unknown> } }).result.tools).toHaveLength(128)
+      const withheld = yield* pinsPage(setup, { withheld: "true" })
+      expect(withheld.tools.map((pin) => [pin.tool, pin.status])).toEqual([
+        ["tool-005", "changed"],
+        ["tool-120", "changed"]
+      ])
+      expect(withheld.next_cursor).toBeUndefined()
+      expect((yield* pinsPage(setup, { withheld: "false" })).tools).toHaveLength(50)
+
       // Another workspace cannot page this server's pins.
       const other = yield* tenant(setup.base)
       const foreign = other.api.mcpServers.listMcpToolPins({ path: { id: setup.serverId }, urlParams: {} })
@@ -117,6 +134,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
       const token = { token: setup.owner.jwt }
       expectValidation(yield* call(setup.base, "GET", `${path}?cursor=${serversCursor}`, token), "cursor")
       expectValidation(yield* call(setup.base, "GET", `${path}?limit=-1`, token), "limit")
+      expectValidation(yield* call(setup.base, "GET", `${path}?withheld=yes`, token), "withheld")
     })
   )
 

@@ -38,10 +38,10 @@ const row = (server, pin) =>
     decisionCell(server, pin))
 
 /** Every item of a paged list (`key` of each page), following next_cursor to its end. */
-async function* everyPage(path, key) {
+async function* everyPage(path, key, params = {}) {
   let cursor
   do {
-    const page = await api("GET", `${path}${query({ limit: 100, cursor })}`)
+    const page = await api("GET", `${path}${query({ ...params, limit: 100, cursor })}`)
     yield* page[key]
     cursor = page.next_cursor
   } while (cursor)
@@ -53,9 +53,9 @@ export async function loadToolPins() {
   try {
     const rows = []
     for await (const server of everyPage("/v1/mcp/servers", "mcp_servers")) {
-      for await (const pin of everyPage(`/v1/mcp/servers/${encodeURIComponent(server.id)}/tools`, "tools")) {
-        if (pin.status !== "pinned") rows.push(row(server, pin))
-      }
+      // Only the withheld pins: a server's pins may carry 64 KiB of definition each.
+      const pins = everyPage(`/v1/mcp/servers/${encodeURIComponent(server.id)}/tools`, "tools", { withheld: "true" })
+      for await (const pin of pins) rows.push(row(server, pin))
     }
     $("tool-pins-body").replaceChildren(...rows)
     message($("tool-pins-message"), rows.length === 0 ? "No tool is withheld." : "")
