@@ -58,9 +58,14 @@ export const McpHeaders = Schema.Redacted(
       (headers) => {
         const names = Object.keys(headers)
         if (names.length > MAX_HEADERS) return `at most ${MAX_HEADERS} headers`
+        // Header names are case-insensitive: of two spellings of one name, only one value would be sent.
+        const seen = new Map<string, string>()
         for (const name of names) {
           const problem = headerNameProblem(name)
           if (problem !== undefined) return { path: [name], message: problem }
+          const other = seen.get(name.toLowerCase())
+          if (other !== undefined) return { path: [name], message: `the same header as ${other} (names ignore case)` }
+          seen.set(name.toLowerCase(), name)
         }
         return undefined
       },

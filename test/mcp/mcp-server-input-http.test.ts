@@ -1,7 +1,8 @@
 /**
  * An MCP server's `headers` are write-only (docs/mcp.md): a create or patch refused for one bad header
  * names that header, and its answer quotes none of the others, which are credentials (an optional
- * field's "Expected undefined, actual {...}" quoted the whole object). Odd input to the server routes
+ * field's "Expected undefined, actual {...}" quoted the whole object); two spellings of one name are
+ * refused (only one of their values could be sent). Odd input to the server routes
  * is a 400 naming the field, never a 500.
  */
 import { expect, layer } from "@effect/vitest"
@@ -38,7 +39,14 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
         expect(error.details?.map((detail) => detail.path)).toEqual(["headers.X-Region"])
         expect(refusal.text).not.toContain("live-credential")
       }
-      // The stored headers are untouched by the refused patch.
+      // Header names ignore case: two spellings of one would send only one of their values.
+      const twice = yield* call(setup.base, "PATCH", `/v1/mcp/servers/${setup.serverId}`, {
+        ...token,
+        body: { headers: { Authorization: SECRET, authorization: "Bearer other" } }
+      })
+      expect(expectValidation(twice, "headers.authorization").message).toContain("the same header as Authorization")
+      expect(twice.text).not.toContain("live-credential")
+      // The stored headers are untouched by the refused patches.
       const stored = yield* setup.owner.api.mcpServers.getMcpServer({ path: { id: setup.serverId } })
       expect([stored.header_names, stored.headers_status]).toEqual([["X-Upstream-Token"], "configured"])
     })
