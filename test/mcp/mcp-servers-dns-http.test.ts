@@ -8,10 +8,9 @@
  * sending again with a new url.
  */
 import { expect, layer } from "@effect/vitest"
-import { Effect, Fiber, Redacted } from "effect"
+import { Effect, Redacted } from "effect"
 import { expectFailure } from "../support/Api.js"
-import { until } from "../support/Eventually.js"
-import { heldTransactions, slowResolver } from "../support/SlowDns.js"
+import { slowResolver, writesWaitingOnDns } from "../support/SlowDns.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 import { GATEWAY_SETTINGS, registerAgent } from "../gateway/gateway-helpers.js"
@@ -20,63 +19,54 @@ import { AGENT } from "./mcp-helpers.js"
 const SLOW_HOST = "slow-dns.example.com"
 const SLOW_URL = `https://${SLOW_HOST}/mcp`
 
-const { lookups, resolver } = slowResolver(SLOW_HOST)
+const slow = slowResolver(SLOW_HOST)
 
-layer(testServerWithDatabase("database", GATEWAY_SETTINGS, resolver), SERVER_OPTIONS)("MCP server url checks", (it) => {
-  it.effect("creates and patches waiting on DNS hold no database connection in a transaction", () =>
-    Effect.gen(function* () {
-      const base = yield* baseUrl
-      const db = yield* TestDatabaseUrl
-      const owner = yield* tenant(base)
-      yield* registerAgent(owner, AGENT)
-      const servers = owner.api.mcpServers
-      const payload = { display_name: "Mail", url: "http://127.0.0.1:1/mcp", agent_id: AGENT }
-      const plain = yield* servers.createMcpServer({ payload })
-      const secret = yield* servers.createMcpServer({
-        payload: { ...payload, headers: Redacted.make({ "X-Token": "upstream-secret" }) }
-      })
+layer(testServerWithDatabase("database", GATEWAY_SETTINGS, slow.resolver), SERVER_OPTIONS)(
+  "MCP server url checks",
+  (it) => {
+    it.effect("creates and patches waiting on DNS hold no database connection in a transaction", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const db = yield* TestDatabaseUrl
+        const owner = yield* tenant(base)
+        yield* registerAgent(owner, AGENT)
+        const servers = owner.api.mcpServers
+        const payload = { display_name: "Mail", url: "http://127.0.0.1:1/mcp", agent_id: AGENT }
+        const plain = yield* servers.createMcpServer({ payload })
+        const secret = yield* servers.createMcpServer({
+          payload: { ...payload, headers: Redacted.make({ "X-Token": "upstream-secret" }) }
+        })
 
-      const waiting = yield* Effect.fork(
-        Effect.all(
-          [
-            ...[1, 2].map(() => servers.createMcpServer({ payload: { ...payload, url: SLOW_URL } })),
-            servers.updateMcpServer({ path: { id: plain.id }, payload: { url: SLOW_URL } }),
-            servers.updateMcpServer({
-              path: { id: secret.id },
-              payload: { url: SLOW_URL, headers: Redacted.make({ "X-Token": "other-secret" }) }
-            })
-          ],
-          { concurrency: "unbounded" }
+        // A name that does not resolve at save time is accepted (docs/outbound.md): every write then goes through.
+        const written = yield* writesWaitingOnDns(slow, db, [
+          ...[1, 2].map(() => servers.createMcpServer({ payload: { ...payload, url: SLOW_URL } })),
+          servers.updateMcpServer({ path: { id: plain.id }, payload: { url: SLOW_URL } }),
+          servers.updateMcpServer({
+            path: { id: secret.id },
+            payload: { url: SLOW_URL, headers: Redacted.make({ "X-Token": "other-secret" }) }
+          })
+        ])
+        expect(written.map((server) => server.url)).toEqual([SLOW_URL, SLOW_URL, SLOW_URL, SLOW_URL])
+        expect(written[3]!.header_names).toEqual(["X-Token"])
+
+        // Stored headers still go to a new address only when sent with it.
+        const refused = yield* expectFailure(
+          servers.updateMcpServer({ path: { id: secret.id }, payload: { url: "http://127.0.0.1:2/mcp" } }),
+          400,
+          "validation_failed"
         )
-      )
-      yield* until(
-        Effect.sync(() => expect(lookups).toHaveLength(4)),
-        "30 seconds"
-      )
-      expect(yield* heldTransactions(db, new Date())).toEqual([])
+        expect(refused.details?.map((detail) => detail.path)).toEqual(["headers"])
+        expect((yield* servers.getMcpServer({ path: { id: secret.id } })).url).toBe(SLOW_URL)
 
-      // A name that does not resolve at save time is accepted (docs/outbound.md): every write then goes through.
-      const written = yield* Fiber.join(waiting)
-      expect(written.map((server) => server.url)).toEqual([SLOW_URL, SLOW_URL, SLOW_URL, SLOW_URL])
-      expect(written[3]!.header_names).toEqual(["X-Token"])
-
-      // Stored headers still go to a new address only when sent with it.
-      const refused = yield* expectFailure(
-        servers.updateMcpServer({ path: { id: secret.id }, payload: { url: "http://127.0.0.1:2/mcp" } }),
-        400,
-        "validation_failed"
-      )
-      expect(refused.details?.map((detail) => detail.path)).toEqual(["headers"])
-      expect((yield* servers.getMcpServer({ path: { id: secret.id } })).url).toBe(SLOW_URL)
-
-      // Every write is still in the audit chain, attributed to its caller.
-      yield* servers.deleteMcpServer({ path: { id: plain.id } })
-      const audit = yield* owner.api.auditEvents.listAuditEvents({ urlParams: { resource_type: "mcp_server" } })
-      expect(audit.audit_events.filter((event) => event.resource_id === plain.id).map((event) => event.action)).toEqual(
-        ["mcp_server.delete", "mcp_server.update", "mcp_server.create"]
-      )
-      expect(audit.audit_events).toHaveLength(7)
-      for (const event of audit.audit_events) expect(event.actor).toEqual({ kind: "user", id: owner.user_id })
-    })
-  )
-})
+        // Every write is still in the audit chain, attributed to its caller.
+        yield* servers.deleteMcpServer({ path: { id: plain.id } })
+        const audit = yield* owner.api.auditEvents.listAuditEvents({ urlParams: { resource_type: "mcp_server" } })
+        expect(
+          audit.audit_events.filter((event) => event.resource_id === plain.id).map((event) => event.action)
+        ).toEqual(["mcp_server.delete", "mcp_server.update", "mcp_server.create"])
+        expect(audit.audit_events).toHaveLength(7)
+        for (const event of audit.audit_events) expect(event.actor).toEqual({ kind: "user", id: owner.user_id })
+      })
+    )
+  }
+)
