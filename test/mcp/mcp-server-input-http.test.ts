@@ -2,14 +2,19 @@
  * An MCP server's `headers` are write-only (docs/mcp.md): a create or patch refused for one bad header
  * names that header, and its answer quotes none of the others, which are credentials (an optional
  * field's "Expected undefined, actual {...}" quoted the whole object); two spellings of one name are
- * refused (only one of their values could be sent). Odd input to the server routes
+ * refused (only one of their values could be sent). A new url without headers is checked against the
+ * headers stored when the change is made, not against those read before another change set some. Odd input to the server routes
  * is a 400 naming the field, never a 500.
  */
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
+import pg from "pg"
+import { expectFailure } from "../support/Api.js"
+import { serviceWaitsOnLocks } from "../support/Database.js"
+import { until } from "../support/Eventually.js"
 import { GATEWAY_SETTINGS } from "../gateway/gateway-helpers.js"
 import { call, expectValidation } from "../support/Raw.js"
-import { SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
+import { SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 import { AGENT, mcpTenant } from "./mcp-helpers.js"
 
 const SECRET = "Bearer live-credential-0123456789"
@@ -49,6 +54,37 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
       // The stored headers are untouched by the refused patches.
       const stored = yield* setup.owner.api.mcpServers.getMcpServer({ path: { id: setup.serverId } })
       expect([stored.header_names, stored.headers_status]).toEqual([["X-Upstream-Token"], "configured"])
+    })
+  )
+
+  it.effect("a url change racing a change that sets headers still needs them", () =>
+    Effect.gen(function* () {
+      const db = yield* TestDatabaseUrl
+      const setup = yield* mcpTenant("http://127.0.0.1:1/mcp")
+      const servers = setup.owner.api.mcpServers
+      const payload = { display_name: "Bare", url: "http://127.0.0.1:1/mcp", agent_id: AGENT }
+      const bare = yield* servers.createMcpServer({ payload })
+
+      // Another session gives the bare server headers (a patch in flight) and holds its row meanwhile.
+      const other = new pg.Client({ connectionString: db })
+      yield* Effect.promise(() => other.connect())
+      yield* Effect.promise(() => other.query("begin"))
+      yield* Effect.promise(() =>
+        other.query(
+          `update mcp_servers set (header_names, encrypted_headers) =
+             (select header_names, encrypted_headers from mcp_servers where id = $2) where id = $1`,
+          [bare.id, setup.serverId]
+        )
+      )
+      const moving = yield* Effect.fork(
+        Effect.exit(servers.updateMcpServer({ path: { id: bare.id }, payload: { url: "http://127.0.0.1:2/mcp" } }))
+      )
+      yield* until(Effect.filterOrFail(serviceWaitsOnLocks(db, "mcp_servers"), (n) => n >= 1))
+      yield* Effect.promise(() => other.query("commit").finally(() => other.end()))
+
+      const refused = yield* expectFailure(Fiber.join(moving).pipe(Effect.flatten), 400, "validation_failed")
+      expect(refused.details?.map((detail) => detail.path)).toEqual(["headers"])
+      expect((yield* servers.getMcpServer({ path: { id: bare.id } })).url).toBe("http://127.0.0.1:1/mcp")
     })
   )
 
