@@ -129,6 +129,19 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
       const other = yield* tenant(setup.base)
       const foreign = other.api.mcpServers.listMcpToolPins({ path: { id: setup.serverId }, urlParams: {} })
       yield* expectFailure(foreign, 404, "mcp_server_not_found")
+      // Nor accept or forget one of them (the digest read by its own admin).
+      const pinPath = { id: setup.serverId, tool: "tool-005" }
+      const seenDigest = withheld.tools[0]!.seen_digest
+      const acceptForeign = other.api.mcpServers.acceptMcpToolPin({
+        path: pinPath,
+        payload: { seen_digest: seenDigest }
+      })
+      yield* expectFailure(acceptForeign, 404, "mcp_server_not_found")
+      yield* expectFailure(other.api.mcpServers.deleteMcpToolPin({ path: pinPath }), 404, "mcp_server_not_found")
+      expect((yield* pinsPage(setup, { withheld: "true" })).tools.map((pin) => pin.tool)).toEqual([
+        "tool-005",
+        "tool-120"
+      ])
       const path = `/v1/mcp/servers/${setup.serverId}/tools`
       const serversCursor = Buffer.from(JSON.stringify(["2026-11-29T00:00:00.000Z", "mcps_1"])).toString("base64url")
       const token = { token: setup.owner.jwt }
