@@ -1,4 +1,4 @@
-/** SQL of MCP servers. Every query takes the workspace id. */
+/** SQL of MCP servers (and the disabled tools their listings leave out). Every query takes the workspace id. */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
@@ -28,6 +28,7 @@ export interface ServerChanges {
 
 const Key = Schema.Struct({ workspaceId: Schema.String, id: Schema.String })
 const decodeRows = Schema.decodeUnknown(Schema.Array(ServerRow))
+const decodeToolNames = Schema.decodeUnknown(Schema.Array(Schema.Struct({ tool: Schema.String })))
 
 export class McpRepo extends Effect.Service<McpRepo>()("mcp/McpRepo", {
   effect: Effect.gen(function* () {
@@ -69,6 +70,15 @@ export class McpRepo extends Effect.Service<McpRepo>()("mcp/McpRepo", {
             where workspace_id = ${workspaceId} and id = ${id} returning *`.pipe(
           Effect.flatMap(decodeRows),
           Effect.map((rows) => Option.fromNullable(rows[0]))
+        ),
+      /**
+       * The names of the workspace's tools disabled in tool metadata: what every `tools/list` leaves out. Names
+       * only: a listing read every tool's metadata document before.
+       */
+      disabledTools: (workspaceId: string) =>
+        sql`select tool from tool_metadata where workspace_id = ${workspaceId} and not enabled`.pipe(
+          Effect.flatMap(decodeToolNames),
+          Effect.map((rows) => rows.map((row) => row.tool))
         ),
       remove: (workspaceId: string, id: string) =>
         sql`delete from mcp_servers where workspace_id = ${workspaceId} and id = ${id} returning id`.pipe(
