@@ -37,8 +37,10 @@ export const RESERVED_HEADERS: ReadonlySet<string> = new Set([
 export const MAX_HEADERS = 20
 
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/
-// Visible ASCII and spaces only: no CR/LF (header injection), bounded like other secrets.
-const HeaderValue = boundedString(Limits.text).pipe(
+// Visible ASCII and spaces only: no CR/LF (header injection), bounded like other secrets. A value of another
+// type is refused without quoting it (a credential sent as a list would be echoed in the 400).
+const HeaderValue = Schema.String.annotations({ message: () => "expected a string" }).pipe(
+  Schema.maxLength(Limits.text, { message: () => `must be at most ${Limits.text.toLocaleString("en-US")} characters` }),
   Schema.pattern(/^[\x20-\x7e]*$/, { message: () => "expected printable ASCII" })
 )
 

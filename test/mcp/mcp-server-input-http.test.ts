@@ -37,6 +37,11 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
         yield* call(setup.base, "PATCH", `/v1/mcp/servers/${setup.serverId}`, {
           ...token,
           body: { headers: { Authorization: SECRET, "X-Region": "line\nbreak" } }
+        }),
+        // A credential sent as a list is not quoted back either.
+        yield* call(setup.base, "PATCH", `/v1/mcp/servers/${setup.serverId}`, {
+          ...token,
+          body: { headers: { "X-Region": [SECRET] } }
         })
       ]
       for (const refusal of refusals) {
