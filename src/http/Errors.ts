@@ -152,16 +152,26 @@ const formatPath = (path: ReadonlyArray<PropertyKey>) => path.map(String).join("
 
 const expectedActual = /^Expected (.+), actual (.+)$/s
 
+/** Whether `path` is `parent` or lies inside it. */
+const within = (path: string, parent: string) => path === parent || parent === "" || path.startsWith(`${parent}.`)
+
 /**
  * A union's members each fail on their own (`Expected "a", actual "x"`, then `Expected "b", actual "x"`): the
- * issues at one path with one actual value become one that names every allowed value. An optional field's
- * `Expected undefined, actual "abc"` says nothing beside the reason its value failed, so it is dropped then.
+ * issues at one path with one actual value become one that names every allowed value. An optional (or
+ * nullable) field's `Expected undefined, actual ...` says nothing beside the reason its value failed, so it
+ * is dropped then: beside a reason at its path, or inside it (an object's field), where it would quote the
+ * whole object, write-only secrets beside the value that failed (an MCP server's `headers`).
  */
 const withAlternativesFolded = (details: ReadonlyArray<ErrorDetail>): ReadonlyArray<ErrorDetail> => {
   const folded: Array<{ path: string; expected: Array<string>; actual: string } | ErrorDetail> = []
+  const absent = (detail: ErrorDetail) => /^Expected (undefined|null), actual /.test(detail.message)
   const omittable = (detail: ErrorDetail) =>
-    detail.message.startsWith("Expected undefined, actual ") &&
-    details.some((other) => other.path === detail.path && !other.message.startsWith("Expected "))
+    absent(detail) &&
+    details.some((other) =>
+      other.path === detail.path
+        ? !other.message.startsWith("Expected ")
+        : within(other.path, detail.path) && !absent(other)
+    )
   for (const detail of details.filter((each) => !omittable(each))) {
     // An actual value can be a megabyte; the message is cut to 300 characters below anyway.
     const match = expectedActual.exec(shortMessage(detail.message, 4_096))

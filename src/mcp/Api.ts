@@ -5,7 +5,7 @@ import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { Authentication } from "../identity/Authentication.js"
-import { NonEmptyIdentifier } from "../platform/Schemas.js"
+import { CursorParam, LimitParam, NonEmptyIdentifier } from "../platform/Schemas.js"
 import {
   AcceptMcpToolPin,
   CreateMcpServer,
@@ -19,12 +19,29 @@ import {
 const ServerPath = Schema.Struct({ id: McpServerId })
 const ToolPinPath = Schema.Struct({ id: McpServerId, tool: NonEmptyIdentifier })
 export const EndpointPath = Schema.Struct({ server_id: McpServerId })
+const Page = Schema.Struct({ limit: Schema.optional(LimitParam(1)), cursor: Schema.optional(CursorParam) })
+const nextCursor = Schema.optional(Schema.String)
+const PinsPage = Schema.Struct({
+  ...Page.fields,
+  withheld: Schema.optional(
+    Schema.Literal("true", "false").annotations({
+      description: "true: only the pins not callable (changed or poisoned)"
+    })
+  )
+})
+
+/** The most servers, and pins, one page holds (a page of pins may end earlier: each carries its definition). */
+export const MAX_MCP_PAGE = 100
 
 export class McpServersApi extends HttpApiGroup.make("mcpServers")
   .add(
-    HttpApiEndpoint.get("listMcpServers", "/mcp/servers").addSuccess(
-      Schema.Struct({ mcp_servers: Schema.Array(McpServer) })
-    )
+    HttpApiEndpoint.get("listMcpServers", "/mcp/servers")
+      .setUrlParams(Page)
+      .addSuccess(Schema.Struct({ mcp_servers: Schema.Array(McpServer), next_cursor: nextCursor }))
+      .annotate(
+        OpenApi.Description,
+        `Newest first, ${MAX_MCP_PAGE} a page at most (default 50); next_cursor (extension) pages further.`
+      )
   )
   .add(
     HttpApiEndpoint.post("createMcpServer", "/mcp/servers")
@@ -44,7 +61,12 @@ export class McpServersApi extends HttpApiGroup.make("mcpServers")
   .add(
     HttpApiEndpoint.get("listMcpToolPins", "/mcp/servers/:id/tools")
       .setPath(ServerPath)
-      .addSuccess(Schema.Struct({ tools: Schema.Array(McpToolPin) }))
+      .setUrlParams(PinsPage)
+      .addSuccess(Schema.Struct({ tools: Schema.Array(McpToolPin), next_cursor: nextCursor }))
+      .annotate(
+        OpenApi.Description,
+        `By tool name, ${MAX_MCP_PAGE} a page at most (default 50), ending early after the pin whose definition brings it to 4 MiB of JSON; next_cursor (extension) pages further.`
+      )
   )
   .add(
     HttpApiEndpoint.post("acceptMcpToolPin", "/mcp/servers/:id/tools/:tool/accept")

@@ -37,8 +37,10 @@ export const RESERVED_HEADERS: ReadonlySet<string> = new Set([
 export const MAX_HEADERS = 20
 
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/
-// Visible ASCII and spaces only: no CR/LF (header injection), bounded like other secrets.
-const HeaderValue = boundedString(Limits.text).pipe(
+// Visible ASCII and spaces only: no CR/LF (header injection), bounded like other secrets. A value of another
+// type is refused without quoting it (a credential sent as a list would be echoed in the 400).
+const HeaderValue = Schema.String.annotations({ message: () => "expected a string" }).pipe(
+  Schema.maxLength(Limits.text, { message: () => `must be at most ${Limits.text.toLocaleString("en-US")} characters` }),
   Schema.pattern(/^[\x20-\x7e]*$/, { message: () => "expected printable ASCII" })
 )
 
@@ -58,9 +60,14 @@ export const McpHeaders = Schema.Redacted(
       (headers) => {
         const names = Object.keys(headers)
         if (names.length > MAX_HEADERS) return `at most ${MAX_HEADERS} headers`
+        // Header names are case-insensitive: of two spellings of one name, only one value would be sent.
+        const seen = new Map<string, string>()
         for (const name of names) {
           const problem = headerNameProblem(name)
           if (problem !== undefined) return { path: [name], message: problem }
+          const other = seen.get(name.toLowerCase())
+          if (other !== undefined) return { path: [name], message: `the same header as ${other} (names ignore case)` }
+          seen.set(name.toLowerCase(), name)
         }
         return undefined
       },

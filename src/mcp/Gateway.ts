@@ -55,6 +55,7 @@ import {
 import { McpServers, type ServerTarget } from "./Servers.js"
 import { makeEventIds, type StreamContext } from "./EventIds.js"
 import { makeUpstreamCall, takeSlot } from "./UpstreamCall.js"
+import { McpRepo } from "./Repo.js"
 import { makeToolListScreen } from "./ToolListScreen.js"
 import { pinnedCallRefusal, ToolPins } from "./ToolPins.js"
 import { Secrets } from "../platform/Secrets.js"
@@ -132,7 +133,7 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
 
     const serverRequests = makeServerRequestScreening({ call, decide })
     const pins = yield* ToolPins
-    const toolListScreen = makeToolListScreen({ decide, pins, catalog })
+    const toolListScreen = makeToolListScreen({ decide, pins, disabledTools: (yield* McpRepo).disabledTools })
 
     /**
      * Screens the answer to request `id` as a `tool.result` event (`action` of its result): `screened` says
@@ -366,5 +367,5 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
 
     return { message, stream, endSession }
   }),
-  dependencies: [McpServers.Default, ToolPins.Default, StreamSlots.Default, OutboundGuard.Default]
+  dependencies: [McpServers.Default, McpRepo.Default, ToolPins.Default, StreamSlots.Default, OutboundGuard.Default]
 }) {}

@@ -5,6 +5,8 @@ import { GuardrailApi } from "../Api.js"
 import { auditedWrites } from "../audit/Chain.js"
 import { Agents } from "../catalog/Agents.js"
 import { CurrentCaller, inWorkspace } from "../identity/Authentication.js"
+import { pageSize } from "../platform/Schemas.js"
+import { MAX_MCP_PAGE } from "./Api.js"
 import { McpGateway } from "./Gateway.js"
 import { McpServers } from "./Servers.js"
 import { ToolPins } from "./ToolPins.js"
@@ -16,42 +18,48 @@ export const McpServersHttpLive = HttpApiBuilder.group(GuardrailApi, "mcpServers
     const agents = yield* Agents
     const audited = yield* auditedWrites
     const pins = yield* ToolPins
-    return handlers
-      .handle("listMcpServers", () => inWorkspace(servers.list).pipe(Effect.map((list) => ({ mcp_servers: list }))))
-      .handle("createMcpServer", ({ payload }) =>
-        audited(
+    return (
+      handlers
+        .handle("listMcpServers", ({ urlParams }) =>
+          inWorkspace((ws) => servers.list(ws, pageSize(urlParams.limit, MAX_MCP_PAGE), urlParams.cursor))
+        )
+        // Server writes are audited by the service (in a transaction opened after the url's check).
+        .handle("createMcpServer", ({ payload }) =>
           inWorkspace((ws) =>
             Effect.zipRight(agents.requireRegistered(ws, payload.agent_id), servers.create(ws, payload))
           )
         )
-      )
-      .handle("getMcpServer", ({ path }) => inWorkspace((ws) => servers.get(ws, path.id)))
-      .handle("updateMcpServer", ({ path, payload }) =>
-        audited(
+        .handle("getMcpServer", ({ path }) => inWorkspace((ws) => servers.get(ws, path.id)))
+        .handle("updateMcpServer", ({ path, payload }) =>
           inWorkspace((ws) =>
             Effect.zipRight(agents.requireRegistered(ws, payload.agent_id), servers.update(ws, path.id, payload))
           )
         )
-      )
-      .handle("deleteMcpServer", ({ path }) => audited(inWorkspace((ws) => servers.remove(ws, path.id))))
-      .handle("listMcpToolPins", ({ path }) =>
-        inWorkspace((ws) =>
-          Effect.zipRight(
-            servers.get(ws, path.id),
-            Effect.map(pins.list(ws, path.id), (tools) => ({ tools }))
-          )
-        )
-      )
-      .handle("acceptMcpToolPin", ({ path, payload }) =>
-        audited(
+        .handle("deleteMcpServer", ({ path }) => inWorkspace((ws) => servers.remove(ws, path.id)))
+        .handle("listMcpToolPins", ({ path, urlParams }) =>
           inWorkspace((ws) =>
-            Effect.zipRight(servers.get(ws, path.id), pins.accept(ws, path.id, path.tool, payload.seen_digest))
+            Effect.zipRight(
+              servers.get(ws, path.id),
+              pins.list(
+                ws,
+                path.id,
+                { limit: pageSize(urlParams.limit, MAX_MCP_PAGE), withheld: urlParams.withheld === "true" },
+                urlParams.cursor
+              )
+            )
           )
         )
-      )
-      .handle("deleteMcpToolPin", ({ path }) =>
-        audited(inWorkspace((ws) => Effect.zipRight(servers.get(ws, path.id), pins.remove(ws, path.id, path.tool))))
-      )
+        .handle("acceptMcpToolPin", ({ path, payload }) =>
+          audited(
+            inWorkspace((ws) =>
+              Effect.zipRight(servers.get(ws, path.id), pins.accept(ws, path.id, path.tool, payload.seen_digest))
+            )
+          )
+        )
+        .handle("deleteMcpToolPin", ({ path }) =>
+          audited(inWorkspace((ws) => Effect.zipRight(servers.get(ws, path.id), pins.remove(ws, path.id, path.tool))))
+        )
+    )
   })
 ).pipe(Layer.provide([McpServers.Default, ToolPins.Default]))
 

@@ -1,4 +1,4 @@
-/** SQL of MCP servers. Every query takes the workspace id. */
+/** SQL of MCP servers (and the disabled tools their listings leave out). Every query takes the workspace id. */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
@@ -28,17 +28,12 @@ export interface ServerChanges {
 
 const Key = Schema.Struct({ workspaceId: Schema.String, id: Schema.String })
 const decodeRows = Schema.decodeUnknown(Schema.Array(ServerRow))
+const decodeToolNames = Schema.decodeUnknown(Schema.Array(Schema.Struct({ tool: Schema.String })))
 
 export class McpRepo extends Effect.Service<McpRepo>()("mcp/McpRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
-    const list = SqlSchema.findAll({
-      Request: Schema.String,
-      Result: ServerRow,
-      execute: (workspaceId) => sql`select * from mcp_servers where workspace_id = ${workspaceId}
-                                    order by created_at desc, id desc`
-    })
     const find = SqlSchema.findOne({
       Request: Key,
       Result: ServerRow,
@@ -50,8 +45,21 @@ export class McpRepo extends Effect.Service<McpRepo>()("mcp/McpRepo", {
       row.header_names === undefined ? row : { ...row, header_names: JSON.stringify(row.header_names) }
 
     return dieOnErrors({
-      list: (workspaceId: string) => list(workspaceId),
+      /** Newest first, before `before` (a page cursor's position): up to `limit + 1` rows. */
+      list: (workspaceId: string, limit: number, before: Option.Option<{ readonly at: string; readonly id: string }>) =>
+        sql`select * from mcp_servers where workspace_id = ${workspaceId}
+            ${Option.match(before, {
+              onNone: () => sql``,
+              onSome: (p) => sql`and (created_at, id) < (${p.at}::timestamptz, ${p.id})`
+            })}
+            order by created_at desc, id desc limit ${limit + 1}`.pipe(Effect.flatMap(decodeRows)),
       find: (workspaceId: string, id: string) => find({ workspaceId, id }),
+      /** `find`, locking the row until the transaction ends (a change that depends on what it read). */
+      lock: (workspaceId: string, id: string) =>
+        sql`select * from mcp_servers where workspace_id = ${workspaceId} and id = ${id} for update`.pipe(
+          Effect.flatMap(decodeRows),
+          Effect.map((rows) => Option.fromNullable(rows[0]))
+        ),
       insert: (row: Omit<ServerRow, "created_at" | "updated_at">) =>
         sql`insert into mcp_servers ${sql.insert(withArray(row))} returning *`.pipe(
           Effect.flatMap(decodeRows),
@@ -62,6 +70,15 @@ export class McpRepo extends Effect.Service<McpRepo>()("mcp/McpRepo", {
             where workspace_id = ${workspaceId} and id = ${id} returning *`.pipe(
           Effect.flatMap(decodeRows),
           Effect.map((rows) => Option.fromNullable(rows[0]))
+        ),
+      /**
+       * The names of the workspace's tools disabled in tool metadata: what every `tools/list` leaves out. Names
+       * only: a listing read every tool's metadata document before.
+       */
+      disabledTools: (workspaceId: string) =>
+        sql`select tool from tool_metadata where workspace_id = ${workspaceId} and not enabled`.pipe(
+          Effect.flatMap(decodeToolNames),
+          Effect.map((rows) => rows.map((row) => row.tool))
         ),
       remove: (workspaceId: string, id: string) =>
         sql`delete from mcp_servers where workspace_id = ${workspaceId} and id = ${id} returning id`.pipe(

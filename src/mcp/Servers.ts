@@ -4,10 +4,11 @@
  * they reach the repository, and leave this service only towards the
  * server itself (`target`), never in a response.
  */
-import { SqlClient } from "@effect/sql"
 import { Effect, Option, Redacted } from "effect"
+import { auditedWrites } from "../audit/Chain.js"
 import { BadRequest, NotFound } from "../http/Errors.js"
 import { ProviderKeyCipher } from "../gateway/ProviderKeyCipher.js"
+import { pageByTime } from "../platform/Cursor.js"
 import { prefixedId } from "../platform/Ids.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { toTimestamp } from "../platform/Schemas.js"
@@ -39,7 +40,9 @@ export class McpServers extends Effect.Service<McpServers>()("mcp/McpServers", {
     const cipher = yield* ProviderKeyCipher
     const outbound = yield* OutboundGuard
     const pins = yield* ToolPinsRepo
-    const sql = yield* SqlClient.SqlClient
+    // Writes run in a transaction attributed to the caller (the audit chain), opened only once the input is
+    // checked: the url's check may wait seconds on DNS, which must not hold a pooled connection.
+    const write = yield* auditedWrites
 
     /** https, or http to HTTP_URL_ALLOWLIST hosts; never an internal address unless allowlisted (docs/outbound.md). */
     const checkUrl = (value: string) =>
@@ -91,8 +94,14 @@ export class McpServers extends Effect.Service<McpServers>()("mcp/McpServers", {
       }
     }
 
-    const list = Effect.fn("McpServers.list")(function* (workspaceId: string) {
-      return (yield* repo.list(workspaceId)).map(toServer)
+    /** One page of the workspace's servers, newest first. */
+    const list = Effect.fn("McpServers.list")(function* (
+      workspaceId: string,
+      limit: number,
+      cursor: string | undefined
+    ) {
+      const { next, page } = yield* pageByTime(cursor, limit, (before) => repo.list(workspaceId, limit, before))
+      return { mcp_servers: page.map(toServer), ...next }
     })
 
     const get = Effect.fn("McpServers.get")(function* (workspaceId: string, id: string) {
@@ -111,15 +120,17 @@ export class McpServers extends Effect.Service<McpServers>()("mcp/McpServers", {
     ) {
       const url = yield* checkUrl(input.url)
       const id = prefixedId("mcps")
-      const row = yield* repo.insert({
-        id,
-        workspace_id: workspaceId,
-        display_name: input.display_name,
-        url,
-        agent_id: input.agent_id,
-        result_origin: input.result_origin ?? DEFAULT_RESULT_ORIGIN,
-        ...sealHeaders(workspaceId, id, input.headers ?? null)
-      })
+      const row = yield* write(
+        repo.insert({
+          id,
+          workspace_id: workspaceId,
+          display_name: input.display_name,
+          url,
+          agent_id: input.agent_id,
+          result_origin: input.result_origin ?? DEFAULT_RESULT_ORIGIN,
+          ...sealHeaders(workspaceId, id, input.headers ?? null)
+        })
+      )
       return toServer(row)
     })
 
@@ -134,34 +145,38 @@ export class McpServers extends Effect.Service<McpServers>()("mcp/McpServers", {
         readonly headers?: Redacted.Redacted<HeaderMap> | null | undefined
       }
     ) {
-      const current = yield* repo.find(workspaceId, id).pipe(orFailWith(() => serverNotFound(id)))
-      // Stored credentials are never sent to a new address unless given again with it.
-      if (patch.url !== undefined && patch.headers === undefined && current.encrypted_headers !== null) {
-        return yield* new BadRequest({
-          code: "validation_failed",
-          message: "headers: required when url changes (send them again, or null to remove them).",
-          details: [{ path: "headers", message: "required when url changes" }]
-        })
-      }
       const { headers, url, ...rest } = patch
+      const checkedUrl = url === undefined ? undefined : yield* checkUrl(url)
       const changes: ServerChanges = {
         ...Object.fromEntries(Object.entries(rest).filter(([, value]) => value !== undefined)),
-        ...(url === undefined ? {} : { url: yield* checkUrl(url) }),
+        ...(checkedUrl === undefined ? {} : { url: checkedUrl }),
         ...(headers === undefined ? {} : sealHeaders(workspaceId, id, headers))
       }
       // Another address is another server: its tools are pinned afresh when first listed (ToolPins.ts). One
-      // transaction: the new address never stands with the old server's pins. (A listing of the old address still
-      // in flight may pin again; the new server's differing tools then show as changed: fail closed.)
-      const row = yield* Effect.gen(function* () {
-        const updated = yield* repo.update(workspaceId, id, changes).pipe(orFailWith(() => serverNotFound(id)))
-        if (updated.url !== current.url) yield* pins.clear(workspaceId, id)
-        return updated
-      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+      // transaction, the row locked first: the new address never stands with the old server's pins, and the
+      // headers rule below reads the row the update changes. (A listing of the old address still in flight
+      // may pin again; the new server's differing tools then show as changed: fail closed.)
+      const row = yield* write(
+        Effect.gen(function* () {
+          const current = yield* repo.lock(workspaceId, id).pipe(orFailWith(() => serverNotFound(id)))
+          // Stored credentials are never sent to a new address unless given again with it.
+          if (url !== undefined && headers === undefined && current.encrypted_headers !== null) {
+            return yield* new BadRequest({
+              code: "validation_failed",
+              message: "headers: required when url changes (send them again, or null to remove them).",
+              details: [{ path: "headers", message: "required when url changes" }]
+            })
+          }
+          const updated = yield* repo.update(workspaceId, id, changes).pipe(orFailWith(() => serverNotFound(id)))
+          if (updated.url !== current.url) yield* pins.clear(workspaceId, id)
+          return updated
+        })
+      )
       return toServer(row)
     })
 
     const remove = Effect.fn("McpServers.remove")(function* (workspaceId: string, id: string) {
-      if (!(yield* repo.remove(workspaceId, id))) return yield* serverNotFound(id)
+      if (!(yield* write(repo.remove(workspaceId, id)))) return yield* serverNotFound(id)
     })
 
     const target = Effect.fn("McpServers.target")(function* (workspaceId: string, id: string) {

@@ -10,7 +10,6 @@
  * too long, or an entry of a name listed twice with another definition). Anything that fails withholds the list (fail closed).
  */
 import { Effect } from "effect"
-import type { CatalogRepo } from "../catalog/Repo.js"
 import type { Caller } from "../identity/Authentication.js"
 import type { Screen } from "./Answer.js"
 import type { Verdict } from "./Relay.js"
@@ -22,12 +21,15 @@ import { poisonedNames, screenedToolList, toolListText, unscreenedToolList } fro
 import { definitionsOf, pinnableTools, type ToolPins } from "./ToolPins.js"
 
 export const makeToolListScreen =
-  (deps: { readonly decide: DecideEvent; readonly pins: ToolPins; readonly catalog: CatalogRepo }) =>
+  (deps: {
+    readonly decide: DecideEvent
+    readonly pins: ToolPins
+    readonly disabledTools: (workspaceId: string) => Effect.Effect<ReadonlyArray<string>>
+  }) =>
   (caller: Caller, target: ServerTarget, session: string | undefined, id: string | number, environmentId: string) =>
     Effect.gen(function* () {
       const workspaceId = caller.workspaceId
-      const rows = yield* Effect.orDie(deps.catalog.listToolMetadata(workspaceId))
-      const hidden = new Set(rows.filter((row) => !row.enabled).map((row) => row.tool))
+      const hidden = new Set(yield* deps.disabledTools(workspaceId))
       const screen: Screen = (message) => {
         const result = resultFor(message, id)
         if (result === undefined) return Effect.succeed<Verdict>("keep")

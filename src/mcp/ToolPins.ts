@@ -17,7 +17,9 @@ import { createHash } from "node:crypto"
 import { Effect, Option } from "effect"
 import { canonicalJson } from "../authorization/Receipts.js"
 import { Conflict, NotFound } from "../http/Errors.js"
+import { decodeCursor, encodeCursor, pageAfterCut } from "../platform/Cursor.js"
 import { unstorableJson } from "../platform/Json.js"
+import { MAX_PAGE_BYTES } from "../platform/PageBytes.js"
 import { Limits, toTimestamp } from "../platform/Schemas.js"
 import { McpToolPin } from "./Domain.js"
 import { asObject, noticeResult } from "./Screening.js"
@@ -120,6 +122,13 @@ export const pinnedCallRefusal = (tool: string, pin: Option.Option<PinRow>) => {
   return undefined
 }
 
+/** A pins cursor: `[tool]`, the last tool of the page before. */
+const decodeToolCursor = (cursor: string) =>
+  decodeCursor(cursor, 1).pipe(
+    Option.filter(([tool]) => tool!.length > 0),
+    Option.map(([tool]) => tool!)
+  )
+
 const pinNotFound = (tool: string) =>
   new NotFound({
     code: "tool_pin_not_found",
@@ -201,8 +210,21 @@ export class ToolPins extends Effect.Service<ToolPins>()("mcp/ToolPins", {
       accept,
       remove,
       find: repo.find,
-      list: (workspaceId: string, serverId: string) =>
-        Effect.map(repo.list(workspaceId, serverId), (rows) => rows.map(toToolPin))
+      /** One page of a server's pins by tool name (each carries its latest definition: cut at MAX_PAGE_BYTES). */
+      list: Effect.fn("ToolPins.list")(function* (
+        workspaceId: string,
+        serverId: string,
+        query: { readonly limit: number; readonly withheld: boolean },
+        cursor: string | undefined
+      ) {
+        const { next, page } = yield* pageAfterCut(
+          cursor,
+          decodeToolCursor,
+          (row: PinRow) => encodeCursor([row.tool]),
+          (after) => repo.list(workspaceId, serverId, query, after, MAX_PAGE_BYTES)
+        )
+        return { tools: page.map(toToolPin), ...next }
+      })
     }
   }),
   dependencies: [ToolPinsRepo.Default]

@@ -2,6 +2,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { storableJsonText } from "../platform/Json.js"
+import { CutColumns, cutAtBytes, cutPage } from "../platform/PageBytes.js"
 import { dieOnErrors } from "../platform/Sql.js"
 
 const PinRow = Schema.Struct({
@@ -24,11 +25,11 @@ export interface ListedDefinition {
   readonly poisoned: boolean
 }
 
-const Server = Schema.Struct({ workspaceId: Schema.String, serverId: Schema.String })
 const ServerTool = Schema.Struct({ workspaceId: Schema.String, serverId: Schema.String, tool: Schema.String })
 const decodeAccepted = Schema.decodeUnknown(
   Schema.Array(Schema.extend(PinRow, Schema.Struct({ accepted: Schema.Boolean })))
 )
+const decodePage = Schema.decodeUnknown(Schema.Array(Schema.extend(PinRow, CutColumns)))
 const decodeListed = Schema.decodeUnknown(
   Schema.Array(Schema.Struct({ tool: Schema.String, pinned_digest: Schema.String }))
 )
@@ -40,20 +41,17 @@ const decodeListed = Schema.decodeUnknown(
  */
 const pinColumns = (sql: SqlClient.SqlClient, workspaceId: string) =>
   sql`p.tool, p.pinned_digest, p.seen_digest, p.seen_definition, p.pinned_at, p.seen_at,
-      array(select e from unnest(p.poisoned_in) as e
-            where exists (select 1 from environments v where v.workspace_id = ${workspaceId} and v.id = e)) as poisoned_in`
+      ${livePoisoning(sql, workspaceId)} as poisoned_in`
+
+/** The environments of a pin's `poisoned_in` (`p`) that still exist. */
+const livePoisoning = (sql: SqlClient.SqlClient, workspaceId: string) =>
+  sql`array(select e from unnest(p.poisoned_in) as e
+            where exists (select 1 from environments v where v.workspace_id = ${workspaceId} and v.id = e))`
 
 export class ToolPinsRepo extends Effect.Service<ToolPinsRepo>()("mcp/ToolPinsRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
-    const list = SqlSchema.findAll({
-      Request: Server,
-      Result: PinRow,
-      execute: ({ serverId, workspaceId }) =>
-        sql`select ${pinColumns(sql, workspaceId)} from mcp_tool_pins p
-            where p.workspace_id = ${workspaceId} and p.server_id = ${serverId} order by p.tool`
-    })
     const find = SqlSchema.findOne({
       Request: ServerTool,
       Result: PinRow,
@@ -63,7 +61,36 @@ export class ToolPinsRepo extends Effect.Service<ToolPinsRepo>()("mcp/ToolPinsRe
     })
 
     return dieOnErrors({
-      list: (workspaceId: string, serverId: string) => list({ workspaceId, serverId }),
+      /**
+       * One page of a server's pins by tool name (only those not callable when `withheld`: changed or
+       * poisoned), after `after`: at most `limit`, cut after the pin whose latest definition (JSON bytes, up to
+       * 64 KiB each) brings the page to `maxBytes` (`cutAtBytes`, at least one); `more` when pins follow.
+       */
+      list: (
+        workspaceId: string,
+        serverId: string,
+        query: { readonly limit: number; readonly withheld: boolean },
+        after: Option.Option<string>,
+        maxBytes: number
+      ) =>
+        cutAtBytes(
+          sql,
+          sql`select ${pinColumns(sql, workspaceId)} from mcp_tool_pins p
+              where p.workspace_id = ${workspaceId} and p.server_id = ${serverId}
+              ${Option.match(after, { onNone: () => sql``, onSome: (tool) => sql`and p.tool > ${tool}` })}
+              ${
+                query.withheld
+                  ? sql`and (p.seen_digest <> p.pinned_digest or cardinality(${livePoisoning(sql, workspaceId)}) > 0)`
+                  : sql``
+              }
+              order by p.tool limit ${query.limit + 1}`,
+          sql`tool`,
+          sql`octet_length(seen_definition::text)`,
+          maxBytes
+        ).pipe(
+          Effect.flatMap(decodePage),
+          Effect.map((rows) => cutPage(rows, query.limit))
+        ),
       find: (workspaceId: string, serverId: string, tool: string) => find({ workspaceId, serverId, tool }),
       /** Each pin's tool and pinned digest (what a listing is compared with; not the stored definitions). */
       pinnedDigests: (workspaceId: string, serverId: string) =>

@@ -82,7 +82,10 @@ layer(testServerWithDatabase("database", { ...GATEWAY_SETTINGS, INTERNAL_API_KEY
         yield* listTools(setup) // an unchanged listing records nothing
         upstream.redescribeLookupOrder("Looks an order up, now with notes")
         yield* listTools(setup)
-        const changed = yield* setup.owner.api.mcpServers.listMcpToolPins({ path: { id: setup.serverId } })
+        const changed = yield* setup.owner.api.mcpServers.listMcpToolPins({
+          path: { id: setup.serverId },
+          urlParams: {}
+        })
         const seen = changed.tools.find((tool) => tool.tool === "lookup_order")!.seen_digest
         yield* setup.owner.api.mcpServers.acceptMcpToolPin({
           path: { id: setup.serverId, tool: "lookup_order" },

@@ -128,9 +128,9 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)(
           expect(foreign.status).toBe(404)
 
           const runtime = yield* keyClient(base, { plaintext_key: setup.key })
-          expect((yield* runtime.mcpServers.listMcpServers({})).mcp_servers.map((server) => server.id)).toEqual([
-            serverId
-          ])
+          expect(
+            (yield* runtime.mcpServers.listMcpServers({ urlParams: {} })).mcp_servers.map((server) => server.id)
+          ).toEqual([serverId])
           yield* expectFailure(runtime.mcpServers.deleteMcpServer({ path: { id: serverId } }), 403)
 
           yield* owner.api.mcpServers.deleteMcpServer({ path: { id: serverId } })

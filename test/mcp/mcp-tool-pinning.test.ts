@@ -30,7 +30,7 @@ const listedTools = (setup: Setup) =>
   )
 
 const pinsOf = (setup: Setup) =>
-  Effect.map(setup.owner.api.mcpServers.listMcpToolPins({ path: { id: setup.serverId } }), ({ tools }) =>
+  Effect.map(setup.owner.api.mcpServers.listMcpToolPins({ path: { id: setup.serverId }, urlParams: {} }), ({ tools }) =>
     Object.fromEntries(tools.map((pin) => [pin.tool, pin]))
   )
 

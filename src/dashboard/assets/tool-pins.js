@@ -1,7 +1,7 @@
 // MCP tools withheld by their pin (docs/mcp.md "Tool pinning"): every server's pins
-// (GET /v1/mcp/servers, GET /v1/mcp/servers/{id}/tools) that are not as accepted; a changed one is
+// (GET /v1/mcp/servers, GET /v1/mcp/servers/{id}/tools, each page by page) that are not as accepted; a changed one is
 // accepted with POST /v1/mcp/servers/{id}/tools/{tool}/accept (admins).
-import { api } from "./session.js"
+import { api, query } from "./session.js"
 import { $, el, formatTime, message } from "./shell.js"
 
 function decisionCell(server, pin) {
@@ -37,15 +37,25 @@ const row = (server, pin) =>
     el("td", { text: formatTime(pin.seen_at) }),
     decisionCell(server, pin))
 
+/** Every item of a paged list (`key` of each page), following next_cursor to its end. */
+async function* everyPage(path, key, params = {}) {
+  let cursor
+  do {
+    const page = await api("GET", `${path}${query({ ...params, limit: 100, cursor })}`)
+    yield* page[key]
+    cursor = page.next_cursor
+  } while (cursor)
+}
+
 /** Lists the withheld pins of every MCP server of the workspace. */
 export async function loadToolPins() {
   message($("tool-pins-message"), "Loading…")
   try {
-    const { mcp_servers: servers } = await api("GET", "/v1/mcp/servers")
     const rows = []
-    for (const server of servers) {
-      const { tools } = await api("GET", `/v1/mcp/servers/${encodeURIComponent(server.id)}/tools`)
-      for (const pin of tools) if (pin.status !== "pinned") rows.push(row(server, pin))
+    for await (const server of everyPage("/v1/mcp/servers", "mcp_servers")) {
+      // Only the withheld pins: a server's pins may carry 64 KiB of definition each.
+      const pins = everyPage(`/v1/mcp/servers/${encodeURIComponent(server.id)}/tools`, "tools", { withheld: "true" })
+      for await (const pin of pins) rows.push(row(server, pin))
     }
     $("tool-pins-body").replaceChildren(...rows)
     message($("tool-pins-message"), rows.length === 0 ? "No tool is withheld." : "")
