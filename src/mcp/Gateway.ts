@@ -162,7 +162,11 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
             const screened = answer.screened(result, decision)
             return screened === undefined ? "keep" : { replace: screened }
           }),
-          Effect.catchAllCause((cause) => Effect.succeed<Verdict>({ replace: answer.unscreened(whyUndecided(cause)) }))
+          Effect.catchAllCause((cause) =>
+            Effect.logWarning("MCP answer withheld: it could not be screened", cause).pipe(
+              Effect.as<Verdict>({ replace: answer.unscreened(whyUndecided(cause)) })
+            )
+          )
         )
       }
 

@@ -52,8 +52,11 @@ export const makeToolListScreen =
             replace: unpinned.size === 0 ? screened : resultMessage(id, listedTools(screened.result, unpinned))
           } satisfies Verdict
         }).pipe(
+          // Fails closed for the client; operators see why (a server deleted mid-listing, a database outage).
           Effect.catchAllCause((cause) =>
-            Effect.succeed<Verdict>({ replace: unscreenedToolList(id, whyUndecided(cause)) })
+            Effect.logWarning("MCP tool list withheld: it could not be screened", cause).pipe(
+              Effect.as<Verdict>({ replace: unscreenedToolList(id, whyUndecided(cause)) })
+            )
           )
         )
       }
