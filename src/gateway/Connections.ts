@@ -4,6 +4,7 @@
  * clear except to the proxy (`target`), as a Redacted value.
  */
 import { Effect, Option, type Redacted } from "effect"
+import { checkedWrites } from "../audit/Chain.js"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
 import { BadRequest, NotFound } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
@@ -80,6 +81,9 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
     const repo = yield* GatewayRepo
     const cipher = yield* ProviderKeyCipher
     const outbound = yield* OutboundGuard
+    // Connection writes are audited, in a transaction opened only once base_url is checked (a DNS lookup of up
+    // to 3 s); route writes are audited by their handlers.
+    const checkedWrite = yield* checkedWrites
     // The proxy resolves a route per request: cached until a connection or route of the workspace changes (in any instance).
     const targets = yield* makeNoticeCache<RouteTarget>("gateway_routes")
 
@@ -128,17 +132,18 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
         readonly default_model?: string | null | undefined
       }
     ) {
-      const baseUrl = yield* checkBaseUrl(input.base_url ?? DEFAULT_BASE_URL[input.kind])
       const id = prefixedId("pc")
-      const row = yield* repo.insertConnection({
-        id,
-        workspace_id: workspaceId,
-        display_name: input.display_name,
-        kind: input.kind,
-        base_url: baseUrl,
-        default_model: input.default_model ?? null,
-        encrypted_api_key: cipher.encrypt(workspaceId, id, input.provider_api_key)
-      })
+      const row = yield* checkedWrite(checkBaseUrl(input.base_url ?? DEFAULT_BASE_URL[input.kind]), (baseUrl) =>
+        repo.insertConnection({
+          id,
+          workspace_id: workspaceId,
+          display_name: input.display_name,
+          kind: input.kind,
+          base_url: baseUrl,
+          default_model: input.default_model ?? null,
+          encrypted_api_key: cipher.encrypt(workspaceId, id, input.provider_api_key)
+        })
+      )
       return toConnection(row)
     })
 
@@ -152,27 +157,37 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
         readonly default_model?: string | null | undefined
       }
     ) {
-      const current = yield* repo.findConnection(workspaceId, id).pipe(orFailWith(() => connectionNotFound(id)))
-      const changes: { -readonly [K in keyof ConnectionChanges]: ConnectionChanges[K] } = {}
-      if (patch.display_name !== undefined) changes.display_name = patch.display_name
-      if (patch.default_model !== undefined) changes.default_model = patch.default_model
-      if (patch.base_url !== undefined) {
-        const baseUrl = yield* checkBaseUrl(patch.base_url ?? DEFAULT_BASE_URL[current.kind as ProviderKind])
-        // The stored key must not follow a new base_url to another server: moving it takes a key for it.
-        if (baseUrl !== current.base_url && patch.provider_api_key === undefined) {
-          return yield* new BadRequest({
-            code: "validation_failed",
-            message: "provider_api_key: changing base_url requires provider_api_key in the same request.",
-            details: [{ path: "provider_api_key", message: "required when base_url changes" }]
-          })
-        }
-        changes.base_url = baseUrl
-      }
-      if (patch.provider_api_key !== undefined) {
-        changes.encrypted_api_key = cipher.encrypt(workspaceId, id, patch.provider_api_key)
-      }
-      if (Object.keys(changes).length === 0) return toConnection(current)
-      const row = yield* repo.updateConnection(workspaceId, id, changes).pipe(orFailWith(() => connectionNotFound(id)))
+      // The kind (which names the default base_url) never changes: read before the check, outside the transaction.
+      const found = yield* repo.findConnection(workspaceId, id).pipe(orFailWith(() => connectionNotFound(id)))
+      const checkNewBaseUrl =
+        patch.base_url === undefined
+          ? Effect.succeed(undefined)
+          : checkBaseUrl(patch.base_url ?? DEFAULT_BASE_URL[found.kind as ProviderKind])
+      const row = yield* checkedWrite(checkNewBaseUrl, (baseUrl) =>
+        Effect.gen(function* () {
+          // Compared with the row locked: a base_url changed meanwhile is the one the stored key must not follow.
+          const current = yield* repo.lockConnection(workspaceId, id).pipe(orFailWith(() => connectionNotFound(id)))
+          const changes: { -readonly [K in keyof ConnectionChanges]: ConnectionChanges[K] } = {}
+          if (patch.display_name !== undefined) changes.display_name = patch.display_name
+          if (patch.default_model !== undefined) changes.default_model = patch.default_model
+          if (baseUrl !== undefined) {
+            // The stored key must not follow a new base_url to another server: moving it takes a key for it.
+            if (baseUrl !== current.base_url && patch.provider_api_key === undefined) {
+              return yield* new BadRequest({
+                code: "validation_failed",
+                message: "provider_api_key: changing base_url requires provider_api_key in the same request.",
+                details: [{ path: "provider_api_key", message: "required when base_url changes" }]
+              })
+            }
+            changes.base_url = baseUrl
+          }
+          if (patch.provider_api_key !== undefined) {
+            changes.encrypted_api_key = cipher.encrypt(workspaceId, id, patch.provider_api_key)
+          }
+          if (Object.keys(changes).length === 0) return current
+          return yield* repo.updateConnection(workspaceId, id, changes).pipe(orFailWith(() => connectionNotFound(id)))
+        })
+      )
       yield* targets.changed(workspaceId)
       return toConnection(row)
     })

@@ -16,16 +16,16 @@ import type { Dialect } from "./UsageMeter.js"
 export const ProviderConnectionsHttpLive = HttpApiBuilder.group(GuardrailApi, "providerConnections", (handlers) =>
   Effect.gen(function* () {
     const connections = yield* Connections
-    const audited = yield* auditedWrites
+    // Writes are audited by the service, in a transaction opened once base_url is checked.
     return handlers
       .handle("listProviderConnections", () =>
         inWorkspace(connections.listConnections).pipe(Effect.map((list) => ({ provider_connections: list })))
       )
       .handle("createProviderConnection", ({ payload }) =>
-        audited(inWorkspace((ws) => connections.createConnection(ws, payload)))
+        inWorkspace((ws) => connections.createConnection(ws, payload))
       )
       .handle("updateProviderConnection", ({ path, payload }) =>
-        audited(inWorkspace((ws) => connections.updateConnection(ws, path.id, payload)))
+        inWorkspace((ws) => connections.updateConnection(ws, path.id, payload))
       )
   })
 ).pipe(Layer.provide(Connections.Default))

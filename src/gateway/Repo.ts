@@ -88,6 +88,12 @@ export class GatewayRepo extends Effect.Service<GatewayRepo>()("gateway/GatewayR
       execute: ({ id, workspaceId }) =>
         sql`select * from provider_connections where workspace_id = ${workspaceId} and id = ${id}`
     })
+    const lockConnection = SqlSchema.findOne({
+      Request: Key,
+      Result: ConnectionRow,
+      execute: ({ id, workspaceId }) =>
+        sql`select * from provider_connections where workspace_id = ${workspaceId} and id = ${id} for update`
+    })
     const listRoutes = SqlSchema.findAll({
       Request: Schema.String,
       Result: RouteRow,
@@ -109,6 +115,8 @@ export class GatewayRepo extends Effect.Service<GatewayRepo>()("gateway/GatewayR
     return dieOnErrors({
       listConnections: (workspaceId: string) => listConnections(workspaceId),
       findConnection: (workspaceId: string, id: string) => findConnection({ workspaceId, id }),
+      /** The connection, locked until the transaction ends (a change compared with what is stored). */
+      lockConnection: (workspaceId: string, id: string) => lockConnection({ workspaceId, id }),
       insertConnection: (row: Omit<ConnectionRow, "created_at" | "updated_at">) =>
         sql`insert into provider_connections ${sql.insert(row)} returning *`.pipe(
           Effect.flatMap(decodeConnections),

@@ -133,19 +133,21 @@ export const TeamHttpLive = HttpApiBuilder.group(GuardrailApi, "team", (handlers
 export const SettingsHttpLive = HttpApiBuilder.group(GuardrailApi, "settings", (handlers) =>
   Effect.gen(function* () {
     const settings = yield* WorkspaceSettings
-    const audited = yield* auditedWrites
-    return handlers
-      .handle("getSettings", () =>
-        Effect.flatMap(CurrentCaller, (caller) =>
-          Effect.map(settings.settingsOf(caller.workspaceId), (current) => ({
-            ...current,
-            escalation_webhook_url: webhookUrlFor(caller, current.escalation_webhook_url)
-          }))
+    return (
+      handlers
+        .handle("getSettings", () =>
+          Effect.flatMap(CurrentCaller, (caller) =>
+            Effect.map(settings.settingsOf(caller.workspaceId), (current) => ({
+              ...current,
+              escalation_webhook_url: webhookUrlFor(caller, current.escalation_webhook_url)
+            }))
+          )
         )
-      )
-      .handle("updateSettings", ({ payload }) =>
-        audited(Effect.flatMap(CurrentCaller, (caller) => settings.updateSettings(caller.workspaceId, payload)))
-      )
+        // Audited by the service, in a transaction opened once the webhook URL is checked.
+        .handle("updateSettings", ({ payload }) =>
+          Effect.flatMap(CurrentCaller, (caller) => settings.updateSettings(caller.workspaceId, payload))
+        )
+    )
   })
 )
 

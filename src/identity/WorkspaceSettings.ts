@@ -4,6 +4,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
+import { checkedWrites } from "../audit/Chain.js"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
 import { orFailWith, transactionOf } from "../platform/Sql.js"
 import { Conflict, NotFound, validationFailed } from "../http/Errors.js"
@@ -95,6 +96,7 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
     const repo = yield* SettingsRepo
     const outbound = yield* OutboundGuard
     const inTransaction = transactionOf(yield* SqlClient.SqlClient)
+    const checkedWrite = yield* checkedWrites
     // Hot paths (decisions, gateway admission, run events) read a workspace's settings and environments on every
     // request: cached until a change here, or in any other instance, drops them (src/platform/ChangeNotices.ts).
     const runtimeCache = yield* makeNoticeCache<RuntimeConfig>("workspace_settings")
@@ -108,24 +110,25 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
       repo.findSettings(workspaceId).pipe(Effect.flatMap(Effect.orDie), Effect.map(toSettings))
     )
 
+    /** https (plain http only to allowlisted hosts), never an internal address (the outbound guard). */
+    const checkEscalationUrl = (url: string | null | undefined) =>
+      typeof url === "string" ? outbound.validateUrl(url, "escalation_webhook_url") : Effect.void
+
+    /** Audited, in a transaction opened once the webhook URL is checked (a DNS lookup of up to 3 s). */
     const updateSettings = Effect.fn("WorkspaceSettings.updateSettings")(
       function* (workspaceId: string, patch: SettingsPatch) {
-        // https (plain http only to allowlisted hosts), never an internal address (the outbound guard).
-        if (typeof patch.escalation_webhook_url === "string") {
-          yield* outbound.validateUrl(patch.escalation_webhook_url, "escalation_webhook_url")
-        }
         const { config: configPatch, ...fields } = patch
         const values: Record<string, unknown> = Object.fromEntries(
           Object.entries(fields).filter(([, v]) => v !== undefined)
         )
-        if (configPatch === undefined) {
-          if (Object.keys(values).length === 0) return yield* settingsOf(workspaceId)
-          return toSettings(yield* Effect.orDie(yield* repo.updateSettings(workspaceId, values)))
-        }
-        // config is merged into what is stored: read and written with the row locked, so a concurrent
-        // patch of another key is merged into, not overwritten.
-        return yield* inTransaction(
+        if (configPatch === undefined && Object.keys(values).length === 0) return yield* settingsOf(workspaceId)
+        return yield* checkedWrite(checkEscalationUrl(patch.escalation_webhook_url), () =>
           Effect.gen(function* () {
+            if (configPatch === undefined) {
+              return toSettings(yield* Effect.orDie(yield* repo.updateSettings(workspaceId, values)))
+            }
+            // config is merged into what is stored: read and written with the row locked, so a concurrent
+            // patch of another key is merged into, not overwritten.
             yield* repo.lockSettings(workspaceId)
             const merged = { ...(yield* settingsOf(workspaceId)).config }
             for (const [key, value] of Object.entries(configPatch)) {
