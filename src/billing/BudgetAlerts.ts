@@ -17,7 +17,7 @@ import { orFailWith } from "../platform/Sql.js"
 import { AlertsRepo, type ConfigChanges, type ConfigRow, type FiringRow } from "./AlertsRepo.js"
 import { BudgetAlertId, type CreateBudgetAlert, exactInt, type UpdateBudgetAlert } from "./Domain.js"
 import { DeliveryRepo } from "./DeliveryRepo.js"
-import { capReached } from "./Limits.js"
+import { capReached } from "../platform/WorkspaceCaps.js"
 import { deriveWebhookSecret } from "./Webhooks.js"
 
 type Meter = "llm_spend" | "actions"

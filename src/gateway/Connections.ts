@@ -11,6 +11,8 @@ import { prefixedId } from "../platform/Ids.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { orFailWith } from "../platform/Sql.js"
+import { capReached } from "../platform/WorkspaceCaps.js"
+import { AppConfig } from "../platform/Config.js"
 import {
   GatewayRoute,
   GatewayRouteId,
@@ -76,11 +78,17 @@ const connectionNotFound = (id: string, path?: string) =>
 const routeNotFound = (id: string) =>
   new NotFound({ code: "gateway_route_not_found", message: `Gateway route ${id} does not exist in this workspace.` })
 
+/** Connections and routes have no DELETE: one no longer needed is changed into the one wanted. */
+const REUSE = "change one it no longer needs (PATCH)"
+
 export class Connections extends Effect.Service<Connections>()("gateway/Connections", {
   scoped: Effect.gen(function* () {
     const repo = yield* GatewayRepo
     const cipher = yield* ProviderKeyCipher
     const outbound = yield* OutboundGuard
+    // Every connection and route is in its unpaged list: a workspace may store this many of each.
+    const { maxGatewayRoutesPerWorkspace: maxRoutes, maxProviderConnectionsPerWorkspace: maxConnections } =
+      yield* AppConfig
     // Connection writes are audited, in a transaction opened only once base_url is checked (a DNS lookup of up
     // to 3 s); route writes are audited by their handlers.
     const checkedWrite = yield* checkedWrites
@@ -133,18 +141,30 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
       }
     ) {
       const id = prefixedId("pc")
-      const row = yield* checkedWrite(checkBaseUrl(input.base_url ?? DEFAULT_BASE_URL[input.kind]), (baseUrl) =>
-        repo.insertConnection({
-          id,
-          workspace_id: workspaceId,
-          display_name: input.display_name,
-          kind: input.kind,
-          base_url: baseUrl,
-          default_model: input.default_model ?? null,
-          encrypted_api_key: cipher.encrypt(workspaceId, id, input.provider_api_key)
-        })
+      const inserted = yield* checkedWrite(checkBaseUrl(input.base_url ?? DEFAULT_BASE_URL[input.kind]), (baseUrl) =>
+        repo.insertConnection(
+          {
+            id,
+            workspace_id: workspaceId,
+            display_name: input.display_name,
+            kind: input.kind,
+            base_url: baseUrl,
+            default_model: input.default_model ?? null,
+            encrypted_api_key: cipher.encrypt(workspaceId, id, input.provider_api_key)
+          },
+          maxConnections
+        )
       )
-      return toConnection(row)
+      if (Option.isNone(inserted)) {
+        return yield* capReached(
+          "provider_connection_limit_reached",
+          maxConnections,
+          "provider connections",
+          "MAX_PROVIDER_CONNECTIONS_PER_WORKSPACE",
+          REUSE
+        )
+      }
+      return toConnection(inserted.value)
     })
 
     const updateConnection = Effect.fn("Connections.updateConnection")(function* (
@@ -209,18 +229,30 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
       }
     ) {
       yield* checkConnection(workspaceId, input.provider_connection_id)
-      const row = yield* repo.insertRoute({
-        id: prefixedId("gwr"),
-        workspace_id: workspaceId,
-        agent_id: input.agent_id,
-        display_name: input.display_name,
-        provider_connection_id: input.provider_connection_id,
-        // Screening is on unless a route says otherwise.
-        guardrail_input: input.guardrails?.input ?? "enforce",
-        guardrail_output: input.guardrails?.output ?? "enforce",
-        guardrail_tool_calls: input.guardrails?.tool_calls ?? "enforce"
-      })
-      return toRoute(row)
+      const inserted = yield* repo.insertRoute(
+        {
+          id: prefixedId("gwr"),
+          workspace_id: workspaceId,
+          agent_id: input.agent_id,
+          display_name: input.display_name,
+          provider_connection_id: input.provider_connection_id,
+          // Screening is on unless a route says otherwise.
+          guardrail_input: input.guardrails?.input ?? "enforce",
+          guardrail_output: input.guardrails?.output ?? "enforce",
+          guardrail_tool_calls: input.guardrails?.tool_calls ?? "enforce"
+        },
+        maxRoutes
+      )
+      if (Option.isNone(inserted)) {
+        return yield* capReached(
+          "gateway_route_limit_reached",
+          maxRoutes,
+          "gateway routes",
+          "MAX_GATEWAY_ROUTES_PER_WORKSPACE",
+          REUSE
+        )
+      }
+      return toRoute(inserted.value)
     })
 
     const updateRoute = Effect.fn("Connections.updateRoute")(function* (
