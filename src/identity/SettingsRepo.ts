@@ -6,6 +6,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
+import { storeWithinCap } from "../platform/WorkspaceCaps.js"
 
 const EnvironmentRow = Schema.Struct({
   id: Schema.String,
@@ -114,6 +115,26 @@ export class SettingsRepo extends Effect.Service<SettingsRepo>()("identity/Setti
         description: string | null
         isDefault: boolean
       }) => insertEnvironment(environment),
+      /** `insertEnvironment`, or none (outer) when the workspace already has `max` environments. */
+      insertEnvironmentWithinCap: (
+        environment: {
+          id: string
+          workspaceId: string
+          name: string
+          slug: string
+          description: string | null
+          isDefault: boolean
+        },
+        max: number
+      ) =>
+        storeWithinCap(
+          sql,
+          "environments",
+          environment.workspaceId,
+          max,
+          Effect.succeed(false),
+          insertEnvironment(environment)
+        ),
       listEnvironments: SqlSchema.findAll({
         Request: Schema.String,
         Result: EnvironmentRow,

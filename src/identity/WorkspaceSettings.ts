@@ -9,7 +9,9 @@ import { makeNoticeCache } from "../platform/ChangeNotices.js"
 import { orFailWith, transactionOf } from "../platform/Sql.js"
 import { Conflict, NotFound, validationFailed } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
+import { AppConfig } from "../platform/Config.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
+import { capReached } from "../platform/WorkspaceCaps.js"
 import { jsonOverLimit, Limits, toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { EnvironmentId } from "./Domain.js"
 import { type EnvironmentRow, SettingsRepo, type SettingsRow } from "./SettingsRepo.js"
@@ -97,6 +99,8 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
     const outbound = yield* OutboundGuard
     const inTransaction = transactionOf(yield* SqlClient.SqlClient)
     const checkedWrite = yield* checkedWrites
+    // Every hot-path read of the workspace's runtime config holds all its environments.
+    const maxEnvironments = (yield* AppConfig).maxEnvironmentsPerWorkspace
     // Hot paths (decisions, gateway admission, run events) read a workspace's settings and environments on every
     // request: cached until a change here, or in any other instance, drops them (src/platform/ChangeNotices.ts).
     const runtimeCache = yield* makeNoticeCache<RuntimeConfig>("workspace_settings")
@@ -156,35 +160,39 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
     )
 
     const createEnvironment = Effect.fn("WorkspaceSettings.createEnvironment")(
-      (
+      function* (
         workspaceId: string,
         input: { readonly name: string; readonly slug: string; readonly description?: string | null | undefined }
-      ) =>
-        repo
-          .insertEnvironment({
+      ) {
+        const stored = yield* repo.insertEnvironmentWithinCap(
+          {
             id: prefixedId("env"),
             workspaceId,
             name: input.name,
             slug: input.slug,
             description: input.description ?? null,
             isDefault: false
-          })
-          .pipe(
-            Effect.flatMap(
-              Option.match({
-                onNone: () =>
-                  Effect.fail(
-                    new Conflict({
-                      code: "environment_slug_taken",
-                      message: `This workspace already has an environment with slug ${input.slug}.`,
-                      details: [{ path: "slug", message: "already taken" }]
-                    })
-                  ),
-                onSome: (row) => Effect.succeed(toEnvironment(row))
-              })
-            ),
-            changed(workspaceId)
+          },
+          maxEnvironments
+        )
+        if (Option.isNone(stored)) {
+          return yield* capReached(
+            "environment_limit_reached",
+            maxEnvironments,
+            "environments",
+            "MAX_ENVIRONMENTS_PER_WORKSPACE"
           )
+        }
+        if (Option.isNone(stored.value)) {
+          return yield* new Conflict({
+            code: "environment_slug_taken",
+            message: `This workspace already has an environment with slug ${input.slug}.`,
+            details: [{ path: "slug", message: "already taken" }]
+          })
+        }
+        return toEnvironment(stored.value.value)
+      },
+      (effect, workspaceId) => effect.pipe(changed(workspaceId))
     )
 
     const updateEnvironment = Effect.fn("WorkspaceSettings.updateEnvironment")(

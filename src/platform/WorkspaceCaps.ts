@@ -2,7 +2,9 @@
  * Per-workspace caps on what a workspace stores: budget alert configs (each
  * one is matched against every metered event of its meter, and fires and
  * delivers on its own), and what unpaged lists answer whole: LLM prices
- * (`GET /v1/llm-pricing`), provider connections and gateway routes.
+ * (`GET /v1/llm-pricing`), provider connections, gateway routes and
+ * environments (each hot-path read of a workspace's runtime config holds all
+ * of them).
  */
 import type { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -20,7 +22,7 @@ const decodeCount = Schema.decodeUnknown(Schema.Array(Schema.Struct({ stored: Sc
  */
 export const storeWithinCap = <A, E, R>(
   sql: SqlClient.SqlClient,
-  table: "budget_alert_configs" | "llm_prices" | "provider_connections" | "gateway_routes",
+  table: "budget_alert_configs" | "llm_prices" | "provider_connections" | "gateway_routes" | "environments",
   workspaceId: string,
   max: number,
   replaces: Effect.Effect<boolean, SqlError | ParseResult.ParseError>,
