@@ -4,7 +4,7 @@
  * clear except to the proxy (`target`), as a Redacted value.
  */
 import { Effect, Option, type Redacted } from "effect"
-import { checkedWrites } from "../audit/Chain.js"
+import { auditedWrites, checkedWrites } from "../audit/Chain.js"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
 import { BadRequest, NotFound } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
@@ -89,8 +89,9 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
     // Every connection and route is in its unpaged list: a workspace may store this many of each.
     const { maxGatewayRoutesPerWorkspace: maxRoutes, maxProviderConnectionsPerWorkspace: maxConnections } =
       yield* AppConfig
-    // Connection writes are audited, in a transaction opened only once base_url is checked (a DNS lookup of up
-    // to 3 s); route writes are audited by their handlers.
+    // Writes are audited, in a transaction opened only once base_url is checked (a DNS lookup of up to 3 s);
+    // cached targets are dropped once it is committed.
+    const write = yield* auditedWrites
     const checkedWrite = yield* checkedWrites
     // The proxy resolves a route per request: cached until a connection or route of the workspace changes (in any instance).
     const targets = yield* makeNoticeCache<RouteTarget>("gateway_routes")
@@ -229,19 +230,21 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
       }
     ) {
       yield* checkConnection(workspaceId, input.provider_connection_id)
-      const inserted = yield* repo.insertRoute(
-        {
-          id: prefixedId("gwr"),
-          workspace_id: workspaceId,
-          agent_id: input.agent_id,
-          display_name: input.display_name,
-          provider_connection_id: input.provider_connection_id,
-          // Screening is on unless a route says otherwise.
-          guardrail_input: input.guardrails?.input ?? "enforce",
-          guardrail_output: input.guardrails?.output ?? "enforce",
-          guardrail_tool_calls: input.guardrails?.tool_calls ?? "enforce"
-        },
-        maxRoutes
+      const inserted = yield* write(
+        repo.insertRoute(
+          {
+            id: prefixedId("gwr"),
+            workspace_id: workspaceId,
+            agent_id: input.agent_id,
+            display_name: input.display_name,
+            provider_connection_id: input.provider_connection_id,
+            // Screening is on unless a route says otherwise.
+            guardrail_input: input.guardrails?.input ?? "enforce",
+            guardrail_output: input.guardrails?.output ?? "enforce",
+            guardrail_tool_calls: input.guardrails?.tool_calls ?? "enforce"
+          },
+          maxRoutes
+        )
       )
       if (Option.isNone(inserted)) {
         return yield* capReached(
@@ -271,7 +274,8 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
         ...Object.fromEntries(Object.entries(rest).filter(([, value]) => value !== undefined)),
         ...guardrailColumns(guardrails)
       }
-      const row = yield* repo.updateRoute(workspaceId, id, changes).pipe(orFailWith(() => routeNotFound(id)))
+      const row = yield* write(repo.updateRoute(workspaceId, id, changes)).pipe(orFailWith(() => routeNotFound(id)))
+      // Once committed: a proxy call reading the route before then would otherwise cache the old one again.
       yield* targets.changed(workspaceId)
       return toRoute(row)
     })
