@@ -2,11 +2,10 @@
  * A workspace's runtime settings and its environments (with their
  * checker-mode overrides). Every function takes the workspace id.
  */
-import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
-import { checkedWrites } from "../audit/Chain.js"
+import { auditedWrites, checkedWrites } from "../audit/Chain.js"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
-import { orFailWith, transactionOf } from "../platform/Sql.js"
+import { orFailWith } from "../platform/Sql.js"
 import { Conflict, NotFound, validationFailed } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { AppConfig } from "../platform/Config.js"
@@ -97,18 +96,26 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
   scoped: Effect.gen(function* () {
     const repo = yield* SettingsRepo
     const outbound = yield* OutboundGuard
-    const inTransaction = transactionOf(yield* SqlClient.SqlClient)
+    const audited = yield* auditedWrites
     const checkedWrite = yield* checkedWrites
     // Every hot-path read of the workspace's runtime config holds all its environments.
     const maxEnvironments = (yield* AppConfig).maxEnvironmentsPerWorkspace
     // Hot paths (decisions, gateway admission, run events) read a workspace's settings and environments on every
     // request: cached until a change here, or in any other instance, drops them (src/platform/ChangeNotices.ts).
     const runtimeCache = yield* makeNoticeCache<RuntimeConfig>("workspace_settings")
-    /** After a change: drop the workspace's cached runtime config in every instance. */
+    /** After a change has committed: drop the workspace's cached runtime config in every instance. */
     const changed =
       <A, E, R>(workspaceId: string) =>
       (effect: Effect.Effect<A, E, R>) =>
         Effect.tap(effect, () => runtimeCache.changed(workspaceId))
+    /**
+     * A write in a transaction attributed to the caller (the audit chain), then `changed`: dropped before the
+     * commit, a hot-path read in between would cache the old modes again.
+     */
+    const written =
+      <A, E, R>(workspaceId: string) =>
+      (effect: Effect.Effect<A, E, R>) =>
+        effect.pipe(audited, changed(workspaceId))
 
     const settingsOf = Effect.fn("WorkspaceSettings.settingsOf")((workspaceId: string) =>
       repo.findSettings(workspaceId).pipe(Effect.flatMap(Effect.orDie), Effect.map(toSettings))
@@ -192,7 +199,7 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
         }
         return toEnvironment(stored.value.value)
       },
-      (effect, workspaceId) => effect.pipe(changed(workspaceId))
+      (effect, workspaceId) => effect.pipe(written(workspaceId))
     )
 
     const updateEnvironment = Effect.fn("WorkspaceSettings.updateEnvironment")(
@@ -213,7 +220,7 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
                 onSome: (row) => Effect.succeed(toEnvironment(row))
               })
             ),
-            changed(workspaceId)
+            written(workspaceId)
           )
     )
 
@@ -238,7 +245,7 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
         }
         yield* repo.deleteEnvironment(workspaceId, id)
       },
-      (effect, workspaceId) => effect.pipe(inTransaction, changed(workspaceId))
+      (effect, workspaceId) => effect.pipe(written(workspaceId))
     )
 
     const checkerModes = Effect.fn("WorkspaceSettings.checkerModes")((workspaceId: string, id: string) =>
@@ -254,7 +261,7 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
               onSome: (row) => Effect.succeed(toCheckerModes(row))
             })
           ),
-          changed(workspaceId)
+          written(workspaceId)
         )
     )
 
