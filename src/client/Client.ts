@@ -4,8 +4,8 @@
  * with the contract's schemas encoding requests and decoding answers. An
  * error answer fails with the error class of its status (`NotFound`,
  * `BadRequest`, ...; see src/http/Errors.ts), carrying `code`, `message` and
- * `details`. Path values are percent-encoded (a model name may hold `/`); `.` and `..`, which a URL resolves,
- * are refused.
+ * `details`. Path values are percent-encoded (a model name may hold `/`); empty ones, `.` and `..`, which
+ * would name another endpoint, are refused.
  * Published as `guardrail-service/client` with a Promise facade (Facade.ts).
  */
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
@@ -96,13 +96,22 @@ const routesOfApi = () => {
   return found
 }
 
-/** A path value sent as `.` or `..` would be resolved by the URL (even as `%2E`) and call another endpoint. */
-const refusedDotSegment = (name: string, value: string) =>
+/**
+ * A path value sent as `.` or `..` would be resolved by the URL (even as `%2E`), and an empty one leaves an
+ * empty segment (`GET /v1/runs/` is the runs list): each would call another endpoint.
+ */
+const unsendable = (segment: string) => segment === "" || segment === "." || segment === ".."
+
+const refusedSegment = (name: string, value: string) =>
   new ParseResult.ParseError({
     issue: new ParseResult.Pointer(
       name,
       value,
-      new ParseResult.Type(Schema.String.ast, value, "a path value cannot be . or .. (a URL resolves it)")
+      new ParseResult.Type(
+        Schema.String.ast,
+        value,
+        "a path value cannot be empty, . or .. (the URL would name another endpoint)"
+      )
     )
   })
 
@@ -116,14 +125,14 @@ const encodedUrl = (route: Route, path: unknown): Effect.Effect<Option.Option<st
   Option.match(route.encodePath(path), {
     onNone: () => Effect.succeed(Option.none()),
     onSome: (encoded) => {
-      let dotSegment: readonly [string, string] | undefined
+      let refused: readonly [string, string] | undefined
       const url = route.template.replace(/:(\w+)\??/g, (_, name: string) => {
         const value: unknown = (encoded as Record<string, unknown>)[name]
         const segment = encodeURIComponent(typeof value === "string" ? value : String(value))
-        if (segment === "." || segment === "..") dotSegment ??= [name, segment]
+        if (unsendable(segment)) refused ??= [name, segment]
         return segment
       })
-      return dotSegment === undefined ? Effect.succeed(Option.some(url)) : Effect.fail(refusedDotSegment(...dotSegment))
+      return refused === undefined ? Effect.succeed(Option.some(url)) : Effect.fail(refusedSegment(...refused))
     }
   })
 
