@@ -74,6 +74,44 @@ layer(testServerWithDatabase("database", {}, resolver), SERVER_OPTIONS)("save-ti
     })
   )
 
+  it.effect("a base_url moved while a patch waits on DNS is compared with the moved one: the key does not follow", () =>
+    Effect.gen(function* () {
+      const owner = yield* tenant(yield* baseUrl)
+      const connections = owner.api.providerConnections
+      const slowUrl = `https://${SLOW_HOST}/v1`
+      const created = yield* connections.createProviderConnection({
+        payload: { display_name: "slow", kind: "chat_compatible", provider_api_key: Redacted.make("sk-first") }
+      })
+      const path = { id: created.id }
+      yield* connections.updateProviderConnection({
+        path,
+        payload: { base_url: slowUrl, provider_api_key: Redacted.make("sk-slow") }
+      })
+      // "The same base_url again, no key" waits on DNS while another request moves it, with a key for the new host.
+      const before = lookups.length
+      const again = yield* Effect.fork(
+        Effect.either(connections.updateProviderConnection({ path, payload: { base_url: slowUrl } }))
+      )
+      yield* until(
+        Effect.sync(() => expect(lookups.length - before).toBe(1)),
+        "30 seconds"
+      )
+      yield* connections.updateProviderConnection({
+        path,
+        payload: { base_url: "https://8.8.8.8/v1", provider_api_key: Redacted.make("sk-for-8888") }
+      })
+      // Compared with what was stored when it read the row, it would move the new host's key to the old host.
+      const refused = yield* Fiber.join(again)
+      expect(refused._tag === "Left" && refused.left._tag === "BadRequest" && refused.left.details).toEqual([
+        { path: "provider_api_key", message: "required when base_url changes" }
+      ])
+      const stored = (yield* connections.listProviderConnections({})).provider_connections.find(
+        (connection) => connection.id === created.id
+      )
+      expect(stored?.base_url).toBe("https://8.8.8.8/v1")
+    })
+  )
+
   it.effect("settings patched with an escalation URL while DNS hangs hold no connection in a transaction", () =>
     Effect.gen(function* () {
       const owner = yield* tenant(yield* baseUrl)
