@@ -76,3 +76,16 @@ export const auditedWrites = Effect.map(
     <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       attributed(effect).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 )
+
+/**
+ * `auditedWrites` for a write whose input is checked first: `check` runs before the transaction opens, `write`
+ * (given what the check answered) inside it. A check may wait (an outbound URL's DNS lookup, up to 3 s); inside
+ * the transaction it would hold a pooled connection idle meanwhile, and a few such requests would starve every
+ * other request of connections.
+ */
+export const checkedWrites = Effect.map(
+  auditedWrites,
+  (audited) =>
+    <C, E1, R1, A, E2, R2>(check: Effect.Effect<C, E1, R1>, write: (checked: C) => Effect.Effect<A, E2, R2>) =>
+      Effect.flatMap(check, (checked) => audited(write(checked)))
+)

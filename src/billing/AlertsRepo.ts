@@ -2,7 +2,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
-import { storeWithinCap } from "./Limits.js"
+import { storeWithinCap } from "../platform/WorkspaceCaps.js"
 
 /** A budget alert config; `threshold_value` (bigint) is selected as text. */
 const ConfigRow = Schema.Struct({

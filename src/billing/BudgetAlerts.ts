@@ -5,7 +5,7 @@
  * derived (see Webhooks.ts) and shown only in the create response.
  */
 import { Effect, Option, Redacted } from "effect"
-import { auditedWrites } from "../audit/Chain.js"
+import { auditedWrites, checkedWrites } from "../audit/Chain.js"
 import { AppConfig } from "../platform/Config.js"
 import { BadRequest, NotFound } from "../http/Errors.js"
 import { prefixedId, randomToken } from "../platform/Ids.js"
@@ -17,7 +17,7 @@ import { orFailWith } from "../platform/Sql.js"
 import { AlertsRepo, type ConfigChanges, type ConfigRow, type FiringRow } from "./AlertsRepo.js"
 import { BudgetAlertId, type CreateBudgetAlert, exactInt, type UpdateBudgetAlert } from "./Domain.js"
 import { DeliveryRepo } from "./DeliveryRepo.js"
-import { capReached } from "./Limits.js"
+import { capReached } from "../platform/WorkspaceCaps.js"
 import { deriveWebhookSecret } from "./Webhooks.js"
 
 type Meter = "llm_spend" | "actions"
@@ -75,8 +75,9 @@ export class BudgetAlerts extends Effect.Service<BudgetAlerts>()("billing/Budget
     const serviceSecret = Redacted.value((yield* Secrets).jwtSecret)
     const maxConfigs = (yield* AppConfig).maxBudgetAlertsPerWorkspace
     // Writes run in a transaction attributed to the caller (the audit chain), opened only once the input is
-    // checked: the webhook URL's check may wait seconds on DNS, which must not hold a pooled connection.
+    // checked (the webhook URL's check may wait seconds on DNS).
     const write = yield* auditedWrites
+    const checkedWrite = yield* checkedWrites
 
     /** https (plain http only to allowlisted hosts), never an internal address (the outbound guard). */
     const checkWebhookUrl = (url: string | undefined) =>
@@ -104,25 +105,25 @@ export class BudgetAlerts extends Effect.Service<BudgetAlerts>()("billing/Budget
       workspaceId: string,
       input: typeof CreateBudgetAlert.Type
     ) {
-      yield* checkWebhookUrl(input.webhook_url)
-      yield* checkPrincipal(input.principal_id)
-      const inserted = yield* write(
-        repo.insertConfig(
-          {
-            id: prefixedId("bal"),
-            workspace_id: workspaceId,
-            name: input.name,
-            meter: input.meter ?? "llm_spend",
-            threshold_type: input.threshold_type,
-            threshold_value: input.threshold_value,
-            time_window: input.window,
-            enabled: input.enabled ?? true,
-            principal_id: input.principal_id ?? null,
-            webhook_url: input.webhook_url ?? null,
-            secret_salt: randomToken(16)
-          },
-          maxConfigs
-        )
+      const inserted = yield* checkedWrite(
+        Effect.zipRight(checkWebhookUrl(input.webhook_url), checkPrincipal(input.principal_id)),
+        () =>
+          repo.insertConfig(
+            {
+              id: prefixedId("bal"),
+              workspace_id: workspaceId,
+              name: input.name,
+              meter: input.meter ?? "llm_spend",
+              threshold_type: input.threshold_type,
+              threshold_value: input.threshold_value,
+              time_window: input.window,
+              enabled: input.enabled ?? true,
+              principal_id: input.principal_id ?? null,
+              webhook_url: input.webhook_url ?? null,
+              secret_salt: randomToken(16)
+            },
+            maxConfigs
+          )
       )
       if (Option.isNone(inserted)) {
         return yield* capReached(
@@ -143,8 +144,7 @@ export class BudgetAlerts extends Effect.Service<BudgetAlerts>()("billing/Budget
     ) {
       if (patch.principal_id === null) return yield* cannotClear("principal_id")
       if (patch.webhook_url === null) return yield* cannotClear("webhook_url")
-      yield* checkWebhookUrl(patch.webhook_url)
-      yield* checkPrincipal(patch.principal_id)
+      const checks = Effect.zipRight(checkWebhookUrl(patch.webhook_url), checkPrincipal(patch.principal_id))
       const changes: ConfigChanges = {
         ...(patch.name === undefined ? {} : { name: patch.name }),
         ...(patch.meter === undefined ? {} : { meter: patch.meter }),
@@ -157,7 +157,9 @@ export class BudgetAlerts extends Effect.Service<BudgetAlerts>()("billing/Budget
       }
       if (Object.keys(changes).length === 0) return toConfig(yield* find(workspaceId, id))
       return toConfig(
-        yield* write(repo.updateConfig(workspaceId, id, changes)).pipe(orFailWith(() => alertNotFound(id)))
+        yield* checkedWrite(checks, () => repo.updateConfig(workspaceId, id, changes)).pipe(
+          orFailWith(() => alertNotFound(id))
+        )
       )
     })
 

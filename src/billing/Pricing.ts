@@ -8,7 +8,7 @@ import { Effect, Option } from "effect"
 import { BadRequest, NotFound } from "../http/Errors.js"
 import { AppConfig } from "../platform/Config.js"
 import { LlmPrice, MAX_MODEL_LENGTH } from "./Domain.js"
-import { capReached } from "./Limits.js"
+import { capReached } from "../platform/WorkspaceCaps.js"
 import { type PriceRow, PricingRepo } from "./PricingRepo.js"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
 

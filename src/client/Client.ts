@@ -4,14 +4,16 @@
  * with the contract's schemas encoding requests and decoding answers. An
  * error answer fails with the error class of its status (`NotFound`,
  * `BadRequest`, ...; see src/http/Errors.ts), carrying `code`, `message` and
- * `details`. Path values are percent-encoded (a model name may hold `/`).
+ * `details`. Path values are percent-encoded (a model name may hold `/`); empty ones, `.` and `..`, which
+ * would name another endpoint, are refused.
  * Published as `guardrail-service/client` with a Promise facade (Facade.ts).
  */
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as HttpApi from "@effect/platform/HttpApi"
 import * as HttpApiClient from "@effect/platform/HttpApiClient"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import { Effect, FiberRef } from "effect"
+import { Effect, FiberRef, Option, ParseResult, Schema } from "effect"
 import { GuardrailApi } from "../Api.js"
 import { IDEMPOTENCY_HEADER } from "../idempotency/Domain.js"
 import { type RetryOptions, retrying } from "./Retry.js"
@@ -67,27 +69,90 @@ const transformClient = (options: ClientOptions) => (client: HttpClient.HttpClie
   return options.retry === false ? keyed : retrying(keyed, options.retry ?? {})
 }
 
-/** The request's `path` values percent-encoded: the platform's client puts them into the URL as they are. */
-const encodeRequest = (request: unknown) => {
-  if (typeof request !== "object" || request === null || !("path" in request)) return request
-  const path = request.path
-  if (typeof path !== "object" || path === null) return request
-  const encoded = Object.fromEntries(
-    Object.entries(path).map(([name, value]) => [name, typeof value === "string" ? encodeURIComponent(value) : value])
-  )
-  return { ...request, path: encoded }
+/** One endpoint's path template (`/v1/runs/:id`) and its path schema's encoder. */
+interface Route {
+  readonly template: string
+  readonly encodePath: (path: unknown) => Option.Option<unknown>
 }
 
-/** The HTTP client (base URL, credentials, retries) of the bound client an endpoint is called through. */
-const BoundHttpClient = FiberRef.unsafeMake<HttpClient.HttpClient | undefined>(undefined)
+/** Every endpoint's route, by group and endpoint name as the reflected client names them (read once, when needed). */
+let routes: ReadonlyMap<string, Route> | undefined
+const routesOfApi = () => {
+  if (routes !== undefined) return routes
+  const found = new Map<string, Route>()
+  HttpApi.reflect(GuardrailApi, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint, group }) => {
+      found.set(`${group.topLevel ? "" : group.identifier}/${endpoint.name}`, {
+        template: endpoint.path,
+        encodePath: Option.match(endpoint.pathSchema, {
+          onNone: () => Option.some,
+          onSome: (schema) => Schema.encodeUnknownOption(schema)
+        })
+      })
+    }
+  })
+  routes = found
+  return found
+}
 
-/** Sends each request through the bound client of the call that made it. */
+/**
+ * A path value sent as `.` or `..` would be resolved by the URL (even as `%2E`), and an empty one leaves an
+ * empty segment (`GET /v1/runs/` is the runs list): each would call another endpoint.
+ */
+const unsendable = (segment: string) => segment === "" || segment === "." || segment === ".."
+
+const refusedSegment = (name: string, value: string) =>
+  new ParseResult.ParseError({
+    issue: new ParseResult.Pointer(
+      name,
+      value,
+      new ParseResult.Type(
+        Schema.String.ast,
+        value,
+        "a path value cannot be empty, . or .. (the URL would name another endpoint)"
+      )
+    )
+  })
+
+/**
+ * The URL of a request with its path values percent-encoded (a model name may hold `/`), filling the template
+ * as HttpApiClient does. The endpoint itself checks the values as given, since the service's limits are on the
+ * decoded values: a value near its limit that encodes longer is still sent. None when the values do not encode
+ * (the endpoint then fails with its own ParseError).
+ */
+const encodedUrl = (route: Route, path: unknown): Effect.Effect<Option.Option<string>, ParseResult.ParseError> =>
+  Option.match(route.encodePath(path), {
+    onNone: () => Effect.succeed(Option.none()),
+    onSome: (encoded) => {
+      let refused: readonly [string, string] | undefined
+      const url = route.template.replace(/:(\w+)\??/g, (_, name: string) => {
+        const value: unknown = (encoded as Record<string, unknown>)[name]
+        const segment = encodeURIComponent(typeof value === "string" ? value : String(value))
+        if (unsendable(segment)) refused ??= [name, segment]
+        return segment
+      })
+      return refused === undefined ? Effect.succeed(Option.some(url)) : Effect.fail(refusedSegment(...refused))
+    }
+  })
+
+/** The HTTP client (base URL, credentials, retries) of the bound client an endpoint is called through. */
+interface BoundCall {
+  readonly http: HttpClient.HttpClient
+  /** The request's URL with its path values percent-encoded (none when the endpoint has no path values). */
+  readonly url: Option.Option<string>
+}
+const BoundCall = FiberRef.unsafeMake<BoundCall | undefined>(undefined)
+
+/** Sends each request through the bound client of the call that made it, at its encoded URL. */
 const throughBoundClient = (reflectedOver: HttpClient.HttpClient) =>
   HttpClient.transform(reflectedOver, (_unbound, request) =>
-    Effect.flatMap(FiberRef.get(BoundHttpClient), (bound) =>
+    Effect.flatMap(FiberRef.get(BoundCall), (bound) =>
       bound === undefined
         ? Effect.dieMessage("guardrail client: endpoint called outside its client")
-        : bound.execute(request)
+        : bound.http.execute(
+            Option.match(bound.url, { onNone: () => request, onSome: (url) => HttpClientRequest.setUrl(request, url) })
+          )
     )
   )
 
@@ -106,20 +171,31 @@ const reflected = new WeakMap<HttpClient.HttpClient, ReflectedClient>()
 
 /** Every endpoint function, with its path values encoded and its requests sent through `bound`. */
 const bindTo = <C extends object>(client: C, bound: HttpClient.HttpClient): C => {
+  const routes = routesOfApi()
   const bindEndpoint =
-    (endpoint: (request: unknown) => Effect.Effect<unknown, unknown, unknown>) => (request: unknown) =>
-      Effect.locally(endpoint(encodeRequest(request)), BoundHttpClient, bound)
-  const bindGroup = (group: object) =>
+    (endpoint: (request: unknown) => Effect.Effect<unknown, unknown, unknown>, route: Route | undefined) =>
+    (request: unknown) => {
+      const path = typeof request === "object" && request !== null && "path" in request ? request.path : undefined
+      return Effect.flatMap(
+        route === undefined || path === undefined ? Effect.succeed(Option.none()) : encodedUrl(route, path),
+        (url) => Effect.locally(endpoint(request), BoundCall, { http: bound, url })
+      )
+    }
+  const bindGroup = (prefix: string, group: object) =>
     Object.fromEntries(
       Object.entries(group).map(([name, endpoint]) => [
         name,
-        typeof endpoint === "function" ? bindEndpoint(endpoint) : endpoint
+        typeof endpoint === "function" ? bindEndpoint(endpoint, routes.get(`${prefix}/${name}`)) : endpoint
       ])
     )
   return Object.fromEntries(
     Object.entries(client).map(([name, group]) => [
       name,
-      typeof group === "object" && group !== null ? bindGroup(group) : group
+      typeof group === "function"
+        ? bindEndpoint(group, routes.get(`/${name}`))
+        : typeof group === "object" && group !== null
+          ? bindGroup(name, group)
+          : group
     ])
   ) as C
 }

@@ -4,12 +4,15 @@
  * clear except to the proxy (`target`), as a Redacted value.
  */
 import { Effect, Option, type Redacted } from "effect"
+import { auditedWrites, checkedWrites } from "../audit/Chain.js"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
 import { BadRequest, NotFound } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { orFailWith } from "../platform/Sql.js"
+import { capReached } from "../platform/WorkspaceCaps.js"
+import { AppConfig } from "../platform/Config.js"
 import {
   GatewayRoute,
   GatewayRouteId,
@@ -75,11 +78,21 @@ const connectionNotFound = (id: string, path?: string) =>
 const routeNotFound = (id: string) =>
   new NotFound({ code: "gateway_route_not_found", message: `Gateway route ${id} does not exist in this workspace.` })
 
+/** Connections and routes have no DELETE: one no longer needed is changed into the one wanted. */
+const REUSE = "change one it no longer needs (PATCH)"
+
 export class Connections extends Effect.Service<Connections>()("gateway/Connections", {
   scoped: Effect.gen(function* () {
     const repo = yield* GatewayRepo
     const cipher = yield* ProviderKeyCipher
     const outbound = yield* OutboundGuard
+    // Every connection and route is in its unpaged list: a workspace may store this many of each.
+    const { maxGatewayRoutesPerWorkspace: maxRoutes, maxProviderConnectionsPerWorkspace: maxConnections } =
+      yield* AppConfig
+    // Writes are audited, in a transaction opened only once base_url is checked (a DNS lookup of up to 3 s);
+    // cached targets are dropped once it is committed.
+    const write = yield* auditedWrites
+    const checkedWrite = yield* checkedWrites
     // The proxy resolves a route per request: cached until a connection or route of the workspace changes (in any instance).
     const targets = yield* makeNoticeCache<RouteTarget>("gateway_routes")
 
@@ -128,18 +141,31 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
         readonly default_model?: string | null | undefined
       }
     ) {
-      const baseUrl = yield* checkBaseUrl(input.base_url ?? DEFAULT_BASE_URL[input.kind])
       const id = prefixedId("pc")
-      const row = yield* repo.insertConnection({
-        id,
-        workspace_id: workspaceId,
-        display_name: input.display_name,
-        kind: input.kind,
-        base_url: baseUrl,
-        default_model: input.default_model ?? null,
-        encrypted_api_key: cipher.encrypt(workspaceId, id, input.provider_api_key)
-      })
-      return toConnection(row)
+      const inserted = yield* checkedWrite(checkBaseUrl(input.base_url ?? DEFAULT_BASE_URL[input.kind]), (baseUrl) =>
+        repo.insertConnection(
+          {
+            id,
+            workspace_id: workspaceId,
+            display_name: input.display_name,
+            kind: input.kind,
+            base_url: baseUrl,
+            default_model: input.default_model ?? null,
+            encrypted_api_key: cipher.encrypt(workspaceId, id, input.provider_api_key)
+          },
+          maxConnections
+        )
+      )
+      if (Option.isNone(inserted)) {
+        return yield* capReached(
+          "provider_connection_limit_reached",
+          maxConnections,
+          "provider connections",
+          "MAX_PROVIDER_CONNECTIONS_PER_WORKSPACE",
+          REUSE
+        )
+      }
+      return toConnection(inserted.value)
     })
 
     const updateConnection = Effect.fn("Connections.updateConnection")(function* (
@@ -152,27 +178,37 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
         readonly default_model?: string | null | undefined
       }
     ) {
-      const current = yield* repo.findConnection(workspaceId, id).pipe(orFailWith(() => connectionNotFound(id)))
-      const changes: { -readonly [K in keyof ConnectionChanges]: ConnectionChanges[K] } = {}
-      if (patch.display_name !== undefined) changes.display_name = patch.display_name
-      if (patch.default_model !== undefined) changes.default_model = patch.default_model
-      if (patch.base_url !== undefined) {
-        const baseUrl = yield* checkBaseUrl(patch.base_url ?? DEFAULT_BASE_URL[current.kind as ProviderKind])
-        // The stored key must not follow a new base_url to another server: moving it takes a key for it.
-        if (baseUrl !== current.base_url && patch.provider_api_key === undefined) {
-          return yield* new BadRequest({
-            code: "validation_failed",
-            message: "provider_api_key: changing base_url requires provider_api_key in the same request.",
-            details: [{ path: "provider_api_key", message: "required when base_url changes" }]
-          })
-        }
-        changes.base_url = baseUrl
-      }
-      if (patch.provider_api_key !== undefined) {
-        changes.encrypted_api_key = cipher.encrypt(workspaceId, id, patch.provider_api_key)
-      }
-      if (Object.keys(changes).length === 0) return toConnection(current)
-      const row = yield* repo.updateConnection(workspaceId, id, changes).pipe(orFailWith(() => connectionNotFound(id)))
+      // The kind (which names the default base_url) never changes: read before the check, outside the transaction.
+      const found = yield* repo.findConnection(workspaceId, id).pipe(orFailWith(() => connectionNotFound(id)))
+      const checkNewBaseUrl =
+        patch.base_url === undefined
+          ? Effect.succeed(undefined)
+          : checkBaseUrl(patch.base_url ?? DEFAULT_BASE_URL[found.kind as ProviderKind])
+      const row = yield* checkedWrite(checkNewBaseUrl, (baseUrl) =>
+        Effect.gen(function* () {
+          // Compared with the row locked: a base_url changed meanwhile is the one the stored key must not follow.
+          const current = yield* repo.lockConnection(workspaceId, id).pipe(orFailWith(() => connectionNotFound(id)))
+          const changes: { -readonly [K in keyof ConnectionChanges]: ConnectionChanges[K] } = {}
+          if (patch.display_name !== undefined) changes.display_name = patch.display_name
+          if (patch.default_model !== undefined) changes.default_model = patch.default_model
+          if (baseUrl !== undefined) {
+            // The stored key must not follow a new base_url to another server: moving it takes a key for it.
+            if (baseUrl !== current.base_url && patch.provider_api_key === undefined) {
+              return yield* new BadRequest({
+                code: "validation_failed",
+                message: "provider_api_key: changing base_url requires provider_api_key in the same request.",
+                details: [{ path: "provider_api_key", message: "required when base_url changes" }]
+              })
+            }
+            changes.base_url = baseUrl
+          }
+          if (patch.provider_api_key !== undefined) {
+            changes.encrypted_api_key = cipher.encrypt(workspaceId, id, patch.provider_api_key)
+          }
+          if (Object.keys(changes).length === 0) return current
+          return yield* repo.updateConnection(workspaceId, id, changes).pipe(orFailWith(() => connectionNotFound(id)))
+        })
+      )
       yield* targets.changed(workspaceId)
       return toConnection(row)
     })
@@ -194,18 +230,32 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
       }
     ) {
       yield* checkConnection(workspaceId, input.provider_connection_id)
-      const row = yield* repo.insertRoute({
-        id: prefixedId("gwr"),
-        workspace_id: workspaceId,
-        agent_id: input.agent_id,
-        display_name: input.display_name,
-        provider_connection_id: input.provider_connection_id,
-        // Screening is on unless a route says otherwise.
-        guardrail_input: input.guardrails?.input ?? "enforce",
-        guardrail_output: input.guardrails?.output ?? "enforce",
-        guardrail_tool_calls: input.guardrails?.tool_calls ?? "enforce"
-      })
-      return toRoute(row)
+      const inserted = yield* write(
+        repo.insertRoute(
+          {
+            id: prefixedId("gwr"),
+            workspace_id: workspaceId,
+            agent_id: input.agent_id,
+            display_name: input.display_name,
+            provider_connection_id: input.provider_connection_id,
+            // Screening is on unless a route says otherwise.
+            guardrail_input: input.guardrails?.input ?? "enforce",
+            guardrail_output: input.guardrails?.output ?? "enforce",
+            guardrail_tool_calls: input.guardrails?.tool_calls ?? "enforce"
+          },
+          maxRoutes
+        )
+      )
+      if (Option.isNone(inserted)) {
+        return yield* capReached(
+          "gateway_route_limit_reached",
+          maxRoutes,
+          "gateway routes",
+          "MAX_GATEWAY_ROUTES_PER_WORKSPACE",
+          REUSE
+        )
+      }
+      return toRoute(inserted.value)
     })
 
     const updateRoute = Effect.fn("Connections.updateRoute")(function* (
@@ -224,7 +274,8 @@ export class Connections extends Effect.Service<Connections>()("gateway/Connecti
         ...Object.fromEntries(Object.entries(rest).filter(([, value]) => value !== undefined)),
         ...guardrailColumns(guardrails)
       }
-      const row = yield* repo.updateRoute(workspaceId, id, changes).pipe(orFailWith(() => routeNotFound(id)))
+      const row = yield* write(repo.updateRoute(workspaceId, id, changes)).pipe(orFailWith(() => routeNotFound(id)))
+      // Once committed: a proxy call reading the route before then would otherwise cache the old one again.
       yield* targets.changed(workspaceId)
       return toRoute(row)
     })

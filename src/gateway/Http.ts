@@ -3,7 +3,6 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
-import { auditedWrites } from "../audit/Chain.js"
 import { Agents } from "../catalog/Agents.js"
 import { type HotEndpoint, rawRouterHandler, type RawBody } from "../http/Hot.js"
 import { inWorkspace } from "../identity/Authentication.js"
@@ -16,16 +15,16 @@ import type { Dialect } from "./UsageMeter.js"
 export const ProviderConnectionsHttpLive = HttpApiBuilder.group(GuardrailApi, "providerConnections", (handlers) =>
   Effect.gen(function* () {
     const connections = yield* Connections
-    const audited = yield* auditedWrites
+    // Writes are audited by the service, in a transaction opened once base_url is checked.
     return handlers
       .handle("listProviderConnections", () =>
         inWorkspace(connections.listConnections).pipe(Effect.map((list) => ({ provider_connections: list })))
       )
       .handle("createProviderConnection", ({ payload }) =>
-        audited(inWorkspace((ws) => connections.createConnection(ws, payload)))
+        inWorkspace((ws) => connections.createConnection(ws, payload))
       )
       .handle("updateProviderConnection", ({ path, payload }) =>
-        audited(inWorkspace((ws) => connections.updateConnection(ws, path.id, payload)))
+        inWorkspace((ws) => connections.updateConnection(ws, path.id, payload))
       )
   })
 ).pipe(Layer.provide(Connections.Default))
@@ -35,26 +34,19 @@ export const GatewayRoutesHttpLive = HttpApiBuilder.group(GuardrailApi, "gateway
     const connections = yield* Connections
     // A route decides for one agent: its profile must exist (404 agent_not_found), as events' findings say.
     const agents = yield* Agents
-    const audited = yield* auditedWrites
+    // Writes are audited by the service.
     return handlers
       .handle("listGatewayRoutes", () =>
         inWorkspace(connections.listRoutes).pipe(Effect.map((list) => ({ gateway_routes: list })))
       )
       .handle("createGatewayRoute", ({ payload }) =>
-        audited(
-          inWorkspace((ws) =>
-            Effect.zipRight(agents.requireRegistered(ws, payload.agent_id), connections.createRoute(ws, payload))
-          )
+        inWorkspace((ws) =>
+          Effect.zipRight(agents.requireRegistered(ws, payload.agent_id), connections.createRoute(ws, payload))
         )
       )
       .handle("updateGatewayRoute", ({ path, payload }) =>
-        audited(
-          inWorkspace((ws) =>
-            Effect.zipRight(
-              agents.requireRegistered(ws, payload.agent_id),
-              connections.updateRoute(ws, path.id, payload)
-            )
-          )
+        inWorkspace((ws) =>
+          Effect.zipRight(agents.requireRegistered(ws, payload.agent_id), connections.updateRoute(ws, path.id, payload))
         )
       )
   })

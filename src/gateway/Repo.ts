@@ -2,6 +2,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
+import { storeWithinCap } from "../platform/WorkspaceCaps.js"
 
 const ConnectionRow = Schema.Struct({
   id: Schema.String,
@@ -88,6 +89,12 @@ export class GatewayRepo extends Effect.Service<GatewayRepo>()("gateway/GatewayR
       execute: ({ id, workspaceId }) =>
         sql`select * from provider_connections where workspace_id = ${workspaceId} and id = ${id}`
     })
+    const lockConnection = SqlSchema.findOne({
+      Request: Key,
+      Result: ConnectionRow,
+      execute: ({ id, workspaceId }) =>
+        sql`select * from provider_connections where workspace_id = ${workspaceId} and id = ${id} for update`
+    })
     const listRoutes = SqlSchema.findAll({
       Request: Schema.String,
       Result: RouteRow,
@@ -109,10 +116,20 @@ export class GatewayRepo extends Effect.Service<GatewayRepo>()("gateway/GatewayR
     return dieOnErrors({
       listConnections: (workspaceId: string) => listConnections(workspaceId),
       findConnection: (workspaceId: string, id: string) => findConnection({ workspaceId, id }),
-      insertConnection: (row: Omit<ConnectionRow, "created_at" | "updated_at">) =>
-        sql`insert into provider_connections ${sql.insert(row)} returning *`.pipe(
-          Effect.flatMap(decodeConnections),
-          Effect.map((rows) => rows[0]!)
+      /** The connection, locked until the transaction ends (a change compared with what is stored). */
+      lockConnection: (workspaceId: string, id: string) => lockConnection({ workspaceId, id }),
+      /** None when the workspace already has `max` connections. */
+      insertConnection: (row: Omit<ConnectionRow, "created_at" | "updated_at">, max: number) =>
+        storeWithinCap(
+          sql,
+          "provider_connections",
+          row.workspace_id,
+          max,
+          Effect.succeed(false),
+          sql`insert into provider_connections ${sql.insert(row)} returning *`.pipe(
+            Effect.flatMap(decodeConnections),
+            Effect.map((rows) => rows[0]!)
+          )
         ),
       updateConnection: (workspaceId: string, id: string, changes: ConnectionChanges) =>
         sql`update provider_connections set ${sql.update({ ...changes, updated_at: new Date() })}
@@ -122,10 +139,21 @@ export class GatewayRepo extends Effect.Service<GatewayRepo>()("gateway/GatewayR
         ),
 
       listRoutes: (workspaceId: string) => listRoutes(workspaceId),
-      insertRoute: (row: Omit<RouteRow, "created_at" | "updated_at"> & { readonly workspace_id: string }) =>
-        sql`insert into gateway_routes ${sql.insert(row)} returning ${routeColumns}`.pipe(
-          Effect.flatMap(decodeRoutes),
-          Effect.map((rows) => rows[0]!)
+      /** None when the workspace already has `max` routes. */
+      insertRoute: (
+        row: Omit<RouteRow, "created_at" | "updated_at"> & { readonly workspace_id: string },
+        max: number
+      ) =>
+        storeWithinCap(
+          sql,
+          "gateway_routes",
+          row.workspace_id,
+          max,
+          Effect.succeed(false),
+          sql`insert into gateway_routes ${sql.insert(row)} returning ${routeColumns}`.pipe(
+            Effect.flatMap(decodeRoutes),
+            Effect.map((rows) => rows[0]!)
+          )
         ),
       updateRoute: (workspaceId: string, id: string, changes: RouteChanges) =>
         sql`update gateway_routes set ${sql.update({ ...changes, updated_at: new Date() })}

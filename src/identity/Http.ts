@@ -133,48 +133,46 @@ export const TeamHttpLive = HttpApiBuilder.group(GuardrailApi, "team", (handlers
 export const SettingsHttpLive = HttpApiBuilder.group(GuardrailApi, "settings", (handlers) =>
   Effect.gen(function* () {
     const settings = yield* WorkspaceSettings
-    const audited = yield* auditedWrites
-    return handlers
-      .handle("getSettings", () =>
-        Effect.flatMap(CurrentCaller, (caller) =>
-          Effect.map(settings.settingsOf(caller.workspaceId), (current) => ({
-            ...current,
-            escalation_webhook_url: webhookUrlFor(caller, current.escalation_webhook_url)
-          }))
+    return (
+      handlers
+        .handle("getSettings", () =>
+          Effect.flatMap(CurrentCaller, (caller) =>
+            Effect.map(settings.settingsOf(caller.workspaceId), (current) => ({
+              ...current,
+              escalation_webhook_url: webhookUrlFor(caller, current.escalation_webhook_url)
+            }))
+          )
         )
-      )
-      .handle("updateSettings", ({ payload }) =>
-        audited(Effect.flatMap(CurrentCaller, (caller) => settings.updateSettings(caller.workspaceId, payload)))
-      )
+        // Audited by the service, in a transaction opened once the webhook URL is checked.
+        .handle("updateSettings", ({ payload }) =>
+          Effect.flatMap(CurrentCaller, (caller) => settings.updateSettings(caller.workspaceId, payload))
+        )
+    )
   })
 )
 
 export const EnvironmentsHttpLive = HttpApiBuilder.group(GuardrailApi, "environments", (handlers) =>
   Effect.gen(function* () {
     const settings = yield* WorkspaceSettings
-    const audited = yield* auditedWrites
+    // Writes are audited by the service, which drops the cached runtime config once they have committed.
     return handlers
       .handle("listEnvironments", () =>
         inWorkspace(settings.listEnvironments).pipe(Effect.map((environments) => ({ environments })))
       )
-      .handle("createEnvironment", ({ payload }) =>
-        audited(inWorkspace((ws) => settings.createEnvironment(ws, payload)))
-      )
+      .handle("createEnvironment", ({ payload }) => inWorkspace((ws) => settings.createEnvironment(ws, payload)))
       .handle("updateEnvironment", ({ path, payload }) =>
-        audited(inWorkspace((ws) => settings.updateEnvironment(ws, path.id, payload)))
+        inWorkspace((ws) => settings.updateEnvironment(ws, path.id, payload))
       )
-      .handle("deleteEnvironment", ({ path }) => audited(inWorkspace((ws) => settings.deleteEnvironment(ws, path.id))))
+      .handle("deleteEnvironment", ({ path }) => inWorkspace((ws) => settings.deleteEnvironment(ws, path.id)))
       .handle("getCheckerModes", ({ path }) => inWorkspace((ws) => settings.checkerModes(ws, path.environment_id)))
       .handle("replaceCheckerModes", ({ path, payload }) =>
-        audited(
-          inWorkspace((ws) =>
-            settings.replaceCheckerModes(ws, path.environment_id, {
-              approval: payload.approval_checker_mode ?? null,
-              flow: payload.flow_checker_mode ?? null,
-              memory: payload.memory_checker_mode ?? null,
-              param: payload.param_checker_mode ?? null
-            })
-          )
+        inWorkspace((ws) =>
+          settings.replaceCheckerModes(ws, path.environment_id, {
+            approval: payload.approval_checker_mode ?? null,
+            flow: payload.flow_checker_mode ?? null,
+            memory: payload.memory_checker_mode ?? null,
+            param: payload.param_checker_mode ?? null
+          })
         )
       )
   })

@@ -6,6 +6,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { dieOnErrors } from "../platform/Sql.js"
+import { storeWithinCap } from "../platform/WorkspaceCaps.js"
 
 const EnvironmentRow = Schema.Struct({
   id: Schema.String,
@@ -55,6 +56,16 @@ const ApiKeyRow = Schema.Struct({
 })
 export type ApiKeyRow = typeof ApiKeyRow.Type
 
+const NewEnvironment = Schema.Struct({
+  id: Schema.String,
+  workspaceId: Schema.String,
+  name: Schema.String,
+  slug: Schema.String,
+  description: Schema.NullOr(Schema.String),
+  isDefault: Schema.Boolean
+})
+type NewEnvironment = typeof NewEnvironment.Type
+
 const ActiveKeyRow = Schema.Struct({ id: Schema.String, workspace_id: Schema.String, environment_id: Schema.String })
 
 const InWorkspace = Schema.Struct({ workspaceId: Schema.String, id: Schema.String })
@@ -71,14 +82,7 @@ export class SettingsRepo extends Effect.Service<SettingsRepo>()("identity/Setti
       k.status, k.created_by::text as created_by, k.created_at, k.last_used_at`
 
     const insertEnvironment = SqlSchema.findOne({
-      Request: Schema.Struct({
-        id: Schema.String,
-        workspaceId: Schema.String,
-        name: Schema.String,
-        slug: Schema.String,
-        description: Schema.NullOr(Schema.String),
-        isDefault: Schema.Boolean
-      }),
+      Request: NewEnvironment,
       Result: EnvironmentRow,
       execute: (environment) =>
         sql`insert into environments (id, workspace_id, name, slug, description, is_default)
@@ -106,14 +110,17 @@ export class SettingsRepo extends Effect.Service<SettingsRepo>()("identity/Setti
 
     return dieOnErrors({
       // ---- environments
-      insertEnvironment: (environment: {
-        id: string
-        workspaceId: string
-        name: string
-        slug: string
-        description: string | null
-        isDefault: boolean
-      }) => insertEnvironment(environment),
+      insertEnvironment: (environment: NewEnvironment) => insertEnvironment(environment),
+      /** `insertEnvironment`, or none (outer) when the workspace already has `max` environments. */
+      insertEnvironmentWithinCap: (environment: NewEnvironment, max: number) =>
+        storeWithinCap(
+          sql,
+          "environments",
+          environment.workspaceId,
+          max,
+          Effect.succeed(false),
+          insertEnvironment(environment)
+        ),
       listEnvironments: SqlSchema.findAll({
         Request: Schema.String,
         Result: EnvironmentRow,

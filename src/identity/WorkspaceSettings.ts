@@ -2,13 +2,15 @@
  * A workspace's runtime settings and its environments (with their
  * checker-mode overrides). Every function takes the workspace id.
  */
-import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
+import { auditedWrites, checkedWrites } from "../audit/Chain.js"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
-import { orFailWith, transactionOf } from "../platform/Sql.js"
+import { orFailWith } from "../platform/Sql.js"
 import { Conflict, NotFound, validationFailed } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
+import { AppConfig } from "../platform/Config.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
+import { capReached } from "../platform/WorkspaceCaps.js"
 import { jsonOverLimit, Limits, toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { EnvironmentId } from "./Domain.js"
 import { type EnvironmentRow, SettingsRepo, type SettingsRow } from "./SettingsRepo.js"
@@ -94,38 +96,50 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
   scoped: Effect.gen(function* () {
     const repo = yield* SettingsRepo
     const outbound = yield* OutboundGuard
-    const inTransaction = transactionOf(yield* SqlClient.SqlClient)
+    const audited = yield* auditedWrites
+    const checkedWrite = yield* checkedWrites
+    // Every hot-path read of the workspace's runtime config holds all its environments.
+    const maxEnvironments = (yield* AppConfig).maxEnvironmentsPerWorkspace
     // Hot paths (decisions, gateway admission, run events) read a workspace's settings and environments on every
     // request: cached until a change here, or in any other instance, drops them (src/platform/ChangeNotices.ts).
     const runtimeCache = yield* makeNoticeCache<RuntimeConfig>("workspace_settings")
-    /** After a change: drop the workspace's cached runtime config in every instance. */
+    /** After a change has committed: drop the workspace's cached runtime config in every instance. */
     const changed =
       <A, E, R>(workspaceId: string) =>
       (effect: Effect.Effect<A, E, R>) =>
         Effect.tap(effect, () => runtimeCache.changed(workspaceId))
+    /**
+     * A write in a transaction attributed to the caller (the audit chain), then `changed`: dropped before the
+     * commit, a hot-path read in between would cache the old modes again.
+     */
+    const written =
+      <A, E, R>(workspaceId: string) =>
+      (effect: Effect.Effect<A, E, R>) =>
+        effect.pipe(audited, changed(workspaceId))
 
     const settingsOf = Effect.fn("WorkspaceSettings.settingsOf")((workspaceId: string) =>
       repo.findSettings(workspaceId).pipe(Effect.flatMap(Effect.orDie), Effect.map(toSettings))
     )
 
+    /** https (plain http only to allowlisted hosts), never an internal address (the outbound guard). */
+    const checkEscalationUrl = (url: string | null | undefined) =>
+      typeof url === "string" ? outbound.validateUrl(url, "escalation_webhook_url") : Effect.void
+
+    /** Audited, in a transaction opened once the webhook URL is checked (a DNS lookup of up to 3 s). */
     const updateSettings = Effect.fn("WorkspaceSettings.updateSettings")(
       function* (workspaceId: string, patch: SettingsPatch) {
-        // https (plain http only to allowlisted hosts), never an internal address (the outbound guard).
-        if (typeof patch.escalation_webhook_url === "string") {
-          yield* outbound.validateUrl(patch.escalation_webhook_url, "escalation_webhook_url")
-        }
         const { config: configPatch, ...fields } = patch
         const values: Record<string, unknown> = Object.fromEntries(
           Object.entries(fields).filter(([, v]) => v !== undefined)
         )
-        if (configPatch === undefined) {
-          if (Object.keys(values).length === 0) return yield* settingsOf(workspaceId)
-          return toSettings(yield* Effect.orDie(yield* repo.updateSettings(workspaceId, values)))
-        }
-        // config is merged into what is stored: read and written with the row locked, so a concurrent
-        // patch of another key is merged into, not overwritten.
-        return yield* inTransaction(
+        if (configPatch === undefined && Object.keys(values).length === 0) return yield* settingsOf(workspaceId)
+        return yield* checkedWrite(checkEscalationUrl(patch.escalation_webhook_url), () =>
           Effect.gen(function* () {
+            if (configPatch === undefined) {
+              return toSettings(yield* Effect.orDie(yield* repo.updateSettings(workspaceId, values)))
+            }
+            // config is merged into what is stored: read and written with the row locked, so a concurrent
+            // patch of another key is merged into, not overwritten.
             yield* repo.lockSettings(workspaceId)
             const merged = { ...(yield* settingsOf(workspaceId)).config }
             for (const [key, value] of Object.entries(configPatch)) {
@@ -153,35 +167,39 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
     )
 
     const createEnvironment = Effect.fn("WorkspaceSettings.createEnvironment")(
-      (
+      function* (
         workspaceId: string,
         input: { readonly name: string; readonly slug: string; readonly description?: string | null | undefined }
-      ) =>
-        repo
-          .insertEnvironment({
+      ) {
+        const stored = yield* repo.insertEnvironmentWithinCap(
+          {
             id: prefixedId("env"),
             workspaceId,
             name: input.name,
             slug: input.slug,
             description: input.description ?? null,
             isDefault: false
-          })
-          .pipe(
-            Effect.flatMap(
-              Option.match({
-                onNone: () =>
-                  Effect.fail(
-                    new Conflict({
-                      code: "environment_slug_taken",
-                      message: `This workspace already has an environment with slug ${input.slug}.`,
-                      details: [{ path: "slug", message: "already taken" }]
-                    })
-                  ),
-                onSome: (row) => Effect.succeed(toEnvironment(row))
-              })
-            ),
-            changed(workspaceId)
+          },
+          maxEnvironments
+        )
+        if (Option.isNone(stored)) {
+          return yield* capReached(
+            "environment_limit_reached",
+            maxEnvironments,
+            "environments",
+            "MAX_ENVIRONMENTS_PER_WORKSPACE"
           )
+        }
+        if (Option.isNone(stored.value)) {
+          return yield* new Conflict({
+            code: "environment_slug_taken",
+            message: `This workspace already has an environment with slug ${input.slug}.`,
+            details: [{ path: "slug", message: "already taken" }]
+          })
+        }
+        return toEnvironment(stored.value.value)
+      },
+      (effect, workspaceId) => effect.pipe(written(workspaceId))
     )
 
     const updateEnvironment = Effect.fn("WorkspaceSettings.updateEnvironment")(
@@ -202,7 +220,7 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
                 onSome: (row) => Effect.succeed(toEnvironment(row))
               })
             ),
-            changed(workspaceId)
+            written(workspaceId)
           )
     )
 
@@ -227,7 +245,7 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
         }
         yield* repo.deleteEnvironment(workspaceId, id)
       },
-      (effect, workspaceId) => effect.pipe(inTransaction, changed(workspaceId))
+      (effect, workspaceId) => effect.pipe(written(workspaceId))
     )
 
     const checkerModes = Effect.fn("WorkspaceSettings.checkerModes")((workspaceId: string, id: string) =>
@@ -243,7 +261,7 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
               onSome: (row) => Effect.succeed(toCheckerModes(row))
             })
           ),
-          changed(workspaceId)
+          written(workspaceId)
         )
     )
 

@@ -291,6 +291,12 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       maxBudgetAlertsPerWorkspace: yield* positiveInteger("MAX_BUDGET_ALERTS_PER_WORKSPACE", 100),
       /** Models a workspace may price (409 `price_limit_reached` past it; docs/billing.md). */
       maxLlmPricesPerWorkspace: yield* positiveInteger("MAX_LLM_PRICES_PER_WORKSPACE", 1_000),
+      /** Provider connections a workspace may have (409 `provider_connection_limit_reached` past it; docs/gateway.md). */
+      maxProviderConnectionsPerWorkspace: yield* positiveInteger("MAX_PROVIDER_CONNECTIONS_PER_WORKSPACE", 100),
+      /** Gateway routes a workspace may have (409 `gateway_route_limit_reached` past it; docs/gateway.md). */
+      maxGatewayRoutesPerWorkspace: yield* positiveInteger("MAX_GATEWAY_ROUTES_PER_WORKSPACE", 1_000),
+      /** Environments a workspace may have (409 `environment_limit_reached` past it; docs/limits.md). */
+      maxEnvironmentsPerWorkspace: yield* positiveInteger("MAX_ENVIRONMENTS_PER_WORKSPACE", 100),
       /** Red-team jobs a workspace may have queued or running (429 `too_many_jobs` past it; docs/redteam.md#queue-fairness). */
       maxRedteamJobsPerWorkspace: yield* positiveInteger("MAX_REDTEAM_JOBS_PER_WORKSPACE", 20),
       /** Impact replays a workspace may have queued or running (429 `too_many_jobs` past it). */

@@ -157,6 +157,34 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("typed client", (it) =
     })
   )
 
+  it.effect(
+    "path values are checked as given and sent percent-encoded; empty, . and .. are refused before sending",
+    () =>
+      Effect.gen(function* () {
+        const { client, owner } = yield* setUp()
+        const prices = owner.api.llmPricing
+        const payload = { input_per_million_minor: 1, output_per_million_minor: 2 }
+        // At its limit (256 characters) with slashes and non-ASCII: 1,152 once encoded, which the service's limit
+        // (on the decoded value) does not count.
+        const model = "é/".repeat(128)
+        expect((yield* prices.putLlmPrice({ path: { model }, payload })).model).toBe(model)
+        expect((yield* prices.listLlmPrices({})).prices.map((price) => price.model)).toEqual([model])
+        yield* prices.deleteLlmPrice({ path: { model } })
+        expect((yield* prices.listLlmPrices({})).prices).toEqual([])
+        // Over the limit it is still the client's own check.
+        const tooLong = yield* Effect.flip(prices.putLlmPrice({ path: { model: `${model}x` }, payload }))
+        expect(tooLong._tag).toBe("ParseError")
+
+        // A URL resolves . and .. (also as %2E), and GET /v1/runs/ is the runs list: GET /v1/runs/.. read it too.
+        for (const id of ["", ".", ".."]) {
+          const refused = (yield* rejection(() => client.getRun(id))) as GuardrailError
+          expect([refused.kind, refused.details.map((detail) => detail.path)]).toEqual(["invalid_request", ["id"]])
+        }
+        const dots = yield* Effect.flip(prices.deleteLlmPrice({ path: { model: ".." } }))
+        expect(dots._tag).toBe("ParseError")
+      })
+  )
+
   it.scoped("a decision whose answer was lost is retried after Retry-After with its key: one trace", () =>
     Effect.gen(function* () {
       const proxy = yield* flakyProxy(yield* baseUrl)

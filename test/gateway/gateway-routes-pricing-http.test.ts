@@ -128,6 +128,15 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("gat
           404,
           "gateway_route_not_found"
         )
+        // Every route write is in the audit chain, attributed to its caller; refused ones are not.
+        const audit = yield* owner.api.auditEvents.listAuditEvents({ urlParams: { resource_type: "route" } })
+        expect(audit.audit_events.map((event) => [event.resource_id, event.action])).toEqual([
+          [observed.id, "route.update"],
+          [observed.id, "route.create"],
+          [mine.routeId, "route.update"],
+          [mine.routeId, "route.create"]
+        ])
+        for (const event of audit.audit_events) expect(event.actor).toEqual({ kind: "user", id: owner.user_id })
       })
     )
   })

@@ -1,14 +1,16 @@
 /**
- * Per-workspace caps on what a workspace stores in the billing domain: budget
- * alert configs (each one is matched against every metered event of its
- * meter, and fires and delivers on its own) and LLM prices (every one is in
- * the unpaged `GET /v1/llm-pricing`).
+ * Per-workspace caps on what a workspace stores: budget alert configs (each
+ * one is matched against every metered event of its meter, and fires and
+ * delivers on its own), and what unpaged lists answer whole: LLM prices
+ * (`GET /v1/llm-pricing`), provider connections, gateway routes and
+ * environments (each hot-path read of a workspace's runtime config holds all
+ * of them).
  */
 import type { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Option, type ParseResult, Schema } from "effect"
 import { Conflict } from "../http/Errors.js"
-import { lockKey } from "../platform/Sql.js"
+import { lockKey } from "./Sql.js"
 
 const decodeCount = Schema.decodeUnknown(Schema.Array(Schema.Struct({ stored: Schema.Number })))
 
@@ -20,7 +22,7 @@ const decodeCount = Schema.decodeUnknown(Schema.Array(Schema.Struct({ stored: Sc
  */
 export const storeWithinCap = <A, E, R>(
   sql: SqlClient.SqlClient,
-  table: "budget_alert_configs" | "llm_prices",
+  table: "budget_alert_configs" | "llm_prices" | "provider_connections" | "gateway_routes" | "environments",
   workspaceId: string,
   max: number,
   replaces: Effect.Effect<boolean, SqlError | ParseResult.ParseError>,
@@ -38,9 +40,15 @@ export const storeWithinCap = <A, E, R>(
     })
   )
 
-/** The 409 of a write past a cap: `what` the workspace stores, `setting` the cap's name. */
-export const capReached = (code: string, max: number, what: string, setting: string) =>
+/** The 409 of a write past a cap: `what` the workspace stores, `setting` the cap's name, `remedy` what frees room. */
+export const capReached = (
+  code: string,
+  max: number,
+  what: string,
+  setting: string,
+  remedy = "delete some it no longer needs"
+) =>
   new Conflict({
     code,
-    message: `This workspace may store at most ${max} ${what} (${setting}); delete some it no longer needs, or ask the operator to raise the limit.`
+    message: `This workspace may store at most ${max} ${what} (${setting}); ${remedy}, or ask the operator to raise the limit.`
   })
