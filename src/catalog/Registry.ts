@@ -217,6 +217,8 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
       workspaceId: string,
       input: NewKnowledgeSource
     ) {
+      // Checked before the transaction opens: the location's check may wait seconds on DNS, which must not hold
+      // a pooled connection idle in a transaction (test/catalog/knowledge-sources-dns-http.test.ts).
       const file = yield* sourceFile(input)
       const row = yield* changes.change(
         workspaceId,
