@@ -336,6 +336,15 @@ export class KnowledgeSource extends Schema.Class<KnowledgeSource>("KnowledgeSou
   last_indexed_at: Schema.NullOr(Timestamp)
 }) {}
 
+/** BoundedJson, and at most `Limits.knowledgeMetadataBytes` of it as JSON. */
+const KnowledgeMetadata = BoundedJson.pipe(
+  Schema.filter(
+    (value) =>
+      Buffer.byteLength(JSON.stringify(value) ?? "", "utf8") <= Limits.knowledgeMetadataBytes ||
+      `must be at most ${Limits.knowledgeMetadataBytes.toLocaleString("en-US")} bytes of JSON`
+  )
+)
+
 /** A file source carries its content inline as base64 with the file payload's field names. */
 export const CreateKnowledgeSource = Schema.Struct({
   kind: Schema.Literal("url", "file", "text"),
@@ -348,7 +357,7 @@ export const CreateKnowledgeSource = Schema.Struct({
         "url sources: optional (a draft without it); an https URL the outbound guard allows (docs/outbound.md)"
     })
   ),
-  metadata: Schema.optional(BoundedJson),
+  metadata: Schema.optional(KnowledgeMetadata),
   file_name: Schema.optional(Name),
   media_type: Schema.optional(Identifier),
   /** A file is at most 10 MiB decoded: base64 of that, with room for line breaks. */

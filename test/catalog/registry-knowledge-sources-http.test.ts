@@ -202,6 +202,38 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
       })
     )
 
+    it.effect("metadata is at most 64 KiB of JSON: the 14 MiB body is for files, and every list carries it", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const token = owner.jwt
+        // Within every per-value JSON cap (200 strings of 65,536 characters), about 13 MiB in all.
+        const huge = Array.from({ length: 200 }, () => "m".repeat(65_536))
+        const answer = yield* call(base, "POST", "/v1/knowledge-sources", {
+          token,
+          body: { kind: "text", title: "Fat", text: "t", metadata: huge }
+        })
+        expectValidation(answer, "metadata")
+        expect(answer.text).toContain("65,536 bytes of JSON")
+        // Exactly at the limit (65,536 bytes of JSON) it is stored and listed as sent.
+        const atLimit = { note: "n".repeat(65_536 - JSON.stringify({ note: "" }).length) }
+        expect(Buffer.byteLength(JSON.stringify(atLimit))).toBe(65_536)
+        const stored = yield* owner.api.knowledgeSources.createKnowledgeSource({
+          payload: { kind: "text", title: "At limit", text: "t", metadata: atLimit }
+        })
+        expect(stored.metadata).toEqual(atLimit)
+        const { knowledge_sources } = yield* owner.api.knowledgeSources.listKnowledgeSources()
+        expect(knowledge_sources.map((source) => source.title)).toEqual(["At limit"])
+        expectValidation(
+          yield* call(base, "POST", "/v1/knowledge-sources", {
+            token,
+            body: { kind: "text", title: "Over", text: "t", metadata: { ...atLimit, x: 1 } }
+          }),
+          "metadata"
+        )
+      })
+    )
+
     it.effect("a ~9 MiB file is accepted and read back intact; exactly 10 MiB is the decoded limit", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
