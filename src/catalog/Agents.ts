@@ -10,7 +10,7 @@ import { CatalogVersions } from "./CatalogVersions.js"
 import type { VersionsPageQuery } from "./Lifecycle.js"
 import { AgentId, AgentProfileDocument } from "./Domain.js"
 import { ConfigChanges } from "./ConfigChanges.js"
-import { generateFromProfile } from "./Generation.js"
+import { generatedDocuments, withSource } from "./Generation.js"
 import { toPolicyDetail, toPolicySummary } from "./Policies.js"
 import { PolicyLimits } from "./PolicyLimits.js"
 import { readDocument } from "./PolicyLanguage.js"
@@ -199,7 +199,9 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
       author: PolicyAuthor
     ) {
       const profile = yield* find(workspaceId, agentId)
-      const generated = generateFromProfile(profile)
+      const documents = generatedDocuments(profile)
+      yield* limits.admit(documents.length)
+      const generated = documents.map(withSource)
       const rows = yield* limits.write(
         workspaceId,
         Effect.zipRight(
