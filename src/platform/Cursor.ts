@@ -110,12 +110,16 @@ export const decodeVersionCursor = (cursor: string): Option.Option<number> =>
     Option.map(([version]) => Number(version))
   )
 
-/** One page of a list ordered by version, highest first: rows below the cursor's version. */
-export const pageByVersion = <Row extends { readonly version: number }, E, R>(
+/**
+ * One page of a list ordered by version, highest first: rows below the cursor's version; the fetch says
+ * whether more rows follow (it may cut the page short, e.g. by bytes).
+ */
+export const pageByVersionCut = <Row extends { readonly version: number }, E, R>(
   cursor: string | undefined,
-  limit: number,
-  fetch: (below: Option.Option<number>) => Effect.Effect<ReadonlyArray<Row>, E, R>
-) => pageAfter(cursor, limit, decodeVersionCursor, (row: Row) => encodeCursor([String(row.version)]), fetch)
+  fetch: (
+    below: Option.Option<number>
+  ) => Effect.Effect<{ readonly rows: ReadonlyArray<Row>; readonly more: boolean }, E, R>
+) => pageAfterCut(cursor, decodeVersionCursor, (row: Row) => encodeCursor([String(row.version)]), fetch)
 
 /**
  * The window of a list around its row that `isTarget` picks: from `rows` (in list order, holding up to
