@@ -8,42 +8,16 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
-import type { HostResolver } from "../../src/platform/OutboundGuard.js"
-import { queryDatabase } from "../support/Database.js"
 import { until } from "../support/Eventually.js"
+import { heldTransactions, slowDns } from "../support/SlowDns.js"
 import { tenant } from "../support/Tenants.js"
-import {
-  baseUrl,
-  loopbackOnlyResolver,
-  SERVER_OPTIONS,
-  TestDatabaseUrl,
-  testServerWithDatabase
-} from "../support/TestServer.js"
+import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
 
 const SLOW_HOST = "slow-dns.example.com"
 const SLOW_URL = `https://${SLOW_HOST}/faq`
 
 /** When each lookup of SLOW_HOST started; none of them ever answers. */
-const lookups: Array<number> = []
-const resolver: HostResolver = {
-  resolve: (host) => {
-    if (host !== SLOW_HOST) return loopbackOnlyResolver.resolve(host)
-    lookups.push(Date.now())
-    return new Promise(() => {})
-  }
-}
-
-/** Sessions of the database idle inside a transaction that began by `at`. */
-const heldTransactions = (db: string, at: Date) =>
-  Effect.map(
-    queryDatabase<{ held: number }>(
-      db,
-      `select count(*)::int as held from pg_stat_activity
-        where datname = current_database() and state like 'idle in transaction%' and xact_start <= $1`,
-      [at]
-    ),
-    (rows) => rows[0]!.held
-  )
+const { lookups, resolver } = slowDns(SLOW_HOST)
 
 layer(testServerWithDatabase("database", {}, resolver), SERVER_OPTIONS)("knowledge source location checks", (it) => {
   it.effect("creates waiting on DNS hold no database connection in a transaction, and are audited", () =>
