@@ -248,7 +248,10 @@ export const InstallPack = Schema.Struct({
     Schema.Boolean.annotations({ description: "Whether the installed policies start enabled; default false" })
   ),
   owner_agent_id: Schema.optional(
-    Identifier.annotations({ description: "When set, the installed policies apply to this agent only" })
+    // A blank owner makes documents that do not compile: enabled, they were disabled at their first use.
+    Identifier.pipe(
+      Schema.filter((id) => id.trim() !== "" || "must not be empty; omit it to apply to every agent")
+    ).annotations({ description: "When set, the installed policies apply to this agent only" })
   )
 }).annotations({ identifier: "InstallPack" })
 
