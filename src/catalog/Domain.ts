@@ -6,9 +6,11 @@ import {
   BoundedJson,
   boundedString,
   Content,
+  CursorParam,
   Description,
   Identifier,
   JsonValue,
+  LimitParam,
   Limits,
   LongText,
   Name,
@@ -366,6 +368,23 @@ export const CreateKnowledgeSource = Schema.Struct({
   /** A file is at most 10 MiB decoded: base64 of that, with room for line breaks. */
   data_base64: Schema.optional(boundedString(14 * 1024 * 1024))
 })
+
+/** The most sources one page of `GET /v1/knowledge-sources` holds (`limit` above it is clamped). */
+export const KNOWLEDGE_PAGE_CAP = 200
+
+/** Query of `GET /v1/knowledge-sources`: a page of `limit` (default 50, at most 200) after `cursor`. */
+export const KnowledgeSourcesPageParams = Schema.Struct({
+  limit: Schema.optional(LimitParam(1)),
+  cursor: Schema.optional(CursorParam)
+})
+export type KnowledgeSourcesPageQuery = typeof KnowledgeSourcesPageParams.Type
+
+export const KnowledgeSourcesPage = Schema.Struct({
+  knowledge_sources: Schema.Array(KnowledgeSource),
+  next_cursor: Schema.optional(
+    Schema.String.annotations({ description: "Present when older sources follow: pass it as cursor" })
+  )
+}).annotations({ identifier: "KnowledgeSourcesPage" })
 
 export const KnowledgeSourceFile = Schema.Struct({
   file_name: Schema.String,

@@ -7,11 +7,13 @@ import { Effect, Option } from "effect"
 import { BadRequest, NotFound } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
-import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
+import { pageByRowCut } from "../platform/Cursor.js"
+import { MAX_PAGE_BYTES } from "../platform/PageBytes.js"
+import { pageSize, toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { CatalogVersions, type VersionedResource } from "./CatalogVersions.js"
 import type { VersionsPageQuery } from "./Lifecycle.js"
 import { ConfigChanges } from "./ConfigChanges.js"
-import { KnowledgeSourceId } from "./Domain.js"
+import { KNOWLEDGE_PAGE_CAP, KnowledgeSourceId, type KnowledgeSourcesPageQuery } from "./Domain.js"
 import {
   CatalogRepo,
   type KnowledgeSourceRow,
@@ -290,9 +292,17 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
           )
       ),
       deleteToolMetadata,
-      listKnowledgeSources: Effect.fn("Registry.listKnowledgeSources")((workspaceId: string) =>
-        Effect.map(repo.listKnowledgeSources(workspaceId), (rows) => rows.map(toKnowledgeSource))
-      ),
+      /** `GET /v1/knowledge-sources`: a page, newest first, of `limit` sources and at most `MAX_PAGE_BYTES` of them. */
+      listKnowledgeSources: Effect.fn("Registry.listKnowledgeSources")(function* (
+        workspaceId: string,
+        query: KnowledgeSourcesPageQuery
+      ) {
+        const limit = pageSize(query.limit, KNOWLEDGE_PAGE_CAP)
+        const { next, page } = yield* pageByRowCut(query.cursor, (after) =>
+          repo.listKnowledgeSources(workspaceId, limit, after, MAX_PAGE_BYTES)
+        )
+        return { knowledge_sources: page.map(toKnowledgeSource), ...next }
+      }),
       createKnowledgeSource,
       knowledgeSourceFile
     }

@@ -1,7 +1,7 @@
 /** SQL of the catalog. Every query takes the workspace id. */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
-import { cutAtBytes, decodeCutRows, MAX_PAGE_BYTES } from "../platform/PageBytes.js"
+import { cutAtBytes, cutPage, decodeCutRows, MAX_PAGE_BYTES } from "../platform/PageBytes.js"
 import { dieOnErrors } from "../platform/Sql.js"
 import {
   AgentRow,
@@ -77,6 +77,7 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
     const decodeKnowledgeSources = Schema.decodeUnknown(Schema.Array(KnowledgeSourceRow))
     const decodePolicyVersions = Schema.decodeUnknown(Schema.Array(PolicyVersionRow))
     const decodeCutPolicyVersions = decodeCutRows(PolicyVersionRow)
+    const decodeCutSources = decodeCutRows(KnowledgeSourceRow)
     const decodeNamedPolicyVersions = Schema.decodeUnknown(Schema.Array(NamedPolicyVersionRow))
     const versionColumns = sql`version, source_yaml, document, enabled, created_by_kind, created_by_id, created_at`
 
@@ -330,13 +331,24 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
           Effect.flatMap(decodeKnowledgeSources),
           Effect.map((rows) => rows[0]!)
         ),
-      listKnowledgeSources: SqlSchema.findAll({
-        Request: Schema.String,
-        Result: KnowledgeSourceRow,
-        execute: (workspaceId) =>
+      /** Newest first after the source `after`, cut at `maxBytes` of titles, locations and metadata (`cutAtBytes`). */
+      listKnowledgeSources: (workspaceId: string, limit: number, after: Option.Option<string>, maxBytes: number) =>
+        cutAtBytes(
+          sql,
           sql`select ${sourceColumns} from knowledge_sources where workspace_id = ${workspaceId}
-              order by created_at desc, id desc`
-      }),
+                ${Option.match(after, {
+                  onNone: () => sql``,
+                  onSome: (id) => sql`and (created_at, id) < (select created_at, id from knowledge_sources
+                                                           where workspace_id = ${workspaceId} and id = ${id})`
+                })}
+              order by created_at desc, id desc limit ${limit + 1}`,
+          sql`created_at desc, id desc`,
+          sql`octet_length(title) + coalesce(octet_length(location), 0) + octet_length(metadata::text)`,
+          maxBytes
+        ).pipe(
+          Effect.flatMap(decodeCutSources),
+          Effect.map((rows) => cutPage(rows, limit))
+        ),
       findKnowledgeSourceFile: (workspaceId: string, id: string) => findKnowledgeSourceFile({ workspaceId, key: id })
     })
   })

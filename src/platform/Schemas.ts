@@ -107,7 +107,7 @@ export const Limits = {
   yaml: { bytes: 262_144, tokens: 10_000 },
   /**
    * A knowledge source's `metadata`, in JSON bytes: its endpoint takes 14 MiB bodies (for files), and every
-   * source's metadata is in the unpaged `GET /v1/knowledge-sources`.
+   * source's metadata is in `GET /v1/knowledge-sources`.
    */
   knowledgeMetadataBytes: 65_536,
   /** A workspace's stored settings `config`, merged from its patches, in JSON bytes (every hot path caches it). */

@@ -43,7 +43,7 @@ layer(testServerWithDatabase("database", {}, resolver), SERVER_OPTIONS)("knowled
       // A name that does not resolve at save time is accepted (docs/outbound.md): every write then goes through.
       const written = yield* Fiber.join(waiting)
       expect(written.map((source) => source.location)).toEqual([SLOW_URL, SLOW_URL, SLOW_URL])
-      expect((yield* owner.api.knowledgeSources.listKnowledgeSources()).knowledge_sources).toHaveLength(3)
+      expect((yield* owner.api.knowledgeSources.listKnowledgeSources({ urlParams: {} })).knowledge_sources).toHaveLength(3)
 
       // Every write is in the audit chain, attributed to its caller.
       const audit = yield* owner.api.auditEvents.listAuditEvents({ urlParams: { resource_type: "knowledge_source" } })
