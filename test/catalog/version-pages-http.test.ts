@@ -8,6 +8,7 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { AgentId } from "../../src/catalog/Domain.js"
 import { encodeCursor } from "../../src/platform/Cursor.js"
 import { queryDatabase } from "../support/Database.js"
 import { policyDocument, yamlBytes } from "../support/Events.js"
@@ -170,6 +171,32 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("lifecycle version lis
         expect(pages.flat()).toEqual(countdown(TOOL_VERSIONS, 1))
         yield* expectBadPageParams(base, owner, url)
         expectError(yield* call(base, "GET", "/v1/tool-metadata/never_seen/versions", { token: owner.jwt }), 404)
+      })
+    )
+  })
+
+  describe("GET /v1/agents/{id}/versions", () => {
+    it.effect("a version stored before profiles had canaries reads as having none (not a 500)", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const databaseUrl = yield* TestDatabaseUrl
+        const owner = yield* tenant(base)
+        const agent = "older-bot"
+        const created = yield* owner.api.agents.createAgent({
+          payload: yamlBytes(
+            JSON.stringify({ agent_id: agent, display_name: "Old", authority: {}, scope: {}, tone: { target: "x" } })
+          )
+        })
+        // Version 1 as migration 0022 copied it from a profile stored before `canaries` existed.
+        const { canaries: _canaries, ...older } = created
+        yield* queryDatabase(
+          databaseUrl,
+          `update catalog_versions set content = jsonb_build_object('profile', $3::jsonb, 'source_text', 'old')
+           where workspace_id = $1 and resource = 'agent' and key = $2 and version = 1`,
+          [owner.workspaceId, agent, JSON.stringify(older)]
+        )
+        const page = yield* owner.api.agents.listAgentVersions({ path: { id: AgentId.make(agent) }, urlParams: {} })
+        expect(page.versions.map((version) => [version.version, version.profile.canaries])).toEqual([[1, []]])
       })
     )
   })
