@@ -189,12 +189,11 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
     /** Checks the fields each kind needs and answers the stored file, if any. */
     const sourceFile = (input: NewKnowledgeSource) =>
       Effect.gen(function* () {
-        if (input.kind === "url") {
-          // Only kind and title are required: without a location the source stays a draft. A location given is
-          // one the service may fetch one day, so it passes the outbound guard now.
-          if (input.location !== undefined) yield* outbound.validateUrl(input.location, "location")
-          return null
-        }
+        // A location given, whatever the kind, is one the service may fetch one day, so it passes the outbound
+        // guard now (a file or text source's went unchecked, stored as an internal address).
+        if (input.location !== undefined) yield* outbound.validateUrl(input.location, "location")
+        // A url source needs only kind and title: without a location it stays a draft.
+        if (input.kind === "url") return null
         if (input.kind === "text") {
           if (input.text === undefined || input.text === "") return yield* invalid("text", "a text source needs text")
           return { name: "source.txt", mediaType: "text/plain; charset=utf-8", data: Buffer.from(input.text, "utf8") }

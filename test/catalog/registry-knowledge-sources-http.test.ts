@@ -86,6 +86,32 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
       })
     )
 
+    it.effect("a location is checked by the outbound guard whatever the kind: never an internal address", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const { api } = yield* tenant(base)
+        const file = { file_name: "a.txt", media_type: "text/plain", data_base64: "aGk=" }
+        for (const location of [
+          "http://169.254.169.254/latest/meta-data",
+          "https://127.0.0.1/admin",
+          "https://user:pw@example.com/"
+        ]) {
+          for (const payload of [
+            { kind: "url", title: "U", location },
+            { kind: "text", title: "T", text: "t", location },
+            { kind: "file", title: "F", ...file, location }
+          ] as const) {
+            yield* expectInvalid(api.knowledgeSources.createKnowledgeSource({ payload }), "location")
+          }
+        }
+        expect((yield* api.knowledgeSources.listKnowledgeSources({ urlParams: {} })).knowledge_sources).toEqual([])
+        const kept = yield* api.knowledgeSources.createKnowledgeSource({
+          payload: { kind: "text", title: "T", text: "t", location: "https://example.com/origin" }
+        })
+        expect(kept.location).toBe("https://example.com/origin")
+      })
+    )
+
     it.effect("a text source needs text; its file is the text as UTF-8", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
