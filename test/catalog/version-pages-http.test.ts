@@ -15,7 +15,7 @@ import { policyDocument, yamlBytes } from "../support/Events.js"
 import { call, expectError, expectValidation } from "../support/Raw.js"
 import { type Tenant, tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
-import { policyPath } from "./catalog-helpers.js"
+import { createAgent, minimalAgentYaml, policyPath } from "./catalog-helpers.js"
 
 const POLICY = "busy-policy"
 const POLICY_VERSIONS = 130
@@ -182,11 +182,7 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("lifecycle version lis
         const databaseUrl = yield* TestDatabaseUrl
         const owner = yield* tenant(base)
         const agent = "older-bot"
-        const created = yield* owner.api.agents.createAgent({
-          payload: yamlBytes(
-            JSON.stringify({ agent_id: agent, display_name: "Old", authority: {}, scope: {}, tone: { target: "x" } })
-          )
-        })
+        const created = yield* createAgent(owner, minimalAgentYaml(agent))
         // Version 1 as migration 0022 copied it from a profile stored before `canaries` existed.
         const { canaries: _canaries, ...older } = created
         yield* queryDatabase(
@@ -248,11 +244,7 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("lifecycle version lis
         const databaseUrl = yield* TestDatabaseUrl
         const owner = yield* tenant(base)
         const agent = "big-profile-bot"
-        const created = yield* owner.api.agents.createAgent({
-          payload: yamlBytes(
-            JSON.stringify({ agent_id: agent, display_name: "Big", authority: {}, scope: {}, tone: { target: "x" } })
-          )
-        })
+        const created = yield* createAgent(owner, minimalAgentYaml(agent))
         yield* queryDatabase(
           databaseUrl,
           `insert into catalog_versions (workspace_id, resource, key, version, content, created_by_kind, created_by_id)
