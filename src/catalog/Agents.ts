@@ -7,10 +7,10 @@ import { Effect, Either, Option, ParseResult, Schema } from "effect"
 import { BadRequest, Conflict, NotFound } from "../http/Errors.js"
 import { ImpactGate } from "../impact/Gate.js"
 import { CatalogVersions } from "./CatalogVersions.js"
-import type { VersionsPageQuery } from "./Lifecycle.js"
+import { type VersionsPageQuery, withCanaries } from "./Lifecycle.js"
 import { AgentId, AgentProfileDocument } from "./Domain.js"
 import { ConfigChanges } from "./ConfigChanges.js"
-import { generateFromProfile } from "./Generation.js"
+import { generatedDocuments, withSource } from "./Generation.js"
 import { toPolicyDetail, toPolicySummary } from "./Policies.js"
 import { PolicyLimits } from "./PolicyLimits.js"
 import { readDocument } from "./PolicyLanguage.js"
@@ -38,11 +38,9 @@ export const normalizeProfile = (document: ProfileDocument) => ({
 })
 export type AgentProfile = ReturnType<typeof normalizeProfile>
 
-/** A stored profile (a JSON column): those stored before `canaries` existed read as having none. */
-const storedProfile = (stored: unknown): AgentProfile => {
-  const profile = stored as Omit<AgentProfile, "canaries"> & { readonly canaries?: AgentProfile["canaries"] }
-  return { ...profile, canaries: profile.canaries ?? [] }
-}
+/** A stored profile (a JSON column or a recorded version), as returned (`withCanaries`). */
+const storedProfile = (stored: unknown): AgentProfile =>
+  withCanaries(stored as Omit<AgentProfile, "canaries"> & { readonly canaries?: AgentProfile["canaries"] })
 
 const decodeProfile = Schema.decodeUnknownEither(AgentProfileDocument, { errors: "all", onExcessProperty: "ignore" })
 
@@ -199,7 +197,9 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
       author: PolicyAuthor
     ) {
       const profile = yield* find(workspaceId, agentId)
-      const generated = generateFromProfile(profile)
+      const documents = generatedDocuments(profile)
+      yield* limits.admit(documents.length)
+      const generated = documents.map(withSource)
       const rows = yield* limits.write(
         workspaceId,
         Effect.zipRight(
@@ -250,13 +250,20 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
         agentId === undefined ? Effect.void : Effect.asVoid(find(workspaceId, agentId)),
       /** `GET /v1/agents/{id}/versions`: a page, newest first; still answers after a delete. */
       versions: Effect.fn("Agents.versions")((workspaceId: string, agentId: string, query: VersionsPageQuery) =>
-        history.versions<{ readonly profile: AgentProfile; readonly source_text: string }, NotFound>(
-          workspaceId,
-          "agent",
-          agentId,
-          query,
-          () => agentNotFound(agentId)
-        )
+        history
+          .versions<{ readonly profile: unknown; readonly source_text: string }, NotFound>(
+            workspaceId,
+            "agent",
+            agentId,
+            query,
+            () => agentNotFound(agentId)
+          )
+          .pipe(
+            Effect.map((page) => ({
+              ...page,
+              versions: page.versions.map((version) => ({ ...version, profile: storedProfile(version.profile) }))
+            }))
+          )
       ),
       create,
       replace,

@@ -18,6 +18,8 @@ import {
   KnowledgeSource,
   KnowledgeSourceFile,
   KnowledgeSourceId,
+  KnowledgeSourcesPage,
+  KnowledgeSourcesPageParams,
   LabelPolicy,
   Origin,
   PackName,
@@ -271,9 +273,9 @@ export class ToolMetadataApi extends HttpApiGroup.make("toolMetadata")
 
 export class KnowledgeSourcesApi extends HttpApiGroup.make("knowledgeSources")
   .add(
-    HttpApiEndpoint.get("listKnowledgeSources", "/knowledge-sources").addSuccess(
-      Schema.Struct({ knowledge_sources: Schema.Array(KnowledgeSource) })
-    )
+    HttpApiEndpoint.get("listKnowledgeSources", "/knowledge-sources")
+      .setUrlParams(KnowledgeSourcesPageParams)
+      .addSuccess(KnowledgeSourcesPage)
   )
   .add(
     HttpApiEndpoint.post("createKnowledgeSource", "/knowledge-sources")

@@ -6,7 +6,8 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
-import { pageByVersion } from "../platform/Cursor.js"
+import { pageByVersionCut } from "../platform/Cursor.js"
+import { cutAtBytes, cutPage, decodeCutRows, MAX_PAGE_BYTES } from "../platform/PageBytes.js"
 import { pageSize } from "../platform/Schemas.js"
 import { dieOnErrors } from "../platform/Sql.js"
 import { VERSIONS_PAGE_CAP, type VersionsPageQuery, versionHeader } from "./Lifecycle.js"
@@ -43,11 +44,13 @@ export const toVersionEntry = <A extends object>(row: CatalogVersionRow) => ({
 
 /**
  * One page of a versions list (policies, agents, tool metadata, label policies), newest first:
- * `fetch(below, count)` answers up to `count` versions below `below` (all when `None`), highest first;
- * it is asked for `limit + 1`, to know whether more follow. An empty page is `missing()` when the
- * resource never had a version (past the oldest version of one that has, it is an empty page).
+ * `fetch(below, count)` answers up to `count` versions below `below` (all when `None`), highest first,
+ * cut after the one that brings the page to `MAX_PAGE_BYTES` (`cutAtBytes`: each version holds a whole
+ * document, so 100 of them made one answer of up to 100 MiB); it is asked for `limit + 1`, to know
+ * whether more follow. An empty page is `missing()` when the resource never had a version (past the
+ * oldest version of one that has, it is an empty page).
  */
-export const versionsPage = <Row extends { readonly version: number }, A, E, R, M>(
+export const versionsPage = <Row extends { readonly version: number; readonly fetched: number }, A, E, R, M>(
   query: VersionsPageQuery,
   fetch: (below: Option.Option<number>, count: number) => Effect.Effect<ReadonlyArray<Row>, E, R>,
   toVersion: (row: Row) => A,
@@ -55,7 +58,9 @@ export const versionsPage = <Row extends { readonly version: number }, A, E, R, 
 ) =>
   Effect.gen(function* () {
     const limit = pageSize(query.limit, VERSIONS_PAGE_CAP)
-    const { next, page } = yield* pageByVersion(query.cursor, limit, (below) => fetch(below, limit + 1))
+    const { next, page } = yield* pageByVersionCut(query.cursor, (below) =>
+      Effect.map(fetch(below, limit + 1), (rows) => cutPage(rows, limit))
+    )
     if (page.length === 0 && (query.cursor === undefined || (yield* fetch(Option.none(), 1)).length === 0)) {
       return yield* Effect.fail(missing())
     }
@@ -67,6 +72,7 @@ export class CatalogVersions extends Effect.Service<CatalogVersions>()("catalog/
     const sql = yield* SqlClient.SqlClient
     const columns = sql`resource, key, version, content, created_by_kind, created_by_id, created_at`
     const decodeRows = Schema.decodeUnknown(Schema.Array(CatalogVersionRow))
+    const decodeCut = decodeCutRows(CatalogVersionRow)
 
     const repo = dieOnErrors({
       /** Records the version a write made current (run in the write's transaction). */
@@ -83,10 +89,16 @@ export class CatalogVersions extends Effect.Service<CatalogVersions>()("catalog/
         below: Option.Option<number>,
         count: number
       ) =>
-        sql`select ${columns} from catalog_versions
-            where workspace_id = ${workspaceId} and resource = ${resource} and key = ${key}
-              ${Option.match(below, { onNone: () => sql``, onSome: (version) => sql`and version < ${version}` })}
-            order by version desc limit ${count}`.pipe(Effect.flatMap(decodeRows)),
+        cutAtBytes(
+          sql,
+          sql`select ${columns} from catalog_versions
+              where workspace_id = ${workspaceId} and resource = ${resource} and key = ${key}
+                ${Option.match(below, { onNone: () => sql``, onSome: (version) => sql`and version < ${version}` })}
+              order by version desc limit ${count}`,
+          sql`version desc`,
+          sql`octet_length(content::text)`,
+          MAX_PAGE_BYTES
+        ).pipe(Effect.flatMap(decodeCut)),
       /** The named versions that exist (in no particular order). */
       find: (workspaceId: string, refs: ReadonlyArray<VersionRef>) =>
         refs.length === 0
@@ -110,7 +122,7 @@ export class CatalogVersions extends Effect.Service<CatalogVersions>()("catalog/
       versionsPage(
         query,
         (below, count) => repo.list(workspaceId, resource, key, below, count),
-        toVersionEntry<A>,
+        (row) => toVersionEntry<A>(row),
         missing
       )
 

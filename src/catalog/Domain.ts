@@ -6,9 +6,11 @@ import {
   BoundedJson,
   boundedString,
   Content,
+  CursorParam,
   Description,
   Identifier,
   JsonValue,
+  LimitParam,
   Limits,
   LongText,
   Name,
@@ -248,7 +250,10 @@ export const InstallPack = Schema.Struct({
     Schema.Boolean.annotations({ description: "Whether the installed policies start enabled; default false" })
   ),
   owner_agent_id: Schema.optional(
-    Identifier.annotations({ description: "When set, the installed policies apply to this agent only" })
+    // A blank owner makes documents that do not compile: enabled, they were disabled at their first use.
+    Identifier.pipe(
+      Schema.filter((id) => id.trim() !== "" || "must not be empty; omit it to apply to every agent")
+    ).annotations({ description: "When set, the installed policies apply to this agent only" })
   )
 }).annotations({ identifier: "InstallPack" })
 
@@ -336,6 +341,15 @@ export class KnowledgeSource extends Schema.Class<KnowledgeSource>("KnowledgeSou
   last_indexed_at: Schema.NullOr(Timestamp)
 }) {}
 
+/** BoundedJson, and at most `Limits.knowledgeMetadataBytes` of it as JSON. */
+const KnowledgeMetadata = BoundedJson.pipe(
+  Schema.filter(
+    (value) =>
+      Buffer.byteLength(JSON.stringify(value) ?? "", "utf8") <= Limits.knowledgeMetadataBytes ||
+      `must be at most ${Limits.knowledgeMetadataBytes.toLocaleString("en-US")} bytes of JSON`
+  )
+)
+
 /** A file source carries its content inline as base64 with the file payload's field names. */
 export const CreateKnowledgeSource = Schema.Struct({
   kind: Schema.Literal("url", "file", "text"),
@@ -348,12 +362,29 @@ export const CreateKnowledgeSource = Schema.Struct({
         "url sources: optional (a draft without it); an https URL the outbound guard allows (docs/outbound.md)"
     })
   ),
-  metadata: Schema.optional(BoundedJson),
+  metadata: Schema.optional(KnowledgeMetadata),
   file_name: Schema.optional(Name),
   media_type: Schema.optional(Identifier),
   /** A file is at most 10 MiB decoded: base64 of that, with room for line breaks. */
   data_base64: Schema.optional(boundedString(14 * 1024 * 1024))
 })
+
+/** The most sources one page of `GET /v1/knowledge-sources` holds (`limit` above it is clamped). */
+export const KNOWLEDGE_PAGE_CAP = 200
+
+/** Query of `GET /v1/knowledge-sources`: a page of `limit` (default 50, at most 200) after `cursor`. */
+export const KnowledgeSourcesPageParams = Schema.Struct({
+  limit: Schema.optional(LimitParam(1)),
+  cursor: Schema.optional(CursorParam)
+})
+export type KnowledgeSourcesPageQuery = typeof KnowledgeSourcesPageParams.Type
+
+export const KnowledgeSourcesPage = Schema.Struct({
+  knowledge_sources: Schema.Array(KnowledgeSource),
+  next_cursor: Schema.optional(
+    Schema.String.annotations({ description: "Present when older sources follow: pass it as cursor" })
+  )
+}).annotations({ identifier: "KnowledgeSourcesPage" })
 
 export const KnowledgeSourceFile = Schema.Struct({
   file_name: Schema.String,

@@ -6,6 +6,7 @@
  */
 import { createHash } from "node:crypto"
 import { stringify } from "yaml"
+import { Limits } from "../platform/Schemas.js"
 
 export interface ProfileForGeneration {
   readonly agent_id: string
@@ -55,7 +56,20 @@ export const boundedPolicyId = (id: string) =>
 const stableId = (agentId: string, kind: string, ...phrases: ReadonlyArray<string>) =>
   boundedPolicyId([agentPart(agentId), kind, ...phrases.map(phrasePart)].join("."))
 
-const policy = (document: Record<string, unknown>): GeneratedPolicy => ({
+/**
+ * A description within what an authored policy may have (`Limits.text`): a phrase of the longest allowed
+ * length plus the sentence around it would otherwise make a document that fails validation, so the policy
+ * could never be enabled. Cut on a code point, never inside a surrogate pair.
+ */
+const withinTextLimit = (text: string) => {
+  if (text.length <= Limits.text) return text
+  const cut = Limits.text - 1
+  const end = /[\uD800-\uDBFF]/.test(text[cut - 1]!) ? cut - 1 : cut
+  return `${text.slice(0, end)}…`
+}
+
+/** A generated document with its YAML (the costly part: made only once the documents are known to fit). */
+export const withSource = (document: Record<string, unknown>): GeneratedPolicy => ({
   document,
   sourceYaml: stringify(document, { lineWidth: 0 })
 })
@@ -65,19 +79,18 @@ const contentPolicy = (
   kind: string,
   phrase: string,
   fields: { description: string; severity: string; action: string; rewrite?: string; escalate?: boolean }
-) =>
-  policy({
-    id: stableId(agentId, kind, phrase),
-    description: fields.description,
-    family: "content",
-    severity: fields.severity,
-    action: fields.action,
-    enabled: false,
-    owner_agent_id: agentId,
-    match: { type: "literal", value: phrase, target: "content", case_sensitive: false },
-    ...(fields.rewrite === undefined ? {} : { rewrite: fields.rewrite }),
-    ...(fields.escalate === true ? { escalate: true } : {})
-  })
+) => ({
+  id: stableId(agentId, kind, phrase),
+  description: withinTextLimit(fields.description),
+  family: "content",
+  severity: fields.severity,
+  action: fields.action,
+  enabled: false,
+  owner_agent_id: agentId,
+  match: { type: "literal", value: phrase, target: "content", case_sensitive: false },
+  ...(fields.rewrite === undefined ? {} : { rewrite: fields.rewrite }),
+  ...(fields.escalate === true ? { escalate: true } : {})
+})
 
 const stepPolicy = (
   agentId: string,
@@ -85,22 +98,22 @@ const stepPolicy = (
   requirement: string,
   step: string,
   description: string
-) =>
-  policy({
-    id: stableId(agentId, family, requirement, step),
-    description,
-    family,
-    severity: "high",
-    action: "defer",
-    enabled: false,
-    owner_agent_id: agentId,
-    match: { type: "literal", value: step, target: "operation", case_sensitive: false },
-    ...(family === "flow" ? { requires: requirement } : {})
-  })
+) => ({
+  id: stableId(agentId, family, requirement, step),
+  description: withinTextLimit(description),
+  family,
+  severity: "high",
+  action: "defer",
+  enabled: false,
+  owner_agent_id: agentId,
+  match: { type: "literal", value: step, target: "operation", case_sensitive: false },
+  ...(family === "flow" ? { requires: requirement } : {})
+})
 
 const nonBlank = (phrases: ReadonlyArray<string>) => phrases.filter((phrase) => phrase.trim() !== "")
 
-export const generateFromProfile = (profile: ProfileForGeneration): ReadonlyArray<GeneratedPolicy> => {
+/** The documents a profile generates, one per id (without their YAML, so counting them is cheap). */
+export const generatedDocuments = (profile: ProfileForGeneration): ReadonlyArray<Record<string, unknown>> => {
   const agent = profile.agent_id
   const generated = [
     ...nonBlank(profile.authority.cannot_promise).map((phrase) =>
@@ -143,5 +156,8 @@ export const generateFromProfile = (profile: ProfileForGeneration): ReadonlyArra
     ])
   ]
   // One policy per id: a phrase listed twice yields one policy.
-  return [...new Map(generated.map((item) => [String(item.document["id"]), item])).values()]
+  return [...new Map(generated.map((document) => [String(document["id"]), document])).values()]
 }
+
+export const generateFromProfile = (profile: ProfileForGeneration): ReadonlyArray<GeneratedPolicy> =>
+  generatedDocuments(profile).map(withSource)

@@ -123,8 +123,8 @@ export const KnowledgeSourcesHttpLive = HttpApiBuilder.group(GuardrailApi, "know
   Effect.gen(function* () {
     const registry = yield* Registry
     return handlers
-      .handle("listKnowledgeSources", () =>
-        inWorkspace(registry.listKnowledgeSources).pipe(Effect.map((knowledge_sources) => ({ knowledge_sources })))
+      .handle("listKnowledgeSources", ({ urlParams }) =>
+        inWorkspace((ws) => registry.listKnowledgeSources(ws, urlParams))
       )
       .handle("createKnowledgeSource", ({ payload }) =>
         inWorkspace((ws) => registry.createKnowledgeSource(ws, payload))

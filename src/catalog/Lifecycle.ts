@@ -67,6 +67,14 @@ export const LabelPolicyVersion = Schema.Struct({ ...versionFields, ...LabelPoli
 })
 export const LabelPolicyVersions = versionsOf(LabelPolicyVersion, "LabelPolicyVersions")
 
+/**
+ * A stored agent profile (a JSON column or a recorded version): those stored before `canaries` existed
+ * (and the versions migration 0022 copied from them) read as having none.
+ */
+export const withCanaries = <P extends { readonly canaries?: ReadonlyArray<string> | undefined }>(
+  profile: P
+): P & { readonly canaries: ReadonlyArray<string> } => ({ ...profile, canaries: profile.canaries ?? [] })
+
 /** Who a caller is, as a version's `created_by`. */
 export const authorOf = (caller: Caller): PolicyAuthor =>
   caller.kind === "user"

@@ -204,7 +204,7 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
       versionsPage(
         query,
         (below, count) => repo.listPolicyVersions(workspaceId, id, below, count),
-        toPolicyVersion,
+        (row) => toPolicyVersion(row),
         () => policyNotFound([id])
       )
     )

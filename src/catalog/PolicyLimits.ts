@@ -56,6 +56,21 @@ export class PolicyLimits extends Effect.Service<PolicyLimits>()("catalog/Policy
       return undefined
     }
 
+    /**
+     * Refuses (409, before any work) a write of `count` distinct policies at once (a generation) that could never
+     * fit: building and writing them all only for the limit to roll them back held the API thread and, in one
+     * transaction, the workspace's policy lock for as long.
+     */
+    const admit = (count: number) =>
+      count <= maxPolicies
+        ? Effect.void
+        : Effect.fail(
+            new Conflict({
+              code: "policy_limit_reached",
+              message: `This profile would generate ${count.toLocaleString("en-US")} policies; a workspace may store at most ${maxPolicies} (MAX_POLICIES_PER_WORKSPACE). Shorten its lists, or ask the operator to raise the limit.`
+            })
+          )
+
     /** The stored policies' count and distinct patterns (a database failure is a defect, as in Repo.ts). */
     const usage = (workspaceId: string) =>
       sql<{ readonly match: unknown }>`select document->'match' as match from policies
@@ -90,6 +105,6 @@ export class PolicyLimits extends Effect.Service<PolicyLimits>()("catalog/Policy
         Effect.zipRight(Effect.orDie(lockKey(sql, `policies:${workspaceId}`)), write)
       )
 
-    return { write, locked }
+    return { write, locked, admit }
   })
 }) {}

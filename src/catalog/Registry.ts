@@ -7,11 +7,13 @@ import { Effect, Option } from "effect"
 import { BadRequest, NotFound } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
-import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
+import { pageByRowCut } from "../platform/Cursor.js"
+import { MAX_PAGE_BYTES } from "../platform/PageBytes.js"
+import { pageSize, toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
 import { CatalogVersions, type VersionedResource } from "./CatalogVersions.js"
 import type { VersionsPageQuery } from "./Lifecycle.js"
 import { ConfigChanges } from "./ConfigChanges.js"
-import { KnowledgeSourceId } from "./Domain.js"
+import { KNOWLEDGE_PAGE_CAP, KnowledgeSourceId, type KnowledgeSourcesPageQuery } from "./Domain.js"
 import {
   CatalogRepo,
   type KnowledgeSourceRow,
@@ -187,12 +189,11 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
     /** Checks the fields each kind needs and answers the stored file, if any. */
     const sourceFile = (input: NewKnowledgeSource) =>
       Effect.gen(function* () {
-        if (input.kind === "url") {
-          // Only kind and title are required: without a location the source stays a draft. A location given is
-          // one the service may fetch one day, so it passes the outbound guard now.
-          if (input.location !== undefined) yield* outbound.validateUrl(input.location, "location")
-          return null
-        }
+        // A location given, whatever the kind, is one the service may fetch one day, so it passes the outbound
+        // guard now (a file or text source's went unchecked, stored as an internal address).
+        if (input.location !== undefined) yield* outbound.validateUrl(input.location, "location")
+        // A url source needs only kind and title: without a location it stays a draft.
+        if (input.kind === "url") return null
         if (input.kind === "text") {
           if (input.text === undefined || input.text === "") return yield* invalid("text", "a text source needs text")
           return { name: "source.txt", mediaType: "text/plain; charset=utf-8", data: Buffer.from(input.text, "utf8") }
@@ -217,6 +218,8 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
       workspaceId: string,
       input: NewKnowledgeSource
     ) {
+      // Checked before the transaction opens: the location's check may wait seconds on DNS, which must not hold
+      // a pooled connection idle in a transaction (test/catalog/knowledge-sources-dns-http.test.ts).
       const file = yield* sourceFile(input)
       const row = yield* changes.change(
         workspaceId,
@@ -288,9 +291,17 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
           )
       ),
       deleteToolMetadata,
-      listKnowledgeSources: Effect.fn("Registry.listKnowledgeSources")((workspaceId: string) =>
-        Effect.map(repo.listKnowledgeSources(workspaceId), (rows) => rows.map(toKnowledgeSource))
-      ),
+      /** `GET /v1/knowledge-sources`: a page, newest first, of `limit` sources and at most `MAX_PAGE_BYTES` of them. */
+      listKnowledgeSources: Effect.fn("Registry.listKnowledgeSources")(function* (
+        workspaceId: string,
+        query: KnowledgeSourcesPageQuery
+      ) {
+        const limit = pageSize(query.limit, KNOWLEDGE_PAGE_CAP)
+        const { next, page } = yield* pageByRowCut(query.cursor, (after) =>
+          repo.listKnowledgeSources(workspaceId, limit, after, MAX_PAGE_BYTES)
+        )
+        return { knowledge_sources: page.map(toKnowledgeSource), ...next }
+      }),
       createKnowledgeSource,
       knowledgeSourceFile
     }

@@ -1,95 +1,33 @@
 /** SQL of the catalog. Every query takes the workspace id. */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
+import { cutAtBytes, cutPage, decodeCutRows, MAX_PAGE_BYTES } from "../platform/PageBytes.js"
 import { dieOnErrors } from "../platform/Sql.js"
+import {
+  AgentRow,
+  KnowledgeSourceFileRow,
+  KnowledgeSourceRow,
+  LabelPolicyRow,
+  NamedPolicyVersionRow,
+  PolicyRow,
+  PolicyVersionRow,
+  ToolMetadataRow
+} from "./RepoRows.js"
 
-const AgentRow = Schema.Struct({
-  agent_id: Schema.String,
-  profile: Schema.Unknown,
-  source_text: Schema.String,
-  version: Schema.Int
-})
-export type AgentRow = typeof AgentRow.Type
-
-const PolicyRow = Schema.Struct({
-  id: Schema.String,
-  description: Schema.String,
-  family: Schema.String,
-  severity: Schema.String,
-  action: Schema.String,
-  enabled: Schema.Boolean,
-  owner_agent_id: Schema.NullOr(Schema.String),
-  source_yaml: Schema.String,
-  document: Schema.Unknown,
-  origin: Schema.NullOr(Schema.String),
-  invalid_reason: Schema.NullOr(Schema.String),
-  version: Schema.Int
-})
-export type PolicyRow = typeof PolicyRow.Type
-
-const PolicyVersionRow = Schema.Struct({
-  version: Schema.Int,
-  source_yaml: Schema.String,
-  document: Schema.Unknown,
-  enabled: Schema.Boolean,
-  created_by_kind: Schema.String,
-  created_by_id: Schema.String,
-  created_at: Schema.DateFromSelf
-})
-export type PolicyVersionRow = typeof PolicyVersionRow.Type
-const NamedPolicyVersionRow = Schema.Struct({ policy_id: Schema.String, ...PolicyVersionRow.fields })
+export type {
+  AgentRow,
+  KnowledgeSourceRow,
+  LabelPolicyRow,
+  PolicyRow,
+  PolicyVersionRow,
+  ToolMetadataRow
+} from "./RepoRows.js"
 
 /** Who made a policy version current: a user or an API key (their ids), or the service itself (e.g. the red team). */
 export interface PolicyAuthor {
   readonly kind: "user" | "key" | "system"
   readonly id: string
 }
-
-const LabelPolicyRow = Schema.Struct({
-  origin: Schema.String,
-  enabled: Schema.Boolean,
-  confidentiality: Schema.Unknown,
-  integrity: Schema.Unknown,
-  trust: Schema.Unknown,
-  version: Schema.Int
-})
-export type LabelPolicyRow = typeof LabelPolicyRow.Type
-
-const ToolMetadataRow = Schema.Struct({
-  tool: Schema.String,
-  enabled: Schema.Boolean,
-  metadata: Schema.Unknown,
-  version: Schema.Int
-})
-export type ToolMetadataRow = typeof ToolMetadataRow.Type
-
-const KnowledgeSourceRow = Schema.Struct({
-  id: Schema.String,
-  kind: Schema.String,
-  title: Schema.String,
-  location: Schema.NullOr(Schema.String),
-  status: Schema.String,
-  metadata: Schema.Unknown,
-  file_name: Schema.NullOr(Schema.String),
-  media_type: Schema.NullOr(Schema.String),
-  byte_size: Schema.NullOr(Schema.Number),
-  created_at: Schema.DateFromSelf,
-  updated_at: Schema.DateFromSelf,
-  last_indexed_at: Schema.NullOr(Schema.DateFromSelf)
-})
-export type KnowledgeSourceRow = typeof KnowledgeSourceRow.Type
-
-/** `bytea`, as node-postgres returns it. */
-const BufferFromSelf = Schema.declare((value: unknown): value is Buffer => Buffer.isBuffer(value), {
-  identifier: "BufferFromSelf"
-})
-
-const KnowledgeSourceFileRow = Schema.Struct({
-  file_name: Schema.NullOr(Schema.String),
-  media_type: Schema.NullOr(Schema.String),
-  byte_size: Schema.NullOr(Schema.Number),
-  data: Schema.NullOr(BufferFromSelf)
-})
 
 /** A workspace and one key in it (an agent id, an origin, a tool, a source id). */
 const ByKey = Schema.Struct({ workspaceId: Schema.String, key: Schema.String })
@@ -138,6 +76,8 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
     const decodeToolMetadata = Schema.decodeUnknown(Schema.Array(ToolMetadataRow))
     const decodeKnowledgeSources = Schema.decodeUnknown(Schema.Array(KnowledgeSourceRow))
     const decodePolicyVersions = Schema.decodeUnknown(Schema.Array(PolicyVersionRow))
+    const decodeCutPolicyVersions = decodeCutRows(PolicyVersionRow)
+    const decodeCutSources = decodeCutRows(KnowledgeSourceRow)
     const decodeNamedPolicyVersions = Schema.decodeUnknown(Schema.Array(NamedPolicyVersionRow))
     const versionColumns = sql`version, source_yaml, document, enabled, created_by_kind, created_by_id, created_at`
 
@@ -253,9 +193,15 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
         ),
       /** Up to `count` versions below `below`, newest first; a deleted policy's versions stay. */
       listPolicyVersions: (workspaceId: string, id: string, below: Option.Option<number>, count: number) =>
-        sql`select ${versionColumns} from policy_versions where workspace_id = ${workspaceId} and policy_id = ${id}
-              ${Option.match(below, { onNone: () => sql``, onSome: (version) => sql`and version < ${version}` })}
-            order by version desc limit ${count}`.pipe(Effect.flatMap(decodePolicyVersions)),
+        cutAtBytes(
+          sql,
+          sql`select ${versionColumns} from policy_versions where workspace_id = ${workspaceId} and policy_id = ${id}
+                ${Option.match(below, { onNone: () => sql``, onSome: (version) => sql`and version < ${version}` })}
+              order by version desc limit ${count}`,
+          sql`version desc`,
+          sql`octet_length(source_yaml) + coalesce(octet_length(document::text), 0)`,
+          MAX_PAGE_BYTES
+        ).pipe(Effect.flatMap(decodeCutPolicyVersions)),
       findPolicyVersion: (workspaceId: string, id: string, version: number) =>
         sql`select ${versionColumns} from policy_versions
             where workspace_id = ${workspaceId} and policy_id = ${id} and version = ${version}`.pipe(
@@ -385,13 +331,24 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
           Effect.flatMap(decodeKnowledgeSources),
           Effect.map((rows) => rows[0]!)
         ),
-      listKnowledgeSources: SqlSchema.findAll({
-        Request: Schema.String,
-        Result: KnowledgeSourceRow,
-        execute: (workspaceId) =>
+      /** Newest first after the source `after`, cut at `maxBytes` of titles, locations and metadata (`cutAtBytes`). */
+      listKnowledgeSources: (workspaceId: string, limit: number, after: Option.Option<string>, maxBytes: number) =>
+        cutAtBytes(
+          sql,
           sql`select ${sourceColumns} from knowledge_sources where workspace_id = ${workspaceId}
-              order by created_at desc, id desc`
-      }),
+                ${Option.match(after, {
+                  onNone: () => sql``,
+                  onSome: (id) => sql`and (created_at, id) < (select created_at, id from knowledge_sources
+                                                           where workspace_id = ${workspaceId} and id = ${id})`
+                })}
+              order by created_at desc, id desc limit ${limit + 1}`,
+          sql`created_at desc, id desc`,
+          sql`octet_length(title) + coalesce(octet_length(location), 0) + octet_length(metadata::text)`,
+          maxBytes
+        ).pipe(
+          Effect.flatMap(decodeCutSources),
+          Effect.map((rows) => cutPage(rows, limit))
+        ),
       findKnowledgeSourceFile: (workspaceId: string, id: string) => findKnowledgeSourceFile({ workspaceId, key: id })
     })
   })

@@ -103,6 +103,27 @@ export const pageByTimeCut = <Row extends { readonly created_at: Date; readonly 
   ) => Effect.Effect<{ readonly rows: ReadonlyArray<Row>; readonly more: boolean }, E, R>
 ) => pageAfterCut(cursor, decodeTimeCursor, (row: Row) => encodeTimeCursor(row.created_at, row.id), fetch)
 
+/**
+ * One page of a list ordered by (created_at, id), newest first, whose cursor names only its last row's id:
+ * the fetch reads that row's own time, so stored microseconds never skip or repeat a row.
+ */
+export const pageByRowCut = <Row extends { readonly id: string }, E, R>(
+  cursor: string | undefined,
+  fetch: (
+    after: Option.Option<string>
+  ) => Effect.Effect<{ readonly rows: ReadonlyArray<Row>; readonly more: boolean }, E, R>
+) =>
+  pageAfterCut(
+    cursor,
+    (text) =>
+      Option.map(
+        Option.filter(decodeCursor(text, 1), ([id]) => id!.length > 0),
+        ([id]) => id!
+      ),
+    (row: Row) => encodeCursor([row.id]),
+    fetch
+  )
+
 /** A `[version]` cursor: a version number from 1 to the largest `integer` column value. */
 export const decodeVersionCursor = (cursor: string): Option.Option<number> =>
   decodeCursor(cursor, 1).pipe(
@@ -110,12 +131,16 @@ export const decodeVersionCursor = (cursor: string): Option.Option<number> =>
     Option.map(([version]) => Number(version))
   )
 
-/** One page of a list ordered by version, highest first: rows below the cursor's version. */
-export const pageByVersion = <Row extends { readonly version: number }, E, R>(
+/**
+ * One page of a list ordered by version, highest first: rows below the cursor's version; the fetch says
+ * whether more rows follow (it may cut the page short, e.g. by bytes).
+ */
+export const pageByVersionCut = <Row extends { readonly version: number }, E, R>(
   cursor: string | undefined,
-  limit: number,
-  fetch: (below: Option.Option<number>) => Effect.Effect<ReadonlyArray<Row>, E, R>
-) => pageAfter(cursor, limit, decodeVersionCursor, (row: Row) => encodeCursor([String(row.version)]), fetch)
+  fetch: (
+    below: Option.Option<number>
+  ) => Effect.Effect<{ readonly rows: ReadonlyArray<Row>; readonly more: boolean }, E, R>
+) => pageAfterCut(cursor, decodeVersionCursor, (row: Row) => encodeCursor([String(row.version)]), fetch)
 
 /**
  * The window of a list around its row that `isTarget` picks: from `rows` (in list order, holding up to

@@ -15,6 +15,10 @@ export const MAX_PAGE_BYTES = 4 * 1024 * 1024
 /** What `cutAtBytes` adds to each row. */
 export const CutColumns = Schema.Struct({ fetched: Schema.Number })
 
+/** Decodes `cutAtBytes` rows of `row`'s columns. */
+export const decodeCutRows = <Fields extends Schema.Struct.Fields>(row: Schema.Struct<Fields>) =>
+  Schema.decodeUnknown(Schema.Array(Schema.Struct({ ...row.fields, ...CutColumns.fields })))
+
 /**
  * The rows of `candidates` (a query with its own order and limit) in the order `order`, cut after the
  * row whose `size` brings the page to `maxBytes` (the first row always stays); each row carries

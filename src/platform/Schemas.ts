@@ -105,6 +105,11 @@ export const Limits = {
   json: { depth: 16, keys: 256, items: 1_000, string: 65_536 },
   /** YAML/JSON documents (policies, agent profiles): body bytes (413 above), and YAML tokens (parsing cost grows with them). */
   yaml: { bytes: 262_144, tokens: 10_000 },
+  /**
+   * A knowledge source's `metadata`, in JSON bytes: its endpoint takes 14 MiB bodies (for files), and every
+   * source's metadata is in `GET /v1/knowledge-sources`.
+   */
+  knowledgeMetadataBytes: 65_536,
   /** A workspace's stored settings `config`, merged from its patches, in JSON bytes (every hot path caches it). */
   settingsConfigBytes: 262_144,
   /** Any JSON body, before any schema: depth, keys per object, items per array. */

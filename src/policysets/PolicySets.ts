@@ -4,7 +4,13 @@
  * outlives every later change and delete: a receipt stays explainable.
  */
 import { Effect, Option } from "effect"
-import { AgentVersion, LabelPolicyVersion, toPolicyVersion, ToolMetadataVersion } from "../catalog/Lifecycle.js"
+import {
+  AgentVersion,
+  LabelPolicyVersion,
+  toPolicyVersion,
+  ToolMetadataVersion,
+  withCanaries
+} from "../catalog/Lifecycle.js"
 import { type CatalogVersionRow, CatalogVersions, toVersionEntry, type VersionRef } from "../catalog/CatalogVersions.js"
 import { CatalogRepo } from "../catalog/Repo.js"
 import { NotFound } from "../http/Errors.js"
@@ -74,10 +80,10 @@ export class PolicySets extends Effect.Service<PolicySets>()("policysets/PolicyS
           content.agent === null
             ? null
             : Option.getOrNull(
-                Option.map(entry("agent", content.agent.agent_id, content.agent.version), (row) => ({
-                  agent_id: row.key,
-                  ...toVersionEntry<Content<typeof AgentVersion.Type>>(row)
-                }))
+                Option.map(entry("agent", content.agent.agent_id, content.agent.version), (row) => {
+                  const version = toVersionEntry<Content<typeof AgentVersion.Type>>(row)
+                  return { agent_id: row.key, ...version, profile: withCanaries(version.profile) }
+                })
               ),
         tool_metadata: content.tool_metadata.flatMap(({ tool, version }) =>
           Option.toArray(

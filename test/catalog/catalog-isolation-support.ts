@@ -43,7 +43,7 @@ export const list = (
     case "tool-metadata":
       return withRaw(api.toolMetadata.listToolMetadata({ withResponse: true }))
     case "knowledge-sources":
-      return withRaw(api.knowledgeSources.listKnowledgeSources({ withResponse: true }))
+      return withRaw(api.knowledgeSources.listKnowledgeSources({ urlParams: {}, withResponse: true }))
   }
 }
 

@@ -131,7 +131,7 @@ layer(testServer("database"), SERVER_OPTIONS)("catalog tenant isolation and acce
           )
           expect(guardrails.value.policies).toHaveLength(reader.generated.length)
           expect(guardrails.text).not.toContain(other.name)
-          const sources = yield* api.knowledgeSources.listKnowledgeSources()
+          const sources = yield* api.knowledgeSources.listKnowledgeSources({ urlParams: {} })
           expect(sources.knowledge_sources.map((source) => source.id).sort()).toEqual(
             [reader.fileSourceId, reader.urlSourceId].sort()
           )

@@ -12,6 +12,7 @@ import { GUARD_PACKS } from "../../src/catalog/PackDocuments.js"
 import { validatePolicy } from "../../src/catalog/PolicyLanguage.js"
 import { expectFailure, expectInvalid } from "../support/Api.js"
 import { apiOf, createAgent, propose, reply, yamlBytes } from "../support/Events.js"
+import { call, expectValidation } from "../support/Raw.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 
@@ -170,6 +171,22 @@ action: deny
 match: { type: literal, value: x, target: content }
 `
       yield* expectInvalid(api.policies.createPolicy({ payload: yamlBytes(document) }), "id")
+    })
+  )
+
+  it.effect("an empty or blank owner agent is 400 naming it, not policies that are disabled at their first use", () =>
+    Effect.gen(function* () {
+      const { base, owner, api } = yield* setUp
+      for (const owner_agent_id of ["", "   "]) {
+        // Raw: the typed client refuses these bodies before sending them.
+        const answer = yield* call(base, "POST", "/v1/policies/packs/secrets/install", {
+          token: owner.jwt,
+          body: { enabled: true, owner_agent_id }
+        })
+        expectValidation(answer, "owner_agent_id")
+      }
+      expect((yield* api.policies.listPolicies()).policies).toEqual([])
+      expect((yield* propose(base, owner, AGENT, reply(`key ${OPENAI_KEY}`))).effect).toBe("permit")
     })
   )
 })

@@ -86,6 +86,32 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
       })
     )
 
+    it.effect("a location is checked by the outbound guard whatever the kind: never an internal address", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const { api } = yield* tenant(base)
+        const file = { file_name: "a.txt", media_type: "text/plain", data_base64: "aGk=" }
+        for (const location of [
+          "http://169.254.169.254/latest/meta-data",
+          "https://127.0.0.1/admin",
+          "https://user:pw@example.com/"
+        ]) {
+          for (const payload of [
+            { kind: "url", title: "U", location },
+            { kind: "text", title: "T", text: "t", location },
+            { kind: "file", title: "F", ...file, location }
+          ] as const) {
+            yield* expectInvalid(api.knowledgeSources.createKnowledgeSource({ payload }), "location")
+          }
+        }
+        expect((yield* api.knowledgeSources.listKnowledgeSources({ urlParams: {} })).knowledge_sources).toEqual([])
+        const kept = yield* api.knowledgeSources.createKnowledgeSource({
+          payload: { kind: "text", title: "T", text: "t", location: "https://example.com/origin" }
+        })
+        expect(kept.location).toBe("https://example.com/origin")
+      })
+    )
+
     it.effect("a text source needs text; its file is the text as UTF-8", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
@@ -165,7 +191,7 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
             yield* call(base, "POST", "/v1/knowledge-sources", { token, body: { ...complete, title: "" } }),
             "title"
           )
-          const { knowledge_sources } = yield* api.knowledgeSources.listKnowledgeSources()
+          const { knowledge_sources } = yield* api.knowledgeSources.listKnowledgeSources({ urlParams: {} })
           expect(knowledge_sources).toEqual([])
         })
     )
@@ -189,7 +215,7 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
           created.push(yield* api.knowledgeSources.createKnowledgeSource({ payload }))
           yield* Effect.sleep("5 millis")
         }
-        const listed = yield* withRaw(api.knowledgeSources.listKnowledgeSources({ withResponse: true }))
+        const listed = yield* withRaw(api.knowledgeSources.listKnowledgeSources({ urlParams: {}, withResponse: true }))
         expect(listed.value.knowledge_sources).toEqual([...created].reverse())
         for (const source of rowsOf(listed.body, "knowledge_sources")) {
           expect(keysOf(source)).toEqual(KNOWLEDGE_SOURCE_KEYS)
@@ -200,6 +226,102 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
           "knowledge_source_not_found"
         )
       })
+    )
+
+    it.effect("metadata is at most 64 KiB of JSON: the 14 MiB body is for files, and every list carries it", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const token = owner.jwt
+        // Within every per-value JSON cap (200 strings of 65,536 characters), about 13 MiB in all.
+        const huge = Array.from({ length: 200 }, () => "m".repeat(65_536))
+        const answer = yield* call(base, "POST", "/v1/knowledge-sources", {
+          token,
+          body: { kind: "text", title: "Fat", text: "t", metadata: huge }
+        })
+        expectValidation(answer, "metadata")
+        expect(answer.text).toContain("65,536 bytes of JSON")
+        // Exactly at the limit (65,536 bytes of JSON) it is stored and listed as sent.
+        const atLimit = { note: "n".repeat(65_536 - JSON.stringify({ note: "" }).length) }
+        expect(Buffer.byteLength(JSON.stringify(atLimit))).toBe(65_536)
+        const stored = yield* owner.api.knowledgeSources.createKnowledgeSource({
+          payload: { kind: "text", title: "At limit", text: "t", metadata: atLimit }
+        })
+        expect(stored.metadata).toEqual(atLimit)
+        const { knowledge_sources } = yield* owner.api.knowledgeSources.listKnowledgeSources({ urlParams: {} })
+        expect(knowledge_sources.map((source) => source.title)).toEqual(["At limit"])
+        expectValidation(
+          yield* call(base, "POST", "/v1/knowledge-sources", {
+            token,
+            body: { kind: "text", title: "Over", text: "t", metadata: { ...atLimit, x: 1 } }
+          }),
+          "metadata"
+        )
+      })
+    )
+
+    it.effect(
+      "the list pages: 50 by default, at most 200, and at most 4 MiB of metadata; next_cursor reaches each once",
+      () =>
+        Effect.gen(function* () {
+          const base = yield* baseUrl
+          const owner = yield* tenant(base)
+          const metadata = { note: "n".repeat(60_000) }
+          const created = yield* Effect.forEach(
+            Array.from({ length: 80 }, (_, index) => `Source ${index}`),
+            (title) =>
+              owner.api.knowledgeSources.createKnowledgeSource({
+                payload: { kind: "text", title, text: "t", metadata }
+              }),
+            { concurrency: 4 }
+          )
+          const list = (query: string) =>
+            call(base, "GET", `/v1/knowledge-sources${query}`, { token: owner.jwt }).pipe(
+              Effect.tap((response) => expect(response.status, response.text.slice(0, 300)).toBe(200)),
+              Effect.map((response) => ({
+                bytes: Buffer.byteLength(response.text),
+                body: response.body as { knowledge_sources: Array<KnowledgeSource>; next_cursor?: string }
+              }))
+            )
+          const first = yield* list("")
+          expect(first.body.knowledge_sources).toHaveLength(50)
+          expect(typeof first.body.next_cursor).toBe("string")
+
+          const seen: Array<KnowledgeSource> = []
+          let cursor: string | undefined
+          let pages = 0
+          do {
+            const page = yield* list(
+              `?limit=1000${cursor === undefined ? "" : `&cursor=${encodeURIComponent(cursor)}`}`
+            )
+            expect(page.bytes).toBeLessThan(4 * MiB + 70_000)
+            seen.push(...page.body.knowledge_sources)
+            cursor = page.body.next_cursor
+            expect(++pages).toBeLessThanOrEqual(10)
+          } while (cursor !== undefined)
+          // About 60 KB a source: 4 MiB holds some 70 of them, so 80 take two pages at any limit.
+          expect(pages).toBe(2)
+          expect(seen.map((source) => source.id).sort()).toEqual(created.map((source) => source.id).sort())
+          const times = seen.map((source) => Date.parse(source.created_at))
+          expect(times).toEqual([...times].sort((a, b) => b - a))
+
+          expectValidation(yield* call(base, "GET", "/v1/knowledge-sources?limit=0", { token: owner.jwt }), "limit")
+          expectValidation(
+            yield* call(base, "GET", "/v1/knowledge-sources?cursor=garbage", { token: owner.jwt }),
+            "cursor"
+          )
+          // A cursor naming no source of this workspace is an empty page.
+          const stranger = yield* tenant(base)
+          const foreign = yield* call(
+            base,
+            "GET",
+            `/v1/knowledge-sources?cursor=${encodeURIComponent(first.body.next_cursor!)}`,
+            {
+              token: stranger.jwt
+            }
+          )
+          expect(foreign.body).toEqual({ knowledge_sources: [] })
+        })
     )
 
     it.effect("a ~9 MiB file is accepted and read back intact; exactly 10 MiB is the decoded limit", () =>
@@ -262,7 +384,9 @@ layer(testServer("database"), SERVER_OPTIONS)("label policies, tool metadata, kn
         expect(isErrorBody(eleven.body), eleven.text.slice(0, 500)).toBe(true)
         if (eleven.status === 400) expectValidation(eleven, "data_base64")
         else expectError(eleven, 413, "payload_too_large")
-        expect(yield* owner.api.knowledgeSources.listKnowledgeSources()).toEqual({ knowledge_sources: [] })
+        expect(yield* owner.api.knowledgeSources.listKnowledgeSources({ urlParams: {} })).toEqual({
+          knowledge_sources: []
+        })
         // The raised limit is this endpoint's only: another JSON endpoint still refuses 2 MiB.
         const elsewhere = yield* call(base, "POST", "/v1/label-policies", {
           token,

@@ -8,13 +8,14 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { AgentId } from "../../src/catalog/Domain.js"
 import { encodeCursor } from "../../src/platform/Cursor.js"
 import { queryDatabase } from "../support/Database.js"
 import { policyDocument, yamlBytes } from "../support/Events.js"
 import { call, expectError, expectValidation } from "../support/Raw.js"
 import { type Tenant, tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, TestDatabaseUrl, testServerWithDatabase } from "../support/TestServer.js"
-import { policyPath } from "./catalog-helpers.js"
+import { createAgent, minimalAgentYaml, policyPath } from "./catalog-helpers.js"
 
 const POLICY = "busy-policy"
 const POLICY_VERSIONS = 130
@@ -170,6 +171,92 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("lifecycle version lis
         expect(pages.flat()).toEqual(countdown(TOOL_VERSIONS, 1))
         yield* expectBadPageParams(base, owner, url)
         expectError(yield* call(base, "GET", "/v1/tool-metadata/never_seen/versions", { token: owner.jwt }), 404)
+      })
+    )
+  })
+
+  describe("GET /v1/agents/{id}/versions", () => {
+    it.effect("a version stored before profiles had canaries reads as having none (not a 500)", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const databaseUrl = yield* TestDatabaseUrl
+        const owner = yield* tenant(base)
+        const agent = "older-bot"
+        const created = yield* createAgent(owner, minimalAgentYaml(agent))
+        // Version 1 as migration 0022 copied it from a profile stored before `canaries` existed.
+        const { canaries: _canaries, ...older } = created
+        yield* queryDatabase(
+          databaseUrl,
+          `update catalog_versions set content = jsonb_build_object('profile', $3::jsonb, 'source_text', 'old')
+           where workspace_id = $1 and resource = 'agent' and key = $2 and version = 1`,
+          [owner.workspaceId, agent, JSON.stringify(older)]
+        )
+        const page = yield* owner.api.agents.listAgentVersions({ path: { id: AgentId.make(agent) }, urlParams: {} })
+        expect(page.versions.map((version) => [version.version, version.profile.canaries])).toEqual([[1, []]])
+      })
+    )
+  })
+
+  describe("pages end at 4 MiB of documents", () => {
+    /** Every page of `url` at the largest limit: each page's JSON size and version numbers. */
+    const bytePages = (base: string, owner: Tenant, url: string) =>
+      Effect.gen(function* () {
+        const pages: Array<{ readonly bytes: number; readonly versions: ReadonlyArray<number> }> = []
+        let cursor: string | undefined
+        do {
+          const query = `limit=100${cursor === undefined ? "" : `&cursor=${encodeURIComponent(cursor)}`}`
+          const response = yield* call(base, "GET", `${url}?${query}`, { token: owner.jwt })
+          expect(response.status).toBe(200)
+          const page = response.body as Page
+          pages.push({ bytes: Buffer.byteLength(response.text), versions: page.versions.map((v) => v.version) })
+          cursor = page.next_cursor
+          expect(pages.length).toBeLessThanOrEqual(50)
+        } while (cursor !== undefined)
+        return pages
+      })
+    const MiB = 1024 * 1024
+    const DOCUMENT_BYTES = 200 * 1024
+
+    it.effect("40 policy versions of 200 KiB: pages of at most 4 MiB and one version, each version once", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const databaseUrl = yield* TestDatabaseUrl
+        const owner = yield* tenant(base)
+        yield* owner.api.policies.createPolicy({ payload: yamlBytes(textOf(1)) })
+        yield* queryDatabase(
+          databaseUrl,
+          `insert into policy_versions (workspace_id, policy_id, version, source_yaml, document, enabled,
+                                        created_by_kind, created_by_id)
+           select $1, $2, n, '# ' || repeat('x', $3::int), '{}'::jsonb, true, 'user', $4
+           from generate_series(2, 40) as n`,
+          [owner.workspaceId, POLICY, DOCUMENT_BYTES, owner.user_id]
+        )
+        const pages = yield* bytePages(base, owner, `/v1/policies/${POLICY}/versions`)
+        expect(pages.flatMap((page) => page.versions)).toEqual(countdown(40, 1))
+        expect(pages.length).toBeGreaterThan(1)
+        for (const page of pages) expect(page.bytes).toBeLessThan(4 * MiB + 2 * DOCUMENT_BYTES)
+      })
+    )
+
+    it.effect("30 agent versions of 200 KiB: pages of at most 4 MiB and one version, each version once", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const databaseUrl = yield* TestDatabaseUrl
+        const owner = yield* tenant(base)
+        const agent = "big-profile-bot"
+        const created = yield* createAgent(owner, minimalAgentYaml(agent))
+        yield* queryDatabase(
+          databaseUrl,
+          `insert into catalog_versions (workspace_id, resource, key, version, content, created_by_kind, created_by_id)
+           select $1, 'agent', $2, n, jsonb_build_object('profile', $3::jsonb, 'source_text', repeat('y', $4::int)),
+                  'user', $5
+           from generate_series(2, 30) as n`,
+          [owner.workspaceId, agent, JSON.stringify(created), DOCUMENT_BYTES, owner.user_id]
+        )
+        const pages = yield* bytePages(base, owner, `/v1/agents/${agent}/versions`)
+        expect(pages.flatMap((page) => page.versions)).toEqual(countdown(30, 1))
+        expect(pages.length).toBeGreaterThan(1)
+        for (const page of pages) expect(page.bytes).toBeLessThan(4 * MiB + 2 * DOCUMENT_BYTES)
       })
     )
   })

@@ -143,10 +143,10 @@ layer(testServerWithDatabase("database", { JWT_SECRET }), SERVER_OPTIONS)("works
       expect([...gatedGroups].sort()).toEqual(Object.keys(featureOfGroup).sort())
       // Runtime keys are turned away the same way.
       const key = yield* keyClient(base, yield* createKey(owner))
-      yield* expectFailure(key.knowledgeSources.listKnowledgeSources(), 403, "feature_disabled")
+      yield* expectFailure(key.knowledgeSources.listKnowledgeSources({ urlParams: {} }), 403, "feature_disabled")
       // Ungated groups and other workspaces are untouched.
       yield* owner.api.agents.listAgents()
-      yield* other.api.knowledgeSources.listKnowledgeSources()
+      yield* other.api.knowledgeSources.listKnowledgeSources({ urlParams: {} })
 
       // Turning one back on reopens only its groups.
       const partly = yield* adminApi.admin.updateWorkspaceFeatures({
@@ -158,8 +158,8 @@ layer(testServerWithDatabase("database", { JWT_SECRET }), SERVER_OPTIONS)("works
         is_knowledge_base_enabled: true,
         is_mcp_gateway_enabled: false
       })
-      yield* reaches(owner.api.knowledgeSources.listKnowledgeSources(), 200)
-      yield* owner.api.knowledgeSources.listKnowledgeSources()
+      yield* reaches(owner.api.knowledgeSources.listKnowledgeSources({ urlParams: {} }), 200)
+      yield* owner.api.knowledgeSources.listKnowledgeSources({ urlParams: {} })
       yield* expectFailure(owner.api.gatewayRoutes.listGatewayRoutes(), 403, "feature_disabled")
       yield* expectFailure(owner.api.redteam.listJobs({ urlParams: {} }), 403, "feature_disabled")
 
