@@ -31,6 +31,20 @@ const { resolver } = scriptedResolver({
   "hooks.rebind.test": [["93.184.216.34"], ["127.0.0.1"]]
 })
 
+/** The alert's one delivery once its status is `status` (waiting for the worker), with its attempts. */
+const untilDelivery = (
+  api: Parameters<typeof deliveriesOf>[0],
+  alertId: Parameters<typeof deliveriesOf>[1],
+  status: string
+) =>
+  until(
+    Effect.map(deliveriesOf(api, alertId), (list) => {
+      expect(list.map((delivery) => delivery.status)).toEqual([status])
+      return list
+    }),
+    "30 seconds"
+  )
+
 /** More than the worker's whole attempt budget before the fix (16 at once). */
 const HANGING_CONFIGS = 20
 
@@ -52,12 +66,7 @@ layer(testServerWithDatabase("kafka", WEBHOOK_SETTINGS, resolver), SERVER_OPTION
       const alert = yield* firstCentAlert(quiet.api, "quiet tenant", healthy.url)
       yield* publishUsage([usageMessage({ workspaceId: quiet.workspaceId, effectiveAt: "2026-08-01T10:00:00.000Z" })])
       // Delivered while the noisy workspace's attempts still hang (they end only after 50 s).
-      yield* until(
-        Effect.map(deliveriesOf(quiet.api, alert.id), (list) =>
-          expect(list.map((delivery) => delivery.status)).toEqual(["succeeded"])
-        ),
-        "30 seconds"
-      )
+      yield* untilDelivery(quiet.api, alert.id, "succeeded")
       expect(healthy.received).toHaveLength(1)
       // The noisy workspace never had more than 4 attempts open: the other 16 deliveries wait their turn.
       expect(hanging.received).toHaveLength(4)
@@ -74,13 +83,7 @@ layer(testServerWithDatabase("kafka", WEBHOOK_SETTINGS, resolver), SERVER_OPTION
       yield* publishUsage([usageMessage({ workspaceId: owner.workspaceId, effectiveAt: "2026-08-02T09:00:00.000Z" })])
       yield* untilReceived(broken, 1)
       yield* owner.api.budgetAlerts.updateBudgetAlert({ path: { id: alert.id }, payload: { webhook_url: fixed.url } })
-      const [delivery] = yield* until(
-        Effect.map(deliveriesOf(owner.api, alert.id), (list) => {
-          expect(list.map((entry) => entry.status)).toEqual(["succeeded"])
-          return list
-        }),
-        "30 seconds"
-      )
+      const [delivery] = yield* untilDelivery(owner.api, alert.id, "succeeded")
       expect(delivery!.url).toBe(fixed.url)
       // The same delivery (webhook-id) as the failed attempts, signed with the config's secret.
       expect(fixed.received).toHaveLength(1)
@@ -114,12 +117,7 @@ layer(testServerWithDatabase("kafka", WEBHOOK_SETTINGS, resolver), SERVER_OPTION
       // Another alert's webhook is claimed and delivered; the disabled one's delivery was never claimed.
       const other = yield* firstCentAlert(owner.api, "still on", healthy.url)
       yield* publishUsage([usageMessage({ workspaceId: owner.workspaceId, effectiveAt: "2026-08-03T10:00:00.000Z" })])
-      yield* until(
-        Effect.map(deliveriesOf(owner.api, other.id), (list) =>
-          expect(list.map((delivery) => delivery.status)).toEqual(["succeeded"])
-        ),
-        "30 seconds"
-      )
+      yield* untilDelivery(owner.api, other.id, "succeeded")
       const [held] = yield* deliveriesOf(owner.api, alert.id)
       expect(held).toMatchObject({ status: "pending", attempts: [expect.objectContaining({ response_status: 503 })] })
       expect(new Date(held!.next_attempt_at!).toISOString()).toBe(due)
@@ -130,12 +128,7 @@ layer(testServerWithDatabase("kafka", WEBHOOK_SETTINGS, resolver), SERVER_OPTION
         path: { id: alert.id },
         payload: { enabled: true, webhook_url: healthy.url }
       })
-      yield* until(
-        Effect.map(deliveriesOf(owner.api, alert.id), (list) =>
-          expect(list.map((delivery) => delivery.status)).toEqual(["succeeded"])
-        ),
-        "30 seconds"
-      )
+      yield* untilDelivery(owner.api, alert.id, "succeeded")
     })
   )
 
@@ -148,13 +141,7 @@ layer(testServerWithDatabase("kafka", WEBHOOK_SETTINGS, resolver), SERVER_OPTION
         const counter = yield* connectionCounter
         const alert = yield* firstCentAlert(owner.api, "rebinding", `https://hooks.rebind.test:${counter.port}/hook`)
         yield* publishUsage([usageMessage({ workspaceId: owner.workspaceId, effectiveAt: "2026-08-03T09:00:00.000Z" })])
-        const [delivery] = yield* until(
-          Effect.map(deliveriesOf(owner.api, alert.id), (list) => {
-            expect(list.map((entry) => entry.status)).toEqual(["failed"])
-            return list
-          }),
-          "30 seconds"
-        )
+        const [delivery] = yield* untilDelivery(owner.api, alert.id, "failed")
         expect(delivery!.attempts).toHaveLength(1)
         expect(delivery!.attempts[0]).toMatchObject({ response_status: null, succeeded: false })
         expect(delivery!.attempts[0]!.error).toMatch(/^refused: .*127\.0\.0\.1/)
