@@ -12,6 +12,8 @@ const { depth: MAX_DEPTH, items: MAX_ITEMS, keys: MAX_KEYS } = Limits.body
  */
 export const unstorableJson = (value: unknown, path = "", depth = 0): { path: string; message: string } | undefined => {
   if (typeof value === "string") return unstorableText(value, path)
+  // JSON.parse reads 1e400 as Infinity, which JSON.stringify then writes as null: stored, it changed silently.
+  if (typeof value === "number") return Number.isFinite(value) ? undefined : { path, message: "is out of range" }
   if (typeof value !== "object" || value === null) return undefined
   if (depth >= MAX_DEPTH) return { path, message: `nested deeper than ${MAX_DEPTH} levels` }
   const size = Array.isArray(value) ? value.length : Object.keys(value).length

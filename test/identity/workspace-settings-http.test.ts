@@ -167,7 +167,8 @@ layer(testServer("database"), SERVER_OPTIONS)("environments and settings over HT
           ["config.llm_budget.cap_minor", { ...good, cap_minor: "5000" }],
           ["config.llm_budget.cap_minor", { currency: "usd", window: "day" }],
           ["config.llm_budget", "5000"],
-          ["config.llm_budget", [good]]
+          // An array is read as an object without fields (Effect's struct decoding): the first missing one is named.
+          ["config.llm_budget.currency", [good]]
         ]
         for (const [path, llm_budget] of bad) {
           expectValidation(yield* patchSettingsRaw(base, owner, { config: { llm_budget } }), path)
@@ -243,6 +244,9 @@ layer(testServer("database"), SERVER_OPTIONS)("environments and settings over HT
         for (const raw of ["[]", "null", '"x"', "7"]) {
           expectError(yield* call(base, "PATCH", "/v1/settings", { token: owner.jwt, raw }), 400, "validation_failed")
         }
+        // A number JSON.parse reads as Infinity would be stored as null: refused, naming where it is.
+        const huge = yield* call(base, "PATCH", "/v1/settings", { token: owner.jwt, raw: '{"config":{"a":1e400}}' })
+        expect(expectError(huge, 400, "validation_failed").details?.map((detail) => detail.path)).toEqual(["config.a"])
         expectError(
           yield* call(base, "PATCH", "/v1/settings", { token: owner.jwt, raw: "{}", contentType: "text/plain" }),
           415,
