@@ -7,8 +7,8 @@
  * `created_at` and `started_at`.
  */
 import type { SqlClient } from "@effect/sql"
-import { Effect, Schema } from "effect"
-import { lockKey } from "./Sql.js"
+import { Effect, Option } from "effect"
+import { writeWithinCount } from "./WorkspaceCaps.js"
 
 export type JobTable = "redteam_jobs" | "impact_jobs"
 
@@ -45,14 +45,9 @@ export const fairlyQueued = (sql: SqlClient.SqlClient, table: JobTable, perWorks
      for update of j skip locked limit ${limit}`
 }
 
-const Count = Schema.Struct({ active: Schema.Number })
-const decodeCount = Schema.decodeUnknown(Schema.Array(Count))
-
 /**
- * Runs `insert` (the job's insert) unless the workspace already has `max`
- * queued or running jobs in `table`: answers whether it ran. A per-workspace
- * transaction lock makes concurrent inserts take turns, so two cannot both
- * pass at `max - 1`.
+ * Runs `insert` (the job's insert) unless the workspace already has `max` queued or running jobs in `table`
+ * (`writeWithinCount`): answers whether it ran.
  */
 export const insertWithinCap = <A, E, R>(
   sql: SqlClient.SqlClient,
@@ -61,15 +56,19 @@ export const insertWithinCap = <A, E, R>(
   max: number,
   insert: Effect.Effect<A, E, R>
 ) =>
-  sql.withTransaction(
-    Effect.gen(function* () {
-      yield* lockKey(sql, `${table}:${workspaceId}`)
-      const [row] = yield* Effect.flatMap(
-        sql`select count(*)::int as active from ${sql(table)}
-             where workspace_id = ${workspaceId} and status in ('queued', 'running')`,
-        decodeCount
-      )
-      if ((row?.active ?? 0) >= max) return { inserted: false as const }
-      return { inserted: true as const, value: yield* insert }
-    })
+  writeWithinCount(
+    sql,
+    `${table}:${workspaceId}`,
+    sql`select count(*)::int as stored from ${sql(table)}
+         where workspace_id = ${workspaceId} and status in ('queued', 'running')`,
+    max,
+    Effect.succeed(false),
+    insert
+  ).pipe(
+    Effect.map(
+      Option.match({
+        onNone: () => ({ inserted: false as const }),
+        onSome: (value) => ({ inserted: true as const, value })
+      })
+    )
   )

@@ -6,7 +6,7 @@
  * environments (each hot-path read of a workspace's runtime config holds all
  * of them).
  */
-import type { SqlClient } from "@effect/sql"
+import type { SqlClient, Statement } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Option, type ParseResult, Schema } from "effect"
 import { Conflict } from "../http/Errors.js"
@@ -15,11 +15,28 @@ import { lockKey } from "./Sql.js"
 const decodeCount = Schema.decodeUnknown(Schema.Array(Schema.Struct({ stored: Schema.Number })))
 
 /**
- * Runs `write` in a transaction unless the workspace already stores `max`
- * rows of `table` and `replaces` (the write changes a stored row rather than
- * adding one) is false: none then. A per-workspace transaction lock makes
- * concurrent writes take turns, so two cannot both pass at `max - 1`.
+ * The rule every per-workspace cap shares: runs `write` in a transaction unless `count` (a query answering
+ * `stored`) is at `max` and `replaces` (the write changes a row rather than adding one) is false: none then.
+ * A transaction lock on `lock` makes concurrent writes take turns, so two cannot both pass at `max - 1`.
  */
+export const writeWithinCount = <A, E, R>(
+  sql: SqlClient.SqlClient,
+  lock: string,
+  count: Statement.Statement<unknown>,
+  max: number,
+  replaces: Effect.Effect<boolean, SqlError | ParseResult.ParseError>,
+  write: Effect.Effect<A, E, R>
+) =>
+  sql.withTransaction(
+    Effect.gen(function* () {
+      yield* lockKey(sql, lock)
+      const [row] = yield* Effect.flatMap(count, decodeCount)
+      if ((row?.stored ?? 0) >= max && !(yield* replaces)) return Option.none<A>()
+      return Option.some(yield* write)
+    })
+  )
+
+/** `writeWithinCount` over the workspace's rows of `table`. */
 export const storeWithinCap = <A, E, R>(
   sql: SqlClient.SqlClient,
   table: "budget_alert_configs" | "llm_prices" | "provider_connections" | "gateway_routes" | "environments",
@@ -28,16 +45,13 @@ export const storeWithinCap = <A, E, R>(
   replaces: Effect.Effect<boolean, SqlError | ParseResult.ParseError>,
   write: Effect.Effect<A, E, R>
 ) =>
-  sql.withTransaction(
-    Effect.gen(function* () {
-      yield* lockKey(sql, `${table}:${workspaceId}`)
-      const [row] = yield* Effect.flatMap(
-        sql`select count(*)::int as stored from ${sql(table)} where workspace_id = ${workspaceId}`,
-        decodeCount
-      )
-      if ((row?.stored ?? 0) >= max && !(yield* replaces)) return Option.none<A>()
-      return Option.some(yield* write)
-    })
+  writeWithinCount(
+    sql,
+    `${table}:${workspaceId}`,
+    sql`select count(*)::int as stored from ${sql(table)} where workspace_id = ${workspaceId}`,
+    max,
+    replaces,
+    write
   )
 
 /** The 409 of a write past a cap: `what` the workspace stores, `setting` the cap's name, `remedy` what frees room. */
