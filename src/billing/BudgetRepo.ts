@@ -116,9 +116,17 @@ export class BudgetRepo extends Effect.Service<BudgetRepo>()("billing/BudgetRepo
        * same transaction, so ledger rows are locked in one order.
        */
       shrink: (leaseId: string, amount: bigint) =>
-        sql`with shrunk as (
+        // The ledger row is locked before the lease's row, the order `settle` takes them in: shrinking the lease
+        // first while a settlement holding the ledger row waited for the lease deadlocked (a call answered 503).
+        sql`with lease as (
+              select workspace_id, window_kind, window_start from llm_budget_reservations where id = ${leaseId}
+            ), locked as (
+              select l.workspace_id from llm_budget_ledger l join lease s
+                on l.workspace_id = s.workspace_id and l.window_kind = s.window_kind and l.window_start = s.window_start
+               for update of l
+            ), shrunk as (
               update llm_budget_reservations set amount_usd_nanos = amount_usd_nanos - ${amount.toString()}::bigint
-               where id = ${leaseId}
+               where id = ${leaseId} and exists (select 1 from locked)
               returning workspace_id, window_kind, window_start
             )
             update llm_budget_ledger l
