@@ -14,6 +14,7 @@ import { Cause, Duration, Effect, Schedule, Schema } from "effect"
 import { Budgets, type Settlement } from "../billing/Budgets.js"
 import { LlmUsageMessage } from "../billing/Domain.js"
 import { AppConfig } from "../platform/Config.js"
+import { recordFirstTime } from "../platform/Consumer.js"
 import { allCommitted, makeGroupCommit } from "../platform/GroupCommit.js"
 import { Outbox } from "../platform/Outbox.js"
 import { isDatabaseUnavailable, transactionOf } from "../platform/Sql.js"
@@ -28,6 +29,8 @@ const MAX_BATCH = 500
  */
 const LINGER = Duration.millis(10)
 const encodeUsage = Schema.encodeSync(LlmUsageMessage)
+/** The `processed_events` group recording the calls whose usage was committed (their event ids). */
+const SETTLED_CALLS = "gateway-usage-settlement"
 
 export interface FinishedCall {
   /** The `llm-usage` event's id, fixed once per call: a commit tried again cannot write the event twice. */
@@ -45,7 +48,8 @@ export class UsageWriter extends Effect.Service<UsageWriter>()("gateway/UsageWri
     const budgets = yield* Budgets
     const outbox = yield* Outbox
     const config = yield* AppConfig
-    const transaction = transactionOf(yield* SqlClient.SqlClient)
+    const sql = yield* SqlClient.SqlClient
+    const transaction = transactionOf(sql)
     // While the database is out of reach a batch waits for it (new calls queue behind it), for at most
     // USAGE_RECORD_RETRY_SECONDS; any other failure is the batch's own and goes to `retryAlone` at once. Once the
     // service stops, every wait ends by SHUTDOWN_DRAIN_SECONDS from then, so a stop during an outage does not
@@ -58,17 +62,24 @@ export class UsageWriter extends Effect.Service<UsageWriter>()("gateway/UsageWri
       Effect.suspend(() => {
         const giveUpAt = Date.now() + retryMillis
         return transaction(
-          Effect.zipRight(
-            outbox.enqueue(
-              calls.map((call) => ({
+          Effect.gen(function* () {
+            // A commit whose acknowledgement was lost (the connection cut after COMMIT) is run again: calls it
+            // recorded then are skipped, so no call's spend is added to the budget twice.
+            const fresh = yield* recordFirstTime(
+              SETTLED_CALLS,
+              calls.map((call) => call.eventId)
+            ).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+            const unsettled = calls.filter((call) => fresh.has(call.eventId))
+            yield* outbox.enqueue(
+              unsettled.map((call) => ({
                 eventId: call.eventId,
                 topic: Topics.llmUsage,
                 key: call.message.workspace_id,
                 value: encodeUsage(call.message)
               }))
-            ),
-            budgets.settle(calls.map((call) => call.settlement))
-          )
+            )
+            yield* budgets.settle(unsettled.map((call) => call.settlement))
+          })
         ).pipe(
           Effect.sandbox,
           Effect.tapError((cause) =>

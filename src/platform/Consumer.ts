@@ -88,19 +88,31 @@ const insertedRows = rowsOf(Schema.Array(Schema.Struct({ event_id: Schema.String
 const positionRow = rowsOf(Schema.Tuple(Schema.Struct({ next_offset: Schema.String })))
 
 /**
- * Inserts the dedupe records; answers the deliveries not applied before (first of each event id).
- * `before`, a data-modifying `with` clause, runs in the same statement (one round trip less).
+ * Records `eventIds` as applied by `group` (`processed_events`, pruned by the retention task); answers the ids
+ * not recorded before. Run it in the transaction that applies them, so a transaction run again (its commit's
+ * acknowledgement lost) applies nothing twice. `before`, a data-modifying `with` clause, runs in the same
+ * statement (one round trip less).
  */
-const freshOf = (group: string, batch: ReadonlyArray<Delivery>, before?: Statement.Fragment) =>
+export const recordFirstTime = (group: string, eventIds: ReadonlyArray<string>, before?: Statement.Fragment) =>
   Effect.gen(function* () {
-    if (batch.length === 0) return []
+    if (eventIds.length === 0) return new Set<string>()
     const sql = yield* SqlClient.SqlClient
     const inserted = yield* sql`${before === undefined ? sql`` : sql`with stored as (${before})`}
-      insert into processed_events ${sql.insert(batch.map((delivery) => ({ group_id: group, event_id: delivery.eventId })))}
+      insert into processed_events ${sql.insert(eventIds.map((eventId) => ({ group_id: group, event_id: eventId })))}
       on conflict do nothing returning event_id::text as event_id`.pipe(Effect.flatMap(insertedRows))
-    const fresh = new Set(inserted.map((row) => row.event_id))
-    return batch.filter((delivery) => fresh.delete(delivery.eventId))
+    return new Set(inserted.map((row) => row.event_id))
   })
+
+/** Inserts the dedupe records; answers the deliveries not applied before (first of each event id). */
+const freshOf = (group: string, batch: ReadonlyArray<Delivery>, before?: Statement.Fragment) =>
+  Effect.map(
+    recordFirstTime(
+      group,
+      batch.map((delivery) => delivery.eventId),
+      before
+    ),
+    (fresh) => batch.filter((delivery) => fresh.delete(delivery.eventId))
+  )
 
 /** Runs the handler for each delivery this group has not applied yet, all in one transaction (dedupe only). */
 export const applyOnce = <E, R>(

@@ -6,6 +6,11 @@
  * written once the database is back. Before, the usage writer's retries
  * never ran (the transaction's failure is a defect, which `Effect.retry`
  * passes over) and the record was dropped with an error in the log.
+ *
+ * A usage commit whose acknowledgement is lost (PostgreSQL committed, the
+ * connection was cut before its answer came back) is run again; the call's
+ * spend must still count once in the budget (before, it counted twice when
+ * the usage event had already left the outbox).
  */
 import { afterAll, expect, layer } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer } from "effect"
@@ -16,7 +21,7 @@ import { type TcpProxy, tcpProxy } from "../support/TcpProxy.js"
 import { createKey } from "../support/Tenants.js"
 import { freshDatabase } from "../support/TestPlatform.js"
 import { SERVER_OPTIONS, TestDatabaseUrl, testServerWithRelayOver } from "../support/TestServer.js"
-import { awaitUsage, GATEWAY_SETTINGS, gatewayTenant } from "./gateway-helpers.js"
+import { awaitUsage, GATEWAY_SETTINGS, gatewayTenant, monthSpend, setPrice } from "./gateway-helpers.js"
 import { startStubUpstream } from "./stub-upstream.js"
 
 const stub = await startStubUpstream()
@@ -74,6 +79,35 @@ layer(serverBehindProxy, SERVER_OPTIONS)("gateway usage across a database outage
 
         const usage = yield* awaitUsage(db, owner.workspaceId, 2)
         expect(usage.map((event) => event.model)).toEqual(["plain", "slow"])
+      }),
+    90_000
+  )
+
+  it.effect(
+    "a usage commit whose acknowledgement is lost counts the call's spend once",
+    () =>
+      Effect.gen(function* () {
+        const proxy = yield* DatabaseProxy
+        const { db, owner, gateway } = yield* gatewayTenant(stub.url)
+        const key = yield* createKey(owner)
+        yield* setPrice(owner, "plain", 1_000_000, 1_000_000)
+        // The settlement statement's text: the lost answer is the COMMIT of the transaction adding spend.
+        const commit = yield* proxy.loseCommitAnswer("spent_usd_nanos = least(")
+        const first = yield* chatCall(gateway.routeBase, key.plaintext_key, "plain")
+        expect(first.status, first.text).toBe(200)
+        yield* commit.committed
+        // The committed usage event is published (it leaves the outbox) before the writer learns that its
+        // connection is gone and runs the commit again.
+        yield* awaitUsage(db, owner.workspaceId, 1)
+        yield* commit.cut
+        // One writer commits in order: the second call's record lands after the first's commit was run again.
+        const second = yield* chatCall(gateway.routeBase, key.plaintext_key, "plain")
+        expect(second.status, second.text).toBe(200)
+        const usage = yield* awaitUsage(db, owner.workspaceId, 2)
+        const charged = usage.reduce((sum, event) => sum + BigInt(event.cost_usd_nanos), 0n)
+        expect(charged > 0n).toBe(true)
+        const ledger = yield* monthSpend(db, owner.workspaceId)
+        expect(ledger.spent).toBe(charged)
       }),
     90_000
   )

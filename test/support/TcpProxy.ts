@@ -10,7 +10,11 @@
  * `pg_stat_activity.client_port`: one backend's connection dies); `freeze`
  * keeps every connection open but swallows every byte both ways, new ones
  * too (the server gone without a reset: a half-open connection), and `thaw`
- * cuts the frozen connections and forwards again.
+ * cuts the frozen connections and forwards again. `loseCommitAnswer` loses
+ * one commit's acknowledgement: the next connection that sends `marker` and
+ * then a COMMIT (in one transaction) has the COMMIT delivered (the server
+ * commits) and the answer swallowed; the service waits for it until the test
+ * cuts that connection.
  */
 import { Effect } from "effect"
 import { createServer, type Server, type Socket, connect } from "node:net"
@@ -28,6 +32,10 @@ export interface TcpProxy {
   readonly dropConnectionFrom: (upstreamLocalPort: number) => Effect.Effect<boolean>
   /** The local ports of the proxy's open upstream connections. */
   readonly upstreamPorts: Effect.Effect<ReadonlyArray<number>>
+  /** Arms the lost acknowledgement above: `committed` completes once the COMMIT went through, `cut` ends the wait. */
+  readonly loseCommitAnswer: (
+    marker: string
+  ) => Effect.Effect<{ readonly committed: Effect.Effect<void>; readonly cut: Effect.Effect<void> }>
   /** Connections open through the proxy now (client and upstream sockets count as one). */
   readonly openConnections: Effect.Effect<number>
 }
@@ -49,21 +57,45 @@ export const tcpProxy = (target: { readonly host: string; readonly port: number 
       const open = new Set<Socket>()
       const upstreams = new Set<Socket>()
       const frozen = { now: false }
+      const commitCut: { marker: string | undefined; fired: (client: Socket) => void } = {
+        marker: undefined,
+        fired: () => {}
+      }
       const server = createServer((client) => {
         const upstream = connect(target.port, target.host)
         upstreams.add(upstream)
         upstream.on("close", () => upstreams.delete(upstream))
         const pair = [client, upstream]
+        // Set once this connection's COMMIT went through: the server's answer is swallowed, and the server closes its
+        // side when it reads the end (cutting it could drop the COMMIT before the server has read it).
+        let cut = false
+        let marked = false
         for (const socket of pair) {
           open.add(socket)
           socket.on("error", () => pair.forEach((each) => each.destroy()))
           socket.on("close", () => {
             open.delete(socket)
-            pair.forEach((each) => each.destroy())
+            if (!cut) pair.forEach((each) => each.destroy())
           })
         }
-        client.on("data", (chunk) => frozen.now || upstream.write(chunk))
-        upstream.on("data", (chunk) => frozen.now || client.write(chunk))
+        client.on("data", (chunk: Buffer) => {
+          if (frozen.now || cut) return
+          const marker = commitCut.marker
+          if (marker !== undefined) {
+            const text = chunk.toString("latin1")
+            if (text.includes("BEGIN")) marked = false
+            else if (text.includes(marker)) marked = true
+            else if (marked && text.includes("COMMIT")) {
+              commitCut.marker = undefined
+              cut = true
+              upstream.end(chunk)
+              commitCut.fired(client)
+              return
+            }
+          }
+          upstream.write(chunk)
+        })
+        upstream.on("data", (chunk) => frozen.now || cut || client.write(chunk))
       })
       const port = await listen(server, 0)
       const dropAll = () => {
@@ -77,6 +109,7 @@ export const tcpProxy = (target: { readonly host: string; readonly port: number 
         dropAll,
         count: () => open.size / 2,
         frozen,
+        commitCut,
         upstreams,
         isListening: () => listening,
         setListening: (on: boolean) => (listening = on)
@@ -92,50 +125,63 @@ export const tcpProxy = (target: { readonly host: string; readonly port: number 
           })
       )
   ).pipe(
-    Effect.map(({ server, port, dropAll, count, frozen, upstreams, isListening, setListening }): TcpProxy => ({
-      port,
-      through: (url) => {
-        const parsed = new URL(url)
-        parsed.hostname = "127.0.0.1"
-        parsed.port = String(port)
-        return parsed.toString()
-      },
-      pause: Effect.promise(
-        () =>
-          new Promise<void>((resolve) => {
-            dropAll()
-            if (!isListening()) return resolve()
-            setListening(false)
-            server.close(() => resolve())
-          })
-      ),
-      stopAccepting: Effect.sync(() => {
-        if (!isListening()) return
-        setListening(false)
-        server.close()
-      }),
-      dropConnectionFrom: (upstreamLocalPort) =>
-        Effect.sync(() => {
-          const found = [...upstreams].find((socket) => socket.localPort === upstreamLocalPort)
-          found?.destroy()
-          return found !== undefined
+    Effect.map(
+      ({ server, port, dropAll, count, frozen, commitCut, upstreams, isListening, setListening }): TcpProxy => ({
+        port,
+        through: (url) => {
+          const parsed = new URL(url)
+          parsed.hostname = "127.0.0.1"
+          parsed.port = String(port)
+          return parsed.toString()
+        },
+        pause: Effect.promise(
+          () =>
+            new Promise<void>((resolve) => {
+              dropAll()
+              if (!isListening()) return resolve()
+              setListening(false)
+              server.close(() => resolve())
+            })
+        ),
+        stopAccepting: Effect.sync(() => {
+          if (!isListening()) return
+          setListening(false)
+          server.close()
         }),
-      upstreamPorts: Effect.sync(() =>
-        [...upstreams].flatMap((socket) => (socket.localPort === undefined ? [] : [socket.localPort]))
-      ),
-      resume: Effect.promise(async () => {
-        if (isListening()) return
-        await listen(server, port)
-        setListening(true)
-      }),
-      dropConnections: Effect.sync(dropAll),
-      freeze: Effect.sync(() => {
-        frozen.now = true
-      }),
-      thaw: Effect.sync(() => {
-        dropAll()
-        frozen.now = false
-      }),
-      openConnections: Effect.sync(count)
-    }))
+        dropConnectionFrom: (upstreamLocalPort) =>
+          Effect.sync(() => {
+            const found = [...upstreams].find((socket) => socket.localPort === upstreamLocalPort)
+            found?.destroy()
+            return found !== undefined
+          }),
+        upstreamPorts: Effect.sync(() =>
+          [...upstreams].flatMap((socket) => (socket.localPort === undefined ? [] : [socket.localPort]))
+        ),
+        resume: Effect.promise(async () => {
+          if (isListening()) return
+          await listen(server, port)
+          setListening(true)
+        }),
+        dropConnections: Effect.sync(dropAll),
+        freeze: Effect.sync(() => {
+          frozen.now = true
+        }),
+        thaw: Effect.sync(() => {
+          dropAll()
+          frozen.now = false
+        }),
+        loseCommitAnswer: (marker) =>
+          Effect.sync(() => {
+            const held = new Promise<Socket>((resolve) => {
+              commitCut.fired = resolve
+            })
+            commitCut.marker = marker
+            return {
+              committed: Effect.promise(() => held),
+              cut: Effect.promise(() => held.then((client) => void client.destroy()))
+            }
+          }),
+        openConnections: Effect.sync(count)
+      })
+    )
   )
