@@ -9,6 +9,7 @@
  */
 import { Duration, Effect, Option, Runtime } from "effect"
 import { every } from "../platform/Background.js"
+import { AppConfig } from "../platform/Config.js"
 import { prefixedId } from "../platform/Ids.js"
 import { BudgetRepo, type WindowKey, type WindowKind } from "./BudgetRepo.js"
 import type { LlmBudget, Reservation } from "./Budgets.js"
@@ -61,12 +62,13 @@ const LEASE_MAX_CALLS = 1_000
 const LEASE_REFILL_BELOW = 4n
 /** How long a lease admits calls, and how long it may sit unused before its remainder is given back. */
 const LEASE_ADMITS_FOR_MS = 10_000
-const LEASE_IDLE_MS = 1_000
 const LEASE_CHECK_EVERY = Duration.millis(250)
 
 export class BudgetLeases extends Effect.Service<BudgetLeases>()("billing/BudgetLeases", {
   scoped: Effect.gen(function* () {
     const repo = yield* BudgetRepo
+    // A lease no call has drawn from for this long goes back (BUDGET_LEASE_IDLE_MS).
+    const leaseIdleMillis = (yield* AppConfig).budgetLeaseIdleMillis
     // Leases by window row.
     const leases = new Map<string, WindowLeases>()
     const scope = yield* Effect.scope
@@ -101,7 +103,7 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("billing/Budget
       for (const [name, entry] of leases) {
         for (const slot of ["current", "next"] as const) {
           const lease = entry[slot]
-          if (lease !== undefined && (now >= lease.admitUntil || now - lease.lastUsed >= LEASE_IDLE_MS)) {
+          if (lease !== undefined && (now >= lease.admitUntil || now - lease.lastUsed >= leaseIdleMillis)) {
             entry[slot] = undefined
             stale.push(lease)
           }

@@ -289,6 +289,15 @@ export class KnowledgeSourcesApi extends HttpApiGroup.make("knowledgeSources")
       .setPath(Schema.Struct({ id: KnowledgeSourceId }))
       .addSuccess(KnowledgeSourceFile)
   )
+  .add(
+    HttpApiEndpoint.del("deleteKnowledgeSource", "/knowledge-sources/:id")
+      .setPath(Schema.Struct({ id: KnowledgeSourceId }))
+      .addSuccess(HttpApiSchema.NoContent)
+      .annotate(
+        OpenApi.Description,
+        "Extension: deletes a source and its file (frees room under MAX_KNOWLEDGE_SOURCES_PER_WORKSPACE and MAX_KNOWLEDGE_BYTES_PER_WORKSPACE)."
+      )
+  )
   .prefix("/v1")
   .middleware(Authentication)
   .annotate(OpenApi.Description, "Knowledge sources an agent may cite; file sources carry their content as base64.") {}

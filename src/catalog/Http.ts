@@ -130,6 +130,7 @@ export const KnowledgeSourcesHttpLive = HttpApiBuilder.group(GuardrailApi, "know
         inWorkspace((ws) => registry.createKnowledgeSource(ws, payload))
       )
       .handle("getKnowledgeSourceFile", ({ path }) => inWorkspace((ws) => registry.knowledgeSourceFile(ws, path.id)))
+      .handle("deleteKnowledgeSource", ({ path }) => inWorkspace((ws) => registry.deleteKnowledgeSource(ws, path.id)))
   })
 )
 

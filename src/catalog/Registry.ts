@@ -5,11 +5,13 @@
  */
 import { Effect, Option } from "effect"
 import { BadRequest, NotFound } from "../http/Errors.js"
+import { AppConfig } from "../platform/Config.js"
 import { prefixedId } from "../platform/Ids.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { pageByRowCut } from "../platform/Cursor.js"
 import { MAX_PAGE_BYTES } from "../platform/PageBytes.js"
 import { pageSize, toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
+import { capReached } from "../platform/WorkspaceCaps.js"
 import { CatalogVersions, type VersionedResource } from "./CatalogVersions.js"
 import type { VersionsPageQuery } from "./Lifecycle.js"
 import { ConfigChanges } from "./ConfigChanges.js"
@@ -86,6 +88,7 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
   effect: Effect.gen(function* () {
     const repo = yield* CatalogRepo
     const changes = yield* ConfigChanges
+    const config = yield* AppConfig
     const outbound = yield* OutboundGuard
     const history = yield* CatalogVersions
 
@@ -224,17 +227,36 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
       const row = yield* changes.change(
         workspaceId,
         "knowledge_sources",
-        repo.insertKnowledgeSource(workspaceId, {
-          id: prefixedId("ks"),
-          kind: input.kind,
-          title: input.title,
-          location: input.location ?? null,
-          metadata: input.metadata ?? {},
-          file
-        })
+        repo.insertKnowledgeSource(
+          workspaceId,
+          {
+            id: prefixedId("ks"),
+            kind: input.kind,
+            title: input.title,
+            location: input.location ?? null,
+            metadata: input.metadata ?? {},
+            file
+          },
+          { sources: config.maxKnowledgeSourcesPerWorkspace, bytes: config.maxKnowledgeBytesPerWorkspace }
+        )
       )
-      return toKnowledgeSource(row)
+      if (Option.isNone(row)) {
+        return yield* capReached(
+          "knowledge_limit_reached",
+          config.maxKnowledgeSourcesPerWorkspace,
+          `knowledge sources and ${config.maxKnowledgeBytesPerWorkspace} bytes of knowledge files`,
+          "MAX_KNOWLEDGE_SOURCES_PER_WORKSPACE, MAX_KNOWLEDGE_BYTES_PER_WORKSPACE",
+          "delete sources it no longer needs (DELETE /v1/knowledge-sources/{id})"
+        )
+      }
+      return toKnowledgeSource(row.value)
     })
+
+    const deleteKnowledgeSource = Effect.fn("Registry.deleteKnowledgeSource")((workspaceId: string, id: string) =>
+      changes
+        .change(workspaceId, "knowledge_sources", repo.deleteKnowledgeSource(workspaceId, id))
+        .pipe(Effect.flatMap((deleted) => (deleted ? Effect.void : Effect.fail(notFound("knowledge source", id)))))
+    )
 
     const knowledgeSourceFile = Effect.fn("Registry.knowledgeSourceFile")((workspaceId: string, id: string) =>
       repo.findKnowledgeSourceFile(workspaceId, id).pipe(
@@ -303,7 +325,8 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
         return { knowledge_sources: page.map(toKnowledgeSource), ...next }
       }),
       createKnowledgeSource,
-      knowledgeSourceFile
+      knowledgeSourceFile,
+      deleteKnowledgeSource
     }
   }),
   dependencies: [CatalogRepo.Default, OutboundGuard.Default, CatalogVersions.Default]

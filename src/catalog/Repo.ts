@@ -3,6 +3,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { cutAtBytes, cutPage, decodeCutRows, MAX_PAGE_BYTES } from "../platform/PageBytes.js"
 import { dieOnErrors } from "../platform/Sql.js"
+import { writeWithinCount } from "../platform/WorkspaceCaps.js"
 import {
   AgentRow,
   KnowledgeSourceFileRow,
@@ -311,6 +312,10 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
         ),
 
       // ---- knowledge sources
+      /**
+       * None when the workspace already stores `caps.sources` sources, or its files and this one's would pass
+       * `caps.bytes` (both counted under one per-workspace lock, so concurrent uploads cannot both pass).
+       */
       insertKnowledgeSource: (
         workspaceId: string,
         source: {
@@ -320,16 +325,32 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
           location: string | null
           metadata: unknown
           file: { name: string; mediaType: string; data: Buffer } | null
-        }
+        },
+        caps: { readonly sources: number; readonly bytes: number }
       ) =>
-        sql`insert into knowledge_sources (id, workspace_id, kind, title, location, metadata,
-                                  file_name, media_type, byte_size, data)
-            values (${source.id}, ${workspaceId}, ${source.kind}, ${source.title}, ${source.location},
-                    ${json(source.metadata ?? {})}, ${source.file?.name ?? null}, ${source.file?.mediaType ?? null},
-                    ${source.file?.data.length ?? null}, ${source.file?.data ?? null})
-            returning ${sourceColumns}`.pipe(
-          Effect.flatMap(decodeKnowledgeSources),
-          Effect.map((rows) => rows[0]!)
+        writeWithinCount(
+          sql,
+          `knowledge_sources:${workspaceId}`,
+          // Files that would not fit count as a full workspace.
+          sql`select case when coalesce(sum(byte_size), 0) + ${source.file?.data.length ?? 0} > ${caps.bytes}
+                          then ${caps.sources} else count(*)::int end as stored
+                from knowledge_sources where workspace_id = ${workspaceId}`,
+          caps.sources,
+          Effect.succeed(false),
+          sql`insert into knowledge_sources (id, workspace_id, kind, title, location, metadata,
+                                    file_name, media_type, byte_size, data)
+              values (${source.id}, ${workspaceId}, ${source.kind}, ${source.title}, ${source.location},
+                      ${json(source.metadata ?? {})}, ${source.file?.name ?? null}, ${source.file?.mediaType ?? null},
+                      ${source.file?.data.length ?? null}, ${source.file?.data ?? null})
+              returning ${sourceColumns}`.pipe(
+            Effect.flatMap(decodeKnowledgeSources),
+            Effect.map((rows) => rows[0]!)
+          )
+        ),
+      /** Answers whether the source was there (and is gone). */
+      deleteKnowledgeSource: (workspaceId: string, id: string) =>
+        sql`delete from knowledge_sources where workspace_id = ${workspaceId} and id = ${id} returning id`.pipe(
+          Effect.map((rows) => rows.length === 1)
         ),
       /** Newest first after the source `after`, cut at `maxBytes` of titles, locations and metadata (`cutAtBytes`). */
       listKnowledgeSources: (workspaceId: string, limit: number, after: Option.Option<string>, maxBytes: number) =>

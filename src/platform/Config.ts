@@ -297,6 +297,15 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       maxGatewayRoutesPerWorkspace: yield* positiveInteger("MAX_GATEWAY_ROUTES_PER_WORKSPACE", 1_000),
       /** Environments a workspace may have (409 `environment_limit_reached` past it; docs/limits.md). */
       maxEnvironmentsPerWorkspace: yield* positiveInteger("MAX_ENVIRONMENTS_PER_WORKSPACE", 100),
+      /**
+       * How long a budget lease no call draws from is kept before what it still holds goes back to the ledger
+       * (docs/billing.md); longer keeps sparse strict calls off the ledger row, shorter frees the budget sooner.
+       */
+      budgetLeaseIdleMillis: yield* positiveInteger("BUDGET_LEASE_IDLE_MS", 1_000),
+      /** Knowledge sources a workspace may store (409 `knowledge_limit_reached` past it; docs/catalog.md). */
+      maxKnowledgeSourcesPerWorkspace: yield* positiveInteger("MAX_KNOWLEDGE_SOURCES_PER_WORKSPACE", 1_000),
+      /** Bytes of knowledge files a workspace may store, all sources together (409 `knowledge_limit_reached`). */
+      maxKnowledgeBytesPerWorkspace: yield* positiveInteger("MAX_KNOWLEDGE_BYTES_PER_WORKSPACE", 256 * 1024 * 1024),
       /** Red-team jobs a workspace may have queued or running (429 `too_many_jobs` past it; docs/redteam.md#queue-fairness). */
       maxRedteamJobsPerWorkspace: yield* positiveInteger("MAX_REDTEAM_JOBS_PER_WORKSPACE", 20),
       /** Impact replays a workspace may have queued or running (429 `too_many_jobs` past it). */
