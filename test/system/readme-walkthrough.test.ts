@@ -5,13 +5,20 @@
  * key, agent, policies, a permitted, a denied and a rewritten event, the
  * trace, its review, the receipt verified offline), then the gateway's first
  * calls (docs/gateway.md) through the examples' stub model, and the policy
- * lifecycle (docs/policies.md).
+ * lifecycle (docs/policies.md); and the README's agent loop, which is
+ * examples/agent-loop.ts, run by examples/agent-loop-demo.ts.
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { execFile } from "node:child_process"
+import { readFileSync } from "node:fs"
+import { resolve } from "node:path"
+import { promisify } from "node:util"
 import { startStubModel } from "../../examples/stub-model.js"
 import { docBlock, runShell } from "../support/DocBlocks.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+
+const ROOT = resolve(import.meta.dirname, "../..")
 
 /** Printed between the blocks, to tell their outputs apart. */
 const SEPARATOR = "=== next block ==="
@@ -103,6 +110,34 @@ layer(
         expect(rolledBack).toMatchObject({ id: "no-voucher", version: 2, enabled: false })
       }).pipe(Effect.scoped),
     // Some forty commands, each a process: minutes on a loaded machine.
+    { timeout: 300_000 }
+  )
+
+  it.effect(
+    "the README's agent loop is examples/agent-loop.ts, and it answers, blocks and rewrites",
+    () =>
+      Effect.gen(function* () {
+        const example = readFileSync(resolve(ROOT, "examples/agent-loop.ts"), "utf8")
+        expect(docBlock("README.md", "readme-agent-loop")).toBe(
+          example.replace('"../src/client/index.js"', '"guardrail-service/client"')
+        )
+        const base = yield* baseUrl
+        const { stdout } = yield* Effect.promise(() =>
+          promisify(execFile)("node", ["--import", "tsx", "examples/agent-loop-demo.ts"], {
+            cwd: ROOT,
+            env: { ...process.env, GUARDRAIL_URL: base },
+            encoding: "utf8"
+          })
+        )
+        expect(stdout.split("\n").filter((line) => line.startsWith("  -> "))).toEqual([
+          "  -> You said: Where is my order?",
+          "  -> I can't help with that.",
+          "  -> Tool said: sent 5 to friend",
+          "  -> Tool said: Not allowed: Money goes to known accounts only",
+          "  -> Tool said: The customer's code is [removed].",
+          "  -> I can't say that; a colleague will follow up."
+        ])
+      }),
     { timeout: 300_000 }
   )
 })
