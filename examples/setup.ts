@@ -38,7 +38,11 @@ const http = async (
 }
 
 /** A fresh workspace with the agent and policies; answers a client of its runtime key. */
-export const setUp = async (): Promise<{ readonly client: GuardrailClientFacade; readonly baseUrl: string }> => {
+export const setUp = async (): Promise<{
+  readonly client: GuardrailClientFacade
+  readonly baseUrl: string
+  readonly apiKey: string
+}> => {
   const baseUrl = process.env["GUARDRAIL_URL"] ?? "http://localhost:8080"
   const username = `example-${randomBytes(4).toString("hex")}`
   const password = createHash("sha256").update(`${username} password`).digest("hex")
@@ -67,12 +71,13 @@ export const setUp = async (): Promise<{ readonly client: GuardrailClientFacade;
   })
   for (const policy of POLICIES) await http(baseUrl, "POST", "/v1/policies", { token: jwt, yaml: policy })
   const key = await http(baseUrl, "POST", "/v1/api-keys", { token: jwt, json: { name: "example-agent" } })
+  const apiKey = String(key["plaintext_key"])
   const client = createGuardrailClient({
     baseUrl,
-    apiKey: String(key["plaintext_key"]),
+    apiKey,
     agentId: AGENT,
     workspaceId,
     environmentId
   })
-  return { client, baseUrl }
+  return { client, baseUrl, apiKey }
 }

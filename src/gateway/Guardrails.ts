@@ -18,8 +18,8 @@
  * Per route and direction (`input`, `output`, `tool_calls`): `off` decides
  * nothing, `observe` decides with every checker capped at observe and never
  * changes the traffic, `enforce` acts. A route with everything off, or a
- * workspace with nothing that could match (no policy for the agent, no
- * agent profile, no tool metadata or label policy, default action permit),
+ * workspace with nothing that could match (no policy for the agent, a
+ * profile with nothing to find, no tool metadata or label policy, default action permit),
  * is the proxy alone.
  *
  * The call is one hot use case (src/platform/Warm.ts): its steps read the

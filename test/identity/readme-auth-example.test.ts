@@ -1,30 +1,13 @@
 /** The README's Authentication example, run as pasted against the real service. */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { execFile } from "node:child_process"
-import { promisify } from "node:util"
-import { readFileSync } from "node:fs"
+import { docBlock, runShell } from "../support/DocBlocks.js"
 import { baseUrl, testServer } from "../support/TestServer.js"
-
-const example = () => {
-  const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8")
-  const start = readme.indexOf("<!-- readme-auth-example:start -->")
-  const block = readme.slice(start, readme.indexOf("<!-- readme-auth-example:end -->"))
-  return block.slice(block.indexOf("```sh") + 5, block.lastIndexOf("```"))
-}
 
 layer(testServer("database"), { timeout: "120 seconds", excludeTestServices: true })((it) => {
   it.effect("README Authentication example works when pasted", () =>
     Effect.gen(function* () {
-      const base = yield* baseUrl
-      // Asynchronously: the server answering the example runs in this process.
-      const { stdout: output } = yield* Effect.promise(() =>
-        promisify(execFile)("bash", ["-euo", "pipefail", "-c", example()], {
-          env: { ...process.env, BASE: base },
-          encoding: "utf8",
-          timeout: 60_000
-        })
-      )
+      const output = yield* runShell([docBlock("README.md", "readme-auth-example")], { BASE: yield* baseUrl })
       const lines = output
         .trim()
         .split("\n")
