@@ -190,7 +190,10 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
             }
           )
 
-    /** Upserts the policies derived from the profile (disabled, stable ids: regenerating does not duplicate). */
+    /**
+     * Upserts the policies derived from the profile (disabled, stable ids: regenerating does not duplicate) and
+     * deletes the agent's generated policies the profile no longer derives.
+     */
     const generate = Effect.fn("Agents.generate")(function* (
       workspaceId: string,
       agentId: string,
@@ -226,7 +229,16 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
             Effect.flatMap((upserted) => {
               const taken = generated.filter((_, index) => Option.isNone(upserted[index]!))
               return taken.length === 0
-                ? Effect.succeed(upserted.flatMap((row) => Option.toArray(row)))
+                ? Effect.as(
+                    // A phrase removed from the profile takes its generated policy with it (as a reconciling
+                    // policy-as-code tool would), so the agent's guardrails are what its profile derives now.
+                    repo.deleteStaleGenerated(
+                      workspaceId,
+                      agentId,
+                      generated.map((policy) => String(policy.document["id"]))
+                    ),
+                    upserted.flatMap((row) => Option.toArray(row))
+                  )
                 : Effect.fail(
                     new Conflict({
                       code: "policy_id_taken",

@@ -258,6 +258,12 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
         sql`delete from policies where workspace_id = ${workspaceId} and id = ${id} returning id`.pipe(
           Effect.map((rows) => rows.length === 1)
         ),
+      /** Deletes the agent's generated policies whose ids `keep` lacks (their phrases left the profile). */
+      deleteStaleGenerated: (workspaceId: string, agentId: string, keep: ReadonlyArray<string>) =>
+        sql`delete from policies
+            where workspace_id = ${workspaceId} and owner_agent_id = ${agentId} and origin = 'agent_profile'
+            ${keep.length === 0 ? sql`` : sql`and id not in ${sql.in(keep)}`}
+            returning id`.pipe(Effect.map((rows) => rows.length)),
       disableOwnedPolicies: (workspaceId: string, agentId: string) =>
         sql`update policies set enabled = false, updated_at = now()
             where workspace_id = ${workspaceId} and owner_agent_id = ${agentId}`,

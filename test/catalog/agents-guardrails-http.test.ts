@@ -9,6 +9,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { parse } from "yaml"
 import { expectFailure, withRaw } from "../support/Api.js"
+import { yamlBytes } from "../support/Events.js"
 import { tenant } from "../support/Tenants.js"
 import { uniqueName } from "../support/TestPlatform.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
@@ -111,6 +112,38 @@ layer(testServer("database"), SERVER_OPTIONS)("agents over HTTP", (it) => {
         for (const policy of first.filter((policy) => policy.id !== enabled.id)) {
           expect((yield* getPolicy(owner, policy.id)).enabled, policy.id).toBe(false)
         }
+      })
+    )
+
+    it.effect("regenerating after phrases left the profile deletes their generated policies, and only those", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        yield* createAgent(owner, fullAgentYaml("trim-bot"))
+        yield* createAgent(owner, fullAgentYaml("kept-bot"))
+        const first = yield* generate(owner, "trim-bot")
+        const others = yield* generate(owner, "kept-bot")
+        const authored = yield* createPolicy(owner, policyYaml("trim-bot-authored", { owner: "trim-bot" }))
+        const refund = first.find((policy) => documentOf(policy).match.value === "a full refund")!
+        yield* setEnabled(owner, refund.id, true)
+
+        // The same profile without "a full refund" among the promises it cannot make.
+        const trimmed = fullAgentYaml("trim-bot").replace(/^.*a full refund.*\n/m, "")
+        expect(trimmed).not.toContain("a full refund")
+        yield* owner.api.agents.replaceAgent({ path: agentPath("trim-bot"), payload: yamlBytes(trimmed) })
+        const second = yield* generate(owner, "trim-bot")
+        expect(ids(second)).toEqual(ids(first.filter((policy) => policy.id !== refund.id)))
+        yield* expectFailure(owner.api.policies.getPolicy({ path: { id: refund.id } }), 404, "policy_not_found")
+        // The agent's authored policy and another agent's generated ones stay.
+        expect(ids(yield* guardrails(owner, "trim-bot"))).toEqual(ids([...second, authored]))
+        expect(ids(yield* guardrails(owner, "kept-bot"))).toEqual(ids(others))
+        // A profile that derives nothing any more leaves only what was authored.
+        yield* owner.api.agents.replaceAgent({
+          path: agentPath("trim-bot"),
+          payload: yamlBytes(minimalAgentYaml("trim-bot"))
+        })
+        expect(yield* generate(owner, "trim-bot")).toEqual([])
+        expect(ids(yield* guardrails(owner, "trim-bot"))).toEqual([authored.id])
       })
     )
 
