@@ -47,6 +47,7 @@ import {
   intentIdOf,
   modesOf,
   needsGrant,
+  asksPolicyApproval,
   type ProposedEventInput,
   unrecordedAnswer
 } from "./Decisions.js"
@@ -188,8 +189,8 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
           const live = loaded.snapshot ?? snapshots.peek(caller.workspaceId)
           if (live === undefined) return needs("snapshot")
           const snapshot = overlay === undefined ? live : { ...live, policies: overlay(live.policies) }
-          if (needsGrant(snapshot, event, modes)) {
-            if (loaded.approval === undefined) return needs("grant")
+          if (needsGrant(snapshot, event, modes) && loaded.approval === undefined) return needs("grant")
+          if (loaded.approval !== undefined) {
             // A denial stands over any grant: the grant is neither applied nor reported.
             denial = loaded.approval.denial
             grant = denial === undefined ? loaded.approval.grant : Option.none()
@@ -208,6 +209,8 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
           decision = withinAllowance(caller.workspaceId, () =>
             evaluate(snapshot, event, modes, Option.isSome(grant), defaultAction, inferred, denial)
           )
+          // An approval policy asked (only a match tells): decided again with the intent's grant or denial.
+          if (loaded.approval === undefined && asksPolicyApproval(event, decision)) return needs("grant")
           // Memoised per snapshot (and agent, modes, default action): a map lookup on the hot path.
           policySet = policySetOf(snapshot, principal.agent_id, modes, defaultAction, overlay?.candidates)
         }

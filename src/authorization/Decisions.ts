@@ -163,6 +163,13 @@ export const needsGrant = (
   )
 }
 
+/**
+ * Whether a proposed output was deferred for an approval that no tool metadata asked for (an `approval`
+ * policy's): deciding then reads the intent's grant and denial, and decides again.
+ */
+export const asksPolicyApproval = (event: ProposedEventInput, decision: Decision) =>
+  event.kind === "output.proposed" && decision.effect === "defer" && decision.approval !== null
+
 /** The string values of a structured value, depth first (bounded by the request's own bounds). */
 export const stringsOf = (value: unknown, out: Array<string>): Array<string> => {
   if (typeof value === "string") out.push(value)

@@ -98,6 +98,22 @@ const cases: ReadonlyArray<{
     context: context("send_payment", { amount: "900" }),
     found: [["param:send_payment.amount", "exceeds limit"]]
   },
+  // What a max cannot read as a number may still be read as one past it by the tool: denied.
+  ...["900 USD", "Infinity", "1e3x", [900], { value: 900 }, true, null].map((amount) => ({
+    name: `an amount the max cannot read (${JSON.stringify(amount)}) is denied`,
+    context: context("send_payment", { amount }),
+    found: [["param:send_payment.amount", "is not a number a limit of 500 can check"]] as const
+  })),
+  {
+    name: "a list of strings cannot slip past max_length",
+    context: context("send_payment", { memo: ["thank you for lunch"] }),
+    found: [["param:send_payment.memo", "is not text a max_length of 10 can check"]]
+  },
+  {
+    name: "a number over max_length is measured as its digits",
+    context: context("send_payment", { memo: 12345678901 }),
+    found: [["param:send_payment.memo", "exceeds limit (11 characters > 10)"]]
+  },
   {
     name: "a plain number limit is a max",
     context: context("send_payment", { fee: 6 }),

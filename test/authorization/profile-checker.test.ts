@@ -85,6 +85,32 @@ const cases: ReadonlyArray<{
     context: { ...context("full refund", false), defaultEffect: "deny" },
     found: [["agent.registered", "deny"]]
   },
+  // Characters that do not show (or show as the same letter) do not slip a phrase past.
+  {
+    name: "a zero-width space inside a forbidden promise",
+    context: context("You will get a full re\u200bfund."),
+    found: [["authority.cannot_promise:full refund", "deny"]]
+  },
+  {
+    name: "a no-break space between the words of a forbidden promise",
+    context: context("You will get a full\u00a0refund."),
+    found: [["authority.cannot_promise:full refund", "deny"]]
+  },
+  {
+    name: "a Cyrillic look-alike letter in a forbidden promise",
+    context: context("You will get a full r\u0435fund."),
+    found: [["authority.cannot_promise:full refund", "deny"]]
+  },
+  {
+    name: "full-width letters in an escalation trigger",
+    context: context("I want to ｓｐｅａｋ ｔｏ ａ ｍａｎａｇｅｒ"),
+    found: [["escalation_triggers:speak to a manager", "defer"]]
+  },
+  {
+    name: "a Russian word next to a phrase's letters is not folded into it",
+    context: context("ful\u043b refund"),
+    found: []
+  },
   { name: "no content", context: context(undefined), found: [] },
   { name: "empty content", context: context(""), found: [] }
 ]
@@ -98,5 +124,13 @@ describe("profile checker", () => {
     const [tone, trigger] = profileChecker.check(context("Stupid, STUPID. Speak to a manager."))
     expect(tone?.rewrite?.("Stupid, STUPID.")).toBe("[removed], [removed].")
     expect(trigger).toMatchObject({ escalate: true, severity: "high" })
+  })
+
+  it("rewrites a forbidden word hidden by invisible or look-alike characters, with what hid it", () => {
+    const [tone] = profileChecker.check(context("That was stu\u200bpid."))
+    expect(tone?.requirement_id).toBe("tone.forbidden:stupid")
+    expect(tone?.rewrite?.("stu\u200bpid, st\u00fapid, \u0455tupid and stupid.")).toBe(
+      "[removed], st\u00fapid, [removed] and [removed]."
+    )
   })
 })

@@ -41,6 +41,22 @@ const evidenceOf = (family: string, matches: ReadonlyArray<PolicyMatch>) => {
 /** The stored version that matched, when the policy is a stored one. */
 const versionOf = (policy: CompiledPolicy) => (policy.version === undefined ? {} : { policy_version: policy.version })
 
+/** An approval policy whose intent an approver denied: deny from then on, with the approver's reason. */
+const deniedApproval = (policy: CompiledPolicy, reason: string | null, evidence: unknown): FindingDraft => ({
+  policy_id: policy.id,
+  ...versionOf(policy),
+  requirement_id: null,
+  reason:
+    reason === null
+      ? `An approver denied this intent (${policy.description}).`
+      : `An approver denied this intent (${policy.description}): ${reason}`,
+  remediation: "Do not run this action; propose a different one.",
+  effect: "deny",
+  severity: policy.severity,
+  evidence,
+  ...(policy.observe ? { observe: true } : {})
+})
+
 export const contentChecker: Checker = {
   name: "content",
   kinds: allKinds,
@@ -73,6 +89,13 @@ export const contentChecker: Checker = {
         })
         continue
       }
+      const asksApproval = policy.family === "approval" && policy.action === "defer"
+      // An approval policy's request is answered like a tool's: a grant covers the intent, a denial stands.
+      if (asksApproval && context.denial === undefined && context.granted) continue
+      if (asksApproval && context.denial !== undefined) {
+        findings.push(deniedApproval(policy, context.denial.reason, evidenceOf(policy.family, matches)))
+        continue
+      }
       findings.push({
         policy_id: policy.id,
         ...versionOf(policy),
@@ -84,9 +107,7 @@ export const contentChecker: Checker = {
         evidence: evidenceOf(policy.family, matches),
         ...(policy.escalate ? { escalate: true } : {}),
         ...(policy.observe ? { observe: true } : {}),
-        ...(policy.family === "approval" && policy.action === "defer"
-          ? { approval: { required: true, policy_id: policy.id, reason: policy.description } }
-          : {}),
+        ...(asksApproval ? { approval: { required: true, policy_id: policy.id, reason: policy.description } } : {}),
         ...(policy.action === "rewrite"
           ? { rewrite: (content: string) => applyRewrite(policy, content, context.action, context.agent) }
           : {})

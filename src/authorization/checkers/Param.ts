@@ -104,9 +104,14 @@ interface Violation {
   readonly observed: unknown
 }
 
+/**
+ * A value the max cannot read as a number ("900 USD", "Infinity", [900], {amount: 900}) is a violation
+ * too: a tool may still read it as a number past the max, so an unreadable value fails closed.
+ */
 const overMax = (max: number, value: unknown): Violation | undefined => {
   const n = numeric(value)
-  return n !== undefined && n > max ? { reason: `exceeds limit (${n} > ${max})`, observed: n } : undefined
+  if (n === undefined) return { reason: `is not a number a limit of ${max} can check`, observed: value }
+  return n > max ? { reason: `exceeds limit (${n} > ${max})`, observed: n } : undefined
 }
 
 /** The first broken part of a limit: a number (max), or {max, max_length, one_of}. */
@@ -119,8 +124,14 @@ const limitViolation = (limit: unknown, value: unknown): Violation | undefined =
     if (violation !== undefined) return violation
   }
   const maxLength = limit["max_length"]
-  if (typeof maxLength === "number" && typeof value === "string" && value.length > maxLength) {
-    const length = codePoints(value) // value.length counts UTF-16 units; only count exactly when it may be over
+  if (typeof maxLength === "number") {
+    // A list or an object holds text the length cannot measure: it fails closed, as an unreadable number does.
+    if (typeof value === "object" && value !== null) {
+      return { reason: `is not text a max_length of ${maxLength} can check`, observed: value }
+    }
+    const text = typeof value === "string" ? value : String(value)
+    // value.length counts UTF-16 units; only count exactly when it may be over.
+    const length = text.length > maxLength ? codePoints(text) : 0
     if (length > maxLength) return { reason: `exceeds limit (${length} characters > ${maxLength})`, observed: length }
   }
   const oneOf = limit["one_of"]

@@ -4,6 +4,9 @@
  * triggers (deferred to a human, status `escalated`).
  */
 import type { AgentProfile } from "../../catalog/Agents.js"
+import { checkMatchDeadline } from "../../catalog/MatchDeadline.js"
+import { mergeSpans } from "../../catalog/PolicyLanguage.js"
+import { viewsFor } from "../../catalog/PolicyMatching.js"
 import type { DecisionEffect } from "../Domain.js"
 import type { Checker, EventKind, FindingDraft } from "../Pipeline.js"
 
@@ -38,7 +41,42 @@ const patternFor = (phrase: string) => {
   return pattern
 }
 
-const mentions = (content: string, phrase: string) => phrase.trim() !== "" && patternFor(phrase).test(content)
+/**
+ * The content as the phrases are also read in: NFKC (a no-break or full-width space is a space),
+ * invisible characters removed, look-alike letters folded, so "full re\u200bfund" or a Cyrillic "е"
+ * does not slip a phrase past. Shared with the content policies' normalised views of the same text.
+ */
+const foldedOf = (content: string) => viewsFor(content).folded
+
+const mentions = (content: string, phrase: string) => {
+  if (phrase.trim() === "") return false
+  // Up to 200 phrases a list, each a scan of content at the cap: the decision's match deadline holds between them.
+  checkMatchDeadline()
+  if (patternFor(phrase).test(content)) return true
+  const folded = foldedOf(content)
+  return folded.text !== content && patternFor(phrase).test(folded.text)
+}
+
+/** Replaces every whole-word occurrence of `word` in `text`, as written or as folded (the raw range it came from). */
+const rewriteWord = (text: string, word: string, replacement: string) => {
+  checkMatchDeadline()
+  const ranges: Array<{ start: number; end: number }> = []
+  for (const match of text.matchAll(patternFor(word)))
+    ranges.push({ start: match.index, end: match.index + match[0].length })
+  const folded = foldedOf(text)
+  if (folded.text !== text) {
+    for (const match of folded.text.matchAll(patternFor(word))) {
+      ranges.push(folded.toRaw(match.index, match.index + match[0].length))
+    }
+  }
+  let result = ""
+  let last = 0
+  for (const range of mergeSpans(ranges)) {
+    result += text.slice(last, range.start) + replacement
+    last = range.end
+  }
+  return result + text.slice(last)
+}
 
 const everyKind: ReadonlySet<EventKind> = new Set(["input.received", "tool.result", "output.proposed"])
 
@@ -115,7 +153,7 @@ export const profileChecker: Checker = {
           effect: "rewrite",
           severity: "low",
           evidence: { word },
-          rewrite: (text) => text.replace(patternFor(word), "[removed]")
+          rewrite: (text) => rewriteWord(text, word, "[removed]")
         })
       }
     }
