@@ -13,7 +13,7 @@ import { BadRequest, NotFound } from "../http/Errors.js"
 import { AppConfig } from "../platform/Config.js"
 import { prefixedId } from "../platform/Ids.js"
 import { toTimestamp } from "../platform/Schemas.js"
-import { transactionOf } from "../platform/Sql.js"
+import { lockKey, transactionOf } from "../platform/Sql.js"
 import { capReached, storeWithinCap } from "../platform/WorkspaceCaps.js"
 import { chartTypes, isChartType, isDimension, metricNamed } from "./Catalog.js"
 import { ViewId } from "./Domain.js"
@@ -149,6 +149,9 @@ export class Views extends Effect.Service<Views>()("analytics/Views", {
       if (patch.config !== undefined) yield* validated(patch.config)
       return yield* transaction(
         Effect.gen(function* () {
+          // The lock creates take (storeWithinCap's key): with concurrent writes, each one clearing the other
+          // defaults sees the default the one before it set, so one default stays.
+          yield* lockKey(sql, `analytics_views:${workspaceId}`)
           const current = yield* repo.findView(workspaceId, id)
           if (current === undefined) return yield* viewNotFound(id)
           const view = toView(current)
