@@ -14,8 +14,13 @@ import { isDimension, metricNamed, type SeriesSum } from "./Catalog.js"
 import { AnalyticsRepo, type DimensionFilter, type Segment } from "./Repo.js"
 import { emptySketch, quantile } from "./Sketch.js"
 
-export const ALL_TIME_START = new Date(0)
-export const ALL_TIME_END = new Date("9999-01-01T00:00:00.000Z")
+/**
+ * An open range's bounds: around every instant an event's time may name (an RFC 3339 time of years 1 to 9999,
+ * whose offset may move it into year 0 or 10000). Before, it ran from 1970 to 9999-01-01, and events the API
+ * accepted outside that were counted but shown by no query without `start` and `end`.
+ */
+export const ALL_TIME_START = new Date("-000001-01-01T00:00:00.000Z")
+export const ALL_TIME_END = new Date("+010001-01-01T00:00:00.000Z")
 const MAX_DENSE_POINTS = 2_000
 /**
  * Most points a query answers (docs/limits.md). Past it the query is a 400

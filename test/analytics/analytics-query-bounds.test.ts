@@ -161,4 +161,34 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("analytics query bound
       expect(filtered).toBe(1)
     })
   )
+
+  it.effect("a query without start or end counts every event the API accepted, from year 1 to year 9999", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const owner = yield* tenant(base)
+      yield* createAgent(base, owner, "historian")
+      const run = yield* owner.api.runs.createRun({ payload: { agent_id: "historian", kind: "job" } })
+      // The earliest and latest instants an occurred_at may name, one before 1970, and one now.
+      const earliest = "0001-01-01T00:00:00+23:59"
+      const latest = "9999-12-31T23:59:59-23:59"
+      for (const occurred_at of [earliest, "1969-07-20T20:17:00Z", latest, undefined]) {
+        yield* owner.api.runs.appendRunEvent({
+          path: { id: run.id },
+          payload: { kind: "user_turn", ...(occurred_at === undefined ? {} : { occurred_at }) }
+        })
+      }
+      const counted = yield* eventually(
+        Effect.flatMap(query(owner, { metric: "run_event_count", start: earliest, end: latest }), (result) =>
+          result.total === 4 ? Effect.succeed(result.total) : Effect.fail(result)
+        ),
+        "60 seconds"
+      )
+      expect(counted).toBe(4)
+      // Before, an open range ran from 1970 to 9999-01-01: the first three were counted but never shown.
+      expect((yield* query(owner, { metric: "run_event_count" })).total).toBe(4)
+      const daily = yield* query(owner, { metric: "run_event_count", interval: "day" })
+      expect(daily.points.map((point) => point.value)).toEqual([1, 1, 1, 1])
+      expect(daily.points[0]!.label.startsWith("0000-12-31")).toBe(true)
+    })
+  )
 })
