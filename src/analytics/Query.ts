@@ -12,7 +12,7 @@ import { isInstant } from "../platform/Schemas.js"
 import { bucketStart, type Granularity, unitMillis } from "./Aggregates.js"
 import { isDimension, metricNamed, type SeriesSum } from "./Catalog.js"
 import { AnalyticsRepo, type DimensionFilter, type Segment } from "./Repo.js"
-import { emptySketch, quantile } from "./Sketch.js"
+import { emptySketch, merge, quantile } from "./Sketch.js"
 
 /**
  * An open range's bounds: around every instant an event's time may name (an RFC 3339 time of years 1 to 9999,
@@ -176,16 +176,17 @@ export class AnalyticsQueries extends Effect.Service<AnalyticsQueries>()("analyt
         if ((yield* repo.sketchCells(select(definition.of), MAX_QUERY_POINTS + 1)) > MAX_QUERY_POINTS) {
           return yield* tooManyPoints(interval)
         }
-        const sketches = new Map<string, { group: string; bucket: Date | null; sketch: Array<number> }>()
+        // One row per cell, its sketch merged by the database.
         const all = emptySketch()
         for (const row of yield* repo.sketches(select(definition.of))) {
-          const key = cellKey(groupValue(row), row.bucket)
-          const found = sketches.get(key) ?? { group: groupValue(row), bucket: row.bucket, sketch: emptySketch() }
-          sketches.set(key, found)
-          found.sketch[row.bin] = (found.sketch[row.bin] ?? 0) + Number(row.count)
-          all[row.bin] = (all[row.bin] ?? 0) + Number(row.count)
+          const sketch = row.counts.split(",").map(Number)
+          merge(all, sketch)
+          cells.set(cellKey(groupValue(row), row.bucket), {
+            group: groupValue(row),
+            bucket: row.bucket,
+            value: quantile(sketch, definition.q)
+          })
         }
-        for (const [key, cell] of sketches) cells.set(key, { ...cell, value: quantile(cell.sketch, definition.q) })
         total = quantile(all, definition.q)
       }
 
