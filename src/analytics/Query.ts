@@ -12,10 +12,15 @@ import { isInstant } from "../platform/Schemas.js"
 import { bucketStart, type Granularity, unitMillis } from "./Aggregates.js"
 import { isDimension, metricNamed, type SeriesSum } from "./Catalog.js"
 import { AnalyticsRepo, type DimensionFilter, type Segment } from "./Repo.js"
-import { emptySketch, quantile } from "./Sketch.js"
+import { emptySketch, merge, quantile } from "./Sketch.js"
 
-export const ALL_TIME_START = new Date(0)
-export const ALL_TIME_END = new Date("9999-01-01T00:00:00.000Z")
+/**
+ * An open range's bounds: around every instant an event's time may name (an RFC 3339 time of years 1 to 9999,
+ * whose offset may move it into year 0 or 10000). Before, it ran from 1970 to 9999-01-01, and events the API
+ * accepted outside that were counted but shown by no query without `start` and `end`.
+ */
+export const ALL_TIME_START = new Date("-000001-01-01T00:00:00.000Z")
+export const ALL_TIME_END = new Date("+010001-01-01T00:00:00.000Z")
 const MAX_DENSE_POINTS = 2_000
 /**
  * Most points a query answers (docs/limits.md). Past it the query is a 400
@@ -171,16 +176,17 @@ export class AnalyticsQueries extends Effect.Service<AnalyticsQueries>()("analyt
         if ((yield* repo.sketchCells(select(definition.of), MAX_QUERY_POINTS + 1)) > MAX_QUERY_POINTS) {
           return yield* tooManyPoints(interval)
         }
-        const sketches = new Map<string, { group: string; bucket: Date | null; sketch: Array<number> }>()
+        // One row per cell, its sketch merged by the database.
         const all = emptySketch()
         for (const row of yield* repo.sketches(select(definition.of))) {
-          const key = cellKey(groupValue(row), row.bucket)
-          const found = sketches.get(key) ?? { group: groupValue(row), bucket: row.bucket, sketch: emptySketch() }
-          sketches.set(key, found)
-          found.sketch[row.bin] = (found.sketch[row.bin] ?? 0) + Number(row.count)
-          all[row.bin] = (all[row.bin] ?? 0) + Number(row.count)
+          const sketch = row.counts.split(",").map(Number)
+          merge(all, sketch)
+          cells.set(cellKey(groupValue(row), row.bucket), {
+            group: groupValue(row),
+            bucket: row.bucket,
+            value: quantile(sketch, definition.q)
+          })
         }
-        for (const [key, cell] of sketches) cells.set(key, { ...cell, value: quantile(cell.sketch, definition.q) })
         total = quantile(all, definition.q)
       }
 

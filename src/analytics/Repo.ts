@@ -47,12 +47,11 @@ const GroupValues = Schema.parseJson(Schema.Array(Schema.String))
 /** A sum per group (and bucket start when bucketed); `sum(value)::text`. */
 const SumRow = Schema.Struct({ grp: GroupValues, bucket: Schema.NullOr(Schema.DateFromSelf), value: Schema.String })
 
-/** A merged sketch bin per group (and bucket start when bucketed); `sum(...)::text`. */
+/** The merged sketch of a group (and bucket start when bucketed): its bins' counts, comma-separated. */
 const SketchRow = Schema.Struct({
   grp: GroupValues,
   bucket: Schema.NullOr(Schema.DateFromSelf),
-  bin: Schema.Number,
-  count: Schema.String
+  counts: Schema.String
 })
 
 const DimensionValueRow = Schema.Struct({ dimension: Schema.String, value: Schema.String })
@@ -111,6 +110,16 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("analytics/An
 
     const bucket = (selection: SumSelection) => (selection.bucketed ? sql`bucket_start` : sql`null::timestamptz`)
 
+    /**
+     * Each bin's sum over a cell's rows, in bin order, as one text: one row per cell. Before, every sketch was
+     * unnested and each (cell, bin) was a row, zero bins too: a p95 of 10,000 cells had the database unnest
+     * for seconds, then read 1,280,000 rows into the process (seconds more of the event loop).
+     */
+    const binSums = sql`array_to_string(array[${sql.join(
+      ", ",
+      false
+    )(Array.from({ length: BINS }, (_, bin) => sql.literal(`coalesce(sum(sketch[${bin + 1}]), 0)`)))}], ',')`
+
     const listViews = SqlSchema.findAll({
       Request: Schema.String,
       Result: ViewRow,
@@ -160,11 +169,9 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("analytics/An
         selection.segments.length === 0
           ? Effect.succeed([])
           : sql`
-              select t.grp, t.bucket, (u.i - 1)::int as bin, sum(u.c)::text as count
-              from (select ${group(selection)} as grp, ${bucket(selection)} as bucket, sketch
-                    from analytics_buckets where ${where(selection)} and sketch is not null) t
-              cross join lateral unnest(t.sketch) with ordinality as u(c, i)
-              group by 1, 2, 3 ${selection.maxCells === undefined ? sql`` : sql`limit ${selection.maxCells * BINS}`}`.pipe(
+              select ${group(selection)} as grp, ${bucket(selection)} as bucket, ${binSums} as counts
+              from analytics_buckets where ${where(selection)} and sketch is not null
+              group by 1, 2 ${selection.maxCells === undefined ? sql`` : sql`limit ${selection.maxCells}`}`.pipe(
               Effect.flatMap(decodeSketches)
             ),
       /**

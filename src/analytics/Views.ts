@@ -2,14 +2,19 @@
  * Saved dashboard views, checked against the catalog: every widget's metric,
  * chart type and group_by, and every filter's dimension must exist; widget
  * ids are unique within a view; layouts are non-negative integers. At most
- * one view per workspace is the default.
+ * one view per workspace is the default, and a workspace has at most
+ * MAX_ANALYTICS_VIEWS_PER_WORKSPACE views (the list is unpaged). Writes of one
+ * workspace's views take turns on one lock, so neither the cap nor the one
+ * default can be slipped past by concurrent requests.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { BadRequest, NotFound } from "../http/Errors.js"
+import { AppConfig } from "../platform/Config.js"
 import { prefixedId } from "../platform/Ids.js"
 import { toTimestamp } from "../platform/Schemas.js"
-import { transactionOf } from "../platform/Sql.js"
+import { lockKey, transactionOf } from "../platform/Sql.js"
+import { capReached, storeWithinCap } from "../platform/WorkspaceCaps.js"
 import { chartTypes, isChartType, isDimension, metricNamed } from "./Catalog.js"
 import { ViewId } from "./Domain.js"
 import { AnalyticsRepo, type ViewRow } from "./Repo.js"
@@ -90,7 +95,9 @@ const viewNotFound = (id: string) =>
 export class Views extends Effect.Service<Views>()("analytics/Views", {
   effect: Effect.gen(function* () {
     const repo = yield* AnalyticsRepo
-    const transaction = transactionOf(yield* SqlClient.SqlClient)
+    const sql = yield* SqlClient.SqlClient
+    const transaction = transactionOf(sql)
+    const maxViews = (yield* AppConfig).maxAnalyticsViewsPerWorkspace
 
     const list = Effect.fn("Views.list")(function* (workspaceId: string) {
       return { views: (yield* repo.listViews(workspaceId)).map(toView) }
@@ -101,7 +108,12 @@ export class Views extends Effect.Service<Views>()("analytics/Views", {
       input: { readonly name: string; readonly config: ViewConfigInput; readonly is_default?: boolean | undefined }
     ) {
       yield* validated(input.config)
-      return yield* transaction(
+      const inserted = yield* storeWithinCap(
+        sql,
+        "analytics_views",
+        workspaceId,
+        maxViews,
+        Effect.succeed(false),
         Effect.gen(function* () {
           const row = yield* repo.insertView({
             id: prefixedId("view"),
@@ -113,7 +125,16 @@ export class Views extends Effect.Service<Views>()("analytics/Views", {
           if (row.is_default) yield* repo.clearDefault(workspaceId, row.id)
           return toView(row)
         })
-      )
+      ).pipe(Effect.orDie)
+      if (Option.isNone(inserted)) {
+        return yield* capReached(
+          "analytics_view_limit_reached",
+          maxViews,
+          "analytics views",
+          "MAX_ANALYTICS_VIEWS_PER_WORKSPACE"
+        )
+      }
+      return inserted.value
     })
 
     const update = Effect.fn("Views.update")(function* (
@@ -128,6 +149,9 @@ export class Views extends Effect.Service<Views>()("analytics/Views", {
       if (patch.config !== undefined) yield* validated(patch.config)
       return yield* transaction(
         Effect.gen(function* () {
+          // The lock creates take (storeWithinCap's key): with concurrent writes, each one clearing the other
+          // defaults sees the default the one before it set, so one default stays.
+          yield* lockKey(sql, `analytics_views:${workspaceId}`)
           const current = yield* repo.findView(workspaceId, id)
           if (current === undefined) return yield* viewNotFound(id)
           const view = toView(current)

@@ -295,6 +295,8 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       maxProviderConnectionsPerWorkspace: yield* positiveInteger("MAX_PROVIDER_CONNECTIONS_PER_WORKSPACE", 100),
       /** Gateway routes a workspace may have (409 `gateway_route_limit_reached` past it; docs/gateway.md). */
       maxGatewayRoutesPerWorkspace: yield* positiveInteger("MAX_GATEWAY_ROUTES_PER_WORKSPACE", 1_000),
+      /** Saved analytics views a workspace may have (409 `analytics_view_limit_reached` past it; docs/analytics.md). */
+      maxAnalyticsViewsPerWorkspace: yield* positiveInteger("MAX_ANALYTICS_VIEWS_PER_WORKSPACE", 100),
       /** Environments a workspace may have (409 `environment_limit_reached` past it; docs/limits.md). */
       maxEnvironmentsPerWorkspace: yield* positiveInteger("MAX_ENVIRONMENTS_PER_WORKSPACE", 100),
       /**

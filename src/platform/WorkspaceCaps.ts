@@ -2,9 +2,9 @@
  * Per-workspace caps on what a workspace stores: budget alert configs (each
  * one is matched against every metered event of its meter, and fires and
  * delivers on its own), and what unpaged lists answer whole: LLM prices
- * (`GET /v1/llm-pricing`), provider connections, gateway routes and
+ * (`GET /v1/llm-pricing`), provider connections, gateway routes,
  * environments (each hot-path read of a workspace's runtime config holds all
- * of them).
+ * of them) and saved analytics views (`GET /v1/analytics/views`).
  */
 import type { SqlClient, Statement } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -39,7 +39,13 @@ export const writeWithinCount = <A, E, R>(
 /** `writeWithinCount` over the workspace's rows of `table`. */
 export const storeWithinCap = <A, E, R>(
   sql: SqlClient.SqlClient,
-  table: "budget_alert_configs" | "llm_prices" | "provider_connections" | "gateway_routes" | "environments",
+  table:
+    | "budget_alert_configs"
+    | "llm_prices"
+    | "provider_connections"
+    | "gateway_routes"
+    | "environments"
+    | "analytics_views",
   workspaceId: string,
   max: number,
   replaces: Effect.Effect<boolean, SqlError | ParseResult.ParseError>,

@@ -13,6 +13,7 @@ import { randomBytes } from "node:crypto"
 import { MAX_REVIEW_GROUPS } from "../../src/analytics/HumanReview.js"
 import { MAX_DIMENSION_BYTES } from "../../src/analytics/Aggregates.js"
 import { MAX_QUERY_POINTS } from "../../src/analytics/Query.js"
+import { upperBoundOf } from "../../src/analytics/Sketch.js"
 import { eventually } from "../support/Eventually.js"
 import { createAgent, propose, reply } from "../support/Events.js"
 import { seededTenant } from "../support/Seeded.js"
@@ -159,6 +160,71 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("analytics query bound
         "60 seconds"
       )
       expect(filtered).toBe(1)
+    })
+  )
+
+  it.effect("a query without start or end counts every event the API accepted, from year 1 to year 9999", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const owner = yield* tenant(base)
+      yield* createAgent(base, owner, "historian")
+      const run = yield* owner.api.runs.createRun({ payload: { agent_id: "historian", kind: "job" } })
+      // The earliest and latest instants an occurred_at may name, one before 1970, and one now.
+      const earliest = "0001-01-01T00:00:00+23:59"
+      const latest = "9999-12-31T23:59:59-23:59"
+      for (const occurred_at of [earliest, "1969-07-20T20:17:00Z", latest, undefined]) {
+        yield* owner.api.runs.appendRunEvent({
+          path: { id: run.id },
+          payload: { kind: "user_turn", ...(occurred_at === undefined ? {} : { occurred_at }) }
+        })
+      }
+      const counted = yield* eventually(
+        Effect.flatMap(query(owner, { metric: "run_event_count", start: earliest, end: latest }), (result) =>
+          result.total === 4 ? Effect.succeed(result.total) : Effect.fail(result)
+        ),
+        "60 seconds"
+      )
+      expect(counted).toBe(4)
+      // Before, an open range ran from 1970 to 9999-01-01: the first three were counted but never shown.
+      expect((yield* query(owner, { metric: "run_event_count" })).total).toBe(4)
+      const daily = yield* query(owner, { metric: "run_event_count", interval: "day" })
+      expect(daily.points.map((point) => point.value)).toEqual([1, 1, 1, 1])
+      expect(daily.points[0]!.label.startsWith("0000-12-31")).toBe(true)
+    })
+  )
+
+  it.effect("a p95 over MAX_QUERY_POINTS cells answers each cell's merged sketch", () =>
+    Effect.gen(function* () {
+      // Each hour holds two sketches: 19 latencies in bin 3 (permits) and 1 in bin 100 (a deny); the last hour
+      // has 2 denies. Before, every sketch was unnested into a row per (hour, bin), zero bins too: 1,280,000 rows
+      // read into the process, and the request outlasted the client's 15 s deadline.
+      const { owner } = yield* seededTenant(
+        `insert into analytics_buckets (workspace_id, granularity, bucket_start, series, dims, value, sketch)
+         select $1, 'hour', $2::timestamptz + make_interval(hours => h), 'decisions', jsonb_build_object('effect', e),
+                n, (select array_agg(case when i = b + 1 then n else 0 end order by i) from generate_series(1, 128) i)
+         from generate_series(0, $3 - 1) h,
+              lateral (values ('permit', 3, 19), ('deny', 100, case when h = $3 - 1 then 2 else 1 end)) v(e, b, n)`,
+        [FROM, MAX_QUERY_POINTS]
+      )
+      const result = yield* query(owner, { metric: "p95_latency_ms", interval: "hour" })
+      expect(result.points).toHaveLength(MAX_QUERY_POINTS)
+      // 20 latencies: the 19th is in bin 3; 21 in the last hour: the 20th is in bin 100.
+      expect(result.points[0]).toEqual({ label: "2024-01-01T00:00:00.000Z", value: upperBoundOf(3) })
+      expect(result.points.at(-1)!.value).toBe(upperBoundOf(100))
+      expect(new Set(result.points.slice(0, -1).map((point) => point.value))).toEqual(new Set([upperBoundOf(3)]))
+      // All merged: 190,000 in bin 3 of 200,001, so the p95 (the 190,001st) is in bin 100.
+      expect(result.total).toBe(upperBoundOf(100))
+      const byEffect = yield* query(owner, {
+        metric: "p95_latency_ms",
+        group_by: "effect",
+        interval: "hour",
+        start: FROM,
+        end: "2024-01-01T01:00:00Z"
+      })
+      expect(byLabel(byEffect)).toEqual({
+        "2024-01-01T00:00:00.000Z permit": upperBoundOf(3),
+        "2024-01-01T00:00:00.000Z deny": upperBoundOf(100)
+      })
     })
   )
 })
