@@ -288,6 +288,12 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
           "username"
         )
         expectError(yield* call(base, "POST", "/v1/auth/login", { raw: "{" }), 400, "malformed_json")
+        // A password left unquoted makes the body malformed; the 400 does not quote the body around the error.
+        for (const raw of ['{"username":"someone","password":hunter2-secret}', "hunter2-secret"]) {
+          const malformed = yield* call(base, "POST", "/v1/auth/login", { raw })
+          expectError(malformed, 400, "malformed_json")
+          expect(malformed.text, raw).not.toContain("hunter2")
+        }
         expectError(
           yield* call(base, "POST", "/v1/auth/login", {
             raw: JSON.stringify({ username: "u", password: sha256Hex("pw") }),
