@@ -295,6 +295,11 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       maxProviderConnectionsPerWorkspace: yield* positiveInteger("MAX_PROVIDER_CONNECTIONS_PER_WORKSPACE", 100),
       /** Gateway routes a workspace may have (409 `gateway_route_limit_reached` past it; docs/gateway.md). */
       maxGatewayRoutesPerWorkspace: yield* positiveInteger("MAX_GATEWAY_ROUTES_PER_WORKSPACE", 1_000),
+      /**
+       * Workspaces a user may own, the signup's included (409 `workspace_limit_reached` past it; docs/limits.md):
+       * each is a tenant of its own with fresh per-workspace caps and fair shares.
+       */
+      maxWorkspacesPerUser: yield* positiveInteger("MAX_WORKSPACES_PER_USER", 100),
       /** Environments a workspace may have (409 `environment_limit_reached` past it; docs/limits.md). */
       maxEnvironmentsPerWorkspace: yield* positiveInteger("MAX_ENVIRONMENTS_PER_WORKSPACE", 100),
       /** Red-team jobs a workspace may have queued or running (429 `too_many_jobs` past it; docs/redteam.md#queue-fairness). */
