@@ -26,6 +26,16 @@ const unreadable = () => new BadRequest({ code: "unreadable_body", message: "The
  * PostgreSQL cannot store or that is absurdly large is `validation_failed`
  * naming the first offending path.
  */
+/**
+ * JSON.parse's reason without the excerpt of the body V8 quotes (`..."password": hunter2-se"...`): a body may
+ * carry a secret (a password, a provider key), which an error answer must not echo.
+ */
+const parseReasonOf = (error: unknown) => {
+  const message = error instanceof Error ? error.message : String(error)
+  const quoting = /^(?:(.*?),\s*)?(?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s.exec(message)
+  return quoting === null ? message : (quoting[1] ?? "unexpected input")
+}
+
 export const parseJsonBody = (text: string): Either.Either<unknown, BadRequest> => {
   if (text.trim() === "") return Either.right(null)
   let value: unknown
@@ -35,7 +45,7 @@ export const parseJsonBody = (text: string): Either.Either<unknown, BadRequest> 
     return Either.left(
       new BadRequest({
         code: "malformed_json",
-        message: `The request body is not valid JSON: ${error instanceof Error ? error.message : String(error)}.`
+        message: `The request body is not valid JSON: ${parseReasonOf(error)}.`
       })
     )
   }

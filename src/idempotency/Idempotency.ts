@@ -5,10 +5,13 @@
  * success and writes nothing. The key's primary key serializes concurrent
  * duplicates: the one that did not claim it waits for the first to finish
  * (or to fail, which gives the key up). A failure is not stored, so a retry
- * after a 429 or 503 runs again. Requests with a key never take the fast
- * lane's direct path (it cannot wait on the database).
+ * after a 429 or 503 runs again. A request that claimed its key runs to its
+ * end even when its client goes away meanwhile (a timeout, a dropped
+ * connection): that client's retry is what the key is for, and it must get
+ * the first answer, not a second decision. Requests with a key never take
+ * the fast lane's direct path (it cannot wait on the database).
  */
-import { Duration, Effect, Either, Option, ParseResult, Schedule, Schema, type Scope } from "effect"
+import { Duration, Effect, Either, Fiber, Option, ParseResult, Schedule, Schema, Scope } from "effect"
 import { createHash } from "node:crypto"
 import { type HttpError, validationFailed } from "../http/Errors.js"
 import type { HotEndpoint, HotRequest } from "../http/Hot.js"
@@ -23,8 +26,10 @@ const WAIT_FOR_FIRST = Schedule.spaced(Duration.millis(25)).pipe(Schedule.upTo(D
 type Outcome<A> = { readonly _tag: "Answered"; readonly value: A } | { readonly _tag: "Released" }
 
 export class Idempotency extends Effect.Service<Idempotency>()("idempotency/Idempotency", {
-  effect: Effect.gen(function* () {
+  scoped: Effect.gen(function* () {
     const repo = yield* IdempotencyRepo
+    // Runs holding a key outlive a request whose client left; they end (and give their key up) with the service.
+    const runs = yield* Effect.scope
 
     /**
      * The hot endpoint, made idempotent per `Idempotency-Key`; its success is stored as `success` encodes
@@ -69,24 +74,36 @@ export class Idempotency extends Effect.Service<Idempotency>()("idempotency/Idem
       const once = (request: HotRequest<P, Payload>, key: string) => {
         const ref = { workspaceId: request.caller.workspaceId, key }
         const digest = digestOf(request)
-        const attempt: Effect.Effect<A, HttpError, Scope.Scope> = Effect.flatMap(
-          repo.claim({ ...ref, digest }),
-          (claimed) =>
-            Option.isSome(claimed)
-              ? endpoint.useCase
-                  .run(request)
-                  .pipe(
-                    Effect.onExit((exit) =>
-                      exit._tag === "Success"
-                        ? Effect.flatMap(storable(request, exit.value), (kept) =>
-                            repo.complete({ ...ref, response: JSON.stringify(encode(kept)) })
-                          )
-                        : repo.release(ref)
-                    )
+        const run = endpoint.useCase
+          .run(request)
+          .pipe(
+            Effect.onExit((exit) =>
+              exit._tag === "Success"
+                ? Effect.flatMap(storable(request, exit.value), (kept) =>
+                    repo.complete({ ...ref, response: JSON.stringify(encode(kept)) })
                   )
-              : Effect.flatMap(awaitFirst(ref, digest), (outcome) =>
-                  outcome._tag === "Answered" ? Effect.succeed(outcome.value) : Effect.suspend(() => attempt)
-                )
+                : repo.release(ref)
+            )
+          )
+        // Claimed and started in one step, on a fiber of its own that the request's interruption (its client
+        // gone) does not reach: before, that interruption gave the key up while the write it had queued still
+        // committed, so the client's retry decided and wrote a second time.
+        const claimAndStart = Effect.uninterruptible(
+          Effect.flatMap(Effect.zip(repo.claim({ ...ref, digest }), Effect.scope), ([claimed, requestScope]) =>
+            Option.isSome(claimed)
+              ? Effect.asSome(Effect.forkIn(Scope.extend(run, requestScope), runs))
+              : Effect.succeedNone
+          )
+        )
+        const attempt: Effect.Effect<A, HttpError, Scope.Scope> = Effect.flatMap(
+          claimAndStart,
+          Option.match({
+            onSome: Fiber.join,
+            onNone: () =>
+              Effect.flatMap(awaitFirst(ref, digest), (outcome) =>
+                outcome._tag === "Answered" ? Effect.succeed(outcome.value) : Effect.suspend(() => attempt)
+              )
+          })
         )
         return attempt
       }

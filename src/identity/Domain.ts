@@ -27,11 +27,22 @@ export type EnvironmentId = typeof EnvironmentId.Type
 
 // ---- auth
 
-/** Clients send the SHA-256 hex digest of the password, never the plaintext; anything else is 400. */
-export const PasswordDigest = Schema.String.pipe(Schema.pattern(/^[0-9a-fA-F]{64}$/)).annotations({
-  identifier: "PasswordDigest",
-  description: "SHA-256 hex digest of the plaintext password (64 hex characters)"
+/**
+ * Clients send the SHA-256 hex digest of the password, never the plaintext; anything else is 400. The 400 does not
+ * quote what was sent: a client that sent the plaintext by mistake must not find it in answers (or their logs).
+ */
+export const PasswordDigest = Schema.String.annotations({
+  message: () => "expected the SHA-256 hex digest of the password (64 hex characters)"
 })
+  .pipe(
+    Schema.pattern(/^[0-9a-fA-F]{64}$/, {
+      message: () => "expected the SHA-256 hex digest of the password (64 hex characters), not the password"
+    })
+  )
+  .annotations({
+    identifier: "PasswordDigest",
+    description: "SHA-256 hex digest of the plaintext password (64 hex characters)"
+  })
 
 /** Trimmed text, bounded before trimming too (so the OpenAPI document shows the limit). */
 const trimmed = (max: number) => Schema.compose(boundedString(max), Schema.Trim)

@@ -6,10 +6,11 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { insertDefaultView } from "../analytics/DefaultView.js"
 import { AppConfig } from "../platform/Config.js"
-import { Forbidden, NotFound } from "../http/Errors.js"
+import { Conflict, Forbidden, NotFound } from "../http/Errors.js"
 import { prefixedId } from "../platform/Ids.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { transactionOf } from "../platform/Sql.js"
+import { writeWithinCount } from "../platform/WorkspaceCaps.js"
 import type { Caller, WorkspaceRole } from "./Authentication.js"
 import { WorkspaceId } from "./Domain.js"
 import { type InviteRow, IdentityRepo, type MembershipRow } from "./Repo.js"
@@ -109,14 +110,30 @@ export class Workspaces extends Effect.Service<Workspaces>()("identity/Workspace
         )
     )
 
-    const create = Effect.fn("Workspaces.create")((userId: string, name: string) =>
-      inTransaction(
+    /**
+     * A new organization and workspace owned by the user, unless the user owns MAX_WORKSPACES_PER_USER already:
+     * each workspace has caps and fair shares of its own, so minting them freely would multiply those.
+     */
+    const create = Effect.fn("Workspaces.create")(function* (userId: string, name: string) {
+      const created = yield* writeWithinCount(
+        sql,
+        `owned_workspaces:${userId}`,
+        sql`select count(*)::int as stored from organization_members where user_id = ${userId} and role = 'owner'`,
+        config.maxWorkspacesPerUser,
+        Effect.succeed(false),
         Effect.gen(function* () {
           const workspaceId = yield* provision(userId, name)
           return toMembership(yield* membership(workspaceId, userId))
         })
-      )
-    )
+      ).pipe(Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
+      if (Option.isNone(created)) {
+        return yield* new Conflict({
+          code: "workspace_limit_reached",
+          message: `You may own at most ${config.maxWorkspacesPerUser} workspaces (MAX_WORKSPACES_PER_USER); ask the operator to raise the limit.`
+        })
+      }
+      return created.value
+    })
 
     const invite = Effect.fn("Workspaces.invite")(
       (caller: Caller, input: { readonly email: string; readonly role: "owner" | "admin" | "member" }) =>

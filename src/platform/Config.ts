@@ -297,6 +297,11 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       maxGatewayRoutesPerWorkspace: yield* positiveInteger("MAX_GATEWAY_ROUTES_PER_WORKSPACE", 1_000),
       /** Saved analytics views a workspace may have (409 `analytics_view_limit_reached` past it; docs/analytics.md). */
       maxAnalyticsViewsPerWorkspace: yield* positiveInteger("MAX_ANALYTICS_VIEWS_PER_WORKSPACE", 100),
+      /**
+       * Workspaces a user may own, the signup's included (409 `workspace_limit_reached` past it; docs/limits.md):
+       * each is a tenant of its own with fresh per-workspace caps and fair shares.
+       */
+      maxWorkspacesPerUser: yield* positiveInteger("MAX_WORKSPACES_PER_USER", 100),
       /** Environments a workspace may have (409 `environment_limit_reached` past it; docs/limits.md). */
       maxEnvironmentsPerWorkspace: yield* positiveInteger("MAX_ENVIRONMENTS_PER_WORKSPACE", 100),
       /**

@@ -79,12 +79,17 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
       Effect.gen(function* () {
         const base = yield* baseUrl
         const good = sha256Hex("pw")
-        expectValidation(
-          yield* call(base, "POST", "/v1/auth/password", {
-            body: { username: "u", current_password: "plain", new_password: good }
-          }),
-          "current_password"
-        )
+        const current = yield* call(base, "POST", "/v1/auth/password", {
+          body: { username: "u", current_password: "my old secret", new_password: good }
+        })
+        expectValidation(current, "current_password")
+        const next = yield* call(base, "POST", "/v1/auth/password", {
+          body: { username: "u", current_password: good, new_password: "my new secret" }
+        })
+        expectValidation(next, "new_password")
+        // Plaintexts sent by mistake are not echoed back.
+        expect(current.text).not.toContain("my old secret")
+        expect(next.text).not.toContain("my new secret")
         expectValidation(
           yield* call(base, "POST", "/v1/auth/password", {
             body: { username: "u", current_password: good, new_password: "a".repeat(63) }
