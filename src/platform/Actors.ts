@@ -12,7 +12,7 @@ export interface ActorsOptions<M, R> {
   readonly receive: (key: string, messages: ReadonlyArray<M>) => Effect.Effect<void, never, R>
   /** Most messages handed to `receive` at once (default 500). */
   readonly maxBatch?: number
-  /** Mailbox capacity; `tell` waits when it is full (default 4096). */
+  /** Mailbox capacity; `tell` waits when it is full, `offerAvailable` answers what does not fit (default 4096). */
   readonly mailboxSize?: number
   /** An actor with nothing to do for this long stops (default 60 s). */
   readonly idleAfter?: Duration.DurationInput
@@ -27,8 +27,13 @@ export interface ActorsOptions<M, R> {
 export interface Actors<M> {
   /** Puts a message in the key's mailbox (starting its actor if needed); waits while the mailbox is full. */
   readonly tell: (key: string, message: M) => Effect.Effect<void>
-  /** `tell` for several messages to one key, in order, under one acquisition of the lock. */
+  /**
+   * `tell` for several messages to one key, in order. Only this key's teller waits for room: a full mailbox
+   * never holds up tellers of other keys. Tellers of one key that must keep their order must not overlap.
+   */
   readonly tellAll: (key: string, messages: Iterable<M>) => Effect.Effect<void>
+  /** Puts what fits in the key's mailbox now, in order, without waiting; answers the messages that did not fit. */
+  readonly offerAvailable: (key: string, messages: ReadonlyArray<M>) => Effect.Effect<ReadonlyArray<M>>
   /** Keys with a running actor. */
   readonly keys: Effect.Effect<ReadonlyArray<string>>
 }
@@ -36,6 +41,8 @@ export interface Actors<M> {
 interface Actor<M> {
   readonly mailbox: Queue.Queue<M>
   fiber: Fiber.RuntimeFiber<void> | undefined
+  /** Tellers waiting for room in the mailbox: an actor with any is not idle, so it is not retired under them. */
+  waiting: number
 }
 
 /** Actors for the life of the scope; closing it interrupts every actor. */
@@ -45,7 +52,8 @@ export const makeActors = <M, R>(options: ActorsOptions<M, R>): Effect.Effect<Ac
     const idleAfter = Duration.decode(options.idleAfter ?? "60 seconds")
     const linger = Duration.decode(options.linger ?? 0)
     const actors = new Map<string, Actor<M>>()
-    // Starting, telling and retiring an actor happen under this lock, so no message lands in a retired mailbox.
+    // Starting, retiring an actor and counting its waiting tellers happen under this lock, so no message lands in
+    // a retired mailbox. Nobody waits for room while holding it: one key's full mailbox would stop every key.
     const lock = yield* Effect.makeSemaphore(1)
     const scope = yield* Effect.scope
     const context = yield* Effect.context<R>()
@@ -58,7 +66,7 @@ export const makeActors = <M, R>(options: ActorsOptions<M, R>): Effect.Effect<Ac
     const retireIfIdle = (key: string, actor: Actor<M>) =>
       lock.withPermits(1)(
         Effect.gen(function* () {
-          if ((yield* Queue.size(actor.mailbox)) > 0) return false
+          if (actor.waiting > 0 || (yield* Queue.size(actor.mailbox)) > 0) return false
           actors.delete(key)
           yield* Queue.shutdown(actor.mailbox)
           return true
@@ -85,24 +93,50 @@ export const makeActors = <M, R>(options: ActorsOptions<M, R>): Effect.Effect<Ac
         }
       })
 
+    // Under the lock only.
+    const actorOf = (key: string) =>
+      Effect.gen(function* () {
+        const existing = actors.get(key)
+        if (existing !== undefined) return existing
+        const created: Actor<M> = {
+          mailbox: yield* Queue.bounded<M>(options.mailboxSize ?? 4096),
+          fiber: undefined,
+          waiting: 0
+        }
+        created.fiber = yield* Effect.forkIn(Effect.provide(run(key, created), context), scope)
+        actors.set(key, created)
+        return created
+      })
+
     const tellAll = (key: string, messages: Iterable<M>) =>
+      Effect.acquireUseRelease(
+        lock.withPermits(1)(
+          Effect.map(actorOf(key), (actor) => {
+            actor.waiting++
+            return actor
+          })
+        ),
+        (actor) => Queue.offerAll(actor.mailbox, messages),
+        (actor) =>
+          Effect.sync(() => {
+            actor.waiting--
+          })
+      ).pipe(Effect.asVoid)
+
+    const offerAvailable = (key: string, messages: ReadonlyArray<M>) =>
       lock.withPermits(1)(
         Effect.gen(function* () {
-          let actor = actors.get(key)
-          if (actor === undefined) {
-            const created: Actor<M> = {
-              mailbox: yield* Queue.bounded<M>(options.mailboxSize ?? 4096),
-              fiber: undefined
-            }
-            created.fiber = yield* Effect.forkIn(Effect.provide(run(key, created), context), scope)
-            actors.set(key, created)
-            actor = created
-          }
-          yield* Queue.offerAll(actor.mailbox, messages)
+          if (messages.length === 0) return messages
+          const actor = yield* actorOf(key)
+          // `size` counts waiting tellers' messages too (and is negative while the actor waits for some).
+          const room = Queue.capacity(actor.mailbox) - Math.max(0, yield* Queue.size(actor.mailbox))
+          if (room <= 0) return messages
+          yield* Queue.offerAll(actor.mailbox, messages.slice(0, room))
+          return messages.slice(room)
         })
       )
 
     const tell = (key: string, message: M) => tellAll(key, [message])
 
-    return { tell, tellAll, keys: Effect.sync(() => [...actors.keys()]) }
+    return { tell, tellAll, offerAvailable, keys: Effect.sync(() => [...actors.keys()]) }
   })

@@ -347,6 +347,32 @@ export const consumeStream = <E, R>(options: StreamConsumerOptions<E, R>) =>
           maxBatch: options.batchSize ?? 500,
           linger: Duration.millis(config.consumerLingerMillis)
         })
+        // A partition whose mailbox is full waits here, paused at the log, with what was fetched of it already;
+        // its one drainer hands that over as the actor makes room, then resumes it. Waiting for room in the
+        // reading loop instead stopped every other partition of the subscription behind the one held.
+        const held = new Map<string, Array<Delivery>>()
+        const drain = (key: string, waiting: Array<Delivery>, resume: Effect.Effect<void>) =>
+          Effect.gen(function* () {
+            for (let next = waiting.splice(0); next.length > 0; next = waiting.splice(0)) {
+              yield* actors.tellAll(key, next)
+            }
+            held.delete(key)
+            yield* resume
+          })
+        const dispatch = (key: string, deliveries: ReadonlyArray<Delivery>) => {
+          const waiting = held.get(key)
+          if (waiting !== undefined) {
+            for (const delivery of deliveries) waiting.push(delivery)
+            return Effect.void
+          }
+          return Effect.flatMap(actors.offerAvailable(key, deliveries), (rest) => {
+            const first = rest[0]
+            if (first === undefined) return Effect.void
+            const overflow = [...rest]
+            held.set(key, overflow)
+            return Effect.zipRight(first.pause, Effect.forkScoped(drain(key, overflow, first.resume)))
+          })
+        }
         yield* log.subscribe(options).pipe(
           Stream.runForEachChunk((chunk) => {
             const byPartition = new Map<string, Array<Delivery>>()
@@ -356,9 +382,7 @@ export const consumeStream = <E, R>(options: StreamConsumerOptions<E, R>) =>
               if (deliveries === undefined) byPartition.set(key, [delivery])
               else deliveries.push(delivery)
             }
-            return Effect.forEach(byPartition, ([key, deliveries]) => actors.tellAll(key, deliveries), {
-              discard: true
-            })
+            return Effect.forEach(byPartition, ([key, deliveries]) => dispatch(key, deliveries), { discard: true })
           })
         )
       })

@@ -44,6 +44,13 @@ export interface Delivery extends OutgoingEvent {
    * the group will not see them again after a restart. Ack in order.
    */
   readonly ack: Effect.Effect<void, EventLogError>
+  /**
+   * Stops fetching this delivery's partition (the database log: its topic) until `resume`; what was fetched
+   * already still comes. A consumer that cannot take more of one partition yet holds back that one alone.
+   */
+  readonly pause: Effect.Effect<void>
+  /** Fetches this delivery's partition again after `pause`, from where its deliveries stopped. */
+  readonly resume: Effect.Effect<void>
 }
 
 export interface SubscribeOptions {

@@ -139,6 +139,9 @@ export const EventLogDatabaseLive = Layer.effect(
             }
           }
 
+          // Topics the consumer cannot take more of yet: not read until resumed (a resume wakes the poll).
+          const paused = new Set<string>()
+          const resumed = yield* makeSignal
           const toDelivery =
             (logEnd: string) =>
             (row: LogRow): Delivery => ({
@@ -152,14 +155,18 @@ export const EventLogDatabaseLive = Layer.effect(
               partition: 0,
               offset: row.offset,
               timestamp: new Date(row.created_at),
-              ack: storePosition(options.group, row.topic, row.offset)
+              ack: storePosition(options.group, row.topic, row.offset),
+              pause: Effect.sync(() => paused.add(row.topic)),
+              resume: Effect.suspend(() => (paused.delete(row.topic) ? resumed.fire : Effect.void))
             })
 
           // Each topic is read from its own cursor: with one query after the lowest cursor, a topic with no events
           // (its cursor left behind) made every poll answer the same 500 rows of the others once they were read,
           // and the group applied nothing more. Rows come in offset order; each topic's are contiguous.
           const poll = Effect.gen(function* () {
-            const after = JSON.stringify([...cursors].map(([topic, cursor]) => ({ topic, after: cursor.toString() })))
+            const untilResumed = yield* resumed.arm
+            const reading = [...cursors].filter(([topic]) => !paused.has(topic))
+            const after = JSON.stringify(reading.map(([topic, cursor]) => ({ topic, after: cursor.toString() })))
             const rows = yield* sql`
               select r."offset"::text as "offset", r.topic, r.key, r.event_id::text as event_id, r.value, r.headers,
                      r.created_at, (select max("offset") + 1 from event_log)::text as log_end
@@ -170,7 +177,9 @@ export const EventLogDatabaseLive = Layer.effect(
               ) r
               order by r."offset" limit ${READ_BATCH}`.pipe(Effect.flatMap(pollRows))
             for (const row of rows) cursors.set(row.topic, BigInt(row.offset))
-            if (rows.length === 0) yield* appended.wait(config.pollIntervalMillis)
+            if (rows.length === 0) {
+              yield* Effect.raceFirst(appended.wait(config.pollIntervalMillis), untilResumed(config.pollIntervalMillis))
+            }
             return Chunk.fromIterable(rows.map(toDelivery(rows[rows.length - 1]?.log_end ?? "0")))
           })
           return Stream.repeatEffectChunk(poll.pipe(Effect.mapError(fail("poll"))))

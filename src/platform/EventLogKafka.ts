@@ -185,6 +185,12 @@ export const EventLogKafkaLive = Layer.scoped(
             yield* Effect.forkScoped(every("kafka offset commit", COMMIT_INTERVAL, commitMarked))
 
             const logicalTopic = (physical: string) => physical.slice(prefix.length)
+            // A paused partition's fetched responses are dropped and fetched again after `resume` from the
+            // last offset handed over. kafkajs refuses only before `run` (no delivery exists then).
+            const flow = (operation: string, change: () => void) =>
+              Effect.try({ try: change, catch: fail(operation) }).pipe(
+                Effect.catchAll((error) => Effect.logWarning(`could not ${operation} a partition`, error))
+              )
             consumer.on(consumer.events.CRASH, (event) => {
               if (!event.payload.restart) void emit.fail(fail("consume")(event.payload.error))
             })
@@ -224,7 +230,9 @@ export const EventLogKafkaLive = Layer.scoped(
                 timestamp: new Date(Number(message.timestamp)),
                 ack: Ref.update(marked, (pending) =>
                   new Map(pending).set(`${topic}:${partition}`, { topic, partition, offset: next })
-                )
+                ),
+                pause: flow("pause", () => consumer.pause([{ topic, partitions: [partition] }])),
+                resume: flow("resume", () => consumer.resume([{ topic, partitions: [partition] }]))
               }
             }
             // A fetched batch goes downstream as one chunk: one hand-over per batch, not per message.
