@@ -5,15 +5,20 @@ import { GuardrailApi } from "../Api.js"
 import { ServiceUnavailable } from "../http/Errors.js"
 import { EventLog } from "../platform/EventLog.js"
 
+/**
+ * A check of `/readyz` (unauthenticated): a failure names what is out of reach and logs why; the driver's error
+ * (addresses, ports, internals) stays in the log.
+ */
 const probe = <E, R>(name: string, check: Effect.Effect<unknown, E, R>) =>
   check.pipe(
     Effect.timeout(Duration.seconds(3)),
+    Effect.tapError((cause) => Effect.logWarning(`readiness: the ${name} is not reachable`, cause)),
     Effect.mapError(
-      (cause) =>
+      () =>
         new ServiceUnavailable({
           code: "not_ready",
           message: `The ${name} is not reachable; retry shortly.`,
-          details: [{ path: name, message: String(cause) }]
+          details: [{ path: name, message: "not reachable" }]
         })
     )
   )

@@ -94,9 +94,15 @@ layer(serverBehindProxy, SERVER_OPTIONS)("a database that cannot serve", (it) =>
         body: eventBody(owner, "survivor", reply("during the outage"))
       })
 
+      const ready = call(base, "GET", "/readyz", {})
+
       yield* proxy.pause
-      const answers = yield* Effect.ensuring(Effect.all([list, decide]), proxy.resume)
+      const [answers, readiness] = yield* Effect.ensuring(Effect.all([Effect.all([list, decide]), ready]), proxy.resume)
       answers.forEach(expectUnavailable)
+      // The unauthenticated probe says what is out of reach, not the driver's error (addresses, ports, internals).
+      expectError(readiness, 503, "not_ready")
+      expect(readiness.text).toContain("database")
+      expect(readiness.text).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|Error|SqlError/)
 
       expect(yield* until(Effect.map(list, agentIdsOf), "30 seconds")).toEqual(["survivor"])
       expect((yield* propose(base, owner, "survivor", reply("after the outage"))).effect).toBe("permit")
