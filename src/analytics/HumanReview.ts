@@ -11,6 +11,9 @@ import { Series, type SeriesSum, interventionOutcomes } from "./Catalog.js"
 import { ALL_TIME_END, ALL_TIME_START } from "./Query.js"
 import { AnalyticsRepo, type DimensionFilter, NO_VALUE } from "./Repo.js"
 
+/** Reason codes `top_reasons` lists. */
+const TOP_REASONS = 10
+
 export interface HumanReviewFilters {
   readonly agent_id?: string | undefined
   readonly policy_id?: string | undefined
@@ -40,7 +43,12 @@ export class HumanReview extends Effect.Service<HumanReview>()("analytics/HumanR
       }
       const segments = [{ granularity: "day" as const, from: ALL_TIME_START, to: ALL_TIME_END }]
       /** Sums grouped by `groupBy`, as [group values, value] pairs. */
-      const sums = (sum: SeriesSum, groupBy: ReadonlyArray<string>, only: ReadonlyArray<DimensionFilter> = []) =>
+      const sums = (
+        sum: SeriesSum,
+        groupBy: ReadonlyArray<string>,
+        only: ReadonlyArray<DimensionFilter> = [],
+        largest?: number
+      ) =>
         Effect.map(
           repo.sums({
             workspaceId,
@@ -48,7 +56,8 @@ export class HumanReview extends Effect.Service<HumanReview>()("analytics/HumanR
             filters: [...filters, ...only],
             segments,
             groupBy,
-            bucketed: false
+            bucketed: false,
+            ...(largest === undefined ? {} : { largestFirst: true, maxCells: largest })
           }),
           (rows) => rows.map((row) => [row.grp, Number(row.value)] as const)
         )
@@ -182,11 +191,13 @@ export class HumanReview extends Effect.Service<HumanReview>()("analytics/HumanR
               rejected_count: c.of("rejected")
             }
           }),
-        top_reasons: (yield* sums({ series: Series.reviewReasons }, ["reason_code"]))
+        // Only the largest come back (one more for reviews without a reason): a workspace may use any number of
+        // reason codes, and all of them were read to keep ten.
+        top_reasons: (yield* sums({ series: Series.reviewReasons }, ["reason_code"], [], TOP_REASONS + 1))
           .filter(([[reason]]) => reason !== undefined && reason !== NO_VALUE)
           .map(([[reason_code], count]) => ({ reason_code: reason_code!, count }))
           .sort((a, b) => b.count - a.count || a.reason_code.localeCompare(b.reason_code))
-          .slice(0, 10),
+          .slice(0, TOP_REASONS),
         truncated_lists: [...new Set(truncated)].sort()
       }
     })
