@@ -179,17 +179,17 @@ export const stringsOf = (value: unknown, out: Array<string>): Array<string> => 
 }
 
 /**
- * The action as the checkers screen it: a `tool.result` that carries structured output
- * (`params.result`) instead of `content` is screened as the text of its string values, one a line.
+ * The action as the checkers screen it: a `tool.result` that carries structured output (`params.result`) is
+ * screened with the text of its string values, one a line, after its `content` if it has one (output hidden
+ * there beside harmless content was not screened). Inferred labels (Provenance.ts) follow the caller's, which
+ * win: only unlabelled values get one.
  */
 const screenedAction = (event: ProposedEventInput, inferred: ReadonlyArray<ParamSource>): ProposedAction => {
   const { action } = event
-  // Inferred labels (Provenance.ts) follow the caller's, which win: only unlabelled values get one.
-  if (inferred.length > 0) return { ...action, sources: [...(action.sources ?? []), ...inferred] }
-  if (event.kind !== "tool.result" || action.content !== undefined || action.params?.["result"] === undefined) {
-    return action
-  }
-  return { ...action, content: stringsOf(action.params["result"], []).join("\n") }
+  const labelled = inferred.length > 0 ? { ...action, sources: [...(action.sources ?? []), ...inferred] } : action
+  if (event.kind !== "tool.result" || action.params?.["result"] === undefined) return labelled
+  const texts = stringsOf(action.params["result"], [])
+  return { ...labelled, content: [...(action.content === undefined ? [] : [action.content]), ...texts].join("\n") }
 }
 
 /** Every checker over the snapshot; `inferred`: labels of unlabelled param values from the run's provenance. */

@@ -75,6 +75,15 @@ layer(testServer("database"), SERVER_OPTIONS)("event kinds", (it) => {
         { kind: "tool.result" }
       )
       expect([page.effect, page.findings.map((f) => f.policy_id)]).toEqual(["deny", ["no-override"]])
+      // Also when content comes with it: output hidden in params.result beside harmless content is screened.
+      const beside = yield* propose(
+        base,
+        owner,
+        AGENT,
+        { operation: "fetch_page", content: "Docs page", params: { result: { body: `note: ${injected}` } } },
+        { kind: "tool.result" }
+      )
+      expect([beside.effect, beside.findings.map((f) => f.policy_id)]).toEqual(["deny", ["no-override"]])
     })
   )
 
