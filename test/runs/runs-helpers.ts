@@ -6,8 +6,10 @@
  */
 import { expect } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { CreateRunEvent, RunId } from "../../src/runs/Domain.js"
-import { apiOf, type Owner } from "../support/Events.js"
+import { type CreateRun, CreateRunEvent, type ListRunsParams, RunId, type UpdateRun } from "../../src/runs/Domain.js"
+import { apiOf, createRun, type Owner } from "../support/Events.js"
+import { call } from "../support/Raw.js"
+import type { Tenant } from "../support/Tenants.js"
 
 export const RUN_KEYS = [
   "agent_id",
@@ -92,3 +94,25 @@ export const allPages = <K extends string, A, E, R>(
 
 /** A base64url cursor holding `text`: how the service's own cursors are encoded, forged. */
 export const forgedCursor = (text: string) => Buffer.from(text).toString("base64url")
+
+export const patchRun = (owner: Tenant, id: RunId, body: typeof UpdateRun.Type) =>
+  owner.api.runs.updateRun({ path: { id }, payload: body })
+
+/** `PATCH /v1/runs/{id}` sent raw: for bodies outside the contract. */
+export const patchRunRaw = (base: string, owner: Tenant, id: string, body: Record<string, unknown>) =>
+  call(base, "PATCH", `/v1/runs/${encodeURIComponent(id)}`, { token: owner.jwt, body })
+
+export const listRuns = (
+  owner: Tenant,
+  query: typeof ListRunsParams.Type & { readonly limit?: number } & CursorParams = {}
+) => owner.api.runs.listRuns({ urlParams: query })
+
+/** Creates `count` runs, `parallel` at a time. */
+export const createRuns = (base: string, owner: Tenant, count: number, body: (i: number) => typeof CreateRun.Type) =>
+  Effect.forEach(
+    Array.from({ length: count }, (_, i) => i),
+    (i) => createRun(base, owner, body(i)),
+    { concurrency: 8 }
+  )
+
+export const idsOf = (runs: ReadonlyArray<{ id: string }>) => runs.map((run) => run.id)

@@ -7,34 +7,25 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { type CreateRun, type ListRunsParams, RunId, type UpdateRun } from "../../src/runs/Domain.js"
+import { RunId } from "../../src/runs/Domain.js"
 import { TIMESTAMP } from "../support/Formats.js"
 import { expectFailure, expectInvalid, jsonAt, keysOf, withRaw } from "../support/Api.js"
 import { call, expectValidation } from "../support/Raw.js"
-import { createEnvironment, createKey, keyClient, tenant, type Tenant } from "../support/Tenants.js"
+import { createEnvironment, createKey, keyClient, tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import { allPages, appendEvent, type CursorParams, forgedCursor, getRun, RUN_KEYS } from "./runs-helpers.js"
+import {
+  allPages,
+  appendEvent,
+  createRuns,
+  forgedCursor,
+  getRun,
+  idsOf,
+  listRuns,
+  patchRun,
+  patchRunRaw,
+  RUN_KEYS
+} from "./runs-helpers.js"
 import { createRun, propose, reply } from "../support/Events.js"
-
-const patchRun = (owner: Tenant, id: RunId, body: typeof UpdateRun.Type) =>
-  owner.api.runs.updateRun({ path: { id }, payload: body })
-
-/** `PATCH /v1/runs/{id}` sent raw: for bodies outside the contract. */
-const patchRunRaw = (base: string, owner: Tenant, id: string, body: Record<string, unknown>) =>
-  call(base, "PATCH", `/v1/runs/${encodeURIComponent(id)}`, { token: owner.jwt, body })
-
-const listRuns = (owner: Tenant, query: typeof ListRunsParams.Type & { readonly limit?: number } & CursorParams = {}) =>
-  owner.api.runs.listRuns({ urlParams: query })
-
-/** Creates `count` runs, `parallel` at a time. */
-const createRuns = (base: string, owner: Tenant, count: number, body: (i: number) => typeof CreateRun.Type) =>
-  Effect.forEach(
-    Array.from({ length: count }, (_, i) => i),
-    (i) => createRun(base, owner, body(i)),
-    { concurrency: 8 }
-  )
-
-const idsOf = (runs: ReadonlyArray<{ id: string }>) => runs.map((run) => run.id)
 
 layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) => {
   describe("POST /v1/runs", () => {
