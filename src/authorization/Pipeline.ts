@@ -8,7 +8,7 @@
  * it names.
  */
 import type { AgentProfile } from "../catalog/Agents.js"
-import type { CompiledPolicy } from "../catalog/PolicyLanguage.js"
+import { type CompiledPolicy, MAX_POLICY_MATCHES } from "../catalog/PolicyLanguage.js"
 import type { LabelPolicyRow, ToolMetadataRow } from "../catalog/Repo.js"
 
 export type DecisionEffect = "permit" | "deny" | "defer" | "rewrite"
@@ -66,8 +66,8 @@ export interface FindingDraft {
   readonly escalate?: boolean
   /** An approval this finding asks for (approval checker). */
   readonly approval?: unknown
-  /** How a `rewrite` finding transforms the content. */
-  readonly rewrite?: (content: string) => string
+  /** How a `rewrite` finding transforms the content; undefined when it cannot rewrite all of it. */
+  readonly rewrite?: (content: string) => string | undefined
   /** Recorded only, whatever the checker's mode (a policy in `observe` mode). */
   readonly observe?: boolean
 }
@@ -99,6 +99,41 @@ const rank: Record<DecisionEffect, number> = { permit: 0, rewrite: 1, defer: 2, 
 export const strictest = (effects: ReadonlyArray<DecisionEffect>): DecisionEffect =>
   effects.reduce<DecisionEffect>((best, effect) => (rank[effect] > rank[best] ? effect : best), "permit")
 
+type Enforced = FindingDraft & { readonly source: CheckerName }
+
+/** The content after every enforced rewrite in order; `incomplete`: the first that could not rewrite it all. */
+const rewriteAll = (enforced: ReadonlyArray<Enforced>, content: string | undefined) => {
+  let text = content
+  for (const finding of enforced) {
+    if (finding.rewrite === undefined || text === undefined || finding.effect !== "rewrite") continue
+    const next = finding.rewrite(text)
+    if (next === undefined) return { content: null, incomplete: finding }
+    text = next
+  }
+  return { content: text ?? null, incomplete: undefined }
+}
+
+/**
+ * A rewrite that could not rewrite all it met (more occurrences than a policy may rewrite, some added by an
+ * earlier rewrite) denies: what it left would go out. Its finding says so.
+ */
+const incompleteRewrite = (findings: ReadonlyArray<Finding>, finding: Enforced): Decision => {
+  const reason = `${finding.reason} (more than ${MAX_POLICY_MATCHES} occurrences to rewrite)`
+  return {
+    effect: "deny",
+    domain: finding.source,
+    reason,
+    findings: findings.map((each) =>
+      each.policy_id === finding.policy_id && each.source === finding.source && each.effect === "rewrite"
+        ? { ...each, effect: "deny", reason }
+        : each
+    ),
+    transformed_value: null,
+    status: "decided",
+    approval: null
+  }
+}
+
 export const decide = (
   context: CheckContext,
   checkers: ReadonlyArray<Checker>,
@@ -107,7 +142,7 @@ export const decide = (
   defaultEffect: "permit" | "deny" | "defer" = "permit"
 ): Decision => {
   const findings: Array<Finding> = []
-  const enforced: Array<FindingDraft & { readonly source: CheckerName }> = []
+  const enforced: Array<Enforced> = []
   for (const checker of checkers) {
     const checkerMode = modes[checker.name]
     if (checkerMode === "off" || !checker.kinds.has(context.kind)) continue
@@ -136,6 +171,8 @@ export const decide = (
     }
   }
   const effect = strictest(enforced.map((finding) => finding.effect))
+  const rewritten = effect === "rewrite" ? rewriteAll(enforced, context.action.content) : undefined
+  if (rewritten?.incomplete !== undefined) return incompleteRewrite(findings, rewritten.incomplete)
   const deciding = enforced.find((finding) => finding.effect === effect)
   const approval = enforced.find((finding) => finding.approval !== undefined)?.approval ?? null
   const escalated =
@@ -145,10 +182,7 @@ export const decide = (
     domain: deciding?.source ?? "content",
     reason: deciding?.reason ?? "No guardrail objected.",
     findings,
-    transformed_value:
-      effect === "rewrite" && context.action.content !== undefined
-        ? enforced.reduce((content, finding) => finding.rewrite?.(content) ?? content, context.action.content)
-        : null,
+    transformed_value: rewritten?.content ?? null,
     status: escalated ? "escalated" : approval !== null && effect === "defer" ? "awaiting_approval" : "decided",
     approval: effect === "defer" ? approval : null
   }

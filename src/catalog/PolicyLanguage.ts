@@ -23,6 +23,8 @@ import {
   schemaErrors
 } from "./PolicyMatchValidation.js"
 
+import { MAX_POLICY_MATCHES } from "./PolicyFinders.js"
+
 export { MAX_POLICY_MATCHES, type PolicyAction, type PolicyMatch } from "./PolicyFinders.js"
 export type { PolicyAgent } from "./PolicyMatching.js"
 export type { PolicyError } from "./PolicyMatchValidation.js"
@@ -300,17 +302,19 @@ export const mergeSpans = (matches: ReadonlyArray<{ readonly start: number; read
 /**
  * Replaces every matched range of `content` with the policy's rewrite text (inserted literally, no
  * `$1` expansion). `action` and `agent` are the event's, for composites and detectors that read
- * them. No rewrite text: unchanged.
+ * them. No rewrite text: unchanged. Undefined when `content` holds more matches than a policy may
+ * rewrite (MAX_POLICY_MATCHES): rewriting the first only would let the rest through.
  */
 export const applyRewrite = (
   policy: CompiledPolicy,
   content: string,
   action?: PolicyAction,
   agent?: PolicyAgent
-): string => {
+): string | undefined => {
   if (policy.rewrite === null) return content
   const matches = policy.matchText(content, action, agent)
   if (matches.length === 0) return content
+  if (matches.length > MAX_POLICY_MATCHES) return undefined
   let result = ""
   let last = 0
   for (const span of mergeSpans(matches)) {
