@@ -86,15 +86,16 @@ layer(testServer("database"), SERVER_OPTIONS)("catalog tenant isolation and acce
         )
 
         // Writes to shared ids change alpha's rows only.
+        yield* api.policies.setPoliciesEnabled({
+          payload: { enabled: true, ids: alpha.generated.map((policy) => policy.id) }
+        })
         yield* api.agents.replaceAgent({
           path: agentPath("shared-bot"),
           payload: yamlBytes(minimalAgentYaml("shared-bot", "alpha renamed"))
         })
+        // The profile now derives nothing: alpha's generated policies go, beta's stay.
         yield* generate(owner, "shared-bot")
         yield* setEnabled(owner, "shared-policy", false)
-        yield* api.policies.setPoliciesEnabled({
-          payload: { enabled: true, ids: alpha.generated.map((policy) => policy.id) }
-        })
         yield* api.labelPolicies.upsertLabelPolicy({ payload: { origin: "shared_origin", trust: "pwned" } })
         yield* api.toolMetadata.upsertToolMetadata({
           payload: { tool: "shared_tool", reversible: true, side_effect: "pwned" }
