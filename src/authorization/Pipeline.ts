@@ -15,6 +15,16 @@ export type DecisionEffect = "permit" | "deny" | "defer" | "rewrite"
 export type Severity = "low" | "medium" | "high" | "critical"
 export type CheckerMode = "off" | "observe" | "enforce"
 export type CheckerName = "content" | "profile" | "param" | "flow" | "approval" | "memory"
+
+/** Every checker enforcing (policy test runs judge the policies, not the workspace's modes). */
+export const ALL_ENFORCED: Readonly<Record<CheckerName, CheckerMode>> = {
+  content: "enforce",
+  profile: "enforce",
+  param: "enforce",
+  flow: "enforce",
+  approval: "enforce",
+  memory: "enforce"
+}
 /** What an event is: text entering the agent, a tool's output entering its context, or what it proposes. */
 export type EventKind = "input.received" | "tool.result" | "output.proposed"
 

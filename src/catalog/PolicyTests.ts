@@ -5,7 +5,7 @@
  * workspace's current set for `POST /v1/policies/test`. Pure.
  */
 import { evaluate } from "../authorization/Decisions.js"
-import type { CheckerMode, CheckerName, DecisionEffect } from "../authorization/Pipeline.js"
+import { ALL_ENFORCED, type DecisionEffect } from "../authorization/Pipeline.js"
 import type { PolicyDocument } from "./Domain.js"
 import { compilePolicy, type CompiledPolicy, type PolicyErrors } from "./PolicyLanguage.js"
 import type { PolicyTestCase } from "./PolicyTestSchemas.js"
@@ -13,16 +13,6 @@ import type { Snapshot } from "./Snapshot.js"
 
 /** The agent a test event comes from when the policy names no owner. */
 const TEST_AGENT = "policy-test"
-
-/** Tests judge the policies, not the workspace's checker modes: every checker enforces. */
-const ENFORCE: Readonly<Record<CheckerName, CheckerMode>> = {
-  content: "enforce",
-  profile: "enforce",
-  param: "enforce",
-  flow: "enforce",
-  approval: "enforce",
-  memory: "enforce"
-}
 
 export interface TestOutcome {
   readonly passed: boolean
@@ -43,7 +33,7 @@ export const runPolicyTest = (snapshot: Snapshot, policy: CompiledPolicy, test: 
       },
       action: test.event.action
     },
-    ENFORCE,
+    ALL_ENFORCED,
     false,
     "permit"
   )

@@ -2,6 +2,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { allCheckers } from "../../src/authorization/checkers/index.js"
 import {
+  ALL_ENFORCED,
   type CheckContext,
   type CheckerMode,
   type CheckerName,
@@ -72,12 +73,7 @@ const context = (action: ProposedAction, granted = false): CheckContext => ({
 })
 
 const modes = (overrides: Partial<Record<CheckerName, CheckerMode>> = {}): Record<CheckerName, CheckerMode> => ({
-  content: "enforce",
-  profile: "enforce",
-  param: "enforce",
-  flow: "enforce",
-  approval: "enforce",
-  memory: "enforce",
+  ...ALL_ENFORCED,
   ...overrides
 })
 

@@ -8,13 +8,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { allCheckers } from "../../src/authorization/checkers/index.js"
-import {
-  type CheckContext,
-  type CheckerMode,
-  type CheckerName,
-  decide,
-  type ProposedAction
-} from "../../src/authorization/Pipeline.js"
+import { ALL_ENFORCED, type CheckContext, decide, type ProposedAction } from "../../src/authorization/Pipeline.js"
 import type { PolicyDocument } from "../../src/catalog/Domain.js"
 import { compilePolicy, MAX_POLICY_MATCHES } from "../../src/catalog/PolicyLanguage.js"
 
@@ -40,15 +34,6 @@ const context = (action: ProposedAction, policies: CheckContext["policies"]): Ch
   granted: false
 })
 
-const enforced: Record<CheckerName, CheckerMode> = {
-  content: "enforce",
-  profile: "enforce",
-  param: "enforce",
-  flow: "enforce",
-  approval: "enforce",
-  memory: "enforce"
-}
-
 const cards = (count: number) => Array.from({ length: count }, (_, i) => `${1000 + i}-5678`).join(" ")
 
 describe("rewrites are whole or not at all", () => {
@@ -59,7 +44,7 @@ describe("rewrites are whole or not at all", () => {
       content: cards(MAX_POLICY_MATCHES + 50),
       params: { card: "1000-5678" }
     }
-    const decision = decide(context(action, [maskCard]), allCheckers, enforced)
+    const decision = decide(context(action, [maskCard]), allCheckers, ALL_ENFORCED)
     expect(decision.effect).toBe("deny")
     expect(decision.transformed_value).toBeNull()
     // (The profile checker adds its finding that the agent has no profile.)
@@ -67,7 +52,11 @@ describe("rewrites are whole or not at all", () => {
     expect(masked.map((finding) => finding.effect)).toEqual(["deny"])
     expect(masked[0]!.reason).toMatch(/more than 100 occurrences to rewrite/)
     // Within the bound the same policy rewrites every occurrence.
-    const fits = decide(context({ ...action, content: cards(MAX_POLICY_MATCHES) }, [maskCard]), allCheckers, enforced)
+    const fits = decide(
+      context({ ...action, content: cards(MAX_POLICY_MATCHES) }, [maskCard]),
+      allCheckers,
+      ALL_ENFORCED
+    )
     expect(fits.effect).toBe("rewrite")
     expect(fits.transformed_value).not.toMatch(/\d{4}-\d{4}/)
   })
@@ -77,7 +66,7 @@ describe("rewrites are whole or not at all", () => {
     const multiply = rewriting("multiply", { type: "literal", value: "x", target: "content" }, " secret".repeat(10))
     const hide = rewriting("hide", { type: "literal", value: "secret", target: "content" }, "[hidden]")
     const action: ProposedAction = { operation: "reply", content: `secret ${"x ".repeat(20)}` }
-    const decision = decide(context(action, [multiply, hide]), allCheckers, enforced)
+    const decision = decide(context(action, [multiply, hide]), allCheckers, ALL_ENFORCED)
     expect(decision.effect).toBe("deny")
     expect(decision.transformed_value).toBeNull()
   })
