@@ -315,13 +315,22 @@ export const applyRewrite = (
   const matches = policy.matchText(content, action, agent)
   if (matches.length === 0) return content
   if (matches.length > MAX_POLICY_MATCHES) return undefined
+  return replaceSpans(content, matches, policy.rewrite)
+}
+
+/** `text` with every range of `spans` (overlapping ones merged) replaced by `replacement`. */
+export const replaceSpans = (
+  text: string,
+  spans: ReadonlyArray<{ readonly start: number; readonly end: number }>,
+  replacement: string
+) => {
   let result = ""
   let last = 0
-  for (const span of mergeSpans(matches)) {
-    result += content.slice(last, span.start) + policy.rewrite
+  for (const span of mergeSpans(spans)) {
+    result += text.slice(last, span.start) + replacement
     last = span.end
   }
-  return result + content.slice(last)
+  return result + text.slice(last)
 }
 
 // ---- JSON Schema

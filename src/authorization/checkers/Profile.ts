@@ -5,7 +5,7 @@
  */
 import type { AgentProfile } from "../../catalog/Agents.js"
 import { checkMatchDeadline } from "../../catalog/MatchDeadline.js"
-import { mergeSpans } from "../../catalog/PolicyLanguage.js"
+import { replaceSpans } from "../../catalog/PolicyLanguage.js"
 import { viewsFor } from "../../catalog/PolicyMatching.js"
 import type { DecisionEffect } from "../Domain.js"
 import type { Checker, EventKind, FindingDraft } from "../Pipeline.js"
@@ -69,13 +69,7 @@ const rewriteWord = (text: string, word: string, replacement: string) => {
       ranges.push(folded.toRaw(match.index, match.index + match[0].length))
     }
   }
-  let result = ""
-  let last = 0
-  for (const range of mergeSpans(ranges)) {
-    result += text.slice(last, range.start) + replacement
-    last = range.end
-  }
-  return result + text.slice(last)
+  return replaceSpans(text, ranges, replacement)
 }
 
 const everyKind: ReadonlySet<EventKind> = new Set(["input.received", "tool.result", "output.proposed"])
