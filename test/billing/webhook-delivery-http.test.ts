@@ -105,7 +105,14 @@ layer(testServerWithDatabase("kafka", WEBHOOK_SETTINGS, resolver), SERVER_OPTION
       const healthy = yield* webhookReceiver(() => 204)
       const alert = yield* firstCentAlert(owner.api, "turned off", broken.url)
       yield* publishUsage([usageMessage({ workspaceId: owner.workspaceId, effectiveAt: "2026-08-03T09:00:00.000Z" })])
-      yield* untilReceived(broken, 1)
+      // Until the worker has recorded the 503 (the receiver sees the request before that): recorded later, the
+      // attempt's retry time would overwrite the one set below.
+      yield* until(
+        Effect.map(deliveriesOf(owner.api, alert.id), (list) => {
+          expect(list.map((delivery) => delivery.attempts.length)).toEqual([1])
+        }),
+        "30 seconds"
+      )
       yield* owner.api.budgetAlerts.updateBudgetAlert({ path: { id: alert.id }, payload: { enabled: false } })
       // Due at once, and older than any other delivery: the next claim would take it first.
       const due = "2026-01-01T00:00:00.000Z"
