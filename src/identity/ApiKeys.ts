@@ -8,6 +8,7 @@
 import { SqlClient } from "@effect/sql"
 import { Duration, Effect, Option } from "effect"
 import { createHash } from "node:crypto"
+import { auditedWrites } from "../audit/Chain.js"
 import { every } from "../platform/Background.js"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
 import { NotFound } from "../http/Errors.js"
@@ -46,6 +47,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("identity/ApiKeys", {
   scoped: Effect.gen(function* () {
     const repo = yield* SettingsRepo
     const inTransaction = transactionOf(yield* SqlClient.SqlClient)
+    const audited = yield* auditedWrites
     const cache = yield* makeNoticeCache<Option.Option<ResolvedKey>>("api_keys")
     const lastUsed = new Map<string, Date>()
 
@@ -101,22 +103,30 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("identity/ApiKeys", {
     )
 
     /** All-or-nothing: an id that is not a key of this workspace is a 404 that revokes nothing. */
+    const revokeInTransaction = (workspaceId: string, unique: ReadonlyArray<string>) =>
+      Effect.gen(function* () {
+        const found = yield* repo.listApiKeys(workspaceId, unique)
+        const missing = unique.filter((id) => !found.some((row) => row.id === id))
+        if (missing.length > 0) {
+          return yield* new NotFound({
+            code: "api_key_not_found",
+            message: `No API key ${missing.join(", ")} in this workspace; nothing was revoked.`,
+            details: missing.map((id) => ({ path: "ids", message: `${id} not found` }))
+          })
+        }
+        yield* repo.revokeApiKeys(workspaceId, unique)
+        return (yield* repo.listApiKeys(workspaceId, unique)).map(toApiKey)
+      })
+
+    /** Revokes in the audit chain, attributed to the caller. */
     const revoke = Effect.fn("ApiKeys.revoke")(function* (workspaceId: string, ids: ReadonlyArray<string>) {
       const unique = [...new Set(ids)]
       if (unique.length === 0) return []
-      const found = yield* repo.listApiKeys(workspaceId, unique)
-      const missing = unique.filter((id) => !found.some((row) => row.id === id))
-      if (missing.length > 0) {
-        return yield* new NotFound({
-          code: "api_key_not_found",
-          message: `No API key ${missing.join(", ")} in this workspace; nothing was revoked.`,
-          details: missing.map((id) => ({ path: "ids", message: `${id} not found` }))
-        })
-      }
-      yield* repo.revokeApiKeys(workspaceId, unique)
-      // Cached by key hash, which a revocation does not name: every instance drops them all.
+      const revoked = yield* audited(revokeInTransaction(workspaceId, unique))
+      // Cached by key hash, which a revocation does not name: every instance drops them all. Only once committed:
+      // dropped before, a request reading the key in between would cache it as active again.
       yield* cache.changedAll
-      return (yield* repo.listApiKeys(workspaceId, unique)).map(toApiKey)
+      return revoked
     })
 
     /** Resolves an active key from its plaintext; `None` when unknown or revoked. */

@@ -84,7 +84,7 @@ export const ApiKeysHttpLive = HttpApiBuilder.group(GuardrailApi, "apiKeys", (ha
         audited(Effect.flatMap(CurrentCaller, (caller) => apiKeys.create(caller, payload)))
       )
       .handle("revokeApiKeys", ({ payload }) =>
-        audited(Effect.flatMap(CurrentCaller, (caller) => apiKeys.revoke(caller.workspaceId, payload.ids))).pipe(
+        Effect.flatMap(CurrentCaller, (caller) => apiKeys.revoke(caller.workspaceId, payload.ids)).pipe(
           Effect.map((api_keys) => ({ api_keys }))
         )
       )

@@ -14,7 +14,11 @@
  * one commit's acknowledgement: the next connection that sends `marker` and
  * then a COMMIT (in one transaction) has the COMMIT delivered (the server
  * commits) and the answer swallowed; the service waits for it until the test
- * cuts that connection.
+ * cuts that connection. `holdCommit` holds one commit instead: the next
+ * connection that sends `marker` and then a COMMIT has the COMMIT kept back
+ * (the transaction stays open, its writes unseen by others) until the test
+ * releases it. `muffleNotices` drops every asynchronous notification on the
+ * connections that sent `LISTEN` (change notices lost in transit).
  */
 import { Effect } from "effect"
 import { createServer, type Server, type Socket, connect } from "node:net"
@@ -36,6 +40,11 @@ export interface TcpProxy {
   readonly loseCommitAnswer: (
     marker: string
   ) => Effect.Effect<{ readonly committed: Effect.Effect<void>; readonly cut: Effect.Effect<void> }>
+  /** Arms the held commit above: `held` completes once the COMMIT is held, `release` sends it on. */
+  readonly holdCommit: (
+    marker: string
+  ) => Effect.Effect<{ readonly held: Effect.Effect<void>; readonly release: Effect.Effect<void> }>
+  readonly muffleNotices: Effect.Effect<void>
   /** Connections open through the proxy now (client and upstream sockets count as one). */
   readonly openConnections: Effect.Effect<number>
 }
@@ -61,6 +70,11 @@ export const tcpProxy = (target: { readonly host: string; readonly port: number 
         marker: undefined,
         fired: () => {}
       }
+      const commitHold: { marker: string | undefined; fired: (send: () => void) => void } = {
+        marker: undefined,
+        fired: () => {}
+      }
+      const notices = { muffled: false }
       const server = createServer((client) => {
         const upstream = connect(target.port, target.host)
         upstreams.add(upstream)
@@ -70,6 +84,8 @@ export const tcpProxy = (target: { readonly host: string; readonly port: number 
         // side when it reads the end (cutting it could drop the COMMIT before the server has read it).
         let cut = false
         let marked = false
+        let heldMarked = false
+        let listening = false
         for (const socket of pair) {
           open.add(socket)
           socket.on("error", () => pair.forEach((each) => each.destroy()))
@@ -80,9 +96,20 @@ export const tcpProxy = (target: { readonly host: string; readonly port: number 
         }
         client.on("data", (chunk: Buffer) => {
           if (frozen.now || cut) return
+          const text = chunk.toString("latin1")
+          if (text.includes("LISTEN")) listening = true
+          const holdMarker = commitHold.marker
+          if (holdMarker !== undefined) {
+            if (text.includes("BEGIN")) heldMarked = false
+            else if (text.includes(holdMarker)) heldMarked = true
+            else if (heldMarked && text.includes("COMMIT")) {
+              commitHold.marker = undefined
+              commitHold.fired(() => upstream.write(chunk))
+              return
+            }
+          }
           const marker = commitCut.marker
           if (marker !== undefined) {
-            const text = chunk.toString("latin1")
             if (text.includes("BEGIN")) marked = false
             else if (text.includes(marker)) marked = true
             else if (marked && text.includes("COMMIT")) {
@@ -95,7 +122,9 @@ export const tcpProxy = (target: { readonly host: string; readonly port: number 
           }
           upstream.write(chunk)
         })
-        upstream.on("data", (chunk) => frozen.now || cut || client.write(chunk))
+        // A NotificationResponse ('A') comes on its own while the listening connection is idle.
+        const muffled = (chunk: Buffer) => notices.muffled && listening && chunk[0] === 0x41
+        upstream.on("data", (chunk: Buffer) => frozen.now || cut || muffled(chunk) || client.write(chunk))
       })
       const port = await listen(server, 0)
       const dropAll = () => {
@@ -110,6 +139,8 @@ export const tcpProxy = (target: { readonly host: string; readonly port: number 
         count: () => open.size / 2,
         frozen,
         commitCut,
+        commitHold,
+        notices,
         upstreams,
         isListening: () => listening,
         setListening: (on: boolean) => (listening = on)
@@ -126,7 +157,19 @@ export const tcpProxy = (target: { readonly host: string; readonly port: number 
       )
   ).pipe(
     Effect.map(
-      ({ server, port, dropAll, count, frozen, commitCut, upstreams, isListening, setListening }): TcpProxy => ({
+      ({
+        server,
+        port,
+        dropAll,
+        count,
+        frozen,
+        commitCut,
+        commitHold,
+        notices,
+        upstreams,
+        isListening,
+        setListening
+      }): TcpProxy => ({
         port,
         through: (url) => {
           const parsed = new URL(url)
@@ -181,6 +224,20 @@ export const tcpProxy = (target: { readonly host: string; readonly port: number 
               cut: Effect.promise(() => held.then((client) => void client.destroy()))
             }
           }),
+        holdCommit: (marker) =>
+          Effect.sync(() => {
+            const held = new Promise<() => void>((resolve) => {
+              commitHold.fired = resolve
+            })
+            commitHold.marker = marker
+            return {
+              held: Effect.promise(() => held),
+              release: Effect.promise(() => held.then((send) => send()))
+            }
+          }),
+        muffleNotices: Effect.sync(() => {
+          notices.muffled = true
+        }),
         openConnections: Effect.sync(count)
       })
     )
