@@ -2,7 +2,6 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect, Layer } from "effect"
 import { GuardrailApi } from "../Api.js"
-import { auditedWrites } from "../audit/Chain.js"
 import { webhookUrlFor } from "../identity/Access.js"
 import { CurrentCaller, inWorkspace } from "../identity/Authentication.js"
 import { pageSize } from "../platform/Schemas.js"
@@ -13,11 +12,11 @@ import { LlmUsage } from "./UsageStore.js"
 export const LlmPricingHttpLive = HttpApiBuilder.group(GuardrailApi, "llmPricing", (handlers) =>
   Effect.gen(function* () {
     const pricing = yield* Pricing
-    const audited = yield* auditedWrites
+    // Writes are audited by the service.
     return handlers
       .handle("listLlmPrices", () => inWorkspace(pricing.list).pipe(Effect.map((prices) => ({ prices }))))
-      .handle("putLlmPrice", ({ path, payload }) => audited(inWorkspace((ws) => pricing.put(ws, path.model, payload))))
-      .handle("deleteLlmPrice", ({ path }) => audited(inWorkspace((ws) => pricing.remove(ws, path.model))))
+      .handle("putLlmPrice", ({ path, payload }) => inWorkspace((ws) => pricing.put(ws, path.model, payload)))
+      .handle("deleteLlmPrice", ({ path }) => inWorkspace((ws) => pricing.remove(ws, path.model)))
   })
 ).pipe(Layer.provide(Pricing.Default))
 

@@ -5,6 +5,7 @@
  * for `cost_minor`.
  */
 import { Effect, Option } from "effect"
+import { auditedWrites } from "../audit/Chain.js"
 import { BadRequest, NotFound } from "../http/Errors.js"
 import { AppConfig } from "../platform/Config.js"
 import { LlmPrice, MAX_MODEL_LENGTH } from "./Domain.js"
@@ -78,6 +79,13 @@ export class Pricing extends Effect.Service<Pricing>()("billing/Pricing", {
     const maxPrices = (yield* AppConfig).maxLlmPricesPerWorkspace
     // The gateway reads prices per request: cached until the workspace's prices change (in any instance).
     const cache = yield* makeNoticeCache<Option.Option<ModelPrice>>("llm_pricing")
+    const audited = yield* auditedWrites
+    /**
+     * A write in the audit chain, then the cache drop: dropped before the commit, a gateway call pricing in between
+     * would cache the old price again.
+     */
+    const written = <A, E, R>(workspaceId: string, write: Effect.Effect<A, E, R>) =>
+      Effect.tap(audited(write), () => cache.changed(workspaceId))
 
     const list = Effect.fn("Pricing.list")(function* (workspaceId: string) {
       return (yield* repo.list(workspaceId)).map(toLlmPrice)
@@ -89,24 +97,19 @@ export class Pricing extends Effect.Service<Pricing>()("billing/Pricing", {
       input: { readonly input_per_million_minor: number; readonly output_per_million_minor: number }
     ) {
       const model = yield* checkedModel(rawModel)
-      const row = yield* repo.upsert(
+      const row = yield* written(
         workspaceId,
-        model,
-        input.input_per_million_minor,
-        input.output_per_million_minor,
-        maxPrices
+        repo.upsert(workspaceId, model, input.input_per_million_minor, input.output_per_million_minor, maxPrices)
       )
       if (Option.isNone(row)) {
         return yield* capReached("price_limit_reached", maxPrices, "model prices", "MAX_LLM_PRICES_PER_WORKSPACE")
       }
-      yield* cache.changed(workspaceId)
       return toLlmPrice(row.value)
     })
 
     const remove = Effect.fn("Pricing.remove")(function* (workspaceId: string, rawModel: string) {
       const model = yield* checkedModel(rawModel)
-      const removed = yield* repo.remove(workspaceId, model)
-      yield* cache.changed(workspaceId)
+      const removed = yield* written(workspaceId, repo.remove(workspaceId, model))
       if (!removed) {
         return yield* new NotFound({
           code: "price_not_found",

@@ -5,6 +5,7 @@
  * is off. Platform admins (PLATFORM_ADMIN_USER_IDS) set them.
  */
 import { Effect, Option } from "effect"
+import { auditedWrites } from "../audit/Chain.js"
 import { makeNoticeCache } from "../platform/ChangeNotices.js"
 import { Forbidden, NotFound } from "../http/Errors.js"
 import { IdentityRepo } from "./Repo.js"
@@ -49,6 +50,7 @@ export class WorkspaceFeatures extends Effect.Service<WorkspaceFeatures>()("iden
     const repo = yield* IdentityRepo
     // Read on every gateway call: cached until a change notice (any instance's PATCH) drops the entry.
     const cache = yield* makeNoticeCache<Option.Option<FeatureFlags>>(NOTICE_TOPIC)
+    const audited = yield* auditedWrites
 
     const notFound = (id: string) =>
       new NotFound({ code: "workspace_not_found", message: `Workspace ${id} does not exist.` })
@@ -68,7 +70,8 @@ export class WorkspaceFeatures extends Effect.Service<WorkspaceFeatures>()("iden
     ) {
       const values = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined))
       if (Object.keys(values).length === 0) return yield* flagsOf(workspaceId)
-      const updated = yield* repo.updateFeatureFlags(workspaceId, values)
+      // In the audit chain; dropped only once committed: before, a call in between would cache the old flags again.
+      const updated = yield* audited(repo.updateFeatureFlags(workspaceId, values))
       yield* cache.changed(workspaceId)
       if (Option.isNone(updated)) return yield* notFound(workspaceId)
       return { workspace_id: workspaceId, ...updated.value }

@@ -3,7 +3,6 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { GuardrailApi } from "../Api.js"
-import { auditedWrites } from "../audit/Chain.js"
 import { CurrentCaller } from "../identity/Authentication.js"
 import { WorkspaceFeatures } from "../identity/FeatureFlags.js"
 import { AppConfig } from "../platform/Config.js"
@@ -58,7 +57,6 @@ const platformAdminOnly = Effect.gen(function* () {
 export const AdminHttpLive = HttpApiBuilder.group(GuardrailApi, "admin", (handlers) =>
   Effect.gen(function* () {
     const features = yield* WorkspaceFeatures
-    const audited = yield* auditedWrites
     const config = yield* AppConfig
     return handlers
       .handle("getWorkspaceFeatures", ({ path }) =>
@@ -66,7 +64,7 @@ export const AdminHttpLive = HttpApiBuilder.group(GuardrailApi, "admin", (handle
       )
       .handle("updateWorkspaceFeatures", ({ path, payload }) =>
         platformAdminOnly.pipe(
-          Effect.zipRight(audited(features.setFlags(path.id, payload))),
+          Effect.zipRight(features.setFlags(path.id, payload)),
           Effect.provideService(AppConfig, config)
         )
       )

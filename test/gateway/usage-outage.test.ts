@@ -13,36 +13,17 @@
  * the usage event had already left the outbox).
  */
 import { afterAll, expect, layer } from "@effect/vitest"
-import { Context, Effect, Fiber, Layer } from "effect"
-import { inject } from "vitest"
+import { Effect, Fiber } from "effect"
+import { DatabaseProxy, serverBehindDatabaseProxy } from "../support/DatabaseProxy.js"
 import { eventually } from "../support/Eventually.js"
 import { request } from "../support/Raw.js"
-import { type TcpProxy, tcpProxy } from "../support/TcpProxy.js"
 import { createKey } from "../support/Tenants.js"
-import { freshDatabase } from "../support/TestPlatform.js"
-import { SERVER_OPTIONS, TestDatabaseUrl, testServerWithRelayOver } from "../support/TestServer.js"
+import { SERVER_OPTIONS } from "../support/TestServer.js"
 import { awaitUsage, GATEWAY_SETTINGS, gatewayTenant, monthSpend, setPrice } from "./gateway-helpers.js"
 import { startStubUpstream } from "./stub-upstream.js"
 
 const stub = await startStubUpstream()
 afterAll(() => stub.close())
-
-class DatabaseProxy extends Context.Tag("test/DatabaseProxy")<DatabaseProxy, TcpProxy>() {}
-
-const postgres = new URL(inject("postgresAdminUrl"))
-
-/** The whole service over a fresh database that it reaches through a proxy. */
-const serverBehindProxy = Layer.unwrapScoped(
-  Effect.gen(function* () {
-    const url = yield* freshDatabase
-    const proxy = yield* tcpProxy({ host: postgres.hostname, port: Number(postgres.port || 5432) })
-    return Layer.mergeAll(
-      testServerWithRelayOver("database", proxy.through(url), GATEWAY_SETTINGS),
-      Layer.succeed(TestDatabaseUrl, url),
-      Layer.succeed(DatabaseProxy, proxy)
-    )
-  })
-)
 
 const chatCall = (routeBase: string, token: string, model: string) =>
   request(`${routeBase}/chat_style/chat/completions`, {
@@ -51,7 +32,7 @@ const chatCall = (routeBase: string, token: string, model: string) =>
     body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] })
   })
 
-layer(serverBehindProxy, SERVER_OPTIONS)("gateway usage across a database outage", (it) => {
+layer(serverBehindDatabaseProxy(GATEWAY_SETTINGS), SERVER_OPTIONS)("gateway usage across a database outage", (it) => {
   it.effect(
     "a call that ends while the database is unreachable is recorded once it is back",
     () =>
