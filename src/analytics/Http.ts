@@ -14,9 +14,9 @@ const FACET_VALUES = 100
 const catalog = Effect.fn("Analytics.catalog")(function* (workspaceId: string) {
   const repo = yield* AnalyticsRepo
   const seen = new Map<string, Array<string>>()
-  for (const row of yield* repo.dimensionValues(workspaceId)) {
+  for (const row of yield* repo.dimensionValues(workspaceId, FACET_VALUES)) {
     const values = seen.get(row.dimension) ?? []
-    if (values.length < FACET_VALUES) values.push(row.value)
+    values.push(row.value)
     seen.set(row.dimension, values)
   }
   return {

@@ -189,13 +189,17 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("analytics/An
               Effect.flatMap(decodeCount),
               Effect.map(([row]) => row.cells)
             ),
-      /** Values of each dimension seen in the workspace, most counted first. */
-      dimensionValues: (workspaceId: string) =>
+      /** The `perDimension` most counted values of each dimension seen in the workspace, most counted first. */
+      dimensionValues: (workspaceId: string, perDimension: number) =>
         sql`
-          select d.key as dimension, d.value as value
-          from analytics_buckets b cross join lateral jsonb_each_text(b.dims) d
-          where b.workspace_id = ${workspaceId} and b.granularity = 'day'
-          group by 1, 2 order by 1, sum(b.value) desc, 2`.pipe(Effect.flatMap(decodeDimensionValues)),
+          select dimension, value from (
+            select d.key as dimension, d.value as value,
+                   row_number() over (partition by d.key order by sum(b.value) desc, d.value) as rank
+            from analytics_buckets b cross join lateral jsonb_each_text(b.dims) d
+            where b.workspace_id = ${workspaceId} and b.granularity = 'day'
+            group by 1, 2) ranked
+          where rank <= ${perDimension}
+          order by dimension, rank`.pipe(Effect.flatMap(decodeDimensionValues)),
       listViews: (workspaceId: string) => listViews(workspaceId),
       findView: (workspaceId: string, id: string) => Effect.map(findView({ workspaceId, id }), Option.getOrUndefined),
       insertView: (row: Omit<ViewRow, "created_at" | "updated_at">) => insertView(row),

@@ -23,6 +23,32 @@ const AGENT = "support-bot"
 
 type Widget = typeof WidgetSchema.Type
 
+/** A decision as the decision path publishes it (the topic's value), permitted with no policy. */
+const decisionEvent = (
+  owner: { readonly workspaceId: string; readonly defaultEnvironmentId: string },
+  traceId: string,
+  agentId: string,
+  decidedAt: Date
+) => ({
+  topic: Topics.decisions,
+  key: owner.workspaceId,
+  value: {
+    schema_version: 1,
+    trace_id: traceId,
+    workspace_id: owner.workspaceId,
+    agent_id: agentId,
+    environment_id: owner.defaultEnvironmentId,
+    run_id: null,
+    session_id: null,
+    effect: "permit",
+    status: "decided",
+    domain: "content",
+    policy_ids: [],
+    latency_ms: 3,
+    decided_at: decidedAt.toISOString()
+  }
+})
+
 layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
   it.effect("late events are counted in their own bucket, not dropped", () =>
     Effect.gen(function* () {
@@ -30,25 +56,7 @@ layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
       const owner = yield* tenant(base)
       const sql = yield* SqlClient.SqlClient
       const outbox = yield* Outbox
-      const decision = (decidedAt: Date, n: number) => ({
-        topic: Topics.decisions,
-        key: owner.workspaceId,
-        value: {
-          schema_version: 1,
-          trace_id: `trc_late_${n}`,
-          workspace_id: owner.workspaceId,
-          agent_id: "late-agent",
-          environment_id: owner.defaultEnvironmentId,
-          run_id: null,
-          session_id: null,
-          effect: "permit",
-          status: "decided",
-          domain: "content",
-          policy_ids: [],
-          latency_ms: 3,
-          decided_at: decidedAt.toISOString()
-        }
-      })
+      const decision = (decidedAt: Date, n: number) => decisionEvent(owner, `trc_late_${n}`, "late-agent", decidedAt)
       const twoHoursAgo = new Date(Date.now() - 2 * 3_600_000)
       yield* sql.withTransaction(
         outbox.enqueue([decision(twoHoursAgo, 1), decision(twoHoursAgo, 2), decision(new Date(), 3)])
@@ -71,6 +79,28 @@ layer(testServer("kafka"), SERVER_OPTIONS)("analytics over Kafka", (it) => {
       expect(hourly.points).toEqual([
         { label: new Date(Math.floor(twoHoursAgo.getTime() / 3_600_000) * 3_600_000).toISOString(), value: 2 }
       ])
+    })
+  )
+
+  it.effect("the catalog's facets hold each dimension's 100 most counted values, most counted first", () =>
+    Effect.gen(function* () {
+      const owner = yield* tenant(yield* baseUrl)
+      const sql = yield* SqlClient.SqlClient
+      const outbox = yield* Outbox
+      const now = new Date()
+      const rare = Array.from({ length: 101 }, (_, n) => `agent-${String(n).padStart(3, "0")}`)
+      const agents = ["popular", "popular", "popular", "second", "second", ...rare]
+      yield* sql.withTransaction(
+        outbox.enqueue(agents.map((agent, n) => decisionEvent(owner, `trc_facet_${n}`, agent, now)))
+      )
+      yield* until(
+        Effect.map(query(owner, { metric: "trace_count" }), (result) => expect(result.total).toBe(agents.length)),
+        "20 seconds"
+      )
+      const catalog = yield* owner.api.analytics.getCatalog()
+      const agentIds = catalog.facets.find((entry) => entry.dimension === "agent_id")?.values
+      // Ties in count go by value: the last three of the rarely seen are left out.
+      expect(agentIds).toEqual(["popular", "second", ...rare.slice(0, 98)])
     })
   )
 
