@@ -4,7 +4,11 @@
  * more occurrences than it may rewrite (MAX_POLICY_MATCHES); an earlier
  * policy's rewrite may add occurrences another policy then meets. Either way
  * what would be left is a deny, not a transformed value that still carries
- * them (before, the occurrences past the first 101 went out).
+ * them (before, the occurrences past the first 101 went out). A policy whose
+ * match lies only outside the content (a tool call's argument that the
+ * content does not carry, or no content at all) has nothing to rewrite: a
+ * deny too (before, a `rewrite` with the content unchanged or null, and the
+ * caller ran the call with the argument as it was).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { allCheckers } from "../../src/authorization/checkers/index.js"
@@ -69,5 +73,32 @@ describe("rewrites are whole or not at all", () => {
     const decision = decide(context(action, [multiply, hide]), allCheckers, ALL_ENFORCED)
     expect(decision.effect).toBe("deny")
     expect(decision.transformed_value).toBeNull()
+  })
+
+  it("a policy matching only a param the content does not carry denies: a rewrite could not reach it", () => {
+    const maskEmail = rewriting(
+      "mask-email",
+      { type: "regex", value: "[a-z]+@example\\.com", target: "params.to" },
+      "[email]"
+    )
+    const toolCall: ProposedAction = { operation: "send_email", params: { to: "mallory@example.com" } }
+    const withText: ProposedAction = { ...toolCall, content: "Sending the report now." }
+    for (const action of [toolCall, withText]) {
+      const decision = decide(context(action, [maskEmail]), allCheckers, ALL_ENFORCED)
+      expect(decision.effect).toBe("deny")
+      expect(decision.transformed_value).toBeNull()
+      const masked = decision.findings.filter((finding) => finding.policy_id === "mask-email")
+      expect(masked.map((finding) => [finding.effect, finding.reason])).toEqual([
+        ["deny", "policy mask-email (matched outside the content, where a rewrite cannot reach)"]
+      ])
+    }
+    // The same value in the content as well: rewritten there.
+    const carried = decide(
+      context({ ...toolCall, content: "Mail to mallory@example.com." }, [maskEmail]),
+      allCheckers,
+      ALL_ENFORCED
+    )
+    expect(carried.effect).toBe("rewrite")
+    expect(carried.transformed_value).toBe("Mail to [email].")
   })
 })

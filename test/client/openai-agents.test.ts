@@ -28,7 +28,12 @@ import { adapterSetUp, decisionsOf, rejectionOf } from "./adapter-fixtures.js"
 // Nothing leaves loopback: the SDK's trace export to OpenAI is off.
 setTracingDisabled(true)
 
-const setUp = (guardOptions: { readonly requirePermitReceipt?: boolean } = {}) =>
+const setUp = (
+  guardOptions: {
+    readonly requirePermitReceipt?: boolean
+    readonly blockOn?: ReadonlyArray<"deny" | "defer" | "rewrite" | "permit">
+  } = {}
+) =>
   Effect.gen(function* () {
     const fixture = yield* adapterSetUp
     const options = { client: fixture.client, ...guardOptions }
@@ -121,12 +126,12 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("OpenAI Agents SDK ada
 
   it.scoped("with requirePermitReceipt a tool runs on a verified permit receipt only", () =>
     Effect.gen(function* () {
-      const { agent, sent, base, owner } = yield* setUp({ requirePermitReceipt: true })
+      const { agent, sent, base, owner } = yield* setUp({ requirePermitReceipt: true, blockOn: ["deny"] })
       const paid = yield* Effect.promise(() => run(agent, 'call send_money {"to":"friend","amount":7}'))
       expect(paid.finalOutput).toBe("Tool said: sent 7 to friend")
       expect(sent).toEqual([{ to: "friend", amount: 7 }])
-      // A rewrite does not block, but its receipt is no permit: the call does not run.
-      yield* createPolicy(base, owner, "mask-pal", { action: "rewrite", value: "pal", target: "params.to" })
+      // A defer does not block here (blockOn), but its receipt is no permit: the call does not run.
+      yield* createPolicy(base, owner, "hold-pal", { action: "defer", value: "pal", target: "params.to" })
       const failed = yield* rejectionOf(() => run(agent, 'call send_money {"to":"pal","amount":8}'))
       const denied = (failed as ToolCallError).error as ToolInputGuardrailTripwireTriggered
       expect(denied.result.output.outputInfo.reason).toBe("No valid permit receipt for this tool call.")

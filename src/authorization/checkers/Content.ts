@@ -6,7 +6,7 @@ import {
   MAX_POLICY_MATCHES,
   type PolicyMatch
 } from "../../catalog/PolicyLanguage.js"
-import type { Checker, EventKind, FindingDraft } from "../Pipeline.js"
+import type { Checker, CheckContext, EventKind, FindingDraft } from "../Pipeline.js"
 
 const allKinds: ReadonlySet<EventKind> = new Set(["input.received", "tool.result", "output.proposed"])
 
@@ -57,6 +57,29 @@ const deniedApproval = (policy: CompiledPolicy, reason: string | null, evidence:
   ...(policy.observe ? { observe: true } : {})
 })
 
+/**
+ * Why a matching rewrite policy cannot rewrite the action, if it cannot; what it left would go out unchanged, so
+ * the finding denies instead. Rewriting only the first matches would let the rest through. A policy whose match
+ * is only outside the content (a param, the operation, absent from the text) has nothing to replace: the caller
+ * would run the action with the matched value as it was.
+ */
+const cannotRewrite = (policy: CompiledPolicy, matchCount: number, context: CheckContext) => {
+  if (matchCount > MAX_POLICY_MATCHES) {
+    return {
+      reason: `more than ${MAX_POLICY_MATCHES} matches to rewrite`,
+      remediation: "Send shorter content, or fewer occurrences of the matched text."
+    }
+  }
+  const content = context.action.content
+  if (content === undefined || policy.matchText(content, context.action, context.agent).length === 0) {
+    return {
+      reason: "matched outside the content, where a rewrite cannot reach",
+      remediation: "Leave the matched value out of the action, or send it in the content where it can be rewritten."
+    }
+  }
+  return undefined
+}
+
 export const contentChecker: Checker = {
   name: "content",
   kinds: allKinds,
@@ -73,15 +96,14 @@ export const contentChecker: Checker = {
       const found = policy.evaluate(context.action, context.agent)
       if (found === null) continue
       const matches = found.slice(0, MAX_POLICY_MATCHES)
-      // Rewriting only the first matches would let the rest through: too many to rewrite is a deny.
-      const tooMany = policy.action === "rewrite" && found.length > MAX_POLICY_MATCHES
-      if (tooMany) {
+      const unrewritable = policy.action === "rewrite" ? cannotRewrite(policy, found.length, context) : undefined
+      if (unrewritable !== undefined) {
         findings.push({
           policy_id: policy.id,
           ...versionOf(policy),
           requirement_id: null,
-          reason: `${policy.description} (more than ${MAX_POLICY_MATCHES} matches to rewrite)`,
-          remediation: "Send shorter content, or fewer occurrences of the matched text.",
+          reason: `${policy.description} (${unrewritable.reason})`,
+          remediation: unrewritable.remediation,
           effect: "deny",
           severity: policy.severity,
           evidence: evidenceOf(policy.family, matches),
