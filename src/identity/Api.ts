@@ -15,8 +15,10 @@ import {
   CreateInvite,
   CreateWorkspace,
   Invite,
+  MAX_MEMBERS_PAGE,
   Me,
   TeamMembers,
+  TeamMembersQuery,
   Credentials,
   Environment,
   EnvironmentCheckerModes,
@@ -100,12 +102,23 @@ export class TeamApi extends HttpApiGroup.make("team")
     HttpApiEndpoint.post("createInvite", "/team/invites")
       .setPayload(CreateInvite)
       .addSuccess(Invite, { status: 201 })
-      .annotate(OpenApi.Description, "Extension: invite an email address to this workspace with a role.")
+      .annotate(
+        OpenApi.Description,
+        "Extension: invite an email address to this workspace with a role. The invite expires INVITE_TTL_HOURS " +
+          "after it is sent (`expires_at`); past MAX_PENDING_INVITES_PER_WORKSPACE pending ones, 409 " +
+          "invite_limit_reached (inviting an address again replaces its pending invite, so it never is)."
+      )
   )
   .add(
     HttpApiEndpoint.get("listMembers", "/team/members")
+      .setUrlParams(TeamMembersQuery)
       .addSuccess(TeamMembers)
-      .annotate(OpenApi.Description, "Extension: the workspace's members and its invites.")
+      .annotate(
+        OpenApi.Description,
+        `Extension: the workspace's members, newest first, ${MAX_MEMBERS_PAGE} a page at most (default 50; ` +
+          "next_cursor pages further), and on every page its pending invites that have not expired " +
+          "(at most MAX_PENDING_INVITES_PER_WORKSPACE; an invite expires INVITE_TTL_HOURS after it was sent)."
+      )
   )
   .middlewareEndpoints(Authentication)
   .add(

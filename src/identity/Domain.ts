@@ -4,10 +4,12 @@ import {
   boundedArray,
   BoundedJson,
   boundedString,
+  CursorParam,
   Description,
   Email,
   Identifier,
   JsonValue,
+  LimitParam,
   NonEmptyName,
   Timestamp,
   Url,
@@ -169,14 +171,28 @@ export class Invite extends Schema.Class<Invite>("Invite")({
   email: Schema.String,
   role: WorkspaceRole,
   status: Schema.Literal("pending", "accepted"),
-  created_at: Timestamp
+  created_at: Timestamp,
+  /** Extension: `created_at` plus INVITE_TTL_HOURS; from then on the invite is neither accepted nor listed. */
+  expires_at: Timestamp
 }) {}
+
+/** The most members one page of `GET /v1/team/members` holds. */
+export const MAX_MEMBERS_PAGE = 100
+
+/** Extension: `GET /v1/team/members` pages its members (API-CONVENTIONS list paging). */
+export const TeamMembersQuery = Schema.Struct({
+  limit: Schema.optional(LimitParam(1)),
+  cursor: Schema.optional(CursorParam)
+})
 
 export const TeamMembers = Schema.Struct({
   members: Schema.Array(
     Schema.Struct({ user_id: Schema.String, username: Schema.String, role: WorkspaceRole, joined_at: Timestamp })
   ),
-  invites: Schema.Array(Invite)
+  /** The pending, unexpired invites, all of them on every page (at most MAX_PENDING_INVITES_PER_WORKSPACE). */
+  invites: Schema.Array(Invite),
+  /** Extension: present when more members follow; send it back as `cursor`. */
+  next_cursor: Schema.optional(Schema.String)
 })
 
 // ---- settings

@@ -126,7 +126,9 @@ export const TeamHttpLive = HttpApiBuilder.group(GuardrailApi, "team", (handlers
       .handle("createInvite", ({ payload }) =>
         audited(Effect.flatMap(CurrentCaller, (caller) => workspaces.invite(caller, payload)))
       )
-      .handle("listMembers", () => Effect.flatMap(CurrentCaller, (caller) => workspaces.members(caller.workspaceId)))
+      .handle("listMembers", ({ urlParams }) =>
+        Effect.flatMap(CurrentCaller, (caller) => workspaces.members(caller.workspaceId, urlParams))
+      )
   })
 )
 

@@ -55,6 +55,10 @@ const FeatureFlagsRow = Schema.Struct({
 })
 export type FeatureFlagsRow = typeof FeatureFlagsRow.Type
 
+/** An invite sent before this instant has expired: `ttlHours` (INVITE_TTL_HOURS) before the database's now. */
+export const inviteExpiredBefore = (sql: SqlClient.SqlClient, ttlHours: number) =>
+  sql`(now() - ${ttlHours}::int * interval '1 hour')`
+
 const first = <A>(rows: ReadonlyArray<A>) => Option.fromNullable(rows[0])
 
 export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/IdentityRepo", {
@@ -112,16 +116,19 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
             values (${invite.id}, ${invite.workspaceId}, ${invite.email}, ${invite.role}, ${invite.invitedBy})
             returning ${inviteColumns}`
     })
+    const expiredBefore = (ttlHours: number) => inviteExpiredBefore(sql, ttlHours)
+
     const acceptInvites = SqlSchema.findAll({
-      Request: Schema.Struct({ email: Schema.String, userId: Schema.String }),
+      Request: Schema.Struct({ email: Schema.String, userId: Schema.String, ttlHours: Schema.Number }),
       Result: InviteRow,
-      execute: ({ email, userId }) =>
+      execute: ({ email, ttlHours, userId }) =>
         sql`with accepted as (
               update team_invites set status = 'accepted', accepted_at = now(), accepted_by = ${userId}
-              where status = 'pending' and lower(email) = lower(${email})
+              where status = 'pending' and lower(email) = lower(${email}) and created_at > ${expiredBefore(ttlHours)}
               returning ${inviteColumns})
             select * from accepted order by created_at desc, id desc`
     })
+    const decodeMembers = Schema.decodeUnknown(Schema.Array(MemberRow))
 
     const decodeFeatureFlags = Schema.decodeUnknown(Schema.Array(FeatureFlagsRow))
 
@@ -210,14 +217,21 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
           sql`select ${membershipColumns} from workspace_members m join workspaces w on w.id = m.workspace_id
               where m.user_id = ${userId} order by m.created_at, w.id`
       }),
-      listMembers: SqlSchema.findAll({
-        Request: Schema.String,
-        Result: MemberRow,
-        execute: (workspaceId) =>
-          sql`select m.user_id::text as user_id, u.username, m.role, m.created_at as joined_at
-              from workspace_members m join users u on u.id = m.user_id
-              where m.workspace_id = ${workspaceId} order by m.created_at`
-      }),
+      /**
+       * Newest first after the member `after` (a page cursor's user id): up to `limit + 1` rows. The position is
+       * that member's own stored time, so microseconds never skip or repeat a row.
+       */
+      listMembers: (workspaceId: string, limit: number, after: Option.Option<string>) =>
+        sql`select m.user_id::text as user_id, u.username, m.role, m.created_at as joined_at
+            from workspace_members m join users u on u.id = m.user_id
+            where m.workspace_id = ${workspaceId}
+            ${Option.match(after, {
+              onNone: () => sql``,
+              onSome: (userId) =>
+                sql`and (m.created_at, m.user_id) < (select created_at, user_id from workspace_members
+                                                     where workspace_id = ${workspaceId} and user_id = ${userId}::uuid)`
+            })}
+            order by m.created_at desc, m.user_id desc limit ${limit + 1}`.pipe(Effect.flatMap(decodeMembers)),
 
       // ---- feature flags
       findFeatureFlags: SqlSchema.findOne({
@@ -238,14 +252,26 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
             where workspace_id = ${workspaceId} and status = 'pending' and lower(email) = lower(${email})`,
       insertInvite: (invite: { id: string; workspaceId: string; email: string; role: string; invitedBy: string }) =>
         insertInvite(invite),
-      listInvites: SqlSchema.findAll({
-        Request: Schema.String,
+      /** The workspace's pending invites that have not expired, newest first (at most MAX_PENDING_INVITES_PER_WORKSPACE). */
+      listPendingInvites: SqlSchema.findAll({
+        Request: Schema.Struct({ workspaceId: Schema.String, ttlHours: Schema.Number }),
         Result: InviteRow,
-        execute: (workspaceId) =>
-          sql`select ${inviteColumns} from team_invites where workspace_id = ${workspaceId} order by created_at desc`
+        execute: ({ ttlHours, workspaceId }) =>
+          sql`select ${inviteColumns} from team_invites
+              where workspace_id = ${workspaceId} and status = 'pending' and created_at > ${expiredBefore(ttlHours)}
+              order by created_at desc, id desc`
       }),
-      /** Accepts every pending invite for the email; answers the accepted ones, newest first. */
-      acceptInvites: (email: string, userId: string) => acceptInvites({ email, userId })
+      /** Whether the workspace has an unexpired pending invite to the email (a new invite to it replaces that one). */
+      hasPendingInvite: (workspaceId: string, email: string, ttlHours: number) =>
+        sql`select 1 from team_invites
+            where workspace_id = ${workspaceId} and status = 'pending' and lower(email) = lower(${email})
+              and created_at > ${expiredBefore(ttlHours)}`.pipe(Effect.map((rows) => rows.length > 0)),
+      /** Forgets the workspace's expired invites: nothing can accept or list them any more. */
+      deleteExpiredInvites: (workspaceId: string, ttlHours: number) =>
+        sql`delete from team_invites
+            where workspace_id = ${workspaceId} and status = 'pending' and created_at <= ${expiredBefore(ttlHours)}`,
+      /** Accepts every pending, unexpired invite for the email; answers the accepted ones, newest first. */
+      acceptInvites: (email: string, userId: string, ttlHours: number) => acceptInvites({ email, userId, ttlHours })
     })
   })
 }) {}

@@ -7,13 +7,14 @@ import { Effect, Option } from "effect"
 import { insertDefaultView } from "../analytics/DefaultView.js"
 import { AppConfig } from "../platform/Config.js"
 import { Conflict, Forbidden, NotFound } from "../http/Errors.js"
+import { decodeCursor, encodeCursor, pageAfterCut } from "../platform/Cursor.js"
 import { prefixedId } from "../platform/Ids.js"
-import { toTimestamp } from "../platform/Schemas.js"
+import { pageSize, toTimestamp } from "../platform/Schemas.js"
 import { transactionOf } from "../platform/Sql.js"
-import { writeWithinCount } from "../platform/WorkspaceCaps.js"
+import { capReached, writeWithinCount } from "../platform/WorkspaceCaps.js"
 import type { Caller, WorkspaceRole } from "./Authentication.js"
-import { WorkspaceId } from "./Domain.js"
-import { type InviteRow, IdentityRepo, type MembershipRow } from "./Repo.js"
+import { MAX_MEMBERS_PAGE, WorkspaceId } from "./Domain.js"
+import { type InviteRow, IdentityRepo, inviteExpiredBefore, type MembershipRow } from "./Repo.js"
 import { SettingsRepo } from "./SettingsRepo.js"
 
 const slugify = (name: string) =>
@@ -26,14 +27,25 @@ const slugify = (name: string) =>
 
 export const toMembership = (row: MembershipRow) => ({ ...row, id: WorkspaceId.make(row.id) })
 
-export const toInvite = (row: InviteRow) => ({
+/** An invite as the API answers it; it expires `ttlHours` (INVITE_TTL_HOURS) after it was sent. */
+export const toInvite = (row: InviteRow, ttlHours: number) => ({
   id: row.id,
   workspace_id: row.workspace_id,
   email: row.email,
   role: row.role,
   status: row.status,
-  created_at: toTimestamp(row.created_at)
+  created_at: toTimestamp(row.created_at),
+  expires_at: toTimestamp(new Date(row.created_at.getTime() + ttlHours * 3_600_000))
 })
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
+/** A members page cursor: the last member's user id. */
+const decodeMemberCursor = (cursor: string) =>
+  Option.map(
+    Option.filter(decodeCursor(cursor, 1), ([userId]) => UUID.test(userId!)),
+    ([userId]) => userId!
+  )
 
 export class Workspaces extends Effect.Service<Workspaces>()("identity/Workspaces", {
   effect: Effect.gen(function* () {
@@ -98,7 +110,8 @@ export class Workspaces extends Effect.Service<Workspaces>()("identity/Workspace
               (trust === "vouched" || (yield* repo.verifiedEmails(userId)).includes(email.trim().toLowerCase()))
             if (accepts) {
               // Newest first: of invites to one workspace, the latest decides the role (the first insert wins).
-              const accepted = yield* repo.acceptInvites(email.trim(), userId)
+              // Expired invites are not accepted (nor listed); the answer is the user's memberships all the same.
+              const accepted = yield* repo.acceptInvites(email.trim(), userId, config.inviteTtlHours)
               for (const invite of accepted) yield* repo.insertMembership(invite.workspace_id, userId, invite.role)
             }
             const rows = yield* repo.listMemberships(userId)
@@ -135,45 +148,92 @@ export class Workspaces extends Effect.Service<Workspaces>()("identity/Workspace
       return created.value
     })
 
-    const invite = Effect.fn("Workspaces.invite")(
-      (caller: Caller, input: { readonly email: string; readonly role: "owner" | "admin" | "member" }) =>
-        input.role === "owner" && caller.role !== "owner"
-          ? Effect.fail(
-              new Forbidden({ code: "insufficient_role", message: "Only an owner can invite another owner." })
-            )
-          : inTransaction(
-              Effect.gen(function* () {
-                // One pending invite per address and workspace: a new one replaces it, so the role a person
-                // joins with is the one invited last (before, every invite was kept and acceptance kept
-                // whichever it met first).
-                const email = input.email.trim().toLowerCase()
-                yield* repo.lockKey(`invite:${caller.workspaceId}:${email}`)
-                yield* repo.withdrawPendingInvites(caller.workspaceId, email)
-                return toInvite(
-                  yield* repo.insertInvite({
-                    id: prefixedId("inv"),
-                    workspaceId: caller.workspaceId,
-                    email,
-                    role: input.role,
-                    invitedBy: caller.userId ?? caller.principalId
-                  })
-                )
-              })
-            )
-    )
+    /**
+     * A pending invite, unless the workspace has MAX_PENDING_INVITES_PER_WORKSPACE unexpired ones already (409
+     * `invite_limit_reached`): every one is in each `GET /v1/team/members` answer. Inviting an address again
+     * replaces its pending invite, so it is never refused. Invites of one workspace take turns under its lock,
+     * so two cannot both pass at the cap.
+     */
+    const invite = Effect.fn("Workspaces.invite")(function* (
+      caller: Caller,
+      input: { readonly email: string; readonly role: "owner" | "admin" | "member" }
+    ) {
+      if (input.role === "owner" && caller.role !== "owner") {
+        return yield* new Forbidden({ code: "insufficient_role", message: "Only an owner can invite another owner." })
+      }
+      const workspaceId = caller.workspaceId
+      const ttlHours = config.inviteTtlHours
+      const email = input.email.trim().toLowerCase()
+      const created = yield* writeWithinCount(
+        sql,
+        `team_invites:${workspaceId}`,
+        sql`select count(*)::int as stored from team_invites
+            where workspace_id = ${workspaceId} and status = 'pending'
+              and created_at > ${inviteExpiredBefore(sql, ttlHours)}`,
+        config.maxPendingInvitesPerWorkspace,
+        repo.hasPendingInvite(workspaceId, email, ttlHours),
+        Effect.gen(function* () {
+          // Expired invites can no longer be accepted or listed: forget them.
+          yield* repo.deleteExpiredInvites(workspaceId, ttlHours)
+          // One pending invite per address and workspace: a new one replaces it, so the role a person
+          // joins with is the one invited last (before, every invite was kept and acceptance kept
+          // whichever it met first).
+          yield* repo.withdrawPendingInvites(workspaceId, email)
+          return toInvite(
+            yield* repo.insertInvite({
+              id: prefixedId("inv"),
+              workspaceId,
+              email,
+              role: input.role,
+              invitedBy: caller.userId ?? caller.principalId
+            }),
+            ttlHours
+          )
+        })
+      ).pipe(Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
+      if (Option.isNone(created)) {
+        return yield* capReached(
+          "invite_limit_reached",
+          config.maxPendingInvitesPerWorkspace,
+          "pending invites",
+          "MAX_PENDING_INVITES_PER_WORKSPACE",
+          `wait for some to be accepted or to expire (after ${ttlHours} hours, INVITE_TTL_HOURS)`
+        )
+      }
+      return created.value
+    })
 
-    const members = Effect.fn("Workspaces.members")((workspaceId: string) =>
-      Effect.all({ members: repo.listMembers(workspaceId), invites: repo.listInvites(workspaceId) }).pipe(
-        Effect.map(({ invites, members }) => ({
-          members: members.map((member) => ({
-            ...member,
-            role: member.role as WorkspaceRole,
-            joined_at: toTimestamp(member.joined_at)
-          })),
-          invites: invites.map(toInvite)
-        }))
+    /**
+     * One page of the workspace's members, newest first (`limit` clamped to MAX_MEMBERS_PAGE, default 50,
+     * `next_cursor` while more follow), with its pending invites that have not expired on every page: at most
+     * MAX_PENDING_INVITES_PER_WORKSPACE of them, so they need no paging.
+     */
+    const members = Effect.fn("Workspaces.members")(function* (
+      workspaceId: string,
+      query: { readonly limit?: number | undefined; readonly cursor?: string | undefined } = {}
+    ) {
+      const limit = pageSize(query.limit, MAX_MEMBERS_PAGE)
+      const { next, page } = yield* pageAfterCut(
+        query.cursor,
+        decodeMemberCursor,
+        (row: { readonly user_id: string }) => encodeCursor([row.user_id]),
+        (after) =>
+          Effect.map(repo.listMembers(workspaceId, limit, after), (rows) => ({
+            rows: rows.slice(0, limit),
+            more: rows.length > limit
+          }))
       )
-    )
+      const invites = yield* repo.listPendingInvites({ workspaceId, ttlHours: config.inviteTtlHours })
+      return {
+        members: page.map((member) => ({
+          ...member,
+          role: member.role as WorkspaceRole,
+          joined_at: toTimestamp(member.joined_at)
+        })),
+        invites: invites.map((row) => toInvite(row, config.inviteTtlHours)),
+        ...next
+      }
+    })
 
     return { provision, membership, listMine, create, invite, members }
   }),

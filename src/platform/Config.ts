@@ -302,6 +302,21 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
        * each is a tenant of its own with fresh per-workspace caps and fair shares.
        */
       maxWorkspacesPerUser: yield* positiveInteger("MAX_WORKSPACES_PER_USER", 100),
+      /**
+       * How long a team invite may be accepted after it was sent (7 days, as GitHub's and Slack's). Measured from
+       * each invite's `created_at`, so a changed value applies to invites already sent (docs/authentication.md).
+       */
+      inviteTtlHours: yield* positiveInteger("INVITE_TTL_HOURS", 168).pipe(
+        Config.validate({
+          message: "INVITE_TTL_HOURS must be at most 876000 (a hundred years)",
+          validation: (hours) => hours <= 876_000
+        })
+      ),
+      /**
+       * Pending (unexpired) invites a workspace may have (409 `invite_limit_reached` past it; docs/limits.md):
+       * every one is in each `GET /v1/team/members` answer.
+       */
+      maxPendingInvitesPerWorkspace: yield* positiveInteger("MAX_PENDING_INVITES_PER_WORKSPACE", 100),
       /** Environments a workspace may have (409 `environment_limit_reached` past it; docs/limits.md). */
       maxEnvironmentsPerWorkspace: yield* positiveInteger("MAX_ENVIRONMENTS_PER_WORKSPACE", 100),
       /**

@@ -37,7 +37,7 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("API keys over HTTP", 
           ["GET /v1/api-keys", key.apiKeys.listApiKeys({})],
           ["POST /v1/api-keys", key.apiKeys.createApiKey({ payload: { name: "from a key" } })],
           ["PATCH /v1/api-keys/batch/revoke", key.apiKeys.revokeApiKeys({ payload: { ids: [created.api_key.id] } })],
-          ["GET /v1/team/members", key.team.listMembers({})],
+          ["GET /v1/team/members", key.team.listMembers({ urlParams: {} })],
           [
             "POST /v1/team/invites",
             key.team.createInvite({ payload: { email: "someone@example.com", role: "admin" } })

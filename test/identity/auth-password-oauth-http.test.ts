@@ -211,7 +211,7 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
         yield* expectFailure(internal.settings.getSettings({}), 401)
         yield* expectFailure(internal.apiKeys.listApiKeys({}), 401)
         yield* expectFailure(internal.environments.listEnvironments({}), 401)
-        yield* expectFailure(internal.team.listMembers({}), 401)
+        yield* expectFailure(internal.team.listMembers({ urlParams: {} }), 401)
         yield* expectFailure(internal.apiKeys.createApiKey({ payload: { name: "k" } }), 401)
       })
     )

@@ -145,7 +145,7 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("auth over HTT
             ["GET /v1/settings", elsewhere.settings.getSettings({})],
             ["GET /v1/environments", elsewhere.environments.listEnvironments({})],
             ["GET /v1/api-keys", elsewhere.apiKeys.listApiKeys({})],
-            ["GET /v1/team/members", elsewhere.team.listMembers({})]
+            ["GET /v1/team/members", elsewhere.team.listMembers({ urlParams: {} })]
           ]
           for (const [label, attempt] of attempts) {
             const answer = yield* answerOf(attempt, 200)

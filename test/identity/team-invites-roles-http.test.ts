@@ -48,7 +48,7 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
           expect(created.created_at).toMatch(TIMESTAMP)
 
           // The members as sent, compared whole: decoding would drop any field the contract does not name.
-          const { body: team } = yield* withRaw(owner.api.team.listMembers({ withResponse: true }))
+          const { body: team } = yield* withRaw(owner.api.team.listMembers({ urlParams: {}, withResponse: true }))
           expect((team as { members: unknown }).members).toEqual([
             {
               user_id: owner.user_id,
@@ -96,7 +96,7 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
       Effect.gen(function* () {
         const base = yield* baseUrl
         const anonymous = yield* clientAt(base)
-        yield* expectFailure(anonymous.team.listMembers({}), 401)
+        yield* expectFailure(anonymous.team.listMembers({ urlParams: {} }), 401)
         yield* expectFailure(anonymous.team.createInvite({ payload: { email: "a@b.co", role: "member" } }), 401)
         yield* expectFailure(anonymous.team.createWorkspace({ payload: { name: "x" } }), 401)
         yield* expectFailure(myWorkspaces(base, randomUUID()), 401)
@@ -122,7 +122,7 @@ layer(testServerWithDatabase("database", config), SERVER_OPTIONS)("team over HTT
             "GET /v1/environments/{id}/checker-modes",
             api.environments.getCheckerModes({ path: { environment_id: staging.id } })
           ],
-          ["GET /v1/team/members", api.team.listMembers({})]
+          ["GET /v1/team/members", api.team.listMembers({ urlParams: {} })]
         ]
         for (const [label, attempt] of allowed) {
           const answer = yield* answerOf(attempt, 200)

@@ -26,4 +26,4 @@ export const myWorkspaces = (
   )
 
 /** GET /v1/team/members. */
-export const members = (owner: { readonly api: GuardrailClient }) => owner.api.team.listMembers({})
+export const members = (owner: { readonly api: GuardrailClient }) => owner.api.team.listMembers({ urlParams: {} })

@@ -47,7 +47,7 @@ const snapshot = (t: Populated) =>
     const environments = yield* withRaw(api.environments.listEnvironments({ withResponse: true }))
     const keys = yield* withRaw(api.apiKeys.listApiKeys({ withResponse: true }))
     const settings = yield* withRaw(api.settings.getSettings({ withResponse: true }))
-    const members = yield* withRaw(api.team.listMembers({ withResponse: true }))
+    const members = yield* withRaw(api.team.listMembers({ urlParams: {}, withResponse: true }))
     const modes = yield* withRaw(
       api.environments.getCheckerModes({ path: { environment_id: t.staging.id }, withResponse: true })
     )
@@ -176,7 +176,7 @@ layer(testServer("database", { INTERNAL_API_KEY: INTERNAL_KEY }), SERVER_OPTIONS
           "PUT /v1/environments/{id}/checker-modes",
           api.environments.replaceCheckerModes({ path: { environment_id: b.staging.id }, payload: {} })
         ],
-        ["GET /v1/team/members", api.team.listMembers({})],
+        ["GET /v1/team/members", api.team.listMembers({ urlParams: {} })],
         ["POST /v1/team/invites", api.team.createInvite({ payload: { email: "planted@example.com", role: "owner" } })],
         ["POST /v1/team/my-workspaces", api.team.createWorkspace({ payload: { name: "planted" } })]
       ]
