@@ -4,7 +4,7 @@
 // (GET /v1/redteam/jobs/{id}/hardening) and, for owners and admins, a button that enables a
 // candidate policy (PATCH /v1/policies/{id}/enabled).
 import { reportHtml } from "./report-render.js"
-import { api, query, session } from "./session.js"
+import { api, query } from "./session.js"
 import { $, el, formatTime, message, pageLink, param, start } from "./shell.js"
 
 const PAGE_SIZE = 20
@@ -30,13 +30,11 @@ async function showJobs(cursor) {
   }
 }
 
-/** Owners and admins may enable policies; the members list says which the signed-in user is. */
+/** Owners and admins may enable policies; /v1/me says which the signed-in user is. */
 async function canEnable() {
   try {
-    const me = session.get()
-    const team = await api("GET", "/v1/team/members")
-    const member = team.members.find((m) => m.user_id === me?.user_id || m.username === me?.username)
-    return member?.role === "owner" || member?.role === "admin"
+    const me = await api("GET", "/v1/me")
+    return me.role === "owner" || me.role === "admin"
   } catch {
     return false
   }
