@@ -14,6 +14,8 @@
 import { Duration, Effect, Either, Fiber, Option, ParseResult, Schedule, Schema, Scope } from "effect"
 import { createHash } from "node:crypto"
 import { type HttpError, validationFailed } from "../http/Errors.js"
+import { AppConfig } from "../platform/Config.js"
+import { randomToken } from "../platform/Ids.js"
 import type { HotEndpoint, HotRequest } from "../http/Hot.js"
 import { IDEMPOTENCY_HEADER, IdempotencyKey, keyInFlight, keyReused } from "./Domain.js"
 import { IdempotencyRepo } from "./Repo.js"
@@ -28,6 +30,10 @@ type Outcome<A> = { readonly _tag: "Answered"; readonly value: A } | { readonly 
 export class Idempotency extends Effect.Service<Idempotency>()("idempotency/Idempotency", {
   scoped: Effect.gen(function* () {
     const repo = yield* IdempotencyRepo
+    const abandonedAfterMillis = (yield* AppConfig).idempotencyAbandonedAfterMillis
+    // Renewed well within the abandon time, so a busy event loop or a slow statement does not lose the claim.
+    const renewFirst = Duration.millis(abandonedAfterMillis / 10)
+    const renewEvery = Schedule.spaced(renewFirst)
     // Runs holding a key outlive a request whose client left; they end (and give their key up) with the service.
     const runs = yield* Effect.scope
 
@@ -74,25 +80,39 @@ export class Idempotency extends Effect.Service<Idempotency>()("idempotency/Idem
       const once = (request: HotRequest<P, Payload>, key: string) => {
         const ref = { workspaceId: request.caller.workspaceId, key }
         const digest = digestOf(request)
-        const run = endpoint.useCase
-          .run(request)
-          .pipe(
+        const token = randomToken(16)
+        const held = { ...ref, token }
+        // While it runs the holder renews its claim: a request slower than the abandon time is not taken over
+        // (before, a repeat then ran it a second time). A renewal that fails is tried again at the next beat.
+        // Interruptible: the run is started uninterruptibly, and a fork inherits that (it would never end).
+        const renewing = repo.renew(held).pipe(
+          Effect.catchAllCause(() => Effect.void),
+          Effect.repeat(renewEvery),
+          Effect.delay(renewFirst),
+          Effect.interruptible
+        )
+        const run = Effect.flatMap(Effect.fork(renewing), (beat) =>
+          endpoint.useCase.run(request).pipe(
+            Effect.ensuring(Fiber.interrupt(beat)),
             Effect.onExit((exit) =>
               exit._tag === "Success"
                 ? Effect.flatMap(storable(request, exit.value), (kept) =>
-                    repo.complete({ ...ref, response: JSON.stringify(encode(kept)) })
+                    repo.complete({ ...held, response: JSON.stringify(encode(kept)) })
                   )
-                : repo.release(ref)
+                : repo.release(held)
             )
           )
+        )
         // Claimed and started in one step, on a fiber of its own that the request's interruption (its client
         // gone) does not reach: before, that interruption gave the key up while the write it had queued still
         // committed, so the client's retry decided and wrote a second time.
         const claimAndStart = Effect.uninterruptible(
-          Effect.flatMap(Effect.zip(repo.claim({ ...ref, digest }), Effect.scope), ([claimed, requestScope]) =>
-            Option.isSome(claimed)
-              ? Effect.asSome(Effect.forkIn(Scope.extend(run, requestScope), runs))
-              : Effect.succeedNone
+          Effect.flatMap(
+            Effect.zip(repo.claim({ ...held, digest, abandonedAfterMillis }), Effect.scope),
+            ([claimed, requestScope]) =>
+              Option.isSome(claimed)
+                ? Effect.asSome(Effect.forkIn(Scope.extend(run, requestScope), runs))
+                : Effect.succeedNone
           )
         )
         const attempt: Effect.Effect<A, HttpError, Scope.Scope> = Effect.flatMap(

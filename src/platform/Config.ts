@@ -354,6 +354,11 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       gatewayGuardrailWindowChars: yield* positiveInteger("GATEWAY_GUARDRAIL_WINDOW_CHARS", 200),
       /** The end of a streamed reply held back from each window, so a pattern split across chunks is seen whole. */
       gatewayGuardrailHoldChars: yield* positiveInteger("GATEWAY_GUARDRAIL_HOLD_CHARS", 64),
+      /**
+       * An idempotency key in flight whose holder has not renewed it for this long was abandoned (its process
+       * died): a repeat may take it over. A holder renews it every tenth of this while it runs.
+       */
+      idempotencyAbandonedAfterMillis: yield* positiveInteger("IDEMPOTENCY_ABANDONED_AFTER_MS", 120_000),
       /** How long a client may take to send a whole request (headers and body); not the response. */
       httpRequestTimeoutMillis: yield* positiveInteger("HTTP_REQUEST_TIMEOUT_MS", 30_000),
       /** How long a client may take to send a request's headers (slow-header clients are cut off). */
