@@ -27,7 +27,7 @@
  */
 import type * as Headers from "@effect/platform/Headers"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Effect, Option, Runtime, Schema } from "effect"
+import { Effect, Exit, Option, Runtime, Schema } from "effect"
 import { Authorization, type ProposedEventInput } from "../authorization/Authorization.js"
 import type { DecisionAnswer } from "../authorization/Decisions.js"
 import { CatalogRepo } from "../catalog/Repo.js"
@@ -40,7 +40,7 @@ import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { AppConfig } from "../platform/Config.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { JsonRpcMessage, ToolCallParams } from "./Domain.js"
-import { respond, type Screen } from "./Answer.js"
+import { type AnswerStop, respond, type Screen } from "./Answer.js"
 import type { Verdict } from "./Relay.js"
 import {
   asObject,
@@ -52,7 +52,7 @@ import {
   textOf,
   unscreenedResult
 } from "./Screening.js"
-import { McpServers, type ServerTarget } from "./Servers.js"
+import { McpServers, serverNotFound, type ServerTarget } from "./Servers.js"
 import { makeEventIds, type StreamContext } from "./EventIds.js"
 import { makeUpstreamCall, takeSlot } from "./UpstreamCall.js"
 import { McpRepo } from "./Repo.js"
@@ -225,6 +225,40 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         return yield* toolListScreen(caller, target, session, id, yield* environmentOf(caller))
       })
 
+    /**
+     * One request to the server in flight: a stream slot (429 when none is left), and its end should the server
+     * be deleted meanwhile (`stop`: the call, or the answer under way, ends at once). `release` frees both.
+     */
+    const takeFlight = (caller: Caller, target: ServerTarget) =>
+      Effect.map(takeSlot(slots, caller), (freeSlot) => {
+        const removed = new AbortController()
+        const unwatch = servers.watch(caller.workspaceId, target.id, () => removed.abort())
+        const stop: AnswerStop = {
+          signal: removed.signal,
+          error: serverNotFound(target.id),
+          reason: "The MCP server was deleted while this request was in flight; the gateway ended it."
+        }
+        return {
+          stop,
+          release: () => {
+            unwatch()
+            freeSlot()
+          }
+        }
+      })
+
+    /** `call`, given up (and the request aborted) once `stop` says the server was deleted. */
+    const callUntilStopped = (stop: AnswerStop, upstream: ReturnType<typeof call>) =>
+      Effect.raceFirst(
+        upstream,
+        Effect.async<never, AnswerStop["error"]>((resume) => {
+          const stopped = () => resume(Effect.fail(stop.error))
+          if (stop.signal.aborted) stopped()
+          else stop.signal.addEventListener("abort", stopped, { once: true })
+          return Effect.sync(() => stop.signal.removeEventListener("abort", stopped))
+        })
+      )
+
     /** Relays the server's answer to a stream of `context`: screened, with resumable event ids. */
     const relay = (
       caller: Caller,
@@ -232,7 +266,7 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
       client: { readonly session: string | undefined; readonly forwarded: Record<string, string> },
       context: StreamContext,
       upstream: UpstreamResponse,
-      release: () => void
+      flight: { readonly stop: AnswerStop; readonly release: () => void }
     ) =>
       Effect.gen(function* () {
         const { target } = server
@@ -244,12 +278,14 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         const ending = (reason: string) => (id === undefined ? undefined : errorMessage(id, -32603, reason))
         const binding = { workspaceId: caller.workspaceId, serverId: target.id, session: client.session ?? "" }
         const eventId = (event: string) => eventIds.issue(binding, context, event)
-        return yield* respond(upstream, screened, ending, release, limits, runPromise, eventId)
+        return yield* respond(upstream, screened, ending, flight.release, limits, runPromise, eventId, flight.stop)
       }).pipe(
-        Effect.tapErrorCause(() =>
+        // Failed, or interrupted (the client gone) before the answer was built: the upstream request ends too.
+        Effect.onExit((exit) =>
           Effect.sync(() => {
+            if (Exit.isSuccess(exit)) return
             upstream.abort()
-            release()
+            flight.release()
           })
         )
       )
@@ -265,6 +301,10 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
       if (Array.isArray(body.json))
         return yield* badRequest("body", "expected one JSON-RPC message (batches are not supported)")
       const rpc = yield* Schema.decodeUnknown(JsonRpcMessage)(body.json).pipe(Effect.mapError(schemaRefusal))
+      // A tool call is decided before it goes out; sent as a notification (no id) it would reach the server
+      // undecided, and a server lenient about JSON-RPC runs it all the same.
+      if (rpc.method === "tools/call" && rpc.id === undefined)
+        return yield* badRequest("id", "a tools/call needs an id (it is decided before it reaches the server)")
       const client = yield* sessionOf(incoming)
       const { session, forwarded } = client
       let sent = body.text
@@ -307,15 +347,13 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         const origin = Option.isSome(own) && typeof own.value === "string" ? own.value : target.resultOrigin
         context = { method: "tools/call", request_id: id, tool, origin }
       }
-      const release = yield* takeSlot(slots, caller)
+      const flight = yield* takeFlight(caller, target)
       const accept = incoming["accept"] ?? "application/json, text/event-stream"
-      const upstream = yield* call(
-        target.url,
-        upstreamHeaders(headers, forwarded, accept),
-        Buffer.from(sent, "utf8"),
-        "POST"
-      ).pipe(Effect.tapError(() => Effect.sync(release)))
-      return yield* relay(caller, { target, headers }, client, context, upstream, release)
+      const upstream = yield* callUntilStopped(
+        flight.stop,
+        call(target.url, upstreamHeaders(headers, forwarded, accept), Buffer.from(sent, "utf8"), "POST")
+      ).pipe(Effect.onExit((exit) => Effect.sync(() => Exit.isSuccess(exit) || flight.release())))
+      return yield* relay(caller, { target, headers }, client, context, upstream, flight)
     })
 
     /**
@@ -339,14 +377,12 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         context = resumed.value.context
         forwarded["last-event-id"] = resumed.value.event
       }
-      const release = yield* takeSlot(slots, caller)
-      const upstream = yield* call(
-        target.url,
-        upstreamHeaders(headers, forwarded, "text/event-stream"),
-        new Uint8Array(0),
-        "GET"
-      ).pipe(Effect.tapError(() => Effect.sync(release)))
-      return yield* relay(caller, { target, headers }, { session, forwarded }, context, upstream, release)
+      const flight = yield* takeFlight(caller, target)
+      const upstream = yield* callUntilStopped(
+        flight.stop,
+        call(target.url, upstreamHeaders(headers, forwarded, "text/event-stream"), new Uint8Array(0), "GET")
+      ).pipe(Effect.onExit((exit) => Effect.sync(() => Exit.isSuccess(exit) || flight.release())))
+      return yield* relay(caller, { target, headers }, { session, forwarded }, context, upstream, flight)
     })
 
     /** `DELETE /v1/mcp/{server_id}`: ends the session at the server. */
