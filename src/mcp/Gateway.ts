@@ -393,12 +393,12 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
     ) {
       const { target, headers } = yield* targetOf(caller, serverId)
       const { forwarded } = yield* sessionOf(incoming)
-      const upstream = yield* call(
-        target.url,
-        upstreamHeaders(headers, forwarded, "application/json"),
-        new Uint8Array(0),
-        "DELETE"
-      )
+      // A request in flight like any other: it holds a slot until the server has answered.
+      const flight = yield* takeFlight(caller, target)
+      const upstream = yield* callUntilStopped(
+        flight.stop,
+        call(target.url, upstreamHeaders(headers, forwarded, "application/json"), new Uint8Array(0), "DELETE")
+      ).pipe(Effect.ensuring(Effect.sync(flight.release)))
       upstream.abort()
       const status =
         upstream.status >= 200 && upstream.status < 300 ? 204 : upstream.status >= 500 ? 502 : upstream.status

@@ -22,14 +22,18 @@ const isResponse = (message: unknown) => {
 export const dropResponses: Screen = (message) => Effect.succeed(isResponse(message) ? "drop" : "keep")
 
 /**
- * The answer to request `id` may carry only its own response. A response with another id would reach the
+ * The answer to request `id` may carry only its own response, once. A response with another id would reach the
  * client's request of that id unscreened (a tool result passed off as another call's): it stands as an error
- * for `id` instead, which ends this request without anything from it.
+ * for `id` instead, which ends this request without anything from it. Any response after the first is dropped:
+ * the request has its answer, and a server repeating it would have each copy decided (and recorded) again.
  */
-export const ownResponseOnly =
-  (id: string | number, screen: Screen): Screen =>
-  (message) =>
-    isResponse(message) && asObject(message)?.["id"] !== id
+export const ownResponseOnly = (id: string | number, screen: Screen): Screen => {
+  let answered = false
+  return (message) => {
+    if (!isResponse(message)) return screen(message)
+    if (answered) return Effect.succeed("drop")
+    answered = true
+    return asObject(message)?.["id"] !== id
       ? Effect.succeed({
           replace: errorMessage(
             id,
@@ -38,6 +42,8 @@ export const ownResponseOnly =
           )
         })
       : screen(message)
+  }
+}
 
 /** The result of `message`, when it is the response to request `id` with a result. */
 export const resultFor = (message: unknown, id: string | number): Json | undefined => {

@@ -56,6 +56,10 @@ const stub = createServer((incoming: IncomingMessage, response: ServerResponse) 
       response.writeHead(200, { "content-type": "application/json" })
       response.write('{"jsonrpc":"2.0",')
       held.add(response)
+    } else if (path === "/repeat") {
+      // The request's response, three times over.
+      response.writeHead(200, { "content-type": "text/event-stream" })
+      response.end(`event: message\ndata: ${answerFor(body)}\n\n`.repeat(3))
     } else if (path === "/break") {
       response.writeHead(200, { "content-type": "text/event-stream" })
       response.write(": working\n\n", () => setTimeout(() => response.destroy(), 50))
@@ -132,6 +136,18 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
       })
   )
 
+  it.effect("a response repeated by the server reaches the client, and is decided, once", () =>
+    Effect.gen(function* () {
+      const setup = yield* mcpTenant(stubUrl("/repeat"))
+      const answer = yield* rawLookupCall(setup)
+      expect(answer.status).toBe(200)
+      expect(answer.text.split('"id":7').length - 1, answer.text).toBe(1)
+      const traces = yield* setup.owner.api.traces.listTraces({ urlParams: {} })
+      const kinds = traces.traces.map((trace) => (trace.payload as { request: { kind: string } }).request.kind)
+      expect(kinds.sort()).toEqual(["output.proposed", "tool.result"])
+    })
+  )
+
   it.effect("a tools/call without an id is refused and never reaches the server", () =>
     Effect.gen(function* () {
       const setup = yield* mcpTenant(stubUrl("/plain"))
@@ -194,6 +210,24 @@ layer(
         controller.abort()
         yield* Effect.promise(() => call)
       }
+      // Ending a session holds a slot too while the server has not answered: the third at once is 429.
+      const ends = Array.from({ length: LIMIT }, () => new AbortController())
+      const before = received.filter((one) => one.path === "/head").length
+      const ending = ends.map((controller) =>
+        fetch(`${setup.base}/v1/mcp/${setup.serverId}`, {
+          method: "DELETE",
+          signal: controller.signal,
+          headers: { authorization: `Bearer ${setup.key}`, "mcp-session-id": "s-1" }
+        }).catch(() => undefined)
+      )
+      yield* receivedOn("/head", before + LIMIT)
+      const third = yield* call(setup.base, "DELETE", `/v1/mcp/${setup.serverId}`, {
+        token: setup.key,
+        headers: { "mcp-session-id": "s-1" }
+      })
+      expect(third.status, third.text).toBe(429)
+      for (const controller of ends) controller.abort()
+      yield* Effect.promise(() => Promise.all(ending))
       // Each gave its slot back: the key still has both.
       yield* setup.owner.api.mcpServers.updateMcpServer({
         path: { id: setup.serverId },
