@@ -22,6 +22,7 @@ import { call, request } from "../support/Raw.js"
 import { until } from "../support/Eventually.js"
 import { SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
 import { GATEWAY_SETTINGS } from "../gateway/gateway-helpers.js"
+import { MAX_SERVER_REQUESTS_PER_STREAM } from "../../src/mcp/ServerRequestScreen.js"
 import { AGENT, mcpTenant, postMessage, rawLookupCall } from "./mcp-helpers.js"
 
 interface Received {
@@ -60,6 +61,19 @@ const stub = createServer((incoming: IncomingMessage, response: ServerResponse) 
       // The request's response, three times over.
       response.writeHead(200, { "content-type": "text/event-stream" })
       response.end(`event: message\ndata: ${answerFor(body)}\n\n`.repeat(3))
+    } else if (path === "/spam") {
+      // More sampling requests than one stream decides, then the response.
+      const ask = (index: number) =>
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: `ask-${index}`,
+          method: "sampling/createMessage",
+          params: { messages: [{ role: "user", content: { type: "text", text: `question ${index}` } }], maxTokens: 5 }
+        })
+      response.writeHead(200, { "content-type": "text/event-stream" })
+      for (let index = 0; index < MAX_SERVER_REQUESTS_PER_STREAM + 20; index++)
+        response.write(`event: message\ndata: ${ask(index)}\n\n`)
+      response.end(`event: message\ndata: ${answerFor(body)}\n\n`)
     } else if (path === "/break") {
       response.writeHead(200, { "content-type": "text/event-stream" })
       response.write(": working\n\n", () => setTimeout(() => response.destroy(), 50))
@@ -145,6 +159,17 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
       const traces = yield* setup.owner.api.traces.listTraces({ urlParams: {} })
       const kinds = traces.traces.map((trace) => (trace.payload as { request: { kind: string } }).request.kind)
       expect(kinds.sort()).toEqual(["output.proposed", "tool.result"])
+    })
+  )
+
+  it.effect("a server's requests on one stream are decided up to a bound; the rest are dropped unseen", () =>
+    Effect.gen(function* () {
+      const setup = yield* mcpTenant(stubUrl("/spam"))
+      const answer = yield* rawLookupCall(setup)
+      expect(answer.status).toBe(200)
+      expect(answer.text.split("sampling/createMessage").length - 1).toBe(MAX_SERVER_REQUESTS_PER_STREAM)
+      expect(answer.text).not.toContain(`"ask-${MAX_SERVER_REQUESTS_PER_STREAM}"`)
+      expect(answer.text).toContain('"text":"ok"')
     })
   )
 
