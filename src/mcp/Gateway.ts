@@ -40,7 +40,7 @@ import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { AppConfig } from "../platform/Config.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { JsonRpcMessage, ToolCallParams } from "./Domain.js"
-import { type AnswerStop, respond, type Screen } from "./Answer.js"
+import { respond, type Screen } from "./Answer.js"
 import type { Verdict } from "./Relay.js"
 import {
   asObject,
@@ -52,9 +52,9 @@ import {
   textOf,
   unscreenedResult
 } from "./Screening.js"
-import { McpServers, serverNotFound, type ServerTarget } from "./Servers.js"
+import { McpServers, type ServerTarget } from "./Servers.js"
 import { makeEventIds, type StreamContext } from "./EventIds.js"
-import { makeUpstreamCall, takeSlot } from "./UpstreamCall.js"
+import { callInFlight, type Flight, makeUpstreamCall, takeFlight } from "./UpstreamCall.js"
 import { McpRepo } from "./Repo.js"
 import { makeToolListScreen } from "./ToolListScreen.js"
 import { pinnedCallRefusal, ToolPins } from "./ToolPins.js"
@@ -225,40 +225,6 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         return yield* toolListScreen(caller, target, session, id, yield* environmentOf(caller))
       })
 
-    /**
-     * One request to the server in flight: a stream slot (429 when none is left), and its end should the server
-     * be deleted meanwhile (`stop`: the call, or the answer under way, ends at once). `release` frees both.
-     */
-    const takeFlight = (caller: Caller, target: ServerTarget) =>
-      Effect.map(takeSlot(slots, caller), (freeSlot) => {
-        const removed = new AbortController()
-        const unwatch = servers.watch(caller.workspaceId, target.id, () => removed.abort())
-        const stop: AnswerStop = {
-          signal: removed.signal,
-          error: serverNotFound(target.id),
-          reason: "The MCP server was deleted while this request was in flight; the gateway ended it."
-        }
-        return {
-          stop,
-          release: () => {
-            unwatch()
-            freeSlot()
-          }
-        }
-      })
-
-    /** `call`, given up (and the request aborted) once `stop` says the server was deleted. */
-    const callUntilStopped = (stop: AnswerStop, upstream: ReturnType<typeof call>) =>
-      Effect.raceFirst(
-        upstream,
-        Effect.async<never, AnswerStop["error"]>((resume) => {
-          const stopped = () => resume(Effect.fail(stop.error))
-          if (stop.signal.aborted) stopped()
-          else stop.signal.addEventListener("abort", stopped, { once: true })
-          return Effect.sync(() => stop.signal.removeEventListener("abort", stopped))
-        })
-      )
-
     /** Relays the server's answer to a stream of `context`: screened, with resumable event ids. */
     const relay = (
       caller: Caller,
@@ -266,7 +232,7 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
       client: { readonly session: string | undefined; readonly forwarded: Record<string, string> },
       context: StreamContext,
       upstream: UpstreamResponse,
-      flight: { readonly stop: AnswerStop; readonly release: () => void }
+      flight: Flight
     ) =>
       Effect.gen(function* () {
         const { target } = server
@@ -347,12 +313,12 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         const origin = Option.isSome(own) && typeof own.value === "string" ? own.value : target.resultOrigin
         context = { method: "tools/call", request_id: id, tool, origin }
       }
-      const flight = yield* takeFlight(caller, target)
+      const flight = yield* takeFlight(slots, servers.watch, caller, target)
       const accept = incoming["accept"] ?? "application/json, text/event-stream"
-      const upstream = yield* callUntilStopped(
-        flight.stop,
+      const upstream = yield* callInFlight(
+        flight,
         call(target.url, upstreamHeaders(headers, forwarded, accept), Buffer.from(sent, "utf8"), "POST")
-      ).pipe(Effect.onExit((exit) => Effect.sync(() => Exit.isSuccess(exit) || flight.release())))
+      )
       return yield* relay(caller, { target, headers }, client, context, upstream, flight)
     })
 
@@ -377,11 +343,11 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         context = resumed.value.context
         forwarded["last-event-id"] = resumed.value.event
       }
-      const flight = yield* takeFlight(caller, target)
-      const upstream = yield* callUntilStopped(
-        flight.stop,
+      const flight = yield* takeFlight(slots, servers.watch, caller, target)
+      const upstream = yield* callInFlight(
+        flight,
         call(target.url, upstreamHeaders(headers, forwarded, "text/event-stream"), new Uint8Array(0), "GET")
-      ).pipe(Effect.onExit((exit) => Effect.sync(() => Exit.isSuccess(exit) || flight.release())))
+      )
       return yield* relay(caller, { target, headers }, { session, forwarded }, context, upstream, flight)
     })
 
@@ -394,9 +360,9 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
       const { target, headers } = yield* targetOf(caller, serverId)
       const { forwarded } = yield* sessionOf(incoming)
       // A request in flight like any other: it holds a slot until the server has answered.
-      const flight = yield* takeFlight(caller, target)
-      const upstream = yield* callUntilStopped(
-        flight.stop,
+      const flight = yield* takeFlight(slots, servers.watch, caller, target)
+      const upstream = yield* callInFlight(
+        flight,
         call(target.url, upstreamHeaders(headers, forwarded, "application/json"), new Uint8Array(0), "DELETE")
       ).pipe(Effect.ensuring(Effect.sync(flight.release)))
       upstream.abort()
