@@ -8,11 +8,20 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Either, Exit } from "effect"
 import type { UpstreamResponse } from "../gateway/Upstream.js"
 import { MAX_JSON_BYTES } from "../gateway/UsageMeter.js"
+import { errorBodyOf, type HttpError, statusOf } from "../http/Errors.js"
 import { isScreenableObject, Limits } from "../platform/Schemas.js"
-import { readWhole, relaySse, type RelayLimits, type Verdict } from "./Relay.js"
+import { readWhole, relaySse, type RelayLimits, type RelayStop, type Verdict } from "./Relay.js"
 
 /** What becomes of each message of the answer. */
 export type Screen = (message: unknown) => Effect.Effect<Verdict>
+
+/**
+ * An end put to the answer from outside (its server deleted): `error` answers the client when nothing of
+ * the answer went out yet, `reason` is the request's JSON-RPC error in an event stream under way.
+ */
+export interface AnswerStop extends RelayStop {
+  readonly error: HttpError
+}
 
 /**
  * The client's answer for an upstream response, each message through `screen`; `release` once it is over;
@@ -25,7 +34,8 @@ export const respond = (
   release: () => void,
   limits: RelayLimits,
   runPromise: <A>(effect: Effect.Effect<A>) => Promise<A>,
-  eventId?: (id: string) => string
+  eventId?: (id: string) => string,
+  stop?: AnswerStop
 ): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
   // An event stream frees the slot when it ends; every other answer is over once it is built.
   let streamOwnsSlot = false
@@ -61,7 +71,7 @@ export const respond = (
     const contentType = (upstream.headers["content-type"] ?? "").toLowerCase()
     if (contentType.includes("text/event-stream")) {
       const run = (message: unknown) => runPromise(screen(message))
-      const body = relaySse(upstream.body, upstream.abort, run, limits, ending, release, eventId)
+      const body = relaySse(upstream.body, upstream.abort, run, limits, ending, release, eventId, stop)
       streamOwnsSlot = true
       return HttpServerResponse.raw(body, {
         status,
@@ -70,8 +80,12 @@ export const respond = (
       })
     }
     const bytes = yield* Effect.promise(() =>
-      readWhole(upstream.body, MAX_JSON_BYTES, limits.maxStreamMillis).catch(() => undefined)
+      readWhole(upstream.body, MAX_JSON_BYTES, limits.maxStreamMillis, stop?.signal).catch(() => undefined)
     )
+    if (stop?.signal.aborted === true) {
+      upstream.abort()
+      return HttpServerResponse.unsafeJson(errorBodyOf(stop.error), { status: statusOf(stop.error) })
+    }
     if (bytes === undefined) {
       return HttpServerResponse.unsafeJson(
         {

@@ -27,7 +27,7 @@
  */
 import type * as Headers from "@effect/platform/Headers"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Effect, Option, Runtime, Schema } from "effect"
+import { Effect, Exit, Option, Runtime, Schema } from "effect"
 import { Authorization, type ProposedEventInput } from "../authorization/Authorization.js"
 import type { DecisionAnswer } from "../authorization/Decisions.js"
 import { CatalogRepo } from "../catalog/Repo.js"
@@ -54,7 +54,7 @@ import {
 } from "./Screening.js"
 import { McpServers, type ServerTarget } from "./Servers.js"
 import { makeEventIds, type StreamContext } from "./EventIds.js"
-import { makeUpstreamCall, takeSlot } from "./UpstreamCall.js"
+import { callInFlight, type Flight, makeUpstreamCall, takeFlight } from "./UpstreamCall.js"
 import { McpRepo } from "./Repo.js"
 import { makeToolListScreen } from "./ToolListScreen.js"
 import { pinnedCallRefusal, ToolPins } from "./ToolPins.js"
@@ -232,7 +232,7 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
       client: { readonly session: string | undefined; readonly forwarded: Record<string, string> },
       context: StreamContext,
       upstream: UpstreamResponse,
-      release: () => void
+      flight: Flight
     ) =>
       Effect.gen(function* () {
         const { target } = server
@@ -244,12 +244,14 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         const ending = (reason: string) => (id === undefined ? undefined : errorMessage(id, -32603, reason))
         const binding = { workspaceId: caller.workspaceId, serverId: target.id, session: client.session ?? "" }
         const eventId = (event: string) => eventIds.issue(binding, context, event)
-        return yield* respond(upstream, screened, ending, release, limits, runPromise, eventId)
+        return yield* respond(upstream, screened, ending, flight.release, limits, runPromise, eventId, flight.stop)
       }).pipe(
-        Effect.tapErrorCause(() =>
+        // Failed, or interrupted (the client gone) before the answer was built: the upstream request ends too.
+        Effect.onExit((exit) =>
           Effect.sync(() => {
+            if (Exit.isSuccess(exit)) return
             upstream.abort()
-            release()
+            flight.release()
           })
         )
       )
@@ -265,6 +267,10 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
       if (Array.isArray(body.json))
         return yield* badRequest("body", "expected one JSON-RPC message (batches are not supported)")
       const rpc = yield* Schema.decodeUnknown(JsonRpcMessage)(body.json).pipe(Effect.mapError(schemaRefusal))
+      // A tool call is decided before it goes out; sent as a notification (no id) it would reach the server
+      // undecided, and a server lenient about JSON-RPC runs it all the same.
+      if (rpc.method === "tools/call" && rpc.id === undefined)
+        return yield* badRequest("id", "a tools/call needs an id (it is decided before it reaches the server)")
       const client = yield* sessionOf(incoming)
       const { session, forwarded } = client
       let sent = body.text
@@ -307,15 +313,13 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         const origin = Option.isSome(own) && typeof own.value === "string" ? own.value : target.resultOrigin
         context = { method: "tools/call", request_id: id, tool, origin }
       }
-      const release = yield* takeSlot(slots, caller)
+      const flight = yield* takeFlight(slots, servers.watch, caller, target)
       const accept = incoming["accept"] ?? "application/json, text/event-stream"
-      const upstream = yield* call(
-        target.url,
-        upstreamHeaders(headers, forwarded, accept),
-        Buffer.from(sent, "utf8"),
-        "POST"
-      ).pipe(Effect.tapError(() => Effect.sync(release)))
-      return yield* relay(caller, { target, headers }, client, context, upstream, release)
+      const upstream = yield* callInFlight(
+        flight,
+        call(target.url, upstreamHeaders(headers, forwarded, accept), Buffer.from(sent, "utf8"), "POST")
+      )
+      return yield* relay(caller, { target, headers }, client, context, upstream, flight)
     })
 
     /**
@@ -339,14 +343,12 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
         context = resumed.value.context
         forwarded["last-event-id"] = resumed.value.event
       }
-      const release = yield* takeSlot(slots, caller)
-      const upstream = yield* call(
-        target.url,
-        upstreamHeaders(headers, forwarded, "text/event-stream"),
-        new Uint8Array(0),
-        "GET"
-      ).pipe(Effect.tapError(() => Effect.sync(release)))
-      return yield* relay(caller, { target, headers }, { session, forwarded }, context, upstream, release)
+      const flight = yield* takeFlight(slots, servers.watch, caller, target)
+      const upstream = yield* callInFlight(
+        flight,
+        call(target.url, upstreamHeaders(headers, forwarded, "text/event-stream"), new Uint8Array(0), "GET")
+      )
+      return yield* relay(caller, { target, headers }, { session, forwarded }, context, upstream, flight)
     })
 
     /** `DELETE /v1/mcp/{server_id}`: ends the session at the server. */
@@ -357,12 +359,12 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
     ) {
       const { target, headers } = yield* targetOf(caller, serverId)
       const { forwarded } = yield* sessionOf(incoming)
-      const upstream = yield* call(
-        target.url,
-        upstreamHeaders(headers, forwarded, "application/json"),
-        new Uint8Array(0),
-        "DELETE"
-      )
+      // A request in flight like any other: it holds a slot until the server has answered.
+      const flight = yield* takeFlight(slots, servers.watch, caller, target)
+      const upstream = yield* callInFlight(
+        flight,
+        call(target.url, upstreamHeaders(headers, forwarded, "application/json"), new Uint8Array(0), "DELETE")
+      ).pipe(Effect.ensuring(Effect.sync(flight.release)))
       upstream.abort()
       const status =
         upstream.status >= 200 && upstream.status < 300 ? 204 : upstream.status >= 500 ? 502 : upstream.status

@@ -25,10 +25,19 @@ export interface RelayLimits {
  * The whole body, or undefined when it is larger than `limit` or not all there within `withinMillis` (the rest
  * is not read): a server trickling its answer cannot hold the call, and its slot, past the stream duration.
  */
-export const readWhole = async (body: Readable, limit: number, withinMillis: number): Promise<Buffer | undefined> => {
+export const readWhole = async (
+  body: Readable,
+  limit: number,
+  withinMillis: number,
+  stop?: AbortSignal
+): Promise<Buffer | undefined> => {
   const chunks: Array<Buffer> = []
   let bytes = 0
   const deadline = setTimeout(() => body.destroy(new Error(`not read within ${withinMillis} ms`)), withinMillis)
+  // Stopped from outside (the server deleted): the rest is not waited for.
+  const stopped = () => body.destroy(new Error("stopped"))
+  if (stop?.aborted === true) stopped()
+  stop?.addEventListener("abort", stopped, { once: true })
   try {
     for await (const chunk of body) {
       const buffer = chunk as Buffer
@@ -42,6 +51,7 @@ export const readWhole = async (body: Readable, limit: number, withinMillis: num
     return Buffer.concat(chunks, bytes)
   } finally {
     clearTimeout(deadline)
+    stop?.removeEventListener("abort", stopped)
   }
 }
 
@@ -53,14 +63,27 @@ const parseJson = (text: string): { readonly value: unknown } | undefined => {
   }
 }
 
+/** A JSON-RPC response (a result or an error). */
+const isResponse = (message: unknown) =>
+  typeof message === "object" &&
+  message !== null &&
+  !Array.isArray(message) &&
+  ("result" in message || "error" in message)
+
 /** One SSE event re-encoded with `message` as its data, keeping its other fields (`id`, `event`). */
 const encodeEvent = (fields: ReadonlyArray<string>, message: unknown) =>
   `${fields.map((line) => `${line}\n`).join("")}data: ${JSON.stringify(message)}\n\n`
 
+/** An end put to a relay from outside (its server deleted), and why, for the last message. */
+export interface RelayStop {
+  readonly signal: AbortSignal
+  readonly reason: string
+}
+
 /**
  * Relays an SSE body through `screen`; `ending` gives the last message to send when the gateway ends the
- * stream itself (limits), `done` runs once the relay is over (stream ended, cut, or client gone), and
- * `eventId` gives the id the client sees for each event id of the server (EventIds.ts).
+ * stream itself (limits, `stop`), `done` runs once the relay is over (stream ended, cut, or client gone),
+ * and `eventId` gives the id the client sees for each event id of the server (EventIds.ts).
  */
 export const relaySse = (
   body: Readable,
@@ -69,7 +92,8 @@ export const relaySse = (
   limits: RelayLimits,
   ending: (reason: string) => unknown,
   done: () => void,
-  eventId: (id: string) => string = (id) => id
+  eventId: (id: string) => string = (id) => id,
+  stop?: RelayStop
 ): PassThrough => {
   const out = new PassThrough()
   let finished = false
@@ -77,6 +101,7 @@ export const relaySse = (
     if (finished) return
     finished = true
     clearTimeout(deadline)
+    stop?.signal.removeEventListener("abort", stopped)
     abort()
     done()
   }
@@ -96,6 +121,22 @@ export const relaySse = (
   )
   // A client that goes away ends the upstream request too.
   out.once("close", finish)
+  const stopped = () => cut(stop?.reason ?? "")
+  if (stop?.signal.aborted === true) queueMicrotask(stopped)
+  else stop?.signal.addEventListener("abort", stopped, { once: true })
+  // Whether the client was given an event id (it can resume the stream), and whether a response went out.
+  let resumable = false
+  let answered = false
+  /**
+   * The upstream stream is over. Unanswered, with nothing to resume from, the request's error ends it: the
+   * client would otherwise wait for an answer that cannot come.
+   */
+  const over = (how: string) => {
+    if (!answered && !resumable)
+      cut(`The MCP server's stream ${how} before it answered, with no event id to resume from; the gateway ended it.`)
+    else if (!out.destroyed && !out.writableEnded) out.end()
+    finish()
+  }
 
   const relayEvent = async (upstreamEvent: string) => {
     const lines = upstreamEvent
@@ -115,6 +156,8 @@ export const relaySse = (
     }
     const verdict = parsed === undefined ? "keep" : await screen(parsed.value)
     if (verdict === "drop") return true
+    if (isResponse(verdict === "keep" ? value : verdict.replace)) answered = true
+    if (lines.some((line) => line.startsWith("id:"))) resumable = true
     if (verdict === "keep") return writeDrained(out, `${raw}\n\n`)
     return writeDrained(
       out,
@@ -140,13 +183,11 @@ export const relaySse = (
     }
     const rest = splitter.end()
     if (rest !== undefined && !finished) await relayEvent(rest)
-    if (!out.destroyed && !out.writableEnded) out.end()
-    finish()
+    over("ended")
   }
   run().catch(() => {
     // The upstream body broke off (idle timeout, reset): end what the client has.
-    if (!out.destroyed && !out.writableEnded) out.end()
-    finish()
+    over("broke off")
   })
   return out
 }

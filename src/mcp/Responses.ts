@@ -22,22 +22,38 @@ const isResponse = (message: unknown) => {
 export const dropResponses: Screen = (message) => Effect.succeed(isResponse(message) ? "drop" : "keep")
 
 /**
- * The answer to request `id` may carry only its own response. A response with another id would reach the
+ * The answer to request `id` may carry only its own response, once. A response with another id would reach the
  * client's request of that id unscreened (a tool result passed off as another call's): it stands as an error
- * for `id` instead, which ends this request without anything from it.
+ * for `id` instead, which ends this request without anything from it. Any response after the first is dropped:
+ * the request has its answer, and a server repeating it would have each copy decided (and recorded) again.
  */
-export const ownResponseOnly =
-  (id: string | number, screen: Screen): Screen =>
-  (message) =>
-    isResponse(message) && asObject(message)?.["id"] !== id
-      ? Effect.succeed({
-          replace: errorMessage(
-            id,
-            -32603,
-            "The MCP server answered this request with a response to another request; the gateway withheld it."
-          )
-        })
-      : screen(message)
+export const ownResponseOnly = (id: string | number, screen: Screen): Screen => {
+  let answered = false
+  return (message) => {
+    if (!isResponse(message)) return screen(message)
+    if (answered) return Effect.succeed("drop")
+    answered = true
+    const object = asObject(message)
+    if (object?.["id"] !== id)
+      return Effect.succeed({
+        replace: errorMessage(
+          id,
+          -32603,
+          "The MCP server answered this request with a response to another request; the gateway withheld it."
+        )
+      })
+    // Every MCP result is an object; one that is not (a list, a string) is read by no screen: not passed unseen.
+    if ("result" in object && asObject(object["result"]) === undefined)
+      return Effect.succeed({
+        replace: errorMessage(
+          id,
+          -32603,
+          "The MCP server answered this request with a result that is not a JSON object, which the gateway cannot screen; it withheld it."
+        )
+      })
+    return screen(message)
+  }
+}
 
 /** The result of `message`, when it is the response to request `id` with a result. */
 export const resultFor = (message: unknown, id: string | number): Json | undefined => {
@@ -53,11 +69,15 @@ export const toolResultFor = (message: unknown, id: string | number): Json | und
   const result = resultFor(message, id)
   if (result !== undefined) return result
   const object = asObject(message)
-  const error = object !== undefined && object["id"] === id ? asObject(object["error"]) : undefined
-  if (error === undefined) return undefined
+  const raw = object !== undefined && object["id"] === id ? object["error"] : undefined
+  if (raw === undefined) return undefined
+  // What is not a string (an error that is no object, a message that is not text, `data`), which a client may
+  // still show, is screened as its JSON.
+  const error = asObject(raw)
+  const said = error === undefined ? raw : error["message"]
   const texts = [
-    ...(typeof error["message"] === "string" ? [error["message"]] : []),
-    ...(error["data"] === undefined ? [] : [JSON.stringify(error["data"])])
+    ...(typeof said === "string" ? [said] : said === undefined ? [] : [JSON.stringify(said)]),
+    ...(error?.["data"] === undefined ? [] : [JSON.stringify(error["data"])])
   ]
   return { content: [{ type: "text", text: texts.join("\n") }], isError: true }
 }

@@ -10,6 +10,7 @@
 import { Cause, Effect, Option } from "effect"
 import type { ProposedEventInput } from "../authorization/Authorization.js"
 import type { DecisionAnswer } from "../authorization/Decisions.js"
+import { MAX_SCREENED_ITEMS } from "../gateway/GuardrailTexts.js"
 import type { UpstreamResponse } from "../gateway/Upstream.js"
 import type { HttpError } from "../http/Errors.js"
 import type { Caller } from "../identity/Authentication.js"
@@ -33,6 +34,9 @@ import type { UpstreamMethod } from "./UpstreamCall.js"
 interface Failure {
   readonly message: string
 }
+
+/** The most sampling and elicitation requests decided on one relayed stream (as many as one LLM gateway answer decides). */
+export const MAX_SERVER_REQUESTS_PER_STREAM = MAX_SCREENED_ITEMS
 
 /** Why a screening decision could not be made, for the notice that replaces what it screened. */
 export const whyUndecided = (cause: Cause.Cause<Failure>) =>
@@ -78,11 +82,27 @@ export const makeServerRequestScreening = (deps: {
    * `screen`, with the server's sampling and elicitation requests decided first as its tool results are:
    * passed, rewritten, or withheld (deny, defer, or undecidable: fail closed) with the server told.
    */
-  const withServerRequests =
-    (caller: Caller, channel: ServerChannel, session: string | undefined, screen: Screen): Screen =>
-    (message) => {
+  const withServerRequests = (
+    caller: Caller,
+    channel: ServerChannel,
+    session: string | undefined,
+    screen: Screen
+  ): Screen => {
+    let screened = 0
+    return (message) => {
       const request = serverRequestOf(message)
       if (request === undefined) return screen(message)
+      // Each is decided and recorded (and, withheld, answered with a request of the gateway's own): past the
+      // bound, the stream's further requests are dropped unseen (fail closed), not decided without end.
+      if (++screened > MAX_SERVER_REQUESTS_PER_STREAM)
+        return screened === MAX_SERVER_REQUESTS_PER_STREAM + 1
+          ? Effect.as(
+              Effect.logWarning(
+                `MCP server ${channel.target.id} sent more than ${MAX_SERVER_REQUESTS_PER_STREAM} sampling or elicitation requests on one stream; the rest are dropped`
+              ),
+              "drop" as const
+            )
+          : Effect.succeed("drop" as const)
       const { target } = channel
       const withhold = (why: string) => Effect.as(tellServer(channel, withheldAnswer(request, why)), "drop" as const)
       return deps
@@ -103,6 +123,7 @@ export const makeServerRequestScreening = (deps: {
           Effect.catchAllCause((cause) => withhold(`it could not be screened (${whyUndecided(cause)}).`))
         )
     }
+  }
 
   /**
    * The client's answer to a sampling or elicitation request, decided as what it sends out: the body to

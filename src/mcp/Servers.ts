@@ -175,8 +175,32 @@ export class McpServers extends Effect.Service<McpServers>()("mcp/McpServers", {
       return toServer(row)
     })
 
+    /**
+     * The requests in flight to each server in this process (`workspace id` LF `server id`): deleting the
+     * server ends them at once (Gateway.ts) instead of leaving them to its answer, which may never come.
+     */
+    const inFlight = new Map<string, Set<() => void>>()
+    const flightKey = (workspaceId: string, id: string) => `${workspaceId}\n${id}`
+
+    /** Runs `end` if the server is deleted (by this process) before the answered unwatch is called. */
+    const watch = (workspaceId: string, id: string, end: () => void) => {
+      const key = flightKey(workspaceId, id)
+      const ends = inFlight.get(key) ?? new Set()
+      inFlight.set(key, ends)
+      ends.add(end)
+      return () => {
+        ends.delete(end)
+        if (ends.size === 0 && inFlight.get(key) === ends) inFlight.delete(key)
+      }
+    }
+
     const remove = Effect.fn("McpServers.remove")(function* (workspaceId: string, id: string) {
       if (!(yield* write(repo.remove(workspaceId, id)))) return yield* serverNotFound(id)
+      // Committed: what is still in flight to the server ends now.
+      const key = flightKey(workspaceId, id)
+      const ends = inFlight.get(key)
+      inFlight.delete(key)
+      for (const end of ends ?? []) end()
     })
 
     const target = Effect.fn("McpServers.target")(function* (workspaceId: string, id: string) {
@@ -190,7 +214,7 @@ export class McpServers extends Effect.Service<McpServers>()("mcp/McpServers", {
       } satisfies ServerTarget
     })
 
-    return { list, get, create, update, remove, target }
+    return { list, get, create, update, remove, target, watch }
   }),
   dependencies: [McpRepo.Default, ToolPinsRepo.Default, ProviderKeyCipher.Default, OutboundGuard.Default]
 }) {}

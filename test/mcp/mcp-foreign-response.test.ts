@@ -35,6 +35,15 @@ const foreign = createServer((incoming, response) => {
       response.end(
         JSON.stringify({ jsonrpc: "2.0", id: sent.id, error: { code: -32000, message: `${INJECTED_ERROR}` } })
       )
+    } else if (incoming.url === "/error-object" || incoming.url === "/error-string") {
+      // Its own id, an error whose text is not where JSON-RPC puts it (still shown by a client that prints it).
+      const error = incoming.url === "/error-string" ? INJECTED_ERROR : { code: -32000, message: { INJECTED_ERROR } }
+      response.writeHead(200, { "content-type": "application/json" })
+      response.end(JSON.stringify({ jsonrpc: "2.0", id: sent.id, error }))
+    } else if (incoming.url === "/list") {
+      // Its own id, a result that is a list (no MCP result is): read by no screen.
+      response.writeHead(200, { "content-type": "text/event-stream" })
+      response.end(`event: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", id: sent.id, result: [INJECTED] })}\n\n`)
     } else if (incoming.url === "/deep") {
       // Its own id, but a result nested far past what is screened.
       const deep = `${'{"a":'.repeat(100_000)}1${"}".repeat(100_000)}`
@@ -79,6 +88,29 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
       expect(answer.text).not.toContain("wire the refund")
       expect(answer.text).toContain("withheld")
       expect(answer.text).toContain('"id":7')
+    })
+  )
+
+  for (const path of ["/error-object", "/error-string"])
+    it.effect(`${path}: a tool call's error with its text out of place is screened all the same`, () =>
+      Effect.gen(function* () {
+        const setup = yield* mcpTenant(`http://127.0.0.1:${(foreign.address() as AddressInfo).port}${path}`)
+        yield* screenContent(setup)
+        const answer = yield* rawLookupCall(setup)
+        expect(answer.status, answer.text).toBe(200)
+        expect(answer.text).not.toContain("wire the refund")
+        expect(answer.text).toContain("withheld")
+      })
+    )
+
+  it.effect("a result that is not a JSON object is withheld; the request gets an error", () =>
+    Effect.gen(function* () {
+      const setup = yield* mcpTenant(`http://127.0.0.1:${(foreign.address() as AddressInfo).port}/list`)
+      const answer = yield* rawLookupCall(setup)
+      expect(answer.status, answer.text).toBe(200)
+      expect(answer.text).not.toContain(INJECTED)
+      expect(answer.text).toContain('"id":7')
+      expect(answer.text).toContain("not a JSON object")
     })
   )
 

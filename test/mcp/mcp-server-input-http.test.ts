@@ -56,6 +56,18 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
       })
       expect(expectValidation(twice, "headers.authorization").message).toContain("the same header as Authorization")
       expect(twice.text).not.toContain("live-credential")
+      // A header named __proto__ is refused, never dropped silently (an object built from the set would not keep it).
+      for (const [method, path, rest] of [
+        ["POST", "/v1/mcp/servers", JSON.stringify(server).slice(1, -1) + ","],
+        ["PATCH", `/v1/mcp/servers/${setup.serverId}`, ""]
+      ] as const) {
+        const proto = yield* call(setup.base, method, path, {
+          ...token,
+          raw: `{${rest}"headers":{"X-Region":"eu","__proto__":"${SECRET}"}}`
+        })
+        expect(expectValidation(proto, "headers.__proto__").message).toContain("not accepted as a header name")
+        expect(proto.text).not.toContain("live-credential")
+      }
       // The stored headers are untouched by the refused patches.
       const stored = yield* setup.owner.api.mcpServers.getMcpServer({ path: { id: setup.serverId } })
       expect([stored.header_names, stored.headers_status]).toEqual([["X-Upstream-Token"], "configured"])
