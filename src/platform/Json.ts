@@ -26,6 +26,8 @@ export const unstorableJson = (value: unknown, path = "", depth = 0): { path: st
   }
   for (const [key, child] of Object.entries(value)) {
     const childPath = path === "" ? key : `${path}.${key}`
+    // Decoding copies keys onto a new object, where this one sets its prototype instead: dropped without a word.
+    if (key === "__proto__") return { path: childPath, message: "is not accepted as a key" }
     const problem = unstorableText(key, childPath) ?? unstorableJson(child, childPath, depth + 1)
     if (problem !== undefined) return problem
   }

@@ -247,6 +247,14 @@ layer(testServer("database"), SERVER_OPTIONS)("environments and settings over HT
         // A number JSON.parse reads as Infinity would be stored as null: refused, naming where it is.
         const huge = yield* call(base, "PATCH", "/v1/settings", { token: owner.jwt, raw: '{"config":{"a":1e400}}' })
         expect(expectError(huge, 400, "validation_failed").details?.map((detail) => detail.path)).toEqual(["config.a"])
+        // A key that decoding would turn into the object's prototype (dropped without a word): refused, named.
+        const proto = yield* call(base, "PATCH", "/v1/settings", {
+          token: owner.jwt,
+          raw: '{"config":{"__proto__":{"default_action":"deny"}}}'
+        })
+        expect(expectError(proto, 400, "validation_failed").details?.map((detail) => detail.path)).toEqual([
+          "config.__proto__"
+        ])
         expectError(
           yield* call(base, "PATCH", "/v1/settings", { token: owner.jwt, raw: "{}", contentType: "text/plain" }),
           415,
