@@ -6,7 +6,7 @@
  *   memory (no write while verifying); only passed candidates are then
  *   created, disabled, for a person to enable.
  */
-import { Effect, Either, Option, Schema } from "effect"
+import { Duration, Effect, Either, Option, Schema } from "effect"
 import { stringify } from "yaml"
 import { createHash } from "node:crypto"
 import { Agents } from "../catalog/Agents.js"
@@ -15,6 +15,7 @@ import { Policies } from "../catalog/Policies.js"
 import { PolicyLimits } from "../catalog/PolicyLimits.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
+import { AppConfig } from "../platform/Config.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { Conflict, NotFound } from "../http/Errors.js"
 import type { CheckerMode, CheckerName } from "../authorization/Pipeline.js"
@@ -122,6 +123,7 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
     const settings = yield* WorkspaceSettings
     const outbound = yield* OutboundGuard
     const limits = yield* PolicyLimits
+    const config = yield* AppConfig
 
     /** Creates a disabled policy, or answers the existing one with that id (so regenerating never duplicates). */
     const createOrReuse = (workspaceId: string, document: Record<string, unknown>) =>
@@ -163,7 +165,25 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
         return { modes, defaultEffect: runtime.settings.default_action }
       })
 
-    const harden = Effect.fn("RedteamPolicies.harden")(function* (workspaceId: string, jobId: string) {
+    // Jobs being hardened in this process. A second request for one would replay everything against the
+    // target again, doubling its load, for the same candidates: it is refused (409) while the first runs.
+    const inFlight = new Set<string>()
+    const oneAtATime = <A, E, R>(workspaceId: string, jobId: string, run: Effect.Effect<A, E, R>) => {
+      const key = JSON.stringify([workspaceId, jobId])
+      return Effect.acquireUseRelease(
+        Effect.suspend(() => {
+          if (!inFlight.has(key)) return Effect.sync(() => void inFlight.add(key))
+          return new Conflict({
+            code: "hardening_in_progress",
+            message: `Job ${jobId} is being hardened by another request; read its result with GET /v1/redteam/jobs/${jobId}/hardening once it is done.`
+          })
+        }),
+        () => run,
+        () => Effect.sync(() => void inFlight.delete(key))
+      )
+    }
+
+    const hardenNow = Effect.fn("RedteamPolicies.harden")(function* (workspaceId: string, jobId: string) {
       const job = yield* redteam.findJob(workspaceId, jobId)
       if (job.status === "queued" || job.status === "running") {
         return yield* new Conflict({
@@ -179,7 +199,14 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
         attackCases(job.profile as JobProfile, agent, planFor(agent).channels).map((c) => [c.seq, c])
       )
       // Replayed first: in the stricter data handling modes the substrates' values come from these replays.
-      const replays = yield* collectReplays(job.target, agent, landed, cases, { outbound, workspaceId })
+      const replays = yield* collectReplays(
+        job.target,
+        agent,
+        landed,
+        cases,
+        { outbound, workspaceId },
+        Duration.seconds(config.redteamHardenReplaySeconds)
+      )
       const { candidates: groups, unreachable } = synthesize(agentId, landed, (row) =>
         substratesOf(row, replays, cases, agent)
       )
@@ -252,6 +279,8 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
       }
       return yield* decodeHardening(stored.value)
     })
+
+    const harden = (workspaceId: string, jobId: string) => oneAtATime(workspaceId, jobId, hardenNow(workspaceId, jobId))
 
     return { generateStatic, harden, hardening }
   }),

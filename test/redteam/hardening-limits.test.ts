@@ -1,0 +1,92 @@
+/**
+ * Hardening runs in the request, against the live target, so it is bounded:
+ * - its replays get REDTEAM_HARDEN_REPLAY_SECONDS; a target that stops answering rejects the candidates with
+ *   `no_target_reply` then, instead of holding the request for TARGET_TIMEOUT per replay (minutes, or hours
+ *   for a deep job);
+ * - one hardening of a job at a time: a second request while one runs is 409 `hardening_in_progress`, not a
+ *   second full replay against the target; a client leaving ends its hardening and frees the job at once.
+ */
+import { expect, layer } from "@effect/vitest"
+import { Effect, Fiber } from "effect"
+import { expectFailure } from "../support/Api.js"
+import { eventually } from "../support/Eventually.js"
+import { tenant } from "../support/Tenants.js"
+import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
+import { agentYaml, createAgent, demoAnswer, dispatch, stubTarget, waitForJob } from "./redteam-helpers.js"
+
+/** A demo-like target that holds every request (never answers) once `hold` is set, and the finished job. */
+const heldTargetWithJob = (agentId: string) =>
+  Effect.gen(function* () {
+    const owner = yield* tenant(yield* baseUrl)
+    const state = { hold: false }
+    const target = yield* stubTarget((_path, body) =>
+      state.hold ? { status: 200, body: null, hold: true } : { status: 200, body: demoAnswer(body) }
+    )
+    yield* createAgent(owner, agentYaml(agentId, `${target.url}/chat`))
+    const job = yield* dispatch(owner, { profile: "quick", target_url: `${target.url}/chat`, agent_id: agentId })
+    const done = yield* waitForJob(owner, job.id)
+    expect(done.job.landed).toBeGreaterThan(0)
+    const harden = owner.api.redteam.hardenJob({ path: { id: job.id }, payload: {} })
+    return { owner, state, target, job, harden }
+  })
+
+const targetIdle = (target: { open: () => number }) =>
+  eventually(
+    Effect.suspend(() =>
+      target.open() === 0 ? Effect.void : Effect.fail(new Error(`${target.open()} requests still open`))
+    ),
+    "30 seconds"
+  )
+
+layer(testServer("database", { HTTP_URL_ALLOWLIST: "127.0.0.1", REDTEAM_HARDEN_REPLAY_SECONDS: "2" }), SERVER_OPTIONS)(
+  "red-team hardening time limit",
+  (it) => {
+    it.effect("a target that stops answering rejects the candidates with no_target_reply at the time limit", () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const { harden, owner, state, target } = yield* heldTargetWithJob("held-bot")
+          state.hold = true
+          const result = yield* harden
+          expect(result.candidates).toEqual([])
+          expect(result.rejections.length).toBeGreaterThan(0)
+          for (const rejection of result.rejections) {
+            expect(rejection.reason).toBe("no_target_reply")
+            expect(rejection.message).toContain("within the hardening time limit")
+          }
+          // The replays still waiting were abandoned with the request, not left holding the target.
+          yield* targetIdle(target)
+          const policies = yield* owner.api.policies.listPolicies()
+          expect(policies.policies.filter((p) => p.id.startsWith("redteam.held-bot."))).toEqual([])
+        })
+      )
+    )
+  }
+)
+
+layer(testServer("database", { HTTP_URL_ALLOWLIST: "127.0.0.1" }), SERVER_OPTIONS)(
+  "red-team hardening one at a time",
+  (it) => {
+    it.effect("a second hardening of a job while one runs is 409; a client leaving frees the job", () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const { harden, state, target } = yield* heldTargetWithJob("busy-bot")
+          state.hold = true
+          const first = yield* Effect.fork(harden)
+          yield* eventually(
+            Effect.suspend(() => (target.open() > 0 ? Effect.void : Effect.fail(new Error("no replay yet")))),
+            "30 seconds"
+          )
+          yield* expectFailure(harden, 409, "hardening_in_progress")
+
+          // The first client leaves: its replays stop and the job may be hardened again.
+          yield* Fiber.interrupt(first)
+          yield* targetIdle(target)
+          state.hold = false
+          const again = yield* harden
+          expect(again.candidates.length).toBeGreaterThan(0)
+          expect(again.candidates.every((c) => c.verify.passed)).toBe(true)
+        })
+      )
+    )
+  }
+)
