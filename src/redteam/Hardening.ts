@@ -167,9 +167,18 @@ export interface Replays {
   readonly landed: ReadonlyMap<number, Either.Either<TargetReply, TargetError>>
   readonly variants: ReadonlyMap<number, ReadonlyArray<Either.Either<TargetReply, TargetError>>>
   readonly controls: ReadonlyArray<Either.Either<TargetReply, TargetError>>
-  /** The time limit ran out first: the replays not collected by then count as unanswered. */
-  readonly timedOut: boolean
+  /** The limit that cut the replays short, if one did: the replays not collected then count as unanswered. */
+  readonly cutShort: "time" | "size" | null
 }
+
+/** How much one hardening may replay: for how long, and how many bytes of answers it keeps for verifying. */
+export interface ReplayLimits {
+  readonly time: Duration.DurationInput
+  readonly bytes: number
+}
+
+const sizeOf = (answer: TargetReply) =>
+  Buffer.byteLength(answer.reply) + Buffer.byteLength(JSON.stringify(answer.tool_calls))
 
 const finalAnswer = (caller: TargetCaller, target: string, turns: ReadonlyArray<string>) =>
   Effect.either(
@@ -180,9 +189,11 @@ const finalAnswer = (caller: TargetCaller, target: string, turns: ReadonlyArray<
   )
 
 /**
- * Replays the landed attacks (with their variants) and the controls, for at most `limit`: a slow target
- * (each call may take TARGET_TIMEOUT) cannot hold the request, and its calls, for hours. What is not
- * collected by then is interrupted and counts as unanswered, so its candidate fails with no_target_reply.
+ * Replays the landed attacks (with their variants) and the controls, for at most `limits.time`: a slow
+ * target (each call may take TARGET_TIMEOUT) cannot hold the request, and its calls, for hours. Every answer
+ * is held until the candidates are verified, so at most `limits.bytes` of them are kept (a deep job's
+ * 1,500 replays of 256 KiB answers were 400 MB in one request); past it no further replay is made. What is
+ * not collected counts as unanswered, so its candidate fails with no_target_reply.
  */
 export const collectReplays = (
   target: string,
@@ -190,14 +201,25 @@ export const collectReplays = (
   rows: ReadonlyArray<FindingRow>,
   cases: ReadonlyMap<number, AttackCase>,
   caller: TargetCaller,
-  limit: Duration.DurationInput
+  limits: ReplayLimits
 ): Effect.Effect<Replays> =>
   Effect.gen(function* () {
     const landed = new Map<number, Either.Either<TargetReply, TargetError>>()
     const variants = new Map<number, ReadonlyArray<Either.Either<TargetReply, TargetError>>>()
     const prompts = controlPrompts(agent)
-    const unanswered = Either.left(new TargetError({ message: "No answer within the hardening time limit." }))
+    const unanswered = Either.left(new TargetError({ message: "No answer within the hardening's limits." }))
     const controls: Array<Either.Either<TargetReply, TargetError>> = prompts.map(() => unanswered)
+    let kept = 0
+    const replay = (turns: ReadonlyArray<string>) =>
+      Effect.suspend(() =>
+        kept > limits.bytes
+          ? Effect.succeed(unanswered)
+          : Effect.map(finalAnswer(caller, target, turns), (answer) => {
+              if (Either.isLeft(answer)) return answer
+              kept += sizeOf(answer.right)
+              return kept > limits.bytes ? unanswered : answer
+            })
+      )
     const replayRows = Effect.forEach(
       rows,
       (row) =>
@@ -206,10 +228,8 @@ export const collectReplays = (
           // a row without its case is not replayed, so its candidate fails with no_target_reply.
           const turns = cases.get(row.seq)?.turns
           if (turns === undefined || turns.length === 0) return
-          const answer = yield* finalAnswer(caller, target, turns)
-          const answers = yield* Effect.forEach(variantsOf(turns), (variant) =>
-            finalAnswer(caller, target, variant.turns)
-          )
+          const answer = yield* replay(turns)
+          const answers = yield* Effect.forEach(variantsOf(turns), (variant) => replay(variant.turns))
           // Kept together: a row whose variants ran out of time must not pass on its landed replay alone.
           landed.set(row.seq, answer)
           variants.set(row.seq, answers)
@@ -219,14 +239,21 @@ export const collectReplays = (
     const replayControls = Effect.forEach(
       prompts,
       (prompt, index) =>
-        Effect.map(finalAnswer(caller, target, [prompt]), (answer) => {
+        Effect.map(replay([prompt]), (answer) => {
           controls[index] = answer
         }),
       { concurrency: 4, discard: true }
     )
-    const finished = yield* Effect.timeoutOption(Effect.zipRight(replayRows, replayControls), limit)
-    return { landed, variants, controls, timedOut: Option.isNone(finished) }
+    const finished = yield* Effect.timeoutOption(Effect.zipRight(replayRows, replayControls), limits.time)
+    const cutShort = Option.isNone(finished) ? "time" : kept > limits.bytes ? "size" : null
+    return { landed, variants, controls, cutShort }
   })
+
+const CUT_SHORT = {
+  none: "",
+  time: " within the hardening time limit",
+  size: " within the hardening's limit of answer bytes"
+} as const
 
 const CONTROL = { injected: [], channel: "user" as const, case_id: "control" }
 
@@ -298,7 +325,7 @@ export const verify = (
               ? "false_blocks"
               : null
     const messages: Readonly<Record<string, string>> = {
-      no_target_reply: `The target gave no usable answer to ${missing} replay(s)${replays.timedOut ? " within the hardening time limit" : ""}; the candidate could not be verified.`,
+      no_target_reply: `The target gave no usable answer to ${missing} replay(s)${CUT_SHORT[replays.cutShort ?? "none"]}; the candidate could not be verified.`,
       landed_not_blocked: `Only ${blockedLanded} of ${landedTotal} landed attacks are stopped with the candidate applied.`,
       variants_not_blocked: `Only ${blockedVariants} of ${variantTotal} landing variants are stopped (at least ${Math.round(VARIANT_PASS_RATIO * 100)}% needed).`,
       false_blocks: `The candidate stops ${falseBlocks} of ${replays.controls.length} benign control prompts.`

@@ -205,7 +205,7 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
         landed,
         cases,
         { outbound, workspaceId },
-        Duration.seconds(config.redteamHardenReplaySeconds)
+        { time: Duration.seconds(config.redteamHardenReplaySeconds), bytes: config.redteamHardenReplayBytes }
       )
       const { candidates: groups, unreachable } = synthesize(agentId, landed, (row) =>
         substratesOf(row, replays, cases, agent)

@@ -14,20 +14,25 @@ import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import { agentYaml, createAgent, demoAnswer, dispatch, stubTarget, waitForJob } from "./redteam-helpers.js"
 
-/** A demo-like target that holds every request (never answers) once `hold` is set, and the finished job. */
+/**
+ * A demo-like target, and its finished job. Once `hold` is set the target holds every request (never answers);
+ * with `pad`, its replies carry that many more bytes.
+ */
 const heldTargetWithJob = (agentId: string) =>
   Effect.gen(function* () {
     const owner = yield* tenant(yield* baseUrl)
-    const state = { hold: false }
-    const target = yield* stubTarget((_path, body) =>
-      state.hold ? { status: 200, body: null, hold: true } : { status: 200, body: demoAnswer(body) }
-    )
+    const state = { hold: false, pad: 0 }
+    const target = yield* stubTarget((_path, body) => {
+      if (state.hold) return { status: 200, body: null, hold: true }
+      const answer = demoAnswer(body)
+      return { status: 200, body: { ...answer, reply: `${answer.reply} ${"x".repeat(state.pad)}` } }
+    })
     yield* createAgent(owner, agentYaml(agentId, `${target.url}/chat`))
     const job = yield* dispatch(owner, { profile: "quick", target_url: `${target.url}/chat`, agent_id: agentId })
     const done = yield* waitForJob(owner, job.id)
     expect(done.job.landed).toBeGreaterThan(0)
     const harden = owner.api.redteam.hardenJob({ path: { id: job.id }, payload: {} })
-    return { owner, state, target, job, harden }
+    return { owner, state, target, job: done.job, harden }
   })
 
 const targetIdle = (target: { open: () => number }) =>
@@ -63,30 +68,48 @@ layer(testServer("database", { HTTP_URL_ALLOWLIST: "127.0.0.1", REDTEAM_HARDEN_R
   }
 )
 
-layer(testServer("database", { HTTP_URL_ALLOWLIST: "127.0.0.1" }), SERVER_OPTIONS)(
-  "red-team hardening one at a time",
-  (it) => {
-    it.effect("a second hardening of a job while one runs is 409; a client leaving frees the job", () =>
-      Effect.scoped(
-        Effect.gen(function* () {
-          const { harden, state, target } = yield* heldTargetWithJob("busy-bot")
-          state.hold = true
-          const first = yield* Effect.fork(harden)
-          yield* eventually(
-            Effect.suspend(() => (target.open() > 0 ? Effect.void : Effect.fail(new Error("no replay yet")))),
-            "30 seconds"
-          )
-          yield* expectFailure(harden, 409, "hardening_in_progress")
-
-          // The first client leaves: its replays stop and the job may be hardened again.
-          yield* Fiber.interrupt(first)
-          yield* targetIdle(target)
-          state.hold = false
-          const again = yield* harden
-          expect(again.candidates.length).toBeGreaterThan(0)
-          expect(again.candidates.every((c) => c.verify.passed)).toBe(true)
-        })
-      )
+layer(
+  testServer("database", { HTTP_URL_ALLOWLIST: "127.0.0.1", REDTEAM_HARDEN_REPLAY_BYTES: String(1024 * 1024) }),
+  SERVER_OPTIONS
+)("red-team hardening one at a time, within its bytes", (it) => {
+  it.effect("past REDTEAM_HARDEN_REPLAY_BYTES of answers no more replays are made; the rest is no_target_reply", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const { harden, job, state, target } = yield* heldTargetWithJob("wordy-bot")
+        state.pad = 100_000
+        const before = target.requests.length
+        const result = yield* harden
+        const cut = result.rejections.filter((r) => r.message.includes("within the hardening's limit of answer bytes"))
+        expect(cut.length, JSON.stringify(result.rejections)).toBeGreaterThan(0)
+        expect(cut.every((r) => r.reason === "no_target_reply")).toBe(true)
+        // About 1 MiB of 100 KB answers (and those in flight), not every landed attack's five replays.
+        const sent = target.requests.length - before
+        expect(sent).toBeLessThan(20)
+        expect(job.landed * 5).toBeGreaterThan(20)
+      })
     )
-  }
-)
+  )
+
+  it.effect("a second hardening of a job while one runs is 409; a client leaving frees the job", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const { harden, state, target } = yield* heldTargetWithJob("busy-bot")
+        state.hold = true
+        const first = yield* Effect.fork(harden)
+        yield* eventually(
+          Effect.suspend(() => (target.open() > 0 ? Effect.void : Effect.fail(new Error("no replay yet")))),
+          "30 seconds"
+        )
+        yield* expectFailure(harden, 409, "hardening_in_progress")
+
+        // The first client leaves: its replays stop and the job may be hardened again.
+        yield* Fiber.interrupt(first)
+        yield* targetIdle(target)
+        state.hold = false
+        const again = yield* harden
+        expect(again.candidates.length).toBeGreaterThan(0)
+        expect(again.candidates.every((c) => c.verify.passed)).toBe(true)
+      })
+    )
+  )
+})
