@@ -249,6 +249,30 @@ export const collectReplays = (
     return { landed, variants, controls, cutShort }
   })
 
+/**
+ * Landed attacks whose substrates kept no values (the stricter data handling modes) and whose replay gave no
+ * answer: nothing to derive a candidate from. They are not unreachable (a policy could express them): one
+ * `no_target_reply` rejection per substrate names them.
+ */
+export const unansweredRejections = (landed: ReadonlyArray<FindingRow>, replays: Replays) => {
+  const seqs = new Map<string, Array<number>>()
+  for (const row of landed) {
+    const stored = storedSubstrates(row)
+    const replay = replays.landed.get(row.seq)
+    if (stored.every((substrate) => substrate.values.length > 0) || (replay !== undefined && Either.isRight(replay)))
+      continue
+    for (const substrate of stored)
+      seqs.set(substrateKey(substrate), [...(seqs.get(substrateKey(substrate)) ?? []), row.seq])
+  }
+  return [...seqs].map(([substrate, evidenceSeqs]) => ({
+    reason: "no_target_reply",
+    message: `The target gave no usable answer to the replay of ${evidenceSeqs.length} landed attack(s)${CUT_SHORT[replays.cutShort ?? "none"]}; this data handling mode keeps no matched values, so no candidate could be derived.`,
+    substrate,
+    evidence_seqs: evidenceSeqs,
+    verify: null
+  }))
+}
+
 const CUT_SHORT = {
   none: "",
   time: " within the hardening time limit",

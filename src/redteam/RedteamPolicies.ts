@@ -21,7 +21,14 @@ import { Conflict, NotFound } from "../http/Errors.js"
 import type { CheckerMode, CheckerName } from "../authorization/Pipeline.js"
 import { DEMO_AGENT_ID } from "./DemoAgent.js"
 import { inMemoryDecider } from "./Guarding.js"
-import { collectReplays, compileCandidate, substratesOf, synthesize, verify } from "./Hardening.js"
+import {
+  collectReplays,
+  compileCandidate,
+  substratesOf,
+  synthesize,
+  unansweredRejections,
+  verify
+} from "./Hardening.js"
 import { CANARY, CARD_SOURCE, SSN_SOURCE } from "./Judge.js"
 import { planFor } from "./Planner.js"
 import { HardeningResult } from "./Domain.js"
@@ -207,8 +214,12 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
         { outbound, workspaceId },
         { time: Duration.seconds(config.redteamHardenReplaySeconds), bytes: config.redteamHardenReplayBytes }
       )
-      const { candidates: groups, unreachable } = synthesize(agentId, landed, (row) =>
-        substratesOf(row, replays, cases, agent)
+      const unanswered = unansweredRejections(landed, replays)
+      const unansweredSeqs = new Set(unanswered.flatMap((rejection) => rejection.evidence_seqs))
+      const { candidates: groups, unreachable } = synthesize(
+        agentId,
+        landed.filter((row) => !unansweredSeqs.has(row.seq)),
+        (row) => substratesOf(row, replays, cases, agent)
       )
       yield* snapshots.invalidate(workspaceId)
       const snapshot = yield* snapshots.get(workspaceId)
@@ -217,7 +228,7 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
 
       // Verified first, then created together: a limit refusing one candidate leaves none behind.
       const verified = []
-      const rejections = []
+      const rejections: Array<(typeof HardeningResult.Type)["rejections"][number]> = [...unanswered]
       for (const group of groups) {
         const evidenceSeqs = group.evidence.map((row) => row.seq)
         const compiled = compileCandidate(group.document)

@@ -56,5 +56,37 @@ layer(testServer("database", { HTTP_URL_ALLOWLIST: "127.0.0.1" }), SERVER_OPTION
         })
       )
     )
+
+    it.effect("redacted: landed attacks whose replay gets no answer are no_target_reply, not unreachable", () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const owner = yield* tenant(yield* baseUrl)
+          yield* owner.api.settings.updateSettings({ payload: { data_handling_mode: "redacted" } })
+          let up = true
+          const target = yield* stubTarget((_path, body) =>
+            up ? { status: 200, body: demoAnswer(body) } : { status: 503, body: { error: "maintenance" } }
+          )
+          yield* createAgent(owner, agentYaml("quiet-bot", `${target.url}/chat`))
+          const job = yield* dispatch(owner, {
+            profile: "quick",
+            target_url: `${target.url}/chat`,
+            agent_id: "quiet-bot"
+          })
+          yield* waitForJob(owner, job.id)
+          const landed = yield* owner.api.redteam.listAttacks({ urlParams: { outcome: "landed", job_id: job.id } })
+          expect(landed.records.length).toBeGreaterThan(0)
+
+          up = false
+          const result = yield* owner.api.redteam.hardenJob({ path: { id: job.id }, payload: {} })
+          // Redacted records keep no matched values; without a replay none can be derived, yet a policy could
+          // still express these attacks: the target's silence is the reason, as in raw_allowed.
+          expect(result.unreachable).toEqual([])
+          expect(result.candidates).toEqual([])
+          expect(result.rejections.every((r) => r.reason === "no_target_reply")).toBe(true)
+          const named = new Set(result.rejections.flatMap((r) => r.evidence_seqs))
+          expect([...named].sort((a, b) => a - b)).toEqual(landed.records.map((r) => r.seq).sort((a, b) => a - b))
+        })
+      )
+    )
   }
 )
