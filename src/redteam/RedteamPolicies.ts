@@ -17,7 +17,7 @@ import { CatalogSnapshot } from "../catalog/Snapshot.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { AppConfig } from "../platform/Config.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
-import { Conflict, NotFound } from "../http/Errors.js"
+import { Conflict, NotFound, type TooManyRequests, tooManyRequests } from "../http/Errors.js"
 import type { CheckerMode, CheckerName } from "../authorization/Pipeline.js"
 import { DEMO_AGENT_ID } from "./DemoAgent.js"
 import { inMemoryDecider } from "./Guarding.js"
@@ -117,6 +117,11 @@ const staticDocuments = (agentId: string, agent: AgentProfileView) => {
   ]
 }
 
+/** Hardenings one workspace may run at once (each holds its replays' answers until it verifies). */
+export const MAX_HARDENINGS_PER_WORKSPACE = 2
+/** Retry-After of a hardening refused at that cap: a quick job's hardening takes about this long. */
+const HARDENING_RETRY_SECONDS = 10
+
 /** The author of the versions the red team creates (its policies come from a job, not a request). */
 const REDTEAM_AUTHOR = { kind: "system", id: "redteam" } as const
 
@@ -172,21 +177,43 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
         return { modes, defaultEffect: runtime.settings.default_action }
       })
 
-    // Jobs being hardened in this process. A second request for one would replay everything against the
-    // target again, doubling its load, for the same candidates: it is refused (409) while the first runs.
+    // Hardenings in this process. A second request for one job would replay everything against the target
+    // again, doubling its load, for the same candidates: it is refused (409) while the first runs. Each holds
+    // up to REDTEAM_HARDEN_REPLAY_BYTES of answers until it verifies, so a workspace runs at most
+    // MAX_HARDENINGS_PER_WORKSPACE at once (429 past it), not one per finished job.
     const inFlight = new Set<string>()
+    const perWorkspace = new Map<string, number>()
     const oneAtATime = <A, E, R>(workspaceId: string, jobId: string, run: Effect.Effect<A, E, R>) => {
       const key = JSON.stringify([workspaceId, jobId])
       return Effect.acquireUseRelease(
-        Effect.suspend(() => {
-          if (!inFlight.has(key)) return Effect.sync(() => void inFlight.add(key))
-          return new Conflict({
-            code: "hardening_in_progress",
-            message: `Job ${jobId} is being hardened by another request; read its result with GET /v1/redteam/jobs/${jobId}/hardening once it is done.`
+        Effect.suspend((): Effect.Effect<void, Conflict | TooManyRequests> => {
+          if (inFlight.has(key)) {
+            return new Conflict({
+              code: "hardening_in_progress",
+              message: `Job ${jobId} is being hardened by another request; read its result with GET /v1/redteam/jobs/${jobId}/hardening once it is done.`
+            })
+          }
+          const running = perWorkspace.get(workspaceId) ?? 0
+          if (running >= MAX_HARDENINGS_PER_WORKSPACE) {
+            return tooManyRequests(
+              HARDENING_RETRY_SECONDS,
+              `This workspace already hardens ${running} jobs; harden this one when one of them is done.`,
+              "too_many_hardenings"
+            )
+          }
+          return Effect.sync(() => {
+            inFlight.add(key)
+            perWorkspace.set(workspaceId, running + 1)
           })
         }),
         () => run,
-        () => Effect.sync(() => void inFlight.delete(key))
+        () =>
+          Effect.sync(() => {
+            inFlight.delete(key)
+            const left = (perWorkspace.get(workspaceId) ?? 1) - 1
+            if (left <= 0) perWorkspace.delete(workspaceId)
+            else perWorkspace.set(workspaceId, left)
+          })
       )
     }
 

@@ -8,11 +8,24 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
+import type { JobId } from "../../src/redteam/Domain.js"
+import { MAX_HARDENINGS_PER_WORKSPACE } from "../../src/redteam/RedteamPolicies.js"
 import { expectFailure } from "../support/Api.js"
 import { eventually } from "../support/Eventually.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
 import { agentYaml, createAgent, demoAnswer, dispatch, stubTarget, waitForJob } from "./redteam-helpers.js"
+
+/** A demo-like target holding every request (never answering) once `hold` is set. */
+const holdingTarget = Effect.gen(function* () {
+  const state = { hold: false, pad: 0 }
+  const target = yield* stubTarget((_path, body) => {
+    if (state.hold) return { status: 200, body: null, hold: true }
+    const answer = demoAnswer(body)
+    return { status: 200, body: { ...answer, reply: `${answer.reply} ${"x".repeat(state.pad)}` } }
+  })
+  return { state, target }
+})
 
 /**
  * A demo-like target, and its finished job. Once `hold` is set the target holds every request (never answers);
@@ -21,12 +34,7 @@ import { agentYaml, createAgent, demoAnswer, dispatch, stubTarget, waitForJob } 
 const heldTargetWithJob = (agentId: string) =>
   Effect.gen(function* () {
     const owner = yield* tenant(yield* baseUrl)
-    const state = { hold: false, pad: 0 }
-    const target = yield* stubTarget((_path, body) => {
-      if (state.hold) return { status: 200, body: null, hold: true }
-      const answer = demoAnswer(body)
-      return { status: 200, body: { ...answer, reply: `${answer.reply} ${"x".repeat(state.pad)}` } }
-    })
+    const { state, target } = yield* holdingTarget
     yield* createAgent(owner, agentYaml(agentId, `${target.url}/chat`))
     const job = yield* dispatch(owner, { profile: "quick", target_url: `${target.url}/chat`, agent_id: agentId })
     const done = yield* waitForJob(owner, job.id)
@@ -86,6 +94,52 @@ layer(
         const sent = target.requests.length - before
         expect(sent).toBeLessThan(20)
         expect(job.landed * 5).toBeGreaterThan(20)
+      })
+    )
+  )
+
+  it.effect("a workspace hardens at most MAX_HARDENINGS_PER_WORKSPACE jobs at once; past them 429", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const owner = yield* tenant(yield* baseUrl)
+        const { state, target } = yield* holdingTarget
+        // One agent per job, each at its own path of the target, so its replays are told apart.
+        const paths = Array.from({ length: MAX_HARDENINGS_PER_WORKSPACE + 1 }, (_, i) => `/agent-${i}`)
+        const jobs: Array<JobId> = []
+        for (const [i, path] of paths.entries()) {
+          yield* createAgent(owner, agentYaml(`many-${i}`, `${target.url}${path}`))
+          const job = yield* dispatch(owner, {
+            profile: "quick",
+            target_url: `${target.url}${path}`,
+            agent_id: `many-${i}`
+          })
+          jobs.push(job.id)
+        }
+        for (const id of jobs) yield* waitForJob(owner, id)
+        const harden = (id: JobId) => owner.api.redteam.hardenJob({ path: { id }, payload: {} })
+
+        state.hold = true
+        const sent = target.requests.length
+        const running = []
+        for (const job of jobs.slice(0, MAX_HARDENINGS_PER_WORKSPACE)) running.push(yield* Effect.fork(harden(job)))
+        yield* eventually(
+          Effect.suspend(() => {
+            const replayed = new Set(target.requests.slice(sent).map((request) => request.path))
+            return paths.slice(0, MAX_HARDENINGS_PER_WORKSPACE).every((path) => replayed.has(path))
+              ? Effect.void
+              : Effect.fail(new Error("not every hardening replays yet"))
+          }),
+          "30 seconds"
+        )
+        const refused = yield* expectFailure(harden(jobs.at(-1)!), 429, "too_many_hardenings")
+        expect(refused.message).toContain(`already hardens ${MAX_HARDENINGS_PER_WORKSPACE} jobs`)
+
+        // Once they end, the workspace may harden again.
+        for (const fiber of running) yield* Fiber.interrupt(fiber)
+        yield* targetIdle(target)
+        state.hold = false
+        const result = yield* harden(jobs.at(-1)!)
+        expect(result.candidates.length).toBeGreaterThan(0)
       })
     )
   )
