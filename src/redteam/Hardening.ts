@@ -21,6 +21,7 @@
 import { type Duration, Effect, Either, Option } from "effect"
 import { createHash } from "node:crypto"
 import { stringify } from "yaml"
+import { uuidv7 } from "../platform/Ids.js"
 import { type CompiledPolicy, tryCompilePolicy } from "../catalog/PolicyLanguage.js"
 import { PolicyDocument } from "../catalog/Domain.js"
 import { agentPart, boundedPolicyId } from "../catalog/Generation.js"
@@ -183,7 +184,9 @@ const sizeOf = (answer: TargetReply) =>
 const finalAnswer = (caller: TargetCaller, target: string, turns: ReadonlyArray<string>) =>
   Effect.either(
     Effect.map(
-      converse(caller, target, turns, `rts_replay_${shortHash(turns.join("\n"))}`),
+      // A session of its own, as each attack of the job had: a target keeping state per session_id must not
+      // find an earlier replay's conversation (another run's, or another workspace's) under this one.
+      converse(caller, target, turns, `rts_replay_${uuidv7().replaceAll("-", "")}`),
       (t) => t[t.length - 1]!.answer
     )
   )

@@ -4,13 +4,16 @@
  *   `no_target_reply` then, instead of holding the request for TARGET_TIMEOUT per replay (minutes, or hours
  *   for a deep job);
  * - one hardening of a job at a time: a second request while one runs is 409 `hardening_in_progress`, not a
- *   second full replay against the target; a client leaving ends its hardening and frees the job at once.
+ *   second full replay against the target; a client leaving ends its hardening and frees the job at once;
+ * - at most REDTEAM_HARDEN_REPLAY_BYTES of answers are kept, and a workspace hardens MAX_HARDENINGS_PER_WORKSPACE
+ *   jobs at once;
+ * - every replayed conversation has a fresh session id, as each attack of the job had.
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import type { JobId } from "../../src/redteam/Domain.js"
 import { MAX_HARDENINGS_PER_WORKSPACE } from "../../src/redteam/RedteamPolicies.js"
-import { expectFailure } from "../support/Api.js"
+import { expectFailure, jsonAt } from "../support/Api.js"
 import { eventually } from "../support/Eventually.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
@@ -79,7 +82,7 @@ layer(testServer("database", { HTTP_URL_ALLOWLIST: "127.0.0.1", REDTEAM_HARDEN_R
 layer(
   testServer("database", { HTTP_URL_ALLOWLIST: "127.0.0.1", REDTEAM_HARDEN_REPLAY_BYTES: String(1024 * 1024) }),
   SERVER_OPTIONS
-)("red-team hardening one at a time, within its bytes", (it) => {
+)("red-team hardening: bytes kept, sessions, one at a time", (it) => {
   it.effect("past REDTEAM_HARDEN_REPLAY_BYTES of answers no more replays are made; the rest is no_target_reply", () =>
     Effect.scoped(
       Effect.gen(function* () {
@@ -94,6 +97,28 @@ layer(
         const sent = target.requests.length - before
         expect(sent).toBeLessThan(20)
         expect(job.landed * 5).toBeGreaterThan(20)
+      })
+    )
+  )
+
+  it.effect("each replayed conversation has a session of its own, never one an earlier hardening used", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const { harden, target } = yield* heldTargetWithJob("session-bot")
+        const sessionsOf = (from: number, to: number) => {
+          const ids = target.requests.slice(from, to).map((request) => jsonAt(request.body, "session_id"))
+          expect(ids.every((id) => typeof id === "string" && id.startsWith("rts_replay_"))).toBe(true)
+          return new Set(ids)
+        }
+        const start = target.requests.length
+        yield* harden
+        const middle = target.requests.length
+        yield* harden
+        const first = sessionsOf(start, middle)
+        const second = sessionsOf(middle, target.requests.length)
+        expect([...second].filter((id) => first.has(id))).toEqual([])
+        // A multi-turn replay keeps one session across its turns: fewer sessions than requests.
+        expect(first.size).toBeLessThan(middle - start)
       })
     )
   )
