@@ -287,9 +287,21 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
         workspaceId,
         verified.map((entry) => entry.group.document)
       )
-      const candidates = verified.map(({ evidenceSeqs, group, verify }, index) => {
+      const candidates = []
+      for (const [index, { evidenceSeqs, group, verify }] of verified.entries()) {
         const { detail, reused } = written[index]!
-        return {
+        // The candidate's id, but a person changed that policy since: what it holds now was never verified.
+        if (reused && detail.source_yaml !== group.sourceText) {
+          rejections.push({
+            reason: "policy_changed",
+            message: `Policy ${detail.id} has this candidate's id but was changed since it was created; it is left as it is, and is not the candidate verified.`,
+            substrate: group.substrate,
+            evidence_seqs: evidenceSeqs,
+            verify
+          })
+          continue
+        }
+        candidates.push({
           operation: reused ? ("reuse" as const) : ("create" as const),
           existing_policy_id: reused ? detail.id : null,
           source: group.source,
@@ -297,8 +309,8 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
           evidence_seqs: evidenceSeqs,
           policy: detail,
           verify
-        }
-      })
+        })
+      }
       const result = { generated_at: new Date().toISOString(), candidates, rejections, unreachable }
       // Kept (the last run per job) so the report page reads it back without replaying.
       yield* repo.saveHardening(workspaceId, jobId, yield* encodeHardening(result))

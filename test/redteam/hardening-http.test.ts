@@ -6,9 +6,12 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { jsonAt } from "../support/Api.js"
+import { parse, stringify } from "yaml"
+import { PolicyId } from "../../src/catalog/Domain.js"
+import { yamlBytes } from "../support/Events.js"
 import { tenant } from "../support/Tenants.js"
 import { baseUrl, SERVER_OPTIONS, testServer } from "../support/TestServer.js"
-import { agentYaml, createAgent, demoAnswer, dispatch, stubTarget, waitForJob } from "./redteam-helpers.js"
+import { agentYaml, createAgent, DEMO, demoAnswer, dispatch, stubTarget, waitForJob } from "./redteam-helpers.js"
 
 layer(testServer("database", { HTTP_URL_ALLOWLIST: "127.0.0.1" }), SERVER_OPTIONS)(
   "red-team hardening rejections",
@@ -87,6 +90,34 @@ layer(testServer("database", { HTTP_URL_ALLOWLIST: "127.0.0.1" }), SERVER_OPTION
           expect([...named].sort((a, b) => a - b)).toEqual(landed.records.map((r) => r.seq).sort((a, b) => a - b))
         })
       )
+    )
+
+    it.effect("a candidate's policy changed since it was created is policy_changed, not reported as verified", () =>
+      Effect.gen(function* () {
+        const owner = yield* tenant(yield* baseUrl)
+        const job = yield* dispatch(owner, { profile: "quick", target_url: DEMO })
+        yield* waitForJob(owner, job.id)
+        const harden = owner.api.redteam.hardenJob({ path: { id: job.id }, payload: {} })
+        const first = yield* harden
+        // The planted recipients' candidate: an any_of on the tool's param.
+        const changed = first.candidates.find((c) => c.substrate.startsWith("param:send_email"))
+        expect(changed, JSON.stringify(first.candidates.map((c) => c.substrate))).toBeDefined()
+        const others = first.candidates.filter((c) => c !== changed)
+        // A person weakens the created policy: it now matches a value no attack plants.
+        const document = parse(changed!.policy.source_yaml) as { match: { value: unknown } }
+        document.match.value = ["nobody@nowhere.example"]
+        yield* owner.api.policies.replacePolicy({
+          path: { id: PolicyId.make(changed!.policy.id) },
+          payload: yamlBytes(stringify(document))
+        })
+
+        const second = yield* harden
+        expect(second.candidates.map((c) => c.policy.id).sort()).toEqual(others.map((c) => c.policy.id).sort())
+        expect(second.candidates.every((c) => c.operation === "reuse")).toBe(true)
+        const rejection = second.rejections.find((r) => r.substrate === changed!.substrate)
+        expect(rejection?.reason, JSON.stringify(second.rejections)).toBe("policy_changed")
+        expect(rejection?.message).toContain(changed!.policy.id)
+      })
     )
   }
 )
