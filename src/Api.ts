@@ -36,6 +36,8 @@ const extraStatuses = {
   "policies.draftPolicy": [422],
   // A workspace at its cap of queued and running jobs (MAX_REDTEAM_JOBS_PER_WORKSPACE, MAX_IMPACT_JOBS_PER_WORKSPACE).
   "redteam.dispatch": [429],
+  // A workspace already hardening MAX_HARDENINGS_PER_WORKSPACE jobs.
+  "redteam.hardenJob": [429],
   "policyImpact.startPolicyImpact": [429],
   // Budgets (402), calls in flight (429), the provider (502, 504).
   gatewayProxy: [402, 429, 502, 504],

@@ -330,6 +330,16 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       maxKnowledgeBytesPerWorkspace: yield* positiveInteger("MAX_KNOWLEDGE_BYTES_PER_WORKSPACE", 256 * 1024 * 1024),
       /** Red-team jobs a workspace may have queued or running (429 `too_many_jobs` past it; docs/redteam.md#queue-fairness). */
       maxRedteamJobsPerWorkspace: yield* positiveInteger("MAX_REDTEAM_JOBS_PER_WORKSPACE", 20),
+      /**
+       * How long `POST /v1/redteam/jobs/{id}/harden` may spend replaying against the target; replays without an
+       * answer by then reject their candidates with `no_target_reply` (docs/redteam.md#hardening).
+       */
+      redteamHardenReplaySeconds: yield* positiveInteger("REDTEAM_HARDEN_REPLAY_SECONDS", 120),
+      /**
+       * Bytes of target answers one hardening keeps for verifying its candidates (all are held until then); past
+       * it no further replay is made and the candidates left unverified fail with `no_target_reply`.
+       */
+      redteamHardenReplayBytes: yield* positiveInteger("REDTEAM_HARDEN_REPLAY_BYTES", 64 * 1024 * 1024),
       /** Impact replays a workspace may have queued or running (429 `too_many_jobs` past it). */
       maxImpactJobsPerWorkspace: yield* positiveInteger("MAX_IMPACT_JOBS_PER_WORKSPACE", 20),
       /** Fingerprints kept per run or session for provenance inference (docs/authorization.md); more are not recorded. */

@@ -40,7 +40,9 @@ interface SessionEvent {
 }
 
 const describeError = (error: unknown) =>
-  typeof error === "object" && error !== null && "message" in error ? String((error as { message: unknown }).message) : String(error)
+  typeof error === "object" && error !== null && "message" in error
+    ? String((error as { message: unknown }).message)
+    : String(error)
 
 export const runAttack = (context: AttackContext, attack: AttackCase): Effect.Effect<NewAttack> =>
   Effect.gen(function* () {
@@ -78,14 +80,29 @@ export const runAttack = (context: AttackContext, attack: AttackCase): Effect.Ef
 
     const transcript = yield* Effect.either(converse(context, context.target, attack.turns, sessionId))
     if (Either.isLeft(transcript)) {
-      for (const turn of attack.turns) event({ actor: "attacker", kind: "user_turn", label: "prompt", content_text: turn, trace_id: null, payload: null })
+      for (const turn of attack.turns)
+        event({
+          actor: "attacker",
+          kind: "user_turn",
+          label: "prompt",
+          content_text: turn,
+          trace_id: null,
+          payload: null
+        })
       return failed(transcript.left.message)
     }
     let stoppedOrChanged = false
     let lastDecision: GuardDecision | null = null
     let finalGuarded: Effect.Effect.Success<ReturnType<typeof guardOutput>> | null = null
     for (const [index, { answer, user }] of transcript.right.entries()) {
-      event({ actor: "attacker", kind: "user_turn", label: "prompt", content_text: user, trace_id: null, payload: null })
+      event({
+        actor: "attacker",
+        kind: "user_turn",
+        label: "prompt",
+        content_text: user,
+        trace_id: null,
+        payload: null
+      })
       event({
         actor: "target",
         kind: "agent_turn",
@@ -95,23 +112,29 @@ export const runAttack = (context: AttackContext, attack: AttackCase): Effect.Ef
         payload: { tool_calls: answer.tool_calls }
       })
       const guarded = yield* Effect.either(guardOutput(decider, answer, attack))
-      if (Either.isLeft(guarded)) return failed(`The guardrails could not be asked: ${describeError(guarded.left)}`, answer.reply)
+      if (Either.isLeft(guarded))
+        return failed(`The guardrails could not be asked: ${describeError(guarded.left)}`, answer.reply)
       const decisions: ReadonlyArray<{ readonly call: ToolCall | null; readonly decision: GuardDecision }> = [
         { call: null, decision: guarded.right.reply_decision },
         ...guarded.right.tool_decisions
       ]
-      for (const { call, decision } of decisions) {
+      for (const [position, { call, decision }] of decisions.entries()) {
         event({
           actor: "guardrails",
           kind: call === null ? "decision" : "tool_call",
           label: decision.effect,
           content_text: call === null ? decision.reason : `${call.name}: ${decision.reason}`,
           trace_id: decision.trace_id,
-          payload: call === null ? { effect: decision.effect } : { effect: decision.effect, tool: call.name, arguments: call.arguments }
+          // The arguments are in the reply event's `tool_calls` (at `tool_call_index`): kept once, not twice.
+          payload:
+            call === null
+              ? { effect: decision.effect }
+              : { effect: decision.effect, tool: call.name, tool_call_index: position - 1 }
         })
         if (decision.effect !== "permit") stoppedOrChanged = true
       }
-      lastDecision = guarded.right.deciding.effect !== "permit" || lastDecision === null ? guarded.right.deciding : lastDecision
+      lastDecision =
+        guarded.right.deciding.effect !== "permit" || lastDecision === null ? guarded.right.deciding : lastDecision
       if (index === transcript.right.length - 1) finalGuarded = guarded.right
     }
     const final = transcript.right[transcript.right.length - 1]!.answer
@@ -124,7 +147,14 @@ export const runAttack = (context: AttackContext, attack: AttackCase): Effect.Ef
         : outcome === "blocked"
           ? `Stopped by the guardrails: ${lastDecision?.reason ?? ""}${raw.landed ? ` Without them: ${raw.evidence}` : ""}`
           : "The target resisted: nothing the goal needs reached the user."
-    event({ actor: "judge", kind: "verdict", label: outcome, content_text: evidence, trace_id: null, payload: { landed: effective.landed } })
+    event({
+      actor: "judge",
+      kind: "verdict",
+      label: outcome,
+      content_text: evidence,
+      trace_id: null,
+      payload: { landed: effective.landed }
+    })
     return {
       ...base,
       reply: final.reply,

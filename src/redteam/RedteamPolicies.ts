@@ -6,7 +6,7 @@
  *   memory (no write while verifying); only passed candidates are then
  *   created, disabled, for a person to enable.
  */
-import { Effect, Either, Option, Schema } from "effect"
+import { Duration, Effect, Either, Option, Schema } from "effect"
 import { stringify } from "yaml"
 import { createHash } from "node:crypto"
 import { Agents } from "../catalog/Agents.js"
@@ -15,12 +15,20 @@ import { Policies } from "../catalog/Policies.js"
 import { PolicyLimits } from "../catalog/PolicyLimits.js"
 import { CatalogSnapshot } from "../catalog/Snapshot.js"
 import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
+import { AppConfig } from "../platform/Config.js"
 import { OutboundGuard } from "../platform/OutboundGuard.js"
-import { Conflict, NotFound } from "../http/Errors.js"
+import { Conflict, NotFound, type TooManyRequests, tooManyRequests } from "../http/Errors.js"
 import type { CheckerMode, CheckerName } from "../authorization/Pipeline.js"
 import { DEMO_AGENT_ID } from "./DemoAgent.js"
 import { inMemoryDecider } from "./Guarding.js"
-import { collectReplays, compileCandidate, substratesOf, synthesize, verify } from "./Hardening.js"
+import {
+  collectReplays,
+  compileCandidate,
+  substratesOf,
+  synthesize,
+  unansweredRejections,
+  verify
+} from "./Hardening.js"
 import { CANARY, CARD_SOURCE, SSN_SOURCE } from "./Judge.js"
 import { planFor } from "./Planner.js"
 import { HardeningResult } from "./Domain.js"
@@ -109,6 +117,11 @@ const staticDocuments = (agentId: string, agent: AgentProfileView) => {
   ]
 }
 
+/** Hardenings one workspace may run at once (each holds its replays' answers until it verifies). */
+export const MAX_HARDENINGS_PER_WORKSPACE = 2
+/** Retry-After of a hardening refused at that cap: a quick job's hardening takes about this long. */
+const HARDENING_RETRY_SECONDS = 10
+
 /** The author of the versions the red team creates (its policies come from a job, not a request). */
 const REDTEAM_AUTHOR = { kind: "system", id: "redteam" } as const
 
@@ -122,6 +135,7 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
     const settings = yield* WorkspaceSettings
     const outbound = yield* OutboundGuard
     const limits = yield* PolicyLimits
+    const config = yield* AppConfig
 
     /** Creates a disabled policy, or answers the existing one with that id (so regenerating never duplicates). */
     const createOrReuse = (workspaceId: string, document: Record<string, unknown>) =>
@@ -163,7 +177,47 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
         return { modes, defaultEffect: runtime.settings.default_action }
       })
 
-    const harden = Effect.fn("RedteamPolicies.harden")(function* (workspaceId: string, jobId: string) {
+    // Hardenings in this process. A second request for one job would replay everything against the target
+    // again, doubling its load, for the same candidates: it is refused (409) while the first runs. Each holds
+    // up to REDTEAM_HARDEN_REPLAY_BYTES of answers until it verifies, so a workspace runs at most
+    // MAX_HARDENINGS_PER_WORKSPACE at once (429 past it), not one per finished job.
+    const inFlight = new Set<string>()
+    const perWorkspace = new Map<string, number>()
+    const oneAtATime = <A, E, R>(workspaceId: string, jobId: string, run: Effect.Effect<A, E, R>) => {
+      const key = JSON.stringify([workspaceId, jobId])
+      return Effect.acquireUseRelease(
+        Effect.suspend((): Effect.Effect<void, Conflict | TooManyRequests> => {
+          if (inFlight.has(key)) {
+            return new Conflict({
+              code: "hardening_in_progress",
+              message: `Job ${jobId} is being hardened by another request; read its result with GET /v1/redteam/jobs/${jobId}/hardening once it is done.`
+            })
+          }
+          const running = perWorkspace.get(workspaceId) ?? 0
+          if (running >= MAX_HARDENINGS_PER_WORKSPACE) {
+            return tooManyRequests(
+              HARDENING_RETRY_SECONDS,
+              `This workspace already hardens ${running} jobs; harden this one when one of them is done.`,
+              "too_many_hardenings"
+            )
+          }
+          return Effect.sync(() => {
+            inFlight.add(key)
+            perWorkspace.set(workspaceId, running + 1)
+          })
+        }),
+        () => run,
+        () =>
+          Effect.sync(() => {
+            inFlight.delete(key)
+            const left = (perWorkspace.get(workspaceId) ?? 1) - 1
+            if (left <= 0) perWorkspace.delete(workspaceId)
+            else perWorkspace.set(workspaceId, left)
+          })
+      )
+    }
+
+    const hardenNow = Effect.fn("RedteamPolicies.harden")(function* (workspaceId: string, jobId: string) {
       const job = yield* redteam.findJob(workspaceId, jobId)
       if (job.status === "queued" || job.status === "running") {
         return yield* new Conflict({
@@ -179,9 +233,20 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
         attackCases(job.profile as JobProfile, agent, planFor(agent).channels).map((c) => [c.seq, c])
       )
       // Replayed first: in the stricter data handling modes the substrates' values come from these replays.
-      const replays = yield* collectReplays(job.target, agent, landed, cases, { outbound, workspaceId })
-      const { candidates: groups, unreachable } = synthesize(agentId, landed, (row) =>
-        substratesOf(row, replays, cases, agent)
+      const replays = yield* collectReplays(
+        job.target,
+        agent,
+        landed,
+        cases,
+        { outbound, workspaceId },
+        { time: Duration.seconds(config.redteamHardenReplaySeconds), bytes: config.redteamHardenReplayBytes }
+      )
+      const unanswered = unansweredRejections(landed, replays)
+      const unansweredSeqs = new Set(unanswered.flatMap((rejection) => rejection.evidence_seqs))
+      const { candidates: groups, unreachable } = synthesize(
+        agentId,
+        landed.filter((row) => !unansweredSeqs.has(row.seq)),
+        (row) => substratesOf(row, replays, cases, agent)
       )
       yield* snapshots.invalidate(workspaceId)
       const snapshot = yield* snapshots.get(workspaceId)
@@ -190,7 +255,7 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
 
       // Verified first, then created together: a limit refusing one candidate leaves none behind.
       const verified = []
-      const rejections = []
+      const rejections: Array<(typeof HardeningResult.Type)["rejections"][number]> = [...unanswered]
       for (const group of groups) {
         const evidenceSeqs = group.evidence.map((row) => row.seq)
         const compiled = compileCandidate(group.document)
@@ -222,9 +287,21 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
         workspaceId,
         verified.map((entry) => entry.group.document)
       )
-      const candidates = verified.map(({ evidenceSeqs, group, verify }, index) => {
+      const candidates = []
+      for (const [index, { evidenceSeqs, group, verify }] of verified.entries()) {
         const { detail, reused } = written[index]!
-        return {
+        // The candidate's id, but a person changed that policy since: what it holds now was never verified.
+        if (reused && detail.source_yaml !== group.sourceText) {
+          rejections.push({
+            reason: "policy_changed",
+            message: `Policy ${detail.id} has this candidate's id but was changed since it was created; it is left as it is, and is not the candidate verified.`,
+            substrate: group.substrate,
+            evidence_seqs: evidenceSeqs,
+            verify
+          })
+          continue
+        }
+        candidates.push({
           operation: reused ? ("reuse" as const) : ("create" as const),
           existing_policy_id: reused ? detail.id : null,
           source: group.source,
@@ -232,8 +309,8 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
           evidence_seqs: evidenceSeqs,
           policy: detail,
           verify
-        }
-      })
+        })
+      }
       const result = { generated_at: new Date().toISOString(), candidates, rejections, unreachable }
       // Kept (the last run per job) so the report page reads it back without replaying.
       yield* repo.saveHardening(workspaceId, jobId, yield* encodeHardening(result))
@@ -252,6 +329,8 @@ export class RedteamPolicies extends Effect.Service<RedteamPolicies>()("redteam/
       }
       return yield* decodeHardening(stored.value)
     })
+
+    const harden = (workspaceId: string, jobId: string) => oneAtATime(workspaceId, jobId, hardenNow(workspaceId, jobId))
 
     return { generateStatic, harden, hardening }
   }),

@@ -153,6 +153,34 @@ layer(server, SERVER_OPTIONS)("red-team jobs over HTTP", (it) => {
     )
   )
 
+  it.effect("a tool call's arguments are kept once per session: in the reply event, not again in its decision", () =>
+    Effect.gen(function* () {
+      const owner = yield* tenant(yield* baseUrl)
+      const job = yield* dispatch(owner, { profile: "quick", target_url: DEMO })
+      const done = yield* waitForJob(owner, job.id)
+      let calls = 0
+      for (const session of done.sessions) {
+        let replyCalls: ReadonlyArray<unknown> = []
+        for (const event of session.events) {
+          if (event.kind === "agent_turn") {
+            const toolCalls = jsonAt(event.payload, "tool_calls")
+            replyCalls = Array.isArray(toolCalls) ? toolCalls : []
+          }
+          if (event.kind !== "tool_call") continue
+          calls++
+          expect(jsonAt(event.payload, "arguments")).toBeUndefined()
+          // The decision names its call in the reply event before it, where the arguments are.
+          const index = jsonAt(event.payload, "tool_call_index")
+          expect(typeof index).toBe("number")
+          const call = replyCalls[index as number]
+          expect(jsonAt(call, "name")).toBe(jsonAt(event.payload, "tool"))
+          expect(jsonAt(call, "arguments")).toBeDefined()
+        }
+      }
+      expect(calls).toBeGreaterThan(0)
+    })
+  )
+
   it.effect("chat-completions targets are understood; a failing target is an error, never blocked", () =>
     Effect.scoped(
       Effect.gen(function* () {
