@@ -5,7 +5,7 @@
  */
 import { Effect, Either } from "effect"
 import type { Readable } from "node:stream"
-import { unstorableJson } from "../platform/Json.js"
+import { hasDuplicateKeys, unstorableJson } from "../platform/Json.js"
 import { BadRequest, PayloadTooLarge } from "./Errors.js"
 
 export const YAML_TYPES = ["application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml", "application/json"]
@@ -49,7 +49,9 @@ export const parseJsonBody = (text: string): Either.Either<unknown, BadRequest> 
       })
     )
   }
-  const problem = unstorableJson(value)
+  const problem =
+    unstorableJson(value) ??
+    (hasDuplicateKeys(text, value) ? { path: "", message: "an object names the same key twice" } : undefined)
   return problem === undefined
     ? Either.right(value)
     : Either.left(

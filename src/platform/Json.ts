@@ -34,6 +34,27 @@ export const unstorableJson = (value: unknown, path = "", depth = 0): { path: st
   return undefined
 }
 
+/** Every string token of valid JSON text, in order; `key` set when it is an object's key (a colon follows). */
+const STRING_TOKEN = /"(?:[^"\\]|\\.)*"(\s*:)?/g
+
+const keysIn = (value: unknown): number => {
+  if (typeof value !== "object" || value === null) return 0
+  let count = Array.isArray(value) ? 0 : Object.keys(value).length
+  for (const child of Array.isArray(value) ? value : Object.values(value)) count += keysIn(child)
+  return count
+}
+
+/**
+ * Whether `text` (valid JSON, parsed into `value`) names a key twice in one object: its text holds more keys
+ * than the parsed objects, where the last of each name won. A reader that keeps the first would see another
+ * message than the one decided (a gateway hands the text on as sent).
+ */
+export const hasDuplicateKeys = (text: string, value: unknown) => {
+  let keyTokens = 0
+  for (const match of text.matchAll(STRING_TOKEN)) if (match[1] !== undefined) keyTokens += 1
+  return keyTokens !== keysIn(value)
+}
+
 const unstorableText = (text: string, path: string) =>
   text.includes("\u0000")
     ? { path, message: "contains a NUL character" }

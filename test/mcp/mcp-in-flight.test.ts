@@ -10,6 +10,8 @@
  * - an event stream that breaks off before answering, with no event id the
  *   client could resume from, ends with the request's error (the client
  *   would otherwise wait for an answer that cannot come);
+ * - a message naming a key twice is refused (decided with the last, it
+ *   would reach a server that may keep the first);
  * - a server whose agent was deleted decides as a gateway route does: for
  *   an unregistered agent (the `agent.registered` finding, the workspace's
  *   default action).
@@ -186,6 +188,25 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
       // Other notifications pass as before.
       const other = yield* postMessage(setup, { method: "notifications/initialized" })
       expect(other.status).toBe(202)
+    })
+  )
+
+  it.effect("a message naming a key twice is refused and never reaches the server", () =>
+    Effect.gen(function* () {
+      const setup = yield* mcpTenant(stubUrl("/plain"))
+      // Decided with the last "name" (JSON.parse keeps it); a server keeping the first would delete the mailbox.
+      const twice = yield* request(`${setup.base}/v1/mcp/${setup.serverId}`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${setup.key}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream"
+        },
+        body: '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"delete_mailbox","name":"lookup_order","arguments":{}}}'
+      })
+      expect(twice.status, twice.text).toBe(400)
+      expect(twice.text).toContain("the same key twice")
+      expect(received.filter((one) => one.body.includes("delete_mailbox"))).toEqual([])
     })
   )
 
