@@ -3,9 +3,12 @@
  * its Schema with every error's path; `agent_id` is unique per workspace.
  * Deleting an agent disables, never deletes, the policies it owns.
  */
+import { SqlClient } from "@effect/sql"
 import { Effect, Either, Option, ParseResult, Schema } from "effect"
 import { BadRequest, Conflict, NotFound } from "../http/Errors.js"
 import { ImpactGate } from "../impact/Gate.js"
+import { AppConfig } from "../platform/Config.js"
+import { capReached, storeWithinCap } from "../platform/WorkspaceCaps.js"
 import { CatalogVersions } from "./CatalogVersions.js"
 import { type VersionsPageQuery, withCanaries } from "./Lifecycle.js"
 import { AgentId, AgentProfileDocument } from "./Domain.js"
@@ -74,13 +77,16 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
     const history = yield* CatalogVersions
     const limits = yield* PolicyLimits
     const gate = yield* ImpactGate
+    const sql = yield* SqlClient.SqlClient
+    // Every decision's snapshot holds all of a workspace's profiles: without a cap it grew without end.
+    const maxAgents = (yield* AppConfig).maxAgentsPerWorkspace
 
     /** Writes a profile (`write` answers its version, `None` when it could not) and records that version. */
-    const writeProfile = (
+    const writeProfile = <E>(
       workspaceId: string,
       row: NewAgent & { readonly profile: AgentProfile },
       author: PolicyAuthor,
-      write: (workspaceId: string, row: NewAgent) => Effect.Effect<Option.Option<number>>
+      write: (workspaceId: string, row: NewAgent) => Effect.Effect<Option.Option<number>, E>
     ) =>
       changes.change(
         workspaceId,
@@ -110,10 +116,30 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
       )
     )
 
+    /** Inserts a new profile unless the workspace holds MAX_AGENTS_PER_WORKSPACE (409); `None` when it exists. */
+    const insertWithinCap = (workspaceId: string, row: NewAgent) =>
+      storeWithinCap(
+        sql,
+        "agents",
+        workspaceId,
+        maxAgents,
+        Effect.map(repo.findAgent(workspaceId, row.agentId), Option.isSome),
+        repo.insertAgent(workspaceId, row)
+      ).pipe(
+        Effect.orDie,
+        Effect.flatMap(
+          Option.match({
+            onNone: () =>
+              Effect.fail(capReached("agent_limit_reached", maxAgents, "agent profiles", "MAX_AGENTS_PER_WORKSPACE")),
+            onSome: Effect.succeed
+          })
+        )
+      )
+
     const create = Effect.fn("Agents.create")(function* (workspaceId: string, body: Uint8Array, author: PolicyAuthor) {
       const { profile, sourceText } = yield* parseProfile(body)
       const row = { agentId: profile.agent_id, displayName: profile.display_name, profile, sourceText }
-      const inserted = yield* writeProfile(workspaceId, row, author, repo.insertAgent)
+      const inserted = yield* writeProfile(workspaceId, row, author, insertWithinCap)
       if (Option.isNone(inserted)) {
         return yield* new Conflict({
           code: "agent_exists",

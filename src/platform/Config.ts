@@ -270,6 +270,8 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       analyticsLateGraceSeconds: yield* Config.integer("ANALYTICS_LATE_GRACE_SECONDS").pipe(Config.withDefault(300)),
       /** Policies a workspace may store (409 `policy_limit_reached` past it; docs/policies.md#workspace-limits). */
       maxPoliciesPerWorkspace: yield* positiveInteger("MAX_POLICIES_PER_WORKSPACE", 1_000),
+      /** Agent profiles a workspace may store (its decisions' snapshot holds them all); 409 agent_limit_reached. */
+      maxAgentsPerWorkspace: yield* positiveInteger("MAX_AGENTS_PER_WORKSPACE", 1_000),
       /** Distinct RE2 patterns a workspace's policies may use: a quarter of the process's cache of 512 compiled. */
       maxRegexPatternsPerWorkspace: yield* positiveInteger("MAX_REGEX_PATTERNS_PER_WORKSPACE", 128).pipe(
         Config.validate({

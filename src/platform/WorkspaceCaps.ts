@@ -4,7 +4,8 @@
  * delivers on its own), and what unpaged lists answer whole: LLM prices
  * (`GET /v1/llm-pricing`), provider connections, gateway routes,
  * environments (each hot-path read of a workspace's runtime config holds all
- * of them) and saved analytics views (`GET /v1/analytics/views`).
+ * of them), saved analytics views (`GET /v1/analytics/views`) and agent
+ * profiles (every decision's snapshot holds all of a workspace's).
  */
 import type { SqlClient, Statement } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -45,7 +46,8 @@ export const storeWithinCap = <A, E, R>(
     | "provider_connections"
     | "gateway_routes"
     | "environments"
-    | "analytics_views",
+    | "analytics_views"
+    | "agents",
   workspaceId: string,
   max: number,
   replaces: Effect.Effect<boolean, SqlError | ParseResult.ParseError>,
