@@ -3,6 +3,7 @@
  * knowledge sources of a workspace. Label policies and tool metadata feed
  * the hot-path snapshot, so their writes go through ConfigChanges.
  */
+import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { BadRequest, NotFound } from "../http/Errors.js"
 import { AppConfig } from "../platform/Config.js"
@@ -11,7 +12,7 @@ import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { pageByRowCut } from "../platform/Cursor.js"
 import { MAX_PAGE_BYTES } from "../platform/PageBytes.js"
 import { pageSize, toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
-import { capReached } from "../platform/WorkspaceCaps.js"
+import { capReached, storeWithinCap } from "../platform/WorkspaceCaps.js"
 import { CatalogVersions, type VersionedResource } from "./CatalogVersions.js"
 import type { VersionsPageQuery } from "./Lifecycle.js"
 import { ConfigChanges } from "./ConfigChanges.js"
@@ -91,6 +92,22 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
     const config = yield* AppConfig
     const outbound = yield* OutboundGuard
     const history = yield* CatalogVersions
+    const sql = yield* SqlClient.SqlClient
+    // Every decision's snapshot holds all of a workspace's tool metadata and label policies: capped, as profiles.
+    const caps = {
+      tool_metadata: {
+        max: config.maxToolMetadataPerWorkspace,
+        code: "tool_metadata_limit_reached",
+        what: "tools' metadata",
+        setting: "MAX_TOOL_METADATA_PER_WORKSPACE"
+      },
+      label_policies: {
+        max: config.maxLabelPoliciesPerWorkspace,
+        code: "label_policy_limit_reached",
+        what: "label policies",
+        setting: "MAX_LABEL_POLICIES_PER_WORKSPACE"
+      }
+    } as const
 
     /** Upserts a versioned entry and records the version it became, as the API returns it, in one change. */
     const upsertVersioned = <Row extends { readonly version: number }, A>(
@@ -99,16 +116,28 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
         readonly resource: VersionedResource
         readonly key: string
         readonly table: "label_policies" | "tool_metadata"
+        /** Whether the key is stored already (its upsert replaces it, whatever the cap). */
+        readonly exists: Effect.Effect<boolean>
       },
       upsert: Effect.Effect<Row>,
       toEntry: (row: Row) => A,
       author: PolicyAuthor
-    ) =>
-      changes
+    ) => {
+      const cap = caps[target.table]
+      const withinCap = storeWithinCap(sql, target.table, workspaceId, cap.max, target.exists, upsert).pipe(
+        Effect.orDie,
+        Effect.flatMap(
+          Option.match({
+            onNone: () => Effect.fail(capReached(cap.code, cap.max, cap.what, cap.setting)),
+            onSome: Effect.succeed
+          })
+        )
+      )
+      return changes
         .change(
           workspaceId,
           target.table,
-          Effect.tap(upsert, (row) =>
+          Effect.tap(withinCap, (row) =>
             history.record(
               workspaceId,
               { resource: target.resource, key: target.key, version: row.version },
@@ -118,6 +147,7 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
           )
         )
         .pipe(Effect.map(toEntry))
+    }
 
     const upsertLabelPolicy = Effect.fn("Registry.upsertLabelPolicy")(
       (
@@ -127,7 +157,12 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
       ) =>
         upsertVersioned(
           workspaceId,
-          { resource: "label_policy", key: input.origin, table: "label_policies" },
+          {
+            resource: "label_policy",
+            key: input.origin,
+            table: "label_policies",
+            exists: Effect.map(repo.findLabelPolicy(workspaceId, input.origin), Option.isSome)
+          },
           repo.upsertLabelPolicy(workspaceId, {
             origin: input.origin,
             enabled: input.enabled ?? true,
@@ -165,7 +200,12 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
       const { enabled, ...metadata } = input
       return upsertVersioned(
         workspaceId,
-        { resource: "tool_metadata", key: input.tool, table: "tool_metadata" },
+        {
+          resource: "tool_metadata",
+          key: input.tool,
+          table: "tool_metadata",
+          exists: Effect.map(repo.findToolMetadata(workspaceId, input.tool), Option.isSome)
+        },
         repo.upsertToolMetadata(workspaceId, { tool: input.tool, enabled: enabled ?? true, metadata }),
         toToolMetadataEntry,
         author

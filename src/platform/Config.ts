@@ -272,6 +272,9 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       maxPoliciesPerWorkspace: yield* positiveInteger("MAX_POLICIES_PER_WORKSPACE", 1_000),
       /** Agent profiles a workspace may store (its decisions' snapshot holds them all); 409 agent_limit_reached. */
       maxAgentsPerWorkspace: yield* positiveInteger("MAX_AGENTS_PER_WORKSPACE", 1_000),
+      /** Tools' metadata and label policies a workspace may store (each decision's snapshot holds them all). */
+      maxToolMetadataPerWorkspace: yield* positiveInteger("MAX_TOOL_METADATA_PER_WORKSPACE", 1_000),
+      maxLabelPoliciesPerWorkspace: yield* positiveInteger("MAX_LABEL_POLICIES_PER_WORKSPACE", 1_000),
       /** Distinct RE2 patterns a workspace's policies may use: a quarter of the process's cache of 512 compiled. */
       maxRegexPatternsPerWorkspace: yield* positiveInteger("MAX_REGEX_PATTERNS_PER_WORKSPACE", 128).pipe(
         Config.validate({

@@ -5,7 +5,8 @@
  * (`GET /v1/llm-pricing`), provider connections, gateway routes,
  * environments (each hot-path read of a workspace's runtime config holds all
  * of them), saved analytics views (`GET /v1/analytics/views`) and agent
- * profiles (every decision's snapshot holds all of a workspace's).
+ * profiles, tools' metadata and label policies (every decision's snapshot
+ * holds all of a workspace's).
  */
 import type { SqlClient, Statement } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -47,7 +48,9 @@ export const storeWithinCap = <A, E, R>(
     | "gateway_routes"
     | "environments"
     | "analytics_views"
-    | "agents",
+    | "agents"
+    | "tool_metadata"
+    | "label_policies",
   workspaceId: string,
   max: number,
   replaces: Effect.Effect<boolean, SqlError | ParseResult.ParseError>,
