@@ -1,5 +1,5 @@
 /** MCP servers behind the gateway, and the JSON-RPC messages the endpoint reads: their schemas. */
-import { Schema, SchemaAST } from "effect"
+import { Schema } from "effect"
 import { Origin } from "../catalog/Domain.js"
 import {
   boundedJsonObject,
@@ -52,45 +52,28 @@ const headerNameProblem = (name: string) =>
       ? "set by the gateway itself"
       : undefined
 
-/**
- * JSON keeps a key named `__proto__` like any other, but decoding the set into an object would set its
- * prototype instead (the header silently gone): refused before decoding, naming it.
- */
-const WithoutProtoKey = Schema.Object.pipe(
-  Schema.filter((value) =>
-    Object.hasOwn(value, "__proto__")
-      ? { path: ["__proto__"], message: "not accepted as a header name (it is not kept as an object key)" }
-      : undefined
-  )
-)
-
-// Names are checked in the filter: a refined Record key would silently drop a name it refuses.
-const HeaderSet = Schema.Record({ key: Schema.String, value: HeaderValue }).pipe(
-  Schema.filter(
-    (headers) => {
-      const names = Object.keys(headers)
-      if (names.length > MAX_HEADERS) return `at most ${MAX_HEADERS} headers`
-      // Header names are case-insensitive: of two spellings of one name, only one value would be sent.
-      const seen = new Map<string, string>()
-      for (const name of names) {
-        const problem = headerNameProblem(name)
-        if (problem !== undefined) return { path: [name], message: problem }
-        const other = seen.get(name.toLowerCase())
-        if (other !== undefined) return { path: [name], message: `the same header as ${other} (names ignore case)` }
-        seen.set(name.toLowerCase(), name)
-      }
-      return undefined
-    },
-    { jsonSchema: { maxProperties: MAX_HEADERS } }
-  )
-)
-
 /** Extra request headers sent to the server (credentials, usually): write-only, decoded as Redacted. */
+// Names are checked in the filter: a refined Record key would silently drop a name it refuses.
 export const McpHeaders = Schema.Redacted(
-  // Documented as the header set it decodes to.
-  Schema.compose(WithoutProtoKey, HeaderSet, { strict: false }).annotations({
-    [SchemaAST.SurrogateAnnotationId]: HeaderSet.ast
-  })
+  Schema.Record({ key: Schema.String, value: HeaderValue }).pipe(
+    Schema.filter(
+      (headers) => {
+        const names = Object.keys(headers)
+        if (names.length > MAX_HEADERS) return `at most ${MAX_HEADERS} headers`
+        // Header names are case-insensitive: of two spellings of one name, only one value would be sent.
+        const seen = new Map<string, string>()
+        for (const name of names) {
+          const problem = headerNameProblem(name)
+          if (problem !== undefined) return { path: [name], message: problem }
+          const other = seen.get(name.toLowerCase())
+          if (other !== undefined) return { path: [name], message: `the same header as ${other} (names ignore case)` }
+          seen.set(name.toLowerCase(), name)
+        }
+        return undefined
+      },
+      { jsonSchema: { maxProperties: MAX_HEADERS } }
+    )
+  )
 ).annotations({ description: `Request headers for the server (write-only), at most ${MAX_HEADERS}` })
 
 /** `configured`: headers are stored and decrypt with this service's key; `unreadable`: they do not (key rotated). */

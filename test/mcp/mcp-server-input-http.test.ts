@@ -65,7 +65,7 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)("MCP
           ...token,
           raw: `{${rest}"headers":{"X-Region":"eu","__proto__":"${SECRET}"}}`
         })
-        expect(expectValidation(proto, "headers.__proto__").message).toContain("not accepted as a header name")
+        expect(expectValidation(proto, "headers.__proto__").message).toContain("is not accepted as a key")
         expect(proto.text).not.toContain("live-credential")
       }
       // The stored headers are untouched by the refused patches.
