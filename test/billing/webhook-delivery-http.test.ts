@@ -96,6 +96,29 @@ layer(testServerWithDatabase("kafka", WEBHOOK_SETTINGS, resolver), SERVER_OPTION
     })
   )
 
+  it.scoped(
+    "a webhook host rebound to loopback after it was saved is refused at delivery: no connection, no retry",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const counter = yield* connectionCounter
+        const alert = yield* firstCentAlert(owner.api, "rebinding", `https://hooks.rebind.test:${counter.port}/hook`)
+        yield* publishUsage([usageMessage({ workspaceId: owner.workspaceId, effectiveAt: "2026-08-03T09:00:00.000Z" })])
+        const [delivery] = yield* untilDelivery(owner.api, alert.id, "failed")
+        expect(delivery!.attempts).toHaveLength(1)
+        expect(delivery!.attempts[0]).toMatchObject({ response_status: null, succeeded: false })
+        expect(delivery!.attempts[0]!.error).toMatch(/^refused: .*127\.0\.0\.1/)
+        expect(counter.connections()).toBe(0)
+      })
+  )
+})
+
+// A retry base of 2 minutes: a failed attempt's retry is due a minute later at the earliest.
+layer(
+  testServerWithDatabase("kafka", { ...WEBHOOK_SETTINGS, WEBHOOK_RETRY_BASE_MS: "120000" }, resolver),
+  SERVER_OPTIONS
+)("webhook delivery of a disabled alert", (it) => {
   it.scoped("a disabled alert's pending delivery is not attempted; enabled again, it is delivered", () =>
     Effect.gen(function* () {
       const base = yield* baseUrl
@@ -106,7 +129,8 @@ layer(testServerWithDatabase("kafka", WEBHOOK_SETTINGS, resolver), SERVER_OPTION
       const alert = yield* firstCentAlert(owner.api, "turned off", broken.url)
       yield* publishUsage([usageMessage({ workspaceId: owner.workspaceId, effectiveAt: "2026-08-03T09:00:00.000Z" })])
       // Until the worker has recorded the 503 (the receiver sees the request before that): recorded later, the
-      // attempt's retry time would overwrite the one set below.
+      // attempt's retry time would overwrite the one set below. Its retry is a minute away at the earliest (this
+      // server's retry base), so none can start before the alert is disabled.
       yield* until(
         Effect.map(deliveriesOf(owner.api, alert.id), (list) => {
           expect(list.map((delivery) => delivery.attempts.length)).toEqual([1])
@@ -137,22 +161,5 @@ layer(testServerWithDatabase("kafka", WEBHOOK_SETTINGS, resolver), SERVER_OPTION
       })
       yield* untilDelivery(owner.api, alert.id, "succeeded")
     })
-  )
-
-  it.scoped(
-    "a webhook host rebound to loopback after it was saved is refused at delivery: no connection, no retry",
-    () =>
-      Effect.gen(function* () {
-        const base = yield* baseUrl
-        const owner = yield* tenant(base)
-        const counter = yield* connectionCounter
-        const alert = yield* firstCentAlert(owner.api, "rebinding", `https://hooks.rebind.test:${counter.port}/hook`)
-        yield* publishUsage([usageMessage({ workspaceId: owner.workspaceId, effectiveAt: "2026-08-03T09:00:00.000Z" })])
-        const [delivery] = yield* untilDelivery(owner.api, alert.id, "failed")
-        expect(delivery!.attempts).toHaveLength(1)
-        expect(delivery!.attempts[0]).toMatchObject({ response_status: null, succeeded: false })
-        expect(delivery!.attempts[0]!.error).toMatch(/^refused: .*127\.0\.0\.1/)
-        expect(counter.connections()).toBe(0)
-      })
   )
 })
