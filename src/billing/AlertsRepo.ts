@@ -54,6 +54,8 @@ export interface NewFiring {
   readonly spent_minor: number
   readonly time_window: string
   readonly window_start: Date
+  /** The amount crossed: one firing per config, window and amount (a changed threshold fires again). */
+  readonly threshold_amount: number
   readonly fired_at: Date
   readonly payload: unknown
 }
@@ -179,11 +181,11 @@ export class AlertsRepo extends Effect.Service<AlertsRepo>()("billing/AlertsRepo
           do update set amount = budget_meter_totals.amount + excluded.amount
           returning time_window, principal_id, amount::text as amount`.pipe(Effect.flatMap(decodeTotals)),
 
-      /** Inserts the firing unless this config already fired in this window; answers whether it did now. */
+      /** Inserts the firing unless this config already fired at this amount in this window; answers whether it did now. */
       insertFiring: (firing: NewFiring) =>
         sql`
           insert into budget_alert_firings ${sql.insert({ ...firing, payload: JSON.stringify(firing.payload) })}
-          on conflict (config_id, time_window, window_start) do nothing returning id`.pipe(
+          on conflict (config_id, time_window, window_start, threshold_amount) do nothing returning id`.pipe(
           Effect.flatMap(decodeIds),
           Effect.map((rows) => rows.length > 0)
         ),

@@ -114,5 +114,5 @@ export class BudgetAlertsApi extends HttpApiGroup.make("budgetAlerts")
   .middleware(Authentication)
   .annotate(
     OpenApi.Description,
-    "Budget alerts on LLM spend or action count; each fires at most once per window, optionally to a signed webhook."
+    "Budget alerts on LLM spend or action count; each fires at most once per window and threshold amount (a changed threshold is armed again), optionally to a signed webhook."
   ) {}

@@ -37,7 +37,7 @@ export const toConfig = (row: ConfigRow) => ({
   updated_at: toTimestamp(row.updated_at)
 })
 
-/** The most firings a page lists: a config fires once per window, for as long as it exists. */
+/** The most firings a page lists: a config fires once per window (and amount), for as long as it exists. */
 export const MAX_FIRINGS_PAGE = 200
 
 /** Firings are keyed by when each fired. */

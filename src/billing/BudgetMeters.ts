@@ -86,6 +86,7 @@ export class BudgetMeters extends Effect.Service<BudgetMeters>()("billing/Budget
           spent_minor: exactInt(spent),
           time_window: window,
           window_start: start,
+          threshold_amount: exactInt(threshold),
           fired_at: new Date(),
           payload: {
             config_name: config.name,

@@ -32,9 +32,10 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("budget alert firings 
       yield* queryDatabase(
         yield* TestDatabaseUrl,
         `insert into budget_alert_firings (id, config_id, workspace_id, meter, currency, cap_minor, spent_minor,
-                                           time_window, window_start, fired_at, payload)
+                                           time_window, window_start, threshold_amount, fired_at, payload)
          select 'f' || i, $1, $2, 'llm_spend', 'USD', 100, 90, 'day',
-                timestamptz '2026-01-01' - make_interval(days => i), timestamptz '2026-01-01' - make_interval(days => i), '{}'
+                timestamptz '2026-01-01' - make_interval(days => i), 80,
+                timestamptz '2026-01-01' - make_interval(days => i), '{}'
          from generate_series(0, $3 - 1) i`,
         [alert.id, owner.workspaceId, FIRINGS]
       )
