@@ -17,11 +17,7 @@ import { callTool, connect, mcpTenant, redactIban, type Setup, sessionTraces } f
 import { EMAIL_TEXT, IBAN, INJECTED_TEXT, startMcpUpstream, SUMMARY_PROMPT } from "./mcp-upstream.js"
 
 const sse = await startMcpUpstream()
-afterAll(async () => {
-  const t = Date.now()
-  await sse.close()
-  console.log("SSE-CLOSE-MS", Date.now() - t)
-})
+afterAll(() => sse.close())
 
 const SUMMARY = "A one-line summary."
 const QUESTION = "Confirm the transfer of 900 EUR?"
