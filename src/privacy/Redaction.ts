@@ -126,7 +126,8 @@ export const keepOptionalString = (mode: DataHandlingMode, text: string | null |
 
 /**
  * A JSON value kept in a JSON column: raw; every string redacted (object keys
- * stay); or, under metadata_only, the digest of the whole value's JSON.
+ * stay), and every number whose decimal text would be; or, under
+ * metadata_only, the digest of the whole value's JSON.
  */
 export const keepJson = (mode: DataHandlingMode, value: unknown): unknown => {
   if (mode === "raw_allowed" || value === null || value === undefined) return value ?? null
@@ -136,6 +137,12 @@ export const keepJson = (mode: DataHandlingMode, value: unknown): unknown => {
 
 const redactDeep = (value: unknown): unknown => {
   if (typeof value === "string") return redactText(value)
+  // A card or phone number sent as a JSON number is the same PII as its text: it becomes the placeholder.
+  if (typeof value === "number") {
+    const text = String(value)
+    const redacted = redactText(text)
+    return redacted === text ? value : redacted
+  }
   if (Array.isArray(value)) return value.map(redactDeep)
   if (typeof value === "object" && value !== null) {
     return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, redactDeep(inner)]))

@@ -194,7 +194,9 @@ export class RunsRepo extends Effect.Service<RunsRepo>()("runs/RunsRepo", {
       },
 
       /**
-       * One round trip: locks the runs of an append batch in id order (no lock-order cycle between writers),
+       * One round trip: locks the runs of an append batch by workspace, then id: the order the run counters
+       * (RunCounters.ts) lock theirs in, so neither waits on the other in a cycle (a deadlock PostgreSQL ends after
+       * a second by aborting one),
        * then bumps each open run's last_sequence by its number of events in the batch that may go in: those
        * whose `environment_id` is empty (any run) or the run's. Runs not found are absent; ended ones are
        * locked but not bumped (`last_sequence` null), and so are runs none of whose events may go in.
@@ -211,7 +213,7 @@ export class RunsRepo extends Effect.Service<RunsRepo>()("runs/RunsRepo", {
         sql`with locked as (
               select id, workspace_id, agent_id, environment_id, kind, status from runs
               where workspace_id in ${sql.in([...new Set(counts.map((run) => run.workspace_id))])}
-                and id in ${sql.in([...new Set(counts.map((run) => run.id))])} order by id for update
+                and id in ${sql.in([...new Set(counts.map((run) => run.id))])} order by workspace_id, id for update
             ), bump as (
               select b.id, b.workspace_id, sum(b.count::int)::int as count
               from ${sql.updateValues([...counts], "b")}

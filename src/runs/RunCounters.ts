@@ -96,7 +96,7 @@ export const RunCountersLive = Layer.scopedDiscard(
           select r.workspace_id, r.id, r.trace_count, r.latency_sketch::text as latency_sketch
           from runs r join jsonb_to_recordset(${keys}::jsonb) as k(workspace_id text, id text)
             on r.workspace_id = k.workspace_id and r.id = k.id
-          order by r.workspace_id, r.id
+          order by r.workspace_id, r.id -- the order run-event appends lock runs in (Repo.ts lockAndBump)
           for update of r`.pipe(Effect.flatMap(lockedRuns))
         const byKey = new Map(locked.map((run) => [`${run.workspace_id}|${run.id}`, run]))
         for (const tally of tallies) {

@@ -15,6 +15,7 @@ import { type Answer, hotUseCase, ready, refused, type WarmSteps } from "../plat
 import { prefixedId } from "../platform/Ids.js"
 import { MAX_PAGE_BYTES } from "../platform/PageBytes.js"
 import { toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
+import { keepJson } from "../privacy/Redaction.js"
 import { orFailWith, transactionOf } from "../platform/Sql.js"
 import { RunId, type RunKind, type RunStatus as RunStatuses } from "./Domain.js"
 
@@ -140,7 +141,8 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
         external_id: input.external_id ?? null,
         kind: input.kind,
         status,
-        metadata: input.metadata ?? null,
+        // A run's metadata is the caller's content, like its events': kept as the workspace's mode allows.
+        metadata: keepJson(config.settings.data_handling_mode, input.metadata ?? null),
         started_at: status === "running" ? new Date() : null
       })
       return toRun(row)
@@ -165,32 +167,39 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
         readonly metadata?: unknown
       }
     ) =>
-      transaction(
-        Effect.gen(function* () {
-          const workspaceId = caller.workspaceId
-          const current = Option.getOrUndefined(yield* repo.find(workspaceId, id, true))
-          if (current === undefined) return yield* runNotFound(id)
-          // A runtime key changes only runs of its own environment.
-          if (caller.environmentId !== null && current.environment_id !== caller.environmentId) {
-            return yield* environmentMismatch(caller.environmentId, `run ${id}`)
-          }
-          const values: Record<string, unknown> = {}
-          if (patch.status !== undefined && patch.status !== current.status) {
-            if (TERMINAL.has(current.status) || (patch.status === "warming" && current.status === "running")) {
-              return yield* new Conflict({
-                code: "invalid_transition",
-                message: `A ${current.status} run cannot move to ${patch.status}.`
-              })
+      Effect.gen(function* () {
+        // Read before the run's row lock is taken; the metadata is kept as the workspace's mode allows.
+        const metadata =
+          patch.metadata === undefined
+            ? undefined
+            : keepJson((yield* settings.runtimeConfig(caller.workspaceId)).settings.data_handling_mode, patch.metadata)
+        return yield* transaction(
+          Effect.gen(function* () {
+            const workspaceId = caller.workspaceId
+            const current = Option.getOrUndefined(yield* repo.find(workspaceId, id, true))
+            if (current === undefined) return yield* runNotFound(id)
+            // A runtime key changes only runs of its own environment.
+            if (caller.environmentId !== null && current.environment_id !== caller.environmentId) {
+              return yield* environmentMismatch(caller.environmentId, `run ${id}`)
             }
-            values["status"] = patch.status
-            if (patch.status === "running" && current.started_at === null) values["started_at"] = new Date()
-            if (TERMINAL.has(patch.status)) values["ended_at"] = new Date()
-          }
-          if (patch.external_id !== undefined) values["external_id"] = patch.external_id
-          if (patch.metadata !== undefined) values["metadata"] = JSON.stringify(patch.metadata ?? null)
-          return toRun(Object.keys(values).length === 0 ? current : yield* repo.update(workspaceId, id, values))
-        })
-      ).pipe(Effect.withSpan("Runs.update"))
+            const values: Record<string, unknown> = {}
+            if (patch.status !== undefined && patch.status !== current.status) {
+              if (TERMINAL.has(current.status) || (patch.status === "warming" && current.status === "running")) {
+                return yield* new Conflict({
+                  code: "invalid_transition",
+                  message: `A ${current.status} run cannot move to ${patch.status}.`
+                })
+              }
+              values["status"] = patch.status
+              if (patch.status === "running" && current.started_at === null) values["started_at"] = new Date()
+              if (TERMINAL.has(patch.status)) values["ended_at"] = new Date()
+            }
+            if (patch.external_id !== undefined) values["external_id"] = patch.external_id
+            if (metadata !== undefined) values["metadata"] = JSON.stringify(metadata)
+            return toRun(Object.keys(values).length === 0 ? current : yield* repo.update(workspaceId, id, values))
+          })
+        )
+      }).pipe(Effect.withSpan("Runs.update"))
 
     /**
      * Appends one event to a run: the event is checked from memory (a bad `occurred_at` is refused), then

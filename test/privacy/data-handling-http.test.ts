@@ -1,7 +1,7 @@
 /**
  * data_handling_mode end to end, over PostgreSQL and Kafka: decisions are
  * made on the raw content, and in `redacted` and `metadata_only` modes no
- * raw PII or secret survives in traces, receipts, run events, review events,
+ * raw PII or secret survives in traces, receipts, runs, run events, review events,
  * the answers kept for an Idempotency-Key's repeats, or any message of the
  * decisions, run-events and review-events topics.
  * `raw_allowed` keeps the content (so the checks can tell the difference).
@@ -32,6 +32,8 @@ type Mode = "raw_allowed" | "redacted" | "metadata_only"
 interface Trail {
   readonly idempotencyKey: string
   readonly runId: string
+  /** A run whose metadata was set by PATCH. */
+  readonly patchedRunId: string
   readonly traceIds: ReadonlyArray<string>
   readonly reviewId: string
 }
@@ -41,7 +43,16 @@ const leaveTrail = (base: string, owner: Tenant, mode: Mode) =>
   Effect.gen(function* () {
     yield* owner.api.settings.updateSettings({ payload: { data_handling_mode: mode } })
     yield* Effect.sleep("1100 millis")
-    const run = yield* owner.api.runs.createRun({ payload: { agent_id: "bot", kind: "chat_session" } })
+    const run = yield* owner.api.runs.createRun({
+      payload: { agent_id: "bot", kind: "chat_session", metadata: { customer: EMAIL, card: CARD } }
+    })
+    const patched = yield* owner.api.runs.createRun({ payload: { agent_id: "bot", kind: "job" } })
+    const patchedAnswer = yield* owner.api.runs.updateRun({
+      path: { id: patched.id },
+      payload: { metadata: { note: CONTENT } }
+    })
+    // The answers show the run as stored.
+    expect(JSON.stringify([run.metadata, patchedAnswer.metadata]).includes(EMAIL)).toBe(mode === "raw_allowed")
     // POST /v1/events as the bot; decided on the raw content: the rewrite policy matches "darn", the deny policy the raw key.
     const rewritten = yield* proposeCall(
       base,
@@ -90,6 +101,7 @@ const leaveTrail = (base: string, owner: Tenant, mode: Mode) =>
     return {
       idempotencyKey,
       runId: run.id,
+      patchedRunId: patched.id,
       traceIds: [rewritten.trace_id, denied.trace_id, keyedAnswer.trace_id],
       reviewId: review.id
     } satisfies Trail
@@ -113,13 +125,17 @@ const storedText = (url: string, trail: Trail) =>
     const repeats = yield* queryDatabase(url, "select response from idempotency_keys where idempotency_key = $1", [
       trail.idempotencyKey
     ])
+    const runs = yield* queryDatabase(url, "select metadata from runs where id = any($1)", [
+      [trail.runId, trail.patchedRunId]
+    ])
     expect(traces).toHaveLength(3)
+    expect(runs).toHaveLength(2)
     expect(receipts).toHaveLength(3)
     expect(repeats).toHaveLength(1)
     expect(events).toHaveLength(1)
     expect(reviews).toHaveLength(1)
     const receiptPayloads = receipts.map(({ jws }) => Buffer.from(jws.split(".")[1]!, "base64url").toString("utf8"))
-    return JSON.stringify({ traces, receiptPayloads, events, reviews, repeats })
+    return JSON.stringify({ traces, receiptPayloads, events, reviews, repeats, runs })
   })
 
 const topicText = (trail: Trail) =>

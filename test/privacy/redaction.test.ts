@@ -97,6 +97,11 @@ describe("what each mode keeps", () => {
       "jane@example.com": ["mail [EMAIL]", 4, true, null]
     })
   })
+  it("redacted replaces a card or phone number sent as a JSON number, other numbers stay", () => {
+    const kept = keepJson("redacted", { card: 4111111111111111, phone: 4155550132, amount: 4999, ratio: 0.25 })
+    expect(kept).toEqual({ card: "[CARD]", phone: "[PHONE]", amount: 4999, ratio: 0.25 })
+    expect(keepJson("redacted", [5555555555554444])).toEqual(["[CARD]"])
+  })
   it("metadata_only keeps only the SHA-256 digest and the length", () => {
     expect(digestOf(text)).toEqual({ sha256: digest, length: text.length })
     expect(keepJson("metadata_only", text)).toEqual({ sha256: digest, length: 21 })
