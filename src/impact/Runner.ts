@@ -27,7 +27,6 @@ export const PAGE_SIZE = 2_000
 const YIELD_EVERY = 250
 /** And the longest a slice of them may hold the thread before it yields. */
 const SLICE_MS = 20
-const STALE_AFTER_SECONDS = 30
 const MAX_RESUMES = 3
 /** Replays of one workspace running at once across all workers: its replays run one after another. */
 export const MAX_RUNNING_PER_WORKSPACE = 1
@@ -36,7 +35,7 @@ export const makeImpactRunner = Effect.gen(function* () {
   const repo = yield* ImpactRepo
   const snapshots = yield* CatalogSnapshot
   const settings = yield* WorkspaceSettings
-  const { decisionMatchMillis } = yield* AppConfig
+  const { decisionMatchMillis, impactStaleAfterSeconds } = yield* AppConfig
   const workerId = `${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`
 
   /** Replays one claimed job to its result; a request that no longer compiles fails the job with why. */
@@ -118,7 +117,11 @@ export const makeImpactRunner = Effect.gen(function* () {
   )
 
   yield* Effect.forkScoped(
-    every("impact recovery", Duration.seconds(10), repo.recoverStale(STALE_AFTER_SECONDS, MAX_RESUMES))
+    every(
+      "impact recovery",
+      Duration.millis((impactStaleAfterSeconds * 1000) / 3),
+      repo.recoverStale(impactStaleAfterSeconds, MAX_RESUMES)
+    )
   )
   yield* claimWhenQueued(yield* jobsQueued("impact"), drain, (cause) =>
     Effect.logWarning("impact claim failed; retrying", cause)
