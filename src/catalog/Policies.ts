@@ -7,7 +7,6 @@
 import { Effect, Either, Option, Schema } from "effect"
 import { BadRequest, Conflict, NotFound, Unprocessable } from "../http/Errors.js"
 import { giveBackThread } from "../platform/Background.js"
-import { ConfigChanges } from "./ConfigChanges.js"
 import { DRAFT_EXAMPLES, draftMatchOf, draftPolicy, draftToPolicyDocument } from "./Drafting.js"
 import { PolicyDocument, PolicyId } from "./Domain.js"
 import { CompileAllowance } from "./CompileAllowance.js"
@@ -112,7 +111,6 @@ const storedDocumentErrors = (row: PolicyRow): PolicyErrors =>
 export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
   effect: Effect.gen(function* () {
     const repo = yield* CatalogRepo
-    const changes = yield* ConfigChanges
     const snapshots = yield* CatalogSnapshot
     // Writes that add or change documents pass the workspace limits; enabling, disabling, deleting cannot raise them.
     const limits = yield* PolicyLimits
@@ -231,9 +229,10 @@ export class Policies extends Effect.Service<Policies>()("catalog/Policies", {
         )
     )
 
+    // Under the workspace's policy lock: a batch enable that found the policy does not then skip it unseen.
     const remove = Effect.fn("Policies.remove")((workspaceId: string, id: string) =>
-      changes
-        .change(workspaceId, "policies", repo.deletePolicy(workspaceId, id))
+      limits
+        .locked(workspaceId, repo.deletePolicy(workspaceId, id))
         .pipe(Effect.flatMap((deleted) => (deleted ? Effect.void : Effect.fail(policyNotFound([id])))))
     )
 

@@ -250,10 +250,13 @@ export class CatalogRepo extends Effect.Service<CatalogRepo>()("catalog/CatalogR
       setEnabled: (workspaceId: string, ids: ReadonlyArray<string>, enabled: boolean) =>
         sql`update policies set enabled = ${enabled}, updated_at = now()
             where workspace_id = ${workspaceId} and id in ${sql.in(ids)}`,
-      /** Disables a policy whose document no longer compiles, recording why. */
-      flagInvalidPolicy: (workspaceId: string, id: string, reason: string) =>
+      /**
+       * Disables a policy whose document (that `version`) no longer compiles, recording why; a version a write
+       * made current since (a PUT fixing it) is left as it is.
+       */
+      flagInvalidPolicy: (workspaceId: string, id: string, version: number, reason: string) =>
         sql`update policies set enabled = false, invalid_reason = ${reason}, updated_at = now()
-            where workspace_id = ${workspaceId} and id = ${id}`,
+            where workspace_id = ${workspaceId} and id = ${id} and version = ${version}`,
       deletePolicy: (workspaceId: string, id: string) =>
         sql`delete from policies where workspace_id = ${workspaceId} and id = ${id} returning id`.pipe(
           Effect.map((rows) => rows.length === 1)

@@ -71,7 +71,7 @@ export class CatalogSnapshot extends Effect.Service<CatalogSnapshot>()("catalog/
           yield* Effect.logWarning("disabling a stored policy that no longer compiles").pipe(
             Effect.annotateLogs({ workspace_id: workspaceId, policy_id: row.id, reason })
           )
-          yield* repo.flagInvalidPolicy(workspaceId, row.id, reason)
+          yield* repo.flagInvalidPolicy(workspaceId, row.id, row.version, reason)
         }
         return compiled.flatMap(({ policy }) => (policy !== undefined && policy.errors.length === 0 ? [policy] : []))
       })

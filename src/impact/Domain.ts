@@ -58,7 +58,10 @@ export const ImpactResult = Schema.Struct({
   transitions: Schema.Array(Transition).annotations({
     description: "From the live set's effect to the candidate set's, every pair that occurred"
   }),
-  affected_agents: Schema.Array(Schema.Struct({ agent_id: Schema.String, changed: Schema.Int })),
+  affected_agents: Schema.Array(Schema.Struct({ agent_id: Schema.String, changed: Schema.Int })).annotations({
+    description:
+      "Agents whose decisions the candidate changes, by id: the first 1,000 met in replay order (changed counts all)"
+  }),
   human_review: Schema.Struct({
     false_positive: Schema.Struct({
       reviewed: Schema.Int,

@@ -2,9 +2,9 @@
  * `require_impact_before_enable` (docs/policies.md, "Lifecycle"): when a
  * workspace sets it, a policy document may be enabled only after an impact
  * replay that evaluated that very document as enabled completed within the
- * last 24 hours, and replayed at least one decision: a replay over a window without any shows nothing
- * of the document's impact, so it vouches only while the workspace has no decisions at all (a new
- * workspace can enable its first policies). Written once here; every path that enables a policy (create,
+ * last 24 hours, and replayed at least one decision: a replay over a window without any (or with only
+ * decisions kept as metadata only, which it skips) shows nothing of the document's impact, so it vouches
+ * only while the workspace has no decisions at all (a new workspace can enable its first policies). Written once here; every path that enables a policy (create,
  * PUT, rollback, enable, batch enable, pack install) calls `beforeEnabling`.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
@@ -44,8 +44,8 @@ export class ImpactGate extends Effect.Service<ImpactGate>()("impact/ImpactGate"
                    coalesce((select array_agg(distinct d) from impact_jobs j, unnest(j.document_digests) d
                               where j.workspace_id = ${workspaceId} and j.status = 'completed'
                                 and j.finished_at > now() - make_interval(hours => ${IMPACT_VALID_HOURS})
-                                and (j.replayed > 0 or not exists (select 1 from traces t
-                                                                    where t.workspace_id = ${workspaceId}))
+                                and (coalesce((j.result ->> 'decisions_replayed')::int, 0) > 0
+                                     or not exists (select 1 from traces t where t.workspace_id = ${workspaceId}))
                                 and d in ${sql.in(digests)}), '{}') as covered
               from workspace_settings s where s.workspace_id = ${workspaceId}`
     })

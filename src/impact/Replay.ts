@@ -137,6 +137,13 @@ interface Cell {
   readonly examples: Array<string>
 }
 
+/**
+ * At most this many agents are counted in `affected_agents`: the first whose decisions the candidate changes, in
+ * replay order. A workspace deciding for an agent id per end user had one entry per id, millions in memory and
+ * in the stored result; `changed` still counts every decision.
+ */
+export const MAX_AFFECTED_AGENTS = 1_000
+
 const example = (list: Array<string>, id: string) => {
   if (list.length < MAX_EXAMPLES) list.push(id)
 }
@@ -208,7 +215,8 @@ export const makeTally = (sets: ReplaySets) => {
     example(cell.examples, row.id)
     if (from !== to) {
       changed++
-      agents.set(row.agent_id, (agents.get(row.agent_id) ?? 0) + 1)
+      const counted = agents.get(row.agent_id)
+      if (counted !== undefined || agents.size < MAX_AFFECTED_AGENTS) agents.set(row.agent_id, (counted ?? 0) + 1)
     }
     if (row.latest_review_outcome === "false_positive") {
       review.false_positive.reviewed++

@@ -145,9 +145,12 @@ export class ImpactRepo extends Effect.Service<ImpactRepo>()("impact/ImpactRepo"
       setTotal: (workerId: string, id: string, total: number) =>
         sql`update impact_jobs set total = ${total}
              where id = ${id} and worker_id = ${workerId} and status = 'running'`,
+      /** Records progress (the job's heartbeat); false when this worker no longer holds the job. */
       progress: (workerId: string, id: string, replayed: number) =>
         sql`update impact_jobs set replayed = ${replayed}, heartbeat_at = now()
-             where id = ${id} and worker_id = ${workerId} and status = 'running'`,
+             where id = ${id} and worker_id = ${workerId} and status = 'running' returning id`.pipe(
+          Effect.map((rows) => rows.length > 0)
+        ),
       complete: (workerId: string, id: string, replayed: number, result: unknown, digest: string) =>
         sql`update impact_jobs set status = 'completed', replayed = ${replayed}, result = ${JSON.stringify(result)}::jsonb,
                    result_digest = ${digest}, finished_at = now(), worker_id = null

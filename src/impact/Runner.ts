@@ -4,10 +4,11 @@
  * PostgreSQL (`for update skip locked`, so several workers share the queue;
  * fairly across workspaces, one running per workspace, platform/JobQueues.ts),
  * reads the window's retained decisions oldest first a page at a time,
- * replays each (Replay.ts), records progress after every page (which is also
- * its heartbeat) and stores the result with its digest. A job whose worker
- * stopped is queued again and replayed from the start (a replay is cheap and
- * its result must not depend on where it stopped).
+ * replays each (Replay.ts), records progress after every page and every sixth
+ * of IMPACT_STALE_AFTER_SECONDS (its heartbeat) and stores the result with its
+ * digest. A job whose worker stopped is queued again and replayed from the
+ * start (a replay is cheap and its result must not depend on where it stopped);
+ * a worker that finds its job taken from it stops replaying it.
  */
 import { Cause, Duration, Effect, Either, Fiber, Layer, Option } from "effect"
 import { randomBytes } from "node:crypto"
@@ -27,7 +28,6 @@ export const PAGE_SIZE = 2_000
 const YIELD_EVERY = 250
 /** And the longest a slice of them may hold the thread before it yields. */
 const SLICE_MS = 20
-const STALE_AFTER_SECONDS = 30
 const MAX_RESUMES = 3
 /** Replays of one workspace running at once across all workers: its replays run one after another. */
 export const MAX_RUNNING_PER_WORKSPACE = 1
@@ -36,7 +36,9 @@ export const makeImpactRunner = Effect.gen(function* () {
   const repo = yield* ImpactRepo
   const snapshots = yield* CatalogSnapshot
   const settings = yield* WorkspaceSettings
-  const { decisionMatchMillis } = yield* AppConfig
+  const { decisionMatchMillis, impactStaleAfterSeconds } = yield* AppConfig
+  // A page of heavy decisions (each up to DECISION_MATCH_MS, twice) takes minutes: the heartbeat goes by time.
+  const heartbeatMillis = (impactStaleAfterSeconds * 1000) / 6
   const workerId = `${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`
 
   /** Replays one claimed job to its result; a request that no longer compiles fails the job with why. */
@@ -68,6 +70,12 @@ export const makeImpactRunner = Effect.gen(function* () {
       })
       const pageAfter = (after: RetainedRow | undefined) =>
         repo.page({ ...window, afterAt: after?.created_at ?? null, afterId: after?.id ?? "", limit: PAGE_SIZE })
+      let lastBeat = performance.now()
+      /** Records progress; false when the job was taken from this worker (recovered as stale). */
+      const beat = Effect.suspend(() => {
+        lastBeat = performance.now()
+        return repo.progress(workerId, job.id, tally.replayed())
+      })
       // The next page is read while this one is replayed (PostgreSQL works beside this thread).
       let next = yield* Effect.fork(pageAfter(undefined))
       for (;;) {
@@ -83,13 +91,14 @@ export const makeImpactRunner = Effect.gen(function* () {
         for (const row of rows) {
           if (inSlice >= YIELD_EVERY || performance.now() - sliceStart > SLICE_MS) {
             yield* giveBackThread
+            if (performance.now() - lastBeat > heartbeatMillis && !(yield* beat)) return yield* Fiber.interrupt(next)
             sliceStart = performance.now()
             inSlice = 0
           }
           tally.add(row)
           inSlice++
         }
-        yield* repo.progress(workerId, job.id, tally.replayed())
+        if (!(yield* beat)) return yield* Fiber.interrupt(next)
         if (!more) break
       }
       const result = tally.result()
@@ -118,7 +127,11 @@ export const makeImpactRunner = Effect.gen(function* () {
   )
 
   yield* Effect.forkScoped(
-    every("impact recovery", Duration.seconds(10), repo.recoverStale(STALE_AFTER_SECONDS, MAX_RESUMES))
+    every(
+      "impact recovery",
+      Duration.millis((impactStaleAfterSeconds * 1000) / 3),
+      repo.recoverStale(impactStaleAfterSeconds, MAX_RESUMES)
+    )
   )
   yield* claimWhenQueued(yield* jobsQueued("impact"), drain, (cause) =>
     Effect.logWarning("impact claim failed; retrying", cause)

@@ -347,6 +347,11 @@ export class AppConfig extends Effect.Service<AppConfig>()("platform/AppConfig",
       redteamHardenReplayBytes: yield* positiveInteger("REDTEAM_HARDEN_REPLAY_BYTES", 64 * 1024 * 1024),
       /** Impact replays a workspace may have queued or running (429 `too_many_jobs` past it). */
       maxImpactJobsPerWorkspace: yield* positiveInteger("MAX_IMPACT_JOBS_PER_WORKSPACE", 20),
+      /**
+       * A running impact replay whose worker has not reported for this long is queued again (replayed from the
+       * start); a worker reports every sixth of it while it replays.
+       */
+      impactStaleAfterSeconds: yield* positiveInteger("IMPACT_STALE_AFTER_SECONDS", 30),
       /** Fingerprints kept per run or session for provenance inference (docs/authorization.md); more are not recorded. */
       provenanceMaxPerScope: yield* positiveInteger("PROVENANCE_MAX_PER_SCOPE", 2_000),
       /** Key material of provider API keys at rest (AES-256-GCM); generated under DATA_DIR when unset. */

@@ -74,7 +74,9 @@ export class PolicySets extends Effect.Service<PolicySets>()("policysets/PolicyS
         checker_modes: content.checker_modes,
         policies: stored.flatMap(({ id, version }) => {
           const row = policies.get(`${id}\u0000${version}`)
-          return row === undefined ? [] : [{ id, ...toPolicyVersion(row), document: row.document }]
+          // Each decided, so each was on: its version records the switch as it was when written (a later enable
+          // records no version).
+          return row === undefined ? [] : [{ id, ...toPolicyVersion(row), enabled: true, document: row.document }]
         }),
         agent:
           content.agent === null

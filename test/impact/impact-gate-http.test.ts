@@ -216,5 +216,36 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("require_impact_before
         )
       })
     )
+
+    it.effect("a replay that skipped every decision (kept as metadata only) vouches for nothing", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        const policies = owner.api.policies
+        yield* createAgent(base, owner, "digest-bot")
+        yield* owner.api.settings.updateSettings({ payload: { data_handling_mode: "metadata_only" } })
+        yield* propose(base, owner, "digest-bot", reply("kept as a digest"))
+        yield* owner.api.settings.updateSettings({
+          payload: { data_handling_mode: "redacted", require_impact_before_enable: true }
+        })
+        yield* policies.createPolicy({
+          payload: yamlBytes(policyDocument("unseen", { value: "digest", enabled: false }))
+        })
+        // The window's one decision kept no input: the replay saw nothing of the document's impact.
+        const skipped = yield* replay(owner, { enable_ids: ["unseen"], ...aroundNow() })
+        expect(skipped.result).toMatchObject({ decisions_replayed: 0, skipped: 1 })
+        yield* expectFailure(
+          policies.setPolicyEnabled({ path: path("unseen"), payload: { enabled: true } }),
+          409,
+          "impact_required"
+        )
+        yield* propose(base, owner, "digest-bot", reply("kept redacted"))
+        const seen = yield* replay(owner, { enable_ids: ["unseen"], ...aroundNow() })
+        expect(seen.result).toMatchObject({ decisions_replayed: 1, skipped: 1 })
+        expect((yield* policies.setPolicyEnabled({ path: path("unseen"), payload: { enabled: true } })).enabled).toBe(
+          true
+        )
+      })
+    )
   })
 })

@@ -97,6 +97,27 @@ layer(testServer("database"), SERVER_OPTIONS)("policy sets over HTTP", (it) => {
       })
     )
 
+    it.effect("a policy created disabled and enabled later shows as enabled in the sets it decided in", () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const owner = yield* tenant(base)
+        yield* createAgent(base, owner, AGENT)
+        const document = policyDocument("later-on", { value: "gift voucher", enabled: false })
+        yield* owner.api.policies.createPolicy({ payload: yamlBytes(document) })
+        // Turning it on records no version: version 1 was written disabled.
+        yield* owner.api.policies.setPolicyEnabled({
+          path: { id: PolicyId.make("later-on") },
+          payload: { enabled: true }
+        })
+        const decided = yield* propose(base, owner, AGENT, reply("Take this gift voucher."))
+        expect(decided.effect).toBe("deny")
+        const explained = yield* getSet(owner.api, yield* digestOf(owner.api, decided))
+        expect(explained.policies.map(({ enabled, id, version }) => ({ id, version, enabled }))).toEqual([
+          { id: "later-on", version: 1, enabled: true }
+        ])
+      })
+    )
+
     it.effect("an unknown digest is 404, a malformed one 400; another workspace's is 404; runtime keys read", () =>
       Effect.gen(function* () {
         const base = yield* baseUrl
