@@ -12,9 +12,11 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { Conflict, Forbidden, NotFound } from "../http/Errors.js"
 import type { Caller, WorkspaceRole } from "../identity/Authentication.js"
+import { WorkspaceSettings } from "../identity/WorkspaceSettings.js"
 import { pageByTime } from "../platform/Cursor.js"
 import { toTimestamp } from "../platform/Schemas.js"
 import { transactionOf } from "../platform/Sql.js"
+import { keepOptionalString } from "../privacy/Redaction.js"
 import { type ApprovalRow, type ApprovalStatus, ApprovalsRepo } from "./ApprovalsRepo.js"
 import { AuthorizationRepo } from "./Repo.js"
 
@@ -75,6 +77,12 @@ export class Approvals extends Effect.Service<Approvals>()("authorization/Approv
     const repo = yield* ApprovalsRepo
     const grants = yield* AuthorizationRepo
     const transaction = transactionOf(yield* SqlClient.SqlClient)
+    const settings = yield* WorkspaceSettings
+    /** A grant's note or a denial's reason may quote the content: kept as the data_handling_mode allows. */
+    const kept = (workspaceId: string, text: string | undefined) =>
+      Effect.map(settings.runtimeConfig(workspaceId), (config) =>
+        keepOptionalString(config.settings.data_handling_mode, text)
+      )
 
     /** 403 unless the caller is one of the intent's approvers (when it names any); answers whether it ever asked. */
     const checkApprover = Effect.fn("Approvals.checkApprover")(function* (caller: Caller, intentId: string) {
@@ -101,6 +109,7 @@ export class Approvals extends Effect.Service<Approvals>()("authorization/Approv
       // Only what a recorded decision asked for can be granted: an intent id alone (from a dry run, or computed)
       // names no approvers to check.
       if (!(yield* checkApprover(caller, intentId))) return yield* intentNotFound(intentId)
+      const note = yield* kept(caller.workspaceId, input.note)
       // Under the intent's lock, so a denial committed meanwhile is seen, and one that comes later withdraws this.
       const row = yield* transaction(
         Effect.gen(function* () {
@@ -115,7 +124,7 @@ export class Approvals extends Effect.Service<Approvals>()("authorization/Approv
             caller.workspaceId,
             intentId,
             caller.principalId,
-            input.note ?? null,
+            note,
             input.ttl_seconds ?? 900
           )
         })
@@ -136,7 +145,8 @@ export class Approvals extends Effect.Service<Approvals>()("authorization/Approv
     ) {
       const asked = yield* checkApprover(caller, intentId)
       if (!asked) return yield* intentNotFound(intentId)
-      yield* repo.deny(caller.workspaceId, intentId, caller.principalId, input.reason ?? null)
+      const reason = yield* kept(caller.workspaceId, input.reason)
+      yield* repo.deny(caller.workspaceId, intentId, caller.principalId, reason)
       const [row] = yield* repo.list(caller.workspaceId, "denied", 1, Option.none(), intentId)
       // Unlisted only if retention pruned its trace in between: gone, as far as the caller can tell.
       return row === undefined ? yield* intentNotFound(intentId) : toApproval(row)

@@ -124,6 +124,19 @@ layer(testServer("database", { INTERNAL_API_KEY: INTERNAL_KEY }), SERVER_OPTIONS
         })
       )
 
+      it.effect("under data_handling_mode redacted a denial's reason is kept redacted, as a review's note is", () =>
+        Effect.gen(function* () {
+          const base = yield* baseUrl
+          const owner = yield* tenant(base)
+          yield* withApprovalTool(base, owner)
+          yield* owner.api.settings.updateSettings({ payload: { data_handling_mode: "redacted" } })
+          const deferred = yield* propose(base, owner, AGENT, refund(4))
+          // Before, the reason was stored and answered as sent, whatever the mode.
+          const denied = yield* deny(owner, deferred.intent_id, "Card 4111 1111 1111 1111 is on the fraud list.")
+          expect(denied.deny_reason).toBe("Card [CARD] is on the fraud list.")
+        })
+      )
+
       it.effect("scoped to the workspace; an intent that never asked is 404; runtime keys read but cannot deny", () =>
         Effect.gen(function* () {
           const base = yield* baseUrl
