@@ -31,7 +31,11 @@ export interface EnablingDocument {
   readonly document: unknown
 }
 
-const GateRow = Schema.Struct({ required: Schema.Boolean, covered: Schema.Array(Schema.String) })
+const GateRow = Schema.Struct({
+  required: Schema.Boolean,
+  covered: Schema.Array(Schema.String),
+  metadata_only: Schema.Boolean
+})
 
 export class ImpactGate extends Effect.Service<ImpactGate>()("impact/ImpactGate", {
   effect: Effect.gen(function* () {
@@ -40,7 +44,7 @@ export class ImpactGate extends Effect.Service<ImpactGate>()("impact/ImpactGate"
       Request: Schema.Struct({ workspaceId: Schema.String, digests: Schema.Array(Schema.String) }),
       Result: GateRow,
       execute: ({ digests, workspaceId }) =>
-        sql`select s.require_impact_before_enable as required,
+        sql`select s.require_impact_before_enable as required, s.data_handling_mode = 'metadata_only' as metadata_only,
                    coalesce((select array_agg(distinct d) from impact_jobs j, unnest(j.document_digests) d
                               where j.workspace_id = ${workspaceId} and j.status = 'completed'
                                 and j.finished_at > now() - make_interval(hours => ${IMPACT_VALID_HOURS})
@@ -67,7 +71,13 @@ export class ImpactGate extends Effect.Service<ImpactGate>()("impact/ImpactGate"
             `needs an impact replay of that document completed in the last ${IMPACT_VALID_HOURS} hours. ` +
             "Start one with POST /v1/policies/impact (the document in candidate_policies, or its id in enable_ids), " +
             "over a window that holds decisions (a replay of none vouches only while the workspace has none), " +
-            "wait for it to complete, then enable again.",
+            "wait for it to complete, then enable again." +
+            // No replay can run there (its decisions keep no input): say how out, rather than send them round.
+            (row.value.metadata_only
+              ? " This workspace's data_handling_mode is metadata_only, so a replay can only run while it has no " +
+                "decisions: set data_handling_mode to redacted or raw_allowed (decisions from then on can be " +
+                "replayed), or turn require_impact_before_enable off."
+              : ""),
           details: missing.map((entry) => ({
             path: entry.id,
             message: `no completed replay of document ${entry.digest}`

@@ -234,11 +234,22 @@ layer(testServerWithDatabase("database"), SERVER_OPTIONS)("require_impact_before
         // The window's one decision kept no input: the replay saw nothing of the document's impact.
         const skipped = yield* replay(owner, { enable_ids: ["unseen"], ...aroundNow() })
         expect(skipped.result).toMatchObject({ decisions_replayed: 0, skipped: 1 })
-        yield* expectFailure(
+        const blocked = yield* expectFailure(
           policies.setPolicyEnabled({ path: path("unseen"), payload: { enabled: true } }),
           409,
           "impact_required"
         )
+        expect(blocked.message).not.toContain("metadata_only")
+        // Back under metadata_only no replay can vouch: the refusal says how out instead of asking for one.
+        yield* owner.api.settings.updateSettings({ payload: { data_handling_mode: "metadata_only" } })
+        const stuck = yield* expectFailure(
+          policies.setPolicyEnabled({ path: path("unseen"), payload: { enabled: true } }),
+          409,
+          "impact_required"
+        )
+        expect(stuck.message).toContain("data_handling_mode is metadata_only")
+        expect(stuck.message).toContain("turn require_impact_before_enable off")
+        yield* owner.api.settings.updateSettings({ payload: { data_handling_mode: "redacted" } })
         yield* propose(base, owner, "digest-bot", reply("kept redacted"))
         const seen = yield* replay(owner, { enable_ids: ["unseen"], ...aroundNow() })
         expect(seen.result).toMatchObject({ decisions_replayed: 1, skipped: 1 })
