@@ -16,7 +16,7 @@ import { prefixedId } from "../platform/Ids.js"
 import { Topics } from "../platform/Topics.js"
 import { keepTracePayload } from "../privacy/Payloads.js"
 import type { PolicySet } from "../policysets/Digest.js"
-import { keepJson } from "../privacy/Redaction.js"
+import { keepJson, keepString } from "../privacy/Redaction.js"
 import { TraceId } from "../runs/Domain.js"
 import { allCheckers } from "./checkers/index.js"
 import type { DecisionRecord } from "./DecisionWriter.js"
@@ -353,7 +353,8 @@ export const decisionOutcome = (input: {
             workspace_id: caller.workspaceId,
             agent_id: principal.agent_id,
             environment_id: principal.environment_id,
-            reason: decision.reason,
+            // Leaves the system of record as the decisions topic's reasons do: under the data handling mode.
+            reason: keepString(config.settings.data_handling_mode, decision.reason),
             findings: decision.findings.map(({ policy_id, requirement_id }) => ({ policy_id, requirement_id })),
             decided_at: issuedAt
           }
