@@ -42,7 +42,7 @@ export const ListAuditEventsParams = Schema.Struct({
   actor: Schema.optional(ActorParam),
   start: Schema.optional(InstantParam),
   end: Schema.optional(InstantParam),
-  limit: Schema.optional(LimitParam(1)),
+  limit: Schema.optional(LimitParam()),
   cursor: Schema.optional(CursorParam)
 })
 export type ListAuditEventsParams = typeof ListAuditEventsParams.Type

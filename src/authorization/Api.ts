@@ -78,7 +78,7 @@ export class ApprovalsApi extends HttpApiGroup.make("approvals")
           status: Schema.optional(Schema.Literal("pending", "granted", "denied")).annotations({
             description: "Default pending"
           }),
-          limit: Schema.optional(LimitParam(1)),
+          limit: Schema.optional(LimitParam()),
           cursor: Schema.optional(CursorParam)
         })
       )

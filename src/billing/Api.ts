@@ -92,7 +92,7 @@ export class BudgetAlertsApi extends HttpApiGroup.make("budgetAlerts")
   .add(
     HttpApiEndpoint.get("listBudgetAlertFirings", "/financial/budget-alerts/:id/firings")
       .setPath(AlertPath)
-      .setUrlParams(Schema.Struct({ limit: Schema.optional(LimitParam(1)), cursor: Schema.optional(CursorParam) }))
+      .setUrlParams(Schema.Struct({ limit: Schema.optional(LimitParam()), cursor: Schema.optional(CursorParam) }))
       .addSuccess(
         Schema.Struct({ firings: Schema.Array(BudgetAlertFiring), next_cursor: Schema.optional(Schema.String) })
       )

@@ -374,7 +374,7 @@ export const KNOWLEDGE_PAGE_CAP = 200
 
 /** Query of `GET /v1/knowledge-sources`: a page of `limit` (default 50, at most 200) after `cursor`. */
 export const KnowledgeSourcesPageParams = Schema.Struct({
-  limit: Schema.optional(LimitParam(1)),
+  limit: Schema.optional(LimitParam()),
   cursor: Schema.optional(CursorParam)
 })
 export type KnowledgeSourcesPageQuery = typeof KnowledgeSourcesPageParams.Type

@@ -23,7 +23,7 @@ export const VERSIONS_PAGE_CAP = 100
 
 /** Query of the versions lists: a page of `limit` (default 50, at most 100) below `cursor`. */
 export const VersionsPageParams = Schema.Struct({
-  limit: Schema.optional(LimitParam(1)),
+  limit: Schema.optional(LimitParam()),
   cursor: Schema.optional(CursorParam)
 })
 export type VersionsPageQuery = typeof VersionsPageParams.Type

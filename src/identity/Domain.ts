@@ -181,7 +181,7 @@ export const MAX_MEMBERS_PAGE = 100
 
 /** Extension: `GET /v1/team/members` pages its members (API-CONVENTIONS list paging). */
 export const TeamMembersQuery = Schema.Struct({
-  limit: Schema.optional(LimitParam(1)),
+  limit: Schema.optional(LimitParam()),
   cursor: Schema.optional(CursorParam)
 })
 

@@ -19,7 +19,7 @@ import {
 const ServerPath = Schema.Struct({ id: McpServerId })
 const ToolPinPath = Schema.Struct({ id: McpServerId, tool: NonEmptyIdentifier })
 export const EndpointPath = Schema.Struct({ server_id: McpServerId })
-const Page = Schema.Struct({ limit: Schema.optional(LimitParam(1)), cursor: Schema.optional(CursorParam) })
+const Page = Schema.Struct({ limit: Schema.optional(LimitParam()), cursor: Schema.optional(CursorParam) })
 const nextCursor = Schema.optional(Schema.String)
 const PinsPage = Schema.Struct({
   ...Page.fields,

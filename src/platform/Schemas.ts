@@ -47,7 +47,7 @@ export const InstantParam = Timestamp.pipe(Schema.filter(isInstant, { message: (
 export const JsonValue = Schema.Unknown.annotations({ identifier: "JsonValue", description: "Any JSON value" })
 
 /** A `limit` query parameter: an integer >= `minimum`; values above the cap are clamped by the handler. */
-export const LimitParam = (minimum = 0) =>
+export const LimitParam = (minimum = 1) =>
   Schema.NumberFromString.pipe(Schema.int(), Schema.greaterThanOrEqualTo(minimum)).annotations({
     description: `Page size (minimum ${minimum}); above the cap it is clamped; default 50`
   })

@@ -31,7 +31,7 @@ const AgentPath = Schema.Struct({ id: AgentId })
 const JobPath = Schema.Struct({ id: JobId })
 const TokenPath = Schema.Struct({ token: ShareToken })
 // Red-team lists take a count of at least 1 (capped at 100 by the handler).
-const Page = { limit: Schema.optional(LimitParam(1)), cursor: Schema.optional(CursorParam) }
+const Page = { limit: Schema.optional(LimitParam()), cursor: Schema.optional(CursorParam) }
 const nextCursor = Schema.optional(Schema.String)
 
 export class RedteamApi extends HttpApiGroup.make("redteam")

@@ -10,7 +10,7 @@ import { CursorParam, LimitParam } from "../platform/Schemas.js"
 import { CreateReviewQueue, ReviewQueue, ReviewQueueId, ReviewQueueItems, UpdateReviewQueue } from "./Domain.js"
 
 const QueuePath = Schema.Struct({ id: ReviewQueueId })
-const Page = Schema.Struct({ limit: Schema.optional(LimitParam(1)), cursor: Schema.optional(CursorParam) })
+const Page = Schema.Struct({ limit: Schema.optional(LimitParam()), cursor: Schema.optional(CursorParam) })
 
 export class ReviewQueuesApi extends HttpApiGroup.make("reviewQueues")
   .add(

@@ -199,7 +199,7 @@ layer(testServer("database"), SERVER_OPTIONS)("runs (database event log)", (it) 
           expect(rest.runs).toHaveLength(5)
           expect(rest.next_cursor).toBeUndefined()
 
-          for (const limit of ["-1", "abc", "1.5"]) {
+          for (const limit of ["0", "-1", "abc", "1.5"]) {
             expectValidation(yield* call(base, "GET", `/v1/runs?limit=${limit}`, { token: owner.jwt }), "limit")
           }
 
