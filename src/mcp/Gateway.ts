@@ -71,6 +71,7 @@ import {
 } from "./ContentResults.js"
 import { type DecideEvent, makeServerRequestScreening, whyUndecided } from "./ServerRequestScreen.js"
 import { dropResponses, keepAll, ownResponseOnly, resultFor, toolResultFor } from "./Responses.js"
+import { outgoingAction, outgoingRefusal } from "./OutgoingRequests.js"
 
 const jsonAnswer = (body: unknown, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson(body, { status: 200, headers })
@@ -267,10 +268,11 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
       if (Array.isArray(body.json))
         return yield* badRequest("body", "expected one JSON-RPC message (batches are not supported)")
       const rpc = yield* Schema.decodeUnknown(JsonRpcMessage)(body.json).pipe(Effect.mapError(schemaRefusal))
-      // A tool call is decided before it goes out; sent as a notification (no id) it would reach the server
-      // undecided, and a server lenient about JSON-RPC runs it all the same.
-      if (rpc.method === "tools/call" && rpc.id === undefined)
-        return yield* badRequest("id", "a tools/call needs an id (it is decided before it reaches the server)")
+      // A tool call (or a read, or a prompt's arguments) is decided before it goes out; sent as a notification
+      // (no id) it would reach the server undecided, and a server lenient about JSON-RPC runs it all the same.
+      const outgoing = outgoingAction(rpc.method, body.json)
+      if ((rpc.method === "tools/call" || outgoing !== undefined) && rpc.id === undefined)
+        return yield* badRequest("id", `a ${rpc.method} needs an id (it is decided before it reaches the server)`)
       const client = yield* sessionOf(incoming)
       const { session, forwarded } = client
       let sent = body.text
@@ -284,9 +286,13 @@ export class McpGateway extends Effect.Service<McpGateway>()("mcp/McpGateway", {
       }
       const id = rpc.id
       let context: StreamContext = id === undefined ? { method: "other" } : { method: "other", request_id: id }
-      if ((rpc.method === "tools/list" || isContentMethod(rpc.method)) && id !== undefined)
+      if ((rpc.method === "tools/list" || isContentMethod(rpc.method)) && id !== undefined) {
+        if (outgoing !== undefined) {
+          const answer = yield* decide(caller, target, session, "output.proposed", outgoing)
+          if (answer.effect !== "permit") return jsonAnswer(outgoingRefusal(id, outgoing.operation, answer))
+        }
         context = { method: rpc.method, request_id: id }
-      else if (rpc.method === "tools/call" && id !== undefined) {
+      } else if (rpc.method === "tools/call" && id !== undefined) {
         const params = yield* Schema.decodeUnknown(ToolCallParams)(asObject(body.json)?.["params"]).pipe(
           Effect.mapError(schemaRefusal)
         )

@@ -3,11 +3,15 @@
  * decided"): what `resources/read` and `prompts/get` answer enters the
  * model's context as a tool result does, so it is decided as one: passed,
  * rewritten part by part, or withheld with an error the SDK client raises.
+ * What they send (a URI, a prompt's name and arguments) may carry data out
+ * as a tool call's arguments do: decided first, as `output.proposed`, and
+ * refused with an error before the server sees it.
  */
 import { afterAll, describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SERVER_OPTIONS, testServerWithDatabase } from "../support/TestServer.js"
 import { GATEWAY_SETTINGS } from "../gateway/gateway-helpers.js"
+import { createPolicy } from "../support/Events.js"
 import { connect, mcpTenant, screenContent, sessionTraces } from "./mcp-helpers.js"
 import { EMAIL_TEXT, IBAN, INJECTED_TEXT, startMcpUpstream } from "./mcp-upstream.js"
 
@@ -50,11 +54,46 @@ layer(testServerWithDatabase("database", GATEWAY_SETTINGS), SERVER_OPTIONS)(
           )
           expect(refusedPrompt).toContain("The guardrail withheld this prompt")
 
+          const sent = (operation: string) => ({ effect: "permit", kind: "output.proposed", operation })
           expect(yield* sessionTraces(setup.owner, transport.sessionId!)).toEqual([
+            sent("resources/read"),
             { effect: "rewrite", kind: "tool.result", operation: "resources/read" },
+            sent("resources/read"),
             { effect: "deny", kind: "tool.result", operation: "resources/read" },
+            sent("prompts/get"),
             { effect: "rewrite", kind: "tool.result", operation: "prompts/get" },
+            sent("prompts/get"),
             { effect: "deny", kind: "tool.result", operation: "prompts/get" }
+          ])
+        })
+      )
+      it.scoped("what they send is decided first: a refused read or prompt never reaches the server", () =>
+        Effect.gen(function* () {
+          const setup = yield* mcpTenant(sse.url)
+          yield* createPolicy(setup.base, setup.owner, "no-injected-reads", {
+            value: "injected",
+            target: "params.uri",
+            appliesTo: ["output.proposed"]
+          })
+          yield* createPolicy(setup.base, setup.owner, "no-reply-prompts", {
+            value: "reply_to",
+            target: "params.name",
+            appliesTo: ["output.proposed"]
+          })
+          const { client, transport } = yield* connect(setup)
+          // Messages POSTed upstream (the client's own event stream is a GET it may open at any time).
+          const posted = () => sse.requests.filter((request) => request.method === "POST").length
+          const before = posted()
+          const read = yield* failureOf(() => client.readResource({ uri: "mail://inbox/injected" }))
+          expect(read).toContain("did not let this resources/read request out (deny)")
+          expect(read).toContain("no-injected-reads")
+          const prompt = yield* failureOf(() => client.getPrompt({ name: "reply_to", arguments: { id: "m-1" } }))
+          expect(prompt).toContain("did not let this prompts/get request out (deny)")
+          // Neither went to the server (before, both did, decided only on what came back).
+          expect(posted()).toBe(before)
+          expect(yield* sessionTraces(setup.owner, transport.sessionId!)).toEqual([
+            { effect: "deny", kind: "output.proposed", operation: "resources/read" },
+            { effect: "deny", kind: "output.proposed", operation: "prompts/get" }
           ])
         })
       )
