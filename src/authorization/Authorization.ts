@@ -128,12 +128,15 @@ export class Authorization extends Effect.Service<Authorization>()("authorizatio
     const provenance = yield* Provenance
     const { decisionMatchMillis, decisionMillisPerSecond, decisionMillisPerSecondPerWorkspace, maxMatchContentBytes } =
       yield* AppConfig
-    const withinAllowance = makeDecisionAllowance({
-      perWorkspace: decisionMillisPerSecondPerWorkspace,
-      perService: decisionMillisPerSecond,
-      matchMillis: decisionMatchMillis
-    })
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    const withinAllowance = makeDecisionAllowance(
+      {
+        perWorkspace: decisionMillisPerSecondPerWorkspace,
+        perService: decisionMillisPerSecond,
+        matchMillis: decisionMatchMillis
+      },
+      (error) => runFork(Effect.logError("matching a decision failed; it was deferred", Cause.die(error)))
+    )
     const runEnvironments = makeRunEnvironments()
     // The per-decision debug line is built only when debug logs are kept at all.
     const debugLogs = LogLevel.lessThanEqual(yield* FiberRef.get(FiberRef.currentMinimumLogLevel), LogLevel.Debug)

@@ -28,12 +28,26 @@ export const BURST_MS = 2_000
 /**
  * `evaluate`'s decision when its matching ends within `matchMillis`; else a fail-closed defer. Live
  * decisions and their impact replays both decide through it, so a replay reproduces a cut decision.
+ * Matching that throws anything else (a bug, or an engine limit such as a regex's stack on a text of
+ * megabytes) fails closed too, naming only the error's kind: a guardrail that cannot decide defers, it
+ * neither answers 500 nor lets the action through.
  */
-export const decideWithin = (matchMillis: number, evaluate: () => Decision): Decision => {
+export const decideWithin = (
+  matchMillis: number,
+  evaluate: () => Decision,
+  /** Told of an error other than the deadline (to log it: the answer names only its kind). */
+  onError: (error: unknown) => void = () => {}
+): Decision => {
   try {
     return withinMatchDeadline(matchMillis, evaluate)
   } catch (error) {
-    if (!(error instanceof MatchDeadlinePassed)) throw error
+    if (!(error instanceof MatchDeadlinePassed)) {
+      onError(error)
+      return failClosed("This event could not be matched (an internal error); deferred unmatched", {
+        failure: "decision_failed",
+        error: error instanceof Error ? error.name : typeof error
+      })
+    }
     return failClosed(
       `Matching this event took longer than one decision may (DECISION_MATCH_MS, ${matchMillis} ms): deferred unmatched; send shorter content, or fewer policies apply`,
       { failure: "decision_time_exceeded", limit_ms: matchMillis }
@@ -53,7 +67,7 @@ export interface DecisionLimits {
   readonly matchMillis: number
 }
 
-export const makeDecisionAllowance = (limits: DecisionLimits) => {
+export const makeDecisionAllowance = (limits: DecisionLimits, onError?: (error: unknown) => void) => {
   const allowance = makeSharedAllowance({
     perKey: limits.perWorkspace,
     keyBurst: BURST_MS,
@@ -82,7 +96,7 @@ export const makeDecisionAllowance = (limits: DecisionLimits) => {
     const refusal = waiting(workspaceId)
     if (refusal !== undefined) return refusal
     const began = performance.now()
-    const decision = decideWithin(limits.matchMillis, evaluate)
+    const decision = decideWithin(limits.matchMillis, evaluate, onError)
     const spent = performance.now() - began
     if (spent > CHARGED_ABOVE_MS) allowance.charge(workspaceId, spent, Date.now())
     return decision

@@ -75,6 +75,7 @@ export type FailedClosedCause =
   | "decision_allowance_exceeded"
   | "service_allowance_exceeded"
   | "decision_time_exceeded"
+  | "decision_failed"
   | "registry_unreadable"
   | "unrecorded"
 
@@ -91,7 +92,8 @@ export const failedClosedCause = (decision: Decision): FailedClosedCause | undef
       : undefined
   return failure === "decision_allowance_exceeded" ||
     failure === "service_allowance_exceeded" ||
-    failure === "decision_time_exceeded"
+    failure === "decision_time_exceeded" ||
+    failure === "decision_failed"
     ? failure
     : "registry_unreadable"
 }

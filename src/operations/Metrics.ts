@@ -26,7 +26,7 @@ const decisionsTotal = MetricKey.counter("guardrail_decisions_total", {
 })
 const failedClosedTotal = MetricKey.counter("guardrail_decisions_failed_closed_total", {
   description:
-    "Decisions deferred without being decided, by cause: decision_allowance_exceeded, service_allowance_exceeded, decision_time_exceeded, registry_unreadable, unrecorded."
+    "Decisions deferred without being decided, by cause: decision_allowance_exceeded, service_allowance_exceeded, decision_time_exceeded, decision_failed, registry_unreadable, unrecorded."
 })
 
 /**
