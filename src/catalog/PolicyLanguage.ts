@@ -62,6 +62,15 @@ export const parseDocumentText = (text: string): Either.Either<Fields, PolicyErr
       })
     )
   }
+  // A %YAML 1.1 directive changes what plain values mean (`n` becomes false, `!!set` an object): one meaning only.
+  if (doc.directives?.yaml.version !== "1.2") {
+    return Either.left([
+      {
+        path: "",
+        message: "Only YAML 1.2 documents are accepted; remove the %YAML directive (it changes what values mean)"
+      }
+    ])
+  }
   // toJS can still refuse (e.g. alias bombs beyond maxAliasCount): keep that as a result too.
   const converted = Either.try({
     try: (): unknown => doc.toJS({ maxAliasCount: 100 }),

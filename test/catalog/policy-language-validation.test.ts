@@ -238,6 +238,20 @@ describe("validatePolicyText", () => {
     )
   })
 
+  it("readDocument refuses a %YAML 1.1 directive (it changes what values mean), and takes 1.2 with or without", () => {
+    // Under 1.1 the key `n` and the value `n` both read as false: the policy would say something else.
+    expect(readDocument("%YAML 1.1\n---\nid: x\nn: n\n")).toEqual(
+      Either.left([
+        {
+          path: "",
+          message: "Only YAML 1.2 documents are accepted; remove the %YAML directive (it changes what values mean)"
+        }
+      ])
+    )
+    expect(readDocument("%YAML 1.2\n---\nid: x\nn: n\n")).toEqual(Either.right({ id: "x", n: "n" }))
+    expect(readDocument("id: x\nn: n\n")).toEqual(Either.right({ id: "x", n: "n" }))
+  })
+
   it("readDocument reads bytes and refuses invalid UTF-8", () => {
     expect(Either.isRight(readDocument(new TextEncoder().encode(yaml())))).toBe(true)
     expect(readDocument(new Uint8Array([0x69, 0x64, 0x3a, 0xff]))).toEqual(
