@@ -80,9 +80,7 @@ export class Approvals extends Effect.Service<Approvals>()("authorization/Approv
     const settings = yield* WorkspaceSettings
     /** A grant's note or a denial's reason may quote the content: kept as the data_handling_mode allows. */
     const kept = (workspaceId: string, text: string | undefined) =>
-      Effect.map(settings.runtimeConfig(workspaceId), (config) =>
-        keepOptionalString(config.settings.data_handling_mode, text)
-      )
+      Effect.map(settings.dataHandlingMode(workspaceId), (mode) => keepOptionalString(mode, text))
 
     /** 403 unless the caller is one of the intent's approvers (when it names any); answers whether it ever asked. */
     const checkApprover = Effect.fn("Approvals.checkApprover")(function* (caller: Caller, intentId: string) {

@@ -8,7 +8,7 @@ import { Effect, Either, Option, ParseResult, Schema } from "effect"
 import { BadRequest, Conflict, NotFound } from "../http/Errors.js"
 import { ImpactGate } from "../impact/Gate.js"
 import { AppConfig } from "../platform/Config.js"
-import { capReached, storeWithinCap } from "../platform/WorkspaceCaps.js"
+import { storeWithinCapOrRefuse } from "../platform/WorkspaceCaps.js"
 import { CatalogVersions } from "./CatalogVersions.js"
 import { type VersionsPageQuery, withCanaries } from "./Lifecycle.js"
 import { AgentId, AgentProfileDocument } from "./Domain.js"
@@ -118,22 +118,13 @@ export class Agents extends Effect.Service<Agents>()("catalog/Agents", {
 
     /** Inserts a new profile unless the workspace holds MAX_AGENTS_PER_WORKSPACE (409); `None` when it exists. */
     const insertWithinCap = (workspaceId: string, row: NewAgent) =>
-      storeWithinCap(
+      storeWithinCapOrRefuse(
         sql,
         "agents",
         workspaceId,
-        maxAgents,
+        { max: maxAgents, code: "agent_limit_reached", what: "agent profiles", setting: "MAX_AGENTS_PER_WORKSPACE" },
         Effect.map(repo.findAgent(workspaceId, row.agentId), Option.isSome),
         repo.insertAgent(workspaceId, row)
-      ).pipe(
-        Effect.orDie,
-        Effect.flatMap(
-          Option.match({
-            onNone: () =>
-              Effect.fail(capReached("agent_limit_reached", maxAgents, "agent profiles", "MAX_AGENTS_PER_WORKSPACE")),
-            onSome: Effect.succeed
-          })
-        )
       )
 
     const create = Effect.fn("Agents.create")(function* (workspaceId: string, body: Uint8Array, author: PolicyAuthor) {

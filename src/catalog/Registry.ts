@@ -12,7 +12,7 @@ import { OutboundGuard } from "../platform/OutboundGuard.js"
 import { pageByRowCut } from "../platform/Cursor.js"
 import { MAX_PAGE_BYTES } from "../platform/PageBytes.js"
 import { pageSize, toTimestamp, toTimestampOrNull } from "../platform/Schemas.js"
-import { capReached, storeWithinCap } from "../platform/WorkspaceCaps.js"
+import { capReached, storeWithinCapOrRefuse } from "../platform/WorkspaceCaps.js"
 import { CatalogVersions, type VersionedResource } from "./CatalogVersions.js"
 import type { VersionsPageQuery } from "./Lifecycle.js"
 import { ConfigChanges } from "./ConfigChanges.js"
@@ -123,15 +123,13 @@ export class Registry extends Effect.Service<Registry>()("catalog/Registry", {
       toEntry: (row: Row) => A,
       author: PolicyAuthor
     ) => {
-      const cap = caps[target.table]
-      const withinCap = storeWithinCap(sql, target.table, workspaceId, cap.max, target.exists, upsert).pipe(
-        Effect.orDie,
-        Effect.flatMap(
-          Option.match({
-            onNone: () => Effect.fail(capReached(cap.code, cap.max, cap.what, cap.setting)),
-            onSome: Effect.succeed
-          })
-        )
+      const withinCap = storeWithinCapOrRefuse(
+        sql,
+        target.table,
+        workspaceId,
+        caps[target.table],
+        target.exists,
+        upsert
       )
       return changes
         .change(

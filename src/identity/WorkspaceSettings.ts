@@ -291,8 +291,13 @@ export class WorkspaceSettings extends Effect.Service<WorkspaceSettings>()("iden
     /** `runtimeConfig` from the cache alone (undefined when not cached). */
     const peekRuntimeConfig = (workspaceId: string) => runtimeCache.peek(workspaceId)
 
+    /** The workspace's data_handling_mode (cached): how content a write keeps is kept (src/privacy). */
+    const dataHandlingMode = (workspaceId: string) =>
+      Effect.map(runtimeConfig(workspaceId), (config) => config.settings.data_handling_mode)
+
     return {
       runtimeConfig,
+      dataHandlingMode,
       peekRuntimeConfig,
       reloadRuntimeConfig,
       settingsOf,

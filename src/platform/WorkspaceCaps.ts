@@ -77,3 +77,30 @@ export const capReached = (
     code,
     message: `This workspace may store at most ${max} ${what} (${setting}); ${remedy}, or ask the operator to raise the limit.`
   })
+
+/** A cap as its 409 names it. */
+export interface Cap {
+  readonly max: number
+  readonly code: string
+  readonly what: string
+  readonly setting: string
+}
+
+/** `storeWithinCap` that fails with the cap's 409 when the workspace is at it (database failures are defects). */
+export const storeWithinCapOrRefuse = <A, R>(
+  sql: SqlClient.SqlClient,
+  table: Parameters<typeof storeWithinCap>[1],
+  workspaceId: string,
+  cap: Cap,
+  replaces: Effect.Effect<boolean, SqlError | ParseResult.ParseError>,
+  write: Effect.Effect<A, never, R>
+) =>
+  storeWithinCap(sql, table, workspaceId, cap.max, replaces, write).pipe(
+    Effect.orDie,
+    Effect.flatMap(
+      Option.match({
+        onNone: () => Effect.fail(capReached(cap.code, cap.max, cap.what, cap.setting)),
+        onSome: (stored) => Effect.succeed(stored)
+      })
+    )
+  )

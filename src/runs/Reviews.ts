@@ -64,7 +64,7 @@ export class Reviews extends Effect.Service<Reviews>()("runs/Reviews", {
         return yield* environmentMismatch(caller.environmentId, `trace ${traceId}`)
       }
       // A reviewer's note and metadata may quote the content: kept as the workspace's data_handling_mode allows.
-      const mode = (yield* settings.runtimeConfig(caller.workspaceId)).settings.data_handling_mode
+      const mode = yield* settings.dataHandlingMode(caller.workspaceId)
       return yield* transaction(
         Effect.gen(function* () {
           const row = yield* repo.insertReview({

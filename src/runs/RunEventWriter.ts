@@ -110,10 +110,7 @@ export class RunEventWriter extends Effect.Service<RunEventWriter>()("runs/RunEv
           const modes = new Map<string, DataHandlingMode>()
           for (const { event } of accepted) {
             if (!modes.has(event.workspaceId)) {
-              modes.set(
-                event.workspaceId,
-                (yield* settings.runtimeConfig(event.workspaceId)).settings.data_handling_mode
-              )
+              modes.set(event.workspaceId, yield* settings.dataHandlingMode(event.workspaceId))
             }
           }
           const rows = accepted.map(({ event }) => {

@@ -172,7 +172,7 @@ export class Runs extends Effect.Service<Runs>()("runs/Runs", {
         const metadata =
           patch.metadata === undefined
             ? undefined
-            : keepJson((yield* settings.runtimeConfig(caller.workspaceId)).settings.data_handling_mode, patch.metadata)
+            : keepJson(yield* settings.dataHandlingMode(caller.workspaceId), patch.metadata)
         return yield* transaction(
           Effect.gen(function* () {
             const workspaceId = caller.workspaceId
