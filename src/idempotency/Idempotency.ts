@@ -14,6 +14,7 @@
 import { Duration, Effect, Either, Fiber, Option, ParseResult, Schedule, Schema, Scope } from "effect"
 import { createHash } from "node:crypto"
 import { type HttpError, validationFailed } from "../http/Errors.js"
+import { every } from "../platform/Background.js"
 import { AppConfig } from "../platform/Config.js"
 import { randomToken } from "../platform/Ids.js"
 import type { HotEndpoint, HotRequest } from "../http/Hot.js"
@@ -32,8 +33,7 @@ export class Idempotency extends Effect.Service<Idempotency>()("idempotency/Idem
     const repo = yield* IdempotencyRepo
     const abandonedAfterMillis = (yield* AppConfig).idempotencyAbandonedAfterMillis
     // Renewed well within the abandon time, so a busy event loop or a slow statement does not lose the claim.
-    const renewFirst = Duration.millis(abandonedAfterMillis / 10)
-    const renewEvery = Schedule.spaced(renewFirst)
+    const renewEvery = Duration.millis(abandonedAfterMillis / 10)
     // Runs holding a key outlive a request whose client left; they end (and give their key up) with the service.
     const runs = yield* Effect.scope
 
@@ -83,12 +83,10 @@ export class Idempotency extends Effect.Service<Idempotency>()("idempotency/Idem
         const token = randomToken(16)
         const held = { ...ref, token }
         // While it runs the holder renews its claim: a request slower than the abandon time is not taken over
-        // (before, a repeat then ran it a second time). A renewal that fails is tried again at the next beat.
+        // (before, a repeat then ran it a second time). A renewal that fails is logged and tried at the next beat.
         // Interruptible: the run is started uninterruptibly, and a fork inherits that (it would never end).
-        const renewing = repo.renew(held).pipe(
-          Effect.catchAllCause(() => Effect.void),
-          Effect.repeat(renewEvery),
-          Effect.delay(renewFirst),
+        const renewing = every("idempotency claim renewal", renewEvery, repo.renew(held)).pipe(
+          Effect.delay(renewEvery),
           Effect.interruptible
         )
         const run = Effect.flatMap(Effect.fork(renewing), (beat) =>
